@@ -1,0 +1,161 @@
+/* The operator definition: everything about one op lives in one hg_op_def in csrc/ops/.
+ *
+ * A family file (csrc/ops/<family>.c) defines `const hg_op_def hg_ops_<family>[]`, terminated by
+ * an entry with name == NULL, and registry.c lists the families. Nothing else names an op.
+ *
+ * Attributes: an op declares a schema (hg_attr_spec[]); values are parsed once into hg_attrs,
+ * indexed by schema position, so a kernel reads `a->v[K_AXIS].i` without any string handling.
+ * Validation belongs in `infer`; kernels trust what infer accepted.
+ */
+#ifndef HG_CORE_OP_H
+#define HG_CORE_OP_H
+
+#include <stdbool.h>
+
+#include "tensor.h"
+
+#define HG_MAX_ATTRS 16
+#define HG_MAX_TUPLE 32
+#define HG_MAX_STR 48
+#define HG_MAX_IO 64 /* inputs or outputs of one op call (add_n / Concat may take more: checked) */
+
+typedef enum hg_attr_type {
+    HG_ATTR_INT,    /* int64 (MXNet int / long) */
+    HG_ATTR_FLOAT,  /* double */
+    HG_ATTR_BOOL,
+    HG_ATTR_TUPLE,  /* tuple of int64: "(3, 3)", "[2,2]", "3", "()" */
+    HG_ATTR_ENUM,   /* one of spec->choices; value .i is the index */
+    HG_ATTR_DTYPE,  /* a dtype name; value .i is the hg_dtype */
+    HG_ATTR_STRING, /* free text, at most HG_MAX_STR-1 bytes (e.g. ctx) */
+} hg_attr_type;
+
+enum {
+    HG_ATTR_REQUIRED = 1, /* no default: must be given */
+    HG_ATTR_OPTIONAL = 2, /* "None" is a valid value (is_none set) */
+};
+
+typedef struct hg_attr_spec {
+    const char *name;
+    hg_attr_type type;
+    int flags;
+    const char *def;              /* default as an MXNet attribute string ("None" allowed) */
+    const char *doc;
+    const char *const *choices;   /* ENUM: NULL-terminated names */
+} hg_attr_spec;
+
+typedef struct hg_tuple {
+    int n;
+    int64_t v[HG_MAX_TUPLE];
+} hg_tuple;
+
+typedef struct hg_attr_value {
+    bool is_none;
+    bool is_set; /* given by the caller (not the default) */
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        hg_tuple t;
+        char s[HG_MAX_STR];
+    };
+} hg_attr_value;
+
+typedef struct hg_attrs {
+    int n;
+    hg_attr_value v[HG_MAX_ATTRS];
+} hg_attrs;
+
+/* Execution context handed to kernels. */
+typedef struct hg_exec_ctx {
+    bool is_train;
+    void *workspace;     /* scratch memory of workspace_bytes (may be NULL) */
+    size_t workspace_bytes;
+} hg_exec_ctx;
+
+enum {
+    HG_OP_ELEMWISE = 1 << 0,  /* same-shape element-wise: output i depends on input i only */
+    HG_OP_INPLACE = 1 << 1,   /* output 0 may share input 0's buffer */
+    HG_OP_RANDOM = 1 << 2,    /* draws from the RNG: not deterministic, never folded */
+    HG_OP_NO_INPUTS = 1 << 3, /* creation op: shape/dtype come from attrs */
+    HG_OP_VARARGS = 1 << 4,   /* input count from the num_args attribute */
+    HG_OP_NO_GRAD = 1 << 5,   /* gradient is zero / undefined (comparisons, argmax, creation) */
+};
+
+/* Tile function of an element-wise op: out[i] = f(in0[i*s0], in1[i*s1]) for i < n.
+ * Strides are in elements and are 0 (broadcast a scalar) or 1. */
+typedef void (*hg_ew_fn)(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1,
+                         void *out, const hg_attrs *a);
+
+struct hg_op_def {
+    const char *name;
+    const char *const *aliases;     /* NULL-terminated, or NULL */
+    const char *doc;
+    const char *const *input_names; /* NULL-terminated; ("data",) etc. Varargs: the single name */
+    const char *const *output_names;/* NULL: "output" / "output<i>" */
+    const hg_attr_spec *attrs;
+    int num_attrs;
+    int num_inputs;   /* fixed count, or see get_num_inputs / HG_OP_VARARGS */
+    int num_outputs;  /* fixed count, or see get_num_outputs */
+    int num_visible_outputs; /* 0: all outputs are visible */
+    unsigned flags;
+    int (*get_num_inputs)(const hg_attrs *a);
+    int (*get_num_outputs)(const hg_attrs *a);
+    /* Shape and dtype inference. May fill unknown input metas (weights from data) as well as
+     * the outputs. Returns HG_ERR_VALUE/HG_ERR_TYPE with a message naming what is wrong. */
+    hg_status (*infer)(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                       hg_meta *out);
+    /* CPU kernel: outputs are allocated with the inferred metas. */
+    hg_status (*forward)(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                         hg_tensor *const *in, int nout, hg_tensor *const *out);
+    /* Element-wise tile functions per dtype (NULL: dtype not supported). Ops with these set and
+     * forward == NULL get the generic element-wise/broadcast driver. f16 falls back to f32. */
+    hg_ew_fn ew[HG_NUM_DTYPES];
+    int ew_arity; /* 1 or 2: number of array operands of the tile function */
+    /* Bytes of scratch memory the forward needs (NULL: none). */
+    size_t (*workspace)(const hg_attrs *a, int nin, const hg_meta *in);
+    void *grad; /* gradient rule: filled in by the autograd work */
+};
+
+/* Registry. */
+const hg_op_def *hg_registry_find(const char *name);
+int hg_registry_count(void);
+const hg_op_def *hg_registry_at(int i);
+
+/* Attributes. */
+int hg_attr_index(const hg_op_def *op, const char *name); /* -1 if unknown */
+hg_status hg_attrs_init_defaults(const hg_op_def *op, hg_attrs *a);
+/* Fast path: copies the defaults parsed once at registration (use this per call). */
+void hg_attrs_set_defaults(const hg_op_def *op, hg_attrs *a);
+/* Parses one MXNet attribute string into slot `idx`. */
+hg_status hg_attr_parse(const hg_op_def *op, int idx, const char *text, hg_attrs *a);
+/* Checks required attributes are set; names the op and the attribute otherwise. */
+hg_status hg_attrs_finish(const hg_op_def *op, hg_attrs *a);
+/* Writes the attribute in MXNet's string form ("(3, 3)", "True", "0.5"). */
+void hg_attr_format(const hg_op_def *op, int idx, const hg_attrs *a, char *buf, size_t size);
+/* "Cannot find argument 'foo', Possible Arguments: ..." message helper. */
+hg_status hg_attr_unknown(const hg_op_def *op, const char *key);
+
+int hg_op_num_inputs(const hg_op_def *op, const hg_attrs *a);
+int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a);
+
+/* Runs an op imperatively: infers, allocates outputs (unless out[i] is given, in which case its
+ * shape and dtype must match) and calls the kernel. nout must equal hg_op_num_outputs. */
+hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int nin,
+                    hg_tensor *const *in, int nout, hg_tensor **out);
+
+/* The generic element-wise driver: broadcasting binary / unary map over ew[dtype]. */
+hg_status hg_ew_forward(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
+                        hg_tensor *out);
+/* Ready-made shape rules. hg_infer_broadcast: NumPy broadcasting of in[0] and in[1] (message
+ * names the op and both shapes). hg_infer_same: all inputs of equal shape and dtype, output like
+ * in[0] (elemwise_*, unary maps, scalar ops). */
+hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                             int nout, hg_meta *out);
+hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                        hg_meta *out);
+
+/* Convenience for op files. */
+#define HG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define HG_COUNT(arr) ((int)(sizeof(arr) / sizeof((arr)[0])))
+
+#endif

@@ -1,0 +1,92 @@
+/* The global random generator: xoshiro256** seeded through splitmix64. Same seed, same stream. */
+#include "rng.h"
+
+#include <math.h>
+#include <pthread.h>
+
+#include "hybridgluon/hybridgluon.h"
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_s[4] = {0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull,
+                          0x2545F4914F6CDD1Dull};
+static int g_have_spare;
+static double g_spare;
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t next(void)
+{
+    uint64_t r = rotl(g_s[1] * 5, 7) * 9, t = g_s[1] << 17;
+    g_s[2] ^= g_s[0];
+    g_s[3] ^= g_s[1];
+    g_s[1] ^= g_s[2];
+    g_s[0] ^= g_s[3];
+    g_s[2] ^= t;
+    g_s[3] = rotl(g_s[3], 45);
+    return r;
+}
+
+static inline double unit(void) { return (double)(next() >> 11) * 0x1.0p-53; }
+
+void hg_random_seed(uint64_t seed)
+{
+    pthread_mutex_lock(&g_mu);
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) g_s[i] = splitmix(&x);
+    g_have_spare = 0;
+    pthread_mutex_unlock(&g_mu);
+}
+
+void hg_rng_uniform(double *out, int64_t n)
+{
+    pthread_mutex_lock(&g_mu);
+    for (int64_t i = 0; i < n; i++) out[i] = unit();
+    pthread_mutex_unlock(&g_mu);
+}
+
+void hg_rng_normal(double *out, int64_t n)
+{
+    pthread_mutex_lock(&g_mu);
+    int64_t i = 0;
+    if (g_have_spare && n > 0) {
+        out[i++] = g_spare;
+        g_have_spare = 0;
+    }
+    while (i < n) { /* Box-Muller, both values used */
+        double u1 = unit(), u2 = unit();
+        if (u1 <= 0x1.0p-60) u1 = 0x1.0p-60;
+        double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+        out[i++] = r * cos(th);
+        if (i < n) {
+            out[i++] = r * sin(th);
+        } else {
+            g_spare = r * sin(th);
+            g_have_spare = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+void hg_rng_u64(uint64_t *out, int64_t n)
+{
+    pthread_mutex_lock(&g_mu);
+    for (int64_t i = 0; i < n; i++) out[i] = next();
+    pthread_mutex_unlock(&g_mu);
+}
+
+uint64_t hg_rng_below(uint64_t bound)
+{
+    uint64_t limit = UINT64_MAX - UINT64_MAX % bound, x;
+    do {
+        hg_rng_u64(&x, 1);
+    } while (x >= limit);
+    return x % bound;
+}

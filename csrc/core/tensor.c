@@ -1,0 +1,283 @@
+/* Tensor creation, views, reference counting and the dtype table. */
+#include "tensor.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const k_dtype_names[HG_NUM_DTYPES] = {
+    "float32", "float64", "float16", "uint8", "int32", "int8", "int64", "bool"};
+static const size_t k_dtype_sizes[HG_NUM_DTYPES] = {4, 8, 2, 1, 4, 1, 8, 1};
+
+const char *hg_dtype_name(hg_dtype dt)
+{
+    return (unsigned)dt < HG_NUM_DTYPES ? k_dtype_names[dt] : "unknown";
+}
+
+size_t hg_dtype_size(hg_dtype dt) { return (unsigned)dt < HG_NUM_DTYPES ? k_dtype_sizes[dt] : 0; }
+
+hg_status hg_dtype_from_name(const char *name, hg_dtype *out)
+{
+    for (int i = 0; i < HG_NUM_DTYPES; i++) {
+        if (strcmp(name, k_dtype_names[i]) == 0) {
+            *out = (hg_dtype)i;
+            return HG_OK;
+        }
+    }
+    return hg_error(HG_ERR_TYPE, "unknown dtype '%s' (expected one of float32, float64, float16, "
+                    "uint8, int32, int8, int64, bool)", name);
+}
+
+int64_t hg_shape_size(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
+{
+    if (ndim_a != ndim_b) return false;
+    for (int i = 0; i < ndim_a; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype)
+{
+    char buf[HG_SHAPE_STR];
+    if ((unsigned)dtype >= HG_NUM_DTYPES) return hg_error(HG_ERR_TYPE, "invalid dtype flag %d", dtype);
+    if (ndim < 0 || ndim > HG_MAX_NDIM)
+        return hg_error(HG_ERR_VALUE, "number of dimensions %d is outside [0, %d]", ndim,
+                        HG_MAX_NDIM);
+    /* Keep the total byte count below 2^62 so no size computation can overflow. */
+    double bytes = (double)hg_dtype_size(dtype);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return hg_error(HG_ERR_VALUE, "negative dimension in shape %s",
+                            hg_shape_str(buf, ndim, shape));
+        bytes *= (double)shape[i];
+    }
+    if (bytes > 4.0e18)
+        return hg_error(HG_ERR_MEMORY, "shape %s is too large to allocate",
+                        hg_shape_str(buf, ndim, shape));
+    return HG_OK;
+}
+
+hg_meta hg_meta_of(const hg_tensor *t)
+{
+    hg_meta m;
+    m.ndim = t->ndim;
+    m.dtype = t->dtype;
+    memcpy(m.shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return m;
+}
+
+static hg_tensor *tensor_header(int ndim, const int64_t *shape, hg_dtype dtype)
+{
+    hg_tensor *t = hg_alloc(sizeof *t);
+    if (!t) return NULL;
+    atomic_init(&t->refcount, 1);
+    t->storage = NULL;
+    t->offset = 0;
+    t->ndim = ndim;
+    t->dtype = dtype;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    t->size = hg_shape_size(ndim, shape);
+    t->autograd = NULL;
+    return t;
+}
+
+hg_status hg_tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, hg_tensor **out)
+{
+    HG_TRY(hg_shape_check(ndim, shape, dtype));
+    hg_tensor *t = tensor_header(ndim, shape, dtype);
+    hg_storage *s = hg_alloc(sizeof *s);
+    size_t nbytes = (size_t)t->size * hg_dtype_size(dtype);
+    void *data = hg_alloc(nbytes);
+    if (!t || !s || !data) {
+        hg_free(t, sizeof *t);
+        hg_free(s, sizeof *s);
+        hg_free(data, nbytes);
+        char buf[HG_SHAPE_STR];
+        return hg_error(HG_ERR_MEMORY, "out of memory allocating %zu bytes for shape %s", nbytes,
+                        hg_shape_str(buf, ndim, shape));
+    }
+    atomic_init(&s->refcount, 1);
+    s->data = data;
+    s->nbytes = nbytes;
+    s->device_type = HG_DEVICE_CPU;
+    s->device_id = 0;
+    s->deleter = NULL;
+    s->deleter_ctx = NULL;
+    t->storage = s;
+    *out = t;
+    return HG_OK;
+}
+
+hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out)
+{
+    return hg_tensor_new(m->ndim, m->shape, m->dtype, out);
+}
+
+hg_status hg_tensor_from_data(void *data, int ndim, const int64_t *shape, hg_dtype dtype,
+                              void (*deleter)(void *ctx), void *ctx, hg_tensor **out)
+{
+    if (!out || (!data && hg_shape_size(ndim, shape) != 0) || (ndim > 0 && !shape))
+        return hg_error(HG_ERR_VALUE, "hg_tensor_from_data: NULL argument");
+    HG_TRY(hg_shape_check(ndim, shape, dtype));
+    hg_tensor *t = tensor_header(ndim, shape, dtype);
+    hg_storage *s = hg_alloc(sizeof *s);
+    if (!t || !s) {
+        hg_free(t, sizeof *t);
+        hg_free(s, sizeof *s);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    atomic_init(&s->refcount, 1);
+    s->data = data;
+    s->nbytes = (size_t)t->size * hg_dtype_size(dtype);
+    s->device_type = HG_DEVICE_CPU;
+    s->device_id = 0;
+    s->deleter = deleter;
+    s->deleter_ctx = ctx;
+    t->storage = s;
+    *out = t;
+    return HG_OK;
+}
+
+static void storage_release(hg_storage *s)
+{
+    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (s->deleter)
+        s->deleter(s->deleter_ctx);
+    else
+        hg_free(s->data, s->nbytes);
+    hg_free(s, sizeof *s);
+}
+
+void hg_tensor_retain(hg_tensor *t)
+{
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+}
+
+/* Hook set by the autograd tape to drop its per-tensor record. */
+void (*hg_autograd_release_hook)(hg_tensor *t) = NULL;
+
+void hg_tensor_free(hg_tensor *t)
+{
+    if (!t) return;
+    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (t->autograd && hg_autograd_release_hook) hg_autograd_release_hook(t);
+    storage_release(t->storage);
+    hg_free(t, sizeof *t);
+}
+
+hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out)
+{
+    HG_TRY(hg_shape_check(ndim, shape, t->dtype));
+    if (hg_shape_size(ndim, shape) != t->size) {
+        char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
+        return hg_error(HG_ERR_VALUE, "cannot view an array of shape %s as shape %s",
+                        hg_shape_str(a, t->ndim, t->shape), hg_shape_str(b, ndim, shape));
+    }
+    hg_tensor *v = tensor_header(ndim, shape, t->dtype);
+    if (!v) return hg_error(HG_ERR_MEMORY, "out of memory");
+    v->storage = t->storage;
+    v->offset = t->offset;
+    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+    *out = v;
+    return HG_OK;
+}
+
+hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out)
+{
+    if (t->ndim < 1 || begin < 0 || end < begin || end > t->shape[0])
+        return hg_error(HG_ERR_INDEX, "slice [%lld, %lld) is out of range for axis 0 of size %lld",
+                        (long long)begin, (long long)end,
+                        (long long)(t->ndim ? t->shape[0] : 0));
+    int64_t shape[HG_MAX_NDIM];
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    shape[0] = end - begin;
+    hg_tensor *v = tensor_header(t->ndim, shape, t->dtype);
+    if (!v) return hg_error(HG_ERR_MEMORY, "out of memory");
+    v->storage = t->storage;
+    int64_t row = t->shape[0] ? t->size / t->shape[0] : 0;
+    v->offset = t->offset + (size_t)(begin * row) * hg_dtype_size(t->dtype);
+    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+    *out = v;
+    return HG_OK;
+}
+
+int hg_tensor_ndim(const hg_tensor *t) { return t->ndim; }
+const int64_t *hg_tensor_shape(const hg_tensor *t) { return t->shape; }
+int64_t hg_tensor_size(const hg_tensor *t) { return t->size; }
+hg_dtype hg_tensor_dtype(const hg_tensor *t) { return t->dtype; }
+void *hg_tensor_data(const hg_tensor *t) { return hg_data(t); }
+size_t hg_tensor_nbytes(const hg_tensor *t) { return (size_t)t->size * hg_dtype_size(t->dtype); }
+
+hg_status hg_tensor_copy_from(hg_tensor *t, const void *src, size_t nbytes)
+{
+    if (!t || (!src && nbytes)) return hg_error(HG_ERR_VALUE, "hg_tensor_copy_from: NULL argument");
+    if (nbytes != hg_tensor_nbytes(t))
+        return hg_error(HG_ERR_VALUE, "hg_tensor_copy_from: buffer has %zu bytes, tensor needs %zu",
+                        nbytes, hg_tensor_nbytes(t));
+    if (nbytes) memcpy(hg_data(t), src, nbytes);
+    return HG_OK;
+}
+
+hg_status hg_tensor_copy_to(const hg_tensor *t, void *dst, size_t nbytes)
+{
+    if (!t || (!dst && nbytes)) return hg_error(HG_ERR_VALUE, "hg_tensor_copy_to: NULL argument");
+    if (nbytes != hg_tensor_nbytes(t))
+        return hg_error(HG_ERR_VALUE, "hg_tensor_copy_to: buffer has %zu bytes, tensor has %zu",
+                        nbytes, hg_tensor_nbytes(t));
+    if (nbytes) memcpy(dst, hg_data(t), nbytes);
+    return HG_OK;
+}
+
+/* Half precision conversions (round to nearest even), after the classic bit-twiddling recipe. */
+float hg_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) {
+                man <<= 1;
+                exp--;
+            }
+            man &= 0x3ff;
+            bits = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t hg_float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t man = x & 0x7fffff;
+    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;
+    return (uint16_t)half;
+}

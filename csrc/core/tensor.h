@@ -1,0 +1,70 @@
+/* The tensor and its storage, as the core and the kernels see them.
+ *
+ * Invariants: a tensor is row-major and contiguous; its bytes start at storage->data + offset
+ * (offset != 0 only for axis-0 views); size == prod(shape) (1 for ndim 0). Storage is shared
+ * by views and freed when its last reference goes. Reference counts are atomic so tensors may
+ * cross threads (one predictor per thread sharing weights).
+ */
+#ifndef HG_CORE_TENSOR_H
+#define HG_CORE_TENSOR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "error.h"
+#include "hybridgluon/hybridgluon.h"
+
+typedef struct hg_storage {
+    atomic_long refcount;
+    void *data;
+    size_t nbytes;
+    int device_type, device_id;
+    void (*deleter)(void *ctx); /* NULL: data came from hg_alloc and goes back there */
+    void *deleter_ctx;
+} hg_storage;
+
+struct hg_tensor {
+    atomic_long refcount;
+    hg_storage *storage;
+    size_t offset;
+    int64_t size;
+    int ndim;
+    hg_dtype dtype;
+    int64_t shape[HG_MAX_NDIM];
+    void *autograd; /* owned by the autograd tape; NULL when not recorded */
+};
+
+/* Metadata of a tensor without data, as shape/dtype inference sees it. A dim of -1 is unknown
+ * (graph inference only); ndim -1 means the whole shape is unknown. */
+typedef struct hg_meta {
+    int ndim;
+    hg_dtype dtype;
+    int64_t shape[HG_MAX_NDIM];
+} hg_meta;
+
+static inline void *hg_data(const hg_tensor *t) { return (char *)t->storage->data + t->offset; }
+#define HG_DATA(t, T) ((T *)hg_data(t))
+
+int64_t hg_shape_size(int ndim, const int64_t *shape);
+bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b);
+/* Checks dims are >= 0, ndim <= HG_MAX_NDIM, and that the byte size does not overflow. */
+hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype);
+hg_meta hg_meta_of(const hg_tensor *t);
+
+/* A new tensor viewing t's storage with another shape (same size) or an axis-0 range. */
+hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out);
+hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out);
+hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out);
+
+/* Aligned, pooled memory (64-byte alignment; freed blocks are kept per size class). */
+void *hg_alloc(size_t nbytes);
+void hg_free(void *p, size_t nbytes);
+/* Bytes currently held by the pool's caches (for tests). Returns cached bytes. */
+size_t hg_alloc_cached_bytes(void);
+void hg_alloc_release_cache(void);
+
+/* IEEE half <-> float. */
+float hg_half_to_float(uint16_t h);
+uint16_t hg_float_to_half(float f);
+
+#endif

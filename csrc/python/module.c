@@ -1,0 +1,237 @@
+/* The hybridgluon._core module: error mapping, registry access and module-level functions. */
+#include "binding.h"
+
+#include <string.h>
+
+#include "core/rng.h"
+
+PyTypeObject *hgpy_ndarray_cls = &HgNDArray_Type;
+int hgpy_is_training = 0;
+
+/* Exception classes by status, installed from hybridgluon/base.py. */
+static PyObject *g_err[HG_ERR_INTERNAL + 1];
+
+PyObject *hgpy_raise(hg_status st)
+{
+    PyObject *cls = (st > 0 && st <= HG_ERR_INTERNAL) ? g_err[st] : NULL;
+    if (!cls) cls = g_err[0] ? g_err[0] : PyExc_RuntimeError;
+    PyErr_SetString(cls, hg_last_error());
+    return NULL;
+}
+
+int hgpy_raise_int(hg_status st)
+{
+    hgpy_raise(st);
+    return -1;
+}
+
+static PyObject *set_error_classes(PyObject *self, PyObject *args)
+{
+    PyObject *base, *value, *type, *index;
+    if (!PyArg_ParseTuple(args, "OOOO", &base, &value, &type, &index)) return NULL;
+    PyObject *by_status[HG_ERR_INTERNAL + 1] = {
+        [0] = base, [HG_ERR_VALUE] = value, [HG_ERR_TYPE] = type, [HG_ERR_INDEX] = index,
+        [HG_ERR_MEMORY] = base, [HG_ERR_IO] = base, [HG_ERR_UNSUPPORTED] = base,
+        [HG_ERR_INTERNAL] = base};
+    for (int i = 0; i <= HG_ERR_INTERNAL; i++) {
+        Py_XINCREF(by_status[i]);
+        Py_XSETREF(g_err[i], by_status[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *set_ndarray_class(PyObject *self, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &HgNDArray_Type)) {
+        PyErr_SetString(PyExc_TypeError, "expected a subclass of _core.NDArray");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    hgpy_ndarray_cls = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *list_ops(PyObject *self, PyObject *unused)
+{
+    int n = hg_registry_count();
+    PyObject *out = PyList_New(n);
+    if (!out) return NULL;
+    for (int i = 0; i < n; i++) PyList_SET_ITEM(out, i, PyUnicode_FromString(hg_registry_at(i)->name));
+    return out;
+}
+
+static PyObject *get_op(PyObject *self, PyObject *name)
+{
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s) return NULL;
+    const hg_op_def *op = hg_registry_find(s);
+    if (!op) return hgpy_raise(hg_error(HG_ERR_VALUE, "operator '%s' is not registered", s));
+    return hgpy_op_new(op);
+}
+
+static PyObject *str_list(const char *const *names)
+{
+    PyObject *l = PyList_New(0);
+    for (const char *const *p = names; l && p && *p; p++) {
+        PyObject *s = PyUnicode_FromString(*p);
+        if (!s || PyList_Append(l, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return l;
+}
+
+/* Everything the Python side needs to know about an op, as plain data. */
+static PyObject *op_info(PyObject *self, PyObject *name)
+{
+    static const char *const types[] = {"int", "float", "bool", "tuple", "enum", "dtype", "string"};
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s) return NULL;
+    const hg_op_def *op = hg_registry_find(s);
+    if (!op) return hgpy_raise(hg_error(HG_ERR_VALUE, "operator '%s' is not registered", s));
+    PyObject *attrs = PyList_New(op->num_attrs);
+    for (int i = 0; attrs && i < op->num_attrs; i++) {
+        const hg_attr_spec *sp = &op->attrs[i];
+        PyObject *choices = sp->choices ? str_list(sp->choices) : Py_NewRef(Py_None);
+        PyList_SET_ITEM(attrs, i, Py_BuildValue(
+            "{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type", types[sp->type],
+            "required", (sp->flags & HG_ATTR_REQUIRED) ? Py_True : Py_False, "optional",
+            (sp->flags & HG_ATTR_OPTIONAL) ? Py_True : Py_False, "default", sp->def, "doc",
+            sp->doc ? sp->doc : "", "choices", choices));
+    }
+    return Py_BuildValue(
+        "{s:s,s:N,s:s,s:N,s:N,s:i,s:i,s:i,s:I,s:N}", "name", op->name, "aliases",
+        str_list(op->aliases), "doc", op->doc ? op->doc : "", "inputs", str_list(op->input_names),
+        "outputs", str_list(op->output_names), "num_inputs", op->num_inputs, "num_outputs",
+        op->num_outputs ? op->num_outputs : 1, "num_visible_outputs", op->num_visible_outputs,
+        "flags", op->flags, "attrs", attrs);
+}
+
+static PyObject *py_empty(PyObject *self, PyObject *args)
+{
+    PyObject *shape;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "Oi", &shape, &dtype)) return NULL;
+    PyObject *seq = PySequence_Fast(shape, "shape must be a tuple of ints");
+    if (!seq) return NULL;
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
+    int64_t dims[HG_MAX_NDIM];
+    if (nd > HG_MAX_NDIM) {
+        Py_DECREF(seq);
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "shape has %zd dimensions, at most %d are "
+                                   "supported", nd, HG_MAX_NDIM));
+    }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        dims[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (dims[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    hg_tensor *t;
+    hg_status st = hg_tensor_new((int)nd, dims, (hg_dtype)dtype, &t);
+    if (st) return hgpy_raise(st);
+    return hgpy_wrap(t);
+}
+
+/* Copies any C-contiguous buffer (NumPy array, bytes, memoryview) into a new array. */
+static PyObject *from_buffer(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "Oi", &obj, &dtype)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_ND) < 0) return NULL;
+    int64_t dims[HG_MAX_NDIM];
+    hg_tensor *t = NULL;
+    hg_status st = HG_OK;
+    if (view.ndim > HG_MAX_NDIM) {
+        st = hg_error(HG_ERR_VALUE, "array has %d dimensions, at most %d are supported",
+                      view.ndim, HG_MAX_NDIM);
+    } else {
+        for (int i = 0; i < view.ndim; i++) dims[i] = view.shape[i];
+        st = hg_tensor_new(view.ndim, dims, (hg_dtype)dtype, &t);
+        if (st == HG_OK && (size_t)view.len != hg_tensor_nbytes(t)) {
+            st = hg_error(HG_ERR_INTERNAL, "buffer has %zd bytes, expected %zu", view.len,
+                          hg_tensor_nbytes(t));
+        }
+        if (st == HG_OK && view.len) memcpy(hg_data(t), view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    if (st) {
+        hg_tensor_free(t);
+        return hgpy_raise(st);
+    }
+    return hgpy_wrap(t);
+}
+
+static PyObject *py_seed(PyObject *self, PyObject *arg)
+{
+    unsigned long long s = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred()) return NULL;
+    hg_random_seed(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *set_training(PyObject *self, PyObject *arg)
+{
+    int prev = hgpy_is_training;
+    hgpy_is_training = PyObject_IsTrue(arg);
+    return PyBool_FromLong(prev);
+}
+
+static PyObject *is_training(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(hgpy_is_training);
+}
+
+static PyObject *num_threads(PyObject *self, PyObject *args)
+{
+    int n = 0;
+    if (!PyArg_ParseTuple(args, "|i", &n)) return NULL;
+    if (n > 0) hg_set_num_threads(n);
+    return PyLong_FromLong(hg_get_num_threads());
+}
+
+static PyObject *alloc_cached(PyObject *self, PyObject *args)
+{
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "|p", &release)) return NULL;
+    if (release) hg_alloc_release_cache();
+    return PyLong_FromSize_t(hg_alloc_cached_bytes());
+}
+
+static PyMethodDef k_methods[] = {
+    {"_set_error_classes", set_error_classes, METH_VARARGS, "install MXNetError and subclasses"},
+    {"_set_ndarray_class", set_ndarray_class, METH_O, "class that op outputs are created as"},
+    {"list_ops", list_ops, METH_NOARGS, "canonical names of all registered ops"},
+    {"get_op", get_op, METH_O, "the callable for an op name or alias"},
+    {"op_info", op_info, METH_O, "schema of an op as a dict"},
+    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype_flag): uninitialised array"},
+    {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
+    {"seed", py_seed, METH_O, "seed the global random generator"},
+    {"set_training", set_training, METH_O, "set the training flag, return the previous one"},
+    {"is_training", is_training, METH_NOARGS, "the training flag"},
+    {"num_threads", num_threads, METH_VARARGS, "num_threads(n=0): get (and set if n>0)"},
+    {"alloc_cached_bytes", alloc_cached, METH_VARARGS, "bytes held by the allocator's pool"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef k_module = {PyModuleDef_HEAD_INIT, "_core", "hybridgluon C core", -1,
+                                      k_methods};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    PyObject *m = PyModule_Create(&k_module);
+    if (!m) return NULL;
+    if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "MAX_NDIM", HG_MAX_NDIM);
+    return m;
+}

@@ -1,0 +1,380 @@
+/* _core.NDArray: the C object behind hybridgluon's NDArray. It owns one reference to an
+ * hg_tensor. Arithmetic operators, comparisons, the buffer protocol and axis-0 views live here
+ * so the hot paths never enter Python; everything else is in hybridgluon/ndarray/ndarray.py. */
+#include "binding.h"
+
+#include <string.h>
+
+static const char *const k_formats[HG_NUM_DTYPES] = {"f", "d", "e", "B", "i", "b", "q", "?"};
+
+PyObject *hgpy_wrap(hg_tensor *t)
+{
+    NDArrayObject *o = (NDArrayObject *)hgpy_ndarray_cls->tp_alloc(hgpy_ndarray_cls, 0);
+    if (!o) {
+        hg_tensor_free(t);
+        return NULL;
+    }
+    o->t = t;
+    return (PyObject *)o;
+}
+
+static void nd_dealloc(NDArrayObject *self)
+{
+    hg_tensor_free(self->t);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *nd_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyErr_SetString(PyExc_TypeError, "create arrays with nd.array(), nd.zeros() and friends");
+    return NULL;
+}
+
+static PyObject *get_shape(NDArrayObject *self, void *c)
+{
+    PyObject *t = PyTuple_New(self->t->ndim);
+    for (int i = 0; t && i < self->t->ndim; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(self->t->shape[i]));
+    return t;
+}
+static PyObject *get_size(NDArrayObject *self, void *c) { return PyLong_FromLongLong(self->t->size); }
+static PyObject *get_ndim(NDArrayObject *self, void *c) { return PyLong_FromLong(self->t->ndim); }
+static PyObject *get_flag(NDArrayObject *self, void *c) { return PyLong_FromLong(self->t->dtype); }
+static PyObject *get_ptr(NDArrayObject *self, void *c)
+{
+    return PyLong_FromVoidPtr(hg_data(self->t));
+}
+static PyObject *get_storage_id(NDArrayObject *self, void *c)
+{
+    return PyLong_FromVoidPtr(self->t->storage);
+}
+
+static PyGetSetDef k_getset[] = {
+    {"shape", (getter)get_shape, NULL, "tuple of dimensions", NULL},
+    {"size", (getter)get_size, NULL, "number of elements", NULL},
+    {"ndim", (getter)get_ndim, NULL, "number of dimensions", NULL},
+    {"_dtype_flag", (getter)get_flag, NULL, "MXNet type flag", NULL},
+    {"_data_ptr", (getter)get_ptr, NULL, "address of the first element", NULL},
+    {"_storage_id", (getter)get_storage_id, NULL, "identity of the underlying storage", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- operators ------------------------------------------------------------------------- */
+
+static int as_scalar(PyObject *o, double *out)
+{
+    if (PyFloat_CheckExact(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 1;
+    }
+    if (PyLong_Check(o) || PyFloat_Check(o) ||
+        (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PySequence_Check(o) &&
+         !hgpy_is_ndarray(o))) {
+        *out = PyFloat_AsDouble(o);
+        if (*out == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *array, *scalar, *rscalar; /* rscalar NULL: commutative, use scalar */
+    const hg_op_def *op_array, *op_scalar, *op_rscalar;
+} binop;
+
+static binop k_add = {"broadcast_add", "_plus_scalar", NULL};
+static binop k_sub = {"broadcast_sub", "_minus_scalar", "_rminus_scalar"};
+static binop k_mul = {"broadcast_mul", "_mul_scalar", NULL};
+static binop k_div = {"broadcast_div", "_div_scalar", "_rdiv_scalar"};
+static binop k_mod = {"broadcast_mod", "_mod_scalar", "_rmod_scalar"};
+static binop k_pow = {"broadcast_power", "_power_scalar", "_rpower_scalar"};
+static binop k_cmp[6] = {
+    /* Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE; reversed forms swap the comparison */
+    {"broadcast_lesser", "_lesser_scalar", "_greater_scalar"},
+    {"broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"},
+    {"broadcast_equal", "_equal_scalar", "_equal_scalar"},
+    {"broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"},
+    {"broadcast_greater", "_greater_scalar", "_lesser_scalar"},
+    {"broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"},
+};
+
+static int resolve(binop *b)
+{
+    if (b->op_array) return 0;
+    b->op_array = hg_registry_find(b->array);
+    b->op_scalar = hg_registry_find(b->scalar);
+    b->op_rscalar = b->rscalar ? hg_registry_find(b->rscalar) : b->op_scalar;
+    if (!b->op_array || !b->op_scalar || !b->op_rscalar) {
+        b->op_array = NULL;
+        hgpy_raise(hg_error(HG_ERR_INTERNAL, "operator %s is not registered", b->array));
+        return -1;
+    }
+    return 0;
+}
+
+/* a OP b for NDArray/scalar operands; out (may be NULL) receives the result in place. */
+static PyObject *binary(binop *b, PyObject *x, PyObject *y, hg_tensor *out)
+{
+    if (resolve(b) < 0) return NULL;
+    hg_attrs a;
+    hg_tensor *in[2], *res = out;
+    hg_status st;
+    double s;
+    if (hgpy_is_ndarray(x) && hgpy_is_ndarray(y)) {
+        in[0] = hgpy_tensor(x);
+        in[1] = hgpy_tensor(y);
+        a.n = 0;
+        st = hgpy_run(b->op_array, &a, 2, in, 1, &res);
+    } else if (hgpy_is_ndarray(x) && as_scalar(y, &s)) {
+        in[0] = hgpy_tensor(x);
+        hg_attrs_set_defaults(b->op_scalar, &a);
+        a.v[0].f = s;
+        st = hgpy_run(b->op_scalar, &a, 1, in, 1, &res);
+    } else if (hgpy_is_ndarray(y) && as_scalar(x, &s)) {
+        in[0] = hgpy_tensor(y);
+        hg_attrs_set_defaults(b->op_rscalar, &a);
+        a.v[0].f = s;
+        st = hgpy_run(b->op_rscalar, &a, 1, in, 1, &res);
+    } else {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (st) return hgpy_raise(st);
+    if (out) {
+        Py_INCREF(x);
+        return x;
+    }
+    return hgpy_wrap(res);
+}
+
+static PyObject *inplace(binop *b, PyObject *x, PyObject *y)
+{
+    return binary(b, x, y, hgpy_tensor(x));
+}
+
+static PyObject *nb_add(PyObject *x, PyObject *y) { return binary(&k_add, x, y, NULL); }
+static PyObject *nb_sub(PyObject *x, PyObject *y) { return binary(&k_sub, x, y, NULL); }
+static PyObject *nb_mul(PyObject *x, PyObject *y) { return binary(&k_mul, x, y, NULL); }
+static PyObject *nb_div(PyObject *x, PyObject *y) { return binary(&k_div, x, y, NULL); }
+static PyObject *nb_mod(PyObject *x, PyObject *y) { return binary(&k_mod, x, y, NULL); }
+static PyObject *nb_pow(PyObject *x, PyObject *y, PyObject *z)
+{
+    if (z != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return binary(&k_pow, x, y, NULL);
+}
+static PyObject *nb_iadd(PyObject *x, PyObject *y) { return inplace(&k_add, x, y); }
+static PyObject *nb_isub(PyObject *x, PyObject *y) { return inplace(&k_sub, x, y); }
+static PyObject *nb_imul(PyObject *x, PyObject *y) { return inplace(&k_mul, x, y); }
+static PyObject *nb_idiv(PyObject *x, PyObject *y) { return inplace(&k_div, x, y); }
+static PyObject *nb_imod(PyObject *x, PyObject *y) { return inplace(&k_mod, x, y); }
+
+static PyObject *unary(const char *name, PyObject *x)
+{
+    const hg_op_def *op = hg_registry_find(name);
+    if (!op) return hgpy_raise(hg_error(HG_ERR_INTERNAL, "operator %s is not registered", name));
+    hg_attrs a;
+    a.n = 0;
+    hg_tensor *in = hgpy_tensor(x), *res = NULL;
+    hg_status st = hgpy_run(op, &a, 1, &in, 1, &res);
+    return st ? hgpy_raise(st) : hgpy_wrap(res);
+}
+static PyObject *nb_neg(PyObject *x) { return unary("negative", x); }
+static PyObject *nb_abs(PyObject *x) { return unary("abs", x); }
+static PyObject *nb_pos(PyObject *x) { return Py_NewRef(x); }
+
+static int nb_bool(NDArrayObject *self)
+{
+    if (self->t->size == 0) return 0;
+    if (self->t->size > 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "The truth value of an NDArray with multiple elements is ambiguous.");
+        return -1;
+    }
+    const char *p = hg_data(self->t);
+    switch (self->t->dtype) {
+    case HG_DTYPE_F32: return *(const float *)p != 0;
+    case HG_DTYPE_F64: return *(const double *)p != 0;
+    case HG_DTYPE_F16: return hg_half_to_float(*(const uint16_t *)p) != 0;
+    case HG_DTYPE_I32: return *(const int32_t *)p != 0;
+    case HG_DTYPE_I64: return *(const int64_t *)p != 0;
+    default: return *p != 0;
+    }
+}
+
+static PyNumberMethods k_number = {
+    .nb_add = nb_add, .nb_subtract = nb_sub, .nb_multiply = nb_mul, .nb_true_divide = nb_div,
+    .nb_remainder = nb_mod, .nb_power = nb_pow, .nb_negative = nb_neg, .nb_positive = nb_pos,
+    .nb_absolute = nb_abs, .nb_bool = (inquiry)nb_bool, .nb_inplace_add = nb_iadd,
+    .nb_inplace_subtract = nb_isub, .nb_inplace_multiply = nb_imul,
+    .nb_inplace_true_divide = nb_idiv, .nb_inplace_remainder = nb_imod,
+};
+
+static PyObject *richcompare(PyObject *x, PyObject *y, int op)
+{
+    if (y == Py_None) {
+        if (op == Py_EQ) Py_RETURN_FALSE;
+        if (op == Py_NE) Py_RETURN_TRUE;
+    }
+    return binary(&k_cmp[op], x, y, NULL);
+}
+
+static Py_hash_t nd_hash(PyObject *self) { return _Py_HashPointer(self); }
+
+/* ---- buffer protocol --------------------------------------------------------------------- */
+
+static int getbuffer(NDArrayObject *self, Py_buffer *view, int flags)
+{
+    hg_tensor *t = self->t;
+    Py_ssize_t *arr = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(t->ndim ? t->ndim : 1));
+    if (!arr) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t item = (Py_ssize_t)hg_dtype_size(t->dtype), stride = item;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        arr[i] = (Py_ssize_t)t->shape[i];
+        arr[t->ndim + i] = stride;
+        stride *= (Py_ssize_t)t->shape[i];
+    }
+    view->buf = hg_data(t);
+    view->obj = Py_NewRef((PyObject *)self);
+    view->len = (Py_ssize_t)hg_tensor_nbytes(t);
+    view->readonly = 0;
+    view->itemsize = item;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)k_formats[t->dtype] : NULL;
+    view->ndim = t->ndim;
+    view->shape = (flags & PyBUF_ND) ? arr : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? arr + t->ndim : NULL;
+    view->suboffsets = NULL;
+    view->internal = arr;
+    return 0;
+}
+
+static void releasebuffer(NDArrayObject *self, Py_buffer *view) { PyMem_Free(view->internal); }
+
+static PyBufferProcs k_buffer = {(getbufferproc)getbuffer, (releasebufferproc)releasebuffer};
+
+/* ---- views and raw copies ------------------------------------------------------------------ */
+
+static int shape_from(PyObject *obj, int *nd, int64_t *dims)
+{
+    PyObject *seq = PySequence_Fast(obj, "shape must be a sequence of ints");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > HG_MAX_NDIM) {
+        Py_DECREF(seq);
+        hgpy_raise(hg_error(HG_ERR_VALUE, "shape has %zd dimensions, at most %d are supported",
+                            n, HG_MAX_NDIM));
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        dims[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (dims[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    *nd = (int)n;
+    Py_DECREF(seq);
+    return 0;
+}
+
+static PyObject *m_view(NDArrayObject *self, PyObject *shape)
+{
+    int nd;
+    int64_t dims[HG_MAX_NDIM];
+    if (shape_from(shape, &nd, dims) < 0) return NULL;
+    hg_tensor *v;
+    hg_status st = hg_tensor_view(self->t, nd, dims, &v);
+    return st ? hgpy_raise(st) : hgpy_wrap(v);
+}
+
+static PyObject *m_slice0(NDArrayObject *self, PyObject *args)
+{
+    long long b, e;
+    if (!PyArg_ParseTuple(args, "LL", &b, &e)) return NULL;
+    hg_tensor *v;
+    hg_status st = hg_tensor_slice0(self->t, b, e, &v);
+    return st ? hgpy_raise(st) : hgpy_wrap(v);
+}
+
+/* x[i] for an integer i: a view of row i (shape[1:], or (1,) for a 1-D array, as MXNet). */
+static PyObject *m_at0(NDArrayObject *self, PyObject *arg)
+{
+    long long i = PyLong_AsLongLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    hg_tensor *t = self->t, *row, *v;
+    if (t->ndim == 0)
+        return hgpy_raise(hg_error(HG_ERR_INDEX, "too many indices for a 0-d array"));
+    long long n = t->shape[0];
+    if (i < -n || i >= n)
+        return hgpy_raise(hg_error(HG_ERR_INDEX, "index %lld is out of bounds for axis 0 with "
+                                   "size %lld", i, n));
+    if (i < 0) i += n;
+    hg_status st = hg_tensor_slice0(t, i, i + 1, &row);
+    if (st) return hgpy_raise(st);
+    int64_t one = 1;
+    st = t->ndim == 1 ? hg_tensor_view(row, 1, &one, &v)
+                      : hg_tensor_view(row, t->ndim - 1, t->shape + 1, &v);
+    hg_tensor_free(row);
+    return st ? hgpy_raise(st) : hgpy_wrap(v);
+}
+
+static PyObject *m_copy_from(NDArrayObject *self, PyObject *src)
+{
+    if (!hgpy_is_ndarray(src)) {
+        PyErr_SetString(PyExc_TypeError, "_copy_from expects an NDArray");
+        return NULL;
+    }
+    hg_tensor *s = hgpy_tensor(src), *d = self->t;
+    if (s->dtype != d->dtype || s->size != d->size) {
+        char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "cannot copy an array of shape %s (%s) into one "
+                                   "of shape %s (%s)", hg_shape_str(a, s->ndim, s->shape),
+                                   hg_dtype_name(s->dtype), hg_shape_str(b, d->ndim, d->shape),
+                                   hg_dtype_name(d->dtype)));
+    }
+    if (s != d && hg_tensor_nbytes(d)) memmove(hg_data(d), hg_data(s), hg_tensor_nbytes(d));
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_same_storage(NDArrayObject *self, PyObject *other)
+{
+    return PyBool_FromLong(hgpy_is_ndarray(other) && hgpy_tensor(other)->storage == self->t->storage);
+}
+
+static PyMethodDef k_methods[] = {
+    {"_view", (PyCFunction)m_view, METH_O, "a view with another shape of the same size"},
+    {"_slice0", (PyCFunction)m_slice0, METH_VARARGS, "a view of rows [begin, end)"},
+    {"_at0", (PyCFunction)m_at0, METH_O, "a view of row i"},
+    {"_copy_from", (PyCFunction)m_copy_from, METH_O, "copy the bytes of an equal-sized array"},
+    {"_shares_storage", (PyCFunction)m_same_storage, METH_O, "whether both views share memory"},
+    {"__dlpack__", (PyCFunction)(void (*)(void))hgpy_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "export as a DLPack capsule (zero-copy)"},
+    {"__dlpack_device__", hgpy_dlpack_device, METH_NOARGS, "(device_type, device_id)"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject HgNDArray_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hybridgluon._core.NDArray",
+    .tp_basicsize = sizeof(NDArrayObject),
+    .tp_dealloc = (destructor)nd_dealloc,
+    .tp_as_number = &k_number,
+    .tp_as_buffer = &k_buffer,
+    .tp_hash = nd_hash,
+    .tp_richcompare = richcompare,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "C base of hybridgluon.nd.NDArray",
+    .tp_methods = k_methods,
+    .tp_getset = k_getset,
+    .tp_new = nd_new,
+};
+
+int hgpy_init_ndarray(PyObject *m)
+{
+    if (PyType_Ready(&HgNDArray_Type) < 0) return -1;
+    Py_INCREF(&HgNDArray_Type);
+    return PyModule_AddObject(m, "NDArray", (PyObject *)&HgNDArray_Type);
+}

@@ -1,0 +1,19 @@
+"""hybridgluon: a deep-learning library with a C core and the Gluon API of Apache MXNet 1.x.
+
+`import hybridgluon as mx` stands in for `import mxnet as mx`.
+"""
+from . import _core
+from .base import MXNetError
+from . import base
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import context
+from . import ndarray
+from . import ndarray as nd
+from . import random
+from .libinfo import get_include, get_lib_dir
+
+__version__ = '0.1.0'
+
+# Seeds MXNet-style: the module `mx.random` is also reachable as `mx.random.seed`.
+__all__ = ['MXNetError', 'Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus',
+           'nd', 'ndarray', 'random', 'get_include', 'get_lib_dir']

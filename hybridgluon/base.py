@@ -1,0 +1,84 @@
+"""Errors and dtype helpers shared by the whole package (MXNet's `mxnet.base`)."""
+import numpy as _np
+
+from . import _core
+
+__all__ = ['MXNetError', 'NotImplementedForSymbol']
+
+
+class MXNetError(RuntimeError):
+    """Error raised by the hybridgluon core (MXNet's `mxnet.base.MXNetError`)."""
+
+
+class _MXNetValueError(MXNetError, ValueError):
+    """An MXNetError about a bad value, shape or attribute; also a ValueError."""
+
+
+class _MXNetTypeError(MXNetError, TypeError):
+    """An MXNetError about a wrong dtype or argument type; also a TypeError."""
+
+
+class _MXNetIndexError(MXNetError, IndexError):
+    """An MXNetError about an out-of-range index; also an IndexError."""
+
+
+class NotImplementedForSymbol(MXNetError):
+    """Raised when an NDArray-only function is called on a Symbol."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__ if callable(function) else str(function)
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = 'Function {}'.format(self.function)
+        if self.alias:
+            msg += ' (namely operator "{}")'.format(self.alias)
+        if self.args:
+            msg += ' with arguments ({})'.format(', '.join(self.args))
+        msg += ' is not implemented for Symbol and only available in NDArray.'
+        return msg
+
+
+_core._set_error_classes(MXNetError, _MXNetValueError, _MXNetTypeError, _MXNetIndexError)
+
+# MXNet type flags <-> NumPy types.
+_FLAG_TO_NP = {0: _np.float32, 1: _np.float64, 2: _np.float16, 3: _np.uint8, 4: _np.int32,
+               5: _np.int8, 6: _np.int64, 7: _np.bool_}
+_NP_TO_FLAG = {_np.dtype(v): k for k, v in _FLAG_TO_NP.items()}
+_FLAG_TO_NAME = {0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8', 4: 'int32', 5: 'int8',
+                 6: 'int64', 7: 'bool'}
+
+
+def _dtype_flag(dtype):
+    """MXNet type flag of a dtype given as a name, NumPy dtype or type. Raises TypeError."""
+    if dtype is None:
+        return 0
+    if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype in _FLAG_TO_NP:
+        return dtype
+    try:
+        return _NP_TO_FLAG[_np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise _MXNetTypeError('unsupported dtype %r (supported: %s)'
+                              % (dtype, ', '.join(_FLAG_TO_NAME.values()))) from None
+
+
+def _dtype_name(dtype):
+    return _FLAG_TO_NAME[_dtype_flag(dtype)]
+
+
+def _np_dtype(flag):
+    return _FLAG_TO_NP[flag]
+
+
+def _symbol_fallback(op_name, args, kwargs):
+    """Called by the C op functions when an input is not an NDArray (a Symbol while tracing)."""
+    handler = _SYMBOL_HANDLER[0]
+    if handler is None:
+        raise TypeError('%s: inputs must be NDArrays' % op_name)
+    return handler(op_name, args, kwargs)
+
+
+_SYMBOL_HANDLER = [None]
+_core._set_op_hooks(_symbol_fallback, _dtype_name)

@@ -1,0 +1,85 @@
+"""Devices (MXNet's `mx.context`): `mx.cpu()`, `mx.gpu(i)`, `with ctx:` and the current one."""
+import threading
+
+from .base import MXNetError
+
+__all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'num_gpus', 'current_context']
+
+
+class Context:
+    """A device: `cpu(0)` or `gpu(i)`. Equal by device type and id; usable as `with ctx:`."""
+    devtype2str = {1: 'cpu', 2: 'gpu', 3: 'cpu_pinned', 5: 'cpu_shared'}
+    devstr2type = {v: k for k, v in devtype2str.items()}
+    _default = threading.local()
+
+    def __init__(self, device_type, device_id=0):
+        if isinstance(device_type, Context):
+            self.device_typeid, self.device_id = device_type.device_typeid, device_type.device_id
+        else:
+            if device_type not in self.devstr2type:
+                raise MXNetError('unknown device type %r' % (device_type,))
+            self.device_typeid = self.devstr2type[device_type]
+            self.device_id = int(device_id)
+        self._old = []
+
+    @property
+    def device_type(self):
+        return self.devtype2str[self.device_typeid]
+
+    def __hash__(self):
+        return hash((self.device_typeid, self.device_id))
+
+    def __eq__(self, other):
+        return (isinstance(other, Context) and self.device_typeid == other.device_typeid and
+                self.device_id == other.device_id)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __repr__(self):
+        return '%s(%d)' % (self.device_type, self.device_id)
+
+    __str__ = __repr__
+
+    def __enter__(self):
+        _check_available(self)
+        self._old.append(current_context())
+        Context._default.value = self
+        return self
+
+    def __exit__(self, *exc):
+        Context._default.value = self._old.pop()
+
+    def empty_cache(self):
+        """Releases cached device memory (a no-op for the CPU pool's correctness)."""
+
+
+def _check_available(ctx):
+    if ctx.device_typeid == 2 and ctx.device_id >= num_gpus():
+        raise MXNetError('GPU %d is not available: this build of hybridgluon found %d GPU(s). '
+                         'Use mx.cpu() instead.' % (ctx.device_id, num_gpus()))
+
+
+def cpu(device_id=0):
+    """The CPU context."""
+    return Context('cpu', device_id)
+
+
+def cpu_pinned(device_id=0):
+    """Pinned CPU memory context (the same memory as cpu() without a GPU build)."""
+    return Context('cpu_pinned', device_id)
+
+
+def gpu(device_id=0):
+    """A GPU context. Creating it is fine; using it without that GPU raises MXNetError."""
+    return Context('gpu', device_id)
+
+
+def num_gpus():
+    """Number of GPUs usable by this build (0: the CPU build)."""
+    return 0
+
+
+def current_context():
+    """The default context: cpu(0) unless inside `with ctx:`."""
+    return getattr(Context._default, 'value', None) or Context('cpu', 0)

@@ -1,0 +1,125 @@
+"""The imperative `nd` namespace: NDArray, creation functions, and one function per registered op
+(generated from the C registry at import, so adding an op in C adds it here)."""
+import numpy as _np
+
+from .. import _core
+from ..base import MXNetError, _dtype_flag, _dtype_name
+from ..context import current_context, _check_available
+from .ndarray import NDArray
+from . import random  # noqa: F401
+
+__all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'full', 'arange', 'zeros_like',
+           'ones_like', 'waitall', 'from_dlpack', 'to_dlpack_for_read', 'to_dlpack_for_write',
+           'concat', 'concatenate']
+
+_PYTHON_DEFINED = set(__all__)
+
+
+def _shape_tuple(shape):
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(int(d) for d in shape)
+
+
+def _ctx(ctx):
+    ctx = ctx or current_context()
+    _check_available(ctx)
+    return ctx
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray from a list, scalar, NumPy array or NDArray. float32 unless `dtype` is given
+    or the source is an NDArray (MXNet's rule)."""
+    _ctx(ctx)
+    if isinstance(source_array, NDArray):
+        out = source_array.copy()
+        return out if dtype is None else out.astype(dtype)
+    flag = _dtype_flag(dtype) if dtype is not None else 0
+    try:
+        arr = _np.ascontiguousarray(source_array, dtype=_np.dtype(_dtype_name(flag)))
+    except (TypeError, ValueError) as err:
+        raise TypeError('source_array must be array like object: %s' % err) from None
+    if arr.ndim == 0:
+        arr = arr.reshape((1,))
+    return _core.from_buffer(arr, flag)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """An uninitialised array."""
+    _ctx(ctx)
+    return _core.empty(_shape_tuple(shape), _dtype_flag(dtype))
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """An array of zeros (float32 by default)."""
+    _ctx(ctx)
+    return _core.get_op('_zeros')(shape=_shape_tuple(shape), dtype=_dtype_name(dtype))
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    """An array of ones (float32 by default)."""
+    _ctx(ctx)
+    return _core.get_op('_ones')(shape=_shape_tuple(shape), dtype=_dtype_name(dtype))
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    """An array filled with `val` (float32 by default)."""
+    _ctx(ctx)
+    return _core.get_op('_full')(shape=_shape_tuple(shape), value=float(val),
+                                 dtype=_dtype_name(dtype), out=out)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    """Evenly spaced values in [start, stop) (float32 by default), each repeated `repeat` times."""
+    _ctx(ctx)
+    return _core.get_op('_arange')(start=float(start),
+                                   stop=None if stop is None else float(stop),
+                                   step=float(step), repeat=int(repeat), dtype=_dtype_name(dtype))
+
+
+def zeros_like(data, **kwargs):
+    return _core.get_op('zeros_like')(data, **kwargs)
+
+
+def ones_like(data, **kwargs):
+    return _core.get_op('ones_like')(data, **kwargs)
+
+
+def concat(*data, **kwargs):
+    """Concatenates arrays along `dim` (default 1)."""
+    return _core.get_op('Concat')(*data, **kwargs)
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Concatenates a list of arrays along `axis` (default 0)."""
+    return _core.get_op('Concat')(*arrays, dim=axis)
+
+
+def waitall():
+    """Waits for all pending work: returns at once, CPU execution is synchronous."""
+
+
+def from_dlpack(dlpack):
+    """An NDArray sharing memory with a DLPack capsule or any object with `__dlpack__`."""
+    return _core.from_dlpack(dlpack)
+
+
+def to_dlpack_for_read(data):
+    return data.__dlpack__()
+
+
+def to_dlpack_for_write(data):
+    return data.__dlpack__()
+
+
+def _register_ops(namespace, skip):
+    """Binds every registered op (and alias) into namespace, except names Python defines."""
+    for name in _core.list_ops():
+        info = _core.op_info(name)
+        fn = _core.get_op(name)
+        for n in [name] + info['aliases']:
+            if n not in skip and n not in namespace:
+                namespace[n] = fn
+
+
+_register_ops(globals(), _PYTHON_DEFINED)

@@ -1,0 +1,285 @@
+"""NDArray: an n-dimensional array held by the C core (MXNet's `mx.nd.NDArray`).
+
+The C base class (`_core.NDArray`) holds the tensor and implements arithmetic, comparisons, the
+buffer protocol, DLPack and axis-0 views; this class adds the rest of MXNet's methods, each a
+call to a registered op. NumPy appears only to convert data in and out.
+"""
+import numpy as _np
+
+from .. import _core
+from ..base import MXNetError, _dtype_flag, _np_dtype
+from ..context import Context, current_context, _check_available
+
+__all__ = ['NDArray']
+
+
+def _op(name):
+    return _core.get_op(name)
+
+
+class NDArray(_core.NDArray):
+    """An n-dimensional array on a device. Create it with `nd.array`, `nd.zeros`, ..."""
+    __slots__ = ()
+    __array_priority__ = 1000.0
+
+    # ---- attributes --------------------------------------------------------------------
+    @property
+    def dtype(self):
+        """The element type, as a NumPy type (numpy.float32 by default)."""
+        return _np_dtype(self._dtype_flag)
+
+    @property
+    def context(self):
+        """The device holding the array."""
+        return Context('cpu', 0)
+
+    ctx = context
+
+    @property
+    def stype(self):
+        """Storage type: always 'default' (dense)."""
+        return 'default'
+
+    @property
+    def T(self):
+        """Transpose (a copy); the array itself when it has fewer than 2 dimensions."""
+        if self.ndim < 2:
+            return self
+        return _op('transpose')(self)
+
+    @property
+    def handle(self):
+        return self._data_ptr
+
+    def __repr__(self):
+        shape = 'x'.join(str(d) for d in self.shape)
+        return '\n%s\n<%s %s @%s>' % (str(self.asnumpy()), type(self).__name__, shape,
+                                       self.context)
+
+    __str__ = __repr__
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError('len() of a 0-d array')
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError('iteration over a 0-d array')
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __reduce__(self):
+        return (_restore, (self.asnumpy(),))
+
+    # ---- conversion --------------------------------------------------------------------
+    def asnumpy(self):
+        """A NumPy copy of the data."""
+        return _np.array(memoryview(self), dtype=self.dtype, copy=True).reshape(self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.asnumpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def asscalar(self):
+        """The value of a size-1 array as a NumPy scalar."""
+        if self.size != 1:
+            raise ValueError('The current array is not a scalar')
+        return self.asnumpy().reshape(())[()]
+
+    def item(self):
+        return self.asscalar().item()
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        if self.dtype not in (_np.int32, _np.int64, _np.int8, _np.uint8):
+            raise TypeError('only integer arrays can be used as an index')
+        return int(self.asscalar())
+
+    def astype(self, dtype, copy=True):
+        """A copy converted to dtype (the array itself if copy=False and dtype matches)."""
+        if not copy and _dtype_flag(dtype) == self._dtype_flag:
+            return self
+        return _op('Cast')(self, dtype=dtype)
+
+    def copy(self):
+        """A deep copy."""
+        return _op('_copy')(self)
+
+    def copyto(self, other):
+        """Copies into another NDArray (same shape) or onto a Context (a new array)."""
+        if isinstance(other, NDArray):
+            if other.shape != self.shape:
+                raise MXNetError('copyto: shape mismatch, source %s vs target %s'
+                                 % (self.shape, other.shape))
+            if other._dtype_flag != self._dtype_flag:
+                other._copy_from(self.astype(other.dtype))
+            else:
+                other._copy_from(self)
+            return other
+        if isinstance(other, Context):
+            _check_available(other)
+            return self.copy()
+        raise TypeError('copyto does not support type ' + str(type(other)))
+
+    def as_in_context(self, context):
+        """The array on `context` (itself when already there)."""
+        if context == self.context:
+            return self
+        return self.copyto(context)
+
+    as_in_ctx = as_in_context
+
+    def tostype(self, stype):
+        if stype != 'default':
+            raise MXNetError('only the default (dense) storage type is supported, got %r' % stype)
+        return self
+
+    def wait_to_read(self):
+        """Returns at once: CPU execution is synchronous."""
+
+    def wait_to_write(self):
+        """Returns at once: CPU execution is synchronous."""
+
+    # ---- shape --------------------------------------------------------------------------
+    def reshape(self, *shape, **kwargs):
+        """A view with a new shape; MXNet's special codes 0, -1, -2, -3, -4 and `reverse`."""
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]
+        elif not shape:
+            shape = kwargs.pop('shape', None)
+            if shape is None:
+                raise TypeError('reshape() needs a shape')
+        reverse = kwargs.pop('reverse', False)
+        if kwargs:
+            raise TypeError('reshape() got unexpected keyword argument(s) %s' % list(kwargs))
+        (out_shape, _), = _op('Reshape')._infer(self, shape=tuple(shape), reverse=reverse)
+        return self._view(out_shape)
+
+    def reshape_like(self, other):
+        return self._view(other.shape)
+
+    def flatten(self):
+        n = self.shape[0] if self.ndim else 1
+        rest = 1
+        for d in self.shape[1:]:
+            rest *= d
+        return self._view((n, rest))
+
+    def expand_dims(self, axis):
+        (shape, _), = _op('expand_dims')._infer(self, axis=axis)
+        return self._view(shape)
+
+    def squeeze(self, axis=None):
+        (shape, _), = _op('squeeze')._infer(self, axis=axis)
+        return self._view(shape)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = axes[0]
+        return _op('transpose')(self, axes=tuple(axes) if axes else ())
+
+    def swapaxes(self, dim1, dim2):
+        return _op('SwapAxis')(self, dim1=dim1, dim2=dim2)
+
+    def broadcast_to(self, shape):
+        return _op('broadcast_to')(self, shape=shape)
+
+    def broadcast_like(self, other):
+        return _op('broadcast_like')(self, other)
+
+    def split(self, *args, **kwargs):
+        return _op('SliceChannel')(self, *args, **kwargs)
+
+    def tile(self, reps):
+        return _op('tile')(self, reps=reps)
+
+    def repeat(self, repeats, axis=None):
+        return _op('repeat')(self, repeats=repeats, axis=axis)
+
+    def flip(self, axis):
+        return _op('reverse')(self, axis=axis)
+
+    def slice_axis(self, axis, begin, end):
+        return _op('slice_axis')(self, axis=axis, begin=begin, end=end)
+
+    def take(self, indices, axis=0, mode='clip'):
+        return _op('take')(self, indices, axis=axis, mode=mode)
+
+    def pick(self, index, axis=-1, keepdims=False, mode='clip'):
+        return _op('pick')(self, index, axis=axis, keepdims=keepdims, mode=mode)
+
+    def one_hot(self, depth, on_value=1.0, off_value=0.0, dtype='float32'):
+        return _op('one_hot')(self, depth=depth, on_value=on_value, off_value=off_value,
+                              dtype=dtype)
+
+    # ---- math ---------------------------------------------------------------------------
+    def clip(self, a_min, a_max):
+        return _op('clip')(self, a_min=a_min, a_max=a_max)
+
+    def __floordiv__(self, other):
+        q = self / other
+        if self.dtype in (_np.float32, _np.float64, _np.float16):
+            return _op('floor')(q)
+        # Integers: the C division truncates; step down where the signs differ and it was inexact.
+        r = self % other
+        return (self - r) / other
+
+    def __rfloordiv__(self, other):
+        q = other / self
+        if self.dtype in (_np.float32, _np.float64, _np.float16):
+            return _op('floor')(q)
+        r = other % self
+        return (other - r) / self
+
+    def __ifloordiv__(self, other):
+        self._copy_from(self // other)
+        return self
+
+    def __getitem__(self, key):
+        from .indexing import getitem
+        return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        from .indexing import setitem
+        setitem(self, key, value)
+
+
+def _reduction(name):
+    def method(self, *args, **kwargs):
+        return _op(name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = 'See nd.%s.' % name
+    return method
+
+
+def _elementwise(name):
+    def method(self, *args, **kwargs):
+        return _op(name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = 'See nd.%s.' % name
+    return method
+
+
+for _name in ('sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax', 'argmin',
+              'norm', 'topk', 'sort', 'argsort', 'softmax', 'log_softmax'):
+    setattr(NDArray, _name, _reduction(_name))
+for _name in ('abs', 'sign', 'sqrt', 'rsqrt', 'square', 'exp', 'expm1', 'log', 'log1p', 'log2',
+              'log10', 'relu', 'sigmoid', 'tanh', 'sin', 'cos', 'tan', 'floor', 'ceil', 'round',
+              'rint', 'trunc', 'fix', 'reciprocal', 'zeros_like', 'ones_like', 'diag',
+              'slice', 'slice_like', 'where', 'arcsin', 'arccos', 'arctan', 'sinh', 'cosh',
+              'erf', 'cbrt'):
+    setattr(NDArray, _name, _elementwise(_name))
+
+
+def _restore(arr):
+    from . import array
+    return array(arr, dtype=arr.dtype)
+
+
+_core._set_ndarray_class(NDArray)

@@ -1,0 +1,40 @@
+"""`nd.random`: sampling from the global generator (seeded by `mx.random.seed`)."""
+from .. import _core
+from ..base import _dtype_name
+from ..context import current_context, _check_available
+
+__all__ = ['uniform', 'normal', 'randint', 'shuffle']
+
+
+def _shape(shape):
+    if shape is None:
+        return (1,)
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(shape)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from U[low, high). No shape: shape (1,)."""
+    _check_available(ctx or current_context())
+    return _core.get_op('_random_uniform')(low=float(low), high=float(high), shape=_shape(shape),
+                                           dtype=_dtype_name(dtype), out=out)
+
+
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from N(loc, scale^2). No shape: shape (1,)."""
+    _check_available(ctx or current_context())
+    return _core.get_op('_random_normal')(loc=float(loc), scale=float(scale), shape=_shape(shape),
+                                          dtype=_dtype_name(dtype), out=out)
+
+
+def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Integers uniformly from [low, high) (int32 by default)."""
+    _check_available(ctx or current_context())
+    return _core.get_op('_random_randint')(low=int(low), high=int(high), shape=_shape(shape),
+                                           dtype=_dtype_name(dtype or 'int32'), out=out)
+
+
+def shuffle(data, **kwargs):
+    """A copy of data with its rows (axis 0) randomly permuted."""
+    return _core.get_op('_shuffle')(data, **kwargs)

@@ -1,0 +1,120 @@
+"""Build for hybridgluon: the C core as libhybridgluon.so (shipped in the package with its
+headers) and the CPython extension hybridgluon._core linked to it.
+
+Settings (environment variables):
+  HG_SYSTEM_BLAS=1   link the system OpenBLAS (-lopenblas, <cblas.h>) instead of scipy-openblas32
+  HG_NATIVE=1        compile with -march=native (local benchmarking; the wheel is not portable)
+  HG_SANITIZE=1      AddressSanitizer + UBSan build (-O1 -g, allocator pool off)
+  HG_DEBUG=1         -O0 -g
+"""
+import glob
+import os
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
+                      glob.glob('csrc/kernels/cpu/*.c') + glob.glob('csrc/formats/*.c'))
+PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
+
+
+def _flag(name):
+    return os.environ.get(name, '') not in ('', '0')
+
+
+def _blas():
+    """(include_dirs, library_dirs, libraries, rpaths, macros) for the BLAS we link."""
+    if _flag('HG_SYSTEM_BLAS'):
+        return [], [], ['openblas'], [], [('HG_SYSTEM_BLAS', '1')]
+    import scipy_openblas32 as ob
+    libdir = ob.get_lib_dir()
+    # $ORIGIN-relative first (installed side by side in site-packages), absolute as fallback.
+    return ([ob.get_include_dir()], [libdir], [ob.get_library()],
+            ['$ORIGIN/../../scipy_openblas32/lib', libdir], [])
+
+
+def _cflags():
+    flags = ['-std=c11', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-type-limits',
+             '-Wno-missing-field-initializers', '-fPIC',
+             '-D_GNU_SOURCE', '-fno-math-errno']
+    if _flag('HG_WERROR'):
+        flags.append('-Werror')
+    if _flag('HG_SANITIZE'):
+        flags += ['-O1', '-g', '-fno-omit-frame-pointer', '-fsanitize=address,undefined',
+                  '-DHG_NO_POOL']
+    elif _flag('HG_DEBUG'):
+        flags += ['-O0', '-g']
+    else:
+        flags += ['-O3', '-g0']
+    if _flag('HG_NATIVE'):
+        flags.append('-march=native')
+    return flags
+
+
+class BuildExt(build_ext):
+    def run(self):
+        self._build_core()
+        super().run()
+
+    def _compile(self, sources, include_dirs, macros, cc=None):
+        cc = cc or self.compiler
+        flags = _cflags()
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            objs = list(pool.map(lambda s: cc.compile(
+                [s], output_dir=self.build_temp, include_dirs=include_dirs, macros=macros,
+                extra_postargs=flags)[0], sources))
+        return objs
+
+    def _build_core(self):
+        from setuptools._distutils.ccompiler import new_compiler
+        from setuptools._distutils.sysconfig import customize_compiler
+        cc = new_compiler(force=self.force)
+        customize_compiler(cc)
+        inc, libdirs, libs, rpaths, macros = _blas()
+        objs = self._compile(CORE_SOURCES, ['csrc/include', 'csrc'] + inc, macros, cc)
+        pkg = os.path.join(self.build_lib, 'hybridgluon')
+        libdir = os.path.join(pkg, 'lib')
+        os.makedirs(libdir, exist_ok=True)
+        link = ['-Wl,-rpath,' + r for r in rpaths] + ['-Wl,-soname,libhybridgluon.so', '-lm',
+                                                     '-lpthread']
+        if _flag('HG_SANITIZE'):
+            link.append('-fsanitize=address,undefined')
+        cc.link_shared_object(
+            objs, os.path.join(libdir, 'libhybridgluon.so'), libraries=libs,
+            library_dirs=libdirs, extra_postargs=link)
+        shutil.copytree('csrc/include/hybridgluon', os.path.join(pkg, 'include', 'hybridgluon'),
+                        dirs_exist_ok=True)
+        if self.inplace:
+            dst = os.path.join(HERE, 'hybridgluon')
+            os.makedirs(os.path.join(dst, 'lib'), exist_ok=True)
+            shutil.copy2(os.path.join(libdir, 'libhybridgluon.so'), os.path.join(dst, 'lib'))
+            shutil.copytree('csrc/include/hybridgluon', os.path.join(dst, 'include', 'hybridgluon'),
+                            dirs_exist_ok=True)
+        for ext in self.extensions:
+            ext.include_dirs += ['csrc/include', 'csrc'] + inc
+            ext.define_macros += macros
+            ext.library_dirs.append(libdir)
+            ext.libraries.append('hybridgluon')
+            ext.extra_compile_args = _cflags()
+            ext.extra_link_args += ['-Wl,-rpath,$ORIGIN/lib']
+            if _flag('HG_SANITIZE'):
+                ext.extra_link_args.append('-fsanitize=address,undefined')
+
+    def build_extension(self, ext):
+        # Compile the binding's files in parallel too, then let setuptools link.
+        objs = self._compile(ext.sources, ext.include_dirs, ext.define_macros)
+        ext_path = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(ext_path), exist_ok=True)
+        self.compiler.link_shared_object(
+            objs, ext_path, libraries=ext.libraries, library_dirs=ext.library_dirs,
+            extra_postargs=ext.extra_link_args, target_lang='c')
+
+
+setup(
+    ext_modules=[Extension('hybridgluon._core', sources=PY_SOURCES)],
+    cmdclass={'build_ext': BuildExt},
+)
