@@ -56,9 +56,10 @@ static void run_chunks(void)
 
 static void *worker(void *arg)
 {
-    (void)arg;
+    /* The generation seen is the one current when the worker was created (passed in), not when
+     * it first runs: a job posted in between must still be picked up. */
+    unsigned long seen = (unsigned long)(uintptr_t)arg;
     t_in_pool = true;
-    unsigned long seen = atomic_load(&g_gen);
     for (;;) {
         int spins = 0;
         while (atomic_load(&g_gen) == seen && spins < SPIN_ITERS) {
@@ -107,7 +108,7 @@ static void ensure_workers(void)
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &at, worker, NULL) != 0) {
+        if (pthread_create(&th, &at, worker, (void *)(uintptr_t)atomic_load(&g_gen)) != 0) {
             g_threads = g_workers + 1; /* run with what we have */
         } else {
             g_workers++;

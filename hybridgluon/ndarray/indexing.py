@@ -48,9 +48,11 @@ def _basic(x, key):
     """Basic indexing (ints, slices, None) with the slice op; returns a copy."""
     begin, end, step, drop, newaxes = [], [], [], [], []
     axis = 0
-    for pos, k in enumerate(key):
+    out_dims = 0  # result dimensions produced so far: where a None lands
+    for k in key:
         if k is None:
-            newaxes.append(pos)
+            newaxes.append(out_dims)
+            out_dims += 1
             continue
         n = x.shape[axis]
         if _is_int(k):
@@ -65,7 +67,8 @@ def _basic(x, key):
         elif isinstance(k, slice):
             if k.step == 0:
                 raise ValueError('slice step cannot be zero')
-            b, e, s = k.indices(n)
+            b, e, s = _slice_bounds(k, n)
+            out_dims += 1
             begin.append(b)
             end.append(e if not (s < 0 and e < 0) else None)
             step.append(s)
@@ -79,6 +82,13 @@ def _basic(x, key):
     if not shape:
         shape = [1]
     return out._view(tuple(shape))
+
+
+def _slice_bounds(k, n):
+    b, e, s = k.indices(n)
+    if not range(b, e, s):  # empty: keep the slice op from reading -1 as "the last index"
+        return 0, 0, 1
+    return b, e, s
 
 
 def _index_array(k, n):
@@ -109,7 +119,7 @@ def getitem(x, key):
     if isinstance(key, slice) and key.step in (None, 1) and x.ndim > 0:
         b, e, _ = key.indices(x.shape[0])
         return x._slice0(b, max(b, e))
-    if key is Ellipsis or key == ():
+    if key is Ellipsis or (isinstance(key, tuple) and key == ()):
         return x
     if isinstance(key, NDArray) or isinstance(key, (list, _np.ndarray)):
         if x.ndim == 0:
@@ -200,7 +210,7 @@ def setitem(x, key, value):
             step.append(1)
             shape.append(1)
         else:
-            b, e, s = k.indices(n)
+            b, e, s = _slice_bounds(k, n)
             begin.append(b)
             end.append(e if not (s < 0 and e < 0) else None)
             step.append(s)
@@ -211,6 +221,5 @@ def setitem(x, key, value):
     if isinstance(v, float):
         res = _op('_slice_assign_scalar')(x, scalar=v, **kw)
     else:
-        res = _op('_slice_assign')(x, v.reshape(tuple(shape[:len(key)]) + tuple(x.shape[len(key):])),
-                                   **kw)
+        res = _op('_slice_assign')(x, v, **kw)
     x._copy_from(res)
