@@ -22,6 +22,16 @@ typedef struct DLManagedTensor {
     void (*deleter)(struct DLManagedTensor *self);
 } DLManagedTensor;
 
+/* DLPack >= 1.0: versioned capsules carry a read-only flag, so NumPy 2 imports them writable. */
+typedef struct { uint32_t major, minor; } DLPackVersion;
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
 enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6, kDLCPU = 1 };
 
 static const DLDataType k_dl_types[HG_NUM_DTYPES] = {
@@ -33,6 +43,7 @@ static const DLDataType k_dl_types[HG_NUM_DTYPES] = {
 
 typedef struct {
     DLManagedTensor m;
+    DLManagedTensorVersioned mv;
     hg_tensor *t;
     int64_t shape[HG_MAX_NDIM], strides[HG_MAX_NDIM];
 } export_ctx;
@@ -44,6 +55,20 @@ static void export_deleter(DLManagedTensor *m)
     free(c);
 }
 
+static void export_deleter_v(DLManagedTensorVersioned *m)
+{
+    export_ctx *c = m->manager_ctx;
+    hg_tensor_free(c->t);
+    free(c);
+}
+
+static void capsule_destructor_v(PyObject *cap)
+{
+    if (!PyCapsule_IsValid(cap, "dltensor_versioned")) return;
+    DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (m && m->deleter) m->deleter(m);
+}
+
 static void capsule_destructor(PyObject *cap)
 {
     if (!PyCapsule_IsValid(cap, "dltensor")) return; /* consumed: the consumer owns it */
@@ -53,8 +78,14 @@ static void capsule_destructor(PyObject *cap)
 
 PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 {
+    /* stream / dl_device / copy mean nothing for CPU arrays; max_version >= 1 asks for the
+     * versioned capsule. */
     (void)args;
-    (void)kw; /* stream / max_version / dl_device / copy: CPU arrays need none of them */
+    int versioned = 0;
+    PyObject *mv = kw ? PyDict_GetItemString(kw, "max_version") : NULL;
+    if (mv && mv != Py_None && PyTuple_Check(mv) && PyTuple_GET_SIZE(mv) >= 1)
+        versioned = PyLong_AsLong(PyTuple_GET_ITEM(mv, 0)) >= 1;
+    if (PyErr_Occurred()) return NULL;
     hg_tensor *t = hgpy_tensor(self);
     export_ctx *c = calloc(1, sizeof *c);
     if (!c) return PyErr_NoMemory();
@@ -75,6 +106,16 @@ PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw)
     c->m.dl_tensor.byte_offset = 0;
     c->m.manager_ctx = c;
     c->m.deleter = export_deleter;
+    if (versioned) {
+        c->mv.version = (DLPackVersion){1, 0};
+        c->mv.manager_ctx = c;
+        c->mv.deleter = export_deleter_v;
+        c->mv.flags = 0;
+        c->mv.dl_tensor = c->m.dl_tensor;
+        PyObject *capv = PyCapsule_New(&c->mv, "dltensor_versioned", capsule_destructor_v);
+        if (!capv) export_deleter(&c->m);
+        return capv;
+    }
     PyObject *cap = PyCapsule_New(&c->m, "dltensor", capsule_destructor);
     if (!cap) export_deleter(&c->m);
     return cap;

@@ -1,0 +1,223 @@
+"""The NDArray Python surface: creation, attributes, conversion, repr, views, DLPack, contexts,
+seeding, errors and memory behaviour."""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+
+nd = mx.nd
+
+
+def test_array_creation_dtypes():
+    assert nd.array([1, 2, 3]).dtype == np.float32           # lists: float32
+    assert nd.array(np.arange(3)).dtype == np.float32         # numpy int64 -> float32 (MXNet)
+    assert nd.array(np.arange(3.0)).dtype == np.float32
+    assert nd.array([1, 2], dtype='int32').dtype == np.int32
+    assert nd.array([1, 2], dtype=np.float64).dtype == np.float64
+    x = nd.array([1, 2], dtype='int64')
+    assert nd.array(x).dtype == np.int64                     # NDArray source keeps its dtype
+    assert nd.array(5).shape == (1,)
+    for dt in ['float32', 'float64', 'float16', 'uint8', 'int32', 'int8', 'int64', 'bool']:
+        a = np.array([[1, 0, 1]]).astype(dt)
+        y = nd.array(a, dtype=dt)
+        assert y.dtype == np.dtype(dt)
+        np.testing.assert_array_equal(y.asnumpy(), a)
+    with pytest.raises(TypeError):
+        nd.array([1, 2], dtype='complex64')
+
+
+def test_attributes():
+    x = nd.zeros((2, 3, 4))
+    assert x.shape == (2, 3, 4) and x.size == 24 and x.ndim == 3
+    assert x.dtype is np.float32
+    assert x.context == mx.cpu() and x.ctx == mx.cpu(0)
+    assert x.stype == 'default'
+    assert len(x) == 2
+    assert x.T.shape == (4, 3, 2)
+    assert x.tostype('default') is x
+    assert x.wait_to_read() is None
+    assert nd.waitall() is None
+
+
+def test_creation_functions():
+    np.testing.assert_array_equal(nd.zeros((2, 3)).asnumpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(nd.ones(4, dtype='int32').asnumpy(), np.ones(4))
+    np.testing.assert_array_equal(nd.full((2, 2), 7).asnumpy(), np.full((2, 2), 7))
+    np.testing.assert_array_equal(nd.arange(5).asnumpy(), np.arange(5, dtype='float32'))
+    assert nd.arange(5).dtype == np.float32
+    np.testing.assert_allclose(nd.arange(1, 3, 0.5).asnumpy(), np.arange(1, 3, 0.5))
+    assert nd.empty((3, 0)).shape == (3, 0)
+    x = nd.array([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(nd.zeros_like(x).asnumpy(), np.zeros((2, 2)))
+    np.testing.assert_array_equal(nd.ones_like(x).asnumpy(), np.ones((2, 2)))
+
+
+def test_asscalar_and_bool():
+    assert nd.array([3.5]).asscalar() == np.float32(3.5)
+    with pytest.raises(ValueError, match='not a scalar'):
+        nd.array([1, 2]).asscalar()
+    assert bool(nd.array([1.0])) is True
+    assert bool(nd.array([0.0])) is False
+    with pytest.raises(ValueError, match='ambiguous'):
+        bool(nd.array([1, 2]))
+
+
+def test_astype_copy_copyto_context():
+    x = nd.array([1.7, -2.2])
+    y = x.astype('int32')
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y.asnumpy(), [1, -2])
+    assert x.astype('float32', copy=False) is x
+    z = x.copy()
+    z[0] = 9
+    assert x.asnumpy()[0] == np.float32(1.7)
+    t = nd.zeros((2,))
+    x.copyto(t)
+    np.testing.assert_array_equal(t.asnumpy(), x.asnumpy())
+    assert x.as_in_context(mx.cpu()) is x
+    c = x.copyto(mx.cpu())
+    assert c is not x and c.shape == x.shape
+    with pytest.raises(mx.MXNetError):
+        x.copyto(nd.zeros((3,)))
+
+
+def test_repr_format():
+    x = nd.array([[1, 2, 3], [4, 5, 6]])
+    assert repr(x) == '\n[[1. 2. 3.]\n [4. 5. 6.]]\n<NDArray 2x3 @cpu(0)>'
+    assert str(nd.array([1])) == '\n[1.]\n<NDArray 1 @cpu(0)>'
+
+
+def test_views_share_memory():
+    x = nd.array(np.arange(12).reshape(3, 4))
+    row = x[1]
+    assert row.shape == (4,) and x._shares_storage(row)
+    row[:] = 0
+    np.testing.assert_array_equal(x.asnumpy()[1], np.zeros(4))
+    part = x[1:3]
+    part += 1
+    np.testing.assert_array_equal(x.asnumpy()[2], np.arange(8, 12) + 1)
+    r = x.reshape((4, 3))
+    assert x._shares_storage(r)
+    r[0] = 100
+    assert x.asnumpy()[0, 0] == 100
+    assert x.reshape(-1).shape == (12,)
+    assert x.reshape(2, -1).shape == (2, 6)
+    assert x.reshape((0, -1)).shape == (3, 4)
+    assert x[2, 3].shape == (1,)
+    assert x[0][0].shape == (1,)
+
+
+def test_len_iter():
+    x = nd.array(np.arange(6).reshape(3, 2))
+    rows = [r.asnumpy() for r in x]
+    np.testing.assert_array_equal(np.stack(rows), np.arange(6).reshape(3, 2))
+    assert len(x) == 3
+
+
+def test_numpy_interop_and_buffer():
+    a = np.arange(6, dtype='float32').reshape(2, 3)
+    x = nd.array(a)
+    np.testing.assert_array_equal(np.asarray(x), a)
+    np.testing.assert_array_equal(np.array(x, dtype='float64'), a)
+    m = memoryview(x)
+    assert m.shape == (2, 3) and m.format == 'f' and not m.readonly
+    # The buffer exposes the array's own memory.
+    v = np.frombuffer(m, dtype='float32')
+    v[0] = 42
+    assert x.asnumpy()[0, 0] == 42
+
+
+def test_dlpack_zero_copy_both_ways():
+    x = nd.array(np.arange(6, dtype='float32').reshape(2, 3))
+    a = np.from_dlpack(x)
+    a[0, 0] = -1
+    assert x.asnumpy()[0, 0] == -1                       # numpy view of our memory
+    src = np.arange(8, dtype='float64').reshape(2, 4)
+    y = nd.from_dlpack(src)
+    assert y.dtype == np.float64 and y.shape == (2, 4)
+    src[1, 1] = 99
+    assert y.asnumpy()[1, 1] == 99                       # our view of numpy's memory
+    del src
+    gc.collect()
+    assert y.asnumpy()[1, 1] == 99                       # kept alive by the capsule
+    assert x.__dlpack_device__() == (1, 0)
+    with pytest.raises(mx.MXNetError, match='contiguous'):
+        nd.from_dlpack(np.arange(10.0)[::2])
+    for dt in ['float16', 'uint8', 'int8', 'int32', 'int64', 'bool']:
+        z = nd.array(np.array([1, 0, 1]).astype(dt), dtype=dt)
+        np.testing.assert_array_equal(np.from_dlpack(z), z.asnumpy())
+
+
+def test_dlpack_with_torch():
+    torch = pytest.importorskip('torch')
+    x = nd.array([[1, 2], [3, 4]])
+    t = torch.from_dlpack(x)
+    t[0, 0] = 10
+    assert x.asnumpy()[0, 0] == 10
+    u = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    y = nd.from_dlpack(u)
+    u[1, 2] = -5
+    assert y.asnumpy()[1, 2] == -5
+
+
+def test_contexts():
+    assert mx.current_context() == mx.cpu(0)
+    assert repr(mx.cpu()) == 'cpu(0)' and repr(mx.gpu(1)) == 'gpu(1)'
+    assert mx.context.num_gpus() == 0
+    with mx.cpu(0):
+        assert mx.current_context() == mx.cpu(0)
+    with pytest.raises(mx.MXNetError, match='GPU 0 is not available'):
+        nd.zeros((2,), ctx=mx.gpu(0))
+    with pytest.raises(mx.MXNetError, match='GPU'):
+        with mx.gpu(0):
+            pass
+    assert mx.cpu() != mx.gpu() and hash(mx.cpu(0)) == hash(mx.cpu(0))
+
+
+def test_seed_reproduces():
+    mx.random.seed(7)
+    a = nd.random.normal(shape=(5,)).asnumpy()
+    b = nd.random.uniform(shape=(5,)).asnumpy()
+    mx.random.seed(7)
+    np.testing.assert_array_equal(a, nd.random.normal(shape=(5,)).asnumpy())
+    np.testing.assert_array_equal(b, nd.random.uniform(shape=(5,)).asnumpy())
+    mx.random.seed(8)
+    assert not np.array_equal(a, nd.random.normal(shape=(5,)).asnumpy())
+    with pytest.raises(ValueError):
+        mx.random.seed(1.5)
+
+
+def test_error_classes():
+    assert issubclass(mx.MXNetError, RuntimeError)
+    assert mx.base.MXNetError is mx.MXNetError
+    with pytest.raises(mx.MXNetError) as e:
+        nd.ones((2, 3)).reshape((4, 4))
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(IndexError):
+        nd.ones((2, 3))[5]
+    with pytest.raises(mx.MXNetError):
+        nd.zeros((-1, 2))
+
+
+def _rss_kb():
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs /proc')
+def test_many_small_arrays_leave_memory_flat():
+    x = nd.ones((4,))
+    for _ in range(20000):   # warm the pools
+        x + 1
+    before = _rss_kb()
+    for _ in range(1000000):
+        y = x + 1
+        del y
+    after = _rss_kb()
+    assert after - before < 8 * 1024, (before, after)
