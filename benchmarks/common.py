@@ -1,0 +1,53 @@
+"""Side-by-side timing helpers: runs the peers' variants interleaved, reports medians and ratios."""
+import statistics
+import time
+
+
+def per_call(fn, number):
+    """Seconds per call of fn over `number` calls."""
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def compare(cases, repeats=7, number=1000):
+    """cases: {peer: fn}. Runs every peer once per round (interleaved, so machine noise hits all
+    alike) and returns {peer: median seconds per call}."""
+    samples = {k: [] for k in cases}
+    for fn in cases.values():  # warm-up
+        per_call(fn, max(1, number // 10))
+    for _ in range(repeats):
+        for k, fn in cases.items():
+            samples[k].append(per_call(fn, number))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def fmt_time(s):
+    if s < 1e-6:
+        return '%.0f ns' % (s * 1e9)
+    if s < 1e-3:
+        return '%.2f us' % (s * 1e6)
+    return '%.2f ms' % (s * 1e3)
+
+
+def table(title, rows, peers, ours='hybridgluon'):
+    """rows: [(label, {peer: seconds}, note)]. Ratios are peer time / our time (>1: we are faster)."""
+    others = [p for p in peers if p != ours]
+    head = '| benchmark | ' + ' | '.join(peers) + ' | ' + ' | '.join(
+        '%s / ours' % p for p in others) + ' | note |'
+    lines = ['### ' + title, '', head, '|' + '---|' * (2 + len(peers) + len(others))]
+    for label, res, note in rows:
+        cells = [fmt_time(res[p]) if p in res else '-' for p in peers]
+        ratios = ['%.2fx' % (res[p] / res[ours]) if p in res else '-' for p in others]
+        lines.append('| %s | %s | %s | %s |' % (label, ' | '.join(cells), ' | '.join(ratios), note))
+    return '\n'.join(lines)
+
+
+def try_torch():
+    try:
+        import torch
+        torch.set_num_threads(__import__('hybridgluon')._core.num_threads())
+        return torch
+    except ImportError:
+        return None
