@@ -1,0 +1,308 @@
+/* Creation ops: _zeros, _ones, _full, _arange, _eye. They take no inputs; shape and dtype come
+ * from the attributes and every dtype is supported. Values are computed in double and converted
+ * to the output dtype (integers truncate toward zero, bool is value != 0).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../core/op.h"
+#include "../core/parallel.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Shared helpers
+ */
+
+/* double -> int64 without undefined behaviour for NaN or out-of-range values. */
+static int64_t to_i64(double v)
+{
+    if (!(v == v)) return 0;
+    if (v >= 9.2233720368547758e18) return INT64_MAX;
+    if (v <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* Writes v as one element of dtype dt into dst (hg_dtype_size(dt) bytes). */
+static void elem_from_double(hg_dtype dt, double v, void *dst)
+{
+    switch (dt) {
+    case HG_DTYPE_F32: { float x = (float)v; memcpy(dst, &x, 4); break; }
+    case HG_DTYPE_F64: memcpy(dst, &v, 8); break;
+    case HG_DTYPE_F16: { uint16_t x = hg_float_to_half((float)v); memcpy(dst, &x, 2); break; }
+    case HG_DTYPE_U8: { uint8_t x = (uint8_t)to_i64(v); memcpy(dst, &x, 1); break; }
+    case HG_DTYPE_I8: { int8_t x = (int8_t)to_i64(v); memcpy(dst, &x, 1); break; }
+    case HG_DTYPE_I32: { int32_t x = (int32_t)to_i64(v); memcpy(dst, &x, 4); break; }
+    case HG_DTYPE_I64: { int64_t x = to_i64(v); memcpy(dst, &x, 8); break; }
+    case HG_DTYPE_BOOL: { uint8_t x = v != 0; memcpy(dst, &x, 1); break; }
+    default: break;
+    }
+}
+
+typedef struct {
+    char *dst;
+    size_t esz;
+    uint64_t pattern; /* one element's bytes in the low esz bytes */
+} fill_job;
+
+static void fill_range(void *ctx, int64_t b, int64_t e)
+{
+    const fill_job *j = ctx;
+    switch (j->esz) {
+    case 1: memset(j->dst + b, (int)(uint8_t)j->pattern, (size_t)(e - b)); break;
+    case 2: {
+        uint16_t *p = (uint16_t *)j->dst, v = (uint16_t)j->pattern;
+        for (int64_t i = b; i < e; i++) p[i] = v;
+        break;
+    }
+    case 4: {
+        uint32_t *p = (uint32_t *)j->dst, v = (uint32_t)j->pattern;
+        for (int64_t i = b; i < e; i++) p[i] = v;
+        break;
+    }
+    default: {
+        uint64_t *p = (uint64_t *)j->dst, v = j->pattern;
+        for (int64_t i = b; i < e; i++) p[i] = v;
+        break;
+    }
+    }
+}
+
+/* Fills every element of t with v converted to t's dtype. */
+static void fill_value(hg_tensor *t, double v)
+{
+    fill_job j = {hg_data(t), hg_dtype_size(t->dtype), 0};
+    elem_from_double(t->dtype, v, &j.pattern); /* little-endian: the low bytes */
+    hg_parallel_for(t->size, HG_GRAIN_ELEMWISE, fill_range, &j);
+}
+
+static hg_status shape_from_attr(const hg_op_def *op, const hg_tuple *t, hg_dtype dt,
+                                 hg_meta *out)
+{
+    if (t->n > HG_MAX_NDIM)
+        return hg_error(HG_ERR_VALUE, "%s: shape has %d dimensions, at most %d are supported",
+                        op->name, t->n, HG_MAX_NDIM);
+    out->ndim = t->n;
+    out->dtype = dt;
+    memcpy(out->shape, t->v, sizeof(int64_t) * (size_t)t->n);
+    hg_status st = hg_shape_check(out->ndim, out->shape, dt);
+    return st ? hg_error_prefix(st, "%s: ", op->name) : HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * _zeros, _ones, _full
+ */
+
+enum { IN_SHAPE, IN_CTX, IN_DTYPE, IN_VALUE };
+
+#define INIT_ATTRS                                                                              \
+    {"shape", HG_ATTR_TUPLE, 0, "()", "the shape of the output", NULL},                         \
+    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},               \
+    {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL}
+
+static const hg_attr_spec k_init_attrs[] = {INIT_ATTRS};
+static const hg_attr_spec k_full_attrs[] = {
+    INIT_ATTRS,
+    {"value", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "the value to fill with", NULL},
+};
+
+static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)nin; (void)in; (void)nout;
+    return shape_from_attr(op, &a->v[IN_SHAPE].t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
+}
+
+static hg_status zeros_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)a; (void)ctx; (void)nin; (void)in; (void)nout;
+    fill_value(out[0], 0);
+    return HG_OK;
+}
+
+static hg_status ones_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)a; (void)ctx; (void)nin; (void)in; (void)nout;
+    fill_value(out[0], 1);
+    return HG_OK;
+}
+
+static hg_status full_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    fill_value(out[0], a->v[IN_VALUE].f);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * _arange
+ */
+
+enum { AR_START, AR_STOP, AR_STEP, AR_REPEAT, AR_INFER_RANGE, AR_CTX, AR_DTYPE };
+
+static const hg_attr_spec k_arange_attrs[] = {
+    {"start", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
+     "start of the interval (the end when stop is None; the start is then 0)", NULL},
+    {"stop", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None", "end of the interval (excluded)", NULL},
+    {"step", HG_ATTR_FLOAT, 0, "1", "spacing between values", NULL},
+    {"repeat", HG_ATTR_INT, 0, "1", "times each value is repeated", NULL},
+    {"infer_range", HG_ATTR_BOOL, 0, "False",
+     "infer the stop from the output shape in a graph (ignored imperatively)", NULL},
+    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
+    {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL},
+};
+
+/* MXNet's reading: with stop None the interval is [0, start). */
+static void arange_bounds(const hg_attrs *a, double *start, double *stop)
+{
+    if (a->v[AR_STOP].is_none) {
+        *start = 0;
+        *stop = a->v[AR_START].f;
+    } else {
+        *start = a->v[AR_START].f;
+        *stop = a->v[AR_STOP].f;
+    }
+}
+
+static hg_status arange_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nin; (void)in; (void)nout;
+    double start, stop, step = a->v[AR_STEP].f;
+    int64_t repeat = a->v[AR_REPEAT].i;
+    arange_bounds(a, &start, &stop);
+    if (!(step != 0))
+        return hg_error(HG_ERR_VALUE, "%s: step must be non-zero, got step=%g", op->name, step);
+    if (repeat <= 0)
+        return hg_error(HG_ERR_VALUE, "%s: repeat must be positive, got repeat=%lld", op->name,
+                        (long long)repeat);
+    double len = ceil((stop - start) / step);
+    /* MXNet rejects empty ranges too: start must lie strictly before stop in step's direction. */
+    if (!(len > 0))
+        return hg_error(HG_ERR_VALUE, "%s: invalid range (start, stop, step) = (%g, %g, %g): "
+                        "it has no elements", op->name, start, stop, step);
+    if (len * (double)repeat > 4.0e18)
+        return hg_error(HG_ERR_VALUE, "%s: range (start, stop, step) = (%g, %g, %g) with repeat "
+                        "%lld is too long", op->name, start, stop, step, (long long)repeat);
+    out[0].ndim = 1;
+    out[0].shape[0] = (int64_t)len * repeat;
+    out[0].dtype = (hg_dtype)a->v[AR_DTYPE].i;
+    hg_status st = hg_shape_check(1, out[0].shape, out[0].dtype);
+    return st ? hg_error_prefix(st, "%s: ", op->name) : HG_OK;
+}
+
+typedef struct {
+    hg_tensor *t;
+    double start, step;
+    int64_t repeat;
+} arange_job;
+
+/* repeat == 1 is the common case: no integer division per element. */
+#define ARANGE_LOOP(T, CONV)                                                                    \
+    do {                                                                                        \
+        T *y = HG_DATA(j->t, T);                                                                \
+        if (j->repeat == 1) {                                                                   \
+            for (int64_t i = b; i < e; i++) {                                                   \
+                double v = j->start + (double)i * j->step;                                      \
+                y[i] = CONV;                                                                    \
+            }                                                                                   \
+        } else {                                                                                \
+            for (int64_t i = b; i < e; i++) {                                                   \
+                double v = j->start + (double)(i / j->repeat) * j->step;                        \
+                y[i] = CONV;                                                                    \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
+static void arange_range(void *ctx, int64_t b, int64_t e)
+{
+    const arange_job *j = ctx;
+    switch (j->t->dtype) {
+    case HG_DTYPE_F32: ARANGE_LOOP(float, (float)v); break;
+    case HG_DTYPE_F64: ARANGE_LOOP(double, v); break;
+    case HG_DTYPE_F16: ARANGE_LOOP(uint16_t, hg_float_to_half((float)v)); break;
+    case HG_DTYPE_U8: ARANGE_LOOP(uint8_t, (uint8_t)to_i64(v)); break;
+    case HG_DTYPE_I8: ARANGE_LOOP(int8_t, (int8_t)to_i64(v)); break;
+    case HG_DTYPE_I32: ARANGE_LOOP(int32_t, (int32_t)to_i64(v)); break;
+    case HG_DTYPE_I64: ARANGE_LOOP(int64_t, to_i64(v)); break;
+    case HG_DTYPE_BOOL: ARANGE_LOOP(uint8_t, v != 0); break;
+    default: break;
+    }
+}
+
+static hg_status arange_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    arange_job j = {out[0], 0, a->v[AR_STEP].f, a->v[AR_REPEAT].i};
+    double stop;
+    arange_bounds(a, &j.start, &stop);
+    hg_parallel_for(out[0]->size, HG_GRAIN_ELEMWISE, arange_range, &j);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * _eye
+ */
+
+enum { EYE_N, EYE_M, EYE_K, EYE_CTX, EYE_DTYPE };
+
+static const hg_attr_spec k_eye_attrs[] = {
+    {"N", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of rows", NULL},
+    {"M", HG_ATTR_INT, 0, "0", "number of columns (0: N)", NULL},
+    {"k", HG_ATTR_INT, 0, "0",
+     "index of the diagonal: 0 the main one, > 0 above it, < 0 below it", NULL},
+    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
+    {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL},
+};
+
+static hg_status eye_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                           int nout, hg_meta *out)
+{
+    (void)nin; (void)in; (void)nout;
+    int64_t n = a->v[EYE_N].i, m = a->v[EYE_M].i;
+    if (n < 0 || m < 0)
+        return hg_error(HG_ERR_VALUE, "%s: N and M must be non-negative, got N=%lld, M=%lld",
+                        op->name, (long long)n, (long long)m);
+    out[0].ndim = 2;
+    out[0].shape[0] = n;
+    out[0].shape[1] = m ? m : n;
+    out[0].dtype = (hg_dtype)a->v[EYE_DTYPE].i;
+    hg_status st = hg_shape_check(2, out[0].shape, out[0].dtype);
+    return st ? hg_error_prefix(st, "%s: ", op->name) : HG_OK;
+}
+
+static hg_status eye_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    hg_tensor *t = out[0];
+    int64_t n = t->shape[0], m = t->shape[1], k = a->v[EYE_K].i;
+    size_t esz = hg_dtype_size(t->dtype);
+    char one[8], *p = hg_data(t);
+    fill_value(t, 0);
+    elem_from_double(t->dtype, 1, one);
+    if (k >= m || k <= -n) return HG_OK; /* the diagonal lies outside the array */
+    /* Row i has its one at column i + k when that column exists. */
+    int64_t r0 = k < 0 ? -k : 0;
+    for (int64_t i = r0; i < n && i + k < m; i++)
+        memcpy(p + (size_t)(i * m + i + k) * esz, one, esz);
+    return HG_OK;
+}
+
+#define CREATION(NAME, DOC, ATTRS, INFER, FWD)                                                  \
+    {.name = NAME, .doc = DOC, .attrs = ATTRS, .num_attrs = HG_COUNT(ATTRS), .num_inputs = 0,   \
+     .num_outputs = 1, .flags = HG_OP_NO_INPUTS | HG_OP_NO_GRAD, .infer = INFER,              \
+     .forward = FWD}
+
+const hg_op_def hg_ops_creation[] = {
+    CREATION("_zeros", "an array of zeros", k_init_attrs, init_infer, zeros_forward),
+    CREATION("_ones", "an array of ones", k_init_attrs, init_infer, ones_forward),
+    CREATION("_full", "an array filled with value", k_full_attrs, init_infer, full_forward),
+    CREATION("_arange", "evenly spaced values in [start, stop), each repeated repeat times",
+             k_arange_attrs, arange_infer, arange_forward),
+    CREATION("_eye", "a 2-D array with ones on the k-th diagonal and zeros elsewhere",
+             k_eye_attrs, eye_infer, eye_forward),
+    {0},
+};

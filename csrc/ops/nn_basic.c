@@ -1,0 +1,506 @@
+/* Basic neural-network activations: softmax / log_softmax along any axis, and the LeakyReLU
+ * family (leaky, prelu, rrelu, elu, selu, gelu).
+ *
+ * softmax works on the input viewed as [outer, n, inner] (n = the axis). The last axis
+ * (inner == 1) runs row by row over contiguous memory; other axes process blocks of SM_COLS
+ * neighbouring columns so the innermost loops stay contiguous. Every row subtracts its maximum
+ * before exponentiating, so large inputs do not overflow. float16 is read and written through
+ * float; the sum of exponentials is always accumulated in double.
+ */
+#include <string.h>
+#include <tgmath.h>
+
+#include "../core/parallel.h"
+#include "../core/rng.h"
+#include "ew.h"
+
+typedef uint16_t f16;
+
+/* ---------------------------------------------------------------------------------------------
+ * softmax / log_softmax
+ */
+
+enum { SM_AXIS, SM_TEMPERATURE, SM_DTYPE, SM_USE_LENGTH };
+
+static const hg_attr_spec k_softmax_attrs[] = {
+    {"axis", HG_ATTR_INT, 0, "-1", "the axis along which to compute softmax", NULL},
+    {"temperature", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
+     "temperature T: computes softmax(x / T); None means 1", NULL},
+    {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
+     "output dtype (float16, float32 or float64); None: the input's dtype", NULL},
+    {"use_length", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "False",
+     "whether to use the length input as a mask over the data (not supported)", NULL},
+};
+
+static int softmax_num_inputs(const hg_attrs *a)
+{
+    return (!a->v[SM_USE_LENGTH].is_none && a->v[SM_USE_LENGTH].b) ? 2 : 1;
+}
+
+static bool is_float_dtype(hg_dtype dt)
+{
+    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
+}
+
+static hg_status softmax_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    if (softmax_num_inputs(a) == 2)
+        return hg_error(HG_ERR_UNSUPPORTED, "%s: use_length=True is not supported", op->name);
+    if (!is_float_dtype(in[0].dtype))
+        return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
+                        op->name, hg_dtype_name(in[0].dtype));
+    hg_dtype odt = in[0].dtype;
+    if (!a->v[SM_DTYPE].is_none) {
+        odt = (hg_dtype)a->v[SM_DTYPE].i;
+        if (!is_float_dtype(odt))
+            return hg_error(HG_ERR_TYPE, "%s: dtype must be float16, float32 or float64, got %s",
+                            op->name, hg_dtype_name(odt));
+    }
+    if (!a->v[SM_TEMPERATURE].is_none && !(a->v[SM_TEMPERATURE].f != 0))
+        return hg_error(HG_ERR_VALUE, "%s: temperature must be non-zero, got %g", op->name,
+                        a->v[SM_TEMPERATURE].f);
+    out[0] = in[0];
+    out[0].dtype = odt;
+    if (in[0].ndim < 0) return HG_OK; /* shape unknown yet (graph inference) */
+    int64_t axis = a->v[SM_AXIS].i, nd = in[0].ndim;
+    if (axis < -nd || axis >= nd || nd == 0) {
+        char buf[HG_SHAPE_STR];
+        return hg_error(HG_ERR_INDEX, "%s: axis %lld is out of range for data of shape %s",
+                        op->name, (long long)axis, hg_shape_str(buf, in[0].ndim, in[0].shape));
+    }
+    return HG_OK;
+}
+
+typedef struct {
+    const void *x;
+    void *y;
+    int64_t n, inner, nblk; /* axis length, elements after the axis, column blocks per outer */
+    double t;               /* 1 / temperature */
+    bool log;
+} sm_job;
+
+#define SM_COLS 64
+#define SM_GRAIN 16384 /* elements of work per parallel chunk */
+
+#define LD_f32(p) (p)
+#define LD_f64(p) (p)
+#define LD_f16(p) hg_half_to_float(p)
+#define ST_f32(v) ((float)(v))
+#define ST_f64(v) ((double)(v))
+#define ST_f16(v) hg_float_to_half((float)(v))
+
+/* exp over a float tile, in SIMD through GCC vector extensions (libm's expf is an opaque call,
+ * so a plain loop cannot vectorise). Cody-Waite reduction x = n ln2 + r with |r| <= ln2/2,
+ * Cephes' degree-6 polynomial for e^r (within 1.5 ulp), then 2^n built in the exponent bits as
+ * two factors so that results down to the smallest subnormal are right. Inputs are clamped to
+ * [-104, 88.376] first (below -104 the result rounds to 0); NaN passes through as NaN. The
+ * clamps compare float bit patterns as integers: float vector compares would make GCC fall
+ * back to scalar branches under the default -ftrapping-math. */
+typedef float sm_v4f __attribute__((vector_size(16)));
+typedef int32_t sm_v4i __attribute__((vector_size(16)));
+typedef uint32_t sm_v4u __attribute__((vector_size(16)));
+
+static inline void sm_exp4(float *ptr)
+{
+    const int32_t lo_bits = -1026555904; /* -104.0f as int32 */
+    const int32_t hi_bits = 0x42B0C0A5;  /* 88.3762626647f */
+    const int32_t ninf = (int32_t)0xFF800000u, pinf = 0x7F800000;
+    sm_v4i xi;
+    memcpy(&xi, ptr, sizeof xi);
+    /* Negative floats order backwards as int32; NaNs lie beyond the infinities. */
+    sm_v4i under = (xi > lo_bits) & (xi <= ninf), over = (xi > hi_bits) & (xi <= pinf);
+    xi = (under & lo_bits) | (~under & xi);
+    xi = (over & hi_bits) | (~over & xi);
+    sm_v4f x = (sm_v4f)xi;
+    sm_v4f t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 rounds to an integer */
+    sm_v4f n = t - 12582912.0f;
+    sm_v4f r = x - n * 0.693359375f - n * -2.12194440e-4f;
+    sm_v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    /* n = bits(t) - bits(1.5 * 2^23); 2^n = 2^n1 * 2^(n - n1), both factors normal floats.
+     * Unsigned arithmetic: NaN lanes carry garbage bits and must not overflow a signed int. */
+    sm_v4u ni = (sm_v4u)t - 0x4B400000u, n1 = (sm_v4u)((sm_v4i)ni >> 1);
+    sm_v4u b1 = (n1 + 127u) << 23, b2 = (ni - n1 + 127u) << 23;
+    x = p * (sm_v4f)b1 * (sm_v4f)b2;
+    memcpy(ptr, &x, sizeof x);
+}
+
+static void sm_exp_tile_float(float *e, int64_t w)
+{
+    int64_t c = 0;
+    for (; c + 8 <= w; c += 8) {
+        sm_exp4(e + c);
+        sm_exp4(e + c + 4);
+    }
+    for (; c + 4 <= w; c += 4) sm_exp4(e + c);
+    if (c < w) {
+        float tmp[4] = {0};
+        memcpy(tmp, e + c, sizeof(float) * (size_t)(w - c));
+        sm_exp4(tmp);
+        memcpy(e + c, tmp, sizeof(float) * (size_t)(w - c));
+    }
+}
+
+static void sm_exp_tile_double(double *e, int64_t w)
+{
+    for (int64_t c = 0; c < w; c++) e[c] = exp(e[c]);
+}
+
+/* Kernels per (input, output, compute) type. The shift is the row's largest x * t: with t < 0
+ * that is the smallest x, found as the largest -x. Exponentials go through a stack tile so that
+ * the shift, the exp, the stores and the sum (SM_ACC double partial sums) each vectorise. */
+#define SM_TILE 256
+#define SM_ACC 8
+#define SOFTMAX_KERNELS(TI, TO, AT)                                                             \
+    static void sm_last_##TI##_##TO(void *ctx, int64_t r0, int64_t r1)                          \
+    {                                                                                           \
+        const sm_job *j = ctx;                                                                  \
+        const int64_t n = j->n;                                                                 \
+        const AT t = (AT)j->t, sg = t > 0 ? 1 : -1;                                             \
+        AT e[SM_TILE];                                                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const TI *x = (const TI *)j->x + r * n;                                             \
+            TO *y = (TO *)j->y + r * n;                                                         \
+            AT mp[SM_ACC];                                                                      \
+            double acc[SM_ACC];                                                                 \
+            for (int k = 0; k < SM_ACC; k++) { mp[k] = LD_##TI(x[0]) * sg; acc[k] = 0; }        \
+            int64_t i = 0;                                                                      \
+            for (; i + SM_ACC <= n; i += SM_ACC)                                                \
+                for (int k = 0; k < SM_ACC; k++) {                                              \
+                    AT v = LD_##TI(x[i + k]) * sg;                                              \
+                    mp[k] = v > mp[k] ? v : mp[k];                                              \
+                }                                                                               \
+            for (; i < n; i++) { AT v = LD_##TI(x[i]) * sg; mp[0] = v > mp[0] ? v : mp[0]; }    \
+            for (int k = 1; k < SM_ACC; k++) mp[0] = mp[k] > mp[0] ? mp[k] : mp[0];             \
+            const AT m = mp[0] * sg;                                                            \
+            for (int64_t i0 = 0; i0 < n; i0 += SM_TILE) {                                       \
+                const int64_t w = n - i0 < SM_TILE ? n - i0 : SM_TILE;                          \
+                for (int64_t c = 0; c < w; c++) e[c] = (LD_##TI(x[i0 + c]) - m) * t;            \
+                sm_exp_tile_##AT(e, w);                                                         \
+                if (!j->log)                                                                    \
+                    for (int64_t c = 0; c < w; c++) y[i0 + c] = ST_##TO(e[c]);                  \
+                int64_t c = 0;                                                                  \
+                for (; c + SM_ACC <= w; c += SM_ACC)                                            \
+                    for (int k = 0; k < SM_ACC; k++) acc[k] += e[c + k];                        \
+                for (; c < w; c++) acc[0] += e[c];                                              \
+            }                                                                                   \
+            double s = 0;                                                                       \
+            for (int k = 0; k < SM_ACC; k++) s += acc[k];                                       \
+            if (j->log) {                                                                       \
+                const AT ls = (AT)log(s);                                                       \
+                for (int64_t c = 0; c < n; c++) y[c] = ST_##TO((LD_##TI(x[c]) - m) * t - ls);   \
+            } else {                                                                            \
+                const AT inv = (AT)(1 / s);                                                     \
+                for (int64_t c = 0; c < n; c++) y[c] = ST_##TO(LD_##TO(y[c]) * inv);            \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    static void sm_mid_##TI##_##TO(void *ctx, int64_t b0, int64_t b1)                           \
+    {                                                                                           \
+        const sm_job *j = ctx;                                                                  \
+        const int64_t n = j->n, inner = j->inner;                                               \
+        const AT t = (AT)j->t, sg = t > 0 ? 1 : -1;                                             \
+        AT m[SM_COLS], e[SM_COLS];                                                              \
+        double s[SM_COLS];                                                                      \
+        for (int64_t b = b0; b < b1; b++) {                                                     \
+            const int64_t o = b / j->nblk, c0 = (b % j->nblk) * SM_COLS;                        \
+            const int64_t w = inner - c0 < SM_COLS ? inner - c0 : SM_COLS;                      \
+            const TI *x = (const TI *)j->x + o * n * inner + c0;                                \
+            TO *y = (TO *)j->y + o * n * inner + c0;                                            \
+            for (int64_t c = 0; c < w; c++) { m[c] = LD_##TI(x[c]) * sg; s[c] = 0; }            \
+            for (int64_t k = 1; k < n; k++) {                                                   \
+                const TI *xk = x + k * inner;                                                   \
+                for (int64_t c = 0; c < w; c++) {                                               \
+                    AT v = LD_##TI(xk[c]) * sg;                                                 \
+                    m[c] = v > m[c] ? v : m[c];                                                 \
+                }                                                                               \
+            }                                                                                   \
+            for (int64_t c = 0; c < w; c++) m[c] *= sg;                                         \
+            for (int64_t k = 0; k < n; k++) {                                                   \
+                const TI *xk = x + k * inner;                                                   \
+                TO *yk = y + k * inner;                                                         \
+                for (int64_t c = 0; c < w; c++) e[c] = (LD_##TI(xk[c]) - m[c]) * t;             \
+                sm_exp_tile_##AT(e, w);                                                         \
+                for (int64_t c = 0; c < w; c++) s[c] += e[c];                                   \
+                if (!j->log)                                                                    \
+                    for (int64_t c = 0; c < w; c++) yk[c] = ST_##TO(e[c]);                      \
+            }                                                                                   \
+            if (j->log) {                                                                       \
+                for (int64_t c = 0; c < w; c++) e[c] = (AT)log(s[c]);                           \
+                for (int64_t k = 0; k < n; k++) {                                               \
+                    const TI *xk = x + k * inner;                                               \
+                    TO *yk = y + k * inner;                                                     \
+                    for (int64_t c = 0; c < w; c++)                                             \
+                        yk[c] = ST_##TO((LD_##TI(xk[c]) - m[c]) * t - e[c]);                    \
+                }                                                                               \
+            } else {                                                                            \
+                for (int64_t c = 0; c < w; c++) e[c] = (AT)(1 / s[c]);                          \
+                for (int64_t k = 0; k < n; k++) {                                               \
+                    TO *yk = y + k * inner;                                                     \
+                    for (int64_t c = 0; c < w; c++) yk[c] = ST_##TO(LD_##TO(yk[c]) * e[c]);     \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+/* Compute in double whenever either side is float64, as MXNet's accumulation type does. */
+SOFTMAX_KERNELS(f32, f32, float)
+SOFTMAX_KERNELS(f32, f64, double)
+SOFTMAX_KERNELS(f32, f16, float)
+SOFTMAX_KERNELS(f64, f32, double)
+SOFTMAX_KERNELS(f64, f64, double)
+SOFTMAX_KERNELS(f64, f16, double)
+SOFTMAX_KERNELS(f16, f32, float)
+SOFTMAX_KERNELS(f16, f64, double)
+SOFTMAX_KERNELS(f16, f16, float)
+
+/* Indexed [input dtype][output dtype]; HG_DTYPE_F32/F64/F16 are 0, 1, 2. */
+#define SM_ROW(TI) {sm_last_##TI##_f32, sm_last_##TI##_f64, sm_last_##TI##_f16}
+#define SM_MID(TI) {sm_mid_##TI##_f32, sm_mid_##TI##_f64, sm_mid_##TI##_f16}
+static const hg_range_fn k_sm_last[3][3] = {SM_ROW(f32), SM_ROW(f64), SM_ROW(f16)};
+static const hg_range_fn k_sm_mid[3][3] = {SM_MID(f32), SM_MID(f64), SM_MID(f16)};
+
+static hg_status softmax_run(const hg_attrs *a, hg_tensor *x, hg_tensor *y, bool log)
+{
+    int nd = x->ndim, axis = (int)(a->v[SM_AXIS].i < 0 ? a->v[SM_AXIS].i + nd : a->v[SM_AXIS].i);
+    sm_job j = {hg_data(x), hg_data(y), x->shape[axis], 1, 1, 1.0, log};
+    for (int d = axis + 1; d < nd; d++) j.inner *= x->shape[d];
+    if (!a->v[SM_TEMPERATURE].is_none) j.t = 1.0 / a->v[SM_TEMPERATURE].f;
+    int64_t outer = x->size / (j.n * j.inner);
+    if (j.inner == 1) {
+        int64_t grain = SM_GRAIN / j.n + 1;
+        hg_parallel_for(outer, grain, k_sm_last[x->dtype][y->dtype], &j);
+    } else {
+        j.nblk = (j.inner + SM_COLS - 1) / SM_COLS;
+        int64_t grain = SM_GRAIN / (j.n * (j.inner < SM_COLS ? j.inner : SM_COLS)) + 1;
+        hg_parallel_for(outer * j.nblk, grain, k_sm_mid[x->dtype][y->dtype], &j);
+    }
+    return HG_OK;
+}
+
+static hg_status softmax_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    return softmax_run(a, in[0], out[0], false);
+}
+
+static hg_status log_softmax_forward(const hg_op_def *op, const hg_attrs *a,
+                                     const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                     int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    return softmax_run(a, in[0], out[0], true);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * LeakyReLU
+ */
+
+enum { LR_ACT_TYPE, LR_SLOPE, LR_LOWER, LR_UPPER };
+enum { ACT_RRELU, ACT_LEAKY, ACT_PRELU, ACT_ELU, ACT_SELU, ACT_GELU };
+
+static const char *const k_lrelu_types[] = {"rrelu", "leaky", "prelu", "elu", "selu", "gelu",
+                                            NULL};
+static const hg_attr_spec k_lrelu_attrs[] = {
+    {"act_type", HG_ATTR_ENUM, 0, "leaky", "activation: rrelu, leaky, prelu, elu, selu or gelu",
+     k_lrelu_types},
+    {"slope", HG_ATTR_FLOAT, 0, "0.25", "slope of the negative part (leaky and elu)", NULL},
+    {"lower_bound", HG_ATTR_FLOAT, 0, "0.125", "lower bound of the random slope (rrelu)", NULL},
+    {"upper_bound", HG_ATTR_FLOAT, 0, "0.334", "upper bound of the random slope (rrelu)", NULL},
+};
+
+#define SELU_LAMBDA 1.0507009873554805
+#define SELU_ALPHA 1.6732632423543772
+
+/* Tile functions for hg_ew_forward. The attribute is copied to a local first: stores through
+ * y could otherwise alias it (for double) and keep the loop from vectorising. */
+#define LR_UNARY(NAME, T, SLOPE, EXPR)                                                          \
+    static void NAME##_##T(int64_t n, const void *in0, int64_t s0, const void *in1,             \
+                           int64_t s1, void *out, const hg_attrs *a)                            \
+    {                                                                                           \
+        typedef T elem;                                                                         \
+        const elem *x = in0;                                                                    \
+        elem *y = out;                                                                          \
+        const elem k = (elem)(SLOPE);                                                           \
+        (void)in1; (void)s1; (void)k; (void)a;                                                  \
+        for (int64_t i = 0; i < n; i++) { elem v = x[i * s0]; y[i] = (elem)(EXPR); }            \
+    }
+#define LR_BOTH(NAME, SLOPE, EXPR) LR_UNARY(NAME, f32, SLOPE, EXPR) LR_UNARY(NAME, f64, SLOPE, EXPR)
+
+LR_BOTH(lr_leaky, a->v[LR_SLOPE].f, v > 0 ? v : k * v)
+LR_BOTH(lr_rrelu_eval, (a->v[LR_LOWER].f + a->v[LR_UPPER].f) / 2, v > 0 ? v : k * v)
+LR_BOTH(lr_elu, a->v[LR_SLOPE].f, v > 0 ? v : k * expm1(v))
+LR_BOTH(lr_selu, 0, (elem)SELU_LAMBDA * (v > 0 ? v : (elem)SELU_ALPHA * expm1(v)))
+LR_BOTH(lr_gelu, 0, (elem)0.5 * v * (1 + erf(v * (elem)0.70710678118654752440)))
+HG_EW_FLOAT(HG_EW_BINARY, lr_prelu, l > 0 ? l : l * r)
+
+#define LR_IMPL(FN, ARITY)                                                                      \
+    {.name = "LeakyReLU", .ew = HG_EW_TABLE_FLOAT(FN), .ew_arity = ARITY}
+/* Indexed by act_type. */
+static const hg_op_def k_lrelu_impl[] = {
+    LR_IMPL(lr_rrelu_eval, 1), LR_IMPL(lr_leaky, 1), LR_IMPL(lr_prelu, 2),
+    LR_IMPL(lr_elu, 1), LR_IMPL(lr_selu, 1), LR_IMPL(lr_gelu, 1),
+};
+
+static int lrelu_num_inputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == ACT_PRELU ? 2 : 1; }
+static int lrelu_num_outputs(const hg_attrs *a)
+{
+    return a->v[LR_ACT_TYPE].i == ACT_RRELU ? 2 : 1;
+}
+
+/* Where gamma's dims land in data's shape (MXNet's rule): from the right, gamma's dims match
+ * data axes 1 and 0 (only those), equal or 1; other axes get 1. Returns false if it cannot. */
+static bool prelu_gamma_shape(const hg_meta *data, const hg_meta *gamma, int64_t *shape)
+{
+    int s = gamma->ndim - 1;
+    for (int i = data->ndim - 1; i >= 0; i--) {
+        if (s >= 0 && i <= 1 && (gamma->shape[s] == data->shape[i] || gamma->shape[s] == 1))
+            shape[i] = gamma->shape[s--];
+        else
+            shape[i] = 1;
+    }
+    return s == -1;
+}
+
+static hg_status lrelu_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                             int nout, hg_meta *out)
+{
+    char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
+    int act = (int)a->v[LR_ACT_TYPE].i;
+    (void)nin;
+    if (!is_float_dtype(in[0].dtype))
+        return hg_error(HG_ERR_TYPE, "%s(act_type='%s'): data must be float16, float32 or "
+                        "float64, got %s", op->name, k_lrelu_types[act],
+                        hg_dtype_name(in[0].dtype));
+    if (act == ACT_RRELU && !(a->v[LR_LOWER].f <= a->v[LR_UPPER].f))
+        return hg_error(HG_ERR_VALUE, "%s(act_type='rrelu'): lower_bound %g must not exceed "
+                        "upper_bound %g", op->name, a->v[LR_LOWER].f, a->v[LR_UPPER].f);
+    if (act == ACT_PRELU && in[0].ndim >= 0) {
+        if (in[0].ndim == 0)
+            return hg_error(HG_ERR_VALUE, "%s(act_type='prelu'): data must have at least one "
+                            "dimension, got shape []", op->name);
+        if (in[1].ndim < 0) { /* a weight not created yet: one slope per channel */
+            in[1].ndim = 1;
+            in[1].shape[0] = in[0].ndim > 1 ? in[0].shape[1] : in[0].shape[0];
+            in[1].dtype = in[0].dtype;
+        }
+        int64_t g[HG_MAX_NDIM];
+        if (in[1].ndim > in[0].ndim || !prelu_gamma_shape(&in[0], &in[1], g))
+            return hg_error(HG_ERR_VALUE, "%s(act_type='prelu'): cannot broadcast gamma of shape "
+                            "%s along axis 1 of data of shape %s", op->name,
+                            hg_shape_str(b1, in[1].ndim, in[1].shape),
+                            hg_shape_str(b2, in[0].ndim, in[0].shape));
+        if (in[1].dtype != in[0].dtype)
+            return hg_error(HG_ERR_TYPE, "%s(act_type='prelu'): gamma dtype %s differs from data "
+                            "dtype %s", op->name, hg_dtype_name(in[1].dtype),
+                            hg_dtype_name(in[0].dtype));
+    }
+    for (int i = 0; i < nout; i++) out[i] = in[0];
+    return HG_OK;
+}
+
+/* rrelu while training: a slope drawn from U[lower, upper) per element, kept as the mask. */
+#define RRELU_CHUNK 4096
+static void rrelu_train(const hg_attrs *a, const hg_tensor *xt, hg_tensor *yt, hg_tensor *mt)
+{
+    double u[RRELU_CHUNK];
+    const double lo = a->v[LR_LOWER].f, span = a->v[LR_UPPER].f - lo;
+    for (int64_t i0 = 0; i0 < xt->size; i0 += RRELU_CHUNK) {
+        int64_t m = xt->size - i0 < RRELU_CHUNK ? xt->size - i0 : RRELU_CHUNK;
+        hg_rng_uniform(u, m);
+        for (int64_t i = 0; i < m; i++) u[i] = lo + span * u[i];
+        switch (xt->dtype) {
+        case HG_DTYPE_F32: {
+            const float *x = HG_DATA(xt, float) + i0;
+            float *y = HG_DATA(yt, float) + i0, *k = HG_DATA(mt, float) + i0;
+            for (int64_t i = 0; i < m; i++) {
+                k[i] = (float)u[i];
+                y[i] = x[i] > 0 ? x[i] : x[i] * k[i];
+            }
+            break;
+        }
+        case HG_DTYPE_F64: {
+            const double *x = HG_DATA(xt, double) + i0;
+            double *y = HG_DATA(yt, double) + i0, *k = HG_DATA(mt, double) + i0;
+            for (int64_t i = 0; i < m; i++) {
+                k[i] = u[i];
+                y[i] = x[i] > 0 ? x[i] : x[i] * k[i];
+            }
+            break;
+        }
+        default: {
+            const f16 *x = HG_DATA(xt, f16) + i0;
+            f16 *y = HG_DATA(yt, f16) + i0, *k = HG_DATA(mt, f16) + i0;
+            for (int64_t i = 0; i < m; i++) {
+                k[i] = hg_float_to_half((float)u[i]);
+                float v = hg_half_to_float(x[i]);
+                y[i] = hg_float_to_half(v > 0 ? v : v * hg_half_to_float(k[i]));
+            }
+            break;
+        }
+        }
+    }
+}
+
+/* rrelu's mask outside training: every element uses the mean slope. */
+static void fill_slope(hg_tensor *t, double v)
+{
+    for (int64_t i = 0; i < t->size; i++) {
+        if (t->dtype == HG_DTYPE_F32) HG_DATA(t, float)[i] = (float)v;
+        else if (t->dtype == HG_DTYPE_F64) HG_DATA(t, double)[i] = v;
+        else HG_DATA(t, f16)[i] = hg_float_to_half((float)v);
+    }
+}
+
+static hg_status lrelu_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)nin;
+    int act = (int)a->v[LR_ACT_TYPE].i;
+    if (act == ACT_RRELU) {
+        if (ctx->is_train) {
+            rrelu_train(a, in[0], out[0], out[1]);
+            return HG_OK;
+        }
+        if (nout > 1) fill_slope(out[1], (a->v[LR_LOWER].f + a->v[LR_UPPER].f) / 2);
+    }
+    if (act != ACT_PRELU) return hg_ew_forward(&k_lrelu_impl[act], a, 1, in, out[0]);
+    /* prelu: view gamma with data's rank so the broadcasting driver lines it up on axis 1. */
+    hg_meta dm = hg_meta_of(in[0]), gm = hg_meta_of(in[1]);
+    int64_t g[HG_MAX_NDIM];
+    prelu_gamma_shape(&dm, &gm, g);
+    hg_tensor *gv, *args[2] = {in[0], NULL};
+    HG_TRY(hg_tensor_view(in[1], dm.ndim, g, &gv));
+    args[1] = gv;
+    hg_status st = hg_ew_forward(&k_lrelu_impl[ACT_PRELU], a, 2, args, out[0]);
+    hg_tensor_free(gv);
+    return st;
+}
+
+const hg_op_def hg_ops_nn_basic[] = {
+    {.name = "softmax", .doc = "softmax(x / temperature) along axis (numerically stable)",
+     .input_names = HG_NAMES("data", "length"), .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 2, .num_outputs = 1,
+     .get_num_inputs = softmax_num_inputs, .infer = softmax_infer, .forward = softmax_forward},
+    {.name = "log_softmax", .doc = "log(softmax(x / temperature)) along axis",
+     .input_names = HG_NAMES("data", "length"), .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 2, .num_outputs = 1,
+     .get_num_inputs = softmax_num_inputs, .infer = softmax_infer,
+     .forward = log_softmax_forward},
+    {.name = "LeakyReLU",
+     .doc = "leaky ReLU family: leaky, prelu (gamma per channel on axis 1), rrelu (random "
+            "slope when training), elu, selu, gelu",
+     .input_names = HG_NAMES("data", "gamma"), .output_names = HG_NAMES("output", "mask"),
+     .attrs = k_lrelu_attrs, .num_attrs = HG_COUNT(k_lrelu_attrs), .num_inputs = 2,
+     .num_outputs = 1, .num_visible_outputs = 1, .flags = HG_OP_INPLACE,
+     .get_num_inputs = lrelu_num_inputs, .get_num_outputs = lrelu_num_outputs,
+     .infer = lrelu_infer, .forward = lrelu_forward},
+    {0},
+};
