@@ -1,0 +1,1364 @@
+/* Shape family: ops that move elements without arithmetic (Reshape, Flatten, transpose,
+ * expand_dims, squeeze, SwapAxis, tile, repeat, reverse, broadcast_to/_like/_axis, diag), plus
+ * Cast and add_n.
+ *
+ * Every data-movement op lowers to one primitive, the strided view copy:
+ *     out[i] = in[base + sum_d idx_d(i) * istr[d]]    over the output's (row-major) shape,
+ * where the per-dim input strides (in elements) may be 0 (broadcast), negative (reverse),
+ * permuted (transpose) or summed (diagonal). The copy merges dims the input walks as one, then
+ * runs rows of memcpy / fill / gather, or cache-blocked tiles when the input's unit-stride dim
+ * is not the output's inner dim (any transpose). Kernels move bytes by element size, so every
+ * dtype works; only Cast and add_n look at values. Shape rules validate everything; the kernels
+ * trust them.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/op.h"
+#include "../core/parallel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HG_HAVE_F16C_PATH 1
+#endif
+
+#define SMAX (2 * HG_MAX_NDIM + 2) /* dims of a strided view: tile doubles the rank */
+#define COPY_GRAIN_BYTES (1 << 18)
+
+/* Element words that may alias any type: the kernels move float/int data as raw words. */
+typedef uint8_t __attribute__((may_alias)) w8;
+typedef uint16_t __attribute__((may_alias)) w16;
+typedef uint32_t __attribute__((may_alias)) w32;
+typedef uint64_t __attribute__((may_alias)) w64;
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Normalises an axis into [0, ndim); false when it is out of range. */
+static bool norm_axis(int64_t axis, int ndim, int *out)
+{
+    if (axis < -(int64_t)ndim || axis >= ndim) return false;
+    *out = (int)(axis < 0 ? axis + ndim : axis);
+    return true;
+}
+
+static void contiguous_strides(int nd, const int64_t *shape, int64_t *str)
+{
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        str[d] = s;
+        s *= shape[d];
+    }
+}
+
+/* ---- plain copies ------------------------------------------------------------------------ */
+
+typedef struct {
+    char *dst;
+    const char *src;
+} pcopy_job;
+
+static void pcopy_range(void *ctx, int64_t b, int64_t e)
+{
+    const pcopy_job *j = ctx;
+    memcpy(j->dst + b, j->src + b, (size_t)(e - b));
+}
+
+/* Copies nbytes on the pool; a no-op when the op runs in place. */
+static void par_copy(void *dst, const void *src, size_t nbytes)
+{
+    if (dst == src || nbytes == 0) return;
+    pcopy_job j = {dst, src};
+    hg_parallel_for((int64_t)nbytes, COPY_GRAIN_BYTES, pcopy_range, &j);
+}
+
+/* Forward of the ops whose output is the input's bytes under another shape. */
+static hg_status copy_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    par_copy(hg_data(out[0]), hg_data(in[0]), (size_t)in[0]->size * hg_dtype_size(in[0]->dtype));
+    return HG_OK;
+}
+
+/* ---- the strided view copy --------------------------------------------------------------- */
+
+typedef struct {
+    const char *in;
+    char *out;
+    int64_t esz;
+    int nd;
+    int64_t base; /* input offset of output element 0, in elements */
+    int64_t shape[SMAX], istr[SMAX], ostr[SMAX];
+    /* Blocked path: dim p has input stride 1; tiles of bp x bq along p and the inner dim. */
+    int p;
+    int64_t bp, bq, nbp, nbq;
+} sview;
+
+#define GATHER(W)                                                                               \
+    do {                                                                                        \
+        const W *x_ = (const W *)src;                                                           \
+        W *y_ = (W *)dst;                                                                       \
+        if (s == 0) {                                                                           \
+            W v_ = x_[0];                                                                       \
+            for (int64_t i = 0; i < n; i++) y_[i] = v_;                                         \
+        } else {                                                                                \
+            for (int64_t i = 0; i < n; i++) y_[i] = x_[i * s];                                  \
+        }                                                                                       \
+    } while (0)
+
+/* dst[i] = src[i * s] for i < n (s in elements; 0 fills, negative walks backwards). */
+static void copy_run(int64_t esz, const char *src, int64_t s, char *dst, int64_t n)
+{
+    if (s == 1) {
+        memcpy(dst, src, (size_t)(n * esz));
+        return;
+    }
+    switch (esz) {
+    case 1: GATHER(w8); break;
+    case 2: GATHER(w16); break;
+    case 4: GATHER(w32); break;
+    default: GATHER(w64); break;
+    }
+}
+
+#define PLANE(W)                                                                                \
+    do {                                                                                        \
+        const W *x_ = (const W *)src;                                                           \
+        W *y_ = (W *)dst;                                                                       \
+        if (s1 == 0) {                                                                          \
+            for (int64_t r = 0; r < n2; r++) {                                                  \
+                W v_ = x_[r * s2];                                                              \
+                for (int64_t c = 0; c < n1; c++) y_[r * n1 + c] = v_;                           \
+            }                                                                                   \
+        } else {                                                                                \
+            for (int64_t r = 0; r < n2; r++)                                                    \
+                for (int64_t c = 0; c < n1; c++) y_[r * n1 + c] = x_[r * s2 + c * s1];          \
+        }                                                                                       \
+    } while (0)
+
+/* dst[r * n1 + c] = src[r * s2 + c * s1]: n2 short rows in one call, so a tiny inner dim
+ * (repeat, a tiled column) costs no index arithmetic per row. */
+static void copy_plane(int64_t esz, const char *src, int64_t s2, int64_t s1, char *dst,
+                       int64_t n2, int64_t n1)
+{
+    if (s1 == 1) {
+        for (int64_t r = 0; r < n2; r++)
+            memcpy(dst + r * n1 * esz, src + r * s2 * esz, (size_t)(n1 * esz));
+        return;
+    }
+    switch (esz) {
+    case 1: PLANE(w8); break;
+    case 2: PLANE(w16); break;
+    case 4: PLANE(w32); break;
+    default: PLANE(w64); break;
+    }
+}
+
+/* Long rows: the range is in elements, so one huge row still splits across threads. */
+static void sview_elems(void *ctx, int64_t b, int64_t e)
+{
+    const sview *v = ctx;
+    int nd = v->nd;
+    int64_t inner = v->shape[nd - 1], is = v->istr[nd - 1];
+    while (b < e) {
+        int64_t row = b / inner, col = b % inner;
+        int64_t cnt = min64(inner - col, e - b);
+        int64_t off = v->base + col * is;
+        for (int d = nd - 2; d >= 0; d--) {
+            off += (row % v->shape[d]) * v->istr[d];
+            row /= v->shape[d];
+        }
+        copy_run(v->esz, v->in + off * v->esz, is, v->out + b * v->esz, cnt);
+        b += cnt;
+    }
+}
+
+/* Short rows: the range is in rows, copied a plane (the last two dims) at a time. */
+static void sview_rows(void *ctx, int64_t b, int64_t e)
+{
+    const sview *v = ctx;
+    int nd = v->nd;
+    int64_t n1 = v->shape[nd - 1], s1 = v->istr[nd - 1];
+    int64_t n2 = nd > 1 ? v->shape[nd - 2] : 1, s2 = nd > 1 ? v->istr[nd - 2] : 0;
+    while (b < e) {
+        int64_t plane = b / n2, r0 = b % n2, cnt = min64(n2 - r0, e - b);
+        int64_t off = v->base + r0 * s2;
+        for (int d = nd - 3; d >= 0; d--) {
+            off += (plane % v->shape[d]) * v->istr[d];
+            plane /= v->shape[d];
+        }
+        copy_plane(v->esz, v->in + off * v->esz, s2, s1, v->out + b * n1 * v->esz, cnt, n1);
+        b += cnt;
+    }
+}
+
+#define TILE(W)                                                                                 \
+    do {                                                                                        \
+        const W *x_ = (const W *)src;                                                           \
+        W *y_ = (W *)dst;                                                                       \
+        if (nq >= 8) {                                                                          \
+            for (int64_t i = 0; i < np; i++)                                                    \
+                for (int64_t k = 0; k < nq; k++) y_[i * so + k] = x_[i + k * si];               \
+        } else { /* a short inner dim (NCHW -> NHWC with 3 channels): long loops over i */      \
+            for (int64_t k = 0; k < nq; k++)                                                    \
+                for (int64_t i = 0; i < np; i++) y_[i * so + k] = x_[i + k * si];               \
+        }                                                                                       \
+    } while (0)
+
+/* dst[i * so + k] = src[i + k * si]: one tile of a transpose, small enough to stay in L1. */
+static void copy_tile(int64_t esz, const char *src, int64_t si, char *dst, int64_t so,
+                      int64_t np, int64_t nq)
+{
+    switch (esz) {
+    case 1: TILE(w8); break;
+    case 2: TILE(w16); break;
+    case 4: TILE(w32); break;
+    default: TILE(w64); break;
+    }
+}
+
+static void sview_tiles(void *ctx, int64_t b, int64_t e)
+{
+    const sview *v = ctx;
+    int q = v->nd - 1, p = v->p;
+    for (int64_t u = b; u < e; u++) {
+        int64_t t = u, iq = t % v->nbq;
+        t /= v->nbq;
+        int64_t ip = t % v->nbp;
+        t /= v->nbp;
+        int64_t ioff = v->base, ooff = 0;
+        for (int d = q - 1; d >= 0; d--) {
+            if (d == p) continue;
+            int64_t k = t % v->shape[d];
+            t /= v->shape[d];
+            ioff += k * v->istr[d];
+            ooff += k * v->ostr[d];
+        }
+        int64_t p0 = ip * v->bp, q0 = iq * v->bq;
+        int64_t np = min64(v->bp, v->shape[p] - p0), nq = min64(v->bq, v->shape[q] - q0);
+        ioff += p0 + q0 * v->istr[q];
+        ooff += p0 * v->ostr[p] + q0;
+        copy_tile(v->esz, v->in + ioff * v->esz, v->istr[q], v->out + ooff * v->esz,
+                  v->ostr[p], np, nq);
+    }
+}
+
+/* out (contiguous, shape[nd]) = the view of `in` with strides istr (elements) from base.
+ * Size-1 dims are dropped and dims the input walks as one are merged first, so e.g. a reshape
+ * or a broadcast of a whole row becomes a single memcpy / fill per row. */
+static void strided_copy(const void *in, void *out, size_t esz, int nd, const int64_t *shape,
+                         const int64_t *istr, int64_t base)
+{
+    sview v;
+    int m = 0;
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    if (n == 0) return;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 1) continue;
+        if (m > 0 && v.istr[m - 1] == istr[d] * shape[d]) {
+            v.shape[m - 1] *= shape[d];
+            v.istr[m - 1] = istr[d];
+            continue;
+        }
+        v.shape[m] = shape[d];
+        v.istr[m] = istr[d];
+        m++;
+    }
+    if (m == 0) {
+        v.shape[0] = 1;
+        v.istr[0] = 1;
+        m = 1;
+    }
+    v.in = in;
+    v.out = out;
+    v.esz = (int64_t)esz;
+    v.nd = m;
+    v.base = base;
+    v.p = -1;
+    int q = m - 1;
+    int64_t grain = COPY_GRAIN_BYTES / v.esz;
+    if (v.istr[q] != 0 && v.istr[q] != 1)
+        for (int d = 0; d < q; d++)
+            if (v.istr[d] == 1) v.p = d;
+    if (v.p < 0) {
+        if (v.shape[q] >= 256 || m == 1)
+            hg_parallel_for(n, grain, sview_elems, &v);
+        else
+            hg_parallel_for(n / v.shape[q], grain / v.shape[q], sview_rows, &v);
+        return;
+    }
+    /* A transpose: tiles of about t x t elements, t * esz >= 128 bytes so each row of a tile
+     * spans whole cache lines on both sides; a short side lends its room to the other. */
+    int64_t t = 128 / v.esz < 32 ? 32 : 128 / v.esz;
+    contiguous_strides(m, v.shape, v.ostr);
+    v.bq = min64(v.shape[q], t);
+    v.bp = min64(v.shape[v.p], t * t / v.bq);
+    v.bq = min64(v.shape[q], t * t / v.bp);
+    v.nbp = (v.shape[v.p] + v.bp - 1) / v.bp;
+    v.nbq = (v.shape[q] + v.bq - 1) / v.bq;
+    int64_t units = n / (v.shape[v.p] * v.shape[q]) * v.nbp * v.nbq;
+    grain /= v.bp * v.bq;
+    hg_parallel_for(units, grain < 1 ? 1 : grain, sview_tiles, &v);
+}
+
+/* out = in broadcast over out's shape (same rank; the input's size-1 dims repeat). */
+static void broadcast_copy(const hg_tensor *in, hg_tensor *out)
+{
+    int64_t str[HG_MAX_NDIM];
+    contiguous_strides(in->ndim, in->shape, str);
+    for (int d = 0; d < out->ndim; d++)
+        if (in->shape[d] != out->shape[d]) str[d] = 0;
+    strided_copy(hg_data(in), hg_data(out), hg_dtype_size(in->dtype), out->ndim, out->shape, str,
+                 0);
+}
+
+static hg_status broadcast_forward(const hg_op_def *op, const hg_attrs *a,
+                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                   int nout, hg_tensor *const *out)
+{
+    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    broadcast_copy(in[0], out[0]);
+    return HG_OK;
+}
+
+/* ---- Reshape ----------------------------------------------------------------------------- */
+
+enum { R_SHAPE, R_REVERSE, R_TARGET, R_KEEP };
+static const hg_attr_spec k_reshape_attrs[] = {
+    {"shape", HG_ATTR_TUPLE, 0, "()",
+     "target shape; codes: 0 copy a dim, -1 infer, -2 copy the rest, -3 merge two dims, "
+     "-4 a b split a dim", NULL},
+    {"reverse", HG_ATTR_BOOL, 0, "False", "match the special codes from right to left", NULL},
+    {"target_shape", HG_ATTR_TUPLE, 0, "()",
+     "(deprecated, use shape) target shape; one 0 dim is inferred", NULL},
+    {"keep_highest", HG_ATTR_BOOL, 0, "False",
+     "(deprecated, use shape) keep the input's first dim with target_shape", NULL},
+};
+
+#define RMAX (HG_MAX_TUPLE + HG_MAX_NDIM)
+
+static hg_status HG_PRINTF(4, 5) reshape_fail(const hg_op_def *op, const hg_attrs *a,
+                                              const hg_meta *x, const char *fmt, ...)
+{
+    char why[256], s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    int k = a->v[R_SHAPE].t.n || !a->v[R_TARGET].is_set ? R_SHAPE : R_TARGET;
+    hg_attr_format(op, k, a, t, sizeof t);
+    return hg_error(HG_ERR_VALUE, "%s: cannot reshape input of shape %s with %s=%s%s: %s",
+                    op->name, hg_shape_str(s, x->ndim, x->shape), op->attrs[k].name, t,
+                    a->v[R_REVERSE].b ? ", reverse=True" : "", why);
+}
+
+/* Product of dims; false on int64 overflow. Unknown (-1) dims make it -1. */
+static bool shape_prod(int nd, const int64_t *shape, int64_t *out)
+{
+    int64_t n = 1;
+    bool unknown = false;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] < 0) {
+            unknown = true;
+            continue;
+        }
+        if (__builtin_mul_overflow(n, shape[d], &n)) return false;
+    }
+    *out = unknown ? -1 : n;
+    return true;
+}
+
+/* Fills the one inferred dim tmp[inf] (holding 1) from the input size, then checks the total. */
+static hg_status reshape_finish(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, int m,
+                                int64_t *tmp, int inf, hg_meta *o)
+{
+    char ts[HG_SHAPE_STR];
+    int64_t size, rest;
+    if (m > HG_MAX_NDIM)
+        return reshape_fail(op, a, x, "the result would have %d dims, more than %d", m,
+                            HG_MAX_NDIM);
+    if (!shape_prod(x->ndim, x->shape, &size) || !shape_prod(m, tmp, &rest))
+        return reshape_fail(op, a, x, "the target size overflows");
+    if (inf >= 0) {
+        if (size < 0 || rest < 0) {
+            tmp[inf] = -1; /* graph inference with unknown dims: stays unknown */
+        } else if (rest == 0) {
+            return reshape_fail(op, a, x, "cannot infer the -1 dim: the other target dims "
+                                "have zero size");
+        } else {
+            tmp[inf] = size / rest;
+            rest *= tmp[inf];
+        }
+    }
+    if (size >= 0 && rest >= 0 && size != rest)
+        return reshape_fail(op, a, x, "Target shape size is different to source. Target: %s "
+                            "(%lld elements), source has %lld elements",
+                            hg_shape_str(ts, m, tmp), (long long)rest, (long long)size);
+    o->ndim = m;
+    o->dtype = x->dtype;
+    memcpy(o->shape, tmp, sizeof(int64_t) * (size_t)m);
+    return HG_OK;
+}
+
+/* The special codes, as MXNet's InferReshapeShape reads them (reverse: both lists reversed). */
+static hg_status reshape_codes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
+                               hg_meta *o)
+{
+    const hg_tuple *sh = &a->v[R_SHAPE].t;
+    bool rev = a->v[R_REVERSE].b;
+    int n = sh->n, nd = x->ndim, m = 0, si = 0, inf = -1;
+    int64_t par[HG_MAX_TUPLE], src[HG_MAX_NDIM], tmp[RMAX];
+    for (int i = 0; i < n; i++) par[i] = sh->v[rev ? n - 1 - i : i];
+    for (int d = 0; d < nd; d++) src[d] = x->shape[rev ? nd - 1 - d : d];
+    for (int i = 0; i < n; i++) {
+        int64_t c = par[i];
+        if (c > 0) {
+            tmp[m++] = c;
+            si++;
+        } else if (c == 0) {
+            if (si >= nd)
+                return reshape_fail(op, a, x, "code 0 at position %d has no input dim to copy",
+                                    i);
+            tmp[m++] = src[si++];
+        } else if (c == -1) {
+            if (inf >= 0) return reshape_fail(op, a, x, "One and only one dim can be inferred");
+            inf = m;
+            tmp[m++] = 1;
+            si++;
+        } else if (c == -2) {
+            while (si < nd) tmp[m++] = src[si++];
+        } else if (c == -3) {
+            if (si + 1 >= nd)
+                return reshape_fail(op, a, x, "code -3 at position %d needs two input dims", i);
+            int64_t d1 = src[si++], d2 = src[si++];
+            tmp[m++] = d1 < 0 || d2 < 0 ? -1 : d1 * d2;
+        } else if (c == -4) {
+            if (i + 2 >= n)
+                return reshape_fail(op, a, x, "code -4 must be followed by two dims");
+            if (si >= nd)
+                return reshape_fail(op, a, x, "code -4 at position %d has no input dim to "
+                                    "split", i);
+            int64_t d0 = src[si++], d1 = par[++i], d2 = par[++i];
+            if (d1 < -1 || d2 < -1 || (d1 == -1 && d2 == -1))
+                return reshape_fail(op, a, x, "the dims after -4 must be >= 0, one may be -1 "
+                                    "(got %lld, %lld)", (long long)d1, (long long)d2);
+            if (d0 >= 0) {
+                if ((d1 == -1 && d2 == 0) || (d2 == -1 && d1 == 0))
+                    return reshape_fail(op, a, x, "cannot split dim %lld into %lld x %lld",
+                                        (long long)d0, (long long)d1, (long long)d2);
+                if (d1 == -1) d1 = d0 / d2;
+                if (d2 == -1) d2 = d0 / d1;
+                int64_t pr;
+                if (__builtin_mul_overflow(d1, d2, &pr) || pr != d0)
+                    return reshape_fail(op, a, x, "Split dims %lld, %lld do not divide "
+                                        "original dim %lld", (long long)d1, (long long)d2,
+                                        (long long)d0);
+            }
+            tmp[m++] = d1;
+            tmp[m++] = d2;
+        } else {
+            return reshape_fail(op, a, x, "invalid value %lld in shape (codes are 0, -1, -2, "
+                                "-3, -4 or positive dims)", (long long)c);
+        }
+    }
+    if (rev) {
+        for (int i = 0; i < m / 2; i++) {
+            int64_t t = tmp[i];
+            tmp[i] = tmp[m - 1 - i];
+            tmp[m - 1 - i] = t;
+        }
+        if (inf >= 0) inf = m - 1 - inf;
+    }
+    return reshape_finish(op, a, x, m, tmp, inf, o);
+}
+
+/* Deprecated target_shape: one 0 dim is inferred; keep_highest pins the first dim. */
+static hg_status reshape_target(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
+                                hg_meta *o)
+{
+    const hg_tuple *ts = &a->v[R_TARGET].t;
+    bool keep = a->v[R_KEEP].b;
+    int64_t tmp[RMAX];
+    int m = ts->n, zeros = 0, inf = -1;
+    for (int i = 0; i < m; i++) {
+        if (ts->v[i] < 0)
+            return reshape_fail(op, a, x, "negative dim %lld in target_shape",
+                                (long long)ts->v[i]);
+        tmp[i] = ts->v[i];
+    }
+    if (keep) {
+        if (m == 0 || x->ndim == 0)
+            return reshape_fail(op, a, x, "keep_highest needs a first dim on both sides");
+        tmp[0] = x->shape[0];
+    }
+    for (int i = keep ? 1 : 0; i < m; i++) {
+        if (tmp[i] == 0) {
+            zeros++;
+            inf = i;
+        }
+    }
+    if (zeros == 1)
+        tmp[inf] = 1;
+    else
+        inf = -1;
+    return reshape_finish(op, a, x, m, tmp, inf, o);
+}
+
+static hg_status reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    if (in[0].ndim < 0) return hg_error(HG_ERR_VALUE, "%s: the input shape is unknown", op->name);
+    if (a->v[R_SHAPE].t.n > 0) return reshape_codes(op, a, &in[0], &out[0]);
+    if (a->v[R_TARGET].is_set) return reshape_target(op, a, &in[0], &out[0]);
+    return reshape_fail(op, a, &in[0], "shape is empty; give the target shape, e.g. shape=(-1,)");
+}
+
+/* ---- Flatten, expand_dims, squeeze ------------------------------------------------------- */
+
+static hg_status flatten_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)op; (void)a; (void)nin; (void)nout;
+    const hg_meta *x = &in[0];
+    int64_t rest = 1;
+    for (int d = 1; d < x->ndim; d++) rest = x->shape[d] < 0 || rest < 0 ? -1 : rest * x->shape[d];
+    out[0].ndim = 2;
+    out[0].dtype = x->dtype;
+    out[0].shape[0] = x->ndim > 0 ? x->shape[0] : 1;
+    out[0].shape[1] = rest;
+    return HG_OK;
+}
+
+static const hg_attr_spec k_expand_attrs[] = {
+    {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+     "position of the new size-1 axis, in [-ndim-1, ndim]", NULL},
+};
+
+static hg_status expand_dims_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                   int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR];
+    const hg_meta *x = &in[0];
+    int nd = x->ndim, ax;
+    if (nd + 1 > HG_MAX_NDIM)
+        return hg_error(HG_ERR_VALUE, "%s: input %s already has the maximum of %d dims",
+                        op->name, hg_shape_str(s, nd, x->shape), HG_MAX_NDIM);
+    if (!norm_axis(a->v[0].i, nd + 1, &ax))
+        return hg_error(HG_ERR_VALUE, "%s: axis must be in the range [%d, %d] (%lld provided) "
+                        "for input of shape %s", op->name, -nd - 1, nd, (long long)a->v[0].i,
+                        hg_shape_str(s, nd, x->shape));
+    out[0].ndim = nd + 1;
+    out[0].dtype = x->dtype;
+    for (int d = 0, k = 0; d <= nd; d++) out[0].shape[d] = d == ax ? 1 : x->shape[k++];
+    return HG_OK;
+}
+
+static const hg_attr_spec k_squeeze_attrs[] = {
+    {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+     "size-1 axes to remove; None removes all of them", NULL},
+};
+
+static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR];
+    const hg_meta *x = &in[0];
+    bool drop[HG_MAX_NDIM] = {false};
+    int nd = x->ndim, m = 0;
+    if (a->v[0].is_none) {
+        for (int d = 0; d < nd; d++) drop[d] = x->shape[d] == 1;
+    } else {
+        const hg_tuple *t = &a->v[0].t;
+        for (int i = 0; i < t->n; i++) {
+            int ax;
+            if (!norm_axis(t->v[i], nd, &ax))
+                return hg_error(HG_ERR_VALUE, "%s: axis %lld is out of bounds for array of "
+                                "dimension %d (shape %s)", op->name, (long long)t->v[i], nd,
+                                hg_shape_str(s, nd, x->shape));
+            if (x->shape[ax] != 1)
+                return hg_error(HG_ERR_VALUE, "%s: cannot select an axis to squeeze out which "
+                                "has size=%lld not equal to one (axis %lld of shape %s)",
+                                op->name, (long long)x->shape[ax], (long long)t->v[i],
+                                hg_shape_str(s, nd, x->shape));
+            if (drop[ax])
+                return hg_error(HG_ERR_VALUE, "%s: duplicate value %lld in axis", op->name,
+                                (long long)t->v[i]);
+            drop[ax] = true;
+        }
+    }
+    for (int d = 0; d < nd; d++)
+        if (!drop[d]) out[0].shape[m++] = x->shape[d];
+    if (m == 0) out[0].shape[m++] = 1; /* never 0-d: MXNet keeps (1,) */
+    out[0].ndim = m;
+    out[0].dtype = x->dtype;
+    return HG_OK;
+}
+
+/* ---- transpose, SwapAxis ----------------------------------------------------------------- */
+
+static const hg_attr_spec k_transpose_attrs[] = {
+    {"axes", HG_ATTR_TUPLE, 0, "()", "target axis order; () reverses the axes", NULL},
+};
+
+/* The permutation of a transpose: out dim i is input dim perm[i]. */
+static hg_status transpose_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
+                                int *perm)
+{
+    char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
+    const hg_tuple *ax = &a->v[0].t;
+    int nd = x->ndim;
+    bool seen[HG_MAX_NDIM] = {false};
+    if (ax->n == 0) {
+        for (int d = 0; d < nd; d++) perm[d] = nd - 1 - d;
+        return HG_OK;
+    }
+    if (ax->n != nd) goto bad;
+    for (int d = 0; d < nd; d++) {
+        if (!norm_axis(ax->v[d], nd, &perm[d]) || seen[perm[d]]) goto bad;
+        seen[perm[d]] = true;
+    }
+    return HG_OK;
+bad:
+    hg_attr_format(op, 0, a, t, sizeof t);
+    return hg_error(HG_ERR_VALUE, "%s: axes=%s is not a permutation of the %d axes of the input "
+                    "(shape %s)", op->name, t, nd, hg_shape_str(s, nd, x->shape));
+}
+
+static hg_status transpose_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                 int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    int perm[HG_MAX_NDIM];
+    HG_TRY(transpose_perm(op, a, &in[0], perm));
+    out[0].ndim = in[0].ndim;
+    out[0].dtype = in[0].dtype;
+    for (int d = 0; d < in[0].ndim; d++) out[0].shape[d] = in[0].shape[perm[d]];
+    return HG_OK;
+}
+
+static void permute_copy(const hg_tensor *x, hg_tensor *y, const int *perm)
+{
+    int64_t str[HG_MAX_NDIM], istr[HG_MAX_NDIM];
+    contiguous_strides(x->ndim, x->shape, str);
+    for (int d = 0; d < x->ndim; d++) istr[d] = str[perm[d]];
+    strided_copy(hg_data(x), hg_data(y), hg_dtype_size(x->dtype), y->ndim, y->shape, istr, 0);
+}
+
+static hg_status transpose_forward(const hg_op_def *op, const hg_attrs *a,
+                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                   int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    int perm[HG_MAX_NDIM];
+    hg_meta m = hg_meta_of(in[0]);
+    HG_TRY(transpose_perm(op, a, &m, perm));
+    permute_copy(in[0], out[0], perm);
+    return HG_OK;
+}
+
+static const hg_attr_spec k_swap_attrs[] = {
+    {"dim1", HG_ATTR_INT, 0, "0", "the first axis to swap", NULL},
+    {"dim2", HG_ATTR_INT, 0, "0", "the second axis to swap", NULL},
+};
+
+static hg_status swap_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, int *perm)
+{
+    char s[HG_SHAPE_STR];
+    int nd = x->ndim, d1, d2;
+    for (int k = 0; k < 2; k++) {
+        if (!norm_axis(a->v[k].i, nd, k ? &d2 : &d1))
+            return hg_error(HG_ERR_VALUE, "%s: %s=%lld is out of bounds for input of shape %s",
+                            op->name, op->attrs[k].name, (long long)a->v[k].i,
+                            hg_shape_str(s, nd, x->shape));
+    }
+    for (int d = 0; d < nd; d++) perm[d] = d == d1 ? d2 : d == d2 ? d1 : d;
+    return HG_OK;
+}
+
+static hg_status swap_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    int perm[HG_MAX_NDIM];
+    HG_TRY(swap_perm(op, a, &in[0], perm));
+    out[0].ndim = in[0].ndim;
+    out[0].dtype = in[0].dtype;
+    for (int d = 0; d < in[0].ndim; d++) out[0].shape[d] = in[0].shape[perm[d]];
+    return HG_OK;
+}
+
+static hg_status swap_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    int perm[HG_MAX_NDIM];
+    hg_meta m = hg_meta_of(in[0]);
+    HG_TRY(swap_perm(op, a, &m, perm));
+    permute_copy(in[0], out[0], perm);
+    return HG_OK;
+}
+
+/* ---- tile, repeat, reverse --------------------------------------------------------------- */
+
+static const hg_attr_spec k_tile_attrs[] = {
+    {"reps", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+     "repetitions per axis; the shorter of reps and the input shape is padded with leading 1s",
+     NULL},
+};
+
+static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
+    const hg_meta *x = &in[0];
+    const hg_tuple *r = &a->v[0].t;
+    int nd = x->ndim, on = nd > r->n ? nd : r->n;
+    hg_attr_format(op, 0, a, t, sizeof t);
+    if (on > HG_MAX_NDIM)
+        return hg_error(HG_ERR_VALUE, "%s: reps=%s has more than %d entries", op->name, t,
+                        HG_MAX_NDIM);
+    for (int i = 0; i < r->n; i++)
+        if (r->v[i] < 0)
+            return hg_error(HG_ERR_VALUE, "%s: reps=%s must hold non-negative integers",
+                            op->name, t);
+    for (int i = 0; i < on; i++) {
+        int xi = i - (on - nd), ri = i - (on - r->n);
+        int64_t dim = xi >= 0 ? x->shape[xi] : 1, rep = ri >= 0 ? r->v[ri] : 1;
+        if (dim < 0) {
+            out[0].shape[i] = -1;
+        } else if (__builtin_mul_overflow(dim, rep, &out[0].shape[i])) {
+            return hg_error(HG_ERR_VALUE, "%s: tiling shape %s by reps=%s overflows", op->name,
+                            hg_shape_str(s, nd, x->shape), t);
+        }
+    }
+    out[0].ndim = on;
+    out[0].dtype = x->dtype;
+    return HG_OK;
+}
+
+/* Output dim i is viewed as (rep_i, dim_i) with input strides (0, stride_i). */
+static hg_status tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *x = in[0];
+    const hg_tuple *r = &a->v[0].t;
+    int64_t str[HG_MAX_NDIM], shape[SMAX], istr[SMAX];
+    int on = out[0]->ndim;
+    contiguous_strides(x->ndim, x->shape, str);
+    for (int i = 0; i < on; i++) {
+        int xi = i - (on - x->ndim), ri = i - (on - r->n);
+        shape[2 * i] = ri >= 0 ? r->v[ri] : 1;
+        istr[2 * i] = 0;
+        shape[2 * i + 1] = xi >= 0 ? x->shape[xi] : 1;
+        istr[2 * i + 1] = xi >= 0 ? str[xi] : 0;
+    }
+    strided_copy(hg_data(x), hg_data(out[0]), hg_dtype_size(x->dtype), 2 * on, shape, istr, 0);
+    return HG_OK;
+}
+
+enum { RP_REPEATS, RP_AXIS };
+static const hg_attr_spec k_repeat_attrs[] = {
+    {"repeats", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "repetitions of each element", NULL},
+    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
+     "axis to repeat along; None repeats the flattened input into a 1-D output", NULL},
+};
+
+static hg_status repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR];
+    const hg_meta *x = &in[0];
+    int64_t rep = a->v[RP_REPEATS].i, size;
+    int ax = 0;
+    if (rep < 0)
+        return hg_error(HG_ERR_VALUE, "%s: repeats cannot be a negative number (got %lld)",
+                        op->name, (long long)rep);
+    if (!a->v[RP_AXIS].is_none && !norm_axis(a->v[RP_AXIS].i, x->ndim, &ax))
+        return hg_error(HG_ERR_VALUE, "%s: axis = %lld out of bounds for input of shape %s",
+                        op->name, (long long)a->v[RP_AXIS].i, hg_shape_str(s, x->ndim, x->shape));
+    out[0].dtype = x->dtype;
+    if (rep == 0) { /* MXNet: an empty 1-D array, whatever the axis */
+        out[0].ndim = 1;
+        out[0].shape[0] = 0;
+        return HG_OK;
+    }
+    if (a->v[RP_AXIS].is_none) {
+        out[0].ndim = 1;
+        if (!shape_prod(x->ndim, x->shape, &size) ||
+            (size >= 0 && __builtin_mul_overflow(size, rep, &out[0].shape[0])))
+            return hg_error(HG_ERR_VALUE, "%s: repeating shape %s %lld times overflows",
+                            op->name, hg_shape_str(s, x->ndim, x->shape), (long long)rep);
+        if (size < 0) out[0].shape[0] = -1;
+        return HG_OK;
+    }
+    out[0] = *x;
+    if (x->shape[ax] >= 0 && __builtin_mul_overflow(x->shape[ax], rep, &out[0].shape[ax]))
+        return hg_error(HG_ERR_VALUE, "%s: repeating shape %s %lld times overflows", op->name,
+                        hg_shape_str(s, x->ndim, x->shape), (long long)rep);
+    return HG_OK;
+}
+
+/* The axis is split into (dim, repeats) with input strides (stride, 0). */
+static hg_status repeat_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *x = in[0];
+    int64_t rep = a->v[RP_REPEATS].i, str[HG_MAX_NDIM], shape[SMAX], istr[SMAX];
+    int m = 0, ax = 0;
+    if (a->v[RP_AXIS].is_none) {
+        shape[0] = x->size;
+        istr[0] = 1;
+        shape[1] = rep;
+        istr[1] = 0;
+        m = 2;
+    } else {
+        norm_axis(a->v[RP_AXIS].i, x->ndim, &ax);
+        contiguous_strides(x->ndim, x->shape, str);
+        for (int d = 0; d < x->ndim; d++) {
+            shape[m] = x->shape[d];
+            istr[m++] = str[d];
+            if (d == ax) {
+                shape[m] = rep;
+                istr[m++] = 0;
+            }
+        }
+    }
+    strided_copy(hg_data(x), hg_data(out[0]), hg_dtype_size(x->dtype), m, shape, istr, 0);
+    return HG_OK;
+}
+
+static const hg_attr_spec k_reverse_attrs[] = {
+    {"axis", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "the axes to reverse", NULL},
+};
+
+/* flip[d]: whether dim d ends up reversed (an axis named twice reverses twice, as in MXNet). */
+static hg_status reverse_axes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
+                              bool *flip)
+{
+    char s[HG_SHAPE_STR];
+    const hg_tuple *t = &a->v[0].t;
+    for (int d = 0; d < x->ndim; d++) flip[d] = false;
+    for (int i = 0; i < t->n; i++) {
+        int ax;
+        if (!norm_axis(t->v[i], x->ndim, &ax))
+            return hg_error(HG_ERR_VALUE, "%s: axis %lld is out of bounds for input of shape %s",
+                            op->name, (long long)t->v[i], hg_shape_str(s, x->ndim, x->shape));
+        flip[ax] = !flip[ax];
+    }
+    return HG_OK;
+}
+
+static hg_status reverse_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    bool flip[HG_MAX_NDIM];
+    HG_TRY(reverse_axes(op, a, &in[0], flip));
+    out[0] = in[0];
+    return HG_OK;
+}
+
+static hg_status reverse_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *x = in[0];
+    bool flip[HG_MAX_NDIM];
+    int64_t str[HG_MAX_NDIM], base = 0;
+    hg_meta m = hg_meta_of(x);
+    HG_TRY(reverse_axes(op, a, &m, flip));
+    contiguous_strides(x->ndim, x->shape, str);
+    for (int d = 0; d < x->ndim; d++) {
+        if (!flip[d]) continue;
+        base += (x->shape[d] - 1) * str[d];
+        str[d] = -str[d];
+    }
+    strided_copy(hg_data(x), hg_data(out[0]), hg_dtype_size(x->dtype), x->ndim, x->shape, str,
+                 base);
+    return HG_OK;
+}
+
+/* ---- broadcast_to, broadcast_axis, broadcast_like ---------------------------------------- */
+
+static const hg_attr_spec k_bto_attrs[] = {
+    {"shape", HG_ATTR_TUPLE, 0, "()",
+     "target shape of the same rank; 0 keeps the input's dim", NULL},
+};
+
+static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                           int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
+    const hg_meta *x = &in[0];
+    const hg_tuple *sh = &a->v[0].t;
+    hg_attr_format(op, 0, a, t, sizeof t);
+    if (sh->n != x->ndim)
+        return hg_error(HG_ERR_VALUE, "%s: Operand of shape %s cannot be broadcasted to %s "
+                        "(the ranks differ)", op->name, hg_shape_str(s, x->ndim, x->shape), t);
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t want = sh->v[d];
+        if (want < 0 || (want != 0 && x->shape[d] != want && x->shape[d] != 1))
+            return hg_error(HG_ERR_VALUE, "%s: Array cannot be broadcasted from %s to %s",
+                            op->name, hg_shape_str(s, x->ndim, x->shape), t);
+        out[0].shape[d] = want == 0 ? x->shape[d] : want;
+    }
+    out[0].ndim = x->ndim;
+    out[0].dtype = x->dtype;
+    return HG_OK;
+}
+
+enum { BA_AXIS, BA_SIZE };
+static const hg_attr_spec k_baxis_attrs[] = {
+    {"axis", HG_ATTR_TUPLE, 0, "()", "the size-1 axes to broadcast", NULL},
+    {"size", HG_ATTR_TUPLE, 0, "()", "the target size of each axis", NULL},
+};
+
+static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                             int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR];
+    const hg_meta *x = &in[0];
+    const hg_tuple *ax = &a->v[BA_AXIS].t, *sz = &a->v[BA_SIZE].t;
+    if (ax->n != sz->n)
+        return hg_error(HG_ERR_VALUE, "%s: axis has %d entries but size has %d", op->name, ax->n,
+                        sz->n);
+    out[0] = *x;
+    for (int i = 0; i < ax->n; i++) {
+        int d;
+        if (!norm_axis(ax->v[i], x->ndim, &d))
+            return hg_error(HG_ERR_VALUE, "%s: Invalid broadcast axis %lld for input of shape %s",
+                            op->name, (long long)ax->v[i], hg_shape_str(s, x->ndim, x->shape));
+        if (out[0].shape[d] != 1)
+            return hg_error(HG_ERR_VALUE, "%s: Broadcasting axis must have size 1, received "
+                            "input shape %s (axis %lld)", op->name,
+                            hg_shape_str(s, x->ndim, x->shape), (long long)ax->v[i]);
+        if (sz->v[i] < 0)
+            return hg_error(HG_ERR_VALUE, "%s: size %lld must be non-negative", op->name,
+                            (long long)sz->v[i]);
+        out[0].shape[d] = sz->v[i];
+    }
+    return HG_OK;
+}
+
+enum { BL_LHS_AXES, BL_RHS_AXES };
+static const hg_attr_spec k_blike_attrs[] = {
+    {"lhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+     "axes of lhs to broadcast (None: all, by rhs's shape)", NULL},
+    {"rhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+     "axes of rhs whose sizes lhs_axes take", NULL},
+};
+
+static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                             int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR], t[HG_SHAPE_STR];
+    const hg_meta *l = &in[0], *r = &in[1];
+    const hg_attr_value *la = &a->v[BL_LHS_AXES], *ra = &a->v[BL_RHS_AXES];
+    hg_shape_str(s, l->ndim, l->shape);
+    hg_shape_str(t, r->ndim, r->shape);
+    out[0] = *l;
+    if (la->is_none != ra->is_none)
+        return hg_error(HG_ERR_VALUE, "%s: give both lhs_axes and rhs_axes or neither",
+                        op->name);
+    if (la->is_none) {
+        if (l->ndim != r->ndim)
+            return hg_error(HG_ERR_VALUE, "%s: Operand of shape %s cannot be broadcasted to %s",
+                            op->name, s, t);
+        for (int d = 0; d < l->ndim; d++) {
+            if (l->shape[d] != r->shape[d] && l->shape[d] != 1)
+                return hg_error(HG_ERR_VALUE, "%s: Array cannot be broadcasted from %s to %s",
+                                op->name, s, t);
+            out[0].shape[d] = r->shape[d];
+        }
+        return HG_OK;
+    }
+    if (la->t.n != ra->t.n)
+        return hg_error(HG_ERR_VALUE, "%s: lhs_axes and rhs_axes sizes do not match (%d vs %d)",
+                        op->name, la->t.n, ra->t.n);
+    for (int i = 0; i < la->t.n; i++) {
+        int dl, dr;
+        if (!norm_axis(la->t.v[i], l->ndim, &dl))
+            return hg_error(HG_ERR_VALUE, "%s: lhs_axes entry %lld is out of bounds for lhs of "
+                            "shape %s", op->name, (long long)la->t.v[i], s);
+        if (!norm_axis(ra->t.v[i], r->ndim, &dr))
+            return hg_error(HG_ERR_VALUE, "%s: rhs_axes entry %lld is out of bounds for rhs of "
+                            "shape %s", op->name, (long long)ra->t.v[i], t);
+        if (out[0].shape[dl] != 1 && out[0].shape[dl] != r->shape[dr])
+            return hg_error(HG_ERR_VALUE, "%s: Broadcasting axis must have size 1, received "
+                            "lhs shape %s (axis %d) and rhs shape %s (axis %d)", op->name, s, dl,
+                            t, dr);
+        out[0].shape[dl] = r->shape[dr];
+    }
+    return HG_OK;
+}
+
+/* ---- diag -------------------------------------------------------------------------------- */
+
+enum { DG_K, DG_AXIS1, DG_AXIS2 };
+static const hg_attr_spec k_diag_attrs[] = {
+    {"k", HG_ATTR_INT, 0, "0", "the diagonal: > 0 above the main one, < 0 below", NULL},
+    {"axis1", HG_ATTR_INT, 0, "0", "first axis of the 2-D sub-arrays (N-D input)", NULL},
+    {"axis2", HG_ATTR_INT, 0, "1", "second axis of the 2-D sub-arrays (N-D input)", NULL},
+};
+
+static hg_status diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char s[HG_SHAPE_STR];
+    const hg_meta *x = &in[0];
+    int64_t k = a->v[DG_K].i;
+    int nd = x->ndim, x1, x2;
+    hg_shape_str(s, nd, x->shape);
+    if (nd == 0)
+        return hg_error(HG_ERR_VALUE, "%s: the input must have at least one dim", op->name);
+    if (k < INT32_MIN || k > INT32_MAX)
+        return hg_error(HG_ERR_VALUE, "%s: k=%lld is out of range", op->name, (long long)k);
+    out[0].dtype = x->dtype;
+    if (nd == 1) {
+        int64_t n = x->shape[0] + (k < 0 ? -k : k);
+        out[0].ndim = 2;
+        out[0].shape[0] = out[0].shape[1] = n;
+        return HG_OK;
+    }
+    if (!norm_axis(a->v[DG_AXIS1].i, nd, &x1) || !norm_axis(a->v[DG_AXIS2].i, nd, &x2))
+        return hg_error(HG_ERR_VALUE, "%s: axis1=%lld / axis2=%lld out of bounds for input of "
+                        "shape %s", op->name, (long long)a->v[DG_AXIS1].i,
+                        (long long)a->v[DG_AXIS2].i, s);
+    if (x1 == x2)
+        return hg_error(HG_ERR_VALUE, "%s: axis1 and axis2 cannot refer to the same axis %d "
+                        "(input shape %s)", op->name, x1, s);
+    int64_t h = x->shape[x1], w = x->shape[x2];
+    if (k > 0) w -= k;
+    if (k < 0) h += k;
+    int64_t len = h < w ? h : w;
+    if (len < 0)
+        return hg_error(HG_ERR_VALUE, "%s: Diagonal does not exist: k=%lld for input of shape %s "
+                        "(axis1=%d, axis2=%d)", op->name, (long long)k, s, x1, x2);
+    int m = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != x1 && d != x2) out[0].shape[m++] = x->shape[d];
+    out[0].shape[m++] = len;
+    out[0].ndim = m;
+    return HG_OK;
+}
+
+static hg_status diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *x = in[0];
+    hg_tensor *y = out[0];
+    int64_t k = a->v[DG_K].i, esz = (int64_t)hg_dtype_size(x->dtype);
+    if (x->ndim == 1) { /* a square matrix with x on diagonal k */
+        int64_t n = y->shape[0], r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
+        char *yd = hg_data(y);
+        const char *xd = hg_data(x);
+        memset(yd, 0, (size_t)(y->size * esz));
+        for (int64_t i = 0; i < x->shape[0]; i++)
+            memcpy(yd + ((i + r0) * n + i + c0) * esz, xd + i * esz, (size_t)esz);
+        return HG_OK;
+    }
+    int x1 = 0, x2 = 1, m = 0;
+    int64_t str[HG_MAX_NDIM], istr[HG_MAX_NDIM];
+    norm_axis(a->v[DG_AXIS1].i, x->ndim, &x1);
+    norm_axis(a->v[DG_AXIS2].i, x->ndim, &x2);
+    contiguous_strides(x->ndim, x->shape, str);
+    for (int d = 0; d < x->ndim; d++)
+        if (d != x1 && d != x2) istr[m++] = str[d];
+    istr[m++] = str[x1] + str[x2];
+    int64_t base = k > 0 ? k * str[x2] : -k * str[x1];
+    strided_copy(hg_data(x), hg_data(y), (size_t)esz, y->ndim, y->shape, istr, base);
+    return HG_OK;
+}
+
+/* ---- Cast -------------------------------------------------------------------------------- */
+
+static const hg_attr_spec k_cast_attrs[] = {
+    {"dtype", HG_ATTR_DTYPE, HG_ATTR_REQUIRED, NULL, "the output dtype", NULL},
+};
+
+static hg_status cast_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)op; (void)nin; (void)nout;
+    out[0] = in[0];
+    out[0].dtype = (hg_dtype)a->v[0].i;
+    return HG_OK;
+}
+
+/* Float to integer without undefined behaviour, with the results x86 gives (and so NumPy and
+ * MXNet there): truncate toward zero; NaN and values outside the int32 (int64) range become
+ * INT32_MIN (INT64_MIN); 8-bit targets take the low byte of the int32, so -1.0 -> uint8 255. */
+static inline int32_t f2i32(double v)
+{
+    return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
+}
+
+static inline int64_t f2i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
+
+#define CV_INT(T, F, v) _Generic((v), float: (T)F(v), double: (T)F(v), default: (T)(v))
+#define LD_f32(x) (x)
+#define LD_f64(x) (x)
+#define LD_f16(x) hg_half_to_float(x)
+#define LD_u8(x) (x)
+#define LD_i32(x) (x)
+#define LD_i8(x) (x)
+#define LD_i64(x) (x)
+#define LD_b(x) ((x) != 0)
+#define ST_f32(v) ((float)(v))
+#define ST_f64(v) ((double)(v))
+#define ST_f16(v) hg_float_to_half((float)(v))
+#define ST_u8(v) CV_INT(uint8_t, f2i32, v)
+#define ST_i32(v) CV_INT(int32_t, f2i32, v)
+#define ST_i8(v) CV_INT(int8_t, f2i32, v)
+#define ST_i64(v) CV_INT(int64_t, f2i64, v)
+#define ST_b(v) ((uint8_t)((v) != 0))
+#define DT_f32 HG_DTYPE_F32
+#define DT_f64 HG_DTYPE_F64
+#define DT_f16 HG_DTYPE_F16
+#define DT_u8 HG_DTYPE_U8
+#define DT_i32 HG_DTYPE_I32
+#define DT_i8 HG_DTYPE_I8
+#define DT_i64 HG_DTYPE_I64
+#define DT_b HG_DTYPE_BOOL
+
+#define CAST_SRC(X) X(f32, float) X(f64, double) X(f16, uint16_t) X(u8, uint8_t)                \
+    X(i32, int32_t) X(i8, int8_t) X(i64, int64_t) X(b, uint8_t)
+#define CAST_DST(X, S, ST) X(S, ST, f32, float) X(S, ST, f64, double) X(S, ST, f16, uint16_t)   \
+    X(S, ST, u8, uint8_t) X(S, ST, i32, int32_t) X(S, ST, i8, int8_t) X(S, ST, i64, int64_t)   \
+    X(S, ST, b, uint8_t)
+
+typedef void (*cast_fn)(const void *in, void *out, int64_t b, int64_t e);
+
+#define CAST_FN(S, ST, D, DT)                                                                   \
+    static void cast_##S##_##D(const void *in, void *out, int64_t b, int64_t e)                 \
+    {                                                                                           \
+        const ST *x = in;                                                                       \
+        DT *y = out;                                                                            \
+        for (int64_t i = b; i < e; i++) y[i] = ST_##D(LD_##S(x[i]));                            \
+    }
+#define CAST_ROW_FNS(S, ST) CAST_DST(CAST_FN, S, ST)
+CAST_SRC(CAST_ROW_FNS)
+
+#define CAST_ENTRY(S, ST, D, DT) [DT_##D] = cast_##S##_##D,
+#define CAST_ROW(S, ST) [DT_##S] = {CAST_DST(CAST_ENTRY, S, ST)},
+static const cast_fn k_cast[HG_NUM_DTYPES][HG_NUM_DTYPES] = {CAST_SRC(CAST_ROW)};
+
+typedef struct {
+    cast_fn fn;
+    const void *in;
+    void *out;
+} cast_job;
+
+static void cast_range(void *ctx, int64_t b, int64_t e)
+{
+    const cast_job *j = ctx;
+    j->fn(j->in, j->out, b, e);
+}
+
+#ifdef HG_HAVE_F16C_PATH
+/* float32 <-> float16 with the F16C instructions where the CPU has them (chosen at run time;
+ * the build targets baseline x86-64). Same results as hg_float_to_half: round to nearest even,
+ * overflow to inf, subnormals kept; only NaN payloads may differ. */
+__attribute__((target("avx,f16c"))) static void cast_f32_f16_f16c(const void *in, void *out,
+                                                                   int64_t b, int64_t e)
+{
+    const float *x = in;
+    uint16_t *y = out;
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < e; i++) y[i] = hg_float_to_half(x[i]);
+}
+
+__attribute__((target("avx,f16c"))) static void cast_f16_f32_f16c(const void *in, void *out,
+                                                                   int64_t b, int64_t e)
+{
+    const uint16_t *x = in;
+    float *y = out;
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    for (; i < e; i++) y[i] = hg_half_to_float(x[i]);
+}
+#endif
+
+static hg_status cast_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *x = in[0];
+    hg_tensor *y = out[0];
+    if (x->dtype == y->dtype) {
+        par_copy(hg_data(y), hg_data(x), (size_t)x->size * hg_dtype_size(x->dtype));
+        return HG_OK;
+    }
+    cast_job j = {k_cast[x->dtype][y->dtype], hg_data(x), hg_data(y)};
+#ifdef HG_HAVE_F16C_PATH
+    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+        if (x->dtype == HG_DTYPE_F32 && y->dtype == HG_DTYPE_F16) j.fn = cast_f32_f16_f16c;
+        if (x->dtype == HG_DTYPE_F16 && y->dtype == HG_DTYPE_F32) j.fn = cast_f16_f32_f16c;
+    }
+#endif
+    hg_parallel_for(x->size, HG_GRAIN_ELEMWISE, cast_range, &j);
+    return HG_OK;
+}
+
+/* ---- add_n ------------------------------------------------------------------------------- */
+
+static const hg_attr_spec k_addn_attrs[] = {
+    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
+};
+
+static hg_status addn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    if (nin < 1)
+        return hg_error(HG_ERR_VALUE, "%s: num_args must be at least 1 (got %d)", op->name, nin);
+    if (in[0].dtype == HG_DTYPE_BOOL)
+        return hg_error(HG_ERR_TYPE, "%s: dtype bool is not supported", op->name);
+    return hg_infer_same(op, a, nin, in, nout, out);
+}
+
+#define ADDN_BLOCK 1024 /* elements summed across all inputs before moving on: stays in L1 */
+
+typedef struct {
+    hg_tensor *const *in;
+    int nin;
+    void *out;
+    hg_dtype dt;
+} addn_job;
+
+/* Each block is summed into a local buffer before it is stored, so the output may alias any
+ * input (in place, or an input given twice). Integer sums wrap (computed unsigned) instead of
+ * overflowing signed arithmetic. */
+#define ADDN_FN(NAME, T, U)                                                                     \
+    static void NAME(const addn_job *j, int64_t b, int64_t e)                                   \
+    {                                                                                           \
+        T acc[ADDN_BLOCK];                                                                      \
+        T *y = j->out;                                                                          \
+        for (int64_t s = b; s < e; s += ADDN_BLOCK) {                                           \
+            int64_t n = min64(ADDN_BLOCK, e - s);                                               \
+            const T *x0 = (const T *)hg_data(j->in[0]) + s;                                     \
+            for (int64_t i = 0; i < n; i++) acc[i] = x0[i];                                     \
+            for (int k = 1; k < j->nin; k++) {                                                  \
+                const T *xk = (const T *)hg_data(j->in[k]) + s;                                 \
+                for (int64_t i = 0; i < n; i++) acc[i] = (T)((U)acc[i] + (U)xk[i]);             \
+            }                                                                                   \
+            memcpy(y + s, acc, sizeof(T) * (size_t)n);                                          \
+        }                                                                                       \
+    }
+ADDN_FN(addn_f32, float, float)
+ADDN_FN(addn_f64, double, double)
+ADDN_FN(addn_u8, uint8_t, uint8_t)
+ADDN_FN(addn_i32, int32_t, uint32_t)
+ADDN_FN(addn_i8, int8_t, uint8_t)
+ADDN_FN(addn_i64, int64_t, uint64_t)
+
+static void addn_f16(const addn_job *j, int64_t b, int64_t e)
+{
+    float acc[ADDN_BLOCK];
+    uint16_t *y = j->out;
+    for (int64_t s = b; s < e; s += ADDN_BLOCK) {
+        int64_t n = min64(ADDN_BLOCK, e - s);
+        const uint16_t *x0 = (const uint16_t *)hg_data(j->in[0]) + s;
+        for (int64_t i = 0; i < n; i++) acc[i] = hg_half_to_float(x0[i]);
+        for (int k = 1; k < j->nin; k++) {
+            const uint16_t *xk = (const uint16_t *)hg_data(j->in[k]) + s;
+            for (int64_t i = 0; i < n; i++) acc[i] += hg_half_to_float(xk[i]);
+        }
+        for (int64_t i = 0; i < n; i++) y[s + i] = hg_float_to_half(acc[i]);
+    }
+}
+
+static void addn_range(void *ctx, int64_t b, int64_t e)
+{
+    const addn_job *j = ctx;
+    switch (j->dt) {
+    case HG_DTYPE_F32: addn_f32(j, b, e); break;
+    case HG_DTYPE_F64: addn_f64(j, b, e); break;
+    case HG_DTYPE_F16: addn_f16(j, b, e); break;
+    case HG_DTYPE_U8: addn_u8(j, b, e); break;
+    case HG_DTYPE_I32: addn_i32(j, b, e); break;
+    case HG_DTYPE_I8: addn_i8(j, b, e); break;
+    case HG_DTYPE_I64: addn_i64(j, b, e); break;
+    default: break; /* bool is rejected by addn_infer */
+    }
+}
+
+static hg_status addn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)a; (void)ctx; (void)nout;
+    addn_job j = {in, nin, hg_data(out[0]), in[0]->dtype};
+    hg_parallel_for(out[0]->size, HG_GRAIN_ELEMWISE / (nin > 1 ? nin : 1) + 1, addn_range, &j);
+    return HG_OK;
+}
+
+/* ---- registration ------------------------------------------------------------------------ */
+
+#define DATA HG_NAMES("data")
+#define OP(NAME, ALIASES, DOC, ATTRS, INFER, FWD, FL)                                          \
+    {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .attrs = ATTRS,         \
+     .num_attrs = HG_COUNT(ATTRS), .num_inputs = 1, .infer = INFER, .forward = FWD,             \
+     .flags = (FL)}
+#define OP_NOATTR(NAME, ALIASES, DOC, INFER, FWD, FL)                                           \
+    {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .num_inputs = 1,        \
+     .infer = INFER, .forward = FWD, .flags = (FL)}
+
+const hg_op_def hg_ops_shape[] = {
+    OP("Reshape", HG_NAMES("reshape"),
+       "the input's elements under a new shape (MXNet codes 0, -1, -2, -3, -4; reverse)",
+       k_reshape_attrs, reshape_infer, copy_forward, HG_OP_INPLACE),
+    OP_NOATTR("Flatten", HG_NAMES("flatten"), "reshapes (N, d1, d2, ...) to (N, d1*d2*...)",
+              flatten_infer, copy_forward, HG_OP_INPLACE),
+    OP("transpose", NULL, "permutes the axes (reverses them by default)", k_transpose_attrs,
+       transpose_infer, transpose_forward, 0),
+    OP("expand_dims", NULL, "inserts a size-1 axis at `axis`", k_expand_attrs,
+       expand_dims_infer, copy_forward, HG_OP_INPLACE),
+    OP("squeeze", NULL, "removes size-1 axes (the result keeps at least one dim)",
+       k_squeeze_attrs, squeeze_infer, copy_forward, HG_OP_INPLACE),
+    OP("SwapAxis", HG_NAMES("swapaxes"), "interchanges two axes", k_swap_attrs, swap_infer,
+       swap_forward, 0),
+    OP("tile", NULL, "repeats the whole array reps times along each axis", k_tile_attrs,
+       tile_infer, tile_forward, 0),
+    OP("repeat", NULL, "repeats each element `repeats` times along axis (or flattened)",
+       k_repeat_attrs, repeat_infer, repeat_forward, 0),
+    OP("reverse", HG_NAMES("flip"), "reverses the order of elements along the given axes",
+       k_reverse_attrs, reverse_infer, reverse_forward, 0),
+    OP("broadcast_to", NULL, "broadcasts size-1 axes to `shape` (same rank; 0 keeps a dim)",
+       k_bto_attrs, bto_infer, broadcast_forward, 0),
+    OP("broadcast_axis", HG_NAMES("broadcast_axes"), "broadcasts size-1 axes to the given sizes",
+       k_baxis_attrs, baxis_infer, broadcast_forward, 0),
+    {.name = "broadcast_like", .doc = "broadcasts lhs to the shape of rhs (or of rhs's axes)",
+     .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_blike_attrs,
+     .num_attrs = HG_COUNT(k_blike_attrs), .num_inputs = 2, .infer = blike_infer,
+     .forward = broadcast_forward},
+    OP("diag", NULL, "a 2-D matrix from a 1-D diagonal, or the k-th diagonal of an N-D array",
+       k_diag_attrs, diag_infer, diag_forward, 0),
+    OP("Cast", HG_NAMES("cast"), "converts to another dtype (float to int truncates)",
+       k_cast_attrs, cast_infer, cast_forward, 0),
+    {.name = "add_n", .aliases = HG_NAMES("ElementWiseSum"),
+     .doc = "the element-wise sum of all inputs (equal shapes)", .input_names = HG_NAMES("args"),
+     .attrs = k_addn_attrs, .num_attrs = HG_COUNT(k_addn_attrs), .infer = addn_infer,
+     .forward = addn_forward, .flags = HG_OP_VARARGS | HG_OP_INPLACE},
+    {0},
+};
