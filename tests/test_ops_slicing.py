@@ -489,24 +489,18 @@ def test_setitem_errors():
 # Known bugs in hybridgluon/ndarray/indexing.py (reported, not fixed here): the tests show the
 # NumPy behaviour MXNet follows and turn into XPASS once indexing.py is fixed.
 
-@pytest.mark.xfail(reason='indexing._basic inserts None axes at their key position, not at '
-                   'their position in the result (int indices before them are dropped)')
 @pytest.mark.parametrize('key', [(1, None), (slice(None), 1, None), (1, None, 2)])
 def test_getitem_newaxis_after_int(key):
     x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     check(nd(x)[key], x[key])
 
 
-@pytest.mark.xfail(reason='indexing passes begin=-1 for an empty negative-step slice, which the '
-                   'slice op reads as the last index')
 @pytest.mark.parametrize('key', [slice(-10, None, -1), (slice(None), slice(-10, None, -1))])
 def test_getitem_empty_negative_step(key):
     x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     check(nd(x)[key], x[key])
 
 
-@pytest.mark.xfail(reason="getitem evaluates key == () before the array checks, which NumPy "
-                   "compares elementwise")
 def test_getitem_numpy_array_key():
     _need('take')
     x = np.arange(20, dtype=np.float32).reshape(4, 5)

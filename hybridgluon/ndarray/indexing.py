@@ -175,6 +175,8 @@ def _value_array(x, value, shape):
         if value.size == _np.prod(shape, dtype=_np.int64) and value.ndim != len(shape):
             value = value.reshape(shape)
         else:
+            if value.ndim < len(shape):  # right-align, as NumPy broadcasting does
+                value = value.reshape((1,) * (len(shape) - value.ndim) + value.shape)
             value = _op('broadcast_to')(value, shape=tuple(shape))
     return value
 
