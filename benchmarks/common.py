@@ -1,6 +1,13 @@
 """Side-by-side timing helpers: runs the peers' variants interleaved, reports medians and ratios."""
+import os
 import statistics
+import sys
 import time
+
+try:  # an installed hybridgluon, else the in-place build of this checkout
+    import hybridgluon  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def per_call(fn, number):

@@ -406,7 +406,66 @@ static PyObject *op_repr(OpObject *self)
 
 static PyObject *op_get_name(OpObject *self, void *c) { return Py_NewRef(self->name); }
 
+/* The docstring, built from the registry: signature, summary, inputs and the attribute schema. */
+static PyObject *op_get_doc(OpObject *self, void *c)
+{
+    static const char *const types[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
+                                        "dtype", "string"};
+    const hg_op_def *op = self->op;
+    PyObject *parts = PyList_New(0), *res = NULL;
+    if (!parts) return NULL;
+#define ADD(...)                                                                                \
+    do {                                                                                        \
+        PyObject *s_ = PyUnicode_FromFormat(__VA_ARGS__);                                       \
+        if (!s_ || PyList_Append(parts, s_) < 0) { Py_XDECREF(s_); goto done; }                \
+        Py_DECREF(s_);                                                                          \
+    } while (0)
+    ADD("%s(", op->name);
+    int first = 1;
+    for (const char *const *in = op->input_names; in && *in; in++, first = 0)
+        ADD(first ? "%s%s" : ", %s%s", (op->flags & HG_OP_VARARGS) ? "*" : "", *in);
+    for (int i = 0; i < op->num_attrs; i++, first = 0)
+        ADD(first ? "%s=%s" : ", %s=%s", op->attrs[i].name,
+            op->attrs[i].def ? op->attrs[i].def : "<required>");
+    ADD(")\n\n%s\n", op->doc ? op->doc : "");
+    if (op->input_names && op->input_names[0]) {
+        ADD("\nInputs\n------\n");
+        for (const char *const *in = op->input_names; *in; in++) ADD("%s : NDArray\n", *in);
+    }
+    if (op->num_attrs) {
+        ADD("\nParameters\n----------\n");
+        for (int i = 0; i < op->num_attrs; i++) {
+            const hg_attr_spec *sp = &op->attrs[i];
+            ADD("%s : %s%s%s%s\n    %s\n", sp->name, types[sp->type],
+                (sp->flags & HG_ATTR_OPTIONAL) ? " or None" : "",
+                (sp->flags & HG_ATTR_REQUIRED) ? ", required" : ", default=",
+                (sp->flags & HG_ATTR_REQUIRED) ? "" : (sp->def ? sp->def : "None"),
+                sp->doc ? sp->doc : "");
+            if (sp->choices) {
+                ADD("    one of:");
+                for (const char *const *ch = sp->choices; *ch; ch++) ADD(" '%s'", *ch);
+                ADD("\n");
+            }
+        }
+    }
+    if (op->aliases && op->aliases[0]) {
+        ADD("\nAliases:");
+        for (const char *const *al = op->aliases; *al; al++) ADD(" %s", *al);
+        ADD("\n");
+    }
+#undef ADD
+    {
+        PyObject *empty = PyUnicode_FromString("");
+        if (empty) res = PyUnicode_Join(empty, parts);
+        Py_XDECREF(empty);
+    }
+done:
+    Py_DECREF(parts);
+    return res;
+}
+
 static PyGetSetDef k_op_getset[] = {
+    {"__doc__", (getter)op_get_doc, NULL, "docstring generated from the op's schema", NULL},
     {"__name__", (getter)op_get_name, NULL, "op name", NULL},
     {"name", (getter)op_get_name, NULL, "op name", NULL},
     {NULL, NULL, NULL, NULL, NULL},
