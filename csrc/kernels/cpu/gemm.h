@@ -1,0 +1,41 @@
+/* Row-major GEMM glue over the linked CBLAS: C = alpha * op(A) * op(B) + beta * C, where op(A) is
+ * M x K (A stored K x M when ta) and op(B) is K x N (B stored N x K when tb).
+ *
+ * Shared by dot, batch_dot, FullyConnected and (later) convolution. The BLAS takes 32-bit sizes:
+ * callers check hg_gemm_fits() in their shape rule so the kernels never see a size they cannot
+ * pass on. Degenerate sizes are handled here (M or N == 0: nothing; K == 0 or alpha == 0:
+ * C = beta * C, with beta == 0 writing exact zeros) so callers need no special cases.
+ * All functions are thread-safe and allocate nothing.
+ */
+#ifndef HG_KERNELS_CPU_GEMM_H
+#define HG_KERNELS_CPU_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Largest M, N, K or leading dimension the 32-bit BLAS interface accepts. */
+#define HG_GEMM_MAX_DIM INT32_MAX
+
+/* True when m, n and k (all >= 0) can be passed to the BLAS. */
+static inline bool hg_gemm_fits(int64_t m, int64_t n, int64_t k)
+{
+    return m <= HG_GEMM_MAX_DIM && n <= HG_GEMM_MAX_DIM && k <= HG_GEMM_MAX_DIM;
+}
+
+void hg_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+void hg_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+                 int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
+
+/* `batch` independent GEMMs; matrix i uses A + i*sa, B + i*sb, C + i*sc (strides in elements;
+ * sa or sb may be 0 to reuse one operand). Many small products are spread over the kernels' thread
+ * pool (each BLAS call then runs single-threaded in its worker); large ones run one after another
+ * with the BLAS's own threading. */
+void hg_gemm_batch_f32(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                       float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
+                       int64_t ldb, int64_t sb, float beta, float *C, int64_t ldc, int64_t sc);
+void hg_gemm_batch_f64(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K,
+                       double alpha, const double *A, int64_t lda, int64_t sa, const double *B,
+                       int64_t ldb, int64_t sb, double beta, double *C, int64_t ldc, int64_t sc);
+
+#endif
