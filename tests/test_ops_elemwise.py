@@ -288,3 +288,16 @@ def test_unknown_or_ill_typed_keyword():
 def test_unsupported_dtype_is_clean_error():
     with pytest.raises(mx.MXNetError, match='exp.*int32'):
         nd.exp(nd.ones((2,), dtype='int32'))
+
+
+def test_exp_and_sigmoid_float32_edge_values():
+    x = np.array([-200, -104, -87.5, -20, -1e-8, 0, 1e-8, 20, 88, 88.7, 89, 1e4, np.inf, -np.inf,
+                  np.nan], dtype='float32')
+    x = np.concatenate([x, np.linspace(-90, 90, 1001, dtype='float32')])
+    with np.errstate(over='ignore'):
+        want_exp = np.exp(x.astype('float64'))
+        want_sig = 1 / (1 + np.exp(-x.astype('float64')))
+    with np.errstate(over='ignore'):
+        want_exp = want_exp.astype('float32')
+    np.testing.assert_allclose(nd.exp(nd.array(x)).asnumpy(), want_exp, rtol=3e-7, atol=0)
+    np.testing.assert_allclose(nd.sigmoid(nd.array(x)).asnumpy(), want_sig, rtol=1e-6, atol=1e-30)

@@ -3,16 +3,46 @@
 #include <tgmath.h>
 
 #include "ew.h"
+#include "../kernels/cpu/vmath.h"
 
 #define F(NAME, EXPR) HG_EW_FLOAT(HG_EW_UNARY, NAME, EXPR)
 #define A(NAME, EXPR) HG_EW_ALL(HG_EW_UNARY, NAME, EXPR)
 
 A(relu, v > 0 ? v : 0)
-F(sigmoid, 1 / (1 + exp(-v)))
 F(tanh_, tanh(v))
 F(softsign, v / (1 + fabs(v)))
 F(softrelu, v > 20 ? v : log1p(exp(v)))
-F(exp_, exp(v))
+HG_EW_UNARY(exp_, f64, exp(v))
+HG_EW_UNARY(sigmoid, f64, 1 / (1 + exp(-v)))
+
+/* float32 exp and sigmoid run through the vectorised exp (libm's expf cannot vectorise). */
+static void exp__f32(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1,
+                     void *out, const hg_attrs *a)
+{
+    const float *x = in0;
+    float *y = out;
+    if (!s0) {
+        float v = expf(x[0]);
+        for (int64_t i = 0; i < n; i++) y[i] = v;
+        return;
+    }
+    hg_vexp_f32(x, y, n);
+}
+
+static void sigmoid_f32(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1,
+                        void *out, const hg_attrs *a)
+{
+    const float *x = in0;
+    float *y = out;
+    if (!s0) {
+        float v = 1 / (1 + expf(-x[0]));
+        for (int64_t i = 0; i < n; i++) y[i] = v;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] = -x[i];
+    hg_vexp_f32_inplace(y, n);
+    for (int64_t i = 0; i < n; i++) y[i] = 1 / (1 + y[i]);
+}
 F(expm1_, expm1(v))
 F(log_, log(v))
 F(log1p_, log1p(v))

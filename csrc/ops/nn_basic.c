@@ -10,6 +10,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "../kernels/cpu/vmath.h"
 #include "../core/parallel.h"
 #include "../core/rng.h"
 #include "ew.h"
@@ -91,61 +92,7 @@ typedef struct {
 #define ST_f64(v) ((double)(v))
 #define ST_f16(v) hg_float_to_half((float)(v))
 
-/* exp over a float tile, in SIMD through GCC vector extensions (libm's expf is an opaque call,
- * so a plain loop cannot vectorise). Cody-Waite reduction x = n ln2 + r with |r| <= ln2/2,
- * Cephes' degree-6 polynomial for e^r (within 1.5 ulp), then 2^n built in the exponent bits as
- * two factors so that results down to the smallest subnormal are right. Inputs are clamped to
- * [-104, 88.376] first (below -104 the result rounds to 0); NaN passes through as NaN. The
- * clamps compare float bit patterns as integers: float vector compares would make GCC fall
- * back to scalar branches under the default -ftrapping-math. */
-typedef float sm_v4f __attribute__((vector_size(16)));
-typedef int32_t sm_v4i __attribute__((vector_size(16)));
-typedef uint32_t sm_v4u __attribute__((vector_size(16)));
-
-static inline void sm_exp4(float *ptr)
-{
-    const int32_t lo_bits = -1026555904; /* -104.0f as int32 */
-    const int32_t hi_bits = 0x42B0C0A5;  /* 88.3762626647f */
-    const int32_t ninf = (int32_t)0xFF800000u, pinf = 0x7F800000;
-    sm_v4i xi;
-    memcpy(&xi, ptr, sizeof xi);
-    /* Negative floats order backwards as int32; NaNs lie beyond the infinities. */
-    sm_v4i under = (xi > lo_bits) & (xi <= ninf), over = (xi > hi_bits) & (xi <= pinf);
-    xi = (under & lo_bits) | (~under & xi);
-    xi = (over & hi_bits) | (~over & xi);
-    sm_v4f x = (sm_v4f)xi;
-    sm_v4f t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 rounds to an integer */
-    sm_v4f n = t - 12582912.0f;
-    sm_v4f r = x - n * 0.693359375f - n * -2.12194440e-4f;
-    sm_v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    /* n = bits(t) - bits(1.5 * 2^23); 2^n = 2^n1 * 2^(n - n1), both factors normal floats.
-     * Unsigned arithmetic: NaN lanes carry garbage bits and must not overflow a signed int. */
-    sm_v4u ni = (sm_v4u)t - 0x4B400000u, n1 = (sm_v4u)((sm_v4i)ni >> 1);
-    sm_v4u b1 = (n1 + 127u) << 23, b2 = (ni - n1 + 127u) << 23;
-    x = p * (sm_v4f)b1 * (sm_v4f)b2;
-    memcpy(ptr, &x, sizeof x);
-}
-
-static void sm_exp_tile_float(float *e, int64_t w)
-{
-    int64_t c = 0;
-    for (; c + 8 <= w; c += 8) {
-        sm_exp4(e + c);
-        sm_exp4(e + c + 4);
-    }
-    for (; c + 4 <= w; c += 4) sm_exp4(e + c);
-    if (c < w) {
-        float tmp[4] = {0};
-        memcpy(tmp, e + c, sizeof(float) * (size_t)(w - c));
-        sm_exp4(tmp);
-        memcpy(e + c, tmp, sizeof(float) * (size_t)(w - c));
-    }
-}
+#define sm_exp_tile_float hg_vexp_f32_inplace
 
 static void sm_exp_tile_double(double *e, int64_t w)
 {
