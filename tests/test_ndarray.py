@@ -210,8 +210,15 @@ def _rss_kb():
     return 0
 
 
+def _sanitized():
+    with open('/proc/self/maps') as f:
+        return 'libasan' in f.read()
+
+
 @pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs /proc')
 def test_many_small_arrays_leave_memory_flat():
+    if _sanitized():
+        pytest.skip('AddressSanitizer quarantines freed memory, so RSS grows by design')
     x = nd.ones((4,))
     for _ in range(20000):   # warm the pools
         x + 1
