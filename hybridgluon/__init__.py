@@ -10,10 +10,12 @@ from . import context
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import symbol
+from . import symbol as sym
 from .libinfo import get_include, get_lib_dir
 
 __version__ = '0.1.0'
 
 # Seeds MXNet-style: the module `mx.random` is also reachable as `mx.random.seed`.
 __all__ = ['MXNetError', 'Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus',
-           'nd', 'ndarray', 'random', 'get_include', 'get_lib_dir']
+           'nd', 'ndarray', 'random', 'sym', 'symbol', 'get_include', 'get_lib_dir']

@@ -114,6 +114,7 @@ struct hg_op_def {
     /* Bytes of scratch memory the forward needs (NULL: none). */
     size_t (*workspace)(const hg_attrs *a, int nin, const hg_meta *in);
     void *grad; /* gradient rule: filled in by the autograd work */
+    uint32_t mutate_inputs; /* bit i: input i is an auxiliary state the op updates (BatchNorm) */
 };
 
 /* Registry. */

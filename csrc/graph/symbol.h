@@ -1,0 +1,64 @@
+/* Symbols: a DAG of reference-counted nodes (variables and op applications), as MXNet's nnvm
+ * builds them. A symbol is a list of head entries (node, output index). Composing never copies
+ * nodes, so symbols share structure. Graph algorithms walk the DAG iteratively (deep networks
+ * must not overflow the C stack).
+ */
+#ifndef HG_GRAPH_SYMBOL_H
+#define HG_GRAPH_SYMBOL_H
+
+#include "core/op.h"
+
+typedef struct hg_snode hg_snode;
+
+typedef struct hg_sentry {
+    hg_snode *node;
+    int32_t index;
+    int32_t version;
+} hg_sentry;
+
+struct hg_snode {
+    atomic_long refcount;
+    const hg_op_def *op; /* NULL: a variable */
+    char *name;
+    int nattr;           /* attributes as given, sorted by key (MXNet writes them so) */
+    char **keys, **vals;
+    hg_attrs *attrs;     /* op nodes: the parsed op attributes */
+    int nin;
+    hg_sentry *in;       /* each input holds a reference to its node */
+    int nout, nvisible;
+};
+
+typedef struct hg_symbol {
+    int n;
+    hg_sentry *heads; /* each head holds a reference to its node */
+} hg_symbol;
+
+/* A variable. Attribute keys should look like __x__ (shape, dtype, init, lr_mult...). */
+hg_status hg_symbol_var(const char *name, int nattr, const char *const *keys,
+                        const char *const *vals, hg_symbol **out);
+/* Applies op to inputs (each a single-output symbol). Keys that are not __x__ annotations are
+ * parsed against the op's schema; errors name the node and the op. The result's heads are the
+ * op's visible outputs. */
+hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
+                       const char *const *vals, int nin, const hg_symbol *const *inputs,
+                       hg_symbol **out);
+hg_status hg_symbol_group(int n, const hg_symbol *const *syms, hg_symbol **out);
+hg_status hg_symbol_output(const hg_symbol *s, int i, hg_symbol **out);
+void hg_symbol_free(hg_symbol *s);
+
+/* The nodes reachable from the heads in MXNet's order (post-order DFS, inputs in order).
+ * *nodes is malloc'ed (free it); the node pointers are borrowed from s. */
+hg_status hg_symbol_topo(const hg_symbol *s, hg_snode ***nodes, int *n);
+
+/* Topological positions of every node's inputs and of the heads, for nodes as returned by
+ * hg_symbol_topo: in_idx[off[i] + k] is the position of input k of node i, off has n+1 entries,
+ * head_idx[h] the position of head h. All three are malloc'ed. */
+hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, int **off,
+                                   int **in_idx, int **head_idx);
+
+/* MXNet 1.x JSON, byte-identical layout (dmlc JSONWriter). *out is malloc'ed. */
+hg_status hg_symbol_to_json(const hg_symbol *s, char **out);
+/* Reads MXNet JSON (current and older keys). Errors name the node and what was wrong. */
+hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out);
+
+#endif

@@ -1,0 +1,360 @@
+/* _core.Symbol: the C symbol (graph/symbol.h) as a Python object, plus module functions to
+ * build symbols (variables, op applications, groups) and to read and write MXNet JSON. The
+ * Python class hybridgluon.symbol.Symbol derives from it and adds the MXNet API. */
+#include "binding.h"
+
+#include <stdlib.h>
+
+#include "graph/symbol.h"
+
+typedef struct {
+    PyObject_HEAD
+    hg_symbol *s;
+} SymbolObject;
+
+static PyTypeObject HgSymbol_Type;
+static PyTypeObject *g_symbol_cls = &HgSymbol_Type;
+
+static PyObject *wrap_symbol(hg_symbol *s)
+{
+    SymbolObject *o = (SymbolObject *)g_symbol_cls->tp_alloc(g_symbol_cls, 0);
+    if (!o) {
+        hg_symbol_free(s);
+        return NULL;
+    }
+    o->s = s;
+    return (PyObject *)o;
+}
+
+static hg_symbol *as_symbol(PyObject *o)
+{
+    if (!PyObject_TypeCheck(o, &HgSymbol_Type)) {
+        PyErr_Format(PyExc_TypeError, "expected a Symbol, got %s", Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return ((SymbolObject *)o)->s;
+}
+
+static void sym_dealloc(SymbolObject *self)
+{
+    hg_symbol_free(self->s);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Converts a dict str->str into parallel arrays borrowed from the dict's items list. */
+static int attrs_from_dict(PyObject *d, PyObject **items, int *n, const char ***keys,
+                           const char ***vals)
+{
+    *items = NULL;
+    *n = 0;
+    *keys = *vals = NULL;
+    if (!d || d == Py_None) return 0;
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "attributes must be a dict of str to str");
+        return -1;
+    }
+    *items = PyDict_Items(d);
+    if (!*items) return -1;
+    Py_ssize_t m = PyList_GET_SIZE(*items);
+    *keys = PyMem_Malloc(sizeof(char *) * (size_t)(m ? m : 1));
+    *vals = PyMem_Malloc(sizeof(char *) * (size_t)(m ? m : 1));
+    if (!*keys || !*vals) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *kv = PyList_GET_ITEM(*items, i);
+        PyObject *k = PyTuple_GET_ITEM(kv, 0), *v = PyTuple_GET_ITEM(kv, 1);
+        if (!PyUnicode_Check(k) || !PyUnicode_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "attribute keys and values must be str");
+            return -1;
+        }
+        (*keys)[i] = PyUnicode_AsUTF8(k);
+        (*vals)[i] = PyUnicode_AsUTF8(v);
+        if (!(*keys)[i] || !(*vals)[i]) return -1;
+    }
+    *n = (int)m;
+    return 0;
+}
+
+static void attrs_release(PyObject *items, const char **keys, const char **vals)
+{
+    Py_XDECREF(items);
+    PyMem_Free(keys);
+    PyMem_Free(vals);
+}
+
+static PyObject *symbol_var(PyObject *mod, PyObject *args)
+{
+    const char *name;
+    PyObject *attrs = Py_None, *items;
+    const char **keys, **vals;
+    int n;
+    if (!PyArg_ParseTuple(args, "s|O", &name, &attrs)) return NULL;
+    if (attrs_from_dict(attrs, &items, &n, &keys, &vals) < 0) {
+        attrs_release(items, keys, vals);
+        return NULL;
+    }
+    hg_symbol *s;
+    hg_status st = hg_symbol_var(name, n, keys, vals, &s);
+    attrs_release(items, keys, vals);
+    return st ? hgpy_raise(st) : wrap_symbol(s);
+}
+
+static PyObject *symbol_op(PyObject *mod, PyObject *args)
+{
+    const char *opname, *name;
+    PyObject *attrs, *inputs, *items = NULL;
+    const char **keys = NULL, **vals = NULL;
+    int n;
+    if (!PyArg_ParseTuple(args, "ssOO", &opname, &name, &attrs, &inputs)) return NULL;
+    const hg_op_def *op = hg_registry_find(opname);
+    if (!op) return hgpy_raise(hg_error(HG_ERR_VALUE, "operator '%s' is not registered", opname));
+    PyObject *seq = PySequence_Fast(inputs, "inputs must be a sequence of Symbols");
+    if (!seq) return NULL;
+    Py_ssize_t nin = PySequence_Fast_GET_SIZE(seq);
+    const hg_symbol **ins = PyMem_Malloc(sizeof(hg_symbol *) * (size_t)(nin ? nin : 1));
+    PyObject *res = NULL;
+    if (!ins) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nin; i++)
+        if (!(ins[i] = as_symbol(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
+    if (attrs_from_dict(attrs, &items, &n, &keys, &vals) < 0) goto done;
+    hg_symbol *s;
+    hg_status st = hg_symbol_op(op, name, n, keys, vals, (int)nin, ins, &s);
+    res = st ? hgpy_raise(st) : wrap_symbol(s);
+done:
+    attrs_release(items, keys, vals);
+    PyMem_Free(ins);
+    Py_DECREF(seq);
+    return res;
+}
+
+static PyObject *symbol_group(PyObject *mod, PyObject *list)
+{
+    PyObject *seq = PySequence_Fast(list, "Group expects a list of Symbols");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const hg_symbol **syms = PyMem_Malloc(sizeof(hg_symbol *) * (size_t)(n ? n : 1));
+    PyObject *res = NULL;
+    if (!syms) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(syms[i] = as_symbol(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
+    hg_symbol *s;
+    hg_status st = hg_symbol_group((int)n, syms, &s);
+    res = st ? hgpy_raise(st) : wrap_symbol(s);
+done:
+    PyMem_Free(syms);
+    Py_DECREF(seq);
+    return res;
+}
+
+static PyObject *symbol_from_json(PyObject *mod, PyObject *text)
+{
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &len);
+    if (!s) return NULL;
+    hg_symbol *sym;
+    hg_status st = hg_symbol_from_json(s, (size_t)len, &sym);
+    return st ? hgpy_raise(st) : wrap_symbol(sym);
+}
+
+/* op_num_inputs(op, attrs) -> the number of inputs the op takes with these string attributes
+ * (FullyConnected with no_bias takes 2, Concat num_args...). */
+static PyObject *op_num_inputs(PyObject *mod, PyObject *args)
+{
+    const char *opname;
+    PyObject *attrs, *items = NULL;
+    const char **keys = NULL, **vals = NULL;
+    int n;
+    if (!PyArg_ParseTuple(args, "sO", &opname, &attrs)) return NULL;
+    const hg_op_def *op = hg_registry_find(opname);
+    if (!op) return hgpy_raise(hg_error(HG_ERR_VALUE, "operator '%s' is not registered", opname));
+    if (attrs_from_dict(attrs, &items, &n, &keys, &vals) < 0) {
+        attrs_release(items, keys, vals);
+        return NULL;
+    }
+    hg_attrs a;
+    hg_status st = HG_OK;
+    hg_attrs_set_defaults(op, &a);
+    for (int i = 0; i < n && st == HG_OK; i++) {
+        if (keys[i][0] == '_' && keys[i][1] == '_') continue;
+        int k = hg_attr_index(op, keys[i]);
+        st = k < 0 ? hg_attr_unknown(op, keys[i]) : hg_attr_parse(op, k, vals[i], &a);
+    }
+    attrs_release(items, keys, vals);
+    if (st) return hgpy_raise(st);
+    return PyLong_FromLong(hg_op_num_inputs(op, &a));
+}
+
+/* symbol_internal(sym, node, index): output `index` of the node at topological position `node`. */
+static PyObject *symbol_internal(PyObject *mod, PyObject *args)
+{
+    PyObject *obj;
+    int node, index;
+    if (!PyArg_ParseTuple(args, "Oii", &obj, &node, &index)) return NULL;
+    hg_symbol *s = as_symbol(obj);
+    if (!s) return NULL;
+    hg_snode **nodes;
+    int n;
+    hg_status st = hg_symbol_topo(s, &nodes, &n);
+    if (st) return hgpy_raise(st);
+    if (node < 0 || node >= n || index < 0 || index >= nodes[node]->nout) {
+        free(nodes);
+        return hgpy_raise(hg_error(HG_ERR_INDEX, "no output %d of node %d", index, node));
+    }
+    hg_symbol one = {1, &(hg_sentry){nodes[node], index, 0}}, *out;
+    const hg_symbol *list[1] = {&one};
+    st = hg_symbol_group(1, list, &out);
+    free(nodes);
+    return st ? hgpy_raise(st) : wrap_symbol(out);
+}
+
+static PyObject *set_symbol_class(PyObject *mod, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &HgSymbol_Type)) {
+        PyErr_SetString(PyExc_TypeError, "expected a subclass of _core.Symbol");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    g_symbol_cls = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_tojson(SymbolObject *self, PyObject *unused)
+{
+    char *text;
+    hg_status st = hg_symbol_to_json(self->s, &text);
+    if (st) return hgpy_raise(st);
+    PyObject *r = PyUnicode_FromString(text);
+    free(text);
+    return r;
+}
+
+static PyObject *m_output(SymbolObject *self, PyObject *arg)
+{
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    hg_symbol *s;
+    hg_status st = hg_symbol_output(self->s, (int)i, &s);
+    return st ? hgpy_raise(st) : wrap_symbol(s);
+}
+
+/* [(name, op_name or None, {attrs}, [(node, index, version)], nout, nvisible)] in topological
+ * order, and the heads as [(node, index)]: everything the Python API derives its lists from. */
+static PyObject *m_graph(SymbolObject *self, PyObject *unused)
+{
+    hg_snode **nodes;
+    int n, *off, *in_idx, *head_idx;
+    hg_status st = hg_symbol_topo(self->s, &nodes, &n);
+    if (st) return hgpy_raise(st);
+    st = hg_symbol_topo_positions(self->s, nodes, n, &off, &in_idx, &head_idx);
+    if (st) {
+        free(nodes);
+        return hgpy_raise(st);
+    }
+    PyObject *list = PyList_New(n), *heads = NULL, *res = NULL;
+    for (int i = 0; list && i < n; i++) {
+        hg_snode *nd = nodes[i];
+        PyObject *attrs = PyDict_New(), *ins = PyList_New(nd->nin);
+        for (int k = 0; attrs && k < nd->nattr; k++) {
+            PyObject *v = PyUnicode_FromString(nd->vals[k]);
+            if (!v || PyDict_SetItemString(attrs, nd->keys[k], v) < 0) Py_CLEAR(attrs);
+            Py_XDECREF(v);
+        }
+        for (int k = 0; ins && k < nd->nin; k++)
+            PyList_SET_ITEM(ins, k, Py_BuildValue("(iii)", in_idx[off[i] + k], nd->in[k].index,
+                                                  nd->in[k].version));
+        if (!attrs || !ins) {
+            Py_XDECREF(attrs);
+            Py_XDECREF(ins);
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, Py_BuildValue("(szNNii)", nd->name, nd->op ? nd->op->name : NULL,
+                                               attrs, ins, nd->nout, nd->nvisible));
+    }
+    if (list && (heads = PyList_New(self->s->n))) {
+        for (int h = 0; h < self->s->n; h++)
+            PyList_SET_ITEM(heads, h, Py_BuildValue("(ii)", head_idx[h], self->s->heads[h].index));
+        res = Py_BuildValue("(NN)", list, heads);
+    } else {
+        Py_XDECREF(list);
+    }
+    free(nodes);
+    free(off);
+    free(in_idx);
+    free(head_idx);
+    return res;
+}
+
+/* Every node's visible outputs, in topological order, as one group (get_internals). */
+static PyObject *m_internals(SymbolObject *self, PyObject *unused)
+{
+    hg_snode **nodes;
+    int n, total = 0;
+    hg_status st = hg_symbol_topo(self->s, &nodes, &n);
+    if (st) return hgpy_raise(st);
+    for (int i = 0; i < n; i++) total += nodes[i]->nvisible;
+    hg_symbol view = {total, malloc(sizeof(hg_sentry) * (size_t)(total ? total : 1))}, *out;
+    if (!view.heads) {
+        free(nodes);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0, k = 0; i < n; i++)
+        for (int j = 0; j < nodes[i]->nvisible; j++) view.heads[k++] = (hg_sentry){nodes[i], j, 0};
+    const hg_symbol *list[1] = {&view};
+    st = hg_symbol_group(1, list, &out);
+    free(view.heads);
+    free(nodes);
+    return st ? hgpy_raise(st) : wrap_symbol(out);
+}
+
+static PyObject *get_num_outputs(SymbolObject *self, void *c) { return PyLong_FromLong(self->s->n); }
+
+static PyMethodDef k_sym_methods[] = {
+    {"tojson", (PyCFunction)m_tojson, METH_NOARGS, "the symbol as MXNet 1.x JSON text"},
+    {"_output", (PyCFunction)m_output, METH_O, "the i-th output as a symbol"},
+    {"_graph", (PyCFunction)m_graph, METH_NOARGS, "(nodes, heads) in topological order"},
+    {"_internals", (PyCFunction)m_internals, METH_NOARGS, "every node's outputs as a group"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef k_sym_getset[] = {
+    {"_num_outputs", (getter)get_num_outputs, NULL, "number of outputs", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject HgSymbol_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hybridgluon._core.Symbol",
+    .tp_basicsize = sizeof(SymbolObject),
+    .tp_dealloc = (destructor)sym_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "C base of hybridgluon.symbol.Symbol",
+    .tp_methods = k_sym_methods,
+    .tp_getset = k_sym_getset,
+};
+
+static PyMethodDef k_functions[] = {
+    {"symbol_var", symbol_var, METH_VARARGS, "symbol_var(name, attrs=None)"},
+    {"symbol_op", symbol_op, METH_VARARGS, "symbol_op(op, name, attrs, inputs)"},
+    {"symbol_group", symbol_group, METH_O, "symbol_group([symbols])"},
+    {"symbol_from_json", symbol_from_json, METH_O, "symbol_from_json(text)"},
+    {"op_num_inputs", op_num_inputs, METH_VARARGS, "op_num_inputs(op, attrs)"},
+    {"symbol_internal", symbol_internal, METH_VARARGS, "symbol_internal(sym, node, index)"},
+    {"_set_symbol_class", set_symbol_class, METH_O, "class that symbols are created as"},
+    {NULL, NULL, 0, NULL},
+};
+
+int hgpy_init_symbol(PyObject *m)
+{
+    if (PyType_Ready(&HgSymbol_Type) < 0) return -1;
+    Py_INCREF(&HgSymbol_Type);
+    if (PyModule_AddObject(m, "Symbol", (PyObject *)&HgSymbol_Type) < 0) return -1;
+    return PyModule_AddFunctions(m, k_functions);
+}

@@ -1,0 +1,88 @@
+"""`sym.<op>`: one function per registered op, building graph nodes. Calls from the C op
+functions with Symbol inputs arrive here too (so `F.relu(x)` works while tracing)."""
+import sys
+
+from .. import _core, base
+from .symbol import NameManager, Symbol, _attr_str, var
+
+_SPECIAL = {'name', 'attr', 'out'}
+
+
+def _invoke(op_name, args, kwargs, hint=None):
+    """Builds the node for op_name from Python arguments as MXNet's generated symbol functions
+    take them: inputs positionally or by name, attributes by keyword (or positionally after
+    the inputs), `name=` and `attr=`."""
+    info = _core.op_info(op_name)
+    kwargs = dict(kwargs)
+    name = kwargs.pop('name', None)
+    extra = kwargs.pop('attr', None) or {}
+    kwargs.pop('out', None)
+    input_names = info['inputs']
+    varargs = bool(info['flags'] & 16)
+    attr_names = [a['name'] for a in info['attrs']]
+    inputs, attrs, positional_attrs = {}, {}, []
+    if varargs:
+        given = [a for a in args if isinstance(a, Symbol)]
+        if len(given) != len(args):
+            raise TypeError('%s: all positional inputs must be Symbols' % op_name)
+        if 'num_args' in attr_names and 'num_args' not in kwargs:
+            kwargs['num_args'] = len(given)
+    else:
+        for i, a in enumerate(args):
+            if i < len(input_names) and isinstance(a, Symbol):
+                inputs[input_names[i]] = a
+            elif a is None and i < len(input_names):
+                continue
+            else:
+                positional_attrs.append(a)
+    for k, v in zip(attr_names, positional_attrs):
+        attrs[k] = v
+    for k, v in kwargs.items():
+        if not varargs and k in input_names:
+            if v is None:
+                continue
+            if not isinstance(v, Symbol):
+                raise TypeError('%s: input %s must be a Symbol, got %s' % (op_name, k, type(v)))
+            inputs[k] = v
+        elif k in attr_names or (k.startswith('__') and k.endswith('__')):
+            attrs[k] = v
+        elif k in ('dtype', 'ctx') and k not in attr_names:
+            continue
+        else:
+            raise base._MXNetValueError("Cannot find argument '%s', Possible Arguments: [%s], in "
+                                        "operator %s" % (k, ', '.join(attr_names), op_name))
+    str_attrs = {k: _attr_str(v) for k, v in attrs.items() if v is not None or k in attr_names}
+    for k, v in extra.items():
+        str_attrs[k] = str(v)
+    node_name = NameManager.current().get(name, hint or op_name.lower())
+    if varargs:
+        ins = list(args)
+    else:
+        n = _core.op_num_inputs(op_name, str_attrs)
+        ins = []
+        for arg in input_names[:n]:
+            if arg not in inputs:  # MXNet: missing inputs become variables <node>_<arg>
+                inputs[arg] = var('%s_%s' % (node_name, arg),
+                                  attr={k: v for k, v in str_attrs.items()})
+            ins.append(inputs[arg])
+    return _core.symbol_op(op_name, node_name, str_attrs, ins)
+
+
+def _make(op_name, alias):
+    hint = alias.lower()  # MXNet names unnamed nodes after the function the user called
+
+    def fn(*args, **kwargs):
+        return _invoke(op_name, args, kwargs, hint)
+    fn.__name__ = alias
+    fn.__doc__ = _core.get_op(op_name).__doc__
+    return fn
+
+
+def _register(namespace):
+    for name in _core.list_ops():
+        for n in [name] + _core.op_info(name)['aliases']:
+            namespace.setdefault(n, _make(name, n))
+
+
+_register(sys.modules[__name__].__dict__)
+base._SYMBOL_HANDLER[0] = _invoke

@@ -1,0 +1,355 @@
+"""Symbol: a node of a computation graph (MXNet's `mx.sym.Symbol`), held by the C core.
+
+Symbols are built by `sym.var` and by calling any registered op on symbols (`sym.relu(x)`,
+`sym.FullyConnected(data=x, num_hidden=10)`); missing op inputs become variables named
+`<node>_<input>` as MXNet names them. The graph is written and read as MXNet 1.x JSON.
+"""
+import os
+import threading
+
+from .. import _core
+from ..base import MXNetError, NotImplementedForSymbol, _dtype_flag
+
+__all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
+
+
+class NameManager:
+    """Gives unnamed nodes MXNet's names: `<hint><count>` per hint (`fullyconnected0`)."""
+    _current = threading.local()
+
+    def __init__(self):
+        self._counter = {}
+        self._old = None
+
+    def get(self, name, hint):
+        if name:
+            return name
+        n = self._counter.get(hint, 0)
+        self._counter[hint] = n + 1
+        return '%s%d' % (hint, n)
+
+    def __enter__(self):
+        self._old = NameManager.current()
+        NameManager._current.value = self
+        return self
+
+    def __exit__(self, *exc):
+        NameManager._current.value = self._old
+
+    @staticmethod
+    def current():
+        cur = getattr(NameManager._current, 'value', None)
+        if cur is None:
+            cur = NameManager._current.value = NameManager()
+        return cur
+
+
+class Prefix(NameManager):
+    """A NameManager that prepends `prefix` to every name (Gluon's name scopes use it)."""
+
+    def __init__(self, prefix):
+        super().__init__()
+        self._prefix = prefix
+
+    def get(self, name, hint):
+        return self._prefix + super().get(name, hint)
+
+
+def _attr_str(value):
+    """MXNet's front-end rule for attribute strings: str(value), dtypes by name."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return str(tuple(value)) if isinstance(value, tuple) else str(list(value))
+    if isinstance(value, type) or hasattr(value, 'name') and hasattr(value, 'itemsize'):
+        return {0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8', 4: 'int32', 5: 'int8',
+                6: 'int64', 7: 'bool'}[_dtype_flag(value)]
+    return str(value)
+
+
+_OPERATOR_HINTS = {'add': 'plus', 'sub': 'minus'}
+
+
+def _not_for_symbol(name, alias=None):
+    def method(self, *args, **kwargs):
+        raise NotImplementedForSymbol(name, alias, *args)
+    method.__name__ = name
+    return method
+
+
+class Symbol(_core.Symbol):
+    """A symbolic graph with one or more outputs."""
+    __slots__ = ()
+    _hg_symbol = True  # lets the C op functions route symbol inputs here
+
+    # ---- structure -------------------------------------------------------------------------
+    def _info(self):
+        return self._graph()
+
+    @property
+    def name(self):
+        """The name of a single-output symbol's node (None for a group)."""
+        if self._num_outputs != 1:
+            return None
+        nodes, heads = self._graph()
+        return nodes[heads[0][0]][0]
+
+    def _output_names(self, nodes, heads):
+        out = []
+        for node, index in heads:
+            name, op, _, _, nout, _ = nodes[node]
+            if op is None:
+                out.append(name)
+                continue
+            names = _core.op_info(op)['outputs']
+            if names and index < len(names):
+                out.append('%s_%s' % (name, names[index]))
+            else:
+                out.append('%s_output%s' % (name, index if nout > 1 else ''))
+        return out
+
+    def list_outputs(self):
+        return self._output_names(*self._graph())
+
+    def _variables(self):
+        nodes, _ = self._graph()
+        aux = set()
+        for _, op, _, inputs, _, _ in nodes:
+            for node, _, version in inputs:
+                if nodes[node][1] is None and version > 0:
+                    aux.add(node)
+        return nodes, aux
+
+    def list_arguments(self):
+        nodes, aux = self._variables()
+        return [n[0] for i, n in enumerate(nodes) if n[1] is None and i not in aux]
+
+    def list_auxiliary_states(self):
+        nodes, aux = self._variables()
+        return [n[0] for i, n in enumerate(nodes) if n[1] is None and i in aux]
+
+    def list_inputs(self):
+        nodes, _ = self._graph()
+        return [n[0] for n in nodes if n[1] is None]
+
+    def get_internals(self):
+        """A group of every node's visible outputs, in topological order."""
+        return self._internals()
+
+    def get_children(self):
+        """A group of the inputs of this symbol's head node (None for a variable)."""
+        nodes, heads = self._graph()
+        inputs = nodes[heads[0][0]][3]
+        if not inputs:
+            return None
+        return Group([_node_output(self, nodes, n, k) for n, k, _ in inputs])
+
+    def attr(self, key):
+        """The attribute `key` of a single-output symbol's node, or None."""
+        nodes, heads = self._graph()
+        return nodes[heads[0][0]][2].get(key)
+
+    def list_attr(self, recursive=False):
+        if recursive:
+            raise DeprecationWarning('Symbol.list_attr with recursive=True has been deprecated. '
+                                     'Please use attr_dict instead.')
+        nodes, heads = self._graph()
+        return dict(nodes[heads[0][0]][2])
+
+    def attr_dict(self):
+        nodes, _ = self._graph()
+        return {n[0]: dict(n[2]) for n in nodes if n[2]}
+
+    # ---- outputs -----------------------------------------------------------------------------
+    def __len__(self):
+        return self._num_outputs
+
+    def __iter__(self):
+        return (self[i] for i in range(self._num_outputs))
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            names = self.list_outputs()
+            if index not in names:
+                raise ValueError('There is no output named %r; outputs are %s' % (index, names))
+            if names.count(index) > 1:
+                raise ValueError('There are multiple outputs named %r' % index)
+            index = names.index(index)
+        if isinstance(index, slice):
+            return Group([self[i] for i in range(self._num_outputs)[index]])
+        if not isinstance(index, int):
+            raise TypeError('Symbol index must be an int, a str or a slice')
+        if index < 0:
+            index += self._num_outputs
+        return self._output(index)
+
+    def __repr__(self):
+        name = self.name
+        if name is None:
+            return '<Symbol group [%s]>' % ', '.join(s.name for s in self)
+        return '<Symbol %s>' % name
+
+    # ---- files -------------------------------------------------------------------------------
+    def save(self, fname, remove_amp_cast=True):
+        """Writes the JSON to `fname` (through a temporary file and a rename)."""
+        _atomic_write(fname, self.tojson())
+
+    def __reduce__(self):
+        return (load_json, (self.tojson(),))
+
+    # ---- arithmetic: the same ops NDArray uses, so hybridizing never changes a result ----------
+    def _binary(self, other, array_op, scalar_op, rscalar_op=None, reverse=False):
+        from .op import _invoke
+        if isinstance(other, Symbol):
+            a, b = (other, self) if reverse else (self, other)
+            # Names as MXNet's operators give them (_plus0), though the op broadcasts.
+            hint = '_' + _OPERATOR_HINTS.get(array_op[10:], array_op[10:])
+            return _invoke(array_op, (a, b), {}, hint)
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            name = rscalar_op if reverse and rscalar_op else scalar_op
+            return _invoke(name, (self,), {'scalar': other}, '_' + name[1:].replace('_', ''))
+        return NotImplemented
+
+    def __add__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar')
+    def __radd__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar', reverse=True)
+    def __sub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar')
+    def __rsub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar',
+                                               '_rminus_scalar', True)
+    def __mul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar')
+    def __rmul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar', reverse=True)
+    def __truediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar')
+    def __rtruediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar',
+                                                   '_rdiv_scalar', True)
+    def __mod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar')
+    def __rmod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar', '_rmod_scalar',
+                                               True)
+    def __pow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar')
+    def __rpow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar',
+                                               '_rpower_scalar', True)
+    def __gt__(self, o): return self._binary(o, 'broadcast_greater', '_greater_scalar')
+    def __ge__(self, o): return self._binary(o, 'broadcast_greater_equal', '_greater_equal_scalar')
+    def __lt__(self, o): return self._binary(o, 'broadcast_lesser', '_lesser_scalar')
+    def __le__(self, o): return self._binary(o, 'broadcast_lesser_equal', '_lesser_equal_scalar')
+
+    def __eq__(self, o):
+        if isinstance(o, (Symbol, int, float)):
+            return self._binary(o, 'broadcast_equal', '_equal_scalar')
+        return NotImplemented
+
+    def __ne__(self, o):
+        if isinstance(o, (Symbol, int, float)):
+            return self._binary(o, 'broadcast_not_equal', '_not_equal_scalar')
+        return NotImplemented
+
+    __hash__ = object.__hash__
+
+    def __neg__(self):
+        from .op import _invoke
+        return _invoke('_mul_scalar', (self,), {'scalar': -1.0}, '_mulscalar')
+
+    def __abs__(self):
+        from . import op as _op
+        return _op.abs(self)
+
+    def reshape(self, *shape, **kwargs):
+        from . import op as _op
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]
+        if shape:
+            kwargs['shape'] = tuple(shape)
+        return _op.Reshape(self, **kwargs)
+
+    def __bool__(self):
+        raise NotImplementedForSymbol('__bool__', 'bool')
+
+    asnumpy = _not_for_symbol('asnumpy')
+    asscalar = _not_for_symbol('asscalar')
+    wait_to_read = _not_for_symbol('wait_to_read')
+    as_in_context = _not_for_symbol('as_in_context')
+    detach = _not_for_symbol('detach')
+    backward = _not_for_symbol('backward')
+    __iadd__ = _not_for_symbol('__iadd__', '+=')
+    __isub__ = _not_for_symbol('__isub__', '-=')
+    __imul__ = _not_for_symbol('__imul__', '*=')
+    __itruediv__ = _not_for_symbol('__itruediv__', '/=')
+
+
+def _node_output(sym, nodes, node, index):
+    """The symbol for output `index` of node number `node` (topological order) of sym."""
+    return _core.symbol_internal(sym, node, index)
+
+
+def _atomic_write(fname, text):
+    tmp = '%s.tmp.%d' % (fname, os.getpid())
+    try:
+        with open(tmp, 'w', encoding='utf-8') as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, fname)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise MXNetError('cannot write %s: %s' % (fname, err)) from None
+
+
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+        stype=None, **kwargs):
+    """A variable (graph input or parameter) with MXNet's annotations."""
+    if not isinstance(name, str):
+        raise TypeError('Expect a string for variable `name`')
+    attrs = dict(attr or {})
+    if shape is not None:
+        attrs['__shape__'] = str(tuple(shape))
+    if lr_mult is not None:
+        attrs['__lr_mult__'] = str(float(lr_mult))
+    if wd_mult is not None:
+        attrs['__wd_mult__'] = str(float(wd_mult))
+    if dtype is not None:
+        attrs['__dtype__'] = str(_dtype_flag(dtype))
+    if init is not None:
+        attrs['__init__'] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        attrs['__storage_type__'] = {'default': '0', 'row_sparse': '1', 'csr': '2'}[stype]
+    for k, v in kwargs.items():
+        if not (k.startswith('__') and k.endswith('__')):
+            raise ValueError('Attribute name=%s is not supported. Additional attributes must '
+                             'start and end with double underscores, e.g, __yourattr__' % k)
+        attrs[k] = str(v)
+    return _core.symbol_var(name, attrs)
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One symbol whose outputs are all outputs of `symbols`, in order."""
+    symbols = list(symbols)
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError('Expected a list of symbols as input')
+    return _core.symbol_group(symbols)
+
+
+def load_json(json_str):
+    """A symbol from MXNet JSON text."""
+    if not isinstance(json_str, str):
+        raise TypeError('json_str must be a str')
+    return _core.symbol_from_json(json_str)
+
+
+def load(fname):
+    """A symbol from an MXNet `*-symbol.json` file."""
+    try:
+        with open(fname, encoding='utf-8') as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise MXNetError('cannot read symbol file %s: %s' % (fname, err)) from None
+    try:
+        return _core.symbol_from_json(text)
+    except MXNetError as err:
+        raise type(err)('%s: %s' % (fname, err)) from None
+
+
+_core._set_symbol_class(Symbol)
