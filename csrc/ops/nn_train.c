@@ -1,0 +1,356 @@
+/* Layers that behave differently in training (Dropout) and the small normalisation and
+ * activation ops Gluon's basic layers call: L2Normalization and log_sigmoid.
+ *
+ * Dropout follows MXNet 1.x: two outputs, (output, mask), only output visible. The mask has the
+ * data's dtype and shape except that every axis in `axes` is 1 (one mask value shared along it),
+ * and holds 1/(1-p) where an element is kept and 0 where it is dropped, so output = data * mask
+ * with the mask broadcast. One uniform is drawn per mask element from the global generator
+ * (core/rng.c), so `mx.random.seed(n)` replays the same masks. Outside training (and with
+ * mode='training') or with p == 0 the output is a copy of the data and the mask is all ones,
+ * and no random numbers are drawn.
+ *
+ * L2Normalization views the data as rows (instance: one row per sample; spatial: one row per
+ * (sample, channel)) or as [N, C, S] (channel: a norm per sample and position across channels).
+ * Sums of squares are accumulated in double; float16 is read and written through float.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../core/parallel.h"
+#include "../core/rng.h"
+#include "ew.h"
+
+typedef uint16_t f16;
+
+#define RNG_CHUNK 4096
+
+static bool is_float_dtype(hg_dtype dt)
+{
+    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
+}
+
+static hg_status require_float(const hg_op_def *op, const hg_meta *m)
+{
+    if (!is_float_dtype(m->dtype))
+        return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
+                        op->name, hg_dtype_name(m->dtype));
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Dropout
+ */
+
+enum { D_P, D_MODE, D_AXES, D_CUDNN_OFF };
+enum { MODE_TRAINING, MODE_ALWAYS };
+
+static const char *const k_dropout_modes[] = {"training", "always", NULL};
+
+static const hg_attr_spec k_dropout_attrs[] = {
+    {"p", HG_ATTR_FLOAT, 0, "0.5", "fraction of the input that gets dropped, in [0, 1]", NULL},
+    {"mode", HG_ATTR_ENUM, 0, "training",
+     "training: drop only while training; always: also at inference", k_dropout_modes},
+    {"axes", HG_ATTR_TUPLE, 0, "()",
+     "axes along which one mask value is shared (variational dropout)", NULL},
+    {"cudnn_off", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "False", "ignored (no cuDNN on CPU)", NULL},
+};
+
+static hg_status dropout_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nin;
+    double p = a->v[D_P].f;
+    /* MXNet's DropoutParam range is [0, 1] inclusive; p == 1 drops everything. */
+    if (!(p >= 0 && p <= 1))
+        return hg_error(HG_ERR_VALUE, "%s: value %g for Parameter p exceed bound [0,1]",
+                        op->name, p);
+    HG_TRY(require_float(op, &in[0]));
+    out[0] = in[0];
+    if (nout > 1) out[1] = in[0];
+    if (in[0].ndim < 0) return HG_OK; /* shape unknown yet (graph inference) */
+    const hg_tuple *ax = &a->v[D_AXES].t;
+    for (int i = 0; i < ax->n; i++) {
+        int64_t k = ax->v[i], nd = in[0].ndim;
+        if (k < -nd || k >= nd) {
+            char buf[HG_SHAPE_STR];
+            return hg_error(HG_ERR_INDEX, "%s: axes entry %lld is out of range for data of "
+                            "shape %s", op->name, (long long)k,
+                            hg_shape_str(buf, in[0].ndim, in[0].shape));
+        }
+        if (nout > 1) out[1].shape[k < 0 ? k + nd : k] = 1;
+    }
+    return HG_OK;
+}
+
+/* output = data * mask, the mask broadcast along the shared axes. */
+HG_EW_FLOAT(HG_EW_BINARY, dropout_mul, l * r)
+static const hg_op_def k_dropout_mul = {
+    .name = "Dropout", .ew = HG_EW_TABLE_FLOAT(dropout_mul), .ew_arity = 2};
+
+/* Draws the mask: scale where u < keep (probability keep), 0 elsewhere. The scale is rounded
+ * to the mask's dtype once, so every kept element carries the same value. */
+static void dropout_draw_mask(hg_tensor *m, double keep)
+{
+    const double scale = keep > 0 ? 1.0 / keep : 0.0;
+    const float scale_f = keep > 0 ? 1.0f / (float)keep : 0.0f;
+    const f16 scale_h = hg_float_to_half(scale_f), zero_h = hg_float_to_half(0.0f);
+    double u[RNG_CHUNK];
+    for (int64_t i0 = 0; i0 < m->size; i0 += RNG_CHUNK) {
+        int64_t n = m->size - i0 < RNG_CHUNK ? m->size - i0 : RNG_CHUNK;
+        hg_rng_uniform(u, n);
+        switch (m->dtype) {
+        case HG_DTYPE_F32: {
+            float *y = HG_DATA(m, float) + i0;
+            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale_f : 0.0f;
+            break;
+        }
+        case HG_DTYPE_F64: {
+            double *y = HG_DATA(m, double) + i0;
+            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale : 0.0;
+            break;
+        }
+        default: {
+            f16 *y = HG_DATA(m, f16) + i0;
+            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale_h : zero_h;
+            break;
+        }
+        }
+    }
+}
+
+static void fill_ones(hg_tensor *t)
+{
+    switch (t->dtype) {
+    case HG_DTYPE_F32: {
+        float *y = HG_DATA(t, float);
+        for (int64_t i = 0; i < t->size; i++) y[i] = 1.0f;
+        break;
+    }
+    case HG_DTYPE_F64: {
+        double *y = HG_DATA(t, double);
+        for (int64_t i = 0; i < t->size; i++) y[i] = 1.0;
+        break;
+    }
+    default: {
+        f16 *y = HG_DATA(t, f16), one = hg_float_to_half(1.0f);
+        for (int64_t i = 0; i < t->size; i++) y[i] = one;
+        break;
+    }
+    }
+}
+
+static hg_status dropout_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)nin;
+    const double p = a->v[D_P].f;
+    const bool active = p > 0 && (ctx->is_train || a->v[D_MODE].i == MODE_ALWAYS);
+    hg_tensor *x = in[0], *y = out[0], *mask = nout > 1 ? out[1] : NULL;
+    if (!active) {
+        if (hg_data(y) != hg_data(x))
+            memcpy(hg_data(y), hg_data(x), (size_t)x->size * hg_dtype_size(x->dtype));
+        if (mask) fill_ones(mask);
+        return HG_OK;
+    }
+    if (!mask) return hg_error(HG_ERR_INTERNAL, "Dropout: called without its mask output");
+    dropout_draw_mask(mask, 1.0 - p);
+    hg_tensor *args[2] = {x, mask};
+    return hg_ew_forward(&k_dropout_mul, a, 2, args, y);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * L2Normalization
+ */
+
+enum { L2_EPS, L2_MODE };
+enum { L2_INSTANCE, L2_CHANNEL, L2_SPATIAL };
+
+static const char *const k_l2_modes[] = {"instance", "channel", "spatial", NULL};
+
+static const hg_attr_spec k_l2_attrs[] = {
+    {"eps", HG_ATTR_FLOAT, 0, "1e-10", "added to the sum of squares before the square root",
+     NULL},
+    {"mode", HG_ATTR_ENUM, 0, "instance",
+     "instance: one norm per sample; channel: across channels at each position; spatial: one "
+     "norm per (sample, channel)", k_l2_modes},
+};
+
+static hg_status l2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                          int nout, hg_meta *out)
+{
+    (void)nin;
+    int mode = (int)a->v[L2_MODE].i;
+    HG_TRY(require_float(op, &in[0]));
+    out[0] = in[0];
+    if (nout > 1) out[1].dtype = in[0].dtype;
+    if (in[0].ndim < 0) return HG_OK;
+    int need = mode == L2_INSTANCE ? 1 : 3;
+    if (in[0].ndim < need) {
+        char buf[HG_SHAPE_STR];
+        return hg_error(HG_ERR_VALUE, "%s: at least %d dimension%s required in %s mode, got "
+                        "data of shape %s", op->name, need, need > 1 ? "s" : "",
+                        k_l2_modes[mode], hg_shape_str(buf, in[0].ndim, in[0].shape));
+    }
+    if (nout < 2) return HG_OK;
+    hg_meta *n = &out[1];
+    if (mode == L2_INSTANCE) {
+        n->ndim = 1;
+        n->shape[0] = in[0].shape[0];
+    } else if (mode == L2_SPATIAL) {
+        n->ndim = 2;
+        n->shape[0] = in[0].shape[0];
+        n->shape[1] = in[0].shape[1];
+    } else {
+        *n = in[0];
+        n->shape[1] = 1;
+    }
+    return HG_OK;
+}
+
+typedef struct {
+    const void *x;
+    void *y, *norm;
+    int64_t rows, len;     /* row modes: rows of len elements */
+    int64_t c, s, nsblk;   /* channel mode: [rows, c, s] in blocks of L2_SBLK positions */
+    double eps;
+} l2_job;
+
+#define L2_SBLK 256
+
+#define LD_f32(v) (v)
+#define LD_f64(v) (v)
+#define LD_f16(v) hg_half_to_float(v)
+#define ST_f32(v) ((float)(v))
+#define ST_f64(v) ((double)(v))
+#define ST_f16(v) hg_float_to_half((float)(v))
+/* Type the division runs in: float16 divides in float. */
+#define CT_f32 float
+#define CT_f64 double
+#define CT_f16 float
+
+/* Row modes: norm[r] = sqrt(sum x[r, :]^2 + eps), y[r, :] = x[r, :] / norm[r]. */
+#define L2_ROWS(T)                                                                             \
+    static void l2_rows_##T(void *ctx, int64_t r0, int64_t r1)                                 \
+    {                                                                                          \
+        const l2_job *j = ctx;                                                                 \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            const T *x = (const T *)j->x + r * j->len;                                         \
+            T *y = (T *)j->y + r * j->len;                                                     \
+            double acc = 0;                                                                    \
+            for (int64_t i = 0; i < j->len; i++) {                                             \
+                double v = LD_##T(x[i]);                                                       \
+                acc += v * v;                                                                  \
+            }                                                                                  \
+            const T nt = ST_##T(sqrt(acc + j->eps));                                           \
+            const CT_##T d = (CT_##T)LD_##T(nt);                                               \
+            if (j->norm) ((T *)j->norm)[r] = nt;                                               \
+            for (int64_t i = 0; i < j->len; i++) y[i] = ST_##T((CT_##T)LD_##T(x[i]) / d);      \
+        }                                                                                      \
+    }
+
+/* Channel mode: one unit is a block of up to L2_SBLK positions of one sample; the channel loop
+ * is outside so the inner loops stay contiguous. */
+#define L2_CHANNEL(T)                                                                          \
+    static void l2_channel_##T(void *ctx, int64_t u0, int64_t u1)                              \
+    {                                                                                          \
+        const l2_job *j = ctx;                                                                 \
+        double acc[L2_SBLK];                                                                   \
+        CT_##T d[L2_SBLK];                                                                     \
+        for (int64_t u = u0; u < u1; u++) {                                                    \
+            int64_t n = u / j->nsblk, s0 = (u % j->nsblk) * L2_SBLK;                           \
+            int64_t m = j->s - s0 < L2_SBLK ? j->s - s0 : L2_SBLK;                             \
+            const T *x = (const T *)j->x + n * j->c * j->s + s0;                               \
+            T *y = (T *)j->y + n * j->c * j->s + s0;                                           \
+            for (int64_t i = 0; i < m; i++) acc[i] = 0;                                        \
+            for (int64_t c = 0; c < j->c; c++) {                                               \
+                const T *xc = x + c * j->s;                                                    \
+                for (int64_t i = 0; i < m; i++) {                                              \
+                    double v = LD_##T(xc[i]);                                                  \
+                    acc[i] += v * v;                                                           \
+                }                                                                              \
+            }                                                                                  \
+            T *nrm = j->norm ? (T *)j->norm + n * j->s + s0 : NULL;                            \
+            for (int64_t i = 0; i < m; i++) {                                                  \
+                T nt = ST_##T(sqrt(acc[i] + j->eps));                                          \
+                d[i] = (CT_##T)LD_##T(nt);                                                     \
+                if (nrm) nrm[i] = nt;                                                          \
+            }                                                                                  \
+            for (int64_t c = 0; c < j->c; c++) {                                               \
+                const T *xc = x + c * j->s;                                                    \
+                T *yc = y + c * j->s;                                                          \
+                for (int64_t i = 0; i < m; i++) yc[i] = ST_##T((CT_##T)LD_##T(xc[i]) / d[i]);  \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+L2_ROWS(f32)
+L2_ROWS(f64)
+L2_ROWS(f16)
+L2_CHANNEL(f32)
+L2_CHANNEL(f64)
+L2_CHANNEL(f16)
+
+static hg_status l2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin;
+    const hg_tensor *x = in[0];
+    int mode = (int)a->v[L2_MODE].i;
+    l2_job j = {.x = hg_data(x), .y = hg_data(out[0]),
+                .norm = nout > 1 ? hg_data(out[1]) : NULL, .eps = a->v[L2_EPS].f};
+    int ti = x->dtype == HG_DTYPE_F32 ? 0 : x->dtype == HG_DTYPE_F64 ? 1 : 2;
+    if (mode == L2_CHANNEL) {
+        static const hg_range_fn fns[] = {l2_channel_f32, l2_channel_f64, l2_channel_f16};
+        j.rows = x->shape[0];
+        j.c = x->shape[1];
+        j.s = hg_shape_size(x->ndim - 2, x->shape + 2);
+        if (j.rows == 0 || j.s == 0) return HG_OK; /* no norm to write either */
+        j.nsblk = (j.s + L2_SBLK - 1) / L2_SBLK;
+        int64_t work = j.c * (j.s < L2_SBLK ? j.s : L2_SBLK);
+        hg_parallel_for(j.rows * j.nsblk, HG_GRAIN_ELEMWISE / (work > 0 ? work : 1) + 1,
+                        fns[ti], &j);
+        return HG_OK;
+    }
+    static const hg_range_fn fns[] = {l2_rows_f32, l2_rows_f64, l2_rows_f16};
+    int lead = mode == L2_INSTANCE ? 1 : 2; /* dims that index the rows */
+    j.rows = hg_shape_size(lead, x->shape);
+    j.len = hg_shape_size(x->ndim - lead, x->shape + lead);
+    hg_parallel_for(j.rows, HG_GRAIN_ELEMWISE / (j.len > 0 ? j.len : 1) + 1, fns[ti], &j);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * log_sigmoid: log(1 / (1 + exp(-x))) = min(x, 0) - log1p(exp(-|x|)), which neither overflows
+ * nor loses the small values for large |x|.
+ */
+
+HG_EW_UNARY(log_sigmoid, f32, fminf(v, 0.0f) - log1pf(expf(-fabsf(v))))
+HG_EW_UNARY(log_sigmoid, f64, fmin(v, 0.0) - log1p(exp(-fabs(v))))
+
+static hg_status float_infer_same(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                  int nout, hg_meta *out)
+{
+    HG_TRY(require_float(op, &in[0]));
+    return hg_infer_same(op, a, nin, in, nout, out);
+}
+
+const hg_op_def hg_ops_nn_train[] = {
+    {.name = "Dropout",
+     .doc = "randomly zeroes elements with probability p while training and scales the rest by "
+            "1/(1-p); identity at inference unless mode='always'",
+     .input_names = HG_NAMES("data"), .output_names = HG_NAMES("output", "mask"),
+     .attrs = k_dropout_attrs, .num_attrs = HG_COUNT(k_dropout_attrs), .num_inputs = 1,
+     .num_outputs = 2, .num_visible_outputs = 1, .flags = HG_OP_INPLACE | HG_OP_RANDOM,
+     .infer = dropout_infer, .forward = dropout_forward},
+    {.name = "L2Normalization",
+     .doc = "divides the data by its L2 norm: per sample (instance), across channels (channel) "
+            "or per sample and channel (spatial)",
+     .input_names = HG_NAMES("data"), .output_names = HG_NAMES("output", "norm"),
+     .attrs = k_l2_attrs, .num_attrs = HG_COUNT(k_l2_attrs), .num_inputs = 1, .num_outputs = 2,
+     .num_visible_outputs = 1, .infer = l2_infer, .forward = l2_forward},
+    {.name = "log_sigmoid", .doc = "log(sigmoid(x)), computed without overflow",
+     .input_names = HG_NAMES("data"), .num_inputs = 1, .infer = float_infer_same,
+     .ew = HG_EW_TABLE_FLOAT(log_sigmoid), .ew_arity = 1,
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE},
+    {0},
+};
