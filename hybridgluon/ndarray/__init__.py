@@ -7,10 +7,11 @@ from ..base import MXNetError, _dtype_flag, _dtype_name
 from ..context import current_context, _check_available
 from .ndarray import NDArray
 from . import random  # noqa: F401
+from .utils import save, load, load_frombuffer
 
 __all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'full', 'arange', 'zeros_like',
            'ones_like', 'waitall', 'from_dlpack', 'to_dlpack_for_read', 'to_dlpack_for_write',
-           'concat', 'concatenate']
+           'concat', 'concatenate', 'save', 'load', 'load_frombuffer']
 
 _PYTHON_DEFINED = set(__all__)
 
