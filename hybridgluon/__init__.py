@@ -10,6 +10,9 @@ from . import context
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import initializer
+from . import initializer as init
+from . import gluon
 from .libinfo import get_include, get_lib_dir
 
 __version__ = '0.1.0'
