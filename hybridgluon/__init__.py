@@ -10,12 +10,16 @@ from . import context
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import name
 from . import symbol
 from . import symbol as sym
+from . import initializer
+from . import initializer as init
+from . import gluon
 from .libinfo import get_include, get_lib_dir
 
 __version__ = '0.1.0'
 
-# Seeds MXNet-style: the module `mx.random` is also reachable as `mx.random.seed`.
 __all__ = ['MXNetError', 'Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus',
-           'nd', 'ndarray', 'random', 'sym', 'symbol', 'get_include', 'get_lib_dir']
+           'nd', 'ndarray', 'random', 'sym', 'symbol', 'gluon', 'init', 'initializer', 'name',
+           'get_include', 'get_lib_dir']

@@ -5,68 +5,12 @@ Symbols are built by `sym.var` and by calling any registered op on symbols (`sym
 `<node>_<input>` as MXNet names them. The graph is written and read as MXNet 1.x JSON.
 """
 import os
-import threading
 
 from .. import _core
 from ..base import MXNetError, NotImplementedForSymbol, _dtype_flag
+from ..name import NameManager, Prefix  # noqa: F401  (re-exported by sym)
 
 __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
-
-
-class NameManager:
-    """Gives unnamed nodes MXNet's names: `<hint><count>` per hint (`fullyconnected0`)."""
-    _current = threading.local()
-
-    def __init__(self):
-        self._counter = {}
-        self._old = None
-
-    def get(self, name, hint):
-        if name:
-            return name
-        n = self._counter.get(hint, 0)
-        self._counter[hint] = n + 1
-        return '%s%d' % (hint, n)
-
-    def __enter__(self):
-        self._old = NameManager.current()
-        NameManager._current.value = self
-        return self
-
-    def __exit__(self, *exc):
-        NameManager._current.value = self._old
-
-    @staticmethod
-    def current():
-        cur = getattr(NameManager._current, 'value', None)
-        if cur is None:
-            cur = NameManager._current.value = NameManager()
-        return cur
-
-
-class Prefix(NameManager):
-    """A NameManager that prepends `prefix` to every name (Gluon's name scopes use it)."""
-
-    def __init__(self, prefix):
-        super().__init__()
-        self._prefix = prefix
-
-    def get(self, name, hint):
-        return self._prefix + super().get(name, hint)
-
-
-def _attr_str(value):
-    """MXNet's front-end rule for attribute strings: str(value), dtypes by name."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return str(tuple(value)) if isinstance(value, tuple) else str(list(value))
-    if isinstance(value, type) or hasattr(value, 'name') and hasattr(value, 'itemsize'):
-        return {0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8', 4: 'int32', 5: 'int8',
-                6: 'int64', 7: 'bool'}[_dtype_flag(value)]
-    return str(value)
 
 
 _OPERATOR_HINTS = {'add': 'plus', 'sub': 'minus'}

@@ -1,0 +1,5 @@
+"""Gluon, the imperative-first model API (MXNet's `mx.gluon`): Parameters, Blocks and layers."""
+from .parameter import *  # noqa: F401,F403
+from .block import *  # noqa: F401,F403
+from . import nn  # noqa: F401
+from . import utils  # noqa: F401

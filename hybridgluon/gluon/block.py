@@ -1,0 +1,586 @@
+"""Blocks: the containers of Gluon models (MXNet's `gluon.Block`, `gluon.HybridBlock`).
+
+Naming (MXNet 1.9.1 rules, see the compatibility spec, section 3): a block built outside any
+scope gets a global `hint + n + '_'` prefix from the thread's NameManager (`dense0_`); inside
+`with parent.name_scope():` it gets `parent.prefix + hint + n + '_'` with `n` counted per parent;
+`prefix=''` turns the scope off. Parameters are named `block.prefix + suffix`.
+
+Children and Parameters assigned as attributes are registered automatically; `__call__` runs
+the forward pre-hooks, `forward`, then the forward hooks.
+
+This module holds the imperative half of HybridBlock: `forward` with NDArrays calls
+`hybrid_forward(nd, x, ..., **params)`. `hybridize()` records its flags; building and calling a
+cached graph (and Symbol tracing, export) arrive with the symbol engine — the places are marked
+"hybridize support". Until then, deferred shapes are inferred per layer through the
+`_infer_param_shapes(*inputs)` hook.
+"""
+from collections import OrderedDict, defaultdict
+import re
+import threading
+import warnings
+
+from .. import initializer
+from .. import name as _name
+from .. import ndarray
+from ..ndarray import NDArray
+from .parameter import Parameter, ParameterDict, DeferredInitializationError
+from .utils import _indent, _brief_print_list, HookHandle
+
+__all__ = ['Block', 'HybridBlock']
+
+
+class _BlockScope:
+    """The scope entered by `with block.name_scope():`; names the children built inside."""
+    _current = threading.local()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old_scope = None
+        self._name_scope = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        """The prefix and ParameterDict of a new block of alias `hint`."""
+        current = getattr(_BlockScope._current, 'value', None)
+        if current is None:
+            if prefix is None:
+                prefix = _name.current().get(None, hint) + '_'
+            if params is None:
+                params = ParameterDict(prefix)
+            else:
+                params = ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = '%s%d_' % (hint, count)
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old_scope = getattr(_BlockScope._current, 'value', None)
+        _BlockScope._current.value = self
+        # Op names created inside (symbols) get the block prefix; fresh counters each entry.
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        if self._block._empty_prefix:
+            return
+        self._name_scope.__exit__(ptype, value, trace)
+        self._name_scope = None
+        _BlockScope._current.value = self._old_scope
+
+
+_SYMBOL_CLASS = []
+
+
+def _symbol_class():
+    """The Symbol class once the symbol engine exists, else None (looked up once)."""
+    if not _SYMBOL_CLASS:
+        try:
+            from ..symbol import Symbol
+        except ImportError:
+            Symbol = None
+        _SYMBOL_CLASS.append(Symbol)
+    return _SYMBOL_CLASS[0]
+
+
+def _gather_type_ctx_info(args, symbol_cls):
+    """(has_symbol, has_ndarray, set of contexts, first context) of nested `args`."""
+    if isinstance(args, NDArray):
+        ctx = args.context
+        return False, True, {ctx}, ctx
+    if symbol_cls is not None and isinstance(args, symbol_cls):
+        return True, False, set(), None
+    if isinstance(args, (list, tuple)):
+        has_symbol = has_ndarray = False
+        ctx_set = set()
+        first_ctx = None
+        for ele in args:
+            sym, arr, ctxs, first = _gather_type_ctx_info(ele, symbol_cls)
+            has_symbol = has_symbol or sym
+            has_ndarray = has_ndarray or arr
+            if first_ctx is None:
+                first_ctx = first
+            ctx_set |= ctxs
+            if has_symbol and has_ndarray:
+                break
+        return has_symbol, has_ndarray, ctx_set, first_ctx
+    return False, False, set(), None
+
+
+class Block:
+    """Base class of all layers and models; subclass it and implement `forward`.
+
+    Parameters
+    ----------
+    prefix : str
+        Name space of the block: children made under `name_scope()` and Parameters get it
+        prepended. None picks one automatically; '' disables the scope.
+    params : ParameterDict or None
+        Parameters to share, e.g. `Dense(20, params=dense0.collect_params())`.
+    """
+
+    def __init__(self, prefix=None, params=None):
+        self._empty_prefix = prefix == ''
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith('_') else self._prefix
+        self._scope = _BlockScope(self)
+        self._children = OrderedDict()
+        self._reg_params = {}
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def __repr__(self):
+        modstr = '\n'.join(['  ({key}): {block}'.format(key=key, block=_indent(repr(block), 2))
+                            for key, block in self.__dict__.items() if isinstance(block, Block)])
+        return '{name}(\n{modstr}\n)'.format(name=self.__class__.__name__, modstr=modstr)
+
+    def __setattr__(self, name, value):
+        """Registers Blocks and Parameters assigned as attributes."""
+        if hasattr(self, name):
+            existing = getattr(self, name)
+            if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
+                raise TypeError('Changing attribute type for {name} from {type1} to {type2}'
+                                'is not allowed.'.format(name=name, type1=type(existing),
+                                                         type2=type(value)))
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            if name in self._reg_params:
+                raise AssertionError(
+                    "Overriding Parameter attribute %s is not allowed. If you want to share "
+                    "parameters between blocks, please set 'params' at Block construction "
+                    "instead." % name)
+            self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _check_container_with_block(self):
+        """Warns about Blocks hidden in list/tuple/dict attributes (never registered)."""
+        children = set(self._children.values())
+
+        def unregistered(data):
+            if isinstance(data, (list, tuple)):
+                return any(unregistered(ele) for ele in data)
+            if isinstance(data, dict):
+                return any(unregistered(v) for v in data.values())
+            return isinstance(data, Block) and data not in children
+
+        for k, v in self.__dict__.items():
+            if (isinstance(v, (list, tuple, dict)) and not (k.startswith('__') or k == '_children')
+                    and unregistered(v)):
+                warnings.warn('"{name}" is an unregistered container with Blocks. Note that '
+                              'Blocks inside the list, tuple or dict will not be registered '
+                              'automatically. Make sure to register them using register_child() '
+                              'or switching to nn.Sequential/nn.HybridSequential instead. '
+                              .format(name=self.__class__.__name__ + '.' + k), stacklevel=3)
+
+    def _alias(self):
+        """The hint of automatic prefixes: the lower-case class name."""
+        return self.__class__.__name__.lower()
+
+    @property
+    def prefix(self):
+        """Prefix of this Block (`dense0_`)."""
+        return self._prefix
+
+    @property
+    def name(self):
+        """Name of this Block: the prefix without its trailing '_'."""
+        return self._name
+
+    def name_scope(self):
+        """The scope naming children and Parameters: `with self.name_scope(): ...`."""
+        return self._scope
+
+    @property
+    def params(self):
+        """This Block's own ParameterDict (children's Parameters are not included)."""
+        return self._params
+
+    def collect_params(self, select=None):
+        """A ParameterDict of this Block's and all its descendants' Parameters; `select`, a
+        regular expression, keeps only names it matches (`'.*weight|.*bias'`)."""
+        self._check_container_with_block()
+        ret = ParameterDict(self._params.prefix)
+        if not select:
+            ret.update(self.params)
+        else:
+            pattern = re.compile(select)
+            ret.update({name: value for name, value in self.params.items()
+                        if pattern.match(name)})
+        for cld in self._children.values():
+            ret.update(cld.collect_params(select=select))
+        return ret
+
+    def _collect_params_with_prefix(self, prefix=''):
+        """Parameters keyed by structural path (`0.weight`, `features.3.running_var`)."""
+        if prefix:
+            prefix += '.'
+        ret = {prefix + key: val for key, val in self._reg_params.items()}
+        for name, child in self._children.items():
+            ret.update(child._collect_params_with_prefix(prefix + name))
+        return ret
+
+    # ---- saving and loading -------------------------------------------------------------
+    def save_parameters(self, filename, deduplicate=False):
+        """Saves the Parameters under their structural names (load with `load_parameters`).
+
+        deduplicate: save a Parameter shared by several children only once.
+        """
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            reverse_params = {v: k for k, v in params.items()}
+            params = {v: k for k, v in reverse_params.items()}
+        arg_dict = {key: val._reduce() for key, val in params.items()}
+        ndarray.save(filename, arg_dict)
+
+    def save_params(self, filename):
+        """[Deprecated] Saves with full names minus this block's prefix; use
+        `save_parameters`."""
+        warnings.warn('save_params is deprecated. Please use save_parameters. Note that if you '
+                      'want load from SymbolBlock later, please use export instead. For '
+                      'details, see https://mxnet.apache.org/tutorials/gluon/save_load_params.html')
+        try:
+            self.collect_params().save(filename, strip_prefix=self.prefix)
+        except ValueError as e:
+            raise ValueError('%s\nsave_params is deprecated. Using save_parameters may resolve '
+                             'this error.' % e) from None
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source='current'):
+        """Loads Parameters saved by `save_parameters` (or, when no name holds a '.', by the
+        legacy `save_params`).
+
+        ctx: where to put them (default: the deferred-init contexts, else cpu()).
+        allow_missing / ignore_extra: tolerate Parameters absent from / extra in the file.
+        cast_dtype, dtype_source: see `Parameter` loading ('current' casts the data,
+        'saved' retypes the Parameter).
+        """
+        loaded = ndarray.load(filename)
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if not any('.' in i for i in loaded.keys()):
+            del loaded
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
+                                       cast_dtype=cast_dtype, dtype_source=dtype_source)
+            return
+        if not allow_missing:
+            # A shared Parameter is present if any of its structural names is.
+            params_inv = defaultdict(list)
+            for k, v in params.items():
+                params_inv[v].append(k)
+            for name, param in params.items():
+                if not any(p in loaded for p in params_inv[param]):
+                    raise AssertionError(
+                        "Parameter '%s' is missing in file '%s', which contains parameters: %s. "
+                        "Set allow_missing=True to ignore missing parameters."
+                        % (name, filename, _brief_print_list(loaded.keys())))
+        for name in loaded:
+            if not ignore_extra and name not in params:
+                raise ValueError(
+                    "Parameter '%s' loaded from file '%s' is not present in ParameterDict, "
+                    "which contains parameters %s. Set ignore_extra=True to ignore. "
+                    % (name, filename, _brief_print_list(self._params.keys())))
+            if name in params:
+                params[name]._load_init(loaded[name], ctx, cast_dtype=cast_dtype,
+                                        dtype_source=dtype_source)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """[Deprecated] Use `load_parameters`."""
+        warnings.warn('load_params is deprecated. Please use load_parameters.')
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    # ---- structure ------------------------------------------------------------------------
+    def register_child(self, block, name=None):
+        """Registers `block` as a child (attribute assignment does this automatically);
+        unnamed children are keyed '0', '1', ..."""
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook):
+        """Calls `hook(block, args)` before each `forward`; returns a HookHandle."""
+        handle = HookHandle()
+        handle.attach(self._forward_pre_hooks, hook)
+        return handle
+
+    def register_forward_hook(self, hook):
+        """Calls `hook(block, args, output)` after each `forward`; returns a HookHandle."""
+        handle = HookHandle()
+        handle.attach(self._forward_hooks, hook)
+        return handle
+
+    def apply(self, fn):
+        """Calls `fn(block)` on every descendant, then on this block; returns self."""
+        for cld in self._children.values():
+            cld.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=initializer.Uniform(), ctx=None, verbose=False,
+                   force_reinit=False):
+        """Initializes the Parameters of this Block and its children
+        (`collect_params().initialize(...)`)."""
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def zero_grad(self):
+        """Sets the gradients of all Parameters (children's included) to 0."""
+        self.collect_params().zero_grad()
+
+    def reset_ctx(self, ctx):
+        """Moves all Parameters (children's included) to other context(s)."""
+        self.collect_params().reset_ctx(ctx)
+
+    def hybridize(self, active=True, **kwargs):
+        """Hybridizes the HybridBlock descendants (a plain Block itself stays imperative)."""
+        for cld in self._children.values():
+            cld.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Converts the Parameters of this Block and its children to `dtype`."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for _, param in self.params.items():
+            param.cast(dtype)
+
+    def __call__(self, *args):
+        """Runs the pre-hooks, `forward(*args)`, then the hooks; returns forward's output."""
+        for hook in self._forward_pre_hooks.values():
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in self._forward_hooks.values():
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        """The computation of this Block, on NDArrays; subclasses implement it."""
+        raise NotImplementedError
+
+    def summary(self, *inputs):
+        """Prints each layer's output shape and parameter count for a forward pass on
+        `inputs` (the block must be initialized and not hybridized)."""
+        _print_summary(self, inputs)
+
+
+class HybridBlock(Block):
+    """A Block computing with either NDArrays or Symbols: subclasses implement
+    `hybrid_forward(F, x, *args, **params)`, where `F` is `mx.nd` (or `mx.sym` while tracing)
+    and `params` holds the data of each Parameter attribute, by attribute name.
+
+    All children must be HybridBlocks.
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        # State of the cached graph (filled by hybridize support).
+        self._cached_graph = ()
+        self._cached_op = None
+        self._cached_op_args = []
+        self._out_format = None
+        self._in_format = None
+        self._active = False
+        self._flags = []
+        self._backend = None
+        self._backend_opts = {}
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cached_op()
+
+    def _clear_cached_op(self):
+        """Forgets the cached graph, so the next hybridized call traces again."""
+        self._cached_graph = ()
+        self._cached_op = None
+        self._cached_op_args = []
+
+    def register_child(self, block, name=None):
+        if not isinstance(block, HybridBlock):
+            raise ValueError(
+                'Children of HybridBlock must also be HybridBlock, but %s has type %s. If you '
+                'are using Sequential, please try HybridSequential instead.'
+                % (str(block), str(type(block))))
+        super().register_child(block, name)
+        self._clear_cached_op()
+
+    def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
+                  static_shape=False, inline_limit=2, forward_bulk_size=None,
+                  backward_bulk_size=None, **kwargs):
+        """Turns hybrid execution on or off for this block and its descendants and records
+        the CachedOp flags (extra keyword arguments are backend options)."""
+        if kwargs:
+            self._backend_opts = kwargs
+        self._backend = backend
+        self._active = active
+        self._flags = [('static_alloc', static_alloc), ('static_shape', static_shape),
+                       ('inline_limit', inline_limit)]
+        if forward_bulk_size is not None:
+            self._flags.append(('forward_bulk_size', forward_bulk_size))
+        if backward_bulk_size is not None:
+            self._flags.append(('backward_bulk_size', backward_bulk_size))
+        if clear:
+            self._clear_cached_op()
+        if active and self._forward_hooks or self._forward_pre_hooks:
+            warnings.warn('"{block}" is being hybridized while still having forward hook/'
+                          'pre-hook. If "{block}" is a child of HybridBlock, the hooks will not '
+                          'take effect.'.format(block=self))
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
+                          inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
+                          backward_bulk_size=backward_bulk_size)
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    # ---- shape inference --------------------------------------------------------------
+    def infer_shape(self, *args):
+        """Completes the unknown dims of this block's Parameters from the inputs `args`.
+
+        Layers provide the rule through `_infer_param_shapes`; whole-graph inference for
+        arbitrary HybridBlocks comes with hybridize support.
+        """
+        self._infer_param_shapes(*args)
+
+    def _infer_param_shapes(self, *args):
+        """Per-layer shape rule (layers override it). The generic version can only accept
+        Parameters whose shapes are already complete."""
+        unknown = [p for p in self.params.values() if not _shape_known(p.shape)]
+        if unknown:
+            raise ValueError(
+                '%s has Parameters of unknown shape (%s) and no shape rule to infer them from '
+                'the inputs. Give these Parameters complete shapes.'
+                % (self.__class__.__name__, ', '.join('%s %s' % (p.name, p.shape)
+                                                      for p in unknown)))
+
+    def _deferred_infer_shape(self, *args):
+        try:
+            self.infer_shape(*args)
+        except Exception as e:
+            raise ValueError('Deferred initialization failed because shape cannot be inferred. '
+                             '{}'.format(e)) from e
+
+    # ---- calling ----------------------------------------------------------------------
+    def forward(self, x, *args):
+        """Runs `hybrid_forward` with `F = mx.nd` and the Parameters' data for NDArray inputs
+        (finishing deferred initialization on first use), or traces it for Symbol inputs."""
+        symbol_cls = _symbol_class()
+        has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info(
+            [x] + list(args), symbol_cls)
+        if has_symbol and has_ndarray:
+            raise ValueError('In HybridBlock, we do not support mixed NDArrays and Symbols types '
+                             'for the input. Please check the type of the args.\n')
+        if not has_symbol and not has_ndarray:
+            raise ValueError('In HybridBlock, there must be one NDArray or one Symbol in the '
+                             'input. Please check the type of the args.\n')
+        if has_ndarray:
+            if self._active and len(ctx_set) > 1:
+                raise ValueError('Find multiple contexts in the input, After hybridized, the '
+                                 'HybridBlock only supports one input context. You can print '
+                                 'the ele.ctx in the input arguments to inspect their contexts. '
+                                 'Find all contexts = {}'.format(ctx_set))
+            # Hybridize support adds the cached-graph call for active blocks here; until then
+            # an active block runs imperatively, which computes the same result.
+            ctx = first_ctx
+            with ctx:
+                try:
+                    params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+                except DeferredInitializationError:
+                    self._deferred_infer_shape(x, *args)
+                    for v in self.params.values():
+                        v._finish_deferred_init()
+                    params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+                return self.hybrid_forward(ndarray, x, *args, **params)
+        from .. import symbol
+        params = {k: v.var() for k, v in self._reg_params.items()}
+        with self.name_scope():
+            return self.hybrid_forward(symbol, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """The computation, written against `F` (`mx.nd` or `mx.sym`); subclasses implement
+        it."""
+        raise NotImplementedError
+
+
+def _shape_known(shape):
+    return shape is not None and all(d > 0 for d in shape)
+
+
+# ---- summary ------------------------------------------------------------------------------
+def _shape_str(args):
+    """The shapes of nested outputs as MXNet prints them: `(2, 10)` or `(2, 3), (2, 4)`."""
+    def shapes_of(a):
+        if isinstance(a, (list, tuple)):
+            return [shapes_of(i) for i in a]
+        return a.shape if isinstance(a, NDArray) else a
+
+    shapes = shapes_of(args)
+    text = str(shapes)[1:-1] if isinstance(shapes, list) else str(shapes)
+    return text.replace('L', '')
+
+
+def _print_summary(block, inputs):
+    """Implements Block.summary: hooks every non-Sequential block, runs one forward, prints."""
+    from .nn.basic_layers import Sequential, HybridSequential
+    summary = OrderedDict()
+    seen = set()
+    hooks = []
+
+    def summary_hook(blk, _, outputs):
+        key = '%s-%i' % (blk.__class__.__name__, len(summary))
+        entry = summary[key] = OrderedDict()
+        entry['output_shape'] = _shape_str(outputs)
+        n_params = trainable = shared = 0
+        for p in blk.params.values():
+            size = p.data().size
+            n_params += size
+            trainable += 0 if p.grad_req == 'null' else size
+            if p in seen:
+                shared += size
+            else:
+                seen.add(p)
+        entry['n_params'], entry['trainable'], entry['shared'] = n_params, trainable, shared
+
+    def register(blk):
+        if isinstance(blk, HybridBlock) and blk._active:
+            raise AssertionError('"{}" must not be hybridized to print summary.'
+                                 .format(blk.name))
+        if not isinstance(blk, (Sequential, HybridSequential)):
+            hooks.append(blk.register_forward_hook(summary_hook))
+
+    summary['Input'] = OrderedDict(output_shape=_shape_str(list(inputs)), n_params=0,
+                                   trainable=0, shared=0)
+    try:
+        block.apply(register)
+        block(*inputs)
+        line_format = '{:>20}  {:>42} {:>15}'
+        print('-' * 80)
+        print(line_format.format('Layer (type)', 'Output Shape', 'Param #'))
+        print('=' * 80)
+        total = trainable = shared = 0
+        for layer, entry in summary.items():
+            print(line_format.format(layer, str(entry['output_shape']), entry['n_params']))
+            total += entry['n_params']
+            trainable += entry['trainable']
+            shared += entry['shared']
+        print('=' * 80)
+        print('Parameters in forward computation graph, duplicate included')
+        print('   Total params: ' + str(total))
+        print('   Trainable params: ' + str(trainable))
+        print('   Non-trainable params: ' + str(total - trainable))
+        print('Shared params in forward computation graph: ' + str(shared))
+        print('Unique parameters in model: ' + str(total - shared))
+        print('-' * 80)
+    finally:
+        for h in hooks:
+            h.detach()
