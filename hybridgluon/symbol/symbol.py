@@ -13,6 +13,20 @@ from ..name import NameManager, Prefix  # noqa: F401  (re-exported by sym)
 __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
 
 
+def _attr_str(value):
+    """MXNet's front-end rule for attribute strings: str(value), dtypes by name."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return str(tuple(value)) if isinstance(value, tuple) else str(list(value))
+    if isinstance(value, type) or hasattr(value, 'name') and hasattr(value, 'itemsize'):
+        return {0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8', 4: 'int32', 5: 'int8',
+                6: 'int64', 7: 'bool'}[_dtype_flag(value)]
+    return str(value)
+
+
 _OPERATOR_HINTS = {'add': 'plus', 'sub': 'minus'}
 
 
