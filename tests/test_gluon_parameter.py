@@ -136,9 +136,13 @@ def test_set_data_zero_grad_cast_reset_ctx():
         Parameter('z', shape=(1,)).reset_ctx(mx.cpu())
 
 
-def test_var_placeholder():
-    with pytest.raises(NotImplementedError, match='symbols arrive with hybridize support'):
-        Parameter('w', shape=(1,)).var()
+def test_var_carries_mxnet_annotations():
+    p = Parameter('w', shape=(3, 0), lr_mult=2.0, init='zeros')
+    v = p.var()
+    assert v.name == 'w' and p.var() is v
+    assert v.list_attr() == {'__dtype__': '0', '__init__': 'zeros', '__lr_mult__': '2.0',
+                             '__shape__': '(3, 0)', '__storage_type__': '0',
+                             '__wd_mult__': '1.0'}
 
 
 def test_constant():

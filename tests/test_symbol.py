@@ -237,3 +237,16 @@ def test_deep_graph_has_no_recursion_limits():
 def test_load_missing_file_is_mxnet_error(tmp_path):
     with pytest.raises(mx.MXNetError, match='cannot read'):
         sym.load(str(tmp_path / 'nope.json'))
+
+
+def test_gluon_block_traced_with_a_symbol_matches_mxnet_json():
+    from hybridgluon.gluon import nn
+    with mx.name.NameManager():
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(4, activation='relu'))
+        out = net(sym.var('data'))
+    assert isinstance(out, sym.Symbol)
+    assert out.tojson() == EXPECTED
+    w = net[0].weight
+    assert w.var() is w.var()   # one variable per parameter

@@ -416,8 +416,14 @@ class Parameter:
             _mark_variables(self._data, self._grad, self.grad_req)
 
     def var(self):
-        """The Symbol variable standing for this parameter in a traced graph."""
-        raise NotImplementedError('symbols arrive with hybridize support')
+        """The Symbol variable standing for this parameter in a traced graph (created once, so
+        its `__shape__` keeps the dimensions known then, unknown ones as 0, as MXNet's does)."""
+        if self._var is None:
+            from .. import symbol
+            self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                   stype=self._stype)
+        return self._var
 
 
 class _ConstantInit(initializer.Initializer):
