@@ -26,6 +26,8 @@ static PyObject *wrap_symbol(hg_symbol *s)
     return (PyObject *)o;
 }
 
+hg_symbol *hgpy_symbol_ptr(PyObject *o);
+
 static hg_symbol *as_symbol(PyObject *o)
 {
     if (!PyObject_TypeCheck(o, &HgSymbol_Type)) {
@@ -34,6 +36,8 @@ static hg_symbol *as_symbol(PyObject *o)
     }
     return ((SymbolObject *)o)->s;
 }
+
+hg_symbol *hgpy_symbol_ptr(PyObject *o) { return as_symbol(o); }
 
 static void sym_dealloc(SymbolObject *self)
 {

@@ -1,5 +1,6 @@
 """Gluon, the imperative-first model API (MXNet's `mx.gluon`): Parameters, Blocks and layers."""
 from .parameter import *  # noqa: F401,F403
 from .block import *  # noqa: F401,F403
+from .symbol_block import SymbolBlock  # noqa: F401
 from . import nn  # noqa: F401
 from . import utils  # noqa: F401

@@ -22,6 +22,7 @@ import warnings
 from .. import initializer
 from .. import name as _name
 from .. import ndarray
+from ..base import MXNetError
 from ..ndarray import NDArray
 from .parameter import Parameter, ParameterDict, DeferredInitializationError
 from .utils import _indent, _brief_print_list, HookHandle
@@ -443,25 +444,65 @@ class HybridBlock(Block):
         self._clear_cached_op()
         super().cast(dtype)
 
-    # ---- shape inference --------------------------------------------------------------
+    # ---- the traced graph ---------------------------------------------------------------
+    def _get_graph(self, *args):
+        """Traces hybrid_forward once with Symbols: (input variables, grouped outputs)."""
+        if not self._cached_graph:
+            from .. import symbol
+            flat, self._in_format = _flatten(args, 'input')
+            names = ['data'] if len(flat) == 1 else ['data%d' % i for i in range(len(flat))]
+            inputs = [symbol.var(n) if a is not None else None for n, a in zip(names, flat)]
+            grouped = _regroup(inputs, self._in_format)
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            with self.name_scope():
+                out = self.hybrid_forward(symbol, *grouped, **params)
+            out, self._out_format = _flatten(out, 'output')
+            self._cached_graph = [i for i in inputs if i is not None], symbol.Group(out)
+        return self._cached_graph
+
+    def _graph_inputs(self, *args):
+        """(graph input names, {data name: position}, {param name: Parameter}), checked."""
+        data, out = self._get_graph(*args)
+        data_pos = {d.name: i for i, d in enumerate(data)}
+        params = {p.name: p for p in self.collect_params().values()}
+        names = out.list_inputs()
+        for name in names:
+            if name not in data_pos and name not in params:
+                raise MXNetError('Unknown input to HybridBlock: %s' % name)
+        return names, data_pos, params
+
     def infer_shape(self, *args):
-        """Completes the unknown dims of this block's Parameters from the inputs `args`.
+        """Completes the unknown dims of the Parameters by inferring shapes through the traced
+        graph from the input arrays `args`."""
+        self._infer_attrs(args)
 
-        Layers provide the rule through `_infer_param_shapes`; whole-graph inference for
-        arbitrary HybridBlocks comes with hybridize support.
-        """
-        self._infer_param_shapes(*args)
-
-    def _infer_param_shapes(self, *args):
-        """Per-layer shape rule (layers override it). The generic version can only accept
-        Parameters whose shapes are already complete."""
-        unknown = [p for p in self.params.values() if not _shape_known(p.shape)]
+    def _infer_attrs(self, args):
+        from .. import _core
+        from ..base import _dtype_flag
+        names, data_pos, params = self._graph_inputs(*args)
+        flat = [a for a in _flatten(args, 'input')[0] if a is not None]
+        metas = []
+        for n in names:
+            if n in data_pos:
+                a = flat[data_pos[n]]
+                metas.append((a.shape, a._dtype_flag))
+            else:
+                p = params[n]
+                metas.append((p.shape if p.shape else None, _dtype_flag(p.dtype)))
+        op = _core.CachedOp(self._cached_graph[1], names)
+        inferred, _ = op.infer(metas, True)
+        unknown = []
+        for n, (shape, _) in zip(names, inferred):
+            if n not in params:
+                continue
+            if shape is None or 0 in shape:
+                unknown.append('%s: %s' % (n, shape if shape is not None else '()'))
+            else:
+                params[n].shape = shape
         if unknown:
-            raise ValueError(
-                '%s has Parameters of unknown shape (%s) and no shape rule to infer them from '
-                'the inputs. Give these Parameters complete shapes.'
-                % (self.__class__.__name__, ', '.join('%s %s' % (p.name, p.shape)
-                                                      for p in unknown)))
+            raise MXNetError('Cannot decide shape for the following arguments (0s in shape means '
+                             'unknown dimensions). Consider providing them as input:\n\t%s'
+                             % '\n\t'.join(unknown))
 
     def _deferred_infer_shape(self, *args):
         try:
@@ -470,10 +511,55 @@ class HybridBlock(Block):
             raise ValueError('Deferred initialization failed because shape cannot be inferred. '
                              '{}'.format(e)) from e
 
+    def _build_cache(self, *args):
+        from .. import _core
+        names, data_pos, params = self._graph_inputs(*args)
+        self._cached_op_args = [(True, data_pos[n]) if n in data_pos else (False, params[n])
+                                for n in names]
+        self._cached_op = _core.CachedOp(self._cached_graph[1], names)
+
+    def _call_cached_op(self, *args):
+        if self._cached_op is None:
+            self._build_cache(*args)
+        flat, fmt = _flatten(args, 'input')
+        if fmt != self._in_format:
+            raise ValueError('The argument structure of HybridBlock does not match the cached '
+                             'version. Stored format = {}, input format = {}'
+                             .format(self._in_format, fmt))
+        flat = [a for a in flat if a is not None]
+        try:
+            cargs = [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
+        except DeferredInitializationError:
+            self._deferred_infer_shape(*args)
+            for _, p in self._cached_op_args:
+                if not isinstance(p, int):
+                    p._finish_deferred_init()
+            cargs = [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
+        out = self._cached_op(*cargs)
+        return _regroup(out, self._out_format)
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Writes `path-symbol.json` and `path-%04d.params` (epoch): the traced graph and the
+        parameters it uses, named `arg:<name>` / `aux:<name>` as MXNet's export does."""
+        if not self._cached_graph:
+            raise RuntimeError('Please first call block.hybridize() and then run forward with '
+                               'this block at least once before calling export.')
+        sym = self._cached_graph[1]
+        sym.save('%s-symbol.json' % path)
+        aux = set(sym.list_auxiliary_states())
+        params = {p.name: p for p in self.collect_params().values()}
+        arrays = {}
+        for name in sym.list_inputs():
+            if name in params:
+                key = ('aux:%s' if name in aux else 'arg:%s') % name
+                arrays[key] = params[name]._reduce()
+        ndarray.save('%s-%04d.params' % (path, epoch), arrays)
+
     # ---- calling ----------------------------------------------------------------------
     def forward(self, x, *args):
         """Runs `hybrid_forward` with `F = mx.nd` and the Parameters' data for NDArray inputs
-        (finishing deferred initialization on first use), or traces it for Symbol inputs."""
+        (through the cached graph once hybridized; finishing deferred initialization on first
+        use), or traces it for Symbol inputs."""
         symbol_cls = _symbol_class()
         has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info(
             [x] + list(args), symbol_cls)
@@ -489,9 +575,10 @@ class HybridBlock(Block):
                                  'HybridBlock only supports one input context. You can print '
                                  'the ele.ctx in the input arguments to inspect their contexts. '
                                  'Find all contexts = {}'.format(ctx_set))
-            # Hybridize support adds the cached-graph call for active blocks here; until then
-            # an active block runs imperatively, which computes the same result.
             ctx = first_ctx
+            if self._active:
+                with ctx:
+                    return self._call_cached_op(x, *args)
             with ctx:
                 try:
                     params = {k: v.data(ctx) for k, v in self._reg_params.items()}
@@ -510,6 +597,46 @@ class HybridBlock(Block):
         """The computation, written against `F` (`mx.nd` or `mx.sym`); subclasses implement
         it."""
         raise NotImplementedError
+
+
+def _flatten(args, what):
+    """Flattens nested lists/tuples of arrays or Symbols into a list plus a format for
+    _regroup (MXNet's convention: 0 an array or single-output Symbol, n > 0 a Symbol with n
+    outputs, -1 None, a list for a list)."""
+    if isinstance(args, NDArray):
+        return [args], 0
+    if hasattr(args, '_hg_symbol'):
+        n = len(args)
+        return [args], n if n > 1 else 0
+    if args is None:
+        return [None], -1
+    if not isinstance(args, (list, tuple)):
+        raise ValueError('HybridBlock %s must be (nested) list of Symbol or NDArray, but got %s '
+                         'of type %s' % (what, str(args), str(type(args))))
+    flat, fmts = [], []
+    for a in args:
+        f, fmt = _flatten(a, what)
+        flat.extend(f)
+        fmts.append(fmt)
+    return flat, fmts
+
+
+def _regroup(args, fmt):
+    """Inverse of _flatten: rebuilds the nesting `fmt` from the flat list `args`."""
+    def take(items, f):
+        if isinstance(f, int):
+            if f == 0:
+                return items[0], items[1:]
+            if f == -1:
+                return None, items
+            return list(items[:f]), items[f:]
+        out = []
+        for g in f:
+            v, items = take(items, g)
+            out.append(v)
+        return out, items
+
+    return take(list(args), fmt)[0]
 
 
 def _shape_known(shape):
@@ -537,6 +664,8 @@ def _print_summary(block, inputs):
     hooks = []
 
     def summary_hook(blk, _, outputs):
+        if any(hasattr(o, '_hg_symbol') for o in _flatten(outputs, 'output')[0]):
+            return  # a trace for deferred shape inference, not the forward being summarised
         key = '%s-%i' % (blk.__class__.__name__, len(summary))
         entry = summary[key] = OrderedDict()
         entry['output_shape'] = _shape_str(outputs)

@@ -339,6 +339,10 @@ class Parameter:
                     "Failed loading Parameter '%s' from saved params: dtype incompatible "
                     "expected %s vs saved %s. Set cast_dtype=True to cast the dtype of saved "
                     "params." % (self.name, str(self.dtype), str(data.dtype)))
+        if self.shape is None:  # a graph's parameter learns its shape and dtype from the file
+            self.shape = data.shape
+        if self.dtype is None:
+            self.dtype = data.dtype
         if isinstance(ctx, Context):
             ctx = [ctx]
         if self._data is None:

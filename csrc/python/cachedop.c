@@ -1,0 +1,214 @@
+/* _core.CachedOp: a plan over a symbol, called with NDArrays (what hybridize() builds), plus
+ * shape/dtype inference for Symbol.infer_shape and Gluon's deferred initialisation. */
+#include "binding.h"
+
+#include <stdlib.h>
+
+#include "exec/plan.h"
+
+typedef struct {
+    PyObject_HEAD
+    hg_plan *plan;
+    int ninputs;
+} CachedOpObject;
+
+/* The C symbol inside a _core.Symbol (symbol.c owns the type). */
+hg_symbol *hgpy_symbol_ptr(PyObject *o);
+
+static void co_dealloc(CachedOpObject *self)
+{
+    hg_plan_free(self->plan);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int co_init(CachedOpObject *self, PyObject *args, PyObject *kw)
+{
+    PyObject *symobj, *names;
+    if (!PyArg_ParseTuple(args, "OO", &symobj, &names)) return -1;
+    hg_symbol *s = hgpy_symbol_ptr(symobj);
+    if (!s) return -1;
+    PyObject *seq = PySequence_Fast(names, "input names must be a sequence of str");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const char **cn = PyMem_Malloc(sizeof(char *) * (size_t)(n ? n : 1));
+    int rc = -1;
+    if (!cn) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(cn[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
+    hg_plan_free(self->plan);
+    self->plan = NULL;
+    hg_status st = hg_plan_create(s, (int)n, cn, &self->plan);
+    if (st) {
+        hgpy_raise(st);
+        goto done;
+    }
+    self->ninputs = (int)n;
+    rc = 0;
+done:
+    PyMem_Free(cn);
+    Py_DECREF(seq);
+    return rc;
+}
+
+static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
+{
+    if (!self->plan) {
+        PyErr_SetString(PyExc_RuntimeError, "CachedOp is not initialised");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n != self->ninputs)
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "CachedOp expects %d inputs, got %zd",
+                                   self->ninputs, n));
+    int nout = hg_plan_num_outputs(self->plan);
+    hg_tensor **in = PyMem_Malloc(sizeof(hg_tensor *) * (size_t)(n + 1));
+    hg_tensor **out = PyMem_Calloc((size_t)(nout + 1), sizeof(hg_tensor *));
+    PyObject *res = NULL;
+    if (!in || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        if (!hgpy_is_ndarray(a)) {
+            PyErr_Format(PyExc_TypeError, "CachedOp input %zd must be an NDArray, got %s", i,
+                         Py_TYPE(a)->tp_name);
+            goto done;
+        }
+        in[i] = hgpy_tensor(a);
+    }
+    hg_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = hg_plan_run(self->plan, in, hgpy_is_training, out);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        hgpy_raise(st);
+        goto done;
+    }
+    res = PyList_New(nout);
+    for (int i = 0; i < nout; i++) {
+        PyObject *w = res ? hgpy_wrap(out[i]) : NULL;
+        if (!res) hg_tensor_free(out[i]);
+        else if (!w) Py_CLEAR(res);
+        else PyList_SET_ITEM(res, i, w);
+    }
+done:
+    PyMem_Free(in);
+    PyMem_Free(out);
+    return res;
+}
+
+static PyObject *meta_to_py(const hg_meta *m)
+{
+    if (m->ndim < 0) return Py_BuildValue("(Oi)", Py_None, (int)m->dtype);
+    PyObject *shape = PyTuple_New(m->ndim);
+    for (int d = 0; shape && d < m->ndim; d++)
+        PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(m->shape[d] < 0 ? 0 : m->shape[d]));
+    return shape ? Py_BuildValue("(Ni)", shape, (int)m->dtype) : NULL;
+}
+
+/* infer([(shape or None, dtype_flag)], partial) -> ([in metas], [out metas]); in shapes, 0
+ * marks an unknown dimension (MXNet's convention), None an unknown shape. */
+static PyObject *co_infer(CachedOpObject *self, PyObject *args)
+{
+    PyObject *list;
+    int partial = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &list, &partial)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "expected a list of (shape, dtype) pairs");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int nout = hg_plan_num_outputs(self->plan);
+    hg_meta *in = PyMem_Calloc((size_t)(n + 1), sizeof(hg_meta));
+    hg_meta *out = PyMem_Calloc((size_t)(nout + 1), sizeof(hg_meta));
+    PyObject *res = NULL, *ins = NULL, *outs = NULL;
+    if (!in || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (n != self->ninputs) {
+        hgpy_raise(hg_error(HG_ERR_VALUE, "expected %d input metas, got %zd", self->ninputs, n));
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *shape, *item = PySequence_Fast_GET_ITEM(seq, i);
+        int dtype;
+        if (!PyArg_ParseTuple(item, "Oi", &shape, &dtype)) goto done;
+        in[i].dtype = (hg_dtype)dtype;
+        if (shape == Py_None) {
+            in[i].ndim = -1;
+            continue;
+        }
+        PyObject *s = PySequence_Fast(shape, "shape must be a tuple");
+        if (!s) goto done;
+        Py_ssize_t nd = PySequence_Fast_GET_SIZE(s);
+        if (nd > HG_MAX_NDIM) {
+            Py_DECREF(s);
+            hgpy_raise(hg_error(HG_ERR_VALUE, "shape with %zd dimensions", nd));
+            goto done;
+        }
+        in[i].ndim = (int)nd;
+        for (Py_ssize_t d = 0; d < nd; d++) {
+            long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(s, d));
+            if (v == -1 && PyErr_Occurred()) {
+                Py_DECREF(s);
+                goto done;
+            }
+            in[i].shape[d] = v <= 0 ? -1 : v;
+        }
+        Py_DECREF(s);
+    }
+    hg_status st = hg_plan_infer(self->plan, in, out, partial);
+    if (st) {
+        hgpy_raise(st);
+        goto done;
+    }
+    ins = PyList_New(n);
+    outs = PyList_New(nout);
+    for (Py_ssize_t i = 0; ins && i < n; i++) PyList_SET_ITEM(ins, i, meta_to_py(&in[i]));
+    for (int i = 0; outs && i < nout; i++) PyList_SET_ITEM(outs, i, meta_to_py(&out[i]));
+    if (ins && outs) res = Py_BuildValue("(OO)", ins, outs);
+done:
+    Py_XDECREF(ins);
+    Py_XDECREF(outs);
+    PyMem_Free(in);
+    PyMem_Free(out);
+    Py_DECREF(seq);
+    return res;
+}
+
+static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
+{
+    hg_plan_stats s;
+    hg_plan_get_stats(self->plan, &s);
+    return Py_BuildValue("{s:i,s:L,s:L}", "kernels", s.kernels, "peak_internal_bytes",
+                         (long long)s.peak_bytes, "unplanned_internal_bytes",
+                         (long long)s.total_bytes);
+}
+
+static PyMethodDef k_co_methods[] = {
+    {"infer", (PyCFunction)co_infer, METH_VARARGS, "shape/dtype inference for input metas"},
+    {"stats", (PyCFunction)co_stats, METH_NOARGS, "counters of the last run"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject HgCachedOp_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hybridgluon._core.CachedOp",
+    .tp_basicsize = sizeof(CachedOpObject),
+    .tp_dealloc = (destructor)co_dealloc,
+    .tp_call = (ternaryfunc)co_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "CachedOp(symbol, input_names): run a symbol on NDArrays",
+    .tp_methods = k_co_methods,
+    .tp_init = (initproc)co_init,
+    .tp_new = PyType_GenericNew,
+};
+
+int hgpy_init_cachedop(PyObject *m)
+{
+    if (PyType_Ready(&HgCachedOp_Type) < 0) return -1;
+    Py_INCREF(&HgCachedOp_Type);
+    return PyModule_AddObject(m, "CachedOp", (PyObject *)&HgCachedOp_Type);
+}
