@@ -250,3 +250,21 @@ def test_gluon_block_traced_with_a_symbol_matches_mxnet_json():
     assert out.tojson() == EXPECTED
     w = net[0].weight
     assert w.var() is w.var()   # one variable per parameter
+
+
+def test_infer_shape_and_type():
+    x = sym.var('data')
+    y = sym.FullyConnected(x, num_hidden=6, name='fc')
+    z = sym.relu(y) + 1
+    arg, out, aux = z.infer_shape(data=(4, 3))
+    assert arg == [(4, 3), (6, 3), (6,)] and out == [(4, 6)] and aux == []
+    assert z.infer_shape((2, 5))[1] == [(2, 6)]
+    with pytest.warns(UserWarning, match='Cannot decide shape'):
+        assert z.infer_shape() == (None, None, None)
+    arg, out, _ = z.infer_shape_partial()
+    assert out == [None]
+    import numpy as np
+    arg, out, _ = z.infer_type(data='float64')
+    assert arg[0] is np.float64 and out == [np.float64]
+    with pytest.raises(mx.MXNetError, match=r'fc.*FullyConnected'):
+        z.infer_shape(data=(4, 3), fc_weight=(6, 4))

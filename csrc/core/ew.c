@@ -138,6 +138,11 @@ hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *attrs, int nin
     const hg_meta *x = &in[0], *y = &in[1];
     hg_meta *out = &outs[0];
     (void)attrs; (void)nin; (void)nout;
+    if (x->ndim < 0 || y->ndim < 0) { /* graph inference: not decidable yet */
+        out->ndim = -1;
+        out->dtype = x->ndim < 0 ? y->dtype : x->dtype;
+        return HG_OK;
+    }
     if (x->dtype != y->dtype)
         return hg_error(HG_ERR_TYPE, "%s: input dtypes differ: %s and %s", opname,
                         hg_dtype_name(x->dtype), hg_dtype_name(y->dtype));
@@ -162,6 +167,14 @@ hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *attrs, int nin, hg_
     char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
     const char *opname = op->name;
     (void)attrs; (void)nout;
+    for (int i = 0; i < nin; i++) {
+        if (in[i].ndim < 0) { /* graph inference: a known input decides, else unknown */
+            int k = 0;
+            while (k < nin && in[k].ndim < 0) k++;
+            out[0] = k < nin ? in[k] : in[0];
+            return HG_OK;
+        }
+    }
     for (int i = 1; i < nin; i++) {
         if (!hg_shape_equal(in[0].ndim, in[0].shape, in[i].ndim, in[i].shape))
             return hg_error(HG_ERR_VALUE, "%s: input shapes must be equal, got %s and %s (use the "

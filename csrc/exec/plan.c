@@ -120,10 +120,14 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
     hg_meta im_stack[8], *im = im_stack;
     if (nd->nin > 8 && !(im = malloc(sizeof(hg_meta) * (size_t)nd->nin)))
         return hg_error(HG_ERR_MEMORY, "out of memory");
-    bool all_known = true;
+    /* An unknown input produced by another op means an earlier rule could not decide: then
+     * this rule's failure is not an error yet (partial inference). Unknown variables are
+     * parameters the rule is expected to fill in, so its errors about them are real. */
+    bool upstream_unknown = false;
     for (int k = 0; k < nd->nin; k++) {
-        im[k] = p->meta[p->entry[p->in_idx[p->off[i] + k]] + nd->in[k].index];
-        all_known &= meta_known(&im[k]);
+        int src = p->in_idx[p->off[i] + k];
+        im[k] = p->meta[p->entry[src] + nd->in[k].index];
+        upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL;
     }
     hg_meta *om = &p->meta[p->entry[i]];
     for (int k = 0; k < nd->nout; k++) {
@@ -137,7 +141,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
             hg_meta *src = &p->meta[p->entry[p->in_idx[p->off[i] + k]] + nd->in[k].index];
             if (!meta_known(src) && meta_known(&im[k])) *src = im[k];
         }
-    } else if (partial && !all_known) {
+    } else if (partial && upstream_unknown) {
         hg_error_clear(); /* cannot decide yet: leave the outputs unknown */
         st = HG_OK;
     } else {

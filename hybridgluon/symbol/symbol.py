@@ -120,6 +120,64 @@ class Symbol(_core.Symbol):
         nodes, _ = self._graph()
         return {n[0]: dict(n[2]) for n in nodes if n[2]}
 
+    # ---- inference ---------------------------------------------------------------------------
+    def _infer(self, args, kwargs, partial, what):
+        import warnings
+        args_names = self.list_arguments()
+        inputs = self.list_inputs()
+        known = {}
+        if args and kwargs:
+            raise ValueError('Can only specify known argument %s positionally or by keyword, not '
+                             'both' % what)
+        for name, value in zip(args_names, args):
+            if value is not None:
+                known[name] = value
+        for name, value in kwargs.items():
+            if name not in inputs:
+                raise MXNetError('infer_%s: %r is not an input of the symbol (inputs: %s)'
+                                 % (what, name, ', '.join(inputs)))
+            known[name] = value
+        metas = []
+        for name in inputs:
+            v = known.get(name)
+            if what == 'shape':
+                metas.append((tuple(v) if v is not None else None, 0))
+            else:
+                metas.append((None, _dtype_flag(v) if v is not None else 0))
+        op = _core.CachedOp(self, inputs)
+        ins, outs = op.infer(metas, True)
+        by_name = dict(zip(inputs, ins))
+        if what == 'type':
+            from ..base import _np_dtype
+            pick = lambda m: _np_dtype(m[1])  # noqa: E731
+        else:
+            pick = lambda m: m[0]  # noqa: E731
+        arg = [pick(by_name[n]) for n in args_names]
+        aux = [pick(by_name[n]) for n in self.list_auxiliary_states()]
+        out = [pick(m) for m in outs]
+        if not partial and what == 'shape':
+            unknown = [n for n in args_names if by_name[n][0] is None or 0 in by_name[n][0]]
+            if unknown or any(o is None or 0 in o for o in out):
+                warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
+                              'unknown dimensions). Consider providing them as input:\n\t'
+                              + '\n\t'.join('%s: %s' % (n, by_name[n][0]) for n in unknown),
+                              stacklevel=3)
+                return None, None, None
+        return arg, out, aux
+
+    def infer_shape(self, *args, **kwargs):
+        """(argument shapes, output shapes, auxiliary shapes) from known input shapes, or
+        (None, None, None) with a warning when some cannot be decided."""
+        return self._infer(args, kwargs, False, 'shape')
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """Like infer_shape, with undecided shapes left as None / 0 dims instead of failing."""
+        return self._infer(args, kwargs, True, 'shape')
+
+    def infer_type(self, *args, **kwargs):
+        """(argument, output, auxiliary) dtypes (NumPy types) from known input dtypes."""
+        return self._infer(args, kwargs, True, 'type')
+
     # ---- outputs -----------------------------------------------------------------------------
     def __len__(self):
         return self._num_outputs
