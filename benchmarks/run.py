@@ -10,9 +10,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import bench_hybridize  # noqa: E402
 import bench_ndarray  # noqa: E402
 
-BENCHMARKS = [bench_ndarray]
+BENCHMARKS = [bench_ndarray, bench_hybridize]
 
 
 def machine():

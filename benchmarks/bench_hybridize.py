@@ -1,0 +1,70 @@
+"""hybridize benchmarks (issue: symbols/executor): the seeds' 512-256-128-2 MLP at batch 1,
+1000 forwards before and after hybridize, beside PyTorch eager and torch.jit.trace; and a
+20-layer MLP's internal memory with and without the executor releasing values early."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import compare, table, try_torch  # noqa: E402
+
+import hybridgluon as mx  # noqa: E402
+from hybridgluon.gluon import nn  # noqa: E402
+
+
+def _mlp(widths):
+    net = nn.HybridSequential()
+    with net.name_scope():
+        for w in widths[:-1]:
+            net.add(nn.Dense(w, activation='relu'))
+        net.add(nn.Dense(widths[-1]))
+    net.initialize()
+    return net
+
+
+def run(quick=False):
+    torch = try_torch()
+    peers = ['hybridgluon', 'hybridgluon imperative'] + (['torch', 'torch.jit'] if torch else [])
+    rep, number = (5, 300) if quick else (9, 1000)
+    x = mx.nd.random.normal(shape=(1, 512))
+    imp = _mlp([256, 128, 2])
+    hyb = _mlp([256, 128, 2])
+    hyb.hybridize()
+    hyb(x)
+    cases = {'hybridgluon': lambda: hyb(x), 'hybridgluon imperative': lambda: imp(x)}
+    if torch:
+        tnet = torch.nn.Sequential(torch.nn.Linear(512, 256), torch.nn.ReLU(),
+                                   torch.nn.Linear(256, 128), torch.nn.ReLU(),
+                                   torch.nn.Linear(128, 2)).eval()
+        tx = torch.randn(1, 512)
+        with torch.no_grad():
+            traced = torch.jit.trace(tnet, tx)
+
+        def t_eager():
+            with torch.no_grad():
+                return tnet(tx)
+
+        def t_jit():
+            with torch.no_grad():
+                return traced(tx)
+        cases['torch'] = t_eager
+        cases['torch.jit'] = t_jit
+    res = compare(cases, rep, number)
+    rows = [('MLP 512-256-128-2, batch 1, one forward', res,
+             'hybridized / imperative speed-up %.2fx; target >= 3x and <= 10 us'
+             % (res['hybridgluon imperative'] / res['hybridgluon']))]
+    text = table('hybridize (medians; ratio > 1 means hybridized hybridgluon is faster)', rows,
+                 peers)
+    deep = _mlp([256] * 19 + [10])
+    deep.hybridize()
+    deep(mx.nd.ones((64, 256)))
+    st = deep._cached_op.stats()
+    text += ('\n\n20-layer MLP (batch 64, width 256), one hybridized forward: %d kernels, peak '
+             'internal memory %.1f KiB vs %.1f KiB if every intermediate were kept (%.1fx less).'
+             % (st['kernels'], st['peak_internal_bytes'] / 1024,
+                st['unplanned_internal_bytes'] / 1024,
+                st['unplanned_internal_bytes'] / max(1, st['peak_internal_bytes'])))
+    return text
+
+
+if __name__ == '__main__':
+    print(run(quick='--quick' in sys.argv))
