@@ -8,7 +8,7 @@
  *
  * Small per-image products run images in parallel (each thread slot owns a col buffer in the
  * workspace and its BLAS calls stay single-threaded); large ones loop images serially and let the
- * BLAS thread the GEMM. float16 is rejected in the shape rule (MXNet's CPU kernels do too).
+ * BLAS thread the GEMM. float16 is computed in float32 through the workspace.
  *
  * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
  * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
@@ -211,9 +211,9 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                         "expected %d dims (batch, channel and %d spatial)",
                         hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, &a->v[K_KERNEL].t),
                         nsp + 2, nsp);
-    if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64)
-        return hg_error(HG_ERR_TYPE, "Convolution: dtype %s is not supported (float32 and "
-                        "float64 only)", hg_dtype_name(x->dtype));
+    if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64 && x->dtype != HG_DTYPE_F16)
+        return hg_error(HG_ERR_TYPE, "Convolution: dtype %s is not supported (float32, float64 "
+                        "and float16 only)", hg_dtype_name(x->dtype));
     /* An unknown channel count comes back from a known weight. */
     if (x->shape[1] < 0 && w->ndim == nsp + 2 && w->shape[1] >= 0)
         x->shape[1] = w->shape[1] * g.G;
@@ -285,9 +285,26 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     (void)nin;
     conv_geom g;
     geom_full(a, &in[0], &g);
-    if (is_pointwise(&g)) return 0;
-    size_t esize = hg_dtype_size(in[0].dtype);
-    return esize * (size_t)(g.K * g.P) * (size_t)num_slots(&g);
+    size_t cols = is_pointwise(&g) ? 0 : (size_t)(g.K * g.P) * (size_t)num_slots(&g);
+    if (in[0].dtype != HG_DTYPE_F16) return hg_dtype_size(in[0].dtype) * cols;
+    /* float copies of data, weight, bias and output after the col buffers */
+    return sizeof(float) * (cols + (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P));
+}
+
+/* Bytes of col buffers at the start of the workspace (the float16 path appends its copies). */
+static size_t col_bytes(const conv_geom *g, size_t esize)
+{
+    return is_pointwise(g) ? 0 : esize * (size_t)(g->K * g->P) * (size_t)num_slots(g);
+}
+
+static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = hg_half_to_float(src[i]);
+}
+
+static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
 }
 
 #define CONV_IMPL(T, SUFFIX)                                                                    \
@@ -390,10 +407,21 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     conv_geom g;
     geom_full(a, &x, &g);
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
-    if (x.dtype == HG_DTYPE_F32)
+    if (x.dtype == HG_DTYPE_F32) {
         conv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
-    else
+    } else if (x.dtype == HG_DTYPE_F64) {
         conv_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
+    } else {
+        size_t cb = col_bytes(&g, sizeof(float));
+        float *fx = (float *)((char *)ctx->workspace + cb), *fw = fx + g.N * g.C * g.I;
+        float *fb = fw + g.F * g.K, *fy = fb + g.F;
+        hg_exec_ctx sub = {ctx->is_train, cb ? ctx->workspace : NULL, cb};
+        half_to_f32(hg_data(in[0]), fx, g.N * g.C * g.I);
+        half_to_f32(hg_data(in[1]), fw, g.F * g.K);
+        if (bias) half_to_f32(bias, fb, g.F);
+        conv_f32(&g, &sub, fx, fw, bias ? fb : NULL, fy);
+        f32_to_half(fy, hg_data(out[0]), g.N * g.F * g.P);
+    }
     return HG_OK;
 }
 
