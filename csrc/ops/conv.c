@@ -333,12 +333,14 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
                                     memset(row, 0, sizeof(T) * (size_t)OW);                     \
                                     continue;                                                   \
                                 }                                                               \
-                                const T *src = x + ((c * ID + id) * IH + ih) * IW + wofs;       \
+                                const T *src = x + ((c * ID + id) * IH + ih) * IW;              \
                                 for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0;                \
                                 if (sw == 1)                                                    \
-                                    memcpy(row + lo, src + lo, sizeof(T) * (size_t)(hi - lo));  \
+                                    memcpy(row + lo, src + lo + wofs,                           \
+                                           sizeof(T) * (size_t)(hi - lo));                      \
                                 else                                                            \
-                                    for (int64_t ow = lo; ow < hi; ow++) row[ow] = src[ow * sw]; \
+                                    for (int64_t ow = lo; ow < hi; ow++)                        \
+                                        row[ow] = src[ow * sw + wofs];                          \
                                 for (int64_t ow = hi; ow < OW; ow++) row[ow] = 0;               \
                             }                                                                   \
                         }                                                                       \
@@ -389,6 +391,9 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
     {                                                                                           \
         bool pw = is_pointwise(g);                                                              \
         int64_t nslots = num_slots(g);                                                          \
+        /* Never more slots than the workspace holds (the thread count could have changed). */  \
+        if (!pw && (size_t)nslots * sizeof(T) * (size_t)(g->K * g->P) > ctx->workspace_bytes)  \
+            nslots = 1;                                                                         \
         conv_job_##SUFFIX j = {g, x, w, b, y, pw ? NULL : (T *)ctx->workspace, nslots};         \
         if (nslots > 1)                                                                         \
             hg_parallel_for(nslots, 1, conv_slots_##SUFFIX, &j);                                \
