@@ -1,0 +1,443 @@
+/* Convolution (MXNet 1.x), 1-D, 2-D and 3-D, channel-first layouts (NCW, NCHW, NCDHW).
+ *
+ * Every case is run as 3-D: missing leading spatial dims get size 1, kernel 1, stride 1,
+ * dilation 1 and pad 0, so one im2col and one loop nest serve all ranks. Per image and group the
+ * input patch matrix col[(c, kd, kh, kw), (od, oh, ow)] is built in the workspace and the output
+ * is one GEMM: out_g[F/g, P] = W_g[F/g, C/g*K] . col[C/g*K, P], started from the bias (beta 1).
+ * A 1x1 kernel with stride 1 and no pad needs no im2col: the image itself is the col matrix.
+ *
+ * Small per-image products run images in parallel (each thread slot owns a col buffer in the
+ * workspace and its BLAS calls stay single-threaded); large ones loop images serially and let the
+ * BLAS thread the GEMM. float16 is computed in float32 through the workspace.
+ *
+ * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
+ * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
+ * dims through to the output.
+ */
+#include <string.h>
+
+#include "../core/op.h"
+#include "../core/parallel.h"
+#include "../kernels/cpu/gemm.h"
+
+enum {
+    K_KERNEL, K_STRIDE, K_DILATE, K_PAD, K_NUM_FILTER, K_NUM_GROUP, K_WORKSPACE, K_NO_BIAS,
+    K_CUDNN_TUNE, K_CUDNN_OFF, K_LAYOUT
+};
+
+enum { L_NCW, L_NCHW, L_NCDHW, L_NHWC, L_NDHWC };
+
+static const char *const k_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
+static const char *const k_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
+
+static const hg_attr_spec k_conv_attrs[] = {
+    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "convolution kernel size: (w,), (h, w) or "
+     "(d, h, w)", NULL},
+    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
+    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
+    {"pad", HG_ATTR_TUPLE, 0, "()", "zero padding per spatial dim (both sides); () means 0s",
+     NULL},
+    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},
+    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},
+    {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)", NULL},
+    {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input", NULL},
+    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",
+     k_tune_choices},
+    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
+    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "
+     "(channel-last layouts are not supported on CPU); None means channel-first", k_layout_choices},
+};
+
+static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
+
+/* The convolution geometry normalised to 3 spatial dims (index 0 = depth, 2 = width). */
+typedef struct conv_geom {
+    int nsp;                      /* spatial dims of the call: 1, 2 or 3 */
+    int64_t N, C, F, G;           /* batch, input channels, filters, groups */
+    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+    int64_t Cg, Fg, K, P, I;      /* C/G, F/G, C/G*prod(k), prod(out), prod(in) */
+} conv_geom;
+
+/* Tuple attribute `idx` entry i of an nsp-length tuple, or `def` for an empty tuple. */
+static int64_t tuple_at(const hg_attrs *a, int idx, int i, int64_t def)
+{
+    return a->v[idx].t.n == 0 ? def : a->v[idx].t.v[i];
+}
+
+/* Fills the attribute part of the geometry (no shapes). */
+static void geom_attrs(const hg_attrs *a, conv_geom *g)
+{
+    int nsp = a->v[K_KERNEL].t.n, off = 3 - nsp;
+    g->nsp = nsp;
+    for (int i = 0; i < 3; i++) {
+        bool real = i >= off;
+        int j = i - off;
+        g->k[i] = real ? a->v[K_KERNEL].t.v[j] : 1;
+        g->s[i] = real ? tuple_at(a, K_STRIDE, j, 1) : 1;
+        g->d[i] = real ? tuple_at(a, K_DILATE, j, 1) : 1;
+        g->p[i] = real ? tuple_at(a, K_PAD, j, 0) : 0;
+    }
+    g->F = a->v[K_NUM_FILTER].i;
+    g->G = a->v[K_NUM_GROUP].i;
+}
+
+static int64_t out_size(int64_t x, int64_t k, int64_t s, int64_t d, int64_t p)
+{
+    return (x + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+/* Full geometry of a validated call from the data meta (all dims known). */
+static void geom_full(const hg_attrs *a, const hg_meta *x, conv_geom *g)
+{
+    geom_attrs(a, g);
+    int off = 3 - g->nsp;
+    g->N = x->shape[0];
+    g->C = x->shape[1];
+    g->Cg = g->C / g->G;
+    g->Fg = g->F / g->G;
+    g->K = g->Cg;
+    g->P = 1;
+    g->I = 1;
+    for (int i = 0; i < 3; i++) {
+        g->in[i] = i >= off ? x->shape[2 + i - off] : 1;
+        g->out[i] = out_size(g->in[i], g->k[i], g->s[i], g->d[i], g->p[i]);
+        g->K *= g->k[i];
+        g->P *= g->out[i];
+        g->I *= g->in[i];
+    }
+}
+
+static bool is_pointwise(const conv_geom *g)
+{
+    for (int i = 0; i < 3; i++)
+        if (g->k[i] != 1 || g->s[i] != 1 || g->p[i] != 0) return false;
+    return true;
+}
+
+/* Merges the expected shape `want` (entries -1: unknown) into an input meta: unknown dims on
+ * either side take the other's value; known dims must agree. ndim -1 becomes `want`. */
+static bool merge_shape(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
+{
+    if (m->ndim < 0) {
+        m->ndim = nd;
+        m->dtype = dt;
+        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
+        return true;
+    }
+    if (m->ndim != nd) return false;
+    for (int i = 0; i < nd; i++)
+        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
+    for (int i = 0; i < nd; i++)
+        if (m->shape[i] < 0) m->shape[i] = want[i];
+    return true;
+}
+
+static const char *tuple_str(char *buf, const hg_tuple *t)
+{
+    return hg_shape_str(buf, t->n, t->v);
+}
+
+/* Attribute checks that need no shapes. */
+static hg_status check_attrs(const hg_attrs *a)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_tuple *k = &a->v[K_KERNEL].t;
+    int nsp = k->n;
+    if (nsp < 1 || nsp > 3)
+        return hg_error(HG_ERR_VALUE, "Convolution: kernel must have 1, 2 or 3 dims (1-D, 2-D "
+                        "or 3-D convolution), got kernel=%s", tuple_str(s0, k));
+    static const char *const names[] = {"stride", "dilate", "pad"};
+    static const int idx[] = {K_STRIDE, K_DILATE, K_PAD};
+    for (int j = 0; j < 3; j++) {
+        const hg_tuple *t = &a->v[idx[j]].t;
+        if (t->n != 0 && t->n != nsp)
+            return hg_error(HG_ERR_VALUE, "Convolution: %s=%s must have as many dims as "
+                            "kernel=%s", names[j], tuple_str(s0, t), tuple_str(s1, k));
+        for (int i = 0; i < t->n; i++) {
+            if (idx[j] == K_PAD ? t->v[i] < 0 : t->v[i] < 1)
+                return hg_error(HG_ERR_VALUE, "Convolution: %s=%s must be %s", names[j],
+                                tuple_str(s0, t), idx[j] == K_PAD ? "non-negative" : "positive");
+        }
+    }
+    for (int i = 0; i < nsp; i++)
+        if (k->v[i] < 1)
+            return hg_error(HG_ERR_VALUE, "Convolution: kernel=%s must be positive",
+                            tuple_str(s0, k));
+    int64_t F = a->v[K_NUM_FILTER].i, G = a->v[K_NUM_GROUP].i;
+    if (F < 1)
+        return hg_error(HG_ERR_VALUE, "Convolution: num_filter must be positive, got %lld",
+                        (long long)F);
+    if (G < 1)
+        return hg_error(HG_ERR_VALUE, "Convolution: num_group must be positive, got %lld",
+                        (long long)G);
+    if (F % G != 0)
+        return hg_error(HG_ERR_VALUE, "Convolution: num_filter=%lld must be divisible by "
+                        "num_group=%lld", (long long)F, (long long)G);
+    if (!a->v[K_LAYOUT].is_none) {
+        int64_t lay = a->v[K_LAYOUT].i;
+        if (lay == L_NHWC || lay == L_NDHWC)
+            return hg_error(HG_ERR_UNSUPPORTED, "Convolution: layout=%s is not supported on CPU "
+                            "(channel-first layouts NCW, NCHW and NCDHW only)",
+                            k_layout_choices[lay]);
+        if (lay + 1 != nsp)
+            return hg_error(HG_ERR_VALUE, "Convolution: layout=%s does not match kernel=%s "
+                            "(%d spatial dims)", k_layout_choices[lay], tuple_str(s0, k), nsp);
+    }
+    return HG_OK;
+}
+
+static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
+    HG_TRY(check_attrs(a));
+    conv_geom g;
+    geom_attrs(a, &g);
+    int nsp = g.nsp, off = 3 - nsp;
+    bool has_bias = !a->v[K_NO_BIAS].b;
+    hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
+    hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
+    if (b) {
+        if (!merge_shape(b, dt, 1, &g.F))
+            return hg_error(HG_ERR_VALUE, "Convolution: bias shape %s does not match "
+                            "num_filter=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
+                            (long long)g.F, (long long)g.F);
+    }
+    if (x->ndim < 0) return HG_OK; /* the weight's channel count needs the data shape */
+    if (x->ndim != nsp + 2)
+        return hg_error(HG_ERR_VALUE, "Convolution: data shape %s does not match kernel=%s: "
+                        "expected %d dims (batch, channel and %d spatial)",
+                        hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, &a->v[K_KERNEL].t),
+                        nsp + 2, nsp);
+    if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64 && x->dtype != HG_DTYPE_F16)
+        return hg_error(HG_ERR_TYPE, "Convolution: dtype %s is not supported (float32, float64 "
+                        "and float16 only)", hg_dtype_name(x->dtype));
+    /* An unknown channel count comes back from a known weight. */
+    if (x->shape[1] < 0 && w->ndim == nsp + 2 && w->shape[1] >= 0)
+        x->shape[1] = w->shape[1] * g.G;
+    int64_t C = x->shape[1];
+    if (C >= 0 && C % g.G != 0)
+        return hg_error(HG_ERR_VALUE, "Convolution: input channels %lld (data shape %s) must be "
+                        "divisible by num_group=%lld", (long long)C,
+                        hg_shape_str(s0, x->ndim, x->shape), (long long)g.G);
+    int64_t want_w[5] = {g.F, C >= 0 ? C / g.G : -1};
+    for (int i = 0; i < nsp; i++) want_w[2 + i] = g.k[off + i];
+    if (!merge_shape(w, x->dtype, nsp + 2, want_w))
+        return hg_error(HG_ERR_VALUE, "Convolution: weight shape %s does not match data shape %s "
+                        "with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
+                        hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
+                        (long long)g.F, (long long)g.G, tuple_str(s2, &a->v[K_KERNEL].t),
+                        hg_shape_str(s3, nsp + 2, want_w));
+    if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return hg_error(HG_ERR_TYPE, "Convolution: data, weight and bias must have the same "
+                        "dtype, got %s, %s and %s", hg_dtype_name(x->dtype),
+                        hg_dtype_name(w->dtype), b ? hg_dtype_name(b->dtype) : "(none)");
+    hg_meta *o = &out[0];
+    o->ndim = nsp + 2;
+    o->dtype = x->dtype;
+    o->shape[0] = x->shape[0];
+    o->shape[1] = g.F;
+    int64_t P = 1, K = C >= 0 ? C / g.G : -1;
+    for (int i = 0; i < nsp; i++) {
+        int j = off + i;
+        int64_t xi = x->shape[2 + i];
+        if (xi < 0) {
+            o->shape[2 + i] = -1;
+            P = -1;
+            continue;
+        }
+        int64_t span = g.d[j] * (g.k[j] - 1) + 1;
+        if (xi + 2 * g.p[j] < span)
+            return hg_error(HG_ERR_VALUE, "Convolution: kernel=%s with dilate=%s and pad=%s is "
+                            "larger than the padded input: data shape %s gives an output size "
+                            "below 1 on spatial dim %d", tuple_str(s0, &a->v[K_KERNEL].t),
+                            tuple_str(s1, &a->v[K_DILATE].t), tuple_str(s2, &a->v[K_PAD].t),
+                            hg_shape_str(s3, x->ndim, x->shape), i);
+        o->shape[2 + i] = out_size(xi, g.k[j], g.s[j], g.d[j], g.p[j]);
+        if (P >= 0) P *= o->shape[2 + i];
+        if (K >= 0) K *= g.k[j];
+    }
+    if (!hg_gemm_fits(g.F / g.G, P, K))
+        return hg_error(HG_ERR_VALUE, "Convolution: matrix product of size M=%lld, N=%lld, "
+                        "K=%lld is too large: the BLAS takes sizes below 2^31",
+                        (long long)(g.F / g.G), (long long)P, (long long)K);
+    return hg_shape_check(o->ndim, o->shape, o->dtype);
+}
+
+/* ---- kernel -------------------------------------------------------------------------------- */
+
+/* Number of parallel image slots, and whether images run in parallel. */
+static int64_t num_slots(const conv_geom *g)
+{
+    /* Largest product OpenBLAS keeps on the calling thread (see gemm.c): up to this size the
+     * GEMMs of several images may run side by side in the pool's workers. */
+    double mnk = (double)g->Fg * (double)g->P * (double)g->K;
+    if (g->N < 2 || mnk > 262144.0) return 1;
+    int64_t t = hg_get_num_threads();
+    if (t < 1) t = 1;
+    return t < g->N ? t : g->N;
+}
+
+static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    conv_geom g;
+    geom_full(a, &in[0], &g);
+    size_t cols = is_pointwise(&g) ? 0 : (size_t)(g.K * g.P) * (size_t)num_slots(&g);
+    if (in[0].dtype != HG_DTYPE_F16) return hg_dtype_size(in[0].dtype) * cols;
+    /* float copies of data, weight, bias and output after the col buffers */
+    return sizeof(float) * (cols + (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P));
+}
+
+/* Bytes of col buffers at the start of the workspace (the float16 path appends its copies). */
+static size_t col_bytes(const conv_geom *g, size_t esize)
+{
+    return is_pointwise(g) ? 0 : esize * (size_t)(g->K * g->P) * (size_t)num_slots(g);
+}
+
+static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = hg_half_to_float(src[i]);
+}
+
+static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
+}
+
+#define CONV_IMPL(T, SUFFIX)                                                                    \
+    /* col[K, P] of group channels x[Cg, D, H, W] (already offset to the group). */             \
+    static void im2col_##SUFFIX(const conv_geom *g, const T *x, T *col)                         \
+    {                                                                                           \
+        const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];                              \
+        const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];                           \
+        for (int64_t c = 0; c < g->Cg; c++)                                                     \
+            for (int64_t kd = 0; kd < g->k[0]; kd++)                                            \
+                for (int64_t kh = 0; kh < g->k[1]; kh++)                                        \
+                    for (int64_t kw = 0; kw < g->k[2]; kw++) {                                  \
+                        T *row = col + (((c * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw)     \
+                                           * g->P;                                              \
+                        int64_t wofs = kw * g->d[2] - g->p[2], sw = g->s[2];                    \
+                        /* ow range with 0 <= ow*sw + wofs < IW */                              \
+                        int64_t lo = wofs >= 0 ? 0 : (-wofs + sw - 1) / sw;                     \
+                        int64_t hi = IW - wofs <= 0 ? 0 : (IW - wofs - 1) / sw + 1;             \
+                        if (hi > OW) hi = OW;                                                   \
+                        if (lo > hi) lo = hi;                                                   \
+                        for (int64_t od = 0; od < OD; od++) {                                   \
+                            int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0];                 \
+                            for (int64_t oh = 0; oh < OH; oh++, row += OW) {                    \
+                                int64_t ih = oh * g->s[1] - g->p[1] + kh * g->d[1];             \
+                                if (id < 0 || id >= ID || ih < 0 || ih >= IH) {                 \
+                                    memset(row, 0, sizeof(T) * (size_t)OW);                     \
+                                    continue;                                                   \
+                                }                                                               \
+                                const T *src = x + ((c * ID + id) * IH + ih) * IW;              \
+                                for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0;                \
+                                if (sw == 1)                                                    \
+                                    memcpy(row + lo, src + lo + wofs,                           \
+                                           sizeof(T) * (size_t)(hi - lo));                      \
+                                else                                                            \
+                                    for (int64_t ow = lo; ow < hi; ow++)                        \
+                                        row[ow] = src[ow * sw + wofs];                          \
+                                for (int64_t ow = hi; ow < OW; ow++) row[ow] = 0;               \
+                            }                                                                   \
+                        }                                                                       \
+                    }                                                                           \
+    }                                                                                           \
+                                                                                                \
+    typedef struct {                                                                            \
+        const conv_geom *g;                                                                     \
+        const T *x, *w, *b;                                                                     \
+        T *y, *ws;                                                                              \
+        int64_t nslots;                                                                         \
+    } conv_job_##SUFFIX;                                                                        \
+                                                                                                \
+    static void conv_image_##SUFFIX(const conv_job_##SUFFIX *j, int64_t n, T *col)              \
+    {                                                                                           \
+        const conv_geom *g = j->g;                                                              \
+        T *y = j->y + n * g->F * g->P;                                                          \
+        if (j->b)                                                                               \
+            for (int64_t f = 0; f < g->F; f++) {                                                \
+                T bv = j->b[f];                                                                 \
+                T *yr = y + f * g->P;                                                           \
+                for (int64_t i = 0; i < g->P; i++) yr[i] = bv;                                  \
+            }                                                                                   \
+        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
+            const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
+            const T *src = x;                                                                   \
+            if (col) {                                                                          \
+                im2col_##SUFFIX(g, x, col);                                                     \
+                src = col;                                                                      \
+            }                                                                                   \
+            hg_gemm_##SUFFIX(false, false, g->Fg, g->P, g->K, 1, j->w + gi * g->Fg * g->K,      \
+                             g->K, src, g->P, j->b ? 1 : 0, y + gi * g->Fg * g->P, g->P);       \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    /* Slots [begin, end): slot t handles images t, t + nslots, ... with its own col buffer. */ \
+    static void conv_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                      \
+    {                                                                                           \
+        const conv_job_##SUFFIX *j = ctx;                                                       \
+        for (int64_t t = begin; t < end; t++) {                                                 \
+            T *col = j->ws ? j->ws + t * j->g->K * j->g->P : NULL;                              \
+            for (int64_t n = t; n < j->g->N; n += j->nslots) conv_image_##SUFFIX(j, n, col);    \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void conv_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *x,           \
+                              const T *w, const T *b, T *y)                                     \
+    {                                                                                           \
+        bool pw = is_pointwise(g);                                                              \
+        int64_t nslots = num_slots(g);                                                          \
+        /* Never more slots than the workspace holds (the thread count could have changed). */  \
+        if (!pw && (size_t)nslots * sizeof(T) * (size_t)(g->K * g->P) > ctx->workspace_bytes)  \
+            nslots = 1;                                                                         \
+        conv_job_##SUFFIX j = {g, x, w, b, y, pw ? NULL : (T *)ctx->workspace, nslots};         \
+        if (nslots > 1)                                                                         \
+            hg_parallel_for(nslots, 1, conv_slots_##SUFFIX, &j);                                \
+        else                                                                                    \
+            conv_slots_##SUFFIX(&j, 0, 1);                                                      \
+    }
+CONV_IMPL(float, f32)
+CONV_IMPL(double, f64)
+
+static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)nout;
+    hg_meta x = hg_meta_of(in[0]);
+    conv_geom g;
+    geom_full(a, &x, &g);
+    const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
+    if (x.dtype == HG_DTYPE_F32) {
+        conv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
+    } else if (x.dtype == HG_DTYPE_F64) {
+        conv_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
+    } else {
+        size_t cb = col_bytes(&g, sizeof(float));
+        float *fx = (float *)((char *)ctx->workspace + cb), *fw = fx + g.N * g.C * g.I;
+        float *fb = fw + g.F * g.K, *fy = fb + g.F;
+        hg_exec_ctx sub = {ctx->is_train, cb ? ctx->workspace : NULL, cb};
+        half_to_f32(hg_data(in[0]), fx, g.N * g.C * g.I);
+        half_to_f32(hg_data(in[1]), fw, g.F * g.K);
+        if (bias) half_to_f32(bias, fb, g.F);
+        conv_f32(&g, &sub, fx, fw, bias ? fb : NULL, fy);
+        f32_to_half(fy, hg_data(out[0]), g.N * g.F * g.P);
+    }
+    return HG_OK;
+}
+
+/* ---- registry ----------------------------------------------------------------------------- */
+
+const hg_op_def hg_ops_conv[] = {
+    {.name = "Convolution", .doc = "N-D convolution (1-D, 2-D, 3-D) over channel-first data "
+     "(N, C, *spatial) with weight (num_filter, C/num_group, *kernel) and optional bias "
+     "(num_filter,); out = floor((x + 2p - d(k-1) - 1)/s) + 1 per spatial dim.",
+     .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_conv_attrs,
+     .num_attrs = HG_COUNT(k_conv_attrs), .num_inputs = 3, .get_num_inputs = conv_num_inputs,
+     .infer = conv_infer, .forward = conv_forward, .workspace = conv_workspace},
+    {0},
+};
