@@ -268,3 +268,20 @@ def test_errors():
     _err('float16, float32 or float64', nd.zeros((1, 1, 4, 4), dtype='int32'), kernel=(2, 2))
     _err('pool_type', x, kernel=(2, 2), pool_type='median')
     _err('foo', x, kernel=(2, 2), foo=1)
+
+
+@pytest.mark.parametrize('ptype,extra', POOL_TYPES)
+@pytest.mark.parametrize('k', [1, 2, 3, 4])
+@pytest.mark.parametrize('s', [1, 2, 3])
+@pytest.mark.parametrize('p', [0, 1, 2])
+def test_row_pass_widths(rng, ptype, extra, k, s, p):
+    """The W pass: edge windows, the unrolled interior loops (k 2/3, s 1/2) and the general one."""
+    if k > 7 + 2 * p:
+        return
+    x = rng.standard_normal((1, 2, 3, 7 + k))
+    if ptype == 'lp':
+        x = np.abs(x)
+    for cip in (True, False):
+        kw = dict(kernel=(2, k), stride=(1, s), pad=(min(p, 1), p), pool_type=ptype,
+                  pooling_convention='full', count_include_pad=cip, **extra)
+        _check(_run(x, 'float64', **kw), np_pool(x, **_ref_kw(kw)), 'float64')

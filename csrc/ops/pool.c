@@ -7,8 +7,11 @@
  * elements (padding acts as -inf; an empty window gives the lowest finite value, as MXNet).
  * lp pooling is (sum x^p)^(1/p) with MXNet's signed powers (p = 1: plain sum, p = 3: cbrt).
  *
- * Fast paths: 2x2 stride-2 max pooling whose windows all lie inside the data, and global
- * pooling (a contiguous reduction per plane). float16 is read and written through float.
+ * The main path works row by row: the window's input rows are combined into one W-long buffer
+ * (contiguous, vectorised), then that buffer is pooled along W, with windows wholly inside the
+ * row taking a branch-free loop. Fast paths: 2x2 stride-2 max pooling whose windows all lie
+ * inside the data, and global pooling (a contiguous reduction per plane). float16 is read and
+ * written through float.
  */
 #include <float.h>
 #include <math.h>
@@ -209,7 +212,7 @@ static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 #define POW_P(AT, v, pv) ((pv) == 1 ? (v) : (pv) == 2 ? (v) * (v) : (v) * (v) * (v))
 #define ROOT_P(AT, v, pv) ((pv) == 1 ? (v) : (pv) == 2 ? (AT)sqrt(v) : (AT)cbrt(v))
 
-/* Generic windows: one call handles planes [r0, r1). */
+/* Window by window: the fallback when the row buffer cannot be allocated. */
 #define POOL_GENERIC(T, AT)                                                                     \
     static void pool_generic_##T(void *ctx, int64_t r0, int64_t r1)                             \
     {                                                                                           \
@@ -265,6 +268,122 @@ static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
                 }                                                                               \
             }                                                                                   \
         }                                                                                       \
+    }
+
+/* The W pass of the row path: pools the combined row tmp[0, W) into res[0, OW), finalised (avg
+ * divided, lp rooted). n_dh: the window's d*h extent counting padding; rows_in: without it.
+ * Windows wholly inside the row take a branch-free loop, unrolled for the common 2/3 kernels. */
+#define HPASS_LOOP(AT, K, S, STEP)                                                              \
+    for (int64_t q = 0; q < cnt; q++) {                                                         \
+        const AT *t = t0 + q * (S);                                                             \
+        AT acc = init;                                                                          \
+        for (int64_t e = 0; e < (K); e++) acc = STEP;                                           \
+        r[q] = acc;                                                                             \
+    }
+#define HPASS_ALL(AT, STEP)                                                                     \
+    if (k == 3 && s == 1) { HPASS_LOOP(AT, 3, 1, STEP) }                                        \
+    else if (k == 3 && s == 2) { HPASS_LOOP(AT, 3, 2, STEP) }                                   \
+    else if (k == 2 && s == 1) { HPASS_LOOP(AT, 2, 1, STEP) }                                   \
+    else if (k == 2 && s == 2) { HPASS_LOOP(AT, 2, 2, STEP) }                                   \
+    else { HPASS_LOOP(AT, k, s, STEP) }
+#define HPASS_FN(AT)                                                                            \
+    static void hpass_##AT(const pool_job *j, const AT *tmp, int64_t W, AT *res, int64_t n_dh,   \
+                           int64_t rows_in)                                                     \
+    {                                                                                           \
+        const int64_t OW = j->od[2], k = j->k[2], s = j->s[2], p = j->p[2];                     \
+        const int type = j->type, pv = j->pv;                                                   \
+        const AT init = type == POOL_MAX ? LOWEST_##AT : 0;                                     \
+        int64_t oa = imin((p + s - 1) / s, OW);                                                 \
+        int64_t ob = W + p - k >= 0 ? imin((W + p - k) / s + 1, OW) : 0;                        \
+        if (ob < oa) ob = oa;                                                                   \
+        for (int64_t ow = 0; ow < OW; ow++) {                                                   \
+            if (ow == oa) ow = ob; /* the interior is done below */                             \
+            if (ow >= OW) break;                                                                \
+            int64_t w0 = ow * s - p, w1 = imin(w0 + k, W + p);                                  \
+            const int64_t nw = imax(w1 - w0, 0);                                                \
+            w0 = imax(w0, 0); w1 = imin(w1, W);                                                 \
+            AT acc = init;                                                                      \
+            if (type == POOL_MAX) {                                                             \
+                for (int64_t w = w0; w < w1; w++) acc = tmp[w] > acc ? tmp[w] : acc;            \
+            } else {                                                                            \
+                for (int64_t w = w0; w < w1; w++) acc += tmp[w];                                \
+            }                                                                                   \
+            if (type == POOL_AVG)                                                               \
+                acc = acc / (AT)(j->cip ? n_dh * nw : rows_in * imax(w1 - w0, 0));              \
+            else if (type == POOL_LP)                                                           \
+                acc = ROOT_P(AT, acc, pv);                                                      \
+            res[ow] = acc;                                                                      \
+        }                                                                                       \
+        const int64_t cnt = ob - oa;                                                            \
+        const AT *t0 = tmp + oa * s - p;                                                        \
+        AT *r = res + oa;                                                                       \
+        if (cnt <= 0) return;                                                                   \
+        if (type == POOL_MAX) {                                                                 \
+            HPASS_ALL(AT, t[e] > acc ? t[e] : acc)                                              \
+        } else {                                                                                \
+            HPASS_ALL(AT, acc + t[e])                                                           \
+        }                                                                                       \
+        if (type == POOL_AVG) {                                                                 \
+            const AT n = (AT)((j->cip ? n_dh : rows_in) * k);                                   \
+            for (int64_t q = 0; q < cnt; q++) r[q] = r[q] / n;                                  \
+        } else if (type == POOL_LP) {                                                           \
+            for (int64_t q = 0; q < cnt; q++) r[q] = ROOT_P(AT, r[q], pv);                      \
+        }                                                                                       \
+    }
+HPASS_FN(float)
+HPASS_FN(double)
+
+/* Row-wise windows (the main path): for one output row, first combine the window's input rows
+ * into a W-long row buffer (contiguous, so it vectorises), then pool that buffer along W. */
+#define POOL_COMBINE(T, AT, OPX)                                                                \
+    for (int64_t w = 0; w < W; w++) {                                                           \
+        AT v = LD_##T(row[w]);                                                                  \
+        tmp[w] = OPX;                                                                           \
+    }
+#define POOL_ROWS(T, AT)                                                                        \
+    static void pool_rows_##T(void *ctx, int64_t r0, int64_t r1)                                \
+    {                                                                                           \
+        const pool_job *j = ctx;                                                                \
+        const int64_t D = j->id[0], H = j->id[1], W = j->id[2];                                 \
+        const int64_t isz = D * H * W, osz = j->od[0] * j->od[1] * j->od[2];                    \
+        const int type = j->type, pv = j->pv;                                                   \
+        const size_t nbuf = sizeof(AT) * (size_t)(W + j->od[2] + 1);                            \
+        AT *tmp = hg_alloc(nbuf), *res = tmp + W;                                               \
+        if (!tmp) { pool_generic_##T(ctx, r0, r1); return; }                                    \
+        const AT init = type == POOL_MAX ? LOWEST_##AT : 0;                                     \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = (const T *)j->x + r * isz;                                             \
+            T *y = (T *)j->y + r * osz;                                                         \
+            int64_t o = 0;                                                                      \
+            for (int64_t od = 0; od < j->od[0]; od++) {                                         \
+                int64_t d0 = od * j->s[0] - j->p[0], d1 = imin(d0 + j->k[0], D + j->p[0]);      \
+                const int64_t nd_ = imax(d1 - d0, 0);                                           \
+                d0 = imax(d0, 0); d1 = imin(d1, D);                                             \
+                for (int64_t oh = 0; oh < j->od[1]; oh++) {                                     \
+                    int64_t h0 = oh * j->s[1] - j->p[1], h1 = imin(h0 + j->k[1], H + j->p[1]);  \
+                    const int64_t nh = imax(h1 - h0, 0);                                        \
+                    h0 = imax(h0, 0); h1 = imin(h1, H);                                         \
+                    for (int64_t w = 0; w < W; w++) tmp[w] = init;                              \
+                    for (int64_t d = d0; d < d1; d++)                                           \
+                        for (int64_t h = h0; h < h1; h++) {                                     \
+                            const T *row = x + (d * H + h) * W;                                 \
+                            if (type == POOL_MAX) {                                             \
+                                POOL_COMBINE(T, AT, v > tmp[w] ? v : tmp[w])                    \
+                            } else if (type == POOL_LP && pv == 2) {                            \
+                                POOL_COMBINE(T, AT, tmp[w] + v * v)                             \
+                            } else if (type == POOL_LP && pv == 3) {                            \
+                                POOL_COMBINE(T, AT, tmp[w] + v * v * v)                         \
+                            } else {                                                            \
+                                POOL_COMBINE(T, AT, tmp[w] + v)                                 \
+                            }                                                                   \
+                        }                                                                       \
+                    const int64_t rows_in = imax(d1 - d0, 0) * imax(h1 - h0, 0);                \
+                    hpass_##AT(j, tmp, W, res, nd_ * nh, rows_in);                              \
+                    for (int64_t ow = 0; ow < j->od[2]; ow++, o++) y[o] = ST_##T(res[ow]);      \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        hg_free(tmp, nbuf);                                                                     \
     }
 
 /* Global pooling: each plane is one contiguous reduction. */
@@ -337,6 +456,9 @@ typedef double f64;
 POOL_GENERIC(f32, float)
 POOL_GENERIC(f64, double)
 POOL_GENERIC(f16, float)
+POOL_ROWS(f32, float)
+POOL_ROWS(f64, double)
+POOL_ROWS(f16, float)
 POOL_GLOBAL(f32, float)
 POOL_GLOBAL(f64, double)
 POOL_GLOBAL(f16, float)
@@ -380,8 +502,8 @@ static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
         fn = dt == HG_DTYPE_F32 ? pool_max22_f32
              : dt == HG_DTYPE_F64 ? pool_max22_f64 : pool_max22_f16;
     } else {
-        fn = dt == HG_DTYPE_F32 ? pool_generic_f32
-             : dt == HG_DTYPE_F64 ? pool_generic_f64 : pool_generic_f16;
+        fn = dt == HG_DTYPE_F32 ? pool_rows_f32
+             : dt == HG_DTYPE_F64 ? pool_rows_f64 : pool_rows_f16;
     }
     hg_parallel_for(planes, grain, fn, &j);
     return HG_OK;
