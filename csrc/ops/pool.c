@@ -172,10 +172,8 @@ static hg_status pool_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                             op->name, (long long)pv);
     }
     out[0].dtype = dt;
-    if (in[0].ndim < 0) { /* rank unknown yet: only the explicit kernel tells the rank */
-        if (a->v[P_GLOBAL].b || a->v[P_KERNEL].t.n == 0) { out[0].ndim = -1; return HG_OK; }
-        out[0].ndim = a->v[P_KERNEL].t.n + 2;
-        for (int i = 0; i < out[0].ndim; i++) out[0].shape[i] = -1;
+    if (in[0].ndim < 0) { /* data shape unknown yet: the output stays unknown, as in MXNet */
+        out[0].ndim = -1;
         return HG_OK;
     }
     pool_geom g;
