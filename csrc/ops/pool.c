@@ -1,0 +1,517 @@
+/* Pooling (MXNet 1.x): max / avg / sum / lp pooling over 1-D, 2-D or 3-D channel-first data.
+ *
+ * Every case runs on a [D, H, W] view of each (n, c) plane: 1-D data is [1, 1, W], 2-D data is
+ * [1, H, W]. Planes are independent, so the work is split over N*C. Windows follow MXNet's
+ * pool.h: a window starts at o*s - p and ends at min(start + k, x + p); avg divides by that
+ * padded extent (count_include_pad) or by the in-range part only; max only looks at in-range
+ * elements (padding acts as -inf; an empty window gives the lowest finite value, as MXNet).
+ * lp pooling is (sum x^p)^(1/p) with MXNet's signed powers (p = 1: plain sum, p = 3: cbrt).
+ *
+ * The main path works row by row: the window's input rows are combined into one W-long buffer
+ * (contiguous, vectorised), then that buffer is pooled along W, with windows wholly inside the
+ * row taking a branch-free loop. Fast paths: 2x2 stride-2 max pooling whose windows all lie
+ * inside the data, and global pooling (a contiguous reduction per plane). float16 is read and
+ * written through float.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "../core/op.h"
+#include "../core/parallel.h"
+
+typedef uint16_t f16;
+
+enum { P_KERNEL, P_POOL_TYPE, P_GLOBAL, P_CUDNN_OFF, P_CONVENTION, P_STRIDE, P_PAD, P_P_VALUE,
+       P_COUNT_INCLUDE_PAD, P_LAYOUT };
+enum { POOL_MAX, POOL_AVG, POOL_SUM, POOL_LP };
+enum { CONV_VALID, CONV_FULL, CONV_SAME };
+enum { LAYOUT_NCW, LAYOUT_NCHW, LAYOUT_NCDHW, LAYOUT_NWC, LAYOUT_NHWC, LAYOUT_NDHWC };
+
+static const char *const k_pool_types[] = {"max", "avg", "sum", "lp", NULL};
+static const char *const k_conventions[] = {"valid", "full", "same", NULL};
+static const char *const k_layouts[] = {"NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC", NULL};
+
+static const hg_attr_spec k_pool_attrs[] = {
+    {"kernel", HG_ATTR_TUPLE, 0, "()",
+     "pooling kernel size: (x,), (y, x) or (d, y, x); ignored with global_pool", NULL},
+    {"pool_type", HG_ATTR_ENUM, 0, "max", "pooling type: max, avg, sum or lp", k_pool_types},
+    {"global_pool", HG_ATTR_BOOL, 0, "False",
+     "pool over the whole spatial extent (kernel, stride and pad are ignored)", NULL},
+    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "accepted for compatibility; no effect on CPU", NULL},
+    {"pooling_convention", HG_ATTR_ENUM, 0, "valid",
+     "output size rule: valid (floor), full (ceil) or same (ceil(x / stride), 1-D only)",
+     k_conventions},
+    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial axis; () means 1 on every axis", NULL},
+    {"pad", HG_ATTR_TUPLE, 0, "()", "implicit padding per spatial axis; () means 0", NULL},
+    {"p_value", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None", "p of lp pooling (1, 2 or 3)", NULL},
+    {"count_include_pad", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "None",
+     "avg pooling: count padded elements in the divisor (None means True)", NULL},
+    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+     "data layout; only channel-first (NCW, NCHW, NCDHW) is supported", k_layouts},
+};
+
+/* The resolved geometry, always as 3 spatial axes (leading ones padded with 1). */
+typedef struct {
+    int nsp;                         /* spatial axes of the data: 1, 2 or 3 */
+    int64_t k[3], s[3], p[3];        /* kernel, stride, pad */
+} pool_geom;
+
+static const char *layout_name(int l) { return k_layouts[l]; }
+
+static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_meta *in,
+                               pool_geom *g, int64_t *oshape)
+{
+    char buf[HG_SHAPE_STR], kb[HG_SHAPE_STR];
+    const hg_tuple *kt = &a->v[P_KERNEL].t, *st = &a->v[P_STRIDE].t, *pt = &a->v[P_PAD].t;
+    const bool global = a->v[P_GLOBAL].b;
+    const int nd = in->ndim;
+    if (nd < 3 || nd > 5)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must be 3-D (batch, channel, x), 4-D (batch, channel, y, x) "
+                        "or 5-D (batch, channel, d, y, x), got shape %s",
+                        op->name, hg_shape_str(buf, nd, in->shape));
+    const int nsp = nd - 2;
+    if (!a->v[P_LAYOUT].is_none) {
+        int l = (int)a->v[P_LAYOUT].i;
+        if (l >= LAYOUT_NWC)
+            return hg_error(HG_ERR_UNSUPPORTED,
+                            "%s: layout %s is not supported (only channel-first layouts NCW, "
+                            "NCHW and NCDHW)", op->name, layout_name(l));
+        if (l + 1 != nsp)
+            return hg_error(HG_ERR_VALUE, "%s: layout %s does not match data of shape %s",
+                            op->name, layout_name(l), hg_shape_str(buf, nd, in->shape));
+    }
+    if (!global) {
+        if (kt->n == 0)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: kernel is required unless global_pool=True (data shape %s)",
+                            op->name, hg_shape_str(buf, nd, in->shape));
+        if (kt->n > 3)
+            return hg_error(HG_ERR_VALUE, "%s: %dD pooling is not supported (kernel %s)",
+                            op->name, kt->n, hg_shape_str(kb, kt->n, kt->v));
+        if (kt->n != nsp)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: kernel %s needs %d-D data (batch, channel, ...), got shape %s",
+                            op->name, hg_shape_str(kb, kt->n, kt->v), kt->n + 2,
+                            hg_shape_str(buf, nd, in->shape));
+    }
+    if (st->n != 0 && st->n != nsp)
+        return hg_error(HG_ERR_VALUE, "%s: stride %s must have %d entries for data of shape %s",
+                        op->name, hg_shape_str(kb, st->n, st->v), nsp,
+                        hg_shape_str(buf, nd, in->shape));
+    if (pt->n != 0 && pt->n != nsp)
+        return hg_error(HG_ERR_VALUE, "%s: pad %s must have %d entries for data of shape %s",
+                        op->name, hg_shape_str(kb, pt->n, pt->v), nsp,
+                        hg_shape_str(buf, nd, in->shape));
+    const int conv = (int)a->v[P_CONVENTION].i;
+    if (conv == CONV_SAME && !global) {
+        if (nsp != 1)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: pooling_convention='same' supports only 1-D pooling (3-D data "
+                            "(batch, channel, x)), got shape %s",
+                            op->name, hg_shape_str(buf, nd, in->shape));
+        if (pt->n && pt->v[0] != 0)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: pooling_convention='same' does not allow pad, got pad %s",
+                            op->name, hg_shape_str(kb, pt->n, pt->v));
+    }
+    g->nsp = nsp;
+    oshape[0] = in->shape[0];
+    oshape[1] = in->shape[1];
+    for (int i = 0; i < 3; i++) { g->k[i] = 1; g->s[i] = 1; g->p[i] = 0; }
+    for (int i = 0; i < nsp; i++) {
+        const int j = 3 - nsp + i;         /* position in the padded 3-axis geometry */
+        const int64_t x = in->shape[2 + i];
+        if (global) {
+            /* MXNet: kernel = the whole extent, pad 0, stride 1, one output per axis. */
+            g->k[j] = x;
+            oshape[2 + i] = 1;
+            continue;
+        }
+        const int64_t k = kt->v[i], s = st->n ? st->v[i] : 1, p = pt->n ? pt->v[i] : 0;
+        if (k <= 0)
+            return hg_error(HG_ERR_VALUE, "%s: kernel %s must be positive", op->name,
+                            hg_shape_str(kb, kt->n, kt->v));
+        if (s <= 0)
+            return hg_error(HG_ERR_VALUE, "%s: stride %s must be positive", op->name,
+                            hg_shape_str(kb, st->n, st->v));
+        if (p < 0)
+            return hg_error(HG_ERR_VALUE, "%s: pad %s must be non-negative", op->name,
+                            hg_shape_str(kb, pt->n, pt->v));
+        if (x < 0) { oshape[2 + i] = -1; continue; } /* unknown dim (graph inference) */
+        if (k > x + 2 * p)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: kernel size (%lld) exceeds input (%lld padded to %lld) on "
+                            "spatial axis %d: kernel %s, data shape %s",
+                            op->name, (long long)k, (long long)x, (long long)(x + 2 * p), i,
+                            hg_shape_str(kb, kt->n, kt->v), hg_shape_str(buf, nd, in->shape));
+        g->k[j] = k; g->s[j] = s; g->p[j] = p;
+        if (conv == CONV_VALID) oshape[2 + i] = 1 + (x + 2 * p - k) / s;
+        else if (conv == CONV_FULL) oshape[2 + i] = 1 + (x + 2 * p - k + s - 1) / s;
+        else oshape[2 + i] = (x + 2 * p + s - 1) / s;
+    }
+    return HG_OK;
+}
+
+static hg_status pool_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    hg_dtype dt = in[0].dtype;
+    if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64 && dt != HG_DTYPE_F16)
+        return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
+                        op->name, hg_dtype_name(dt));
+    if (a->v[P_POOL_TYPE].i == POOL_LP) {
+        if (a->v[P_P_VALUE].is_none)
+            return hg_error(HG_ERR_VALUE, "%s: pool_type='lp' needs p_value (1, 2 or 3)",
+                            op->name);
+        int64_t pv = a->v[P_P_VALUE].i;
+        if (pv < 1 || pv > 3)
+            return hg_error(HG_ERR_VALUE, "%s: p_value must be 1, 2 or 3 for lp pooling, got %lld",
+                            op->name, (long long)pv);
+    }
+    out[0].dtype = dt;
+    if (in[0].ndim < 0) { /* data shape unknown yet: the output stays unknown, as in MXNet */
+        out[0].ndim = -1;
+        return HG_OK;
+    }
+    pool_geom g;
+    out[0].ndim = in[0].ndim;
+    return pool_geometry(op, a, &in[0], &g, out[0].shape);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernels
+ */
+
+typedef struct {
+    const void *x;
+    void *y;
+    int64_t id[3], od[3];     /* input / output spatial extents (3-axis form) */
+    int64_t k[3], s[3], p[3];
+    int type, pv;
+    bool cip;                 /* count_include_pad */
+} pool_job;
+
+#define LD_f32(v) (v)
+#define LD_f64(v) (v)
+#define LD_f16(v) hg_half_to_float(v)
+#define ST_f32(v) ((float)(v))
+#define ST_f64(v) ((double)(v))
+#define ST_f16(v) hg_float_to_half((float)(v))
+#define LOWEST_float (-FLT_MAX)
+#define LOWEST_double (-DBL_MAX)
+
+static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Powers and roots of lp pooling, signed like MXNet's a_pow_p / a_root_p. */
+#define POW_P(AT, v, pv) ((pv) == 1 ? (v) : (pv) == 2 ? (v) * (v) : (v) * (v) * (v))
+#define ROOT_P(AT, v, pv) ((pv) == 1 ? (v) : (pv) == 2 ? (AT)sqrt(v) : (AT)cbrt(v))
+
+/* Window by window: the fallback when the row buffer cannot be allocated. */
+#define POOL_GENERIC(T, AT)                                                                     \
+    static void pool_generic_##T(void *ctx, int64_t r0, int64_t r1)                             \
+    {                                                                                           \
+        const pool_job *j = ctx;                                                                \
+        const int64_t D = j->id[0], H = j->id[1], W = j->id[2];                                 \
+        const int64_t isz = D * H * W, osz = j->od[0] * j->od[1] * j->od[2];                    \
+        const int type = j->type, pv = j->pv;                                                   \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = (const T *)j->x + r * isz;                                             \
+            T *y = (T *)j->y + r * osz;                                                         \
+            int64_t o = 0;                                                                      \
+            for (int64_t od = 0; od < j->od[0]; od++) {                                         \
+                int64_t d0 = od * j->s[0] - j->p[0], d1 = imin(d0 + j->k[0], D + j->p[0]);      \
+                int64_t nd_ = imax(d1 - d0, 0);                                                 \
+                d0 = imax(d0, 0); d1 = imin(d1, D);                                             \
+                for (int64_t oh = 0; oh < j->od[1]; oh++) {                                     \
+                    int64_t h0 = oh * j->s[1] - j->p[1], h1 = imin(h0 + j->k[1], H + j->p[1]);  \
+                    int64_t nh = imax(h1 - h0, 0);                                              \
+                    h0 = imax(h0, 0); h1 = imin(h1, H);                                         \
+                    for (int64_t ow = 0; ow < j->od[2]; ow++, o++) {                            \
+                        int64_t w0 = ow * j->s[2] - j->p[2];                                    \
+                        int64_t w1 = imin(w0 + j->k[2], W + j->p[2]);                           \
+                        int64_t nw = imax(w1 - w0, 0);                                          \
+                        w0 = imax(w0, 0); w1 = imin(w1, W);                                     \
+                        AT acc = type == POOL_MAX ? LOWEST_##AT : 0;                            \
+                        for (int64_t d = d0; d < d1; d++)                                       \
+                            for (int64_t h = h0; h < h1; h++) {                                 \
+                                const T *row = x + (d * H + h) * W;                             \
+                                if (type == POOL_MAX) {                                         \
+                                    for (int64_t w = w0; w < w1; w++) {                         \
+                                        AT v = LD_##T(row[w]);                                  \
+                                        acc = v > acc ? v : acc;                                \
+                                    }                                                           \
+                                } else if (type == POOL_LP) {                                   \
+                                    for (int64_t w = w0; w < w1; w++) {                         \
+                                        AT v = LD_##T(row[w]);                                  \
+                                        acc += POW_P(AT, v, pv);                                \
+                                    }                                                           \
+                                } else {                                                        \
+                                    for (int64_t w = w0; w < w1; w++) acc += LD_##T(row[w]);    \
+                                }                                                               \
+                            }                                                                   \
+                        if (type == POOL_AVG) {                                                 \
+                            int64_t n = j->cip ? nd_ * nh * nw                                  \
+                                               : imax(d1 - d0, 0) * imax(h1 - h0, 0) *          \
+                                                     imax(w1 - w0, 0);                          \
+                            acc = acc / (AT)n;                                                  \
+                        } else if (type == POOL_LP) {                                           \
+                            acc = ROOT_P(AT, acc, pv);                                          \
+                        }                                                                       \
+                        y[o] = ST_##T(acc);                                                     \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+/* The W pass of the row path: pools the combined row tmp[0, W) into res[0, OW), finalised (avg
+ * divided, lp rooted). n_dh: the window's d*h extent counting padding; rows_in: without it.
+ * Windows wholly inside the row take a branch-free loop, unrolled for the common 2/3 kernels. */
+#define HPASS_LOOP(AT, K, S, STEP)                                                              \
+    for (int64_t q = 0; q < cnt; q++) {                                                         \
+        const AT *t = t0 + q * (S);                                                             \
+        AT acc = init;                                                                          \
+        for (int64_t e = 0; e < (K); e++) acc = STEP;                                           \
+        r[q] = acc;                                                                             \
+    }
+#define HPASS_ALL(AT, STEP)                                                                     \
+    if (k == 3 && s == 1) { HPASS_LOOP(AT, 3, 1, STEP) }                                        \
+    else if (k == 3 && s == 2) { HPASS_LOOP(AT, 3, 2, STEP) }                                   \
+    else if (k == 2 && s == 1) { HPASS_LOOP(AT, 2, 1, STEP) }                                   \
+    else if (k == 2 && s == 2) { HPASS_LOOP(AT, 2, 2, STEP) }                                   \
+    else { HPASS_LOOP(AT, k, s, STEP) }
+#define HPASS_FN(AT)                                                                            \
+    static void hpass_##AT(const pool_job *j, const AT *tmp, int64_t W, AT *res, int64_t n_dh,   \
+                           int64_t rows_in)                                                     \
+    {                                                                                           \
+        const int64_t OW = j->od[2], k = j->k[2], s = j->s[2], p = j->p[2];                     \
+        const int type = j->type, pv = j->pv;                                                   \
+        const AT init = type == POOL_MAX ? LOWEST_##AT : 0;                                     \
+        int64_t oa = imin((p + s - 1) / s, OW);                                                 \
+        int64_t ob = W + p - k >= 0 ? imin((W + p - k) / s + 1, OW) : 0;                        \
+        if (ob < oa) ob = oa;                                                                   \
+        for (int64_t ow = 0; ow < OW; ow++) {                                                   \
+            if (ow == oa) ow = ob; /* the interior is done below */                             \
+            if (ow >= OW) break;                                                                \
+            int64_t w0 = ow * s - p, w1 = imin(w0 + k, W + p);                                  \
+            const int64_t nw = imax(w1 - w0, 0);                                                \
+            w0 = imax(w0, 0); w1 = imin(w1, W);                                                 \
+            AT acc = init;                                                                      \
+            if (type == POOL_MAX) {                                                             \
+                for (int64_t w = w0; w < w1; w++) acc = tmp[w] > acc ? tmp[w] : acc;            \
+            } else {                                                                            \
+                for (int64_t w = w0; w < w1; w++) acc += tmp[w];                                \
+            }                                                                                   \
+            if (type == POOL_AVG)                                                               \
+                acc = acc / (AT)(j->cip ? n_dh * nw : rows_in * imax(w1 - w0, 0));              \
+            else if (type == POOL_LP)                                                           \
+                acc = ROOT_P(AT, acc, pv);                                                      \
+            res[ow] = acc;                                                                      \
+        }                                                                                       \
+        const int64_t cnt = ob - oa;                                                            \
+        const AT *t0 = tmp + oa * s - p;                                                        \
+        AT *r = res + oa;                                                                       \
+        if (cnt <= 0) return;                                                                   \
+        if (type == POOL_MAX) {                                                                 \
+            HPASS_ALL(AT, t[e] > acc ? t[e] : acc)                                              \
+        } else {                                                                                \
+            HPASS_ALL(AT, acc + t[e])                                                           \
+        }                                                                                       \
+        if (type == POOL_AVG) {                                                                 \
+            const AT n = (AT)((j->cip ? n_dh : rows_in) * k);                                   \
+            for (int64_t q = 0; q < cnt; q++) r[q] = r[q] / n;                                  \
+        } else if (type == POOL_LP) {                                                           \
+            for (int64_t q = 0; q < cnt; q++) r[q] = ROOT_P(AT, r[q], pv);                      \
+        }                                                                                       \
+    }
+HPASS_FN(float)
+HPASS_FN(double)
+
+/* Row-wise windows (the main path): for one output row, first combine the window's input rows
+ * into a W-long row buffer (contiguous, so it vectorises), then pool that buffer along W. */
+#define POOL_COMBINE(T, AT, OPX)                                                                \
+    for (int64_t w = 0; w < W; w++) {                                                           \
+        AT v = LD_##T(row[w]);                                                                  \
+        tmp[w] = OPX;                                                                           \
+    }
+#define POOL_ROWS(T, AT)                                                                        \
+    static void pool_rows_##T(void *ctx, int64_t r0, int64_t r1)                                \
+    {                                                                                           \
+        const pool_job *j = ctx;                                                                \
+        const int64_t D = j->id[0], H = j->id[1], W = j->id[2];                                 \
+        const int64_t isz = D * H * W, osz = j->od[0] * j->od[1] * j->od[2];                    \
+        const int type = j->type, pv = j->pv;                                                   \
+        const size_t nbuf = sizeof(AT) * (size_t)(W + j->od[2] + 1);                            \
+        AT *tmp = hg_alloc(nbuf), *res = tmp + W;                                               \
+        if (!tmp) { pool_generic_##T(ctx, r0, r1); return; }                                    \
+        const AT init = type == POOL_MAX ? LOWEST_##AT : 0;                                     \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = (const T *)j->x + r * isz;                                             \
+            T *y = (T *)j->y + r * osz;                                                         \
+            int64_t o = 0;                                                                      \
+            for (int64_t od = 0; od < j->od[0]; od++) {                                         \
+                int64_t d0 = od * j->s[0] - j->p[0], d1 = imin(d0 + j->k[0], D + j->p[0]);      \
+                const int64_t nd_ = imax(d1 - d0, 0);                                           \
+                d0 = imax(d0, 0); d1 = imin(d1, D);                                             \
+                for (int64_t oh = 0; oh < j->od[1]; oh++) {                                     \
+                    int64_t h0 = oh * j->s[1] - j->p[1], h1 = imin(h0 + j->k[1], H + j->p[1]);  \
+                    const int64_t nh = imax(h1 - h0, 0);                                        \
+                    h0 = imax(h0, 0); h1 = imin(h1, H);                                         \
+                    for (int64_t w = 0; w < W; w++) tmp[w] = init;                              \
+                    for (int64_t d = d0; d < d1; d++)                                           \
+                        for (int64_t h = h0; h < h1; h++) {                                     \
+                            const T *row = x + (d * H + h) * W;                                 \
+                            if (type == POOL_MAX) {                                             \
+                                POOL_COMBINE(T, AT, v > tmp[w] ? v : tmp[w])                    \
+                            } else if (type == POOL_LP && pv == 2) {                            \
+                                POOL_COMBINE(T, AT, tmp[w] + v * v)                             \
+                            } else if (type == POOL_LP && pv == 3) {                            \
+                                POOL_COMBINE(T, AT, tmp[w] + v * v * v)                         \
+                            } else {                                                            \
+                                POOL_COMBINE(T, AT, tmp[w] + v)                                 \
+                            }                                                                   \
+                        }                                                                       \
+                    const int64_t rows_in = imax(d1 - d0, 0) * imax(h1 - h0, 0);                \
+                    hpass_##AT(j, tmp, W, res, nd_ * nh, rows_in);                              \
+                    for (int64_t ow = 0; ow < j->od[2]; ow++, o++) y[o] = ST_##T(res[ow]);      \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        hg_free(tmp, nbuf);                                                                     \
+    }
+
+/* Global pooling: each plane is one contiguous reduction. */
+#define POOL_GLOBAL(T, AT)                                                                      \
+    static void pool_global_##T(void *ctx, int64_t r0, int64_t r1)                              \
+    {                                                                                           \
+        const pool_job *j = ctx;                                                                \
+        const int64_t n = j->id[0] * j->id[1] * j->id[2];                                       \
+        const int type = j->type, pv = j->pv;                                                   \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = (const T *)j->x + r * n;                                               \
+            AT acc[8];                                                                          \
+            for (int q = 0; q < 8; q++) acc[q] = type == POOL_MAX ? LOWEST_##AT : 0;            \
+            int64_t i = 0;                                                                      \
+            if (type == POOL_MAX) {                                                             \
+                for (; i + 8 <= n; i += 8)                                                      \
+                    for (int q = 0; q < 8; q++) {                                               \
+                        AT v = LD_##T(x[i + q]);                                                \
+                        acc[q] = v > acc[q] ? v : acc[q];                                       \
+                    }                                                                           \
+                for (; i < n; i++) {                                                            \
+                    AT v = LD_##T(x[i]);                                                        \
+                    acc[0] = v > acc[0] ? v : acc[0];                                           \
+                }                                                                               \
+                for (int q = 1; q < 8; q++) acc[0] = acc[q] > acc[0] ? acc[q] : acc[0];         \
+            } else {                                                                            \
+                for (; i + 8 <= n; i += 8)                                                      \
+                    for (int q = 0; q < 8; q++) {                                               \
+                        AT v = LD_##T(x[i + q]);                                                \
+                        acc[q] += type == POOL_LP ? POW_P(AT, v, pv) : v;                       \
+                    }                                                                           \
+                for (; i < n; i++) {                                                            \
+                    AT v = LD_##T(x[i]);                                                        \
+                    acc[0] += type == POOL_LP ? POW_P(AT, v, pv) : v;                           \
+                }                                                                               \
+                for (int q = 1; q < 8; q++) acc[0] += acc[q];                                   \
+                if (type == POOL_AVG) acc[0] = acc[0] / (AT)n;                                  \
+                else if (type == POOL_LP) acc[0] = ROOT_P(AT, acc[0], pv);                      \
+            }                                                                                   \
+            ((T *)j->y)[r] = ST_##T(acc[0]);                                                    \
+        }                                                                                       \
+    }
+
+/* 2x2 stride-2 max pooling with every window inside the data (no padding). */
+#define POOL_MAX22(T, AT)                                                                       \
+    static void pool_max22_##T(void *ctx, int64_t r0, int64_t r1)                               \
+    {                                                                                           \
+        const pool_job *j = ctx;                                                                \
+        const int64_t H = j->id[1], W = j->id[2], OH = j->od[1], OW = j->od[2];                 \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = (const T *)j->x + r * H * W;                                           \
+            T *y = (T *)j->y + r * OH * OW;                                                     \
+            for (int64_t oh = 0; oh < OH; oh++) {                                               \
+                const T *a = x + 2 * oh * W, *b = a + W;                                        \
+                T *yr = y + oh * OW;                                                            \
+                for (int64_t ow = 0; ow < OW; ow++) {                                           \
+                    AT m = LOWEST_##AT, v;                                                      \
+                    v = LD_##T(a[2 * ow]); m = v > m ? v : m;                                   \
+                    v = LD_##T(a[2 * ow + 1]); m = v > m ? v : m;                               \
+                    v = LD_##T(b[2 * ow]); m = v > m ? v : m;                                   \
+                    v = LD_##T(b[2 * ow + 1]); m = v > m ? v : m;                               \
+                    yr[ow] = ST_##T(m);                                                         \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+typedef float f32;
+typedef double f64;
+POOL_GENERIC(f32, float)
+POOL_GENERIC(f64, double)
+POOL_GENERIC(f16, float)
+POOL_ROWS(f32, float)
+POOL_ROWS(f64, double)
+POOL_ROWS(f16, float)
+POOL_GLOBAL(f32, float)
+POOL_GLOBAL(f64, double)
+POOL_GLOBAL(f16, float)
+POOL_MAX22(f32, float)
+POOL_MAX22(f64, double)
+POOL_MAX22(f16, float)
+
+#define POOL_GRAIN 32768 /* window elements of work per parallel chunk */
+
+static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    hg_meta m = hg_meta_of(in[0]);
+    pool_geom g;
+    int64_t oshape[HG_MAX_NDIM];
+    HG_TRY(pool_geometry(op, a, &m, &g, oshape));
+    pool_job j = {.x = hg_data(in[0]), .y = hg_data(out[0]), .type = (int)a->v[P_POOL_TYPE].i,
+                  .pv = a->v[P_P_VALUE].is_none ? 1 : (int)a->v[P_P_VALUE].i,
+                  .cip = a->v[P_COUNT_INCLUDE_PAD].is_none || a->v[P_COUNT_INCLUDE_PAD].b};
+    for (int i = 0; i < 3; i++) {
+        j.id[i] = 1; j.od[i] = 1;
+        j.k[i] = g.k[i]; j.s[i] = g.s[i]; j.p[i] = g.p[i];
+    }
+    for (int i = 0; i < g.nsp; i++) {
+        j.id[3 - g.nsp + i] = m.shape[2 + i];
+        j.od[3 - g.nsp + i] = oshape[2 + i];
+    }
+    const int64_t planes = m.shape[0] * m.shape[1];
+    const int64_t ksz = j.k[0] * j.k[1] * j.k[2];
+    const int64_t work = imax(1, j.od[0] * j.od[1] * j.od[2] * imax(ksz, 1));
+    const int64_t grain = imax(1, POOL_GRAIN / work);
+    const hg_dtype dt = in[0]->dtype;
+    hg_range_fn fn;
+    if (a->v[P_GLOBAL].b) {
+        fn = dt == HG_DTYPE_F32 ? pool_global_f32
+             : dt == HG_DTYPE_F64 ? pool_global_f64 : pool_global_f16;
+    } else if (j.type == POOL_MAX && g.nsp == 2 && j.k[1] == 2 && j.k[2] == 2 && j.s[1] == 2 &&
+               j.s[2] == 2 && j.p[1] == 0 && j.p[2] == 0 && 2 * j.od[1] <= j.id[1] &&
+               2 * j.od[2] <= j.id[2]) {
+        fn = dt == HG_DTYPE_F32 ? pool_max22_f32
+             : dt == HG_DTYPE_F64 ? pool_max22_f64 : pool_max22_f16;
+    } else {
+        fn = dt == HG_DTYPE_F32 ? pool_rows_f32
+             : dt == HG_DTYPE_F64 ? pool_rows_f64 : pool_rows_f16;
+    }
+    hg_parallel_for(planes, grain, fn, &j);
+    return HG_OK;
+}
+
+const hg_op_def hg_ops_pool[] = {
+    {.name = "Pooling", .aliases = HG_NAMES("_npx_pooling"),
+     .doc = "max / avg / sum / lp pooling over 1-D, 2-D or 3-D channel-first data",
+     .input_names = HG_NAMES("data"), .attrs = k_pool_attrs,
+     .num_attrs = HG_COUNT(k_pool_attrs), .num_inputs = 1, .num_outputs = 1,
+     .infer = pool_infer, .forward = pool_forward},
+    {0},
+};
