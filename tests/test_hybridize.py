@@ -179,3 +179,17 @@ def test_symbol_infer_shape():
     ins, outs = co.infer([((4, 3), 0), (None, 0), (None, 0)], True)
     assert [s for s, _ in ins] == [(4, 3), (6, 3), (6,)]
     assert outs == [((4, 6), 0)]
+
+
+def test_export_after_rehybridize_traces_again(tmp_path):
+    # The seed tutorial calls hybridize(static_alloc=True) after running, then export.
+    net = SeedNet()
+    net.initialize()
+    net.hybridize()
+    x = nd.ones((2, 6))
+    want = net(x)
+    net.hybridize(static_alloc=True)
+    net.export(str(tmp_path / 'm'), epoch=1)
+    blk = gluon.SymbolBlock.imports(str(tmp_path / 'm-symbol.json'), ['data'],
+                                    str(tmp_path / 'm-0001.params'))
+    np.testing.assert_allclose(blk(x).asnumpy(), want.asnumpy(), rtol=1e-6, atol=1e-6)

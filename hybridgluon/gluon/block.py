@@ -448,17 +448,21 @@ class HybridBlock(Block):
     def _get_graph(self, *args):
         """Traces hybrid_forward once with Symbols: (input variables, grouped outputs)."""
         if not self._cached_graph:
-            from .. import symbol
             flat, self._in_format = _flatten(args, 'input')
-            names = ['data'] if len(flat) == 1 else ['data%d' % i for i in range(len(flat))]
-            inputs = [symbol.var(n) if a is not None else None for n, a in zip(names, flat)]
-            grouped = _regroup(inputs, self._in_format)
-            params = {k: v.var() for k, v in self._reg_params.items()}
-            with self.name_scope():
-                out = self.hybrid_forward(symbol, *grouped, **params)
-            out, self._out_format = _flatten(out, 'output')
-            self._cached_graph = [i for i in inputs if i is not None], symbol.Group(out)
+            self._trace([a is not None for a in flat])
         return self._cached_graph
+
+    def _trace(self, present):
+        """Runs hybrid_forward on fresh input variables (`present[i]`: input i is not None)."""
+        from .. import symbol
+        names = ['data'] if len(present) == 1 else ['data%d' % i for i in range(len(present))]
+        inputs = [symbol.var(n) if p else None for n, p in zip(names, present)]
+        grouped = _regroup(inputs, self._in_format)
+        params = {k: v.var() for k, v in self._reg_params.items()}
+        with self.name_scope():
+            out = self.hybrid_forward(symbol, *grouped, **params)
+        out, self._out_format = _flatten(out, 'output')
+        self._cached_graph = [i for i in inputs if i is not None], symbol.Group(out)
 
     def _graph_inputs(self, *args):
         """(graph input names, {data name: position}, {param name: Parameter}), checked."""
@@ -541,6 +545,11 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes `path-symbol.json` and `path-%04d.params` (epoch): the traced graph and the
         parameters it uses, named `arg:<name>` / `aux:<name>` as MXNet's export does."""
+        if not self._cached_graph and self._in_format is not None:
+            # hybridize() again (e.g. with new flags) dropped the graph; the input structure of
+            # the last call is known, so trace again rather than refuse.
+            flat_fmt = _flatten_format(self._in_format)
+            self._trace([f != -1 for f in flat_fmt])
         if not self._cached_graph:
             raise RuntimeError('Please first call block.hybridize() and then run forward with '
                                'this block at least once before calling export.')
@@ -619,6 +628,13 @@ def _flatten(args, what):
         flat.extend(f)
         fmts.append(fmt)
     return flat, fmts
+
+
+def _flatten_format(fmt):
+    """The leaf formats of a nested format, in order (-1 marks a None input)."""
+    if isinstance(fmt, int):
+        return [fmt]
+    return [leaf for f in fmt for leaf in _flatten_format(f)]
 
 
 def _regroup(args, fmt):
