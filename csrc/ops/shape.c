@@ -1,6 +1,5 @@
 /* Shape family: ops that move elements without arithmetic (Reshape, Flatten, transpose,
- * expand_dims, squeeze, SwapAxis, tile, repeat, reverse, broadcast_to/_like/_axis, diag), plus
- * Cast and add_n.
+ * expand_dims, squeeze, SwapAxis, tile, repeat, reverse, broadcast_to/_like/_axis, diag).
  *
  * Every data-movement op lowers to one primitive, the strided view copy:
  *     out[i] = in[base + sum_d idx_d(i) * istr[d]]    over the output's (row-major) shape,
@@ -8,7 +7,7 @@
  * permuted (transpose) or summed (diagonal). The copy merges dims the input walks as one, then
  * runs rows of memcpy / fill / gather, or cache-blocked tiles when the input's unit-stride dim
  * is not the output's inner dim (any transpose). Kernels move bytes by element size, so every
- * dtype works; only Cast and add_n look at values. Shape rules validate everything; the kernels
+ * dtype works (Cast and add_n, which look at values, are in cast.c). Shape rules validate everything; the kernels
  * trust them.
  */
 #include <stdarg.h>
@@ -1085,236 +1084,6 @@ static hg_status diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
-/* ---- Cast -------------------------------------------------------------------------------- */
-
-static const hg_attr_spec k_cast_attrs[] = {
-    {"dtype", HG_ATTR_DTYPE, HG_ATTR_REQUIRED, NULL, "the output dtype", NULL},
-};
-
-static hg_status cast_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
-{
-    (void)op; (void)nin; (void)nout;
-    out[0] = in[0];
-    out[0].dtype = (hg_dtype)a->v[0].i;
-    return HG_OK;
-}
-
-/* Float to integer without undefined behaviour, with the results x86 gives (and so NumPy and
- * MXNet there): truncate toward zero; NaN and values outside the int32 (int64) range become
- * INT32_MIN (INT64_MIN); 8-bit targets take the low byte of the int32, so -1.0 -> uint8 255. */
-static inline int32_t f2i32(double v)
-{
-    return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
-}
-
-static inline int64_t f2i64(double v)
-{
-    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
-}
-
-#define CV_INT(T, F, v) _Generic((v), float: (T)F(v), double: (T)F(v), default: (T)(v))
-#define LD_f32(x) (x)
-#define LD_f64(x) (x)
-#define LD_f16(x) hg_half_to_float(x)
-#define LD_u8(x) (x)
-#define LD_i32(x) (x)
-#define LD_i8(x) (x)
-#define LD_i64(x) (x)
-#define LD_b(x) ((x) != 0)
-#define ST_f32(v) ((float)(v))
-#define ST_f64(v) ((double)(v))
-#define ST_f16(v) hg_float_to_half((float)(v))
-#define ST_u8(v) CV_INT(uint8_t, f2i32, v)
-#define ST_i32(v) CV_INT(int32_t, f2i32, v)
-#define ST_i8(v) CV_INT(int8_t, f2i32, v)
-#define ST_i64(v) CV_INT(int64_t, f2i64, v)
-#define ST_b(v) ((uint8_t)((v) != 0))
-#define DT_f32 HG_DTYPE_F32
-#define DT_f64 HG_DTYPE_F64
-#define DT_f16 HG_DTYPE_F16
-#define DT_u8 HG_DTYPE_U8
-#define DT_i32 HG_DTYPE_I32
-#define DT_i8 HG_DTYPE_I8
-#define DT_i64 HG_DTYPE_I64
-#define DT_b HG_DTYPE_BOOL
-
-#define CAST_SRC(X) X(f32, float) X(f64, double) X(f16, uint16_t) X(u8, uint8_t)                \
-    X(i32, int32_t) X(i8, int8_t) X(i64, int64_t) X(b, uint8_t)
-#define CAST_DST(X, S, ST) X(S, ST, f32, float) X(S, ST, f64, double) X(S, ST, f16, uint16_t)   \
-    X(S, ST, u8, uint8_t) X(S, ST, i32, int32_t) X(S, ST, i8, int8_t) X(S, ST, i64, int64_t)   \
-    X(S, ST, b, uint8_t)
-
-typedef void (*cast_fn)(const void *in, void *out, int64_t b, int64_t e);
-
-#define CAST_FN(S, ST, D, DT)                                                                   \
-    static void cast_##S##_##D(const void *in, void *out, int64_t b, int64_t e)                 \
-    {                                                                                           \
-        const ST *x = in;                                                                       \
-        DT *y = out;                                                                            \
-        for (int64_t i = b; i < e; i++) y[i] = ST_##D(LD_##S(x[i]));                            \
-    }
-#define CAST_ROW_FNS(S, ST) CAST_DST(CAST_FN, S, ST)
-CAST_SRC(CAST_ROW_FNS)
-
-#define CAST_ENTRY(S, ST, D, DT) [DT_##D] = cast_##S##_##D,
-#define CAST_ROW(S, ST) [DT_##S] = {CAST_DST(CAST_ENTRY, S, ST)},
-static const cast_fn k_cast[HG_NUM_DTYPES][HG_NUM_DTYPES] = {CAST_SRC(CAST_ROW)};
-
-typedef struct {
-    cast_fn fn;
-    const void *in;
-    void *out;
-} cast_job;
-
-static void cast_range(void *ctx, int64_t b, int64_t e)
-{
-    const cast_job *j = ctx;
-    j->fn(j->in, j->out, b, e);
-}
-
-#ifdef HG_HAVE_F16C_PATH
-/* float32 <-> float16 with the F16C instructions where the CPU has them (chosen at run time;
- * the build targets baseline x86-64). Same results as hg_float_to_half: round to nearest even,
- * overflow to inf, subnormals kept; only NaN payloads may differ. */
-__attribute__((target("avx,f16c"))) static void cast_f32_f16_f16c(const void *in, void *out,
-                                                                   int64_t b, int64_t e)
-{
-    const float *x = in;
-    uint16_t *y = out;
-    int64_t i = b;
-    for (; i + 8 <= e; i += 8)
-        _mm_storeu_si128((__m128i *)(y + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < e; i++) y[i] = hg_float_to_half(x[i]);
-}
-
-__attribute__((target("avx,f16c"))) static void cast_f16_f32_f16c(const void *in, void *out,
-                                                                   int64_t b, int64_t e)
-{
-    const uint16_t *x = in;
-    float *y = out;
-    int64_t i = b;
-    for (; i + 8 <= e; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
-    for (; i < e; i++) y[i] = hg_half_to_float(x[i]);
-}
-#endif
-
-static hg_status cast_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
-    const hg_tensor *x = in[0];
-    hg_tensor *y = out[0];
-    if (x->dtype == y->dtype) {
-        par_copy(hg_data(y), hg_data(x), (size_t)x->size * hg_dtype_size(x->dtype));
-        return HG_OK;
-    }
-    cast_job j = {k_cast[x->dtype][y->dtype], hg_data(x), hg_data(y)};
-#ifdef HG_HAVE_F16C_PATH
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
-        if (x->dtype == HG_DTYPE_F32 && y->dtype == HG_DTYPE_F16) j.fn = cast_f32_f16_f16c;
-        if (x->dtype == HG_DTYPE_F16 && y->dtype == HG_DTYPE_F32) j.fn = cast_f16_f32_f16c;
-    }
-#endif
-    hg_parallel_for(x->size, HG_GRAIN_ELEMWISE, cast_range, &j);
-    return HG_OK;
-}
-
-/* ---- add_n ------------------------------------------------------------------------------- */
-
-static const hg_attr_spec k_addn_attrs[] = {
-    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
-};
-
-static hg_status addn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
-{
-    if (nin < 1)
-        return hg_error(HG_ERR_VALUE, "%s: num_args must be at least 1 (got %d)", op->name, nin);
-    if (in[0].dtype == HG_DTYPE_BOOL)
-        return hg_error(HG_ERR_TYPE, "%s: dtype bool is not supported", op->name);
-    return hg_infer_same(op, a, nin, in, nout, out);
-}
-
-#define ADDN_BLOCK 1024 /* elements summed across all inputs before moving on: stays in L1 */
-
-typedef struct {
-    hg_tensor *const *in;
-    int nin;
-    void *out;
-    hg_dtype dt;
-} addn_job;
-
-/* Each block is summed into a local buffer before it is stored, so the output may alias any
- * input (in place, or an input given twice). Integer sums wrap (computed unsigned) instead of
- * overflowing signed arithmetic. */
-#define ADDN_FN(NAME, T, U)                                                                     \
-    static void NAME(const addn_job *j, int64_t b, int64_t e)                                   \
-    {                                                                                           \
-        T acc[ADDN_BLOCK];                                                                      \
-        T *y = j->out;                                                                          \
-        for (int64_t s = b; s < e; s += ADDN_BLOCK) {                                           \
-            int64_t n = min64(ADDN_BLOCK, e - s);                                               \
-            const T *x0 = (const T *)hg_data(j->in[0]) + s;                                     \
-            for (int64_t i = 0; i < n; i++) acc[i] = x0[i];                                     \
-            for (int k = 1; k < j->nin; k++) {                                                  \
-                const T *xk = (const T *)hg_data(j->in[k]) + s;                                 \
-                for (int64_t i = 0; i < n; i++) acc[i] = (T)((U)acc[i] + (U)xk[i]);             \
-            }                                                                                   \
-            memcpy(y + s, acc, sizeof(T) * (size_t)n);                                          \
-        }                                                                                       \
-    }
-ADDN_FN(addn_f32, float, float)
-ADDN_FN(addn_f64, double, double)
-ADDN_FN(addn_u8, uint8_t, uint8_t)
-ADDN_FN(addn_i32, int32_t, uint32_t)
-ADDN_FN(addn_i8, int8_t, uint8_t)
-ADDN_FN(addn_i64, int64_t, uint64_t)
-
-static void addn_f16(const addn_job *j, int64_t b, int64_t e)
-{
-    float acc[ADDN_BLOCK];
-    uint16_t *y = j->out;
-    for (int64_t s = b; s < e; s += ADDN_BLOCK) {
-        int64_t n = min64(ADDN_BLOCK, e - s);
-        const uint16_t *x0 = (const uint16_t *)hg_data(j->in[0]) + s;
-        for (int64_t i = 0; i < n; i++) acc[i] = hg_half_to_float(x0[i]);
-        for (int k = 1; k < j->nin; k++) {
-            const uint16_t *xk = (const uint16_t *)hg_data(j->in[k]) + s;
-            for (int64_t i = 0; i < n; i++) acc[i] += hg_half_to_float(xk[i]);
-        }
-        for (int64_t i = 0; i < n; i++) y[s + i] = hg_float_to_half(acc[i]);
-    }
-}
-
-static void addn_range(void *ctx, int64_t b, int64_t e)
-{
-    const addn_job *j = ctx;
-    switch (j->dt) {
-    case HG_DTYPE_F32: addn_f32(j, b, e); break;
-    case HG_DTYPE_F64: addn_f64(j, b, e); break;
-    case HG_DTYPE_F16: addn_f16(j, b, e); break;
-    case HG_DTYPE_U8: addn_u8(j, b, e); break;
-    case HG_DTYPE_I32: addn_i32(j, b, e); break;
-    case HG_DTYPE_I8: addn_i8(j, b, e); break;
-    case HG_DTYPE_I64: addn_i64(j, b, e); break;
-    default: break; /* bool is rejected by addn_infer */
-    }
-}
-
-static hg_status addn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    (void)op; (void)a; (void)ctx; (void)nout;
-    addn_job j = {in, nin, hg_data(out[0]), in[0]->dtype};
-    hg_parallel_for(out[0]->size, HG_GRAIN_ELEMWISE / (nin > 1 ? nin : 1) + 1, addn_range, &j);
-    return HG_OK;
-}
-
-/* ---- registration ------------------------------------------------------------------------ */
-
 #define DATA HG_NAMES("data")
 #define OP(NAME, ALIASES, DOC, ATTRS, INFER, FWD, FL)                                          \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .attrs = ATTRS,         \
@@ -1354,11 +1123,5 @@ const hg_op_def hg_ops_shape[] = {
      .forward = broadcast_forward},
     OP("diag", NULL, "a 2-D matrix from a 1-D diagonal, or the k-th diagonal of an N-D array",
        k_diag_attrs, diag_infer, diag_forward, 0),
-    OP("Cast", HG_NAMES("cast"), "converts to another dtype (float to int truncates)",
-       k_cast_attrs, cast_infer, cast_forward, 0),
-    {.name = "add_n", .aliases = HG_NAMES("ElementWiseSum"),
-     .doc = "the element-wise sum of all inputs (equal shapes)", .input_names = HG_NAMES("args"),
-     .attrs = k_addn_attrs, .num_attrs = HG_COUNT(k_addn_attrs), .infer = addn_infer,
-     .forward = addn_forward, .flags = HG_OP_VARARGS | HG_OP_INPLACE},
     {0},
 };
