@@ -525,14 +525,17 @@ class HybridBlock(Block):
     def _call_cached_op(self, *args):
         if self._cached_op is None:
             self._build_cache(*args)
-        flat, fmt = _flatten(args, 'input')
-        if fmt != self._in_format:
-            raise ValueError('The argument structure of HybridBlock does not match the cached '
-                             'version. Stored format = {}, input format = {}'
-                             .format(self._in_format, fmt))
-        flat = [a for a in flat if a is not None]
+        if len(args) == 1 and self._in_format == [0] and isinstance(args[0], NDArray):
+            flat = args  # the common case, without walking a nested structure
+        else:
+            flat, fmt = _flatten(args, 'input')
+            if fmt != self._in_format:
+                raise ValueError('The argument structure of HybridBlock does not match the '
+                                 'cached version. Stored format = {}, input format = {}'
+                                 .format(self._in_format, fmt))
+            flat = [a for a in flat if a is not None]
         try:
-            cargs = [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
+            cargs = [flat[i] if is_arg else _param_array(i) for is_arg, i in self._cached_op_args]
         except DeferredInitializationError:
             self._deferred_infer_shape(*args)
             for _, p in self._cached_op_args:
@@ -569,6 +572,9 @@ class HybridBlock(Block):
         """Runs `hybrid_forward` with `F = mx.nd` and the Parameters' data for NDArray inputs
         (through the cached graph once hybridized; finishing deferred initialization on first
         use), or traces it for Symbol inputs."""
+        if self._active and self._cached_op is not None and isinstance(x, NDArray) and \
+                all(isinstance(a, NDArray) for a in args):
+            return self._call_cached_op(x, *args)  # hot path: straight into C
         symbol_cls = _symbol_class()
         has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info(
             [x] + list(args), symbol_cls)
@@ -628,6 +634,14 @@ def _flatten(args, what):
         flat.extend(f)
         fmts.append(fmt)
     return flat, fmts
+
+
+def _param_array(p):
+    """A Parameter's data on its only context, without data()'s checks when there is one."""
+    arrays = p._data
+    if arrays is not None and len(arrays) == 1:
+        return arrays[0]
+    return p.data()
 
 
 def _flatten_format(fmt):
