@@ -1,6 +1,6 @@
 /* The generic element-wise driver: unary maps and NumPy-broadcasting binary ops over an op's
  * per-dtype tile functions, split across the thread pool. float16 runs through the float32 tile
- * function on converted tiles. Also the shared shape rules for such ops. */
+ * function on converted tiles. Also the shared shape rules and helpers for shape rules. */
 #include <string.h>
 
 #include "op.h"
@@ -187,4 +187,20 @@ hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *attrs, int nin, hg_
     }
     out[0] = in[0];
     return HG_OK;
+}
+
+bool hg_meta_merge(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
+{
+    if (m->ndim < 0) {
+        m->ndim = nd;
+        m->dtype = dt;
+        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
+        return true;
+    }
+    if (m->ndim != nd) return false;
+    for (int i = 0; i < nd; i++)
+        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
+    for (int i = 0; i < nd; i++)
+        if (m->shape[i] < 0) m->shape[i] = want[i];
+    return true;
 }

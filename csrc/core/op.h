@@ -155,6 +155,11 @@ hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *a, int nin, hg
 hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                         hg_meta *out);
 
+/* For shape rules that fill in parameter shapes: merges the expected shape `want` (entries -1:
+ * unknown) into input meta m. Unknown dims on either side take the other's value; known dims
+ * must agree (false otherwise). A meta of unknown ndim becomes `want` with dtype dt. */
+bool hg_meta_merge(hg_meta *m, hg_dtype dt, int nd, const int64_t *want);
+
 /* Convenience for op files. */
 #define HG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define HG_COUNT(arr) ((int)(sizeof(arr) / sizeof((arr)[0])))

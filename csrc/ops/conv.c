@@ -114,24 +114,6 @@ static bool is_pointwise(const conv_geom *g)
     return true;
 }
 
-/* Merges the expected shape `want` (entries -1: unknown) into an input meta: unknown dims on
- * either side take the other's value; known dims must agree. ndim -1 becomes `want`. */
-static bool merge_shape(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
-{
-    if (m->ndim < 0) {
-        m->ndim = nd;
-        m->dtype = dt;
-        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
-        return true;
-    }
-    if (m->ndim != nd) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] < 0) m->shape[i] = want[i];
-    return true;
-}
-
 static const char *tuple_str(char *buf, const hg_tuple *t)
 {
     return hg_shape_str(buf, t->n, t->v);
@@ -200,7 +182,7 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
     hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
     if (b) {
-        if (!merge_shape(b, dt, 1, &g.F))
+        if (!hg_meta_merge(b, dt, 1, &g.F))
             return hg_error(HG_ERR_VALUE, "Convolution: bias shape %s does not match "
                             "num_filter=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
                             (long long)g.F, (long long)g.F);
@@ -224,7 +206,7 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                         hg_shape_str(s0, x->ndim, x->shape), (long long)g.G);
     int64_t want_w[5] = {g.F, C >= 0 ? C / g.G : -1};
     for (int i = 0; i < nsp; i++) want_w[2 + i] = g.k[off + i];
-    if (!merge_shape(w, x->dtype, nsp + 2, want_w))
+    if (!hg_meta_merge(w, x->dtype, nsp + 2, want_w))
         return hg_error(HG_ERR_VALUE, "Convolution: weight shape %s does not match data shape %s "
                         "with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),

@@ -288,24 +288,6 @@ static void fc_rows(const hg_meta *x, bool flatten, int64_t *M, int64_t *K)
     }
 }
 
-/* Merges the expected shape `want` into a given input meta: unknown dims on either side take the
- * other's value; known dims must agree. A meta of unknown ndim becomes `want`. */
-static bool merge_shape(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
-{
-    if (m->ndim < 0) {
-        m->ndim = nd;
-        m->dtype = dt;
-        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
-        return true;
-    }
-    if (m->ndim != nd) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] < 0) m->shape[i] = want[i];
-    return true;
-}
-
 /* Fills one unknown data dim from the weight's inner size (deferred shapes in graphs). */
 static void fc_backfill_data(hg_meta *x, bool flatten, int64_t wk)
 {
@@ -337,7 +319,7 @@ static hg_status fc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     if (b) { /* (num_hidden,) or (num_hidden, 1); known from the attributes alone */
         int64_t want[2] = {nh, 1};
         hg_dtype bdt = x->ndim >= 0 ? x->dtype : b->dtype;
-        if (!merge_shape(b, bdt, b->ndim == 2 ? 2 : 1, want))
+        if (!hg_meta_merge(b, bdt, b->ndim == 2 ? 2 : 1, want))
             return hg_error(HG_ERR_VALUE, "FullyConnected: bias shape %s does not match "
                             "num_hidden=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
                             (long long)nh, (long long)nh);
@@ -350,7 +332,7 @@ static hg_status fc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     int64_t M, K;
     fc_rows(x, flatten, &M, &K);
     int64_t want_w[2] = {nh, K};
-    if (!merge_shape(w, x->dtype, 2, want_w))
+    if (!hg_meta_merge(w, x->dtype, 2, want_w))
         return hg_error(HG_ERR_VALUE, "FullyConnected: weight shape %s does not match data "
                         "shape %s with num_hidden=%lld, flatten=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
