@@ -202,8 +202,8 @@ static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         return hg_error(HG_ERR_UNSUPPORTED, "UpSampling: sample_type='bilinear' is not supported "
                         "(it needs a deconvolution weight input); use sample_type='nearest'");
     if (nin < 1) return hg_error(HG_ERR_VALUE, "UpSampling: num_args must be at least 1");
-    if (scale < 1)
-        return hg_error(HG_ERR_VALUE, "UpSampling: scale must be at least 1, got %lld",
+    if (scale < 1 || scale > 1000)
+        return hg_error(HG_ERR_VALUE, "UpSampling: scale must be in [1, 1000], got %lld",
                         (long long)scale);
     for (int i = 0; i < nin; i++)
         if (in[i].ndim < 0) return HG_OK;
