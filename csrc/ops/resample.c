@@ -1,0 +1,735 @@
+/* Resampling ops (MXNet 1.x): Pad, UpSampling (nearest) and Deconvolution.
+ *
+ * Pad and UpSampling move elements without arithmetic (except the UpSampling sum mode), so they
+ * copy by element size and serve every float dtype. Deconvolution is the adjoint of Convolution:
+ * per image and group cols[F/g*K, I] = W_g^T . x_g (one GEMM), then col2im scatters each column
+ * entry into the output window it touches (accumulating where windows overlap).
+ */
+#include <string.h>
+
+#include "../core/op.h"
+#include "../core/parallel.h"
+#include "../kernels/cpu/gemm.h"
+
+static const char *tuple_str(char *buf, const hg_tuple *t)
+{
+    return hg_shape_str(buf, t->n, t->v);
+}
+
+static bool is_float(hg_dtype dt)
+{
+    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
+}
+
+/* ---- Pad ------------------------------------------------------------------------------------ */
+
+enum { K_PAD_MODE, K_PAD_WIDTH, K_PAD_VALUE };
+enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT };
+
+static const char *const k_pad_modes[] = {"constant", "edge", "reflect", NULL};
+
+static const hg_attr_spec k_pad_attrs[] = {
+    {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "padding type: constant, edge or reflect",
+     k_pad_modes},
+    {"pad_width", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "(before, after) pad sizes per axis, "
+     "flattened; the first two axes must have 0", NULL},
+    {"constant_value", HG_ATTR_FLOAT, 0, "0", "fill value of constant mode", NULL},
+};
+
+static hg_status pad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                           int nout, hg_meta *out)
+{
+    (void)op;
+    (void)nin;
+    (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_meta *x = &in[0];
+    const hg_tuple *pw = &a->v[K_PAD_WIDTH].t;
+    int64_t mode = a->v[K_PAD_MODE].i;
+    if (x->ndim < 0) return HG_OK;
+    if (pw->n != 2 * x->ndim)
+        return hg_error(HG_ERR_VALUE, "Pad: pad_width=%s has %d entries, but data shape %s needs "
+                        "%d (2 per axis)", tuple_str(s0, pw), pw->n,
+                        hg_shape_str(s1, x->ndim, x->shape), 2 * x->ndim);
+    if (x->ndim != 4 && x->ndim != 5)
+        return hg_error(HG_ERR_VALUE, "Pad: only 4-D or 5-D data is supported, got data shape %s",
+                        hg_shape_str(s0, x->ndim, x->shape));
+    if (pw->v[0] != 0 || pw->v[1] != 0 || pw->v[2] != 0 || pw->v[3] != 0)
+        return hg_error(HG_ERR_VALUE, "Pad: padding on the first two axes (batch and channel) "
+                        "must be zero, got pad_width=%s", tuple_str(s0, pw));
+    if (!is_float(x->dtype))
+        return hg_error(HG_ERR_TYPE, "Pad: dtype %s is not supported (float16, float32 and "
+                        "float64 only)", hg_dtype_name(x->dtype));
+    out[0].ndim = x->ndim;
+    out[0].dtype = x->dtype;
+    for (int i = 0; i < x->ndim; i++) {
+        int64_t b = pw->v[2 * i], e = pw->v[2 * i + 1], n = x->shape[i];
+        if (b < 0 || e < 0)
+            return hg_error(HG_ERR_VALUE, "Pad: pad_width=%s must be non-negative",
+                            tuple_str(s0, pw));
+        if (n >= 0 && mode == PAD_REFLECT && (b >= n || e >= n) && (b || e))
+            return hg_error(HG_ERR_VALUE, "Pad: reflect padding must be smaller than the input "
+                            "size: pad_width=%s, data shape %s (axis %d)", tuple_str(s0, pw),
+                            hg_shape_str(s1, x->ndim, x->shape), i);
+        if (n == 0 && mode == PAD_EDGE && (b || e))
+            return hg_error(HG_ERR_VALUE, "Pad: edge padding of an empty axis: pad_width=%s, data "
+                            "shape %s (axis %d)", tuple_str(s0, pw),
+                            hg_shape_str(s1, x->ndim, x->shape), i);
+        out[0].shape[i] = n < 0 ? -1 : n + b + e;
+    }
+    return hg_shape_check(out[0].ndim, out[0].shape, out[0].dtype);
+}
+
+/* Source index of output index i along an axis of size n with `before` padding; -1: constant. */
+static int64_t pad_src(int64_t i, int64_t n, int64_t before, int64_t mode)
+{
+    int64_t j = i - before;
+    if (j >= 0 && j < n) return j;
+    if (mode == PAD_CONSTANT) return -1;
+    if (mode == PAD_EDGE) return j < 0 ? 0 : n - 1;
+    return j < 0 ? -j : 2 * (n - 1) - j; /* reflect: pad < n, so one bounce suffices */
+}
+
+typedef struct {
+    const hg_attrs *a;
+    int nd;
+    const int64_t *ishape, *oshape;
+    const char *x;
+    char *y;
+    size_t es;
+    uint64_t fill; /* constant_value's bits in the output dtype */
+} pad_job;
+
+static void fill_elems(char *dst, int64_t n, size_t es, uint64_t bits)
+{
+    for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * es, &bits, es);
+}
+
+/* Output rows (all axes but the last) [begin, end). */
+static void pad_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const pad_job *j = ctx;
+    const hg_tuple *pw = &j->a->v[K_PAD_WIDTH].t;
+    int64_t mode = j->a->v[K_PAD_MODE].i;
+    int nd = j->nd, last = nd - 1;
+    int64_t OW = j->oshape[last], IW = j->ishape[last], pb = pw->v[2 * last];
+    size_t es = j->es;
+    for (int64_t r = begin; r < end; r++) {
+        char *dst = j->y + (size_t)(r * OW) * es;
+        int64_t rem = r, src_row = 0, mul = 1;
+        bool constant = false;
+        for (int d = last - 1; d >= 0; d--) {
+            int64_t o = rem % j->oshape[d];
+            rem /= j->oshape[d];
+            int64_t s = pad_src(o, j->ishape[d], pw->v[2 * d], mode);
+            if (s < 0) constant = true;
+            src_row += s * mul;
+            mul *= j->ishape[d];
+        }
+        if (constant) {
+            fill_elems(dst, OW, es, j->fill);
+            continue;
+        }
+        const char *src = j->x + (size_t)(src_row * IW) * es;
+        int64_t lo = pb < OW ? pb : OW, hi = pb + IW < OW ? pb + IW : OW;
+        for (int64_t o = 0; o < lo; o++) {
+            int64_t s = pad_src(o, IW, pb, mode);
+            if (s < 0) memcpy(dst + (size_t)o * es, &j->fill, es);
+            else memcpy(dst + (size_t)o * es, src + (size_t)s * es, es);
+        }
+        if (hi > lo) memcpy(dst + (size_t)lo * es, src, (size_t)(hi - lo) * es);
+        for (int64_t o = hi; o < OW; o++) {
+            int64_t s = pad_src(o, IW, pb, mode);
+            if (s < 0) memcpy(dst + (size_t)o * es, &j->fill, es);
+            else memcpy(dst + (size_t)o * es, src + (size_t)s * es, es);
+        }
+    }
+}
+
+static hg_status pad_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    const hg_tensor *x = in[0], *y = out[0];
+    pad_job j = {a, y->ndim, x->shape, y->shape, hg_data(x), hg_data(y), hg_dtype_size(y->dtype),
+                 0};
+    double v = a->v[K_PAD_VALUE].f;
+    if (y->dtype == HG_DTYPE_F32) {
+        float f = (float)v;
+        memcpy(&j.fill, &f, sizeof f);
+    } else if (y->dtype == HG_DTYPE_F64) {
+        memcpy(&j.fill, &v, sizeof v);
+    } else {
+        uint16_t h = hg_float_to_half((float)v);
+        memcpy(&j.fill, &h, sizeof h);
+    }
+    int64_t rows = hg_shape_size(y->ndim - 1, y->shape), OW = y->shape[y->ndim - 1];
+    int64_t grain = OW > 0 ? HG_GRAIN_ELEMWISE / OW + 1 : rows + 1;
+    hg_parallel_for(rows, grain, pad_rows, &j);
+    return HG_OK;
+}
+
+/* ---- UpSampling ----------------------------------------------------------------------------- */
+
+enum { K_UP_SCALE, K_UP_NUM_FILTER, K_UP_TYPE, K_UP_MODE, K_UP_NUM_ARGS, K_UP_WORKSPACE };
+enum { UP_NEAREST, UP_BILINEAR };
+enum { UP_CONCAT, UP_SUM };
+
+static const char *const k_up_types[] = {"nearest", "bilinear", NULL};
+static const char *const k_up_modes[] = {"concat", "sum", NULL};
+
+static const hg_attr_spec k_up_attrs[] = {
+    {"scale", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "up-sampling scale", NULL},
+    {"num_filter", HG_ATTR_INT, 0, "0", "input filter count (bilinear only)", NULL},
+    {"sample_type", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "nearest or bilinear", k_up_types},
+    {"multi_input_mode", HG_ATTR_ENUM, 0, "concat", "how to combine several inputs: concat "
+     "(along channels) or sum", k_up_modes},
+    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
+    {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored)", NULL},
+};
+
+static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                          int nout, hg_meta *out)
+{
+    (void)op;
+    (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    int64_t scale = a->v[K_UP_SCALE].i;
+    if (a->v[K_UP_TYPE].i == UP_BILINEAR)
+        return hg_error(HG_ERR_UNSUPPORTED, "UpSampling: sample_type='bilinear' is not supported "
+                        "(it needs a deconvolution weight input); use sample_type='nearest'");
+    if (nin < 1) return hg_error(HG_ERR_VALUE, "UpSampling: num_args must be at least 1");
+    if (scale < 1 || scale > 1000)
+        return hg_error(HG_ERR_VALUE, "UpSampling: scale must be in [1, 1000], got %lld",
+                        (long long)scale);
+    for (int i = 0; i < nin; i++)
+        if (in[i].ndim < 0) return HG_OK;
+    const hg_meta *x0 = &in[0];
+    int64_t OH = x0->shape[2] * scale, OW = x0->shape[3] * scale, chans = 0;
+    for (int i = 0; i < nin; i++) {
+        const hg_meta *x = &in[i];
+        if (x->ndim != 4)
+            return hg_error(HG_ERR_VALUE, "UpSampling: input %d should be 4-D (batch, channel, y, "
+                            "x), got shape %s", i, hg_shape_str(s0, x->ndim, x->shape));
+        if (x->dtype != x0->dtype)
+            return hg_error(HG_ERR_TYPE, "UpSampling: all inputs must have the same dtype, input "
+                            "0 is %s and input %d is %s", hg_dtype_name(x0->dtype), i,
+                            hg_dtype_name(x->dtype));
+        if (x->shape[0] != x0->shape[0])
+            return hg_error(HG_ERR_VALUE, "UpSampling: inputs must have the same batch size, "
+                            "input 0 has shape %s and input %d has shape %s",
+                            hg_shape_str(s0, x0->ndim, x0->shape), i,
+                            hg_shape_str(s1, x->ndim, x->shape));
+        int64_t h = x->shape[2], w = x->shape[3];
+        if (h < 1 || w < 1 || OH % h != 0 || OW % w != 0 || OH / h != OW / w)
+            return hg_error(HG_ERR_VALUE, "UpSampling: input %d of shape %s does not divide the "
+                            "output size (%lld, %lld) by one integer scale", i,
+                            hg_shape_str(s0, x->ndim, x->shape), (long long)OH, (long long)OW);
+        if (a->v[K_UP_MODE].i == UP_SUM) {
+            if (i > 0 && x->shape[1] != chans)
+                return hg_error(HG_ERR_VALUE, "UpSampling: number of channels must be the same "
+                                "when multi_input_mode==sum, input 0 has shape %s and input %d "
+                                "has shape %s", hg_shape_str(s0, x0->ndim, x0->shape), i,
+                                hg_shape_str(s1, x->ndim, x->shape));
+            chans = x->shape[1];
+        } else {
+            chans += x->shape[1];
+        }
+    }
+    if (!is_float(x0->dtype))
+        return hg_error(HG_ERR_TYPE, "UpSampling: dtype %s is not supported (float16, float32 "
+                        "and float64 only)", hg_dtype_name(x0->dtype));
+    out[0].ndim = 4;
+    out[0].dtype = x0->dtype;
+    out[0].shape[0] = x0->shape[0];
+    out[0].shape[1] = chans;
+    out[0].shape[2] = OH;
+    out[0].shape[3] = OW;
+    return hg_shape_check(4, out[0].shape, out[0].dtype);
+}
+
+typedef struct {
+    const char *x;
+    char *y;
+    int64_t C, H, W, s;     /* input channels and size, scale to the output */
+    int64_t YC, coff;       /* output channels, first output channel of this input */
+    size_t es;
+    hg_dtype dt;
+    bool add;               /* sum mode after the first input */
+} up_job;
+
+#define UP_ADD_ROW(T)                                                                           \
+    for (int64_t ix = 0; ix < W; ix++) {                                                        \
+        T v = ((const T *)src)[ix];                                                             \
+        T *d = (T *)dst + ix * s;                                                               \
+        for (int64_t k = 0; k < s; k++) d[k] += v;                                              \
+    }
+
+/* Input rows (n, c, iy) [begin, end): each fills s output rows. */
+static void up_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const up_job *j = ctx;
+    int64_t W = j->W, s = j->s, OW = W * s;
+    size_t es = j->es;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t iy = r % j->H, nc = r / j->H, c = nc % j->C, n = nc / j->C;
+        const char *src = j->x + (size_t)(r * W) * es;
+        for (int64_t k = 0; k < s; k++) {
+            int64_t oy = iy * s + k;
+            char *dst = j->y + (size_t)((((n * j->YC + j->coff + c) * j->H * s) + oy) * OW) * es;
+            if (!j->add) {
+                if (k > 0) {
+                    memcpy(dst, dst - (size_t)OW * es, (size_t)OW * es);
+                    continue;
+                }
+                if (es == 4) {
+                    for (int64_t ix = 0; ix < W; ix++)
+                        for (int64_t q = 0; q < s; q++)
+                            ((uint32_t *)dst)[ix * s + q] = ((const uint32_t *)src)[ix];
+                } else if (es == 8) {
+                    for (int64_t ix = 0; ix < W; ix++)
+                        for (int64_t q = 0; q < s; q++)
+                            ((uint64_t *)dst)[ix * s + q] = ((const uint64_t *)src)[ix];
+                } else {
+                    for (int64_t ix = 0; ix < W; ix++)
+                        for (int64_t q = 0; q < s; q++)
+                            ((uint16_t *)dst)[ix * s + q] = ((const uint16_t *)src)[ix];
+                }
+            } else if (j->dt == HG_DTYPE_F32) {
+                UP_ADD_ROW(float)
+            } else if (j->dt == HG_DTYPE_F64) {
+                UP_ADD_ROW(double)
+            } else {
+                for (int64_t ix = 0; ix < W; ix++) {
+                    float v = hg_half_to_float(((const uint16_t *)src)[ix]);
+                    uint16_t *d = (uint16_t *)dst + ix * s;
+                    for (int64_t q = 0; q < s; q++)
+                        d[q] = hg_float_to_half(hg_half_to_float(d[q]) + v);
+                }
+            }
+        }
+    }
+}
+
+static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)ctx;
+    (void)nout;
+    const hg_tensor *y = out[0];
+    bool sum = a->v[K_UP_MODE].i == UP_SUM;
+    int64_t coff = 0;
+    for (int i = 0; i < nin; i++) {
+        const hg_tensor *x = in[i];
+        up_job j = {hg_data(x), hg_data(y), x->shape[1], x->shape[2], x->shape[3],
+                    y->shape[2] / x->shape[2], y->shape[1], coff, hg_dtype_size(y->dtype),
+                    y->dtype, sum && i > 0};
+        int64_t rows = x->shape[0] * x->shape[1] * x->shape[2];
+        int64_t work = j.W * j.s * j.s;
+        hg_parallel_for(rows, work > 0 ? HG_GRAIN_ELEMWISE / work + 1 : rows + 1, up_rows, &j);
+        if (!sum) coff += x->shape[1];
+    }
+    return HG_OK;
+}
+
+/* ---- Deconvolution -------------------------------------------------------------------------- */
+
+enum {
+    K_KERNEL, K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET, K_NUM_FILTER, K_NUM_GROUP, K_WORKSPACE,
+    K_NO_BIAS, K_CUDNN_TUNE, K_CUDNN_OFF, K_LAYOUT
+};
+
+enum { L_NCW, L_NCHW, L_NCDHW, L_NHWC, L_NDHWC };
+
+static const char *const k_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
+static const char *const k_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
+
+static const hg_attr_spec k_deconv_attrs[] = {
+    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "deconvolution kernel size: (w,), (h, w) "
+     "or (d, h, w)", NULL},
+    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
+    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
+    {"pad", HG_ATTR_TUPLE, 0, "()", "padding removed from both sides of the output; () means "
+     "0s", NULL},
+    {"adj", HG_ATTR_TUPLE, 0, "()", "extra output size at the end of each spatial dim", NULL},
+    {"target_shape", HG_ATTR_TUPLE, 0, "()", "output spatial shape: overrides pad and adj",
+     NULL},
+    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},
+    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},
+    {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)", NULL},
+    {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input", NULL},
+    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",
+     k_tune_choices},
+    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
+    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "
+     "(channel-last layouts are not supported on CPU); None means channel-first", k_layout_choices},
+};
+
+static int deconv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
+
+/* Geometry normalised to 3 spatial dims (index 0 = depth, 2 = width); p is the effective pad. */
+typedef struct deconv_geom {
+    int nsp;
+    int64_t N, C, F, G;
+    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+    int64_t Cg, Fg, K, I, P; /* C/G, F/G, prod(k), prod(in), prod(out) */
+} deconv_geom;
+
+static int64_t tuple_at(const hg_attrs *a, int idx, int i, int64_t def)
+{
+    return a->v[idx].t.n == 0 ? def : a->v[idx].t.v[i];
+}
+
+static bool has_target(const hg_attrs *a)
+{
+    const hg_tuple *t = &a->v[K_TARGET].t;
+    for (int i = 0; i < t->n; i++)
+        if (t->v[i] != 0) return true;
+    return false;
+}
+
+/* Pad, adj and output size of one spatial dim j (of nsp) with input size x (known). MXNet's
+ * InferPad: a target shape sets the total pad to full - target, split with the odd unit in adj. */
+static void dim_geom(const hg_attrs *a, int j, int64_t x, int64_t *pad, int64_t *adj,
+                     int64_t *osz)
+{
+    int64_t k = a->v[K_KERNEL].t.v[j], s = tuple_at(a, K_STRIDE, j, 1);
+    int64_t d = tuple_at(a, K_DILATE, j, 1);
+    int64_t full = s * (x - 1) + d * (k - 1) + 1;
+    if (has_target(a)) {
+        int64_t total = full - a->v[K_TARGET].t.v[j];
+        *adj = total % 2;
+        *pad = (total + 1) / 2;
+    } else {
+        *pad = tuple_at(a, K_PAD, j, 0);
+        *adj = tuple_at(a, K_ADJ, j, 0);
+    }
+    *osz = full - 2 * *pad + *adj;
+}
+
+static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g)
+{
+    int nsp = a->v[K_KERNEL].t.n, off = 3 - nsp;
+    g->nsp = nsp;
+    g->N = x->shape[0];
+    g->C = x->shape[1];
+    g->F = a->v[K_NUM_FILTER].i;
+    g->G = a->v[K_NUM_GROUP].i;
+    g->Cg = g->C / g->G;
+    g->Fg = g->F / g->G;
+    g->K = g->I = g->P = 1;
+    for (int i = 0; i < 3; i++) {
+        int j = i - off;
+        if (j < 0) {
+            g->k[i] = g->s[i] = g->d[i] = g->in[i] = g->out[i] = 1;
+            g->p[i] = 0;
+            continue;
+        }
+        int64_t adj;
+        g->k[i] = a->v[K_KERNEL].t.v[j];
+        g->s[i] = tuple_at(a, K_STRIDE, j, 1);
+        g->d[i] = tuple_at(a, K_DILATE, j, 1);
+        g->in[i] = x->shape[2 + j];
+        dim_geom(a, j, g->in[i], &g->p[i], &adj, &g->out[i]);
+        g->K *= g->k[i];
+        g->I *= g->in[i];
+        g->P *= g->out[i];
+    }
+}
+
+static bool merge_shape(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
+{
+    if (m->ndim < 0) {
+        m->ndim = nd;
+        m->dtype = dt;
+        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
+        return true;
+    }
+    if (m->ndim != nd) return false;
+    for (int i = 0; i < nd; i++)
+        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
+    for (int i = 0; i < nd; i++)
+        if (m->shape[i] < 0) m->shape[i] = want[i];
+    return true;
+}
+
+static hg_status deconv_check_attrs(const hg_attrs *a)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_tuple *k = &a->v[K_KERNEL].t;
+    int nsp = k->n;
+    if (nsp < 1 || nsp > 3)
+        return hg_error(HG_ERR_VALUE, "Deconvolution: kernel must have 1, 2 or 3 dims, got "
+                        "kernel=%s", tuple_str(s0, k));
+    static const char *const names[] = {"stride", "dilate", "pad", "adj", "target_shape"};
+    static const int idx[] = {K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET};
+    for (int j = 0; j < 5; j++) {
+        const hg_tuple *t = &a->v[idx[j]].t;
+        if (t->n != 0 && t->n != nsp)
+            return hg_error(HG_ERR_VALUE, "Deconvolution: %s=%s must have as many dims as "
+                            "kernel=%s", names[j], tuple_str(s0, t), tuple_str(s1, k));
+        bool positive = idx[j] == K_STRIDE || idx[j] == K_DILATE;
+        for (int i = 0; i < t->n; i++)
+            if (positive ? t->v[i] < 1 : t->v[i] < 0)
+                return hg_error(HG_ERR_VALUE, "Deconvolution: %s=%s must be %s", names[j],
+                                tuple_str(s0, t), positive ? "positive" : "non-negative");
+    }
+    for (int i = 0; i < nsp; i++) {
+        if (k->v[i] < 1)
+            return hg_error(HG_ERR_VALUE, "Deconvolution: kernel=%s must be positive",
+                            tuple_str(s0, k));
+        if (!has_target(a) && tuple_at(a, K_ADJ, i, 0) >= tuple_at(a, K_STRIDE, i, 1))
+            return hg_error(HG_ERR_VALUE, "Deconvolution: adj=%s must be smaller than stride=%s",
+                            tuple_str(s0, &a->v[K_ADJ].t), tuple_str(s1, &a->v[K_STRIDE].t));
+    }
+    int64_t F = a->v[K_NUM_FILTER].i, G = a->v[K_NUM_GROUP].i;
+    if (F < 1)
+        return hg_error(HG_ERR_VALUE, "Deconvolution: num_filter must be positive, got %lld",
+                        (long long)F);
+    if (G < 1)
+        return hg_error(HG_ERR_VALUE, "Deconvolution: num_group must be positive, got %lld",
+                        (long long)G);
+    if (F % G != 0)
+        return hg_error(HG_ERR_VALUE, "Deconvolution: num_filter=%lld must be divisible by "
+                        "num_group=%lld", (long long)F, (long long)G);
+    if (!a->v[K_LAYOUT].is_none) {
+        int64_t lay = a->v[K_LAYOUT].i;
+        if (lay == L_NHWC || lay == L_NDHWC)
+            return hg_error(HG_ERR_UNSUPPORTED, "Deconvolution: layout=%s is not supported on CPU "
+                            "(channel-first layouts NCW, NCHW and NCDHW only)",
+                            k_layout_choices[lay]);
+        if (lay + 1 != nsp)
+            return hg_error(HG_ERR_VALUE, "Deconvolution: layout=%s does not match kernel=%s "
+                            "(%d spatial dims)", k_layout_choices[lay], tuple_str(s0, k), nsp);
+    }
+    return HG_OK;
+}
+
+static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)op;
+    (void)nin;
+    (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
+    HG_TRY(deconv_check_attrs(a));
+    const hg_tuple *kt = &a->v[K_KERNEL].t;
+    int nsp = kt->n;
+    int64_t F = a->v[K_NUM_FILTER].i, G = a->v[K_NUM_GROUP].i;
+    bool has_bias = !a->v[K_NO_BIAS].b;
+    hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
+    hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
+    if (b && !merge_shape(b, dt, 1, &F))
+        return hg_error(HG_ERR_VALUE, "Deconvolution: bias shape %s does not match "
+                        "num_filter=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
+                        (long long)F, (long long)F);
+    if (x->ndim < 0) return HG_OK;
+    if (x->ndim != nsp + 2)
+        return hg_error(HG_ERR_VALUE, "Deconvolution: data shape %s does not match kernel=%s: "
+                        "expected %d dims (batch, channel and %d spatial)",
+                        hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, kt), nsp + 2, nsp);
+    if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64)
+        return hg_error(HG_ERR_TYPE, "Deconvolution: dtype %s is not supported (float32 and "
+                        "float64 only)", hg_dtype_name(x->dtype));
+    if (x->shape[1] < 0 && w->ndim == nsp + 2 && w->shape[0] >= 0) x->shape[1] = w->shape[0];
+    int64_t C = x->shape[1];
+    if (C >= 0 && C % G != 0)
+        return hg_error(HG_ERR_VALUE, "Deconvolution: input channels %lld (data shape %s) must "
+                        "be divisible by num_group=%lld", (long long)C,
+                        hg_shape_str(s0, x->ndim, x->shape), (long long)G);
+    int64_t want_w[5] = {C, F / G};
+    for (int i = 0; i < nsp; i++) want_w[2 + i] = kt->v[i];
+    if (!merge_shape(w, x->dtype, nsp + 2, want_w))
+        return hg_error(HG_ERR_VALUE, "Deconvolution: weight shape %s does not match data shape "
+                        "%s with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
+                        hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
+                        (long long)F, (long long)G, tuple_str(s2, kt),
+                        hg_shape_str(s3, nsp + 2, want_w));
+    if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return hg_error(HG_ERR_TYPE, "Deconvolution: data, weight and bias must have the same "
+                        "dtype, got %s, %s and %s", hg_dtype_name(x->dtype),
+                        hg_dtype_name(w->dtype), b ? hg_dtype_name(b->dtype) : "(none)");
+    hg_meta *o = &out[0];
+    o->ndim = nsp + 2;
+    o->dtype = x->dtype;
+    o->shape[0] = x->shape[0];
+    o->shape[1] = F;
+    int64_t I = 1, K = F / G;
+    for (int i = 0; i < nsp; i++) {
+        int64_t xi = x->shape[2 + i], pad, adj, osz;
+        K *= kt->v[i];
+        if (xi < 0) {
+            o->shape[2 + i] = -1;
+            I = -1;
+            continue;
+        }
+        if (xi < 1)
+            return hg_error(HG_ERR_VALUE, "Deconvolution: data shape %s has an empty spatial "
+                            "dim", hg_shape_str(s0, x->ndim, x->shape));
+        dim_geom(a, i, xi, &pad, &adj, &osz);
+        if (has_target(a) && pad < 0)
+            return hg_error(HG_ERR_VALUE, "Deconvolution: target_shape=%s is too big for data "
+                            "shape %s", tuple_str(s0, &a->v[K_TARGET].t),
+                            hg_shape_str(s1, x->ndim, x->shape));
+        if (osz < 1)
+            return hg_error(HG_ERR_VALUE, "Deconvolution: pad=%s is too large for data shape %s: "
+                            "the output size on spatial dim %d is %lld",
+                            tuple_str(s0, &a->v[K_PAD].t), hg_shape_str(s1, x->ndim, x->shape),
+                            i, (long long)osz);
+        o->shape[2 + i] = osz;
+        if (I >= 0) I *= xi;
+    }
+    if (!hg_gemm_fits(K, I, C >= 0 ? C / G : 0))
+        return hg_error(HG_ERR_VALUE, "Deconvolution: matrix product of size M=%lld, N=%lld, "
+                        "K=%lld is too large: the BLAS takes sizes below 2^31", (long long)K,
+                        (long long)I, (long long)(C / G));
+    return hg_shape_check(o->ndim, o->shape, o->dtype);
+}
+
+static int64_t deconv_slots(const deconv_geom *g)
+{
+    double mnk = (double)g->Fg * (double)g->K * (double)g->I * (double)g->Cg;
+    if (g->N < 2 || mnk > 262144.0) return 1;
+    int64_t t = hg_get_num_threads();
+    if (t < 1) t = 1;
+    return t < g->N ? t : g->N;
+}
+
+static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    deconv_geom g;
+    deconv_geom_full(a, &in[0], &g);
+    return hg_dtype_size(in[0].dtype) * (size_t)(g.Fg * g.K * g.I) * (size_t)deconv_slots(&g);
+}
+
+#define DECONV_IMPL(T, SUFFIX)                                                                  \
+    /* y[Fg, OD, OH, OW] += scatter of col[Fg*K, I] (y already offset to the group). */         \
+    static void col2im_##SUFFIX(const deconv_geom *g, const T *col, T *y)                       \
+    {                                                                                           \
+        const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];                              \
+        const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];                           \
+        for (int64_t f = 0; f < g->Fg; f++) {                                                   \
+            T *yf = y + f * g->P;                                                               \
+            for (int64_t kd = 0; kd < g->k[0]; kd++)                                            \
+                for (int64_t kh = 0; kh < g->k[1]; kh++)                                        \
+                    for (int64_t kw = 0; kw < g->k[2]; kw++) {                                  \
+                        const T *row = col + (((f * g->k[0] + kd) * g->k[1] + kh) * g->k[2]     \
+                                              + kw) * g->I;                                     \
+                        int64_t wofs = kw * g->d[2] - g->p[2], sw = g->s[2];                    \
+                        /* iw range with 0 <= iw*sw + wofs < OW */                              \
+                        int64_t lo = wofs >= 0 ? 0 : (-wofs + sw - 1) / sw;                     \
+                        int64_t hi = OW - wofs <= 0 ? 0 : (OW - wofs - 1) / sw + 1;             \
+                        if (hi > IW) hi = IW;                                                   \
+                        for (int64_t id = 0; id < ID; id++) {                                   \
+                            int64_t od = id * g->s[0] - g->p[0] + kd * g->d[0];                 \
+                            for (int64_t ih = 0; ih < IH; ih++) {                               \
+                                int64_t oh = ih * g->s[1] - g->p[1] + kh * g->d[1];             \
+                                if (od < 0 || od >= OD || oh < 0 || oh >= OH) continue;         \
+                                const T *src = row + (id * IH + ih) * IW;                       \
+                                T *dst = yf + (od * OH + oh) * OW + wofs;                       \
+                                if (sw == 1)                                                    \
+                                    for (int64_t iw = lo; iw < hi; iw++) dst[iw] += src[iw];    \
+                                else                                                            \
+                                    for (int64_t iw = lo; iw < hi; iw++)                        \
+                                        dst[iw * sw] += src[iw];                                \
+                            }                                                                   \
+                        }                                                                       \
+                    }                                                                           \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    typedef struct {                                                                            \
+        const deconv_geom *g;                                                                   \
+        const T *x, *w, *b;                                                                     \
+        T *y, *ws;                                                                              \
+        int64_t nslots;                                                                         \
+    } deconv_job_##SUFFIX;                                                                      \
+                                                                                                \
+    static void deconv_image_##SUFFIX(const deconv_job_##SUFFIX *j, int64_t n, T *col)          \
+    {                                                                                           \
+        const deconv_geom *g = j->g;                                                            \
+        T *y = j->y + n * g->F * g->P;                                                          \
+        for (int64_t f = 0; f < g->F; f++) {                                                    \
+            T bv = j->b ? j->b[f] : 0;                                                          \
+            T *yr = y + f * g->P;                                                               \
+            for (int64_t i = 0; i < g->P; i++) yr[i] = bv;                                      \
+        }                                                                                       \
+        if (g->Cg == 0) return;                                                                 \
+        int64_t M = g->Fg * g->K;                                                               \
+        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
+            const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
+            hg_gemm_##SUFFIX(true, false, M, g->I, g->Cg, 1, j->w + gi * g->Cg * M, M, x,       \
+                             g->I, 0, col, g->I);                                               \
+            col2im_##SUFFIX(g, col, y + gi * g->Fg * g->P);                                     \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void deconv_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                    \
+    {                                                                                           \
+        const deconv_job_##SUFFIX *j = ctx;                                                     \
+        for (int64_t t = begin; t < end; t++) {                                                 \
+            T *col = j->ws + t * j->g->Fg * j->g->K * j->g->I;                                  \
+            for (int64_t n = t; n < j->g->N; n += j->nslots) deconv_image_##SUFFIX(j, n, col);  \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void deconv_##SUFFIX(const deconv_geom *g, const hg_exec_ctx *ctx, const T *x,       \
+                                const T *w, const T *b, T *y)                                   \
+    {                                                                                           \
+        int64_t nslots = deconv_slots(g);                                                       \
+        size_t per = sizeof(T) * (size_t)(g->Fg * g->K * g->I);                                 \
+        /* Never more slots than the workspace holds (the thread count could have changed). */  \
+        if ((size_t)nslots * per > ctx->workspace_bytes) nslots = 1;                            \
+        deconv_job_##SUFFIX j = {g, x, w, b, y, (T *)ctx->workspace, nslots};                   \
+        if (nslots > 1)                                                                         \
+            hg_parallel_for(nslots, 1, deconv_slots_##SUFFIX, &j);                              \
+        else                                                                                    \
+            deconv_slots_##SUFFIX(&j, 0, 1);                                                    \
+    }
+DECONV_IMPL(float, f32)
+DECONV_IMPL(double, f64)
+
+static hg_status deconv_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)nout;
+    hg_meta x = hg_meta_of(in[0]);
+    deconv_geom g;
+    deconv_geom_full(a, &x, &g);
+    const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
+    if (g.Cg > 0 && (ctx->workspace == NULL ||
+                     ctx->workspace_bytes < hg_dtype_size(x.dtype) * (size_t)(g.Fg * g.K * g.I)))
+        return hg_error(HG_ERR_INTERNAL, "Deconvolution: workspace missing or too small");
+    if (x.dtype == HG_DTYPE_F32)
+        deconv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
+    else
+        deconv_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
+    return HG_OK;
+}
+
+/* ---- registry ------------------------------------------------------------------------------- */
+
+const hg_op_def hg_ops_resample[] = {
+    {.name = "Pad", .aliases = HG_NAMES("pad"), .doc = "Pads 4-D or 5-D data on its spatial axes "
+     "(constant, edge or reflect mode); pad_width holds (before, after) per axis.",
+     .input_names = HG_NAMES("data"), .attrs = k_pad_attrs, .num_attrs = HG_COUNT(k_pad_attrs),
+     .num_inputs = 1, .infer = pad_infer, .forward = pad_forward},
+    {.name = "UpSampling", .doc = "Nearest-neighbour up-sampling of 4-D inputs by an integer "
+     "scale; several inputs are brought to the first one's scaled size and concatenated along "
+     "channels or summed.", .input_names = HG_NAMES("data"), .attrs = k_up_attrs,
+     .num_attrs = HG_COUNT(k_up_attrs), .flags = HG_OP_VARARGS, .infer = up_infer,
+     .forward = up_forward},
+    {.name = "Deconvolution", .doc = "Transposed convolution (1-D, 2-D, 3-D) of channel-first "
+     "data with weight (C, num_filter/num_group, *kernel) and optional bias (num_filter,); out = "
+     "s(x-1) + d(k-1) + 1 - 2p + adj per spatial dim.",
+     .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_deconv_attrs,
+     .num_attrs = HG_COUNT(k_deconv_attrs), .num_inputs = 3, .get_num_inputs = deconv_num_inputs,
+     .infer = deconv_infer, .forward = deconv_forward, .workspace = deconv_workspace},
+    {0},
+};
