@@ -19,7 +19,8 @@ int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a)
     return op->get_num_outputs ? op->get_num_outputs(a) : (op->num_outputs ? op->num_outputs : 1);
 }
 
-static hg_status check_given_output(const hg_op_def *op, int i, const hg_tensor *t, const hg_meta *m)
+static hg_status check_given_output(const hg_op_def *op, int i, const hg_tensor *t,
+                                     const hg_meta *m)
 {
     if (t->dtype != m->dtype || !hg_shape_equal(t->ndim, t->shape, m->ndim, m->shape)) {
         char a[HG_SHAPE_STR], b[HG_SHAPE_STR];

@@ -45,7 +45,8 @@ bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
 hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype)
 {
     char buf[HG_SHAPE_STR];
-    if ((unsigned)dtype >= HG_NUM_DTYPES) return hg_error(HG_ERR_TYPE, "invalid dtype flag %d", dtype);
+    if ((unsigned)dtype >= HG_NUM_DTYPES)
+        return hg_error(HG_ERR_TYPE, "invalid dtype flag %d", dtype);
     if (ndim < 0 || ndim > HG_MAX_NDIM)
         return hg_error(HG_ERR_VALUE, "number of dimensions %d is outside [0, %d]", ndim,
                         HG_MAX_NDIM);

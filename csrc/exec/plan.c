@@ -240,7 +240,8 @@ hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_te
         }
         if (nd->nin > 16 && ins == ins_stack) {
             int maxin = 0;
-            for (int j = 0; j < p->n; j++) maxin = p->nodes[j]->nin > maxin ? p->nodes[j]->nin : maxin;
+            for (int j = 0; j < p->n; j++)
+                maxin = p->nodes[j]->nin > maxin ? p->nodes[j]->nin : maxin;
             if (!(ins = malloc(sizeof *ins * (size_t)maxin))) {
                 st = hg_error(HG_ERR_MEMORY, "out of memory");
                 break;

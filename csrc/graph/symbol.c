@@ -686,7 +686,8 @@ static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode 
                 st = hg_symbol_op(def, name->str, nattr, keys, vals, inputs->n,
                                   (const hg_symbol *const *)ins, &sym);
             if (st == HG_OK) /* keep the versions the file recorded */
-                for (int k = 0; k < inputs->n; k++) sym->heads[0].node->in[k].version = in[k].version;
+                for (int k = 0; k < inputs->n; k++)
+                    sym->heads[0].node->in[k].version = in[k].version;
             if (st != HG_OK && def) hg_error_prefix(st, "Failed loading Op %s of type %s: ",
                                                     name->str, op->str);
             for (int k = 0; ins && k < inputs->n; k++) hg_symbol_free(ins[k]);
@@ -737,7 +738,8 @@ hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out)
         if (!json_int(jargs->items[k], 0, n - 1, &id) || nodes[id]->op)
             st = bad_json("arg_nodes entries must be indices of variable nodes", -1);
     }
-    if (st == HG_OK && !(s = symbol_alloc(jheads->n))) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK && !(s = symbol_alloc(jheads->n)))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (s) s->n = 0;
     for (int h = 0; st == HG_OK && h < jheads->n; h++) {
         st = read_entry(jheads->items[h], nodes, n, -1, &s->heads[h]);

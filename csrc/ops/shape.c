@@ -7,8 +7,8 @@
  * permuted (transpose) or summed (diagonal). The copy merges dims the input walks as one, then
  * runs rows of memcpy / fill / gather, or cache-blocked tiles when the input's unit-stride dim
  * is not the output's inner dim (any transpose). Kernels move bytes by element size, so every
- * dtype works (Cast and add_n, which look at values, are in cast.c). Shape rules validate everything; the kernels
- * trust them.
+ * dtype works (Cast and add_n, which look at values, are in cast.c). Shape rules validate
+ * everything; the kernels trust them.
  */
 #include <stdarg.h>
 #include <stdbool.h>

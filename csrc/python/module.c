@@ -56,7 +56,8 @@ static PyObject *list_ops(PyObject *self, PyObject *unused)
     int n = hg_registry_count();
     PyObject *out = PyList_New(n);
     if (!out) return NULL;
-    for (int i = 0; i < n; i++) PyList_SET_ITEM(out, i, PyUnicode_FromString(hg_registry_at(i)->name));
+    for (int i = 0; i < n; i++)
+        PyList_SET_ITEM(out, i, PyUnicode_FromString(hg_registry_at(i)->name));
     return out;
 }
 

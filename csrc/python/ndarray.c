@@ -37,7 +37,10 @@ static PyObject *get_shape(NDArrayObject *self, void *c)
         PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(self->t->shape[i]));
     return t;
 }
-static PyObject *get_size(NDArrayObject *self, void *c) { return PyLong_FromLongLong(self->t->size); }
+static PyObject *get_size(NDArrayObject *self, void *c)
+{
+    return PyLong_FromLongLong(self->t->size);
+}
 static PyObject *get_ndim(NDArrayObject *self, void *c) { return PyLong_FromLong(self->t->ndim); }
 static PyObject *get_flag(NDArrayObject *self, void *c) { return PyLong_FromLong(self->t->dtype); }
 static PyObject *get_ptr(NDArrayObject *self, void *c)
@@ -342,7 +345,8 @@ static PyObject *m_copy_from(NDArrayObject *self, PyObject *src)
 
 static PyObject *m_same_storage(NDArrayObject *self, PyObject *other)
 {
-    return PyBool_FromLong(hgpy_is_ndarray(other) && hgpy_tensor(other)->storage == self->t->storage);
+    return PyBool_FromLong(hgpy_is_ndarray(other) &&
+                           hgpy_tensor(other)->storage == self->t->storage);
 }
 
 static PyMethodDef k_methods[] = {

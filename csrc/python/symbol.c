@@ -319,7 +319,10 @@ static PyObject *m_internals(SymbolObject *self, PyObject *unused)
     return st ? hgpy_raise(st) : wrap_symbol(out);
 }
 
-static PyObject *get_num_outputs(SymbolObject *self, void *c) { return PyLong_FromLong(self->s->n); }
+static PyObject *get_num_outputs(SymbolObject *self, void *c)
+{
+    return PyLong_FromLong(self->s->n);
+}
 
 static PyMethodDef k_sym_methods[] = {
     {"tojson", (PyCFunction)m_tojson, METH_NOARGS, "the symbol as MXNet 1.x JSON text"},
