@@ -23,7 +23,8 @@ typedef int8_t i8;
 typedef uint8_t u8;
 
 #define HG_EW_UNARY(NAME, T, EXPR)                                                              \
-    __attribute__((unused)) static void NAME##_##T(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1, \
+    __attribute__((unused)) static void NAME##_##T(int64_t n, const void *in0, int64_t s0,      \
+                                                   const void *in1, int64_t s1,                \
                            void *out, const hg_attrs *a)                                        \
     {                                                                                           \
         const T *x = (const T *)in0;                                                            \
@@ -38,7 +39,8 @@ typedef uint8_t u8;
     }
 
 #define HG_EW_SCALAR_IMPL(NAME, T, EXPR, LHS, RHS)                                              \
-    __attribute__((unused)) static void NAME##_##T(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1, \
+    __attribute__((unused)) static void NAME##_##T(int64_t n, const void *in0, int64_t s0,      \
+                                                   const void *in1, int64_t s1,                \
                            void *out, const hg_attrs *a)                                        \
     {                                                                                           \
         const T *x = (const T *)in0;                                                            \
@@ -57,7 +59,8 @@ typedef uint8_t u8;
 #define HG_EW_RSCALAR(NAME, T, EXPR) HG_EW_SCALAR_IMPL(NAME, T, EXPR, s, v)
 
 #define HG_EW_BINARY(NAME, T, EXPR)                                                             \
-    __attribute__((unused)) static void NAME##_##T(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1, \
+    __attribute__((unused)) static void NAME##_##T(int64_t n, const void *in0, int64_t s0,      \
+                                                   const void *in1, int64_t s1,                \
                            void *out, const hg_attrs *a)                                        \
     {                                                                                           \
         const T *x = (const T *)in0, *y = (const T *)in1;                                       \
