@@ -275,3 +275,36 @@ def test_groupnorm_shapes_and_errors():
         nd.GroupNorm(nd.zeros((6,)), nd.zeros((1,)), nd.zeros((1,)))
     with pytest.raises(mx.MXNetError, match="Cannot find argument 'groups'"):
         nd.GroupNorm(x, nd.zeros((1,)), nd.zeros((1,)), groups=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Larger shapes: the chunked (channel-last) BatchNorm statistics, the blocked LayerNorm path
+# (inner extent > 1, several blocks and a partial one) and the multi-threaded paths.
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('shape,axis', [((20000, 4), -1), ((3000, 7, 3), 1), ((4, 16, 40, 40), 1),
+                                        ((9000, 5, 2), -1)])
+def test_batchnorm_large_training(rng, dtype, shape, axis):
+    C = shape[axis]
+    x = (rng.normal(size=shape) * 3 + 100).astype(dtype)  # a large mean: needs the two-pass var
+    gamma = rng.uniform(0.5, 2, size=C).astype(dtype)
+    beta = rng.normal(size=C).astype(dtype)
+    mm, mv = np.zeros(C, dtype), np.ones(C, dtype)
+    args = [_arr(v, dtype) for v in (x, gamma, beta, mm, mv)]
+    with training():
+        y = nd.BatchNorm(*args, axis=axis, fix_gamma=False)
+    ref = np_batchnorm(x, gamma, beta, mm, mv, 1e-3, False, axis, True)
+    np.testing.assert_allclose(y.asnumpy(), ref, **TOL[dtype])
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('shape,axis', [((3, 5, 300), 1), ((700, 6), 0), ((2, 9, 257, 2), 1),
+                                        ((64, 2048), -1)])
+def test_layernorm_large(rng, dtype, shape, axis):
+    R = shape[axis]
+    x = (rng.normal(size=shape) * 2 + 50).astype(dtype)
+    gamma = rng.uniform(0.5, 2, size=R).astype(dtype)
+    beta = rng.normal(size=R).astype(dtype)
+    y = nd.LayerNorm(_arr(x, dtype), _arr(gamma, dtype), _arr(beta, dtype), axis=axis)
+    ref, _, _ = np_layernorm(x, gamma, beta, axis)
+    np.testing.assert_allclose(y.asnumpy(), ref, **TOL[dtype])

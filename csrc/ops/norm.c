@@ -10,10 +10,14 @@
  * forward never writes its auxiliary inputs. The update belongs with the autograd rule; the op
  * still declares them in mutate_inputs so graphs treat them as auxiliary states.
  *
- * LayerNorm, InstanceNorm and GroupNorm share one row kernel: the data is [outer, R, inner] and
- * each (outer, inner) pair is one row of R elements with step `inner`. InstanceNorm uses rows of
- * (N*C, spatial) and GroupNorm rows of (N*G, C/G*spatial), both with inner = 1; their gamma/beta
- * are indexed per row (channel resp. group), LayerNorm's per element along the axis.
+ * When the inner extent is small (channel-last data) the per-channel walk would stride through
+ * memory, so the statistics are gathered instead as partial sums over chunks of the outer axis.
+ *
+ * LayerNorm, InstanceNorm and GroupNorm share one contiguous row kernel: InstanceNorm normalises
+ * rows of (N*C, spatial), GroupNorm rows of (N*G, C/G*spatial), LayerNorm over the last axis rows
+ * of (outer, R); gamma/beta are indexed per row (channel resp. group) or, for LayerNorm, per
+ * element. LayerNorm over an inner axis ([outer, R, inner], inner > 1) sweeps blocks of inner
+ * positions along R instead, so memory is still read contiguously.
  */
 #include <math.h>
 #include <string.h>
@@ -174,7 +178,9 @@ typedef struct {
     const void *x, *gamma, *beta, *rmean, *rvar;
     void *y, *mean, *var;
     double *scale, *shift;   /* per channel: y = x * scale + shift */
-    int64_t O, C, I;
+    double *part;            /* chunked statistics: nchunk x C partial sums */
+    const double *cmean;     /* chunked statistics: the mean, for the second pass */
+    int64_t O, C, I, nchunk;
     double eps;
     bool batch_stats, fix_gamma;
 } bn_job;
@@ -247,6 +253,101 @@ BN_KERNELS(f64)
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* Batch statistics when the inner extent is small (channel-last data): a per-channel walk would
+ * stride through memory, so the outer axis is split into chunks that each sweep their rows
+ * contiguously into nchunk x C partial sums (pass 1: sums, pass 2: centred squares). */
+#define BN_CHUNK_KERNELS(T)                                                                     \
+    static void bn_chunk_##T(void *ctx, int64_t k0, int64_t k1)                                 \
+    {                                                                                           \
+        const bn_job *j = ctx;                                                                  \
+        const int64_t O = j->O, C = j->C, I = j->I;                                             \
+        for (int64_t k = k0; k < k1; k++) {                                                     \
+            double *acc = j->part + k * C;                                                      \
+            for (int64_t c = 0; c < C; c++) acc[c] = 0;                                         \
+            const int64_t o0 = O * k / j->nchunk, o1 = O * (k + 1) / j->nchunk;                 \
+            for (int64_t o = o0; o < o1; o++) {                                                 \
+                const T *p = (const T *)j->x + o * C * I;                                       \
+                if (I == 1 && j->cmean) {                                                       \
+                    for (int64_t c = 0; c < C; c++) {                                           \
+                        double d = p[c] - j->cmean[c];                                          \
+                        acc[c] += d * d;                                                        \
+                    }                                                                           \
+                } else if (I == 1) {                                                            \
+                    for (int64_t c = 0; c < C; c++) acc[c] += p[c];                             \
+                } else {                                                                        \
+                    for (int64_t c = 0; c < C; c++) {                                           \
+                        const double m = j->cmean ? j->cmean[c] : 0.0;                          \
+                        double t = 0;                                                           \
+                        for (int64_t i = 0; i < I; i++) {                                       \
+                            double d = p[c * I + i] - m;                                        \
+                            t += j->cmean ? d * d : d;                                          \
+                        }                                                                       \
+                        acc[c] += t;                                                            \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+BN_CHUNK_KERNELS(f32)
+BN_CHUNK_KERNELS(f64)
+
+#define BN_CHUNK_INNER 64   /* inner extents below this use the chunked statistics */
+#define BN_MAX_CHUNKS 64
+
+/* Sums the partial rows into out[c] / n. */
+static void bn_chunk_reduce(const bn_job *j, double *out)
+{
+    const double n = (double)(j->O * j->I);
+    for (int64_t c = 0; c < j->C; c++) {
+        double t = 0;
+        for (int64_t k = 0; k < j->nchunk; k++) t += j->part[k * j->C + c];
+        out[c] = n > 0 ? t / n : 0.0;
+    }
+}
+
+/* Batch mean and variance into scale (mean) / shift (var), then the per-channel output
+ * coefficients, written to the mean / var outputs as well. */
+#define BN_FINISH(T)                                                                            \
+    static void bn_finish_##T(bn_job *j, const double *m, const double *v)                      \
+    {                                                                                           \
+        for (int64_t c = 0; c < j->C; c++) {                                                    \
+            ((T *)j->mean)[c] = (T)m[c];                                                        \
+            ((T *)j->var)[c] = (T)v[c];                                                         \
+            double g = j->fix_gamma ? 1.0 : (double)((const T *)j->gamma)[c];                   \
+            double sc = g / sqrt(v[c] + j->eps);                                                \
+            j->scale[c] = sc;                                                                   \
+            j->shift[c] = (double)((const T *)j->beta)[c] - m[c] * sc;                          \
+        }                                                                                       \
+    }
+
+BN_FINISH(f32)
+BN_FINISH(f64)
+
+static hg_status bn_chunked_stats(const hg_op_def *op, bn_job *j, bool f32)
+{
+    const int64_t rows_per = imax(1, HG_GRAIN_ELEMWISE / imax(1, j->C * j->I));
+    j->nchunk = (j->O + rows_per - 1) / rows_per;
+    if (j->nchunk > BN_MAX_CHUNKS) j->nchunk = BN_MAX_CHUNKS;
+    if (j->nchunk < 1) j->nchunk = 1;
+    const size_t bytes = sizeof(double) * (size_t)((j->nchunk + 2) * j->C);
+    double *buf = hg_alloc(bytes);
+    if (!buf) return hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+    double *m = buf + j->nchunk * j->C, *v = m + j->C;
+    j->part = buf;
+    j->cmean = NULL;
+    hg_range_fn fn = f32 ? bn_chunk_f32 : bn_chunk_f64;
+    hg_parallel_for(j->nchunk, 1, fn, j);
+    bn_chunk_reduce(j, m);
+    j->cmean = m;
+    hg_parallel_for(j->nchunk, 1, fn, j);
+    bn_chunk_reduce(j, v);
+    if (f32) bn_finish_f32(j, m, v);
+    else bn_finish_f64(j, m, v);
+    hg_free(buf, bytes);
+    return HG_OK;
+}
+
 static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
@@ -268,8 +369,16 @@ static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     j.shift = buf + j.C;
     const bool f32 = m.dtype == HG_DTYPE_F32;
     const int64_t per_c = imax(1, j.O * j.I);
-    hg_parallel_for(j.C, imax(1, HG_GRAIN_ELEMWISE / per_c), f32 ? bn_stats_f32 : bn_stats_f64,
-                    &j);
+    if (j.batch_stats && j.I < BN_CHUNK_INNER && j.O > 1) {
+        hg_status st = bn_chunked_stats(op, &j, f32);
+        if (st != HG_OK) {
+            hg_free(buf, sizeof(double) * 2 * (size_t)j.C);
+            return st;
+        }
+    } else {
+        hg_parallel_for(j.C, imax(1, HG_GRAIN_ELEMWISE / per_c),
+                        f32 ? bn_stats_f32 : bn_stats_f64, &j);
+    }
     if (j.I == 1)
         hg_parallel_for(j.O, imax(1, HG_GRAIN_ELEMWISE / j.C),
                         f32 ? bn_apply_last_f32 : bn_apply_last_f64, &j);
@@ -287,7 +396,7 @@ static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
 typedef struct {
     const void *x, *gamma, *beta;
     void *y, *mean, *stat;
-    int64_t R, I;       /* row length and element step; rows = outer * I */
+    int64_t R, I;       /* row length; LayerNorm's inner extent (blocked path when > 1) */
     int64_t pgroups;    /* > 0: gamma/beta per row, index row % pgroups; 0: per element */
     double eps;
     bool store_var;     /* the second stat output is the variance (else the std) */
@@ -297,43 +406,78 @@ typedef struct {
     static void row_norm_##T(void *ctx, int64_t r0, int64_t r1)                                 \
     {                                                                                           \
         const row_job *j = ctx;                                                                 \
-        const int64_t R = j->R, I = j->I;                                                       \
+        const int64_t R = j->R;                                                                 \
         const T *g = j->gamma, *b = j->beta;                                                    \
         for (int64_t r = r0; r < r1; r++) {                                                     \
-            const int64_t base = (r / I) * R * I + r % I;                                       \
-            const T *p = (const T *)j->x + base;                                                \
-            T *q = (T *)j->y + base;                                                            \
+            const T *p = (const T *)j->x + r * R;                                               \
+            T *q = (T *)j->y + r * R;                                                           \
             double s = 0, ss = 0;                                                               \
-            if (I == 1) {                                                                       \
-                for (int64_t k = 0; k < R; k++) s += p[k];                                      \
-            } else {                                                                            \
-                for (int64_t k = 0; k < R; k++) s += p[k * I];                                  \
-            }                                                                                   \
+            for (int64_t k = 0; k < R; k++) s += p[k];                                          \
             const double m = R > 0 ? s / (double)R : 0.0;                                       \
             for (int64_t k = 0; k < R; k++) {                                                   \
-                double d = p[k * I] - m;                                                        \
+                double d = p[k] - m;                                                            \
                 ss += d * d;                                                                    \
             }                                                                                   \
-            const double v = R > 0 ? ss / (double)R : 0.0, sd = sqrt(v + j->eps);               \
+            const double v = R > 0 ? ss / (double)R : 0.0, sd = sqrt(v + j->eps);              \
             ((T *)j->mean)[r] = (T)m;                                                           \
             ((T *)j->stat)[r] = (T)(j->store_var ? v : sd);                                     \
             const double inv = 1.0 / sd;                                                        \
             if (j->pgroups > 0) {                                                               \
                 const int64_t c = r % j->pgroups;                                               \
                 const T sc = (T)(g[c] * inv), sh = (T)(b[c] - m * g[c] * inv);                  \
-                for (int64_t k = 0; k < R; k++) q[k * I] = p[k * I] * sc + sh;                  \
-            } else if (I == 1) {                                                                \
+                for (int64_t k = 0; k < R; k++) q[k] = p[k] * sc + sh;                          \
+            } else {                                                                            \
                 const T mt = (T)m, it = (T)inv;                                                 \
                 for (int64_t k = 0; k < R; k++) q[k] = (p[k] - mt) * it * g[k] + b[k];          \
-            } else {                                                                            \
-                for (int64_t k = 0; k < R; k++)                                                 \
-                    q[k * I] = (T)((p[k * I] - m) * inv * g[k] + b[k]);                         \
             }                                                                                   \
         }                                                                                       \
     }
 
 ROW_KERNEL(f32)
 ROW_KERNEL(f64)
+
+/* LayerNorm with inner > 1: a row walks memory with step `inner`, so instead each task takes one
+ * outer index and a block of up to LN_BLOCK inner positions and sweeps the R axis contiguously,
+ * keeping the block's statistics in small double arrays. Task t: outer t / nblk, block t % nblk. */
+#define LN_BLOCK 256
+
+#define LN_BLOCK_KERNEL(T)                                                                      \
+    static void ln_block_##T(void *ctx, int64_t t0, int64_t t1)                                 \
+    {                                                                                           \
+        const row_job *j = ctx;                                                                 \
+        const int64_t R = j->R, I = j->I, nblk = (I + LN_BLOCK - 1) / LN_BLOCK;                 \
+        const T *g = j->gamma, *b = j->beta;                                                    \
+        double m[LN_BLOCK], inv[LN_BLOCK];                                                      \
+        for (int64_t t = t0; t < t1; t++) {                                                     \
+            const int64_t o = t / nblk, i0 = (t % nblk) * LN_BLOCK;                             \
+            const int64_t B = I - i0 < LN_BLOCK ? I - i0 : LN_BLOCK;                            \
+            const T *p = (const T *)j->x + o * R * I + i0;                                      \
+            T *q = (T *)j->y + o * R * I + i0;                                                  \
+            for (int64_t i = 0; i < B; i++) { m[i] = 0; inv[i] = 0; }                           \
+            for (int64_t k = 0; k < R; k++)                                                     \
+                for (int64_t i = 0; i < B; i++) m[i] += p[k * I + i];                           \
+            for (int64_t i = 0; i < B; i++) m[i] = R > 0 ? m[i] / (double)R : 0.0;              \
+            for (int64_t k = 0; k < R; k++)                                                     \
+                for (int64_t i = 0; i < B; i++) {                                               \
+                    double d = p[k * I + i] - m[i];                                             \
+                    inv[i] += d * d;                                                            \
+                }                                                                               \
+            for (int64_t i = 0; i < B; i++) {                                                   \
+                const double sd = sqrt((R > 0 ? inv[i] / (double)R : 0.0) + j->eps);            \
+                ((T *)j->mean)[o * I + i0 + i] = (T)m[i];                                       \
+                ((T *)j->stat)[o * I + i0 + i] = (T)sd;                                         \
+                inv[i] = 1.0 / sd;                                                              \
+            }                                                                                   \
+            for (int64_t k = 0; k < R; k++) {                                                   \
+                const double gk = g[k], bk = b[k];                                              \
+                for (int64_t i = 0; i < B; i++)                                                 \
+                    q[k * I + i] = (T)((p[k * I + i] - m[i]) * inv[i] * gk + bk);               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+LN_BLOCK_KERNEL(f32)
+LN_BLOCK_KERNEL(f64)
 
 static void row_run(row_job *j, hg_dtype dt, int64_t rows)
 {
@@ -382,7 +526,15 @@ static hg_status ln_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
                  .y = hg_data(out[0]), .mean = hg_data(out[1]), .stat = hg_data(out[2]),
                  .R = m.shape[ax], .I = prod(m.shape, ax + 1, m.ndim), .pgroups = 0,
                  .eps = a->v[LN_EPS].f, .store_var = false};
-    row_run(&j, m.dtype, prod(m.shape, 0, ax) * j.I);
+    const int64_t O = prod(m.shape, 0, ax);
+    if (j.I > 1 && O * j.I > 0) {
+        const int64_t tasks = O * ((j.I + LN_BLOCK - 1) / LN_BLOCK);
+        const int64_t work = imax(1, j.R * (j.I < LN_BLOCK ? j.I : LN_BLOCK));
+        hg_parallel_for(tasks, imax(1, HG_GRAIN_ELEMWISE / work),
+                        m.dtype == HG_DTYPE_F32 ? ln_block_f32 : ln_block_f64, &j);
+        return HG_OK;
+    }
+    row_run(&j, m.dtype, O * j.I);
     return HG_OK;
 }
 
