@@ -308,3 +308,13 @@ def test_layernorm_large(rng, dtype, shape, axis):
     y = nd.LayerNorm(_arr(x, dtype), _arr(gamma, dtype), _arr(beta, dtype), axis=axis)
     ref, _, _ = np_layernorm(x, gamma, beta, axis)
     np.testing.assert_allclose(y.asnumpy(), ref, **TOL[dtype])
+
+
+def test_batchnorm_zero_variance_eps0_gives_beta():
+    # MXNet's CPU kernel: batch statistics with zero variance and eps=0 use an inverse std of 0
+    x = nd.ones((4, 2)) * 3
+    beta = nd.array([0.5, -1.0])
+    args = [x, nd.ones((2,)), beta, nd.zeros((2,)), nd.ones((2,))]
+    with training():
+        y = nd.BatchNorm(*args, eps=0.0, fix_gamma=False)
+    np.testing.assert_array_equal(y.asnumpy(), np.tile([0.5, -1.0], (4, 1)))

@@ -185,6 +185,16 @@ typedef struct {
     bool batch_stats, fix_gamma;
 } bn_job;
 
+/* The `var` output holds the inverse standard deviation 1 / sqrt(var + eps), as MXNet's CPU
+ * kernel (its docs: output_mean_var gives the mean and "the inverse of data_var"); the backward
+ * recovers the variance from it. Batch statistics with zero variance and eps = 0 give 0, not inf
+ * (MXNet: "nobody likes to divide by zero"); moving statistics are used as they are. */
+static double bn_invstd(double var, double eps, bool batch)
+{
+    if (batch && var == 0 && eps == 0) return 0;
+    return 1.0 / sqrt(var + eps);
+}
+
 #define BN_KERNELS(T)                                                                           \
     static void bn_stats_##T(void *ctx, int64_t c0, int64_t c1)                                 \
     {                                                                                           \
@@ -213,10 +223,11 @@ typedef struct {
                 m = ((const T *)j->rmean)[c];                                                   \
                 v = ((const T *)j->rvar)[c];                                                    \
             }                                                                                   \
+            const double inv = bn_invstd(v, j->eps, j->batch_stats);                            \
             ((T *)j->mean)[c] = (T)m;                                                           \
-            ((T *)j->var)[c] = (T)v;                                                            \
+            ((T *)j->var)[c] = (T)inv;                                                          \
             double g = j->fix_gamma ? 1.0 : (double)((const T *)j->gamma)[c];                   \
-            double sc = g / sqrt(v + j->eps);                                                   \
+            double sc = g * inv;                                                                \
             j->scale[c] = sc;                                                                   \
             j->shift[c] = (double)((const T *)j->beta)[c] - m * sc;                             \
         }                                                                                       \
@@ -306,16 +317,17 @@ static void bn_chunk_reduce(const bn_job *j, double *out)
     }
 }
 
-/* Batch mean and variance into scale (mean) / shift (var), then the per-channel output
- * coefficients, written to the mean / var outputs as well. */
+/* From the batch mean and variance: the mean / var (inverse std) outputs and the per-channel
+ * output coefficients. */
 #define BN_FINISH(T)                                                                            \
     static void bn_finish_##T(bn_job *j, const double *m, const double *v)                      \
     {                                                                                           \
         for (int64_t c = 0; c < j->C; c++) {                                                    \
+            const double inv = bn_invstd(v[c], j->eps, true);                                   \
             ((T *)j->mean)[c] = (T)m[c];                                                        \
-            ((T *)j->var)[c] = (T)v[c];                                                         \
+            ((T *)j->var)[c] = (T)inv;                                                          \
             double g = j->fix_gamma ? 1.0 : (double)((const T *)j->gamma)[c];                   \
-            double sc = g / sqrt(v[c] + j->eps);                                                \
+            double sc = g * inv;                                                                \
             j->scale[c] = sc;                                                                   \
             j->shift[c] = (double)((const T *)j->beta)[c] - m[c] * sc;                          \
         }                                                                                       \
