@@ -618,7 +618,10 @@ static hg_status gn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         for (int i = 0; i < 3; i++) out[i].ndim = -1;
         return HG_OK;
     }
-    HG_TRY(channel_data(op, &in[0]));
+    if (in[0].ndim < 3) /* MXNet 1.x: CHECK_GE(dshape.ndim(), 3) */
+        return hg_error(HG_ERR_VALUE, "%s: data must have at least 3 dims (batch, channel, "
+                        "spatial...), got shape %s", op->name,
+                        hg_shape_str(s0, in[0].ndim, in[0].shape));
     HG_TRY(infer_params(op, nin, in, 1, G, "one value per group"));
     const int64_t C = in[0].shape[1];
     if (C >= 0 && C % G != 0)
@@ -626,12 +629,9 @@ static hg_status gn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
                         "num_groups=%lld", op->name, (long long)C,
                         hg_shape_str(s0, in[0].ndim, in[0].shape), (long long)G);
     set_meta(&out[0], in[0].dtype, in[0].ndim, in[0].shape);
-    int64_t ms[HG_MAX_NDIM];
-    for (int i = 0; i < in[0].ndim; i++) ms[i] = 1;
-    ms[0] = in[0].shape[0];
-    ms[1] = G;
-    set_meta(&out[1], in[0].dtype, in[0].ndim, ms);
-    set_meta(&out[2], in[0].dtype, in[0].ndim, ms);
+    const int64_t ms[2] = {in[0].shape[0], G}; /* mean / std: (batch, num_groups) */
+    set_meta(&out[1], in[0].dtype, 2, ms);
+    set_meta(&out[2], in[0].dtype, 2, ms);
     return HG_OK;
 }
 
