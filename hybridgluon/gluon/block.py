@@ -8,11 +8,10 @@ scope gets a global `hint + n + '_'` prefix from the thread's NameManager (`dens
 Children and Parameters assigned as attributes are registered automatically; `__call__` runs
 the forward pre-hooks, `forward`, then the forward hooks.
 
-This module holds the imperative half of HybridBlock: `forward` with NDArrays calls
-`hybrid_forward(nd, x, ..., **params)`. `hybridize()` records its flags; building and calling a
-cached graph (and Symbol tracing, export) arrive with the symbol engine — the places are marked
-"hybridize support". Until then, deferred shapes are inferred per layer through the
-`_infer_param_shapes(*inputs)` hook.
+HybridBlock.forward with NDArrays calls `hybrid_forward(nd, x, ..., **params)`; once
+hybridized, the first call traces `hybrid_forward(sym, ...)` into a graph and every later call
+runs it as one C CachedOp. Deferred parameter shapes are completed by shape inference through
+the traced graph. `export` writes the graph and its parameters in MXNet's formats.
 """
 from collections import OrderedDict, defaultdict
 import re
@@ -384,7 +383,7 @@ class HybridBlock(Block):
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
-        # State of the cached graph (filled by hybridize support).
+        # The traced graph and the CachedOp that runs it (see _get_graph, _build_cache).
         self._cached_graph = ()
         self._cached_op = None
         self._cached_op_args = []

@@ -1,8 +1,9 @@
 """Basic layers (MXNet's `gluon.nn.basic_layers`): containers, Dense, Dropout, Flatten,
 Identity and the Lambda wrappers.
 
-Layers whose Parameter shapes depend on the input (Dense without `in_units`) implement
-`_infer_param_shapes(x)`, which deferred initialization calls on the first forward pass.
+Parameter shapes that depend on the input (Dense without `in_units`) are completed on the first
+forward pass by shape inference through the traced graph (the FullyConnected shape rule fills
+the weight's unknown dimension).
 """
 import warnings
 
@@ -144,14 +145,6 @@ class Dense(HybridBlock):
                 self.act = Activation(activation, prefix=activation + '_')
             else:
                 self.act = None
-
-    def _infer_param_shapes(self, x, *args):
-        in_units = x.shape[-1]
-        if self._flatten:
-            in_units = 1
-            for d in x.shape[1:]:
-                in_units *= d
-        self.weight.shape = (self._units, in_units)
 
     def hybrid_forward(self, F, x, weight, bias=None):
         out = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
