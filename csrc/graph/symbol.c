@@ -16,8 +16,6 @@ static char *dupstr(const char *s)
     return d;
 }
 
-static void node_release(hg_snode *n);
-
 /* Frees nodes whose count drops to zero without recursion: inputs go on an explicit stack. */
 static void node_release(hg_snode *n)
 {
@@ -76,16 +74,10 @@ void hg_symbol_free(hg_symbol *s)
     free(s);
 }
 
-static int cmp_index(const void *a, const void *b, void *keys)
-{
-    return strcmp(((char **)keys)[*(const int *)a], ((char **)keys)[*(const int *)b]);
-}
-
 /* Copies the attributes sorted by key (insertion sort: attribute lists are short). */
 static hg_status node_set_attrs(hg_snode *n, int nattr, const char *const *keys,
                                 const char *const *vals)
 {
-    (void)cmp_index;
     n->keys = calloc((size_t)(nattr ? nattr : 1), sizeof(char *));
     n->vals = calloc((size_t)(nattr ? nattr : 1), sizeof(char *));
     if (!n->keys || !n->vals) return hg_error(HG_ERR_MEMORY, "out of memory");

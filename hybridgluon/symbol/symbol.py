@@ -43,9 +43,6 @@ class Symbol(_core.Symbol):
     _hg_symbol = True  # lets the C op functions route symbol inputs here
 
     # ---- structure -------------------------------------------------------------------------
-    def _info(self):
-        return self._graph()
-
     @property
     def name(self):
         """The name of a single-output symbol's node (None for a group)."""
