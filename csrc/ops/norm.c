@@ -67,23 +67,6 @@ static const hg_attr_spec k_gn_attrs[] = {
  * Shape inference helpers
  */
 
-/* Merges the expected shape `want` (entries -1: unknown) into an input meta; see conv.c. */
-static bool merge_shape(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
-{
-    if (m->ndim < 0) {
-        m->ndim = nd;
-        m->dtype = dt;
-        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
-        return true;
-    }
-    if (m->ndim != nd) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] < 0) m->shape[i] = want[i];
-    return true;
-}
-
 static hg_status check_float(const hg_op_def *op, hg_dtype dt)
 {
     if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64)
@@ -99,7 +82,7 @@ static hg_status infer_params(const hg_op_def *op, int nin, hg_meta *in, int fir
     static const char *const bn_names[] = {"data", "gamma", "beta", "moving_mean", "moving_var"};
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     for (int i = first; i < nin; i++) {
-        if (!merge_shape(&in[i], in[0].dtype, 1, &n))
+        if (!hg_meta_merge(&in[i], in[0].dtype, 1, &n))
             return hg_error(HG_ERR_VALUE, "%s: %s shape %s does not match data shape %s: "
                             "expected [%lld] (%s)", op->name, bn_names[i],
                             hg_shape_str(s0, in[i].ndim, in[i].shape),
@@ -608,7 +591,7 @@ static hg_status gn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     if (in[0].ndim >= 0) HG_TRY(check_float(op, in[0].dtype));
     hg_dtype dt = in[0].ndim >= 0 ? in[0].dtype : HG_DTYPE_F32;
     for (int i = 1; i < nin; i++) {
-        if (!merge_shape(&in[i], dt, 1, &G))
+        if (!hg_meta_merge(&in[i], dt, 1, &G))
             return hg_error(HG_ERR_VALUE, "%s: %s shape %s does not match num_groups=%lld: "
                             "expected [%lld] (one value per group)", op->name,
                             i == 1 ? "gamma" : "beta", hg_shape_str(s0, in[i].ndim, in[i].shape),

@@ -441,22 +441,6 @@ static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g
     }
 }
 
-static bool merge_shape(hg_meta *m, hg_dtype dt, int nd, const int64_t *want)
-{
-    if (m->ndim < 0) {
-        m->ndim = nd;
-        m->dtype = dt;
-        memcpy(m->shape, want, sizeof(int64_t) * (size_t)nd);
-        return true;
-    }
-    if (m->ndim != nd) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] >= 0 && want[i] >= 0 && m->shape[i] != want[i]) return false;
-    for (int i = 0; i < nd; i++)
-        if (m->shape[i] < 0) m->shape[i] = want[i];
-    return true;
-}
-
 static hg_status deconv_check_attrs(const hg_attrs *a)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
@@ -523,7 +507,7 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     bool has_bias = !a->v[K_NO_BIAS].b;
     hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
     hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
-    if (b && !merge_shape(b, dt, 1, &F))
+    if (b && !hg_meta_merge(b, dt, 1, &F))
         return hg_error(HG_ERR_VALUE, "Deconvolution: bias shape %s does not match "
                         "num_filter=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
                         (long long)F, (long long)F);
@@ -543,7 +527,7 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
                         hg_shape_str(s0, x->ndim, x->shape), (long long)G);
     int64_t want_w[5] = {C, F / G};
     for (int i = 0; i < nsp; i++) want_w[2 + i] = kt->v[i];
-    if (!merge_shape(w, x->dtype, nsp + 2, want_w))
+    if (!hg_meta_merge(w, x->dtype, nsp + 2, want_w))
         return hg_error(HG_ERR_VALUE, "Deconvolution: weight shape %s does not match data shape "
                         "%s with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
