@@ -19,16 +19,13 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../kernels/cpu/gemm.h"
+#include "conv_common.h"
 
 enum {
     K_KERNEL, K_STRIDE, K_DILATE, K_PAD, K_NUM_FILTER, K_NUM_GROUP, K_WORKSPACE, K_NO_BIAS,
     K_CUDNN_TUNE, K_CUDNN_OFF, K_LAYOUT
 };
 
-enum { L_NCW, L_NCHW, L_NCDHW, L_NHWC, L_NDHWC };
-
-static const char *const k_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
-static const char *const k_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
 
 static const hg_attr_spec k_conv_attrs[] = {
     {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "convolution kernel size: (w,), (h, w) or "
@@ -42,10 +39,11 @@ static const hg_attr_spec k_conv_attrs[] = {
     {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)", NULL},
     {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input", NULL},
     {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",
-     k_tune_choices},
+     hg_conv_tune_choices},
     {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
     {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "
-     "(channel-last layouts are not supported on CPU); None means channel-first", k_layout_choices},
+     "(channel-last layouts are not supported on CPU); None means channel-first",
+     hg_conv_layout_choices},
 };
 
 static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
@@ -58,12 +56,6 @@ typedef struct conv_geom {
     int64_t Cg, Fg, K, P, I;      /* C/G, F/G, C/G*prod(k), prod(out), prod(in) */
 } conv_geom;
 
-/* Tuple attribute `idx` entry i of an nsp-length tuple, or `def` for an empty tuple. */
-static int64_t tuple_at(const hg_attrs *a, int idx, int i, int64_t def)
-{
-    return a->v[idx].t.n == 0 ? def : a->v[idx].t.v[i];
-}
-
 /* Fills the attribute part of the geometry (no shapes). */
 static void geom_attrs(const hg_attrs *a, conv_geom *g)
 {
@@ -73,9 +65,9 @@ static void geom_attrs(const hg_attrs *a, conv_geom *g)
         bool real = i >= off;
         int j = i - off;
         g->k[i] = real ? a->v[K_KERNEL].t.v[j] : 1;
-        g->s[i] = real ? tuple_at(a, K_STRIDE, j, 1) : 1;
-        g->d[i] = real ? tuple_at(a, K_DILATE, j, 1) : 1;
-        g->p[i] = real ? tuple_at(a, K_PAD, j, 0) : 0;
+        g->s[i] = real ? hg_conv_tuple_at(a, K_STRIDE, j, 1) : 1;
+        g->d[i] = real ? hg_conv_tuple_at(a, K_DILATE, j, 1) : 1;
+        g->p[i] = real ? hg_conv_tuple_at(a, K_PAD, j, 0) : 0;
     }
     g->F = a->v[K_NUM_FILTER].i;
     g->G = a->v[K_NUM_GROUP].i;
@@ -119,54 +111,9 @@ static const char *tuple_str(char *buf, const hg_tuple *t)
     return hg_shape_str(buf, t->n, t->v);
 }
 
-/* Attribute checks that need no shapes. */
-static hg_status check_attrs(const hg_attrs *a)
-{
-    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
-    const hg_tuple *k = &a->v[K_KERNEL].t;
-    int nsp = k->n;
-    if (nsp < 1 || nsp > 3)
-        return hg_error(HG_ERR_VALUE, "Convolution: kernel must have 1, 2 or 3 dims (1-D, 2-D "
-                        "or 3-D convolution), got kernel=%s", tuple_str(s0, k));
-    static const char *const names[] = {"stride", "dilate", "pad"};
-    static const int idx[] = {K_STRIDE, K_DILATE, K_PAD};
-    for (int j = 0; j < 3; j++) {
-        const hg_tuple *t = &a->v[idx[j]].t;
-        if (t->n != 0 && t->n != nsp)
-            return hg_error(HG_ERR_VALUE, "Convolution: %s=%s must have as many dims as "
-                            "kernel=%s", names[j], tuple_str(s0, t), tuple_str(s1, k));
-        for (int i = 0; i < t->n; i++) {
-            if (idx[j] == K_PAD ? t->v[i] < 0 : t->v[i] < 1)
-                return hg_error(HG_ERR_VALUE, "Convolution: %s=%s must be %s", names[j],
-                                tuple_str(s0, t), idx[j] == K_PAD ? "non-negative" : "positive");
-        }
-    }
-    for (int i = 0; i < nsp; i++)
-        if (k->v[i] < 1)
-            return hg_error(HG_ERR_VALUE, "Convolution: kernel=%s must be positive",
-                            tuple_str(s0, k));
-    int64_t F = a->v[K_NUM_FILTER].i, G = a->v[K_NUM_GROUP].i;
-    if (F < 1)
-        return hg_error(HG_ERR_VALUE, "Convolution: num_filter must be positive, got %lld",
-                        (long long)F);
-    if (G < 1)
-        return hg_error(HG_ERR_VALUE, "Convolution: num_group must be positive, got %lld",
-                        (long long)G);
-    if (F % G != 0)
-        return hg_error(HG_ERR_VALUE, "Convolution: num_filter=%lld must be divisible by "
-                        "num_group=%lld", (long long)F, (long long)G);
-    if (!a->v[K_LAYOUT].is_none) {
-        int64_t lay = a->v[K_LAYOUT].i;
-        if (lay == L_NHWC || lay == L_NDHWC)
-            return hg_error(HG_ERR_UNSUPPORTED, "Convolution: layout=%s is not supported on CPU "
-                            "(channel-first layouts NCW, NCHW and NCDHW only)",
-                            k_layout_choices[lay]);
-        if (lay + 1 != nsp)
-            return hg_error(HG_ERR_VALUE, "Convolution: layout=%s does not match kernel=%s "
-                            "(%d spatial dims)", k_layout_choices[lay], tuple_str(s0, k), nsp);
-    }
-    return HG_OK;
-}
+static const hg_conv_attr_index k_conv_index = {
+    "Convolution", K_KERNEL, K_NUM_FILTER, K_NUM_GROUP, K_LAYOUT, 3,
+    {K_STRIDE, K_DILATE, K_PAD}, {"stride", "dilate", "pad"}, {true, true, false}};
 
 static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
@@ -174,7 +121,7 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)nin;
     (void)nout;
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
-    HG_TRY(check_attrs(a));
+    HG_TRY(hg_conv_check_attrs(a, &k_conv_index));
     conv_geom g;
     geom_attrs(a, &g);
     int nsp = g.nsp, off = 3 - nsp;

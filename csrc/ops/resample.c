@@ -10,6 +10,7 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../kernels/cpu/gemm.h"
+#include "conv_common.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t)
 {
@@ -343,10 +344,6 @@ enum {
     K_NO_BIAS, K_CUDNN_TUNE, K_CUDNN_OFF, K_LAYOUT
 };
 
-enum { L_NCW, L_NCHW, L_NCDHW, L_NHWC, L_NDHWC };
-
-static const char *const k_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
-static const char *const k_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
 
 static const hg_attr_spec k_deconv_attrs[] = {
     {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "deconvolution kernel size: (w,), (h, w) "
@@ -363,10 +360,11 @@ static const hg_attr_spec k_deconv_attrs[] = {
     {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)", NULL},
     {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input", NULL},
     {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",
-     k_tune_choices},
+     hg_conv_tune_choices},
     {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
     {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "
-     "(channel-last layouts are not supported on CPU); None means channel-first", k_layout_choices},
+     "(channel-last layouts are not supported on CPU); None means channel-first",
+     hg_conv_layout_choices},
 };
 
 static int deconv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
@@ -378,11 +376,6 @@ typedef struct deconv_geom {
     int64_t in[3], out[3], k[3], s[3], d[3], p[3];
     int64_t Cg, Fg, K, I, P; /* C/G, F/G, prod(k), prod(in), prod(out) */
 } deconv_geom;
-
-static int64_t tuple_at(const hg_attrs *a, int idx, int i, int64_t def)
-{
-    return a->v[idx].t.n == 0 ? def : a->v[idx].t.v[i];
-}
 
 static bool has_target(const hg_attrs *a)
 {
@@ -397,16 +390,16 @@ static bool has_target(const hg_attrs *a)
 static void dim_geom(const hg_attrs *a, int j, int64_t x, int64_t *pad, int64_t *adj,
                      int64_t *osz)
 {
-    int64_t k = a->v[K_KERNEL].t.v[j], s = tuple_at(a, K_STRIDE, j, 1);
-    int64_t d = tuple_at(a, K_DILATE, j, 1);
+    int64_t k = a->v[K_KERNEL].t.v[j], s = hg_conv_tuple_at(a, K_STRIDE, j, 1);
+    int64_t d = hg_conv_tuple_at(a, K_DILATE, j, 1);
     int64_t full = s * (x - 1) + d * (k - 1) + 1;
     if (has_target(a)) {
         int64_t total = full - a->v[K_TARGET].t.v[j];
         *adj = total % 2;
         *pad = (total + 1) / 2;
     } else {
-        *pad = tuple_at(a, K_PAD, j, 0);
-        *adj = tuple_at(a, K_ADJ, j, 0);
+        *pad = hg_conv_tuple_at(a, K_PAD, j, 0);
+        *adj = hg_conv_tuple_at(a, K_ADJ, j, 0);
     }
     *osz = full - 2 * *pad + *adj;
 }
@@ -431,8 +424,8 @@ static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g
         }
         int64_t adj;
         g->k[i] = a->v[K_KERNEL].t.v[j];
-        g->s[i] = tuple_at(a, K_STRIDE, j, 1);
-        g->d[i] = tuple_at(a, K_DILATE, j, 1);
+        g->s[i] = hg_conv_tuple_at(a, K_STRIDE, j, 1);
+        g->d[i] = hg_conv_tuple_at(a, K_DILATE, j, 1);
         g->in[i] = x->shape[2 + j];
         dim_geom(a, j, g->in[i], &g->p[i], &adj, &g->out[i]);
         g->K *= g->k[i];
@@ -441,55 +434,22 @@ static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g
     }
 }
 
+static const hg_conv_attr_index k_deconv_index = {
+    "Deconvolution", K_KERNEL, K_NUM_FILTER, K_NUM_GROUP, K_LAYOUT, 5,
+    {K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET},
+    {"stride", "dilate", "pad", "adj", "target_shape"},
+    {true, true, false, false, false}};
+
+/* The shared checks, plus Deconvolution's own: adj must stay below the stride. */
 static hg_status deconv_check_attrs(const hg_attrs *a)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
-    const hg_tuple *k = &a->v[K_KERNEL].t;
-    int nsp = k->n;
-    if (nsp < 1 || nsp > 3)
-        return hg_error(HG_ERR_VALUE, "Deconvolution: kernel must have 1, 2 or 3 dims, got "
-                        "kernel=%s", tuple_str(s0, k));
-    static const char *const names[] = {"stride", "dilate", "pad", "adj", "target_shape"};
-    static const int idx[] = {K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET};
-    for (int j = 0; j < 5; j++) {
-        const hg_tuple *t = &a->v[idx[j]].t;
-        if (t->n != 0 && t->n != nsp)
-            return hg_error(HG_ERR_VALUE, "Deconvolution: %s=%s must have as many dims as "
-                            "kernel=%s", names[j], tuple_str(s0, t), tuple_str(s1, k));
-        bool positive = idx[j] == K_STRIDE || idx[j] == K_DILATE;
-        for (int i = 0; i < t->n; i++)
-            if (positive ? t->v[i] < 1 : t->v[i] < 0)
-                return hg_error(HG_ERR_VALUE, "Deconvolution: %s=%s must be %s", names[j],
-                                tuple_str(s0, t), positive ? "positive" : "non-negative");
-    }
-    for (int i = 0; i < nsp; i++) {
-        if (k->v[i] < 1)
-            return hg_error(HG_ERR_VALUE, "Deconvolution: kernel=%s must be positive",
-                            tuple_str(s0, k));
-        if (!has_target(a) && tuple_at(a, K_ADJ, i, 0) >= tuple_at(a, K_STRIDE, i, 1))
+    HG_TRY(hg_conv_check_attrs(a, &k_deconv_index));
+    for (int i = 0; i < a->v[K_KERNEL].t.n; i++)
+        if (!has_target(a) &&
+            hg_conv_tuple_at(a, K_ADJ, i, 0) >= hg_conv_tuple_at(a, K_STRIDE, i, 1))
             return hg_error(HG_ERR_VALUE, "Deconvolution: adj=%s must be smaller than stride=%s",
                             tuple_str(s0, &a->v[K_ADJ].t), tuple_str(s1, &a->v[K_STRIDE].t));
-    }
-    int64_t F = a->v[K_NUM_FILTER].i, G = a->v[K_NUM_GROUP].i;
-    if (F < 1)
-        return hg_error(HG_ERR_VALUE, "Deconvolution: num_filter must be positive, got %lld",
-                        (long long)F);
-    if (G < 1)
-        return hg_error(HG_ERR_VALUE, "Deconvolution: num_group must be positive, got %lld",
-                        (long long)G);
-    if (F % G != 0)
-        return hg_error(HG_ERR_VALUE, "Deconvolution: num_filter=%lld must be divisible by "
-                        "num_group=%lld", (long long)F, (long long)G);
-    if (!a->v[K_LAYOUT].is_none) {
-        int64_t lay = a->v[K_LAYOUT].i;
-        if (lay == L_NHWC || lay == L_NDHWC)
-            return hg_error(HG_ERR_UNSUPPORTED, "Deconvolution: layout=%s is not supported on CPU "
-                            "(channel-first layouts NCW, NCHW and NCDHW only)",
-                            k_layout_choices[lay]);
-        if (lay + 1 != nsp)
-            return hg_error(HG_ERR_VALUE, "Deconvolution: layout=%s does not match kernel=%s "
-                            "(%d spatial dims)", k_layout_choices[lay], tuple_str(s0, k), nsp);
-    }
     return HG_OK;
 }
 

@@ -1,0 +1,52 @@
+/* Shape-free attribute checks shared by Convolution and Deconvolution (see conv_common.h). */
+#include "conv_common.h"
+
+const char *const hg_conv_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
+const char *const hg_conv_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
+
+static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
+
+hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_tuple *k = &a->v[ix->kernel].t;
+    int nsp = k->n;
+    if (nsp < 1 || nsp > 3)
+        return hg_error(HG_ERR_VALUE, "%s: kernel must have 1, 2 or 3 dims (1-D, 2-D or 3-D), "
+                        "got kernel=%s", ix->op, tuple_str(s0, k));
+    for (int j = 0; j < ix->ntuples; j++) {
+        const hg_tuple *t = &a->v[ix->tuples[j]].t;
+        if (t->n != 0 && t->n != nsp)
+            return hg_error(HG_ERR_VALUE, "%s: %s=%s must have as many dims as kernel=%s", ix->op,
+                            ix->names[j], tuple_str(s0, t), tuple_str(s1, k));
+        for (int i = 0; i < t->n; i++)
+            if (ix->positive[j] ? t->v[i] < 1 : t->v[i] < 0)
+                return hg_error(HG_ERR_VALUE, "%s: %s=%s must be %s", ix->op, ix->names[j],
+                                tuple_str(s0, t), ix->positive[j] ? "positive" : "non-negative");
+    }
+    for (int i = 0; i < nsp; i++)
+        if (k->v[i] < 1)
+            return hg_error(HG_ERR_VALUE, "%s: kernel=%s must be positive", ix->op,
+                            tuple_str(s0, k));
+    int64_t F = a->v[ix->num_filter].i, G = a->v[ix->num_group].i;
+    if (F < 1)
+        return hg_error(HG_ERR_VALUE, "%s: num_filter must be positive, got %lld", ix->op,
+                        (long long)F);
+    if (G < 1)
+        return hg_error(HG_ERR_VALUE, "%s: num_group must be positive, got %lld", ix->op,
+                        (long long)G);
+    if (F % G != 0)
+        return hg_error(HG_ERR_VALUE, "%s: num_filter=%lld must be divisible by num_group=%lld",
+                        ix->op, (long long)F, (long long)G);
+    if (!a->v[ix->layout].is_none) {
+        int64_t lay = a->v[ix->layout].i;
+        if (lay == HG_LAYOUT_NHWC || lay == HG_LAYOUT_NDHWC)
+            return hg_error(HG_ERR_UNSUPPORTED, "%s: layout=%s is not supported on CPU "
+                            "(channel-first layouts NCW, NCHW and NCDHW only)", ix->op,
+                            hg_conv_layout_choices[lay]);
+        if (lay + 1 != nsp)
+            return hg_error(HG_ERR_VALUE, "%s: layout=%s does not match kernel=%s (%d spatial "
+                            "dims)", ix->op, hg_conv_layout_choices[lay], tuple_str(s0, k), nsp);
+    }
+    return HG_OK;
+}
