@@ -126,6 +126,23 @@ static int64_t prod(const int64_t *s, int b, int e)
     return p;
 }
 
+/* BatchNorm / LayerNorm: float data of at least 1 dim, the normalised axis, and its size
+ * (an unknown size comes back from a known 1-D parameter). */
+static hg_status data_axis(const hg_op_def *op, int64_t axis, int nin, hg_meta *in, int *ax,
+                           int64_t *size)
+{
+    char s0[HG_SHAPE_STR];
+    HG_TRY(check_float(op, in[0].dtype));
+    if (in[0].ndim < 1)
+        return hg_error(HG_ERR_VALUE, "%s: data must have at least 1 dim, got shape %s",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape));
+    HG_TRY(norm_axis(op, axis, &in[0], ax));
+    *size = in[0].shape[*ax];
+    for (int i = 1; i < nin && *size < 0; i++)
+        if (in[i].ndim == 1 && in[i].shape[0] >= 0) *size = in[0].shape[*ax] = in[i].shape[0];
+    return HG_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * BatchNorm
  */
@@ -139,17 +156,9 @@ static hg_status bn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         for (int i = 0; i < 3; i++) out[i].ndim = -1;
         return HG_OK;
     }
-    HG_TRY(check_float(op, in[0].dtype));
-    char s0[HG_SHAPE_STR];
-    if (in[0].ndim < 1)
-        return hg_error(HG_ERR_VALUE, "%s: data must have at least 1 dim, got shape %s",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape));
     int ax = 0;
-    HG_TRY(norm_axis(op, a->v[BN_AXIS].i, &in[0], &ax));
-    int64_t C = in[0].shape[ax];
-    /* An unknown channel count comes back from a known parameter. */
-    for (int i = 1; i < nin && C < 0; i++)
-        if (in[i].ndim == 1 && in[i].shape[0] >= 0) C = in[0].shape[ax] = in[i].shape[0];
+    int64_t C;
+    HG_TRY(data_axis(op, a->v[BN_AXIS].i, nin, in, &ax, &C));
     HG_TRY(infer_params(op, nin, in, 1, C, "one value per channel on the axis"));
     set_meta(&out[0], in[0].dtype, in[0].ndim, in[0].shape);
     set_meta(&out[1], in[0].dtype, 1, &C);
@@ -490,16 +499,9 @@ static hg_status ln_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         for (int i = 0; i < 3; i++) out[i].ndim = -1;
         return HG_OK;
     }
-    HG_TRY(check_float(op, in[0].dtype));
-    char s0[HG_SHAPE_STR];
-    if (in[0].ndim < 1)
-        return hg_error(HG_ERR_VALUE, "%s: data must have at least 1 dim, got shape %s",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape));
     int ax = 0;
-    HG_TRY(norm_axis(op, a->v[LN_AXIS].i, &in[0], &ax));
-    int64_t R = in[0].shape[ax];
-    for (int i = 1; i < nin && R < 0; i++)
-        if (in[i].ndim == 1 && in[i].shape[0] >= 0) R = in[0].shape[ax] = in[i].shape[0];
+    int64_t R;
+    HG_TRY(data_axis(op, a->v[LN_AXIS].i, nin, in, &ax, &R));
     HG_TRY(infer_params(op, nin, in, 1, R, "one value per element on the axis"));
     set_meta(&out[0], in[0].dtype, in[0].ndim, in[0].shape);
     int64_t ms[HG_MAX_NDIM];
