@@ -499,14 +499,12 @@ except mx.MXNetError as e:
 
 def test_write_error_reports_strerror_and_cleans_up(tmp_path):
     # A file-size limit makes the write fail half-way (EFBIG) in a child process.
-    import subprocess
-    import sys
+    from conftest import run_python
     f = tmp_path / 'w.params'
     mx.nd.save(str(f), [mx.nd.array([1, 2])])
     before = f.read_bytes()
     root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
-    out = subprocess.run([sys.executable, '-c', _FSIZE_SCRIPT, str(f), root],
-                         capture_output=True, text=True, timeout=60)
+    out = run_python(['-c', _FSIZE_SCRIPT, str(f), root], timeout=60)
     assert "Cannot save NDArray file '%s': File too large" % f in out.stdout, out
     assert os.listdir(tmp_path) == ['w.params']
     assert f.read_bytes() == before

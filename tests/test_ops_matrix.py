@@ -216,13 +216,10 @@ def test_batch_dot_thread_pool():
     blocking the suite."""
     import os
     import subprocess
-    import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
-    env = dict(os.environ, HG_NUM_THREADS='2',
-               PYTHONPATH=root + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    from conftest import run_python
     try:
-        res = subprocess.run([sys.executable, '-c', _PARALLEL_BATCH], env=env, timeout=30,
-                             capture_output=True, text=True)
+        res = run_python(['-c', _PARALLEL_BATCH], env=dict(os.environ, HG_NUM_THREADS='2'),
+                         timeout=30)
     except subprocess.TimeoutExpired:
         pytest.fail('batch_dot on the thread pool did not finish in 30 s (pool hang)')
     assert res.returncode == 0 and 'ok' in res.stdout, res.stderr

@@ -1,12 +1,8 @@
 """Every code cell of the seed tutorials (../shared/seeds) runs against this package, with
 `mxnet` replaced by `hybridgluon` in the imports (the project's acceptance check)."""
 import os
-import subprocess
-import sys
 
 import pytest
-
-import hybridgluon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, '..', '..', 'shared', 'tools', 'run_seeds.py')
@@ -14,10 +10,7 @@ RUNNER = os.path.join(HERE, '..', '..', 'shared', 'tools', 'run_seeds.py')
 
 @pytest.mark.skipif(not os.path.exists(RUNNER), reason='../shared/tools/run_seeds.py not present')
 def test_all_seed_cells_run():
-    env = dict(os.environ)
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(hybridgluon.__file__)))
-    env['PYTHONPATH'] = pkg_parent + os.pathsep + env.get('PYTHONPATH', '')
-    proc = subprocess.run([sys.executable, RUNNER], capture_output=True, text=True, env=env,
-                          timeout=600)
+    from conftest import run_python
+    proc = run_python([os.path.abspath(RUNNER)], timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert '0 failing cell(s)' in proc.stdout
