@@ -64,10 +64,26 @@ class BuildExt(build_ext):
     def _compile(self, sources, include_dirs, macros, cc=None):
         cc = cc or self.compiler
         flags = _cflags()
+        # Incremental: a source whose object is newer than it and than every header (and than
+        # the build flags) is not compiled again. --force rebuilds everything.
+        headers = glob.glob('csrc/**/*.h', recursive=True) + [__file__]
+        newest = max(os.path.getmtime(h) for h in headers)
+        stamp = os.path.join(self.build_temp, 'cflags.txt')
+        sig = ' '.join(flags + [str(m) for m in macros])
+        stale_flags = not os.path.exists(stamp) or open(stamp).read() != sig
+
+        def one(src):
+            obj = cc.object_filenames([src], output_dir=self.build_temp)[0]
+            if (not self.force and not stale_flags and os.path.exists(obj)
+                    and os.path.getmtime(obj) >= max(newest, os.path.getmtime(src))):
+                return obj
+            return cc.compile([src], output_dir=self.build_temp, include_dirs=include_dirs,
+                              macros=macros, extra_postargs=flags)[0]
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            objs = list(pool.map(lambda s: cc.compile(
-                [s], output_dir=self.build_temp, include_dirs=include_dirs, macros=macros,
-                extra_postargs=flags)[0], sources))
+            objs = list(pool.map(one, sources))
+        os.makedirs(self.build_temp, exist_ok=True)
+        with open(stamp, 'w') as f:
+            f.write(sig)
         return objs
 
     def _build_core(self):

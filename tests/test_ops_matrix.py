@@ -375,7 +375,8 @@ class _OpDef(ctypes.Structure):
                 ('num_attrs', ctypes.c_int), ('num_inputs', ctypes.c_int),
                 ('num_outputs', ctypes.c_int), ('num_visible_outputs', ctypes.c_int),
                 ('flags', ctypes.c_uint), ('get_num_inputs', ctypes.c_void_p),
-                ('get_num_outputs', ctypes.c_void_p), ('infer', _INFER)]
+                ('get_num_outputs', ctypes.c_void_p),
+                ('get_num_visible_outputs', ctypes.c_void_p), ('infer', _INFER)]
 
 
 def _lib():

@@ -81,6 +81,10 @@ enum {
     HG_OP_NO_GRAD = 1 << 5,   /* gradient is zero / undefined (comparisons, argmax, creation) */
 };
 
+/* A gradient rule (see graph/grad.h): emits the backward ops of one node into a graph. */
+typedef struct hg_grad_ctx hg_grad_ctx;
+typedef hg_status (*hg_grad_rule)(hg_grad_ctx *g);
+
 /* Tile function of an element-wise op: out[i] = f(in0[i*s0], in1[i*s1]) for i < n.
  * Strides are in elements and are 0 (broadcast a scalar) or 1. */
 typedef void (*hg_ew_fn)(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1,
@@ -96,10 +100,11 @@ struct hg_op_def {
     int num_attrs;
     int num_inputs;   /* fixed count, or see get_num_inputs / HG_OP_VARARGS */
     int num_outputs;  /* fixed count, or see get_num_outputs */
-    int num_visible_outputs; /* 0: all outputs are visible */
+    int num_visible_outputs; /* 0: all outputs are visible (see get_num_visible_outputs) */
     unsigned flags;
     int (*get_num_inputs)(const hg_attrs *a);
     int (*get_num_outputs)(const hg_attrs *a);
+    int (*get_num_visible_outputs)(const hg_attrs *a); /* when it depends on attributes */
     /* Shape and dtype inference. May fill unknown input metas (weights from data) as well as
      * the outputs. Returns HG_ERR_VALUE/HG_ERR_TYPE with a message naming what is wrong. */
     hg_status (*infer)(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
@@ -113,7 +118,9 @@ struct hg_op_def {
     int ew_arity; /* 1 or 2: number of array operands of the tile function */
     /* Bytes of scratch memory the forward needs (NULL: none). */
     size_t (*workspace)(const hg_attrs *a, int nin, const hg_meta *in);
-    void *grad; /* gradient rule: filled in by the autograd work */
+    /* Gradient rule (graph/grad.h). NULL with HG_OP_NO_GRAD: no gradient flows through the op;
+     * NULL without it: differentiating through the op is an error naming it. */
+    hg_grad_rule grad;
     uint32_t mutate_inputs; /* bit i: input i is an auxiliary state the op updates (BatchNorm) */
 };
 
@@ -138,6 +145,7 @@ hg_status hg_attr_unknown(const hg_op_def *op, const char *key);
 
 int hg_op_num_inputs(const hg_op_def *op, const hg_attrs *a);
 int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a);
+int hg_op_num_visible_outputs(const hg_op_def *op, const hg_attrs *a);
 
 /* Runs an op imperatively: infers, allocates outputs (unless out[i] is given, in which case its
  * shape and dtype must match) and calls the kernel. nout must equal hg_op_num_outputs. */

@@ -19,6 +19,12 @@ int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a)
     return op->get_num_outputs ? op->get_num_outputs(a) : (op->num_outputs ? op->num_outputs : 1);
 }
 
+int hg_op_num_visible_outputs(const hg_op_def *op, const hg_attrs *a)
+{
+    if (op->get_num_visible_outputs) return op->get_num_visible_outputs(a);
+    return op->num_visible_outputs ? op->num_visible_outputs : hg_op_num_outputs(op, a);
+}
+
 static hg_status check_given_output(const hg_op_def *op, int i, const hg_tensor *t,
                                      const hg_meta *m)
 {

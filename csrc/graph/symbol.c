@@ -170,18 +170,17 @@ static hg_status parse_node_attrs(hg_snode *n)
     hg_status st = hg_attrs_finish(op, n->attrs);
     if (st != HG_OK) return hg_error_prefix(st, "node '%s': ", n->name);
     n->nout = hg_op_num_outputs(op, n->attrs);
-    n->nvisible = op->num_visible_outputs ? op->num_visible_outputs : n->nout;
+    n->nvisible = hg_op_num_visible_outputs(op, n->attrs);
     return HG_OK;
 }
 
-hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
-                       const char *const *vals, int nin, const hg_symbol *const *inputs,
-                       hg_symbol **out)
+hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
+                         const char *const *keys, const char *const *vals, int nin,
+                         const hg_sentry *in, hg_snode **out)
 {
-    if (!op || !name || !out || (nin && !inputs))
-        return hg_error(HG_ERR_VALUE, "hg_symbol_op: NULL argument");
+    if (!op || !name || !out || (nin && !in))
+        return hg_error(HG_ERR_VALUE, "hg_snode_new_op: NULL argument");
     hg_snode *n = node_new(name);
-    hg_symbol *s = NULL;
     hg_status st = n ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) st = node_set_attrs(n, nattr, keys, vals);
     if (st == HG_OK) {
@@ -197,22 +196,69 @@ hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const c
     if (st == HG_OK && !(n->in = calloc((size_t)(nin ? nin : 1), sizeof *n->in)))
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     for (int i = 0; st == HG_OK && i < nin; i++) {
+        if (!in[i].node || in[i].index < 0 || in[i].index >= in[i].node->nout) {
+            st = hg_error(HG_ERR_VALUE, "node '%s' (%s): input %d is not a valid output", name,
+                          op->name, i);
+            break;
+        }
+        n->in[i] = in[i];
+        if ((op->mutate_inputs >> i) & 1) n->in[i].version++;
+        atomic_fetch_add(&n->in[i].node->refcount, 1);
+        n->nin++;
+    }
+    if (st != HG_OK) {
+        if (n) node_release(n);
+        return st;
+    }
+    *out = n;
+    return HG_OK;
+}
+
+void hg_snode_retain(hg_snode *n) { atomic_fetch_add(&n->refcount, 1); }
+void hg_snode_release(hg_snode *n)
+{
+    if (n) node_release(n);
+}
+
+hg_status hg_symbol_from_entries(int n, const hg_sentry *e, hg_symbol **out)
+{
+    hg_symbol *s = symbol_alloc(n);
+    if (!s) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) {
+        s->heads[i] = e[i];
+        atomic_fetch_add(&e[i].node->refcount, 1);
+    }
+    *out = s;
+    return HG_OK;
+}
+
+hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
+                       const char *const *vals, int nin, const hg_symbol *const *inputs,
+                       hg_symbol **out)
+{
+    if (!op || !name || !out || (nin && !inputs))
+        return hg_error(HG_ERR_VALUE, "hg_symbol_op: NULL argument");
+    hg_sentry in_stack[8] = {{0}}, *in = in_stack;
+    if (nin > 8 && !(in = malloc(sizeof *in * (size_t)nin)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_status st = HG_OK;
+    for (int i = 0; i < nin; i++) {
         if (!inputs[i] || inputs[i]->n != 1) {
             st = hg_error(HG_ERR_VALUE, "node '%s' (%s): input %d has %d outputs; select one "
                           "output as the input", name, op->name, i, inputs[i] ? inputs[i]->n : 0);
             break;
         }
-        n->in[i] = inputs[i]->heads[0];
-        if ((op->mutate_inputs >> i) & 1) n->in[i].version++;
-        atomic_fetch_add(&n->in[i].node->refcount, 1);
-        n->nin++;
+        in[i] = inputs[i]->heads[0];
     }
-    if (st == HG_OK && !(s = symbol_alloc(n->nvisible)))
+    hg_snode *n = NULL;
+    hg_symbol *s = NULL;
+    if (st == HG_OK) st = hg_snode_new_op(op, name, nattr, keys, vals, nin, in, &n);
+    if (in != in_stack) free(in);
+    if (st == HG_OK && !(s = symbol_alloc(n->nvisible))) {
+        node_release(n);
         st = hg_error(HG_ERR_MEMORY, "out of memory");
-    if (st != HG_OK) {
-        if (n) node_release(n);
-        return st;
     }
+    if (st != HG_OK) return st;
     for (int i = 0; i < n->nvisible; i++) {
         s->heads[i] = (hg_sentry){n, i, 0};
         if (i) atomic_fetch_add(&n->refcount, 1);

@@ -42,6 +42,14 @@ hg_status hg_symbol_var(const char *name, int nattr, const char *const *keys,
 hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
                        const char *const *vals, int nin, const hg_symbol *const *inputs,
                        hg_symbol **out);
+/* A new op node over entries (each retained); *out holds one reference. */
+hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
+                         const char *const *keys, const char *const *vals, int nin,
+                         const hg_sentry *in, hg_snode **out);
+void hg_snode_retain(hg_snode *n);
+void hg_snode_release(hg_snode *n);
+/* A symbol whose heads are the given entries (retained). */
+hg_status hg_symbol_from_entries(int n, const hg_sentry *e, hg_symbol **out);
 hg_status hg_symbol_group(int n, const hg_symbol *const *syms, hg_symbol **out);
 hg_status hg_symbol_output(const hg_symbol *s, int i, hg_symbol **out);
 void hg_symbol_free(hg_symbol *s);

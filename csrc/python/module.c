@@ -104,11 +104,11 @@ static PyObject *op_info(PyObject *self, PyObject *name)
             sp->doc ? sp->doc : "", "choices", choices));
     }
     return Py_BuildValue(
-        "{s:s,s:N,s:s,s:N,s:N,s:i,s:i,s:i,s:I,s:N}", "name", op->name, "aliases",
+        "{s:s,s:N,s:s,s:N,s:N,s:i,s:i,s:i,s:I,s:N,s:O}", "name", op->name, "aliases",
         str_list(op->aliases), "doc", op->doc ? op->doc : "", "inputs", str_list(op->input_names),
         "outputs", str_list(op->output_names), "num_inputs", op->num_inputs, "num_outputs",
         op->num_outputs ? op->num_outputs : 1, "num_visible_outputs", op->num_visible_outputs,
-        "flags", op->flags, "attrs", attrs);
+        "flags", op->flags, "attrs", attrs, "has_grad", op->grad ? Py_True : Py_False);
 }
 
 static PyObject *py_empty(PyObject *self, PyObject *args)

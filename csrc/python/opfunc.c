@@ -317,7 +317,7 @@ static PyObject *op_vectorcall(OpObject *self, PyObject *const *args, size_t nar
         hgpy_raise(st);
         goto done;
     }
-    int nvis = op->num_visible_outputs ? op->num_visible_outputs : nout;
+    int nvis = hg_op_num_visible_outputs(op, &p.a);
     if (p.out_obj) {
         hg_tensor_free(out[0]);
         for (int i = 1; i < nout; i++) hg_tensor_free(out[i]);

@@ -4,7 +4,9 @@
 #include "binding.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "graph/grad.h"
 #include "graph/symbol.h"
 
 typedef struct {
@@ -319,6 +321,65 @@ static PyObject *m_internals(SymbolObject *self, PyObject *unused)
     return st ? hgpy_raise(st) : wrap_symbol(out);
 }
 
+/* _gradient(wrt_names, head_grad_names=None): a symbol whose outputs are the gradients of this
+ * symbol's outputs with respect to the named variables. Head gradients are new variables with
+ * the given names, or ones when None. */
+static PyObject *m_gradient(SymbolObject *self, PyObject *args)
+{
+    PyObject *wrt_names, *hg_names = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O", &PyList_Type, &wrt_names, &hg_names)) return NULL;
+    if (hg_names != Py_None && (!PyList_Check(hg_names) ||
+                                PyList_GET_SIZE(hg_names) != self->s->n)) {
+        PyErr_Format(PyExc_ValueError, "head_grad_names must be a list of %d names", self->s->n);
+        return NULL;
+    }
+    Py_ssize_t nw = PyList_GET_SIZE(wrt_names);
+    hg_snode **nodes = NULL, **wrt = calloc((size_t)nw + 1, sizeof *wrt);
+    hg_sentry *hgr = calloc((size_t)self->s->n + 1, sizeof *hgr);
+    hg_symbol **hsyms = calloc((size_t)self->s->n + 1, sizeof *hsyms);
+    hg_symbol *out = NULL;
+    PyObject *res = NULL;
+    int n = 0;
+    if (!wrt || !hgr || !hsyms) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    hg_status st = hg_symbol_topo(self->s, &nodes, &n);
+    if (st) {
+        hgpy_raise(st);
+        goto done;
+    }
+    for (Py_ssize_t w = 0; w < nw; w++) {
+        const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(wrt_names, w));
+        if (!name) goto done;
+        for (int i = 0; i < n && !wrt[w]; i++)
+            if (!nodes[i]->op && strcmp(nodes[i]->name, name) == 0) wrt[w] = nodes[i];
+        if (!wrt[w]) {
+            PyErr_Format(PyExc_ValueError, "the symbol has no variable named '%s'", name);
+            goto done;
+        }
+    }
+    for (int h = 0; hg_names != Py_None && h < self->s->n; h++) {
+        const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(hg_names, h));
+        if (!name) goto done;
+        st = hg_symbol_var(name, 0, NULL, NULL, &hsyms[h]);
+        if (st) {
+            hgpy_raise(st);
+            goto done;
+        }
+        hgr[h] = hsyms[h]->heads[0];
+    }
+    st = hg_graph_grad(self->s->n, self->s->heads, hgr, (int)nw, wrt, &out);
+    res = st ? hgpy_raise(st) : wrap_symbol(out);
+done:
+    for (int h = 0; hsyms && h < self->s->n; h++) hg_symbol_free(hsyms[h]);
+    free(hsyms);
+    free(hgr);
+    free(wrt);
+    free(nodes);
+    return res;
+}
+
 static PyObject *get_num_outputs(SymbolObject *self, void *c)
 {
     return PyLong_FromLong(self->s->n);
@@ -329,6 +390,8 @@ static PyMethodDef k_sym_methods[] = {
     {"_output", (PyCFunction)m_output, METH_O, "the i-th output as a symbol"},
     {"_graph", (PyCFunction)m_graph, METH_NOARGS, "(nodes, heads) in topological order"},
     {"_internals", (PyCFunction)m_internals, METH_NOARGS, "every node's outputs as a group"},
+    {"_gradient", (PyCFunction)m_gradient, METH_VARARGS,
+     "_gradient(wrt_names, head_grad_names=None): symbol of the gradients"},
     {NULL, NULL, 0, NULL},
 };
 

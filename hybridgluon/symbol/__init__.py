@@ -5,3 +5,8 @@ from . import op
 from .op import *  # noqa: F401,F403  (every registered op)
 
 __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
+
+# `import *` skips underscore names; internal ops (_sum_to_like, _plus_scalar...) are reachable
+# as in the nd namespace.
+globals().update({n: f for n, f in vars(op).items() if n.startswith('_') and callable(f)
+                  and getattr(f, '__module__', None) == op.__name__ and n != '_invoke'})

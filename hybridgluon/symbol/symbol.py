@@ -117,6 +117,20 @@ class Symbol(_core.Symbol):
         nodes, _ = self._graph()
         return {n[0]: dict(n[2]) for n in nodes if n[2]}
 
+    def eval(self, ctx=None, **kwargs):
+        """Runs the symbol once with the NDArrays given by input name; returns a list of
+        NDArrays, one per output."""
+        inputs = self.list_inputs()
+        missing = [n for n in inputs if n not in kwargs]
+        if missing:
+            raise MXNetError('eval: no value given for input(s) %s' % ', '.join(missing))
+        extra = sorted(set(kwargs) - set(inputs))
+        if extra:
+            raise MXNetError('eval: %s is not an input of the symbol (inputs: %s)'
+                             % (', '.join(extra), ', '.join(inputs)))
+        out = _core.CachedOp(self, inputs)(*[kwargs[n] for n in inputs])
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
     # ---- inference ---------------------------------------------------------------------------
     def _infer(self, args, kwargs, partial, what):
         import warnings
