@@ -85,6 +85,7 @@ static hg_tensor *tensor_header(int ndim, const int64_t *shape, hg_dtype dtype)
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     t->size = hg_shape_size(ndim, shape);
     t->autograd = NULL;
+    atomic_init(&t->fresh_grad, 0);
     return t;
 }
 

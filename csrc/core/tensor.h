@@ -32,6 +32,7 @@ struct hg_tensor {
     hg_dtype dtype;
     int64_t shape[HG_MAX_NDIM];
     void *autograd; /* owned by the autograd tape; NULL when not recorded */
+    atomic_int fresh_grad; /* a gradient buffer that backward wrote since the last update */
 };
 
 /* Metadata of a tensor without data, as shape/dtype inference sees it. A dim of -1 is unknown

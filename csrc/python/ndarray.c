@@ -52,6 +52,19 @@ static PyObject *get_storage_id(NDArrayObject *self, void *c)
     return PyLong_FromVoidPtr(self->t->storage);
 }
 
+static PyObject *get_fresh_grad(NDArrayObject *self, void *c)
+{
+    return PyBool_FromLong(atomic_load(&self->t->fresh_grad));
+}
+
+static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
+{
+    int b = v ? PyObject_IsTrue(v) : 0;
+    if (b < 0) return -1;
+    atomic_store(&self->t->fresh_grad, b);
+    return 0;
+}
+
 static PyGetSetDef k_getset[] = {
     {"shape", (getter)get_shape, NULL, "tuple of dimensions", NULL},
     {"size", (getter)get_size, NULL, "number of elements", NULL},
@@ -59,6 +72,8 @@ static PyGetSetDef k_getset[] = {
     {"_dtype_flag", (getter)get_flag, NULL, "MXNet type flag", NULL},
     {"_data_ptr", (getter)get_ptr, NULL, "address of the first element", NULL},
     {"_storage_id", (getter)get_storage_id, NULL, "identity of the underlying storage", NULL},
+    {"_fresh_grad", (getter)get_fresh_grad, (setter)set_fresh_grad,
+     "gradient buffer written by backward since the last optimizer update", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
