@@ -190,6 +190,18 @@ hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor
     return HG_OK;
 }
 
+hg_status hg_tensor_on_storage(hg_storage *s, size_t offset, const hg_meta *m, hg_tensor **out)
+{
+    HG_TRY(hg_shape_check(m->ndim, m->shape, m->dtype));
+    hg_tensor *v = tensor_header(m->ndim, m->shape, m->dtype);
+    if (!v) return hg_error(HG_ERR_MEMORY, "out of memory");
+    v->storage = s;
+    v->offset = offset;
+    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+    *out = v;
+    return HG_OK;
+}
+
 hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out)
 {
     if (t->ndim < 1 || begin < 0 || end < begin || end > t->shape[0])

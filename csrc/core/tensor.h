@@ -55,6 +55,8 @@ hg_meta hg_meta_of(const hg_tensor *t);
 /* A new tensor viewing t's storage with another shape (same size) or an axis-0 range. */
 hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out);
 hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out);
+/* A tensor at byte `offset` of storage s (retained): the executor's views into its arena. */
+hg_status hg_tensor_on_storage(hg_storage *s, size_t offset, const hg_meta *m, hg_tensor **out);
 hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out);
 
 /* Aligned, pooled memory (64-byte alignment; freed blocks are kept per size class). */

@@ -1,49 +1,119 @@
-/* Plan creation, inference and the run loop (see plan.h). */
+/* Plans (see plan.h): graph analysis at creation (inputs, dead nodes, uses), inference, and
+ * per signature the lowering to steps: element-wise fusion and the memory plan. The run loop
+ * is in this file too; fused groups run tile by tile in fuse.c. */
 #include "plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct hg_plan {
-    hg_symbol *sym;     /* keeps the nodes alive */
-    hg_snode **nodes;
-    int n;
-    int *off, *in_idx;  /* inputs of node i: in_idx[off[i]..off[i+1]) (topological positions) */
-    int *entry;         /* first value slot of node i (a node has nout slots) */
-    int nentries;
-    int *var_slot;      /* node i is a variable: its input slot, else -1 */
-    int ninputs;
-    int *head_entry, nheads;
-    int *last_use;      /* value slot -> index of the last node reading it (n: an output) */
-    hg_meta *meta;      /* per value slot */
-    hg_meta *sig;       /* input metas the current inference was done for */
-    bool inferred;
-    hg_plan_stats stats;
-};
+#include "exec/plan_impl.h"
 
 void hg_plan_free(hg_plan *p)
 {
     if (!p) return;
+    hg_plan_clear(p);
+    if (p->arena) hg_free(p->arena, p->arena_cap);
+    if (p->arena_storage) hg_free(p->arena_storage, sizeof *p->arena_storage);
     hg_symbol_free(p->sym);
     free(p->nodes);
     free(p->off);
     free(p->in_idx);
     free(p->entry);
-    free(p->var_slot);
+    free(p->input_entry);
+    free(p->fed_slot);
     free(p->head_entry);
-    free(p->last_use);
+    free(p->needed);
+    free(p->uses);
     free(p->meta);
     free(p->sig);
     free(p);
 }
 
 int hg_plan_num_outputs(const hg_plan *p) { return p->nheads; }
+int hg_plan_num_inputs(const hg_plan *p) { return p->ninputs; }
 
-hg_status hg_plan_create(const hg_symbol *s, int ninputs, const char *const *input_names,
-                         hg_plan **out)
+void hg_plan_set_flags(hg_plan *p, unsigned flags)
 {
-    if (!s || !out || (ninputs && !input_names))
+    if (p->flags != flags) hg_plan_clear(p);
+    p->flags = flags;
+    p->inferred = false;
+}
+
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+unsigned hg_plan_env_flags(void)
+{
+    return (env_on("HG_NO_FUSION") ? HG_PLAN_NO_FUSION : 0) |
+           (env_on("HG_NO_MEMPLAN") ? HG_PLAN_NO_MEMPLAN : 0);
+}
+
+static int entry_of(const hg_plan *p, int node_pos, int index) { return p->entry[node_pos] + index; }
+
+static int input_entry_of(const hg_plan *p, int i, int k)
+{
+    return p->entry[p->in_idx[p->off[i] + k]] + p->nodes[i]->in[k].index;
+}
+
+/* Finds the topological position of every input entry, marks the nodes the heads need, counts
+ * the uses of every value. */
+static hg_status analyse(hg_plan *p, const hg_sentry *inputs)
+{
+    int n = p->n;
+    for (int k = 0; k < p->ninputs; k++) {
+        p->input_entry[k] = -1;
+        if (!inputs[k].node) continue;
+        for (int i = 0; i < n; i++)
+            if (p->nodes[i] == inputs[k].node) {
+                if (inputs[k].index < 0 || inputs[k].index >= p->nodes[i]->nout)
+                    return hg_error(HG_ERR_VALUE, "input %d: node '%s' has no output %d", k,
+                                    p->nodes[i]->name, inputs[k].index);
+                p->input_entry[k] = entry_of(p, i, inputs[k].index);
+                break;
+            }
+    }
+    for (int e = 0; e < p->nentries; e++) p->fed_slot[e] = -1;
+    for (int k = 0; k < p->ninputs; k++)
+        if (p->input_entry[k] >= 0 && p->fed_slot[p->input_entry[k]] < 0)
+            p->fed_slot[p->input_entry[k]] = k;
+    /* Dead-code elimination: a node runs when a value it makes is needed and not fed. */
+    bool *want = calloc((size_t)p->nentries + 1, sizeof(bool));
+    if (!want) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int h = 0; h < p->nheads; h++) want[p->head_entry[h]] = true;
+    hg_status st = HG_OK;
+    for (int i = n - 1; i >= 0 && st == HG_OK; i--) {
+        hg_snode *nd = p->nodes[i];
+        bool need = false;
+        for (int k = 0; k < nd->nout; k++)
+            need |= want[entry_of(p, i, k)] && p->fed_slot[entry_of(p, i, k)] < 0;
+        if (!nd->op) {
+            if (need)
+                st = hg_error(HG_ERR_VALUE, "the graph needs input '%s', which was not given",
+                              nd->name);
+            continue;
+        }
+        p->needed[i] = need;
+        if (!need) continue;
+        for (int k = 0; k < nd->nin; k++) want[input_entry_of(p, i, k)] = true;
+    }
+    for (int e = 0; e < p->nentries; e++) p->uses[e] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!p->needed[i]) continue;
+        for (int k = 0; k < p->nodes[i]->nin; k++) p->uses[input_entry_of(p, i, k)]++;
+    }
+    for (int h = 0; h < p->nheads; h++) p->uses[p->head_entry[h]]++;
+    free(want);
+    return st;
+}
+
+hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentry *inputs,
+                                 hg_plan **out)
+{
+    if (!s || !out || ninputs < 0 || (ninputs && !inputs))
         return hg_error(HG_ERR_VALUE, "hg_plan_create: NULL argument");
     hg_plan *p = calloc(1, sizeof *p);
     if (!p) return hg_error(HG_ERR_MEMORY, "out of memory");
@@ -54,10 +124,11 @@ hg_status hg_plan_create(const hg_symbol *s, int ninputs, const char *const *inp
         st = hg_symbol_topo_positions(p->sym, p->nodes, p->n, &p->off, &p->in_idx, &head_pos);
     if (st == HG_OK) {
         p->entry = malloc(sizeof(int) * (size_t)(p->n + 1));
-        p->var_slot = malloc(sizeof(int) * (size_t)(p->n + 1));
+        p->needed = calloc((size_t)(p->n + 1), sizeof(bool));
         p->head_entry = malloc(sizeof(int) * (size_t)(p->sym->n + 1));
+        p->input_entry = malloc(sizeof(int) * (size_t)(ninputs + 1));
         p->sig = calloc((size_t)(ninputs + 1), sizeof(hg_meta));
-        if (!p->entry || !p->var_slot || !p->head_entry || !p->sig)
+        if (!p->entry || !p->needed || !p->head_entry || !p->input_entry || !p->sig)
             st = hg_error(HG_ERR_MEMORY, "out of memory");
     }
     if (st == HG_OK) {
@@ -72,30 +143,14 @@ hg_status hg_plan_create(const hg_symbol *s, int ninputs, const char *const *inp
         for (int h = 0; h < p->nheads; h++)
             p->head_entry[h] = p->entry[head_pos[h]] + p->sym->heads[h].index;
         p->meta = calloc((size_t)(e + 1), sizeof(hg_meta));
-        p->last_use = malloc(sizeof(int) * (size_t)(e + 1));
-        if (!p->meta || !p->last_use) st = hg_error(HG_ERR_MEMORY, "out of memory");
+        p->fed_slot = malloc(sizeof(int) * (size_t)(e + 1));
+        p->uses = malloc(sizeof(int) * (size_t)(e + 1));
+        if (!p->meta || !p->fed_slot || !p->uses) st = hg_error(HG_ERR_MEMORY, "out of memory");
     }
-    for (int i = 0; st == HG_OK && i < p->n; i++) {
-        p->var_slot[i] = -1;
-        if (p->nodes[i]->op) continue;
-        for (int k = 0; k < ninputs; k++) {
-            if (input_names[k] && strcmp(input_names[k], p->nodes[i]->name) == 0) {
-                p->var_slot[i] = k;
-                break;
-            }
-        }
-        if (p->var_slot[i] < 0)
-            st = hg_error(HG_ERR_VALUE, "the graph needs input '%s', which was not given",
-                          p->nodes[i]->name);
-    }
+    if (st == HG_OK) st = analyse(p, inputs);
     if (st == HG_OK) {
-        for (int e = 0; e < p->nentries; e++) p->last_use[e] = -1;
-        for (int i = 0; i < p->n; i++)
-            for (int k = 0; k < p->nodes[i]->nin; k++) {
-                int src = p->entry[p->in_idx[p->off[i] + k]] + p->nodes[i]->in[k].index;
-                p->last_use[src] = i;
-            }
-        for (int h = 0; h < p->nheads; h++) p->last_use[p->head_entry[h]] = p->n;
+        p->flags = hg_plan_env_flags();
+        p->print = env_on("HG_PRINT_PLAN");
     }
     free(head_pos);
     if (st != HG_OK) {
@@ -105,6 +160,33 @@ hg_status hg_plan_create(const hg_symbol *s, int ninputs, const char *const *inp
     *out = p;
     return HG_OK;
 }
+
+hg_status hg_plan_create(const hg_symbol *s, int ninputs, const char *const *input_names,
+                         hg_plan **out)
+{
+    if (!s || !out || ninputs < 0 || (ninputs && !input_names))
+        return hg_error(HG_ERR_VALUE, "hg_plan_create: NULL argument");
+    hg_snode **nodes;
+    int n;
+    hg_status st = hg_symbol_topo(s, &nodes, &n);
+    if (st != HG_OK) return st;
+    hg_sentry *in = calloc((size_t)ninputs + 1, sizeof *in);
+    if (!in) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int k = 0; st == HG_OK && k < ninputs; k++) {
+        if (!input_names[k]) continue;
+        for (int i = 0; i < n; i++)
+            if (!nodes[i]->op && strcmp(nodes[i]->name, input_names[k]) == 0) {
+                in[k] = (hg_sentry){nodes[i], 0, 0};
+                break;
+            }
+    }
+    if (st == HG_OK) st = hg_plan_create_entries(s, ninputs, in, out);
+    free(in);
+    free(nodes);
+    return st;
+}
+
+/* ---- inference ------------------------------------------------------------------------- */
 
 static bool meta_known(const hg_meta *m)
 {
@@ -125,9 +207,10 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
      * parameters the rule is expected to fill in, so its errors about them are real. */
     bool upstream_unknown = false;
     for (int k = 0; k < nd->nin; k++) {
-        int src = p->in_idx[p->off[i] + k];
-        im[k] = p->meta[p->entry[src] + nd->in[k].index];
-        upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL;
+        int src = p->in_idx[p->off[i] + k], e = input_entry_of(p, i, k);
+        im[k] = p->meta[e];
+        upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL &&
+                            p->fed_slot[e] < 0;
     }
     hg_meta *om = &p->meta[p->entry[i]];
     for (int k = 0; k < nd->nout; k++) {
@@ -138,7 +221,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
     if (st == HG_OK) {
         /* Unknown inputs the rule filled in (weights from data) flow back to their values. */
         for (int k = 0; k < nd->nin; k++) {
-            hg_meta *src = &p->meta[p->entry[p->in_idx[p->off[i] + k]] + nd->in[k].index];
+            hg_meta *src = &p->meta[input_entry_of(p, i, k)];
             if (!meta_known(src) && meta_known(&im[k])) *src = im[k];
         }
     } else if (partial && upstream_unknown) {
@@ -154,6 +237,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
                                                                        im[k].shape));
         hg_error_prefix(st, "Error in operator %s (%s), input shapes (%s): ", nd->name,
                         nd->op->name, shapes);
+        if (nd->origin) hg_error_prefix(st, "%s: ", nd->origin);
     }
     if (im != im_stack) free(im);
     return st;
@@ -162,22 +246,20 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
 hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
 {
     for (int e = 0; e < p->nentries; e++) p->meta[e].ndim = -1;
-    for (int i = 0; i < p->n; i++)
-        if (p->var_slot[i] >= 0) p->meta[p->entry[i]] = in[p->var_slot[i]];
+    for (int k = 0; k < p->ninputs; k++)
+        if (p->input_entry[k] >= 0) p->meta[p->input_entry[k]] = in[k];
+    p->inferred = false;
     /* Two sweeps: the second picks up what the first filled in backwards (an unknown weight
      * shape completed by its consumer feeds nodes that come before that consumer). */
     for (int sweep = 0; sweep < 2; sweep++) {
         for (int i = 0; i < p->n; i++) {
-            if (!p->nodes[i]->op) continue;
+            if (!p->needed[i]) continue;
             hg_status st = infer_node(p, i, partial || sweep == 0);
-            if (st != HG_OK) {
-                p->inferred = false;
-                return st;
-            }
+            if (st != HG_OK) return st;
         }
     }
-    for (int i = 0; i < p->n; i++)
-        if (p->var_slot[i] >= 0) in[p->var_slot[i]] = p->meta[p->entry[i]];
+    for (int k = 0; k < p->ninputs; k++)
+        if (p->input_entry[k] >= 0) in[k] = p->meta[p->input_entry[k]];
     for (int h = 0; h < p->nheads; h++) {
         out[h] = p->meta[p->head_entry[h]];
         if (!partial && !meta_known(&out[h]))
@@ -186,9 +268,12 @@ hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
     return HG_OK;
 }
 
+/* ---- running --------------------------------------------------------------------------- */
+
 static bool same_signature(const hg_plan *p, hg_tensor *const *inputs)
 {
-    if (!p->inferred) return false;
+    if (!p->inferred || !p->lowered) return false;
+    if ((p->flags & HG_PLAN_STATIC_SHAPE) && p->ran) return true;
     for (int k = 0; k < p->ninputs; k++) {
         const hg_meta *m = &p->sig[k];
         if (m->dtype != inputs[k]->dtype ||
@@ -198,117 +283,124 @@ static bool same_signature(const hg_plan *p, hg_tensor *const *inputs)
     return true;
 }
 
+static hg_status replan(hg_plan *p, hg_tensor *const *inputs)
+{
+    hg_meta *in = malloc(sizeof(hg_meta) * (size_t)(p->ninputs + 1));
+    hg_meta *out = malloc(sizeof(hg_meta) * (size_t)(p->nheads + 1));
+    hg_status st = (in && out) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int k = 0; st == HG_OK && k < p->ninputs; k++) in[k] = hg_meta_of(inputs[k]);
+    if (st == HG_OK) st = hg_plan_infer(p, in, out, false);
+    for (int k = 0; st == HG_OK && k < p->ninputs; k++) {
+        hg_meta given = hg_meta_of(inputs[k]);
+        if (p->input_entry[k] < 0) continue;
+        if (!hg_shape_equal(in[k].ndim, in[k].shape, given.ndim, given.shape) ||
+            in[k].dtype != given.dtype) {
+            char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
+            st = hg_error(HG_ERR_VALUE, "input %d has shape %s (%s) but the graph needs %s (%s)",
+                          k, hg_shape_str(a, given.ndim, given.shape),
+                          hg_dtype_name(given.dtype), hg_shape_str(b, in[k].ndim, in[k].shape),
+                          hg_dtype_name(in[k].dtype));
+        }
+    }
+    free(in);
+    free(out);
+    if (st != HG_OK) return st;
+    for (int k = 0; k < p->ninputs; k++) p->sig[k] = hg_meta_of(inputs[k]);
+    p->inferred = true;
+    st = hg_plan_lower(p);
+    if (st == HG_OK && p->print) {
+        char *text = NULL;
+        if (hg_plan_describe(p, &text) == HG_OK) fprintf(stderr, "%s", text);
+        free(text);
+    }
+    return st;
+}
+
+/* The arena for this run: kept between runs with static_alloc, else taken from the pool. The
+ * storage every arena header shares is made by lowering (never freed through its count). */
+static hg_status arena_acquire(hg_plan *p)
+{
+    size_t need = p->arena_bytes ? p->arena_bytes : 64;
+    if (p->arena && p->arena_cap >= need) return HG_OK;
+    if (p->arena) hg_free(p->arena, p->arena_cap);
+    p->arena = hg_alloc(need);
+    p->arena_cap = p->arena ? need : 0;
+    p->arena_storage->data = p->arena;
+    p->arena_storage->nbytes = p->arena_cap;
+    if (!p->arena)
+        return hg_error(HG_ERR_MEMORY, "cannot allocate %zu bytes for the graph's values", need);
+    return HG_OK;
+}
+
+static void arena_release(hg_plan *p)
+{
+    if ((p->flags & HG_PLAN_STATIC_ALLOC) || !p->arena) return;
+    hg_free(p->arena, p->arena_cap);
+    p->arena = NULL;
+    p->arena_cap = 0;
+    p->arena_storage->data = NULL;
+}
+
+static hg_status run_step(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
+{
+    if (s->count > 1) return hg_plan_run_fused(p, s, cur);
+    hg_snode *nd = p->nodes[s->node];
+    hg_tensor *in_stack[16], *out_stack[8], **in = in_stack, **out = out_stack;
+    if ((s->nin > 16 && !(in = malloc(sizeof *in * (size_t)s->nin))) ||
+        (s->nout > 8 && !(out = malloc(sizeof *out * (size_t)s->nout)))) {
+        if (in != in_stack) free(in);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    for (int k = 0; k < s->nin; k++) in[k] = cur[p->sin[s->in_base + k]];
+    for (int k = 0; k < s->nout; k++) out[k] = cur[p->sout[s->out_base + k]];
+    hg_exec_ctx ctx = {is_train, s->ws_bytes ? (char *)p->arena + s->ws_off : NULL, s->ws_bytes};
+    hg_status st;
+    if (nd->op->forward)
+        st = nd->op->forward(nd->op, nd->attrs, &ctx, s->nin, in, s->nout, out);
+    else
+        st = hg_ew_forward(nd->op, nd->attrs, s->nin, in, out[0]);
+    if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
+    if (in != in_stack) free(in);
+    if (out != out_stack) free(out);
+    return st;
+}
+
 hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_tensor **outputs)
 {
     if (!p || (p->ninputs && !inputs) || !outputs)
         return hg_error(HG_ERR_VALUE, "hg_plan_run: NULL argument");
     for (int k = 0; k < p->ninputs; k++)
         if (!inputs[k]) return hg_error(HG_ERR_VALUE, "hg_plan_run: input %d is NULL", k);
-    if (!same_signature(p, inputs)) {
-        hg_meta *in = malloc(sizeof(hg_meta) * (size_t)(p->ninputs + 1));
-        hg_meta *out = malloc(sizeof(hg_meta) * (size_t)(p->nheads + 1));
-        hg_status st = (in && out) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
-        for (int k = 0; st == HG_OK && k < p->ninputs; k++) in[k] = hg_meta_of(inputs[k]);
-        if (st == HG_OK) st = hg_plan_infer(p, in, out, false);
-        for (int k = 0; st == HG_OK && k < p->ninputs; k++) {
-            hg_meta given = hg_meta_of(inputs[k]);
-            if (!hg_shape_equal(in[k].ndim, in[k].shape, given.ndim, given.shape)) {
-                char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
-                st = hg_error(HG_ERR_VALUE, "input %d has shape %s but the graph needs %s", k,
-                              hg_shape_str(a, given.ndim, given.shape),
-                              hg_shape_str(b, in[k].ndim, in[k].shape));
-            }
-        }
-        free(in);
-        free(out);
-        if (st != HG_OK) return st;
-        for (int k = 0; k < p->ninputs; k++) p->sig[k] = hg_meta_of(inputs[k]);
-        p->inferred = true;
-    }
-    hg_tensor **val = calloc((size_t)(p->nentries + 1), sizeof *val);
-    if (!val) return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_status st = HG_OK;
-    hg_tensor *ins_stack[16], **ins = ins_stack;
-    int kernels = 0;
-    int64_t live = 0, peak = 0, total = 0;
-    for (int i = 0; i < p->n && st == HG_OK; i++) {
-        hg_snode *nd = p->nodes[i];
-        if (!nd->op) {
-            val[p->entry[i]] = inputs[p->var_slot[i]];
-            hg_tensor_retain(val[p->entry[i]]);
-            continue;
-        }
-        if (nd->nin > 16 && ins == ins_stack) {
-            int maxin = 0;
-            for (int j = 0; j < p->n; j++)
-                maxin = p->nodes[j]->nin > maxin ? p->nodes[j]->nin : maxin;
-            if (!(ins = malloc(sizeof *ins * (size_t)maxin))) {
-                st = hg_error(HG_ERR_MEMORY, "out of memory");
-                break;
-            }
-        }
-        for (int k = 0; k < nd->nin; k++)
-            ins[k] = val[p->entry[p->in_idx[p->off[i] + k]] + nd->in[k].index];
-        st = hg_op_run(nd->op, nd->attrs, is_train, nd->nin, ins, nd->nout, &val[p->entry[i]]);
-        if (st != HG_OK) {
-            hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
-            break;
-        }
-        kernels++;
-        for (int k = 0; k < nd->nout; k++) {
-            int64_t b = (int64_t)hg_tensor_nbytes(val[p->entry[i] + k]);
-            live += b;
-            total += b;
-            if (p->last_use[p->entry[i] + k] < 0) { /* a hidden output nobody reads */
-                live -= b;
-                hg_tensor_free(val[p->entry[i] + k]);
-                val[p->entry[i] + k] = NULL;
-            }
-        }
-        peak = live > peak ? live : peak;
-        /* Release values whose last reader was this node. */
-        for (int k = 0; k < nd->nin; k++) {
-            int src = p->entry[p->in_idx[p->off[i] + k]] + nd->in[k].index;
-            if (p->last_use[src] == i && val[src]) {
-                if (p->nodes[p->in_idx[p->off[i] + k]]->op)
-                    live -= (int64_t)hg_tensor_nbytes(val[src]);
-                hg_tensor_free(val[src]);
-                val[src] = NULL;
-            }
-        }
+    if (!same_signature(p, inputs) && (st = replan(p, inputs)) != HG_OK) return st;
+    if ((st = arena_acquire(p)) != HG_OK) return st;
+    hg_tensor **cur = p->cur;
+    for (int k = 0; k < p->ninputs; k++)
+        if (p->input_entry[k] >= 0) cur[p->input_entry[k]] = inputs[k];
+    for (int h = 0; h < p->nheads; h++) outputs[h] = NULL;
+    /* Fresh tensors for the outputs the plan computes (kernels write them directly). */
+    for (int h = 0; h < p->nheads && st == HG_OK; h++) {
+        int e = p->head_entry[h];
+        if (p->fed_slot[e] >= 0 || p->head_owner[h] != h) continue;
+        st = hg_tensor_new_meta(&p->meta[e], &outputs[h]);
+        cur[e] = outputs[h];
     }
-    if (ins != ins_stack) free(ins);
-    if (st == HG_OK) {
+    for (int i = 0; i < p->nsteps && st == HG_OK; i++)
+        st = run_step(p, &p->steps[i], cur, is_train);
+    /* Outputs that are inputs, or repeat another output, are copies. */
+    for (int h = 0; h < p->nheads && st == HG_OK; h++) {
+        if (outputs[h]) continue;
+        hg_tensor *v = cur[p->head_entry[h]];
+        st = hg_tensor_new_meta(&p->meta[p->head_entry[h]], &outputs[h]);
+        if (st == HG_OK) memcpy(hg_data(outputs[h]), hg_data(v), hg_tensor_nbytes(v));
+    }
+    if (st != HG_OK)
         for (int h = 0; h < p->nheads; h++) {
-            hg_tensor *v = val[p->head_entry[h]];
-            bool shared = v == NULL;
-            for (int g = 0; g < h; g++) shared |= outputs[g] == v;
-            bool is_input = false;
-            for (int k = 0; k < p->ninputs; k++) is_input |= inputs[k] == v;
-            if (shared || is_input || !v) { /* outputs are always fresh arrays */
-                hg_tensor *c = NULL;
-                st = v ? hg_tensor_new(v->ndim, v->shape, v->dtype, &c)
-                       : hg_error(HG_ERR_INTERNAL, "output %d was released early", h);
-                if (st != HG_OK) {
-                    for (int g = 0; g < h; g++) {
-                        hg_tensor_free(outputs[g]);
-                        outputs[g] = NULL;
-                    }
-                    break;
-                }
-                memcpy(hg_data(c), hg_data(v), hg_tensor_nbytes(v));
-                outputs[h] = c;
-            } else {
-                hg_tensor_retain(v);
-                outputs[h] = v;
-            }
+            hg_tensor_free(outputs[h]);
+            outputs[h] = NULL;
         }
-        p->stats.kernels = kernels;
-        p->stats.peak_bytes = peak;
-        p->stats.total_bytes = total;
-    }
-    for (int e = 0; e < p->nentries; e++) hg_tensor_free(val[e]);
-    free(val);
+    arena_release(p);
+    p->ran = st == HG_OK;
     return st;
 }
 

@@ -1,7 +1,12 @@
-/* Executing a symbol: a plan binds the symbol's variables to input slots, infers shapes and
- * dtypes for an input signature, and runs the nodes in topological order. Intermediate values
- * are released right after their last use, so their memory returns to the pool for the next
- * nodes. (Fusion and static memory planning build on this later.)
+/* Executing a symbol. A plan binds input slots to graph values (variables, or the outputs of op
+ * nodes whose values the caller already has: the activations a backward pass reads), removes
+ * the nodes no output needs, and for each input signature (shapes and dtypes) infers the
+ * metas, fuses chains of element-wise ops into one pass over the data, and assigns every
+ * intermediate value a place in one arena by liveness with best-fit reuse (and in place where
+ * an op allows it). Running a planned signature touches no hash table, string or Python object.
+ *
+ * Returned outputs are always fresh tensors, never overwritten by a later run. A plan is not
+ * thread-safe: one plan per thread (plans over the same symbol may share weights).
  */
 #ifndef HG_EXEC_PLAN_H
 #define HG_EXEC_PLAN_H
@@ -10,11 +15,28 @@
 
 typedef struct hg_plan hg_plan;
 
-/* Every variable of s must be named in input_names (data and parameters alike). */
+enum {
+    HG_PLAN_STATIC_ALLOC = 1 << 0, /* keep the arena between runs */
+    HG_PLAN_STATIC_SHAPE = 1 << 1, /* skip the signature check after the first run */
+    HG_PLAN_NO_FUSION = 1 << 2,    /* every op runs as its own kernel (also: HG_NO_FUSION=1) */
+    HG_PLAN_NO_MEMPLAN = 1 << 3,   /* every value gets its own memory (also: HG_NO_MEMPLAN=1) */
+};
+
+/* Every variable of s must be named in input_names (data and parameters alike); names the
+ * graph does not use are allowed. */
 hg_status hg_plan_create(const hg_symbol *s, int ninputs, const char *const *input_names,
                          hg_plan **out);
+/* Input k is the value inputs[k] (a variable node's output 0, or an op node's output, which
+ * is then not computed). Every variable the outputs need must be among the inputs. A
+ * NULL node marks an input the graph does not use. */
+hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentry *inputs,
+                                 hg_plan **out);
 void hg_plan_free(hg_plan *p);
+void hg_plan_set_flags(hg_plan *p, unsigned flags);
+/* The flags the environment asks for (HG_NO_FUSION=1, HG_NO_MEMPLAN=1). */
+unsigned hg_plan_env_flags(void);
 int hg_plan_num_outputs(const hg_plan *p);
+int hg_plan_num_inputs(const hg_plan *p);
 
 /* Shape/dtype inference. in[i].ndim == -1 (or a dim of -1) marks unknowns; on return in[] holds
  * what was inferred for the inputs (weights from data...) and out[] the outputs' metas.
@@ -24,11 +46,18 @@ hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial);
 /* Runs the graph. outputs receive new tensors (owned by the caller). */
 hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_tensor **outputs);
 
-/* Counters for introspection: kernels launched per run, bytes of intermediates at the peak. */
+/* Introspection of the current signature's plan (after a run). */
 typedef struct hg_plan_stats {
-    int kernels;
-    int64_t peak_bytes, total_bytes;
+    int kernels;             /* kernel launches per run (a fused group counts once) */
+    int fused_groups;        /* groups of >= 2 element-wise ops run as one pass */
+    int fused_ops;           /* ops inside those groups */
+    int64_t planned_bytes;   /* the arena: every intermediate value and workspace */
+    int64_t unplanned_bytes; /* what the same values need without reuse or fusion */
+    int64_t peak_bytes, total_bytes; /* older names of planned / unplanned */
 } hg_plan_stats;
 void hg_plan_get_stats(const hg_plan *p, hg_plan_stats *st);
+/* A readable listing of the plan's steps: "fused[exp0 _mulscalar0 relu1]", "dense0 (FC)"...
+ * *out is malloc'ed. */
+hg_status hg_plan_describe(const hg_plan *p, char **out);
 
 #endif

@@ -46,6 +46,7 @@ static void node_release(hg_snode *n)
         free(n->attrs);
         free(n->in);
         free(n->name);
+        free(n->origin);
         free(n);
         n = NULL;
     }

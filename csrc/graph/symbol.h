@@ -26,6 +26,7 @@ struct hg_snode {
     int nin;
     hg_sentry *in;       /* each input holds a reference to its node */
     int nout, nvisible;
+    char *origin; /* where the node was made ("net.features.2, model.py:31"), for errors; NULL */
 };
 
 typedef struct hg_symbol {

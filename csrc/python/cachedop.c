@@ -23,8 +23,13 @@ static void co_dealloc(CachedOpObject *self)
 
 static int co_init(CachedOpObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = {"symbol", "input_names", "static_alloc", "static_shape", "fusion",
+                             "memplan", NULL};
     PyObject *symobj, *names;
-    if (!PyArg_ParseTuple(args, "OO", &symobj, &names)) return -1;
+    int static_alloc = 0, static_shape = 0, fusion = 1, memplan = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|pppp", kwlist, &symobj, &names, &static_alloc,
+                                     &static_shape, &fusion, &memplan))
+        return -1;
     hg_symbol *s = hgpy_symbol_ptr(symobj);
     if (!s) return -1;
     PyObject *seq = PySequence_Fast(names, "input names must be a sequence of str");
@@ -46,6 +51,11 @@ static int co_init(CachedOpObject *self, PyObject *args, PyObject *kw)
         goto done;
     }
     self->ninputs = (int)n;
+    unsigned flags = (static_alloc ? HG_PLAN_STATIC_ALLOC : 0) |
+                     (static_shape ? HG_PLAN_STATIC_SHAPE : 0) |
+                     (fusion ? 0 : HG_PLAN_NO_FUSION) | (memplan ? 0 : HG_PLAN_NO_MEMPLAN);
+    /* The environment switches (HG_NO_FUSION, HG_NO_MEMPLAN) stay on when set. */
+    hg_plan_set_flags(self->plan, flags | hg_plan_env_flags());
     rc = 0;
 done:
     PyMem_Free(cn);
@@ -183,9 +193,16 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
 {
     hg_plan_stats s;
     hg_plan_get_stats(self->plan, &s);
-    return Py_BuildValue("{s:i,s:L,s:L}", "kernels", s.kernels, "peak_internal_bytes",
-                         (long long)s.peak_bytes, "unplanned_internal_bytes",
-                         (long long)s.total_bytes);
+    char *text = NULL;
+    hg_status st = hg_plan_describe(self->plan, &text);
+    if (st) return hgpy_raise(st);
+    PyObject *r = Py_BuildValue(
+        "{s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:s}", "kernels", s.kernels, "fused_groups", s.fused_groups,
+        "fused_ops", s.fused_ops, "planned_internal_bytes", (long long)s.planned_bytes,
+        "unplanned_internal_bytes", (long long)s.unplanned_bytes, "peak_internal_bytes",
+        (long long)s.peak_bytes, "total_internal_bytes", (long long)s.total_bytes, "plan", text);
+    free(text);
+    return r;
 }
 
 static PyMethodDef k_co_methods[] = {
@@ -200,7 +217,8 @@ static PyTypeObject HgCachedOp_Type = {
     .tp_dealloc = (destructor)co_dealloc,
     .tp_call = (ternaryfunc)co_call,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "CachedOp(symbol, input_names): run a symbol on NDArrays",
+    .tp_doc = "CachedOp(symbol, input_names, static_alloc=False, static_shape=False, "
+              "fusion=True, memplan=True): run a symbol on NDArrays",
     .tp_methods = k_co_methods,
     .tp_init = (initproc)co_init,
     .tp_new = PyType_GenericNew,

@@ -1,0 +1,385 @@
+/* Lowering one signature's graph to steps: element-wise fusion, then the memory plan (liveness
+ * over the steps, best-fit reuse of freed blocks, in place where an op allows it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/plan_impl.h"
+
+#define ALIGN 64
+enum { UNSET, LIVE, DEAD };
+
+static size_t value_bytes(const hg_meta *m)
+{
+    size_t b = (size_t)hg_shape_size(m->ndim, m->shape) * hg_dtype_size(m->dtype);
+    return (b + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+static int in_entry(const hg_plan *p, int i, int k)
+{
+    return p->entry[p->in_idx[p->off[i] + k]] + p->nodes[i]->in[k].index;
+}
+
+/* ---- fusion ---------------------------------------------------------------------------- */
+
+/* A node the tile loop can run: the generic element-wise driver's op (tile functions, no
+ * kernel of its own), float32/float64, every input either the output's size or one element. */
+static bool fusable(const hg_plan *p, int i)
+{
+    const hg_snode *nd = p->nodes[i];
+    if (!p->needed[i] || !nd->op || nd->op->forward || nd->nout != 1) return false;
+    if (nd->nin < 1 || nd->nin > 2 || nd->nin != nd->op->ew_arity) return false;
+    const hg_meta *o = &p->meta[p->entry[i]];
+    if (o->dtype != HG_DTYPE_F32 && o->dtype != HG_DTYPE_F64) return false;
+    if (!nd->op->ew[o->dtype]) return false;
+    int64_t size = hg_shape_size(o->ndim, o->shape);
+    if (size == 0) return false;
+    for (int k = 0; k < nd->nin; k++) {
+        const hg_meta *m = &p->meta[in_entry(p, i, k)];
+        int64_t s = hg_shape_size(m->ndim, m->shape);
+        if (m->dtype != o->dtype || (s != size && s != 1)) return false;
+    }
+    return true;
+}
+
+/* group[i]: the root (last node) of node i's fused group, -1 when not fusable. A producer joins
+ * its consumer's group when the consumer is its only reader and the sizes agree. */
+static void find_groups(const hg_plan *p, int *group, int *gsize)
+{
+    for (int i = 0; i < p->n; i++) {
+        group[i] = (p->flags & HG_PLAN_NO_FUSION) || !fusable(p, i) ? -1 : i;
+        gsize[i] = group[i] >= 0 ? 1 : 0;
+    }
+    if (p->flags & HG_PLAN_NO_FUSION) return;
+    for (int i = 0; i < p->n; i++) {
+        if (group[i] < 0) continue;
+        const hg_meta *o = &p->meta[p->entry[i]];
+        int64_t size = hg_shape_size(o->ndim, o->shape);
+        for (int k = 0; k < p->nodes[i]->nin; k++) {
+            int src = p->in_idx[p->off[i] + k], e = in_entry(p, i, k);
+            if (group[src] < 0 || p->uses[e] != 1 || p->fed_slot[e] >= 0) continue;
+            const hg_meta *m = &p->meta[e];
+            if (hg_shape_size(m->ndim, m->shape) != size) continue;
+            int from = group[src], to = group[i];
+            if (from == to || gsize[from] + gsize[to] > HG_FUSE_MAX) continue;
+            for (int j = 0; j <= i; j++)
+                if (group[j] == from) group[j] = to;
+            gsize[to] += gsize[from];
+            gsize[from] = 0;
+        }
+    }
+}
+
+/* ---- memory planning ------------------------------------------------------------------- */
+
+/* Output 0 may take input 0's buffer: ops that say so, and every op of the generic
+ * element-wise driver (element i is read before element i is written, and an input of the
+ * output's byte size is not broadcast). */
+static bool may_inplace(const hg_op_def *op)
+{
+    return (op->flags & HG_OP_INPLACE) || (!op->forward && op->ew_arity > 0);
+}
+
+typedef struct block {
+    int64_t off, size;
+} block;
+
+typedef struct arena_plan {
+    block *free_list; /* sorted by offset, coalesced */
+    int nfree, capfree;
+    int64_t end;
+    bool no_reuse;
+} arena_plan;
+
+static int64_t arena_alloc(arena_plan *a, int64_t size, hg_status *st)
+{
+    if (size == 0) return 0;
+    if (!a->no_reuse) {
+        int best = -1;
+        for (int i = 0; i < a->nfree; i++)
+            if (a->free_list[i].size >= size &&
+                (best < 0 || a->free_list[i].size < a->free_list[best].size))
+                best = i;
+        if (best >= 0) {
+            int64_t off = a->free_list[best].off;
+            a->free_list[best].off += size;
+            a->free_list[best].size -= size;
+            if (a->free_list[best].size == 0) {
+                memmove(a->free_list + best, a->free_list + best + 1,
+                        sizeof(block) * (size_t)(a->nfree - best - 1));
+                a->nfree--;
+            }
+            return off;
+        }
+        /* A free block at the end grows instead of leaving a hole. */
+        if (a->nfree && a->free_list[a->nfree - 1].off + a->free_list[a->nfree - 1].size == a->end) {
+            int64_t off = a->free_list[--a->nfree].off;
+            a->end = off + size;
+            return off;
+        }
+    }
+    (void)st;
+    int64_t off = a->end;
+    a->end += size;
+    return off;
+}
+
+static void arena_free(arena_plan *a, int64_t off, int64_t size, hg_status *st)
+{
+    if (size == 0 || a->no_reuse) return;
+    if (a->nfree == a->capfree) {
+        int nc = a->capfree ? a->capfree * 2 : 16;
+        block *t = realloc(a->free_list, sizeof(block) * (size_t)nc);
+        if (!t) {
+            *st = hg_error(HG_ERR_MEMORY, "out of memory");
+            return;
+        }
+        a->free_list = t;
+        a->capfree = nc;
+    }
+    int i = 0;
+    while (i < a->nfree && a->free_list[i].off < off) i++;
+    memmove(a->free_list + i + 1, a->free_list + i, sizeof(block) * (size_t)(a->nfree - i));
+    a->free_list[i] = (block){off, size};
+    a->nfree++;
+    if (i + 1 < a->nfree && a->free_list[i].off + a->free_list[i].size == a->free_list[i + 1].off) {
+        a->free_list[i].size += a->free_list[i + 1].size;
+        memmove(a->free_list + i + 1, a->free_list + i + 2,
+                sizeof(block) * (size_t)(a->nfree - i - 2));
+        a->nfree--;
+    }
+    if (i > 0 && a->free_list[i - 1].off + a->free_list[i - 1].size == a->free_list[i].off) {
+        a->free_list[i - 1].size += a->free_list[i].size;
+        memmove(a->free_list + i, a->free_list + i + 1, sizeof(block) * (size_t)(a->nfree - i - 1));
+        a->nfree--;
+    }
+}
+
+void hg_plan_clear(hg_plan *p)
+{
+    if (p->vt)
+        for (int e = 0; e < p->nentries; e++) hg_tensor_free(p->vt[e]);
+    free(p->vt);
+    free(p->cur);
+    free(p->head_owner);
+    free(p->steps);
+    free(p->sin);
+    free(p->sout);
+    free(p->gnodes);
+    free(p->gin);
+    p->vt = p->cur = NULL;
+    p->head_owner = p->sin = p->sout = p->gnodes = p->gin = NULL;
+    p->steps = NULL;
+    p->nsteps = 0;
+    p->lowered = false;
+}
+
+/* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
+static hg_status build_steps(hg_plan *p, const int *group)
+{
+    int nin_total = 0, nout_total = 0, nsteps = 0, ngn = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!p->needed[i]) continue;
+        nin_total += p->nodes[i]->nin;
+        nout_total += p->nodes[i]->nout;
+        ngn += group[i] >= 0;
+        nsteps += group[i] < 0 || group[i] == i;
+    }
+    p->steps = calloc((size_t)nsteps + 1, sizeof(hg_pstep));
+    p->sin = malloc(sizeof(int) * (size_t)(nin_total + 1));
+    p->sout = malloc(sizeof(int) * (size_t)(nout_total + 1));
+    p->gnodes = malloc(sizeof(int) * (size_t)(ngn + 1));
+    p->gin = malloc(sizeof(int) * (size_t)(2 * ngn + 2));
+    if (!p->steps || !p->sin || !p->sout || !p->gnodes || !p->gin)
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    int ni = 0, no = 0, ng = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!p->needed[i] || (group[i] >= 0 && group[i] != i)) continue;
+        hg_pstep *s = &p->steps[p->nsteps++];
+        s->node = i;
+        s->in_base = ni;
+        s->out_base = no;
+        if (group[i] < 0) {
+            s->count = 1;
+            s->nin = p->nodes[i]->nin;
+            s->nout = p->nodes[i]->nout;
+            for (int k = 0; k < s->nin; k++) p->sin[ni++] = in_entry(p, i, k);
+            for (int k = 0; k < s->nout; k++) p->sout[no++] = p->entry[i] + k;
+            const hg_op_def *op = p->nodes[i]->op;
+            if (op->workspace) {
+                hg_meta im[HG_MAX_IO];
+                int nin = s->nin < HG_MAX_IO ? s->nin : HG_MAX_IO;
+                for (int k = 0; k < nin; k++) im[k] = p->meta[in_entry(p, i, k)];
+                size_t ws = op->workspace(p->nodes[i]->attrs, nin, im);
+                s->ws_bytes = (ws + ALIGN - 1) / ALIGN * ALIGN;
+            }
+            continue;
+        }
+        /* A fused group: its nodes in topological order, inputs from outside deduplicated. */
+        s->first = ng;
+        for (int j = 0; j <= i; j++)
+            if (group[j] == i) p->gnodes[ng++] = j;
+        s->count = ng - s->first;
+        s->nout = 1;
+        p->sout[no++] = p->entry[i];
+        for (int g = s->first; g < ng; g++) {
+            int j = p->gnodes[g];
+            for (int k = 0; k < 2; k++) p->gin[2 * g + k] = 0;
+            for (int k = 0; k < p->nodes[j]->nin; k++) {
+                int src = p->in_idx[p->off[j] + k], e = in_entry(p, j, k), local = -1;
+                for (int q = s->first; q < g && group[src] == i; q++)
+                    if (p->gnodes[q] == src) local = q - s->first;
+                if (local >= 0) {
+                    p->gin[2 * g + k] = -(1 + local);
+                    continue;
+                }
+                p->gin[2 * g + k] = e;
+                bool seen = false;
+                for (int q = s->in_base; q < ni; q++) seen |= p->sin[q] == e;
+                if (!seen) p->sin[ni++] = e;
+            }
+        }
+        s->nin = ni - s->in_base;
+    }
+    return HG_OK;
+}
+
+hg_status hg_plan_lower(hg_plan *p)
+{
+    hg_plan_clear(p);
+    int *group = malloc(sizeof(int) * (size_t)(p->n + 1));
+    int *gsize = malloc(sizeof(int) * (size_t)(p->n + 1));
+    int *last = malloc(sizeof(int) * (size_t)(p->nentries + 1));
+    int64_t *at = malloc(sizeof(int64_t) * (size_t)(p->nentries + 1)); /* arena offset */
+    char *state = calloc((size_t)p->nentries + 1, 1);
+    bool *is_head = calloc((size_t)p->nentries + 1, sizeof(bool));
+    p->vt = calloc((size_t)p->nentries + 1, sizeof(hg_tensor *));
+    p->cur = calloc((size_t)p->nentries + 1, sizeof(hg_tensor *));
+    p->head_owner = malloc(sizeof(int) * (size_t)(p->nheads + 1));
+    arena_plan a = {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0};
+    hg_status st = HG_OK;
+    if (!group || !gsize || !last || !at || !state || !is_head || !p->vt || !p->cur || !p->head_owner)
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK) {
+        find_groups(p, group, gsize);
+        st = build_steps(p, group);
+    }
+    for (int h = 0; st == HG_OK && h < p->nheads; h++) {
+        is_head[p->head_entry[h]] = true;
+        p->head_owner[h] = h;
+        for (int g = 0; g < h; g++)
+            if (p->head_entry[g] == p->head_entry[h]) {
+                p->head_owner[h] = g;
+                break;
+            }
+    }
+    /* Liveness: the last step reading each value. */
+    for (int e = 0; st == HG_OK && e < p->nentries; e++) {
+        last[e] = -1;
+        at[e] = -1;
+    }
+    for (int s = 0; st == HG_OK && s < p->nsteps; s++)
+        for (int k = 0; k < p->steps[s].nin; k++) last[p->sin[p->steps[s].in_base + k]] = s;
+    int64_t unplanned = 0;
+    int fused_groups = 0, fused_ops = 0;
+    for (int s = 0; st == HG_OK && s < p->nsteps; s++) {
+        hg_pstep *sp = &p->steps[s];
+        const hg_snode *nd = p->nodes[sp->node];
+        if (sp->count > 1) {
+            fused_groups++;
+            fused_ops += sp->count;
+            for (int g = sp->first; g < sp->first + sp->count - 1; g++)
+                unplanned += (int64_t)value_bytes(&p->meta[p->entry[p->gnodes[g]]]);
+        }
+        /* Outputs: in place over input 0 when the op allows it and input 0 dies here. */
+        for (int k = 0; k < sp->nout; k++) {
+            int e = p->sout[sp->out_base + k];
+            if (is_head[e] || p->fed_slot[e] >= 0) continue;
+            int64_t b = (int64_t)value_bytes(&p->meta[e]);
+            unplanned += b;
+            int e0 = sp->nin ? p->sin[sp->in_base] : -1;
+            if (k == 0 && sp->count == 1 && may_inplace(nd->op) && e0 >= 0 &&
+                !a.no_reuse && last[e0] == s && state[e0] == LIVE &&
+                (int64_t)value_bytes(&p->meta[e0]) == b) {
+                at[e] = at[e0];
+                state[e0] = DEAD; /* its block now belongs to e */
+            } else {
+                at[e] = arena_alloc(&a, b, &st);
+            }
+            state[e] = LIVE;
+        }
+        if (sp->ws_bytes) {
+            sp->ws_off = arena_alloc(&a, (int64_t)sp->ws_bytes, &st);
+            unplanned += (int64_t)sp->ws_bytes;
+            arena_free(&a, sp->ws_off, (int64_t)sp->ws_bytes, &st);
+        }
+        /* Values whose last reader is this step, and outputs nobody reads, free their blocks. */
+        for (int k = 0; k < sp->nin + sp->nout; k++) {
+            int e = k < sp->nin ? p->sin[sp->in_base + k] : p->sout[sp->out_base + k - sp->nin];
+            if (state[e] == LIVE && last[e] <= s) {
+                arena_free(&a, at[e], (int64_t)value_bytes(&p->meta[e]), &st);
+                state[e] = DEAD;
+            }
+        }
+    }
+    /* Headers for every arena value, all sharing the arena storage. */
+    if (st == HG_OK && !p->arena_storage) {
+        p->arena_storage = hg_alloc(sizeof *p->arena_storage);
+        if (!p->arena_storage) st = hg_error(HG_ERR_MEMORY, "out of memory");
+        else {
+            memset(p->arena_storage, 0, sizeof *p->arena_storage);
+            atomic_init(&p->arena_storage->refcount, 1);
+            p->arena_storage->device_type = HG_DEVICE_CPU;
+        }
+    }
+    for (int e = 0; st == HG_OK && e < p->nentries; e++) {
+        if (at[e] < 0) continue;
+        st = hg_tensor_on_storage(p->arena_storage, (size_t)at[e], &p->meta[e], &p->vt[e]);
+        p->cur[e] = p->vt[e];
+    }
+    free(group);
+    free(gsize);
+    free(last);
+    free(at);
+    free(state);
+    free(is_head);
+    free(a.free_list);
+    if (st != HG_OK) {
+        hg_plan_clear(p);
+        return st;
+    }
+    p->arena_bytes = (size_t)a.end;
+    p->stats.kernels = p->nsteps;
+    p->stats.fused_groups = fused_groups;
+    p->stats.fused_ops = fused_ops;
+    p->stats.planned_bytes = p->stats.peak_bytes = a.end;
+    p->stats.unplanned_bytes = p->stats.total_bytes = unplanned;
+    p->lowered = true;
+    return HG_OK;
+}
+
+hg_status hg_plan_describe(const hg_plan *p, char **out)
+{
+    size_t cap = 256 + (size_t)p->nsteps * 160, len = 0;
+    char *t = malloc(cap);
+    if (!t) return hg_error(HG_ERR_MEMORY, "out of memory");
+#define PUT(...) len += (size_t)snprintf(t + len, len < cap ? cap - len : 0, __VA_ARGS__)
+    PUT("plan: %d steps, %d fused groups (%d ops), arena %lld bytes (unplanned %lld)\n",
+        p->nsteps, p->stats.fused_groups, p->stats.fused_ops, (long long)p->stats.planned_bytes,
+        (long long)p->stats.unplanned_bytes);
+    for (int s = 0; s < p->nsteps && len < cap; s++) {
+        const hg_pstep *sp = &p->steps[s];
+        if (sp->count > 1) {
+            PUT("  %d: fused[", s);
+            for (int g = sp->first; g < sp->first + sp->count && len < cap; g++)
+                PUT("%s%s", g > sp->first ? " " : "", p->nodes[p->gnodes[g]]->op->name);
+            PUT("] -> %s\n", p->nodes[sp->node]->name);
+        } else {
+            PUT("  %d: %s (%s)\n", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name);
+        }
+    }
+#undef PUT
+    if (len >= cap) t[cap - 1] = '\0';
+    *out = t;
+    return HG_OK;
+}
