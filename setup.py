@@ -19,7 +19,8 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
                       glob.glob('csrc/kernels/cpu/*.c') + glob.glob('csrc/formats/*.c') +
-                      glob.glob('csrc/graph/*.c') + glob.glob('csrc/exec/*.c'))
+                      glob.glob('csrc/graph/*.c') + glob.glob('csrc/exec/*.c') +
+                      glob.glob('csrc/autograd/*.c'))
 PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
 
 

@@ -10,6 +10,7 @@ from . import context
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import autograd
 from . import name
 from . import symbol
 from . import symbol as sym

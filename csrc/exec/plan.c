@@ -243,8 +243,22 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
     return st;
 }
 
+static bool meta_equal(const hg_meta *a, const hg_meta *b)
+{
+    return a->dtype == b->dtype && hg_shape_equal(a->ndim, a->shape, b->ndim, b->shape);
+}
+
 hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
 {
+    /* The lowered signature answers without disturbing it (dynamic ops infer per call). */
+    bool same = p->inferred && p->lowered;
+    for (int k = 0; same && k < p->ninputs; k++)
+        same = p->input_entry[k] < 0 || meta_equal(&in[k], &p->sig[k]);
+    if (same) {
+        for (int h = 0; h < p->nheads; h++) out[h] = p->meta[p->head_entry[h]];
+        return HG_OK;
+    }
+    p->lowered = false;
     for (int e = 0; e < p->nentries; e++) p->meta[e].ndim = -1;
     for (int k = 0; k < p->ninputs; k++)
         if (p->input_entry[k] >= 0) p->meta[p->input_entry[k]] = in[k];
@@ -377,28 +391,41 @@ hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_te
     hg_tensor **cur = p->cur;
     for (int k = 0; k < p->ninputs; k++)
         if (p->input_entry[k] >= 0) cur[p->input_entry[k]] = inputs[k];
-    for (int h = 0; h < p->nheads; h++) outputs[h] = NULL;
-    /* Fresh tensors for the outputs the plan computes (kernels write them directly). */
+    uint8_t given_stack[64], *given = given_stack;
+    if (p->nheads > 64 && !(given = malloc((size_t)p->nheads)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int h = 0; h < p->nheads && st == HG_OK; h++) {
+        given[h] = outputs[h] != NULL;
+        const hg_meta *m = &p->meta[p->head_entry[h]];
+        if (given[h] && (outputs[h]->dtype != m->dtype ||
+                         !hg_shape_equal(outputs[h]->ndim, outputs[h]->shape, m->ndim, m->shape)))
+            st = hg_error(HG_ERR_VALUE, "hg_plan_run: output %d has the wrong shape or dtype", h);
+    }
+    /* The outputs the plan computes go straight to their tensors (fresh, or the caller's). */
     for (int h = 0; h < p->nheads && st == HG_OK; h++) {
         int e = p->head_entry[h];
         if (p->fed_slot[e] >= 0 || p->head_owner[h] != h) continue;
-        st = hg_tensor_new_meta(&p->meta[e], &outputs[h]);
+        if (!given[h]) st = hg_tensor_new_meta(&p->meta[e], &outputs[h]);
         cur[e] = outputs[h];
     }
     for (int i = 0; i < p->nsteps && st == HG_OK; i++)
         st = run_step(p, &p->steps[i], cur, is_train);
     /* Outputs that are inputs, or repeat another output, are copies. */
     for (int h = 0; h < p->nheads && st == HG_OK; h++) {
-        if (outputs[h]) continue;
-        hg_tensor *v = cur[p->head_entry[h]];
-        st = hg_tensor_new_meta(&p->meta[p->head_entry[h]], &outputs[h]);
-        if (st == HG_OK) memcpy(hg_data(outputs[h]), hg_data(v), hg_tensor_nbytes(v));
+        int e = p->head_entry[h];
+        if (p->fed_slot[e] < 0 && p->head_owner[h] == h) continue;
+        hg_tensor *v = cur[e];
+        if (!given[h]) st = hg_tensor_new_meta(&p->meta[e], &outputs[h]);
+        if (st == HG_OK && outputs[h] != v)
+            memcpy(hg_data(outputs[h]), hg_data(v), hg_tensor_nbytes(v));
     }
     if (st != HG_OK)
         for (int h = 0; h < p->nheads; h++) {
+            if (given[h]) continue;
             hg_tensor_free(outputs[h]);
             outputs[h] = NULL;
         }
+    if (given != given_stack) free(given);
     arena_release(p);
     p->ran = st == HG_OK;
     return st;

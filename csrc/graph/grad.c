@@ -175,6 +175,14 @@ void hg_g_opn(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,
     emit(g, op, nkv, keys, vals, nin, in, nout, out);
 }
 
+void hg_g_op_def(hg_grad_ctx *g, const hg_op_def *op, int nin, const hg_sentry *in,
+                 const char *const *kv, int nout, hg_sentry *out)
+{
+    const char *keys[HG_MAX_ATTRS * 2], *vals[HG_MAX_ATTRS * 2];
+    int nkv = split_kv(kv, keys, vals, HG_MAX_ATTRS * 2);
+    emit(g, op, nkv, keys, vals, nin, in, nout, out);
+}
+
 hg_sentry hg_g_op(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,
                   const char *const *kv)
 {

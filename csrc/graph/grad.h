@@ -43,6 +43,9 @@ hg_sentry hg_g_op(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in
 /* The same for an op with several outputs: out[0..nout) receive its outputs. */
 void hg_g_opn(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,
               const char *const *kv, int nout, hg_sentry *out);
+/* The same with an op definition instead of a name (dynamic ops: a hybridized block's). */
+void hg_g_op_def(hg_grad_ctx *g, const hg_op_def *op, int nin, const hg_sentry *in,
+                 const char *const *kv, int nout, hg_sentry *out);
 /* Emits op `name` with the forward node's own attributes (a _backward_X op sharing X's schema).
  * Extra kv pairs are added or override. */
 void hg_g_op_fwd_attrs(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,

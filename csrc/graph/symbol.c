@@ -47,6 +47,9 @@ static void node_release(hg_snode *n)
         free(n->in);
         free(n->name);
         free(n->origin);
+        hg_snode_release_saved(n);
+        hg_tensor_free(n->grad);
+        if (n->owner_release) n->owner_release(n->owner);
         free(n);
         n = NULL;
     }
@@ -213,6 +216,41 @@ hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
     }
     *out = n;
     return HG_OK;
+}
+
+void hg_snode_release_saved(hg_snode *n)
+{
+    if (!n->saved) return;
+    for (int i = 0; i < n->nout; i++) hg_tensor_free(n->saved[i]);
+    free(n->saved);
+    n->saved = NULL;
+}
+
+hg_status hg_snode_new_var(const char *name, hg_snode **out)
+{
+    hg_snode *n = node_new(name);
+    if (!n || !(n->keys = calloc(1, sizeof(char *))) || !(n->vals = calloc(1, sizeof(char *)))) {
+        if (n) node_release(n);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    *out = n;
+    return HG_OK;
+}
+
+hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_attrs *a, int nin,
+                             const hg_sentry *in, hg_snode **out)
+{
+    const char *keys[HG_MAX_ATTRS], *vals[HG_MAX_ATTRS];
+    char text[HG_MAX_ATTRS][HG_MAX_TUPLE * 24 + 8];
+    int nkv = 0;
+    for (int i = 0; i < op->num_attrs && i < HG_MAX_ATTRS; i++) {
+        if (!a->v[i].is_set) continue;
+        hg_attr_format(op, i, a, text[nkv], sizeof text[nkv]);
+        keys[nkv] = op->attrs[i].name;
+        vals[nkv] = text[nkv];
+        nkv++;
+    }
+    return hg_snode_new_op(op, name, nkv, keys, vals, nin, in, out);
 }
 
 void hg_snode_retain(hg_snode *n) { atomic_fetch_add(&n->refcount, 1); }

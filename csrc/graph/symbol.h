@@ -27,6 +27,14 @@ struct hg_snode {
     hg_sentry *in;       /* each input holds a reference to its node */
     int nout, nvisible;
     char *origin; /* where the node was made ("net.features.2, model.py:31"), for errors; NULL */
+    /* Autograd (tape nodes only): the values of the node's outputs kept for backward (nout
+     * entries, each a reference), a variable's gradient buffer and request (0 null, 1 write,
+     * 2 add), and an owner kept alive with the node (a hybridized block's op definition). */
+    hg_tensor **saved;
+    hg_tensor *grad;
+    int grad_req;
+    void *owner;
+    void (*owner_release)(void *owner);
 };
 
 typedef struct hg_symbol {
@@ -47,6 +55,14 @@ hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const c
 hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
                          const char *const *keys, const char *const *vals, int nin,
                          const hg_sentry *in, hg_snode **out);
+/* The same from attributes already parsed (the imperative tape): the set attributes are also
+ * printed to keys/vals so rules and JSON see them. */
+hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_attrs *a, int nin,
+                             const hg_sentry *in, hg_snode **out);
+/* A variable node (no op). */
+hg_status hg_snode_new_var(const char *name, hg_snode **out);
+/* Drops the saved values of n (after a backward that does not retain the graph). */
+void hg_snode_release_saved(hg_snode *n);
 void hg_snode_retain(hg_snode *n);
 void hg_snode_release(hg_snode *n);
 /* A symbol whose heads are the given entries (retained). */

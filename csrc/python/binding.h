@@ -15,7 +15,6 @@ typedef struct {
 extern PyTypeObject HgNDArray_Type;  /* _core.NDArray, the base the Python class derives from */
 extern PyTypeObject HgOp_Type;       /* _core.Op, one callable per registered op */
 extern PyTypeObject *hgpy_ndarray_cls; /* the Python NDArray class outputs are created as */
-extern int hgpy_is_training;
 
 static inline int hgpy_is_ndarray(PyObject *o) { return PyObject_TypeCheck(o, &HgNDArray_Type); }
 static inline hg_tensor *hgpy_tensor(PyObject *o) { return ((NDArrayObject *)o)->t; }
@@ -42,6 +41,7 @@ int hgpy_init_dlpack(PyObject *m);
 int hgpy_init_symbol(PyObject *m);
 int hgpy_init_formats(PyObject *m);
 int hgpy_init_cachedop(PyObject *m);
+int hgpy_init_autograd(PyObject *m);
 /* NDArray.__dlpack__(stream=None, ...) and __dlpack_device__(), in dlpack.c. */
 PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *hgpy_dlpack_device(PyObject *self, PyObject *unused);

@@ -4,11 +4,12 @@
 
 #include <stdlib.h>
 
-#include "exec/plan.h"
+#include "exec/cachedop.h"
 
 typedef struct {
     PyObject_HEAD
-    hg_plan *plan;
+    hg_cachedop *op;
+    hg_plan *plan; /* the op's inference plan (borrowed) */
     int ninputs;
 } CachedOpObject;
 
@@ -17,7 +18,7 @@ hg_symbol *hgpy_symbol_ptr(PyObject *o);
 
 static void co_dealloc(CachedOpObject *self)
 {
-    hg_plan_free(self->plan);
+    hg_cachedop_release(self->op);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -43,19 +44,20 @@ static int co_init(CachedOpObject *self, PyObject *args, PyObject *kw)
     }
     for (Py_ssize_t i = 0; i < n; i++)
         if (!(cn[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
-    hg_plan_free(self->plan);
+    hg_cachedop_release(self->op);
+    self->op = NULL;
     self->plan = NULL;
-    hg_status st = hg_plan_create(s, (int)n, cn, &self->plan);
-    if (st) {
-        hgpy_raise(st);
-        goto done;
-    }
-    self->ninputs = (int)n;
     unsigned flags = (static_alloc ? HG_PLAN_STATIC_ALLOC : 0) |
                      (static_shape ? HG_PLAN_STATIC_SHAPE : 0) |
                      (fusion ? 0 : HG_PLAN_NO_FUSION) | (memplan ? 0 : HG_PLAN_NO_MEMPLAN);
     /* The environment switches (HG_NO_FUSION, HG_NO_MEMPLAN) stay on when set. */
-    hg_plan_set_flags(self->plan, flags | hg_plan_env_flags());
+    hg_status st = hg_cachedop_create(s, (int)n, cn, flags | hg_plan_env_flags(), &self->op);
+    if (st) {
+        hgpy_raise(st);
+        goto done;
+    }
+    self->plan = hg_cachedop_plan(self->op);
+    self->ninputs = (int)n;
     rc = 0;
 done:
     PyMem_Free(cn);
@@ -92,7 +94,7 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
     }
     hg_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = hg_plan_run(self->plan, in, hgpy_is_training, out);
+    st = hg_cachedop_call(self->op, in, out);
     Py_END_ALLOW_THREADS
     if (st) {
         hgpy_raise(st);
@@ -202,6 +204,19 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
         "unplanned_internal_bytes", (long long)s.unplanned_bytes, "peak_internal_bytes",
         (long long)s.peak_bytes, "total_internal_bytes", (long long)s.total_bytes, "plan", text);
     free(text);
+    hg_plan_stats f, b;
+    int nsaved;
+    if (r && hg_cachedop_train_stats(self->op, &f, &b, &nsaved)) {
+        PyObject *t = Py_BuildValue(
+            "{s:i,s:i,s:i,s:L,s:L,s:i,s:i,s:L,s:L}", "saved_activations", nsaved,
+            "forward_kernels", f.kernels, "forward_fused_groups", f.fused_groups,
+            "forward_planned_bytes", (long long)f.planned_bytes, "forward_unplanned_bytes",
+            (long long)f.unplanned_bytes, "backward_kernels", b.kernels, "backward_fused_groups",
+            b.fused_groups, "backward_planned_bytes", (long long)b.planned_bytes,
+            "backward_unplanned_bytes", (long long)b.unplanned_bytes);
+        if (!t || PyDict_SetItemString(r, "training", t) < 0) Py_CLEAR(r);
+        Py_XDECREF(t);
+    }
     return r;
 }
 

@@ -6,7 +6,6 @@
 #include "core/rng.h"
 
 PyTypeObject *hgpy_ndarray_cls = &HgNDArray_Type;
-int hgpy_is_training = 0;
 
 /* Exception classes by status, installed from hybridgluon/base.py. */
 static PyObject *g_err[HG_ERR_INTERNAL + 1];
@@ -178,18 +177,6 @@ static PyObject *py_seed(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-static PyObject *set_training(PyObject *self, PyObject *arg)
-{
-    int prev = hgpy_is_training;
-    hgpy_is_training = PyObject_IsTrue(arg);
-    return PyBool_FromLong(prev);
-}
-
-static PyObject *is_training(PyObject *self, PyObject *unused)
-{
-    return PyBool_FromLong(hgpy_is_training);
-}
-
 static PyObject *num_threads(PyObject *self, PyObject *args)
 {
     int n = 0;
@@ -215,8 +202,6 @@ static PyMethodDef k_methods[] = {
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype_flag): uninitialised array"},
     {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
     {"seed", py_seed, METH_O, "seed the global random generator"},
-    {"set_training", set_training, METH_O, "set the training flag, return the previous one"},
-    {"is_training", is_training, METH_NOARGS, "the training flag"},
     {"num_threads", num_threads, METH_VARARGS, "num_threads(n=0): get (and set if n>0)"},
     {"alloc_cached_bytes", alloc_cached, METH_VARARGS, "bytes held by the allocator's pool"},
     {NULL, NULL, 0, NULL},
@@ -231,7 +216,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (!m) return NULL;
     if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0 ||
         hgpy_init_symbol(m) < 0 || hgpy_init_formats(m) < 0 ||
-        hgpy_init_cachedop(m) < 0) {
+        hgpy_init_cachedop(m) < 0 || hgpy_init_autograd(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

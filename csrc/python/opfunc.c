@@ -3,6 +3,8 @@
  * runs the op and wraps the outputs. Non-NDArray inputs (Symbols) go to a Python fallback. */
 #include "binding.h"
 
+#include "autograd/autograd.h"
+
 #include <string.h>
 
 typedef struct {
@@ -19,13 +21,17 @@ hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *c
                    int nout, hg_tensor **out)
 {
     hg_status st;
+    bool train = hg_ag_is_training();
     if (op->forward == NULL && nin > 0 && in[0]->size < 65536) {
-        st = hg_op_run(op, a, hgpy_is_training, nin, in, nout, out);
+        st = hg_op_run(op, a, train, nin, in, nout, out);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        st = hg_op_run(op, a, hgpy_is_training, nin, in, nout, out);
+        st = hg_op_run(op, a, train, nin, in, nout, out);
         Py_END_ALLOW_THREADS
     }
+    /* A recording failure (out of memory) leaves the outputs to the caller's error path. */
+    if (st == HG_OK && hg_ag_should_record(nin, in))
+        st = hg_ag_record(op, a, nin, in, nout, out, NULL, NULL, NULL);
     return st;
 }
 

@@ -40,6 +40,7 @@ static hg_symbol *as_symbol(PyObject *o)
 }
 
 hg_symbol *hgpy_symbol_ptr(PyObject *o) { return as_symbol(o); }
+PyObject *hgpy_wrap_symbol(hg_symbol *s) { return wrap_symbol(s); }
 
 static void sym_dealloc(SymbolObject *self)
 {

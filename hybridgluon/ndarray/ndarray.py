@@ -51,6 +51,29 @@ class NDArray(_core.NDArray):
     def handle(self):
         return self._data_ptr
 
+    # ---- autograd ----------------------------------------------------------------------
+    def attach_grad(self, grad_req='write', stype=None):
+        """Allocates a zero gradient buffer and marks the array as a variable: backward() then
+        writes (or adds, grad_req='add') its gradient there, readable as `.grad`."""
+        from .. import autograd
+        grad = _op('zeros_like')(self)
+        autograd.mark_variables([self], [grad], grad_req)
+
+    @property
+    def grad(self):
+        """The gradient buffer of an array marked with attach_grad, else None."""
+        return _core.grad_buffer(self)
+
+    def detach(self):
+        """The same data, outside the recorded graph (no gradient flows through it)."""
+        return _core.detach(self)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Computes the gradients of this array with respect to the marked variables."""
+        from .. import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph,
+                          train_mode)
+
     def __repr__(self):
         shape = 'x'.join(str(d) for d in self.shape)
         return '\n%s\n<%s %s @%s>' % (str(self.asnumpy()), type(self).__name__, shape,

@@ -1,0 +1,405 @@
+/* The tape (see autograd.h): per-tensor records, recording op applications as graph nodes, and
+ * backward through the gradient graph, run by a plan (or op by op while recording, for
+ * higher-order gradients). */
+#include "autograd/autograd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/plan.h"
+#include "graph/grad.h"
+
+typedef struct ag_info {
+    hg_snode *node; /* a reference */
+    int index;
+    bool constant;  /* an input recorded as a constant: no gradient, not a reason to record */
+} ag_info;
+
+static _Thread_local bool g_recording, g_training;
+
+bool hg_ag_is_recording(void) { return g_recording; }
+bool hg_ag_is_training(void) { return g_training; }
+
+bool hg_ag_set_recording(bool on)
+{
+    bool old = g_recording;
+    g_recording = on;
+    return old;
+}
+
+bool hg_ag_set_training(bool on)
+{
+    bool old = g_training;
+    g_training = on;
+    return old;
+}
+
+extern void (*hg_autograd_release_hook)(hg_tensor *t);
+
+static void info_release(hg_tensor *t)
+{
+    ag_info *i = t->autograd;
+    t->autograd = NULL;
+    if (!i) return;
+    hg_snode_release(i->node);
+    free(i);
+}
+
+__attribute__((constructor)) static void install_hook(void)
+{
+    hg_autograd_release_hook = info_release;
+}
+
+/* Points t at (node, index); takes a new reference to node. */
+static hg_status set_info(hg_tensor *t, hg_snode *node, int index, bool constant)
+{
+    ag_info *i = t->autograd;
+    if (!i && !(i = malloc(sizeof *i))) return hg_error(HG_ERR_MEMORY, "out of memory");
+    else if (t->autograd) hg_snode_release(i->node);
+    hg_snode_retain(node);
+    *i = (ag_info){node, index, constant};
+    t->autograd = i;
+    return HG_OK;
+}
+
+/* A header sharing t's data, without autograd record: what nodes keep. */
+static hg_status view_of(hg_tensor *t, hg_tensor **out)
+{
+    return hg_tensor_view(t, t->ndim, t->shape, out);
+}
+
+static hg_status new_var(hg_tensor *t, const char *name, hg_snode **out)
+{
+    hg_snode *n = NULL;
+    hg_status st = hg_snode_new_var(name, &n);
+    if (st == HG_OK && !(n->saved = calloc(1, sizeof(hg_tensor *))))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK) st = view_of(t, &n->saved[0]);
+    if (st != HG_OK) {
+        hg_snode_release(n);
+        return st;
+    }
+    *out = n;
+    return HG_OK;
+}
+
+hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req)
+{
+    if (!t) return hg_error(HG_ERR_VALUE, "mark_variables: NULL array");
+    if (grad_req < HG_GRAD_NULL || grad_req > HG_GRAD_ADD)
+        return hg_error(HG_ERR_VALUE, "grad_req must be 'write', 'add' or 'null'");
+    if (grad_req != HG_GRAD_NULL &&
+        (!grad || grad->dtype != t->dtype ||
+         !hg_shape_equal(grad->ndim, grad->shape, t->ndim, t->shape))) {
+        char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
+        return hg_error(HG_ERR_VALUE, "mark_variables: the gradient buffer (%s) must have the "
+                        "variable's shape %s and dtype %s",
+                        grad ? hg_shape_str(a, grad->ndim, grad->shape) : "none",
+                        hg_shape_str(b, t->ndim, t->shape), hg_dtype_name(t->dtype));
+    }
+    hg_snode *n = NULL;
+    HG_TRY(new_var(t, "var", &n));
+    if (grad) hg_tensor_retain(grad);
+    n->grad = grad;
+    n->grad_req = grad_req;
+    hg_status st = set_info(t, n, 0, false);
+    hg_snode_release(n);
+    return st;
+}
+
+hg_tensor *hg_ag_grad_buffer(const hg_tensor *t)
+{
+    const ag_info *i = t ? t->autograd : NULL;
+    return (i && !i->node->op && !i->constant) ? i->node->grad : NULL;
+}
+
+bool hg_ag_should_record_one(const hg_tensor *t)
+{
+    const ag_info *i = t->autograd;
+    return i && !i->constant;
+}
+
+bool hg_ag_should_record(int nin, hg_tensor *const *in)
+{
+    if (!g_recording) return false;
+    for (int k = 0; k < nin; k++) {
+        const ag_info *i = in[k]->autograd;
+        if (i && !i->constant) return true;
+    }
+    return false;
+}
+
+hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
+                       int nout, hg_tensor *const *out, void *owner,
+                       void (*retain)(void *), void (*release)(void *))
+{
+    hg_sentry stack[8] = {{0}}, *e = stack;
+    if (nin > 8 && !(e = malloc(sizeof *e * (size_t)nin)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_status st = HG_OK;
+    for (int k = 0; k < nin && st == HG_OK; k++) {
+        if (!in[k]->autograd) { /* a constant: its value is kept by a variable node */
+            hg_snode *c = NULL;
+            st = new_var(in[k], "const", &c);
+            if (st == HG_OK) st = set_info(in[k], c, 0, true);
+            hg_snode_release(c);
+        }
+        if (st == HG_OK) {
+            const ag_info *i = in[k]->autograd;
+            e[k] = (hg_sentry){i->node, i->index, 0};
+        }
+    }
+    hg_snode *n = NULL;
+    if (st == HG_OK) st = hg_snode_new_parsed(op, op->name, a, nin, e, &n);
+    if (e != stack) free(e);
+    if (st == HG_OK && n->nout != nout)
+        st = hg_error(HG_ERR_INTERNAL, "%s: recorded %d outputs, the op has %d", op->name, nout,
+                      n->nout);
+    if (st == HG_OK && !(n->saved = calloc((size_t)nout, sizeof(hg_tensor *))))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < nout && st == HG_OK; i++) st = view_of(out[i], &n->saved[i]);
+    if (st == HG_OK && owner) {
+        retain(owner);
+        n->owner = owner;
+        n->owner_release = release;
+    }
+    for (int i = 0; i < nout && st == HG_OK; i++) st = set_info(out[i], n, i, false);
+    hg_snode_release(n);
+    return st;
+}
+
+hg_status hg_ag_detach(hg_tensor *t, hg_tensor **out)
+{
+    if (!t || !out) return hg_error(HG_ERR_VALUE, "detach: NULL argument");
+    return view_of(t, out);
+}
+
+hg_status hg_ag_get_symbol(const hg_tensor *t, hg_symbol **out)
+{
+    const ag_info *i = t ? t->autograd : NULL;
+    if (!i || i->constant)
+        return hg_error(HG_ERR_VALUE, "get_symbol: the array is not part of a recorded graph");
+    hg_sentry e = {i->node, i->index, 0};
+    return hg_symbol_from_entries(1, &e, out);
+}
+
+/* ---- backward -------------------------------------------------------------------------- */
+
+typedef struct bw {
+    hg_snode **fwd;      /* forward nodes reachable from the heads */
+    int nfwd;
+    hg_sentry *heads, *hgrads;
+    hg_snode **wrt;
+    int nwrt;
+    hg_snode **hg_vars;  /* head-gradient variables we made */
+    hg_symbol *gsym;
+} bw;
+
+static void bw_free(bw *b, int nheads)
+{
+    for (int h = 0; b->hg_vars && h < nheads; h++) hg_snode_release(b->hg_vars[h]);
+    free(b->hg_vars);
+    free(b->fwd);
+    free(b->heads);
+    free(b->hgrads);
+    free(b->wrt);
+    hg_symbol_free(b->gsym);
+}
+
+static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *const *head_grads,
+                         int nvars, hg_tensor *const *vars)
+{
+    b->heads = calloc((size_t)nheads + 1, sizeof(hg_sentry));
+    b->hgrads = calloc((size_t)nheads + 1, sizeof(hg_sentry));
+    b->hg_vars = calloc((size_t)nheads + 1, sizeof(hg_snode *));
+    if (!b->heads || !b->hgrads || !b->hg_vars) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int h = 0; h < nheads; h++) {
+        const ag_info *i = heads[h]->autograd;
+        if (!i || i->constant)
+            return hg_error(HG_ERR_VALUE, "Cannot differentiate node because it is not in a "
+                            "computational graph: head %d was not computed under "
+                            "autograd.record() from an array with attach_grad()", h);
+        b->heads[h] = (hg_sentry){i->node, i->index, 0};
+        hg_tensor *g = head_grads ? head_grads[h] : NULL;
+        if (!g) continue;
+        if (!hg_shape_equal(g->ndim, g->shape, heads[h]->ndim, heads[h]->shape) ||
+            g->dtype != heads[h]->dtype) {
+            char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
+            return hg_error(HG_ERR_VALUE, "head_grads[%d] has shape %s (%s), the head %s (%s)", h,
+                            hg_shape_str(a, g->ndim, g->shape), hg_dtype_name(g->dtype),
+                            hg_shape_str(c, heads[h]->ndim, heads[h]->shape),
+                            hg_dtype_name(heads[h]->dtype));
+        }
+        HG_TRY(new_var(g, "head_grad", &b->hg_vars[h]));
+        b->hgrads[h] = (hg_sentry){b->hg_vars[h], 0, 0};
+    }
+    hg_symbol view = {nheads, b->heads};
+    HG_TRY(hg_symbol_topo(&view, &b->fwd, &b->nfwd));
+    for (int i = 0; i < b->nfwd; i++)
+        if (b->fwd[i]->op && !b->fwd[i]->saved)
+            return hg_error(HG_ERR_VALUE, "the graph was freed by an earlier backward pass: "
+                            "call backward(retain_graph=True) to differentiate it again");
+    b->wrt = malloc(sizeof(hg_snode *) * (size_t)((nvars ? nvars : b->nfwd) + 1));
+    if (!b->wrt) return hg_error(HG_ERR_MEMORY, "out of memory");
+    if (nvars) {
+        for (int w = 0; w < nvars; w++) {
+            const ag_info *i = vars[w]->autograd;
+            if (!i || i->constant || i->node->op)
+                return hg_error(HG_ERR_VALUE, "variables[%d] is not a marked variable: call "
+                                "attach_grad() (or mark_variables) on it before recording", w);
+            b->wrt[b->nwrt++] = i->node;
+        }
+    } else {
+        for (int i = 0; i < b->nfwd; i++)
+            if (!b->fwd[i]->op && b->fwd[i]->grad && b->fwd[i]->grad_req != HG_GRAD_NULL)
+                b->wrt[b->nwrt++] = b->fwd[i];
+    }
+    return HG_OK;
+}
+
+/* Runs the gradient graph with a plan: every value a node kept is fed, nothing forward runs. */
+static hg_status run_planned(bw *b, bool is_train, hg_tensor **grads)
+{
+    hg_snode **nodes = NULL;
+    int n = 0, nfeed = 0;
+    HG_TRY(hg_symbol_topo(b->gsym, &nodes, &n));
+    int cap = 0;
+    for (int i = 0; i < n; i++) cap += nodes[i]->saved ? nodes[i]->nout : 0;
+    hg_sentry *feed = malloc(sizeof *feed * (size_t)(cap + 1));
+    hg_tensor **vals = malloc(sizeof *vals * (size_t)(cap + 1));
+    hg_plan *plan = NULL;
+    hg_status st = (feed && vals) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < n && st == HG_OK; i++) {
+        if (!nodes[i]->saved) continue;
+        for (int k = 0; k < nodes[i]->nout; k++) {
+            if (!nodes[i]->saved[k]) continue;
+            feed[nfeed] = (hg_sentry){nodes[i], k, 0};
+            vals[nfeed++] = nodes[i]->saved[k];
+        }
+    }
+    if (st == HG_OK) st = hg_plan_create_entries(b->gsym, nfeed, feed, &plan);
+    if (st == HG_OK) st = hg_plan_run(plan, vals, is_train, grads);
+    hg_plan_free(plan);
+    free(feed);
+    free(vals);
+    free(nodes);
+    return st;
+}
+
+/* Runs the gradient graph op by op with recording on, so the gradients are themselves part of
+ * the graph. The kept values temporarily carry their nodes' records so that the backward ops
+ * link to the forward graph. */
+static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
+{
+    hg_snode **nodes = NULL;
+    int n = 0, *off = NULL, *in_idx = NULL, *head_idx = NULL;
+    HG_TRY(hg_symbol_topo(b->gsym, &nodes, &n));
+    hg_status st = hg_symbol_topo_positions(b->gsym, nodes, n, &off, &in_idx, &head_idx);
+    hg_tensor ***val = calloc((size_t)n + 1, sizeof(hg_tensor **));
+    if (st == HG_OK && !val) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    bool was = hg_ag_set_recording(true);
+    for (int i = 0; i < n && st == HG_OK; i++) {
+        hg_snode *nd = nodes[i];
+        if (!(val[i] = calloc((size_t)nd->nout, sizeof(hg_tensor *)))) {
+            st = hg_error(HG_ERR_MEMORY, "out of memory");
+            break;
+        }
+        if (nd->saved) {
+            for (int k = 0; k < nd->nout && st == HG_OK; k++) {
+                if (!nd->saved[k]) continue;
+                st = view_of(nd->saved[k], &val[i][k]);
+                if (st == HG_OK && nd->op) st = set_info(val[i][k], nd, k, false);
+                if (st == HG_OK && !nd->op) {
+                    /* a variable: the same record as the variable itself, if it has one */
+                    st = set_info(val[i][k], nd, 0, !nd->grad);
+                }
+            }
+            continue;
+        }
+        hg_tensor *ins[HG_MAX_IO];
+        if (nd->nin > HG_MAX_IO) {
+            st = hg_error(HG_ERR_VALUE, "%s: too many inputs", nd->op->name);
+            break;
+        }
+        for (int k = 0; k < nd->nin; k++)
+            ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
+        st = hg_op_run(nd->op, nd->attrs, is_train, nd->nin, ins, nd->nout, val[i]);
+        if (st == HG_OK && hg_ag_should_record(nd->nin, ins))
+            st = hg_ag_record(nd->op, nd->attrs, nd->nin, ins, nd->nout, val[i], NULL, NULL, NULL);
+    }
+    hg_ag_set_recording(was);
+    for (int h = 0; h < b->gsym->n && st == HG_OK; h++) {
+        grads[h] = val[head_idx[h]][b->gsym->heads[h].index];
+        hg_tensor_retain(grads[h]);
+    }
+    for (int i = 0; val && i < n; i++)
+        for (int k = 0; val[i] && k < nodes[i]->nout; k++) hg_tensor_free(val[i][k]);
+    for (int i = 0; val && i < n; i++) free(val[i]);
+    free(val);
+    free(off);
+    free(in_idx);
+    free(head_idx);
+    free(nodes);
+    return st;
+}
+
+static hg_status accumulate(hg_snode *var, hg_tensor *g)
+{
+    hg_tensor *buf = var->grad;
+    if (!hg_shape_equal(buf->ndim, buf->shape, g->ndim, g->shape) || buf->dtype != g->dtype) {
+        char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
+        return hg_error(HG_ERR_INTERNAL, "gradient of shape %s for a variable of shape %s",
+                        hg_shape_str(a, g->ndim, g->shape),
+                        hg_shape_str(c, buf->ndim, buf->shape));
+    }
+    if (var->grad_req == HG_GRAD_WRITE) {
+        memcpy(hg_data(buf), hg_data(g), hg_tensor_nbytes(g));
+    } else {
+        static const hg_op_def *add;
+        if (!add) add = hg_registry_find("elemwise_add");
+        hg_attrs a;
+        hg_attrs_set_defaults(add, &a);
+        hg_tensor *in[2] = {buf, g}, *out[1] = {buf};
+        HG_TRY(hg_op_run(add, &a, false, 2, in, 1, out));
+    }
+    atomic_store(&buf->fresh_grad, 1);
+    return HG_OK;
+}
+
+hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *head_grads,
+                         int nvars, hg_tensor *const *vars, bool retain_graph, bool create_graph,
+                         bool is_train, hg_tensor **grads_out)
+{
+    if (nheads < 1 || !heads || nvars < 0 || (nvars && (!vars || !grads_out)))
+        return hg_error(HG_ERR_VALUE, "backward: bad arguments");
+    for (int h = 0; h < nheads; h++)
+        if (!heads[h]) return hg_error(HG_ERR_VALUE, "backward: head %d is NULL", h);
+    bw b = {0};
+    hg_tensor **grads = NULL;
+    hg_status st = collect(&b, nheads, heads, head_grads, nvars, vars);
+    if (st == HG_OK && b.nwrt == 0) {
+        bw_free(&b, nheads);
+        return HG_OK; /* nothing to differentiate for */
+    }
+    if (st == HG_OK) st = hg_graph_grad(nheads, b.heads, b.hgrads, b.nwrt, b.wrt, &b.gsym);
+    if (st == HG_OK && !(grads = calloc((size_t)b.nwrt, sizeof *grads)))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK)
+        st = create_graph ? run_recorded(&b, is_train, grads) : run_planned(&b, is_train, grads);
+    for (int w = 0; w < b.nwrt && st == HG_OK; w++) {
+        if (nvars) {
+            grads_out[w] = grads[w];
+            grads[w] = NULL;
+        } else {
+            st = accumulate(b.wrt[w], grads[w]);
+        }
+    }
+    if (st == HG_OK && !retain_graph)
+        for (int i = 0; i < b.nfwd; i++)
+            if (b.fwd[i]->op) hg_snode_release_saved(b.fwd[i]);
+    for (int w = 0; grads && w < b.nwrt; w++) hg_tensor_free(grads[w]);
+    free(grads);
+    bw_free(&b, nheads);
+    return st;
+}

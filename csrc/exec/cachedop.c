@@ -1,0 +1,337 @@
+/* Cached ops (see cachedop.h): the inference plan, and per gradient mask a training variant
+ * made of two dynamic op definitions (forward with the kept activations as hidden outputs,
+ * backward) and their plans. */
+#include "exec/cachedop.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/autograd.h"
+#include "graph/grad.h"
+
+typedef struct variant {
+    hg_op_def fwd_def, bwd_def;
+    struct hg_cachedop *owner;
+    char *mask;          /* per input: its gradient is needed */
+    int nmask, nsaved;
+    hg_plan *fwd_plan, *bwd_plan;
+    struct variant *next;
+} variant;
+
+struct hg_cachedop {
+    atomic_long refcount;
+    hg_symbol *sym;
+    int ninputs, nheads;
+    hg_sentry *inputs;   /* the input variables (node NULL: unused name) */
+    unsigned flags;
+    hg_plan *plan;
+    variant *variants, *last;
+};
+
+#define VARIANT_OF(op, field) ((variant *)((char *)(op)-offsetof(variant, field)))
+
+static void variant_free(variant *v)
+{
+    hg_plan_free(v->fwd_plan);
+    hg_plan_free(v->bwd_plan);
+    free(v->mask);
+    free(v);
+}
+
+void hg_cachedop_retain(hg_cachedop *c) { atomic_fetch_add(&c->refcount, 1); }
+
+void hg_cachedop_release(hg_cachedop *c)
+{
+    if (!c || atomic_fetch_sub(&c->refcount, 1) != 1) return;
+    for (variant *v = c->variants, *next; v; v = next) {
+        next = v->next;
+        variant_free(v);
+    }
+    hg_plan_free(c->plan);
+    hg_symbol_free(c->sym);
+    free(c->inputs);
+    free(c);
+}
+
+static void owner_retain(void *o) { hg_cachedop_retain(o); }
+static void owner_release(void *o) { hg_cachedop_release(o); }
+
+hg_plan *hg_cachedop_plan(hg_cachedop *c) { return c->plan; }
+int hg_cachedop_num_outputs(const hg_cachedop *c) { return c->nheads; }
+
+hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
+                             unsigned plan_flags, hg_cachedop **out)
+{
+    if (!s || !out || ninputs < 0 || (ninputs && !input_names))
+        return hg_error(HG_ERR_VALUE, "hg_cachedop_create: NULL argument");
+    hg_cachedop *c = calloc(1, sizeof *c);
+    if (!c) return hg_error(HG_ERR_MEMORY, "out of memory");
+    atomic_init(&c->refcount, 1);
+    c->ninputs = ninputs;
+    c->nheads = s->n;
+    c->flags = plan_flags;
+    hg_snode **nodes = NULL;
+    int n = 0;
+    hg_status st = hg_symbol_group(1, &s, &c->sym);
+    if (st == HG_OK) st = hg_symbol_topo(c->sym, &nodes, &n);
+    if (st == HG_OK && !(c->inputs = calloc((size_t)ninputs + 1, sizeof(hg_sentry))))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int k = 0; st == HG_OK && k < ninputs; k++)
+        for (int i = 0; input_names[k] && i < n; i++)
+            if (!nodes[i]->op && strcmp(nodes[i]->name, input_names[k]) == 0) {
+                c->inputs[k] = (hg_sentry){nodes[i], 0, 0};
+                break;
+            }
+    free(nodes);
+    if (st == HG_OK) st = hg_plan_create_entries(c->sym, ninputs, c->inputs, &c->plan);
+    if (st == HG_OK) hg_plan_set_flags(c->plan, plan_flags);
+    if (st != HG_OK) {
+        hg_cachedop_release(c);
+        return st;
+    }
+    *out = c;
+    return HG_OK;
+}
+
+/* ---- the dynamic op definitions of a training variant ------------------------------------ */
+
+static hg_status fwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                           int nout, hg_meta *out)
+{
+    variant *v = VARIANT_OF(op, fwd_def);
+    hg_meta *copy = malloc(sizeof(hg_meta) * (size_t)(nin + 1));
+    if (!copy) return hg_error(HG_ERR_MEMORY, "out of memory");
+    memcpy(copy, in, sizeof(hg_meta) * (size_t)nin);
+    hg_status st = hg_plan_infer(v->fwd_plan, copy, out, false);
+    free(copy);
+    return st;
+}
+
+static hg_status fwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    variant *v = VARIANT_OF(op, fwd_def);
+    return hg_plan_run(v->fwd_plan, in, ctx->is_train, (hg_tensor **)out);
+}
+
+static hg_status bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                           int nout, hg_meta *out)
+{
+    variant *v = VARIANT_OF(op, bwd_def);
+    int base = v->owner->nheads + v->nsaved, j = 0;
+    for (int k = 0; k < v->owner->ninputs; k++)
+        if (v->mask[k]) out[j++] = in[base + k];
+    return HG_OK;
+}
+
+static hg_status bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    variant *v = VARIANT_OF(op, bwd_def);
+    return hg_plan_run(v->bwd_plan, in, ctx->is_train, (hg_tensor **)out);
+}
+
+/* The rule of the whole block: one backward node reading the output gradients, the kept
+ * activations and the inputs; it returns the gradients of the inputs in the mask. */
+static hg_status fwd_grad(hg_grad_ctx *g)
+{
+    const hg_snode *node = hg_g_node(g);
+    variant *v = VARIANT_OF(node->op, fwd_def);
+    int nh = v->owner->nheads, nin = nh + v->nsaved + v->owner->ninputs;
+    hg_sentry *in = malloc(sizeof *in * (size_t)nin);
+    hg_sentry *out = malloc(sizeof *out * (size_t)(v->nmask + 1));
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    for (int h = 0; h < nh; h++) in[h] = hg_g_ograd(g, h);
+    for (int s = 0; s < v->nsaved; s++) in[nh + s] = hg_g_out(g, nh + s);
+    for (int k = 0; k < v->owner->ninputs; k++) in[nh + v->nsaved + k] = hg_g_in(g, k);
+    hg_g_op_def(g, &v->bwd_def, nin, in, NULL, v->nmask, out);
+    for (int k = 0, j = 0; k < v->owner->ninputs; k++)
+        if (v->mask[k]) hg_g_set(g, k, out[j++]);
+    free(in);
+    free(out);
+    return hg_g_status(g);
+}
+
+/* ---- building a training variant --------------------------------------------------------- */
+
+static bool in_set(hg_snode *const *set, int n, const hg_snode *x)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == x) return true;
+    return false;
+}
+
+static hg_status add_saved(hg_sentry **saved, int *n, int *cap, hg_sentry e)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*saved)[i].node == e.node && (*saved)[i].index == e.index) return HG_OK;
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        hg_sentry *t = realloc(*saved, sizeof *t * (size_t)nc);
+        if (!t) return hg_error(HG_ERR_MEMORY, "out of memory");
+        *saved = t;
+        *cap = nc;
+    }
+    (*saved)[(*n)++] = (hg_sentry){e.node, e.index, 0};
+    return HG_OK;
+}
+
+static hg_status build_variant(hg_cachedop *c, const char *mask, variant **out)
+{
+    variant *v = calloc(1, sizeof *v);
+    if (!v || !(v->mask = malloc((size_t)c->ninputs + 1))) {
+        free(v);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    memcpy(v->mask, mask, (size_t)c->ninputs);
+    v->owner = c;
+    int nh = c->nheads, nfwd = 0, nbwd = 0, cap = 0;
+    hg_snode **fwd = NULL, **bnodes = NULL, **wrt = malloc(sizeof(hg_snode *) * (c->ninputs + 1));
+    hg_snode **hgv = calloc((size_t)nh + 1, sizeof(hg_snode *));
+    hg_sentry *hge = calloc((size_t)nh + 1, sizeof(hg_sentry)), *saved = NULL, *bin = NULL;
+    hg_symbol *gsym = NULL, *fsym = NULL;
+    hg_status st = (wrt && hgv && hge) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int k = 0; st == HG_OK && k < c->ninputs; k++)
+        if (mask[k]) wrt[v->nmask++] = c->inputs[k].node;
+    for (int h = 0; st == HG_OK && h < nh; h++) {
+        st = hg_snode_new_var("_head_grad", &hgv[h]);
+        hge[h] = (hg_sentry){hgv[h], 0, 0};
+    }
+    if (st == HG_OK) st = hg_graph_grad(nh, c->sym->heads, hge, v->nmask, wrt, &gsym);
+    if (st == HG_OK) st = hg_symbol_topo(c->sym, &fwd, &nfwd);
+    if (st == HG_OK) st = hg_symbol_topo(gsym, &bnodes, &nbwd);
+    /* Kept activations: forward op values that backward nodes (or the gradients) read. */
+    int nsaved = 0;
+    for (int i = 0; st == HG_OK && i < nbwd; i++) {
+        if (in_set(fwd, nfwd, bnodes[i])) continue;
+        for (int k = 0; st == HG_OK && k < bnodes[i]->nin; k++)
+            if (bnodes[i]->in[k].node->op && in_set(fwd, nfwd, bnodes[i]->in[k].node))
+                st = add_saved(&saved, &nsaved, &cap, bnodes[i]->in[k]);
+    }
+    for (int h = 0; st == HG_OK && h < gsym->n; h++)
+        if (gsym->heads[h].node->op && in_set(fwd, nfwd, gsym->heads[h].node))
+            st = add_saved(&saved, &nsaved, &cap, gsym->heads[h]);
+    v->nsaved = nsaved;
+    /* Forward plan: the block's outputs, then the kept values. */
+    hg_sentry *fheads = NULL;
+    if (st == HG_OK && !(fheads = malloc(sizeof *fheads * (size_t)(nh + nsaved + 1))))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK) {
+        memcpy(fheads, c->sym->heads, sizeof *fheads * (size_t)nh);
+        if (nsaved) memcpy(fheads + nh, saved, sizeof *fheads * (size_t)nsaved);
+        st = hg_symbol_from_entries(nh + nsaved, fheads, &fsym);
+    }
+    free(fheads);
+    if (st == HG_OK) st = hg_plan_create_entries(fsym, c->ninputs, c->inputs, &v->fwd_plan);
+    /* Backward plan: inputs are the output gradients, the kept values and the block inputs. */
+    int nbin = nh + nsaved + c->ninputs;
+    if (st == HG_OK && !(bin = malloc(sizeof *bin * (size_t)(nbin + 1))))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK) {
+        memcpy(bin, hge, sizeof *bin * (size_t)nh);
+        if (nsaved) memcpy(bin + nh, saved, sizeof *bin * (size_t)nsaved);
+        memcpy(bin + nh + nsaved, c->inputs, sizeof *bin * (size_t)c->ninputs);
+        st = hg_plan_create_entries(gsym, nbin, bin, &v->bwd_plan);
+    }
+    if (st == HG_OK) {
+        hg_plan_set_flags(v->fwd_plan, c->flags);
+        hg_plan_set_flags(v->bwd_plan, c->flags & ~(unsigned)HG_PLAN_STATIC_SHAPE);
+        v->fwd_def = (hg_op_def){
+            .name = "_CachedOp",
+            .doc = "a hybridized block (one tape node)",
+            .num_inputs = c->ninputs,
+            .num_outputs = nh + nsaved,
+            .num_visible_outputs = nh,
+            .infer = fwd_infer,
+            .forward = fwd_forward,
+            .grad = fwd_grad,
+        };
+        v->bwd_def = (hg_op_def){
+            .name = "_backward_CachedOp",
+            .doc = "the planned backward graph of a hybridized block",
+            .num_inputs = nbin,
+            .num_outputs = v->nmask ? v->nmask : 1,
+            .infer = bwd_infer,
+            .forward = bwd_forward,
+        };
+    }
+    for (int h = 0; hgv && h < nh; h++) hg_snode_release(hgv[h]);
+    free(hgv);
+    free(hge);
+    free(wrt);
+    free(fwd);
+    free(bnodes);
+    free(saved);
+    free(bin);
+    hg_symbol_free(gsym);
+    hg_symbol_free(fsym);
+    if (st != HG_OK) {
+        variant_free(v);
+        return st;
+    }
+    *out = v;
+    return HG_OK;
+}
+
+static hg_status get_variant(hg_cachedop *c, const char *mask, variant **out)
+{
+    for (variant *v = c->variants; v; v = v->next)
+        if (memcmp(v->mask, mask, (size_t)c->ninputs) == 0) {
+            *out = c->last = v;
+            return HG_OK;
+        }
+    variant *v = NULL;
+    HG_TRY(build_variant(c, mask, &v));
+    v->next = c->variants;
+    c->variants = v;
+    *out = c->last = v;
+    return HG_OK;
+}
+
+hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs)
+{
+    if (!c || (c->ninputs && !inputs) || !outputs)
+        return hg_error(HG_ERR_VALUE, "hg_cachedop_call: NULL argument");
+    bool train = hg_ag_is_training();
+    if (!hg_ag_should_record(c->ninputs, inputs))
+        return hg_plan_run(c->plan, inputs, train, outputs);
+    char stack[64], *mask = stack;
+    if (c->ninputs > 64 && !(mask = malloc((size_t)c->ninputs)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int k = 0; k < c->ninputs; k++)
+        mask[k] = c->inputs[k].node && hg_ag_should_record_one(inputs[k]);
+    variant *v = NULL;
+    hg_status st = get_variant(c, mask, &v);
+    if (mask != stack) free(mask);
+    if (st != HG_OK) return st;
+    int nout = c->nheads + v->nsaved;
+    hg_tensor **all = calloc((size_t)nout + 1, sizeof *all);
+    if (!all) return hg_error(HG_ERR_MEMORY, "out of memory");
+    st = hg_plan_run(v->fwd_plan, inputs, train, all);
+    if (st == HG_OK) {
+        hg_attrs none = {0};
+        st = hg_ag_record(&v->fwd_def, &none, c->ninputs, inputs, nout, all, c, owner_retain,
+                          owner_release);
+    }
+    for (int i = 0; i < nout; i++) {
+        if (st == HG_OK && i < c->nheads) outputs[i] = all[i];
+        else hg_tensor_free(all[i]);
+    }
+    free(all);
+    return st;
+}
+
+bool hg_cachedop_train_stats(const hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
+                             int *nsaved)
+{
+    if (!c->last) return false;
+    hg_plan_get_stats(c->last->fwd_plan, fwd);
+    hg_plan_get_stats(c->last->bwd_plan, bwd);
+    *nsaved = c->last->nsaved;
+    return true;
+}

@@ -1,0 +1,30 @@
+/* A cached op: what hybridize() builds. It runs a traced symbol through plans, and under
+ * autograd recording it is ONE tape node: its forward plan also returns the activations the
+ * backward needs (and nothing more), and that node's gradient rule emits one backward node that
+ * runs the planned backward graph (symbolic differentiation of the traced graph). Plans are
+ * made per set of inputs that need gradients (data usually does not).
+ *
+ * Reference counted: tape nodes keep their cached op alive.
+ */
+#ifndef HG_EXEC_CACHEDOP_H
+#define HG_EXEC_CACHEDOP_H
+
+#include "exec/plan.h"
+
+typedef struct hg_cachedop hg_cachedop;
+
+hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
+                             unsigned plan_flags, hg_cachedop **out);
+void hg_cachedop_retain(hg_cachedop *c);
+void hg_cachedop_release(hg_cachedop *c);
+/* The inference plan (shape inference, stats of calls made without recording). */
+hg_plan *hg_cachedop_plan(hg_cachedop *c);
+int hg_cachedop_num_outputs(const hg_cachedop *c);
+/* Runs the graph; records it on the tape when recording and an input is recorded. outputs
+ * receive new tensors. */
+hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);
+/* Stats of the last training variant used (forward and backward plans); false if none. */
+bool hg_cachedop_train_stats(const hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
+                             int *nsaved);
+
+#endif
