@@ -381,6 +381,24 @@ done:
     return res;
 }
 
+/* _set_origin(text): where the nodes of this symbol's heads were made (for error messages). */
+static PyObject *m_set_origin(SymbolObject *self, PyObject *text)
+{
+    const char *t = PyUnicode_AsUTF8(text);
+    if (!t) return NULL;
+    for (int h = 0; h < self->s->n; h++) {
+        hg_snode *n = self->s->heads[h].node;
+        if (!n->op) continue;
+        size_t len = strlen(t) + 1;
+        char *copy = malloc(len);
+        if (!copy) return PyErr_NoMemory();
+        memcpy(copy, t, len);
+        free(n->origin);
+        n->origin = copy;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *get_num_outputs(SymbolObject *self, void *c)
 {
     return PyLong_FromLong(self->s->n);
@@ -391,6 +409,7 @@ static PyMethodDef k_sym_methods[] = {
     {"_output", (PyCFunction)m_output, METH_O, "the i-th output as a symbol"},
     {"_graph", (PyCFunction)m_graph, METH_NOARGS, "(nodes, heads) in topological order"},
     {"_internals", (PyCFunction)m_internals, METH_NOARGS, "every node's outputs as a group"},
+    {"_set_origin", (PyCFunction)m_set_origin, METH_O, "record where the head nodes were made"},
     {"_gradient", (PyCFunction)m_gradient, METH_VARARGS,
      "_gradient(wrt_names, head_grad_names=None): symbol of the gradients"},
     {NULL, NULL, 0, NULL},

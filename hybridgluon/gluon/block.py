@@ -458,7 +458,7 @@ class HybridBlock(Block):
         inputs = [symbol.var(n) if p else None for n, p in zip(names, present)]
         grouped = _regroup(inputs, self._in_format)
         params = {k: v.var() for k, v in self._reg_params.items()}
-        with self.name_scope():
+        with _tracing(self), self.name_scope():
             out = self.hybrid_forward(symbol, *grouped, **params)
         out, self._out_format = _flatten(out, 'output')
         self._cached_graph = [i for i in inputs if i is not None], symbol.Group(out)
@@ -519,7 +519,10 @@ class HybridBlock(Block):
         names, data_pos, params = self._graph_inputs(*args)
         self._cached_op_args = [(True, data_pos[n]) if n in data_pos else (False, params[n])
                                 for n in names]
-        self._cached_op = _core.CachedOp(self._cached_graph[1], names)
+        flags = dict(self._flags)
+        self._cached_op = _core.CachedOp(self._cached_graph[1], names,
+                                         static_alloc=bool(flags.get('static_alloc')),
+                                         static_shape=bool(flags.get('static_shape')))
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:
@@ -604,13 +607,40 @@ class HybridBlock(Block):
                 return self.hybrid_forward(ndarray, x, *args, **params)
         from .. import symbol
         params = {k: v.var() for k, v in self._reg_params.items()}
-        with self.name_scope():
+        with _tracing(self), self.name_scope():
             return self.hybrid_forward(symbol, x, *args, **params)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, written against `F` (`mx.nd` or `mx.sym`); subclasses implement
         it."""
         raise NotImplementedError
+
+
+class _tracing:
+    """While a block's hybrid_forward runs on Symbols: the block's path from the block being
+    traced ('net', 'net.features.2'), which nodes record for error messages."""
+
+    def __init__(self, block):
+        self._block = block
+
+    def __enter__(self):
+        from ..symbol import symbol as _sym
+        self._saved = dict(_sym._TRACE)
+        paths = _sym._TRACE.get('paths')
+        if paths is None:  # the outermost block: number the tree once
+            paths = {}
+            stack = [(self._block, 'net')]
+            while stack:
+                blk, path = stack.pop()
+                paths[id(blk)] = path
+                stack.extend((c, '%s.%s' % (path, k)) for k, c in blk._children.items())
+            _sym._TRACE['paths'] = paths
+        _sym._TRACE['path'] = paths.get(id(self._block), self._block.name)
+
+    def __exit__(self, *exc):
+        from ..symbol import symbol as _sym
+        _sym._TRACE.clear()
+        _sym._TRACE.update(self._saved)
 
 
 def _flatten(args, what):

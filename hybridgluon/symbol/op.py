@@ -3,7 +3,7 @@ functions with Symbol inputs arrive here too (so `F.relu(x)` works while tracing
 import sys
 
 from .. import _core, base
-from .symbol import NameManager, Symbol, _attr_str, var
+from .symbol import NameManager, Symbol, _attr_str, _origin, var
 
 _SPECIAL = {'name', 'attr', 'out'}
 
@@ -65,7 +65,14 @@ def _invoke(op_name, args, kwargs, hint=None):
                 inputs[arg] = var('%s_%s' % (node_name, arg),
                                   attr={k: v for k, v in str_attrs.items()})
             ins.append(inputs[arg])
-    return _core.symbol_op(op_name, node_name, str_attrs, ins)
+    return _with_origin(_core.symbol_op(op_name, node_name, str_attrs, ins))
+
+
+def _with_origin(sym):
+    where = _origin()
+    if where:
+        sym._set_origin(where)
+    return sym
 
 
 def _make(op_name, alias):

@@ -5,6 +5,7 @@ Symbols are built by `sym.var` and by calling any registered op on symbols (`sym
 `<node>_<input>` as MXNet names them. The graph is written and read as MXNet 1.x JSON.
 """
 import os
+import sys
 
 from .. import _core
 from ..base import MXNetError, NotImplementedForSymbol, _dtype_flag
@@ -30,11 +31,56 @@ def _attr_str(value):
 _OPERATOR_HINTS = {'add': 'plus', 'sub': 'minus'}
 
 
-def _not_for_symbol(name, alias=None):
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# While a HybridBlock traces hybrid_forward: the path of the block being traced
+# ("net.features.2"), so nodes and errors can name it. None outside tracing.
+_TRACE = {'path': None}
+
+
+def _user_location():
+    """'file.py:31' of the innermost caller outside this package, or None."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+        f = f.f_back
+    if f is None:
+        return None
+    return '%s:%d' % (os.path.basename(f.f_code.co_filename), f.f_lineno)
+
+
+def _origin():
+    """Where a node is being made: 'net.features.2, model.py:31' (block path while tracing)."""
+    loc = _user_location()
+    parts = [p for p in (_TRACE['path'], loc) if p]
+    return ', '.join(parts) if parts else None
+
+
+class _SymbolMisuse(NotImplementedForSymbol, AttributeError):
+    """An NDArray-only operation on a Symbol; also an AttributeError so hasattr() is False."""
+
+    def __init__(self, what, why):
+        MXNetError.__init__(self)
+        self.function, self.alias, self.args = what, None, []
+        where = _origin()
+        self._msg = ('%s cannot work on a Symbol%s. %s Inside a hybridized hybrid_forward the '
+                     'inputs are Symbols: placeholders of a graph being traced once, not data, '
+                     'so values, shapes and Python control flow on them are not available; '
+                     'write the computation with F.* operators (F.where, F.slice_axis, '
+                     'F.reshape with 0/-1 codes...) or call the block without hybridize().'
+                     % (what, ' (at %s)' % where if where else '', why))
+
+    def __str__(self):
+        return self._msg
+
+
+def _not_for_symbol(name, alias=None, why='It needs the values of the data.'):
     def method(self, *args, **kwargs):
-        raise NotImplementedForSymbol(name, alias, *args)
+        raise _SymbolMisuse('%s()' % name if not alias else alias, why)
     method.__name__ = name
     return method
+
+
+_INPLACE = ('A Symbol has no buffer to update; write `x = x + y` instead of `x += y`.')
 
 
 class Symbol(_core.Symbol):
@@ -191,10 +237,21 @@ class Symbol(_core.Symbol):
 
     # ---- outputs -----------------------------------------------------------------------------
     def __len__(self):
+        if _TRACE['path'] is not None:
+            raise _SymbolMisuse('len()', 'The length of the data is not known while tracing.')
         return self._num_outputs
 
     def __iter__(self):
+        if _TRACE['path'] is not None:
+            raise _SymbolMisuse('Iterating over a Symbol',
+                                'Its elements are not known while tracing.')
         return (self[i] for i in range(self._num_outputs))
+
+    @property
+    def shape(self):
+        raise _SymbolMisuse('.shape', 'Shapes are only known when the graph is planned for an '
+                            'input; use F.shape_array, or F.reshape/F.reshape_like with special '
+                            'codes.')
 
     def __getitem__(self, index):
         if isinstance(index, str):
@@ -289,7 +346,8 @@ class Symbol(_core.Symbol):
         return _op.Reshape(self, **kwargs)
 
     def __bool__(self):
-        raise NotImplementedForSymbol('__bool__', 'bool')
+        raise _SymbolMisuse('bool() (an `if` on a Symbol)', 'A Python `if` would pick one branch '
+                            'for good when the graph is traced; use F.where to select values.')
 
     asnumpy = _not_for_symbol('asnumpy')
     asscalar = _not_for_symbol('asscalar')
@@ -297,10 +355,10 @@ class Symbol(_core.Symbol):
     as_in_context = _not_for_symbol('as_in_context')
     detach = _not_for_symbol('detach')
     backward = _not_for_symbol('backward')
-    __iadd__ = _not_for_symbol('__iadd__', '+=')
-    __isub__ = _not_for_symbol('__isub__', '-=')
-    __imul__ = _not_for_symbol('__imul__', '*=')
-    __itruediv__ = _not_for_symbol('__itruediv__', '/=')
+    __iadd__ = _not_for_symbol('__iadd__', 'In-place +=', _INPLACE)
+    __isub__ = _not_for_symbol('__isub__', 'In-place -=', _INPLACE)
+    __imul__ = _not_for_symbol('__imul__', 'In-place *=', _INPLACE)
+    __itruediv__ = _not_for_symbol('__itruediv__', 'In-place /=', _INPLACE)
 
 
 def _node_output(sym, nodes, node, index):
