@@ -6,6 +6,7 @@
  * Binary:  HG_EW_BINARY(name, T, expr-of-l-and-r)       o[i] = expr(l = x[i*s0], r = y[i*s1])
  * The loops are written so that the compiler vectorises the stride-1 cases. Function names are
  * name##_##T-suffix; HG_EW_TABLE_* build the per-dtype table for hg_op_def.ew.
+ * hg_ew_g1 / hg_ew_g2 shorten the gradient rules of these ops (graph/grad.h).
  */
 #ifndef HG_OPS_EW_H
 #define HG_OPS_EW_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "../core/op.h"
+#include "../graph/grad.h"
 
 typedef float f32;
 typedef double f64;
@@ -91,5 +93,15 @@ typedef uint8_t u8;
 #define HG_EW_TABLE_ALL(NAME)                                                                   \
     {[HG_DTYPE_F32] = NAME##_f32, [HG_DTYPE_F64] = NAME##_f64, [HG_DTYPE_I32] = NAME##_i32,     \
      [HG_DTYPE_I64] = NAME##_i64, [HG_DTYPE_I8] = NAME##_i8, [HG_DTYPE_U8] = NAME##_u8}
+
+/* Gradient rules: emit op(x) / op(a, b) with no attributes. */
+static inline hg_sentry hg_ew_g1(hg_grad_ctx *g, const char *op, hg_sentry x)
+{
+    return hg_g_op(g, op, HG_GIN(x), NULL);
+}
+static inline hg_sentry hg_ew_g2(hg_grad_ctx *g, const char *op, hg_sentry a, hg_sentry b)
+{
+    return hg_g_op(g, op, HG_GIN(a, b), NULL);
+}
 
 #endif
