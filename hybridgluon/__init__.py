@@ -16,6 +16,7 @@ from . import symbol
 from . import symbol as sym
 from . import initializer
 from . import initializer as init
+from . import metric
 from . import gluon
 from .libinfo import get_include, get_lib_dir
 

@@ -4,3 +4,6 @@ from .block import *  # noqa: F401,F403
 from .symbol_block import SymbolBlock  # noqa: F401
 from . import nn  # noqa: F401
 from . import utils  # noqa: F401
+from . import data  # noqa: F401
+from . import loss  # noqa: F401
+from .. import metric  # noqa: F401  (MXNet 2 moved metrics here; 1.x has mx.metric)

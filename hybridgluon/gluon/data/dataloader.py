@@ -1,0 +1,274 @@
+"""DataLoader (MXNet's `gluon.data.DataLoader`): batches of a Dataset, loaded in this process,
+in a thread pool, or in worker processes.
+
+Worker processes are forked (where the platform can fork) with the dataset and batchify_fn
+inherited, so neither needs to be picklable; each task sends a list of indices and gets the
+batch back with every NDArray turned into a NumPy array. The parent turns those back into
+NDArrays: the C tensors never cross a process boundary. The pool is terminated when the loader
+is collected or the interpreter exits, and an error in a worker is raised in the parent.
+"""
+import multiprocessing
+import multiprocessing.pool
+import os
+import pickle
+import random as _pyrandom
+import signal
+import sys
+import threading
+
+import numpy as _np
+
+from ... import ndarray as nd
+from ...base import MXNetError
+from ...ndarray import NDArray
+from . import sampler as _sampler
+
+__all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn']
+
+
+def default_batchify_fn(data):
+    """Collates a list of samples into a batch: NDArrays are stacked on a new first axis,
+    tuples are collated element by element (giving a list), and anything else (NumPy arrays,
+    NumPy or Python scalars) goes through `numpy.asarray` and keeps its dtype."""
+    if isinstance(data[0], NDArray):
+        return nd.stack(*data)
+    if isinstance(data[0], tuple):
+        return [default_batchify_fn(list(i)) for i in zip(*data)]
+    data = _np.asarray(data)
+    return nd.array(data, dtype=data.dtype)
+
+
+# MXNet stacks into shared memory here; workers in this library hand NumPy arrays back to the
+# parent instead, so the process-pool batchify is the ordinary one.
+default_mp_batchify_fn = default_batchify_fn
+
+
+class _Wire:
+    """An NDArray's data in transit from a worker process (a NumPy array)."""
+    __slots__ = ('array',)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __reduce__(self):
+        return (_Wire, (self.array,))
+
+
+def _to_wire(batch):
+    if isinstance(batch, NDArray):
+        return _Wire(batch.asnumpy())
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_wire(b) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _to_wire(v) for k, v in batch.items()}
+    return batch
+
+
+def _from_wire(batch):
+    if isinstance(batch, _Wire):
+        return nd.array(batch.array, dtype=batch.array.dtype)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_from_wire(b) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _from_wire(v) for k, v in batch.items()}
+    return batch
+
+
+# ---- worker side ---------------------------------------------------------------------------
+_worker_dataset = None
+_worker_batchify = None
+
+
+def _worker_initializer(dataset, batchify_fn, seed):
+    """Runs once in each worker process: keeps the dataset and batchify_fn, and gives the
+    process its own random streams (forked children would otherwise all repeat the parent's
+    random transforms)."""
+    global _worker_dataset, _worker_batchify
+    _worker_dataset = dataset
+    _worker_batchify = batchify_fn
+    from ... import random as mx_random
+    seed = (seed + os.getpid() * 7919) & 0x7FFFFFFF
+    _pyrandom.seed(seed)
+    _np.random.seed(seed)
+    mx_random.seed(seed)
+
+
+def _worker_fn(samples):
+    batch = _worker_batchify([_worker_dataset[i] for i in samples])
+    return pickle.dumps(_to_wire(batch), pickle.HIGHEST_PROTOCOL)
+
+
+def _thread_worker_fn(samples, batchify_fn, dataset):
+    return batchify_fn([dataset[i] for i in samples])
+
+
+def _process_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context('fork' if 'fork' in methods else 'spawn')
+
+
+# ---- parent side ---------------------------------------------------------------------------
+class _MultiWorkerIter:
+    """Keeps up to `prefetch` batches in flight and returns them in sampler order."""
+
+    def __init__(self, loader, worker_pool, batchify_fn, batch_sampler, thread_pool, prefetch,
+                 timeout):
+        self._loader = loader  # keeps the pool alive while iterating
+        self._pool = worker_pool
+        self._batchify_fn = batchify_fn
+        self._batch_sampler = batch_sampler
+        self._thread_pool = thread_pool
+        self._timeout = timeout
+        self._buffer = {}
+        self._rcvd = 0
+        self._sent = 0
+        self._iter = iter(batch_sampler)
+        for _ in range(prefetch):
+            self._push_next()
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def __iter__(self):
+        return self
+
+    def _push_next(self):
+        indices = next(self._iter, None)
+        if indices is None:
+            return
+        if self._thread_pool:
+            ret = self._pool.apply_async(_thread_worker_fn,
+                                         (indices, self._batchify_fn, self._loader._dataset))
+        else:
+            ret = self._pool.apply_async(_worker_fn, (indices,))
+        self._buffer[self._sent] = ret
+        self._sent += 1
+
+    def __next__(self):
+        self._push_next()
+        if self._rcvd == self._sent:
+            raise StopIteration
+        ret = self._buffer.pop(self._rcvd)
+        try:
+            batch = ret.get(self._timeout)
+        except multiprocessing.TimeoutError:
+            msg = ('DataLoader worker timed out after %s seconds: a slow dataset or transform? '
+                   'Increase `timeout` to allow slower loading in each worker.' % self._timeout)
+            self._loader._shutdown()
+            raise multiprocessing.TimeoutError(msg) from None
+        except BaseException:
+            self._loader._shutdown()
+            raise
+        self._rcvd += 1
+        if not self._thread_pool:
+            batch = _from_wire(pickle.loads(batch))
+        return batch
+
+    next = __next__
+
+
+class DataLoader:
+    """Loads batches from a Dataset.
+
+    DataLoader(dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
+    batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False, pin_device_id=0,
+    prefetch=None, thread_pool=False, timeout=120)
+
+    - batch_size with shuffle (RandomSampler) or a `sampler`, and `last_batch` ('keep',
+      'discard', 'rollover'); or a `batch_sampler` yielding lists of indices instead of all of
+      those.
+    - batchify_fn turns a list of samples into a batch (default_batchify_fn: stack NDArrays,
+      collate tuples, NumPy arrays and scalars keep their dtype).
+    - num_workers > 0 loads batches in that many worker processes (threads with
+      thread_pool=True), keeping `prefetch` batches (default 2 * num_workers) in flight;
+      `timeout` seconds is the longest wait for one batch.
+    - pin_memory has no effect: there is no device memory to pin for on this build.
+    """
+
+    def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
+                 batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
+                 pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
+                 try_nopython=None):
+        self._dataset = dataset
+        self._pin_memory = pin_memory
+        self._pin_device_id = pin_device_id
+        self._thread_pool = thread_pool
+        if not timeout > 0:
+            raise ValueError('timeout must be positive, given {}'.format(timeout))
+        self._timeout = timeout
+        if batch_sampler is None:
+            if batch_size is None:
+                raise ValueError('batch_size must be specified unless batch_sampler is '
+                                 'specified')
+            if sampler is None:
+                sampler = (_sampler.RandomSampler if shuffle else
+                           _sampler.SequentialSampler)(len(dataset))
+            elif shuffle:
+                raise ValueError('shuffle must not be specified if sampler is specified')
+            batch_sampler = _sampler.BatchSampler(sampler, batch_size,
+                                                  last_batch if last_batch else 'keep')
+        elif batch_size is not None or shuffle or sampler is not None or \
+                last_batch is not None:
+            raise ValueError('batch_size, shuffle, sampler and last_batch must not be '
+                             'specified if batch_sampler is specified.')
+        self._batch_sampler = batch_sampler
+        self._num_workers = num_workers if num_workers >= 0 else 0
+        self._prefetch = max(0, int(prefetch) if prefetch is not None
+                             else 2 * self._num_workers)
+        self._batchify_fn = batchify_fn if batchify_fn is not None else (
+            default_mp_batchify_fn if self._num_workers > 0 else default_batchify_fn)
+        self._worker_pool = None
+        self._lock = threading.Lock()
+        if self._num_workers > 0:
+            self._worker_pool = self._start_pool()
+
+    def _start_pool(self):
+        if self._thread_pool:
+            return multiprocessing.pool.ThreadPool(self._num_workers)
+        ctx = _process_context()
+        seed = int.from_bytes(os.urandom(4), 'little')
+        # Workers ignore Ctrl-C: the parent handles it and terminates them.
+        is_main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if is_main else None
+        try:
+            return ctx.Pool(self._num_workers, initializer=_worker_initializer,
+                            initargs=(self._dataset, self._batchify_fn, seed))
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            raise MXNetError('DataLoader: cannot start worker processes: %s (with the spawn '
+                             'start method the dataset and batchify_fn must be picklable)'
+                             % err) from None
+        finally:
+            if is_main:
+                signal.signal(signal.SIGINT, old)
+
+    def __iter__(self):
+        if self._num_workers == 0:
+            return self._same_process_iter()
+        with self._lock:
+            if self._worker_pool is None:  # shut down after an error: start afresh
+                self._worker_pool = self._start_pool()
+            pool = self._worker_pool
+        return _MultiWorkerIter(self, pool, self._batchify_fn, self._batch_sampler,
+                                self._thread_pool, self._prefetch, self._timeout)
+
+    def _same_process_iter(self):
+        for batch in self._batch_sampler:
+            yield self._batchify_fn([self._dataset[idx] for idx in batch])
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def _shutdown(self):
+        """Terminates the worker pool (if any) and waits for its processes to exit."""
+        with self._lock:
+            pool, self._worker_pool = self._worker_pool, None
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+    def __del__(self):
+        if getattr(self, '_worker_pool', None) is not None and sys is not None:
+            try:
+                self._shutdown()
+            except Exception:  # interpreter shutdown: multiprocessing may be half torn down
+                pass
