@@ -162,8 +162,6 @@ def test_sigmoid_bce_pos_weight(rng):
     _check(_run(gloss.SigmoidBCELoss(from_sigmoid=True), prob, z, sw, pw), want)
 
 
-@pytest.mark.xfail(strict=True, reason='HybridBlock._trace misaligns inputs after a None '
-                                       'input (block.py _regroup); reported to the lead')
 def test_hybridized_none_input_before_another():
     x = nd.array([[1., -2., 3.]])
     z = nd.array([[1., 0., 1.]])

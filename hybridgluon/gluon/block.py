@@ -456,7 +456,7 @@ class HybridBlock(Block):
         from .. import symbol
         names = ['data'] if len(present) == 1 else ['data%d' % i for i in range(len(present))]
         inputs = [symbol.var(n) if p else None for n, p in zip(names, present)]
-        grouped = _regroup(inputs, self._in_format)
+        grouped = _regroup([i for i in inputs if i is not None], self._in_format)
         params = {k: v.var() for k, v in self._reg_params.items()}
         with _tracing(self), self.name_scope():
             out = self.hybrid_forward(symbol, *grouped, **params)

@@ -1,10 +1,12 @@
 """The symbolic `sym` namespace: Symbol, variables, groups, JSON files, and one function per
 registered op (generated from the C registry)."""
-from .symbol import Symbol, var, Variable, Group, load, load_json, NameManager, Prefix
+from .symbol import (Symbol, var, Variable, Group, load, load_json, NameManager, Prefix,
+                     zeros, ones, full, arange)
 from . import op
 from .op import *  # noqa: F401,F403  (every registered op)
 
-__all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
+__all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json', 'zeros', 'ones', 'full',
+           'arange']
 
 # `import *` skips underscore names; internal ops (_sum_to_like, _plus_scalar...) are reachable
 # as in the nd namespace.

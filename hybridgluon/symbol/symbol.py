@@ -250,8 +250,8 @@ class Symbol(_core.Symbol):
     @property
     def shape(self):
         raise _SymbolMisuse('.shape', 'Shapes are only known when the graph is planned for an '
-                            'input; use F.shape_array, or F.reshape/F.reshape_like with special '
-                            'codes.')
+                            'input; use F.reshape with its special codes (0, -1, -2, -3, -4), '
+                            'F.broadcast_like or F.slice_like.')
 
     def __getitem__(self, index):
         if isinstance(index, str):
@@ -407,6 +407,34 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
 
 
 Variable = var
+
+
+def zeros(shape, dtype=None, **kwargs):
+    """A symbol of zeros (MXNet's sym.zeros)."""
+    from . import op as _op
+    return _op._zeros(shape=tuple(shape) if isinstance(shape, (list, tuple)) else (shape,),
+                      dtype=dtype or 'float32', **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    """A symbol of ones (MXNet's sym.ones)."""
+    from . import op as _op
+    return _op._ones(shape=tuple(shape) if isinstance(shape, (list, tuple)) else (shape,),
+                     dtype=dtype or 'float32', **kwargs)
+
+
+def full(shape, val, dtype=None, **kwargs):
+    """A symbol filled with val (MXNet's sym.full)."""
+    from . import op as _op
+    return _op._full(shape=tuple(shape) if isinstance(shape, (list, tuple)) else (shape,),
+                     value=float(val), dtype=dtype or 'float32', **kwargs)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None):
+    """A symbol of evenly spaced values (MXNet's sym.arange)."""
+    from . import op as _op
+    return _op._arange(start=start, stop=stop, step=step, repeat=repeat, name=name,
+                       dtype=dtype or 'float32')
 
 
 def Group(symbols):
