@@ -15,6 +15,8 @@ from . import symbol
 from . import symbol as sym
 from . import initializer
 from . import initializer as init
+from . import lr_scheduler
+from . import optimizer
 from . import gluon
 from .libinfo import get_include, get_lib_dir
 
