@@ -17,6 +17,8 @@ from . import symbol as sym
 from . import initializer
 from . import initializer as init
 from . import metric
+from . import lr_scheduler
+from . import optimizer
 from . import gluon
 from .libinfo import get_include, get_lib_dir
 
@@ -24,4 +26,4 @@ __version__ = '0.1.0'
 
 __all__ = ['MXNetError', 'Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus',
            'nd', 'ndarray', 'random', 'sym', 'symbol', 'gluon', 'init', 'initializer', 'name',
-           'get_include', 'get_lib_dir']
+           'autograd', 'metric', 'optimizer', 'lr_scheduler', 'get_include', 'get_lib_dir']
