@@ -144,3 +144,15 @@ def test_environment_switches_turn_passes_off():
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == '2'
     assert 'plan: 2 steps' in res.stderr
+
+
+def test_broadcast_input_is_not_reused_in_place():
+    """Regression: a (1, 3) input and its (4, 3) broadcast output have equal 64-byte-aligned
+    sizes; the planner must not run the op in place over the smaller input."""
+    pw, z = mx.sym.var('pw'), mx.sym.var('z')
+    y = mx.sym.broadcast_mul(pw - 1, z) + 1
+    a = np.array([[1., 2., 0.5]], 'f4')
+    b = np.random.default_rng(3).integers(0, 2, (4, 3)).astype('f4')
+    for fusion in (True, False):
+        out, _ = _run(y, {'pw': a, 'z': b}, fusion=fusion)
+        np.testing.assert_allclose(out[0], (a - 1) * b + 1)

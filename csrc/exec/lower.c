@@ -15,6 +15,14 @@ static size_t value_bytes(const hg_meta *m)
     return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
+/* Equal element count and dtype: an input that is not broadcast (aligned byte sizes may be
+ * equal for a broadcast (1, 3) input and its (4, 3) output). */
+static bool same_size(const hg_meta *a, const hg_meta *b)
+{
+    return a->dtype == b->dtype &&
+           hg_shape_size(a->ndim, a->shape) == hg_shape_size(b->ndim, b->shape);
+}
+
 static int in_entry(const hg_plan *p, int i, int k)
 {
     return p->entry[p->in_idx[p->off[i] + k]] + p->nodes[i]->in[k].index;
@@ -300,7 +308,7 @@ hg_status hg_plan_lower(hg_plan *p)
             int e0 = sp->nin ? p->sin[sp->in_base] : -1;
             if (k == 0 && sp->count == 1 && may_inplace(nd->op) && e0 >= 0 &&
                 !a.no_reuse && last[e0] == s && state[e0] == LIVE &&
-                (int64_t)value_bytes(&p->meta[e0]) == b) {
+                same_size(&p->meta[e0], &p->meta[e])) {
                 at[e] = at[e0];
                 state[e0] = DEAD; /* its block now belongs to e */
             } else {

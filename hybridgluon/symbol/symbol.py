@@ -48,6 +48,11 @@ def _user_location():
     return '%s:%d' % (os.path.basename(f.f_code.co_filename), f.f_lineno)
 
 
+def _from_user():
+    """Whether the caller of the caller is user code (not this package)."""
+    return not os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_PKG_DIR)
+
+
 def _origin():
     """Where a node is being made: 'net.features.2, model.py:31' (block path while tracing)."""
     loc = _user_location()
@@ -236,13 +241,15 @@ class Symbol(_core.Symbol):
         return self._infer(args, kwargs, True, 'type')
 
     # ---- outputs -----------------------------------------------------------------------------
+    # While tracing, len() / iteration of a single-output Symbol almost always means "over the
+    # rows of the data", which a placeholder cannot give; a group's outputs iterate as usual.
     def __len__(self):
-        if _TRACE['path'] is not None:
+        if _TRACE['path'] is not None and self._num_outputs == 1 and _from_user():
             raise _SymbolMisuse('len()', 'The length of the data is not known while tracing.')
         return self._num_outputs
 
     def __iter__(self):
-        if _TRACE['path'] is not None:
+        if _TRACE['path'] is not None and self._num_outputs == 1 and _from_user():
             raise _SymbolMisuse('Iterating over a Symbol',
                                 'Its elements are not known while tracing.')
         return (self[i] for i in range(self._num_outputs))
@@ -359,6 +366,31 @@ class Symbol(_core.Symbol):
     __isub__ = _not_for_symbol('__isub__', 'In-place -=', _INPLACE)
     __imul__ = _not_for_symbol('__imul__', 'In-place *=', _INPLACE)
     __itruediv__ = _not_for_symbol('__itruediv__', 'In-place /=', _INPLACE)
+
+
+def _fluent(name, op_name=None):
+    def method(self, *args, **kwargs):
+        from . import op as _op
+        return getattr(_op, op_name or name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = 'See sym.%s.' % (op_name or name)
+    return method
+
+
+# MXNet's fluent methods: x.sum(axis=1) is sym.sum(x, axis=1), as on NDArray.
+for _name in ('sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax', 'argmin',
+              'norm', 'topk', 'sort', 'argsort', 'softmax', 'log_softmax', 'abs', 'sign', 'sqrt',
+              'rsqrt', 'square', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'relu',
+              'sigmoid', 'tanh', 'sin', 'cos', 'tan', 'floor', 'ceil', 'round', 'rint', 'trunc',
+              'fix', 'reciprocal', 'zeros_like', 'ones_like', 'diag', 'slice', 'slice_like',
+              'arcsin', 'arccos', 'arctan', 'sinh', 'cosh', 'erf', 'cbrt', 'flatten',
+              'expand_dims', 'squeeze', 'transpose', 'tile', 'repeat', 'broadcast_to',
+              'broadcast_like', 'slice_axis', 'take', 'pick', 'one_hot', 'clip'):
+    setattr(Symbol, _name, _fluent(_name, 'Flatten' if _name == 'flatten' else None))
+Symbol.swapaxes = _fluent('swapaxes', 'SwapAxis')
+Symbol.flip = _fluent('flip', 'reverse')
+Symbol.split = _fluent('split', 'SliceChannel')
+Symbol.astype = lambda self, dtype, **kw: _fluent('astype', 'Cast')(self, dtype=dtype)
 
 
 def _node_output(sym, nodes, node, index):
