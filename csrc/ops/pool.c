@@ -565,7 +565,9 @@ typedef struct {
 
 /* lp's d y / d x = (x / y)^(p-1), 0 where y is 0 (MXNet's lp_grad). */
 #define LP_GRAD(AT, xv, yv, pv)                                                                 \
-    ((pv) == 1 ? (AT)1 : (yv) == 0 ? (AT)0 : (pv) == 2 ? (xv) / (yv) : ((xv) / (yv)) * ((xv) / (yv)))
+    ((pv) == 1 ? (AT)1                                                                          \
+     : (yv) == 0 ? (AT)0                                                                        \
+     : (pv) == 2 ? (xv) / (yv) : ((xv) / (yv)) * ((xv) / (yv)))
 
 #define POOL_BW(T, AT)                                                                          \
     static void poolbw_##T(void *ctx, int64_t r0, int64_t r1)                                   \
