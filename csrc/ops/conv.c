@@ -8,7 +8,9 @@
  *
  * Small per-image products run images in parallel (each thread slot owns a col buffer in the
  * workspace and its BLAS calls stay single-threaded); large ones loop images serially and let the
- * BLAS thread the GEMM. float16 is computed in float32 through the workspace.
+ * BLAS thread the GEMM (im2col / col2im then split over channels instead). float16 is computed in
+ * float32 through the workspace. _backward_Convolution computes the three gradients the same
+ * way (see the gradient section).
  *
  * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
  * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
@@ -18,7 +20,9 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 #include "../kernels/cpu/gemm.h"
+#include "../kernels/cpu/im2col.h"
 #include "conv_common.h"
 
 enum {
@@ -27,23 +31,35 @@ enum {
 };
 
 
-static const hg_attr_spec k_conv_attrs[] = {
-    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "convolution kernel size: (w,), (h, w) or "
-     "(d, h, w)", NULL},
-    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
-    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
-    {"pad", HG_ATTR_TUPLE, 0, "()", "zero padding per spatial dim (both sides); () means 0s",
+/* Convolution's schema; _backward_Convolution adds the grad_* switches after it. */
+#define CONV_ATTR_SPECS                                                                         \
+    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "convolution kernel size: (w,), (h, w) "  \
+     "or (d, h, w)", NULL},                                                                     \
+    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},            \
+    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},          \
+    {"pad", HG_ATTR_TUPLE, 0, "()", "zero padding per spatial dim (both sides); () means 0s",   \
+     NULL},                                                                                     \
+    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},     \
+    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},       \
+    {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)", NULL},      \
+    {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input", NULL},         \
+    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",  \
+     hg_conv_tune_choices},                                                                     \
+    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},                  \
+    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "       \
+     "(channel-last layouts are not supported on CPU); None means channel-first",               \
+     hg_conv_layout_choices}
+
+static const hg_attr_spec k_conv_attrs[] = {CONV_ATTR_SPECS};
+
+enum { K_GRAD_DATA = K_LAYOUT + 1, K_GRAD_WEIGHT };
+
+static const hg_attr_spec k_conv_bw_attrs[] = {
+    CONV_ATTR_SPECS,
+    {"grad_data", HG_ATTR_BOOL, 0, "True", "compute the data gradient (else output 0 is zeros)",
      NULL},
-    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},
-    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},
-    {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)", NULL},
-    {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input", NULL},
-    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",
-     hg_conv_tune_choices},
-    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
-    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "
-     "(channel-last layouts are not supported on CPU); None means channel-first",
-     hg_conv_layout_choices},
+    {"grad_weight", HG_ATTR_BOOL, 0, "True", "compute the weight gradient (else output 1 is "
+     "zeros)", NULL},
 };
 
 static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
@@ -97,6 +113,21 @@ static void geom_full(const hg_attrs *a, const hg_meta *x, conv_geom *g)
         g->P *= g->out[i];
         g->I *= g->in[i];
     }
+}
+
+/* The im2col view of one group of one image: Cg channels of size in, windows on the out grid. */
+static hg_im2col_geom col_geom(const conv_geom *g)
+{
+    hg_im2col_geom c = {.C = g->Cg};
+    for (int i = 0; i < 3; i++) {
+        c.im[i] = g->in[i];
+        c.out[i] = g->out[i];
+        c.k[i] = g->k[i];
+        c.s[i] = g->s[i];
+        c.d[i] = g->d[i];
+        c.p[i] = g->p[i];
+    }
+    return c;
 }
 
 static bool is_pointwise(const conv_geom *g)
@@ -237,45 +268,6 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
 }
 
 #define CONV_IMPL(T, SUFFIX)                                                                    \
-    /* col[K, P] of group channels x[Cg, D, H, W] (already offset to the group). */             \
-    static void im2col_##SUFFIX(const conv_geom *g, const T *x, T *col)                         \
-    {                                                                                           \
-        const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];                              \
-        const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];                           \
-        for (int64_t c = 0; c < g->Cg; c++)                                                     \
-            for (int64_t kd = 0; kd < g->k[0]; kd++)                                            \
-                for (int64_t kh = 0; kh < g->k[1]; kh++)                                        \
-                    for (int64_t kw = 0; kw < g->k[2]; kw++) {                                  \
-                        T *row = col + (((c * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw)     \
-                                           * g->P;                                              \
-                        int64_t wofs = kw * g->d[2] - g->p[2], sw = g->s[2];                    \
-                        /* ow range with 0 <= ow*sw + wofs < IW */                              \
-                        int64_t lo = wofs >= 0 ? 0 : (-wofs + sw - 1) / sw;                     \
-                        int64_t hi = IW - wofs <= 0 ? 0 : (IW - wofs - 1) / sw + 1;             \
-                        if (hi > OW) hi = OW;                                                   \
-                        if (lo > hi) lo = hi;                                                   \
-                        for (int64_t od = 0; od < OD; od++) {                                   \
-                            int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0];                 \
-                            for (int64_t oh = 0; oh < OH; oh++, row += OW) {                    \
-                                int64_t ih = oh * g->s[1] - g->p[1] + kh * g->d[1];             \
-                                if (id < 0 || id >= ID || ih < 0 || ih >= IH) {                 \
-                                    memset(row, 0, sizeof(T) * (size_t)OW);                     \
-                                    continue;                                                   \
-                                }                                                               \
-                                const T *src = x + ((c * ID + id) * IH + ih) * IW;              \
-                                for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0;                \
-                                if (sw == 1)                                                    \
-                                    memcpy(row + lo, src + lo + wofs,                           \
-                                           sizeof(T) * (size_t)(hi - lo));                      \
-                                else                                                            \
-                                    for (int64_t ow = lo; ow < hi; ow++)                        \
-                                        row[ow] = src[ow * sw + wofs];                          \
-                                for (int64_t ow = hi; ow < OW; ow++) row[ow] = 0;               \
-                            }                                                                   \
-                        }                                                                       \
-                    }                                                                           \
-    }                                                                                           \
-                                                                                                \
     typedef struct {                                                                            \
         const conv_geom *g;                                                                     \
         const T *x, *w, *b;                                                                     \
@@ -286,6 +278,7 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
     static void conv_image_##SUFFIX(const conv_job_##SUFFIX *j, int64_t n, T *col)              \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
+        const hg_im2col_geom cg = col_geom(g);                                                  \
         T *y = j->y + n * g->F * g->P;                                                          \
         if (j->b)                                                                               \
             for (int64_t f = 0; f < g->F; f++) {                                                \
@@ -297,7 +290,7 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
             const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
             const T *src = x;                                                                   \
             if (col) {                                                                          \
-                im2col_##SUFFIX(g, x, col);                                                     \
+                hg_im2col_##SUFFIX(&cg, x, col);                                                \
                 src = col;                                                                      \
             }                                                                                   \
             hg_gemm_##SUFFIX(false, false, g->Fg, g->P, g->K, 1, j->w + gi * g->Fg * g->K,      \
@@ -359,6 +352,216 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
+/* ---- gradient ------------------------------------------------------------------------------ */
+
+/* _backward_Convolution(ograd, data, weight) -> (data grad, weight grad[, bias grad]). Per image
+ * and group, with col = im2col(x_g):
+ *     dW_g += dy_g[Fg, P] . col^T[P, K]                      (one GEMM)
+ *     dcol  = W_g^T[K, Fg] . dy_g[Fg, P];  dx_g = col2im(dcol)
+ *     db[f] += sum_p dy[f, p]
+ * Images run in slots as in the forward. Slot 0 sums the weight and bias gradients straight into
+ * the outputs, slot t > 0 into its own workspace buffers, added at the end (so the sum over
+ * images is deterministic for a given thread count). grad_data / grad_weight = False skip that
+ * part (the first layer's data gradient is never used) and leave zeros. */
+
+static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nin;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    bool has_bias = !a->v[K_NO_BIAS].b;
+    for (int i = 0; i < nout; i++) out[i].ndim = -1;
+    if (in[0].ndim < 0 || in[1].ndim < 0 || in[2].ndim < 0)
+        return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
+    hg_meta fin[3] = {in[1], in[2], {.ndim = -1}}, fout = {.ndim = -1};
+    HG_TRY(conv_infer(op, a, has_bias ? 3 : 2, fin, 1, &fout));
+    if (in[0].dtype != fout.dtype ||
+        !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
+        return hg_error(HG_ERR_VALUE, "%s: output gradient %s (%s) does not match the output "
+                        "%s (%s) of data %s", op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
+                        hg_dtype_name(fout.dtype), hg_shape_str(s2, in[1].ndim, in[1].shape));
+    out[0] = fin[0];
+    out[1] = fin[1];
+    if (has_bias) out[2] = fin[2];
+    return HG_OK;
+}
+
+/* Elements of one slot's col buffer and of one slot's gradient partial sums. */
+static int64_t bw_col_elems(const conv_geom *g) { return is_pointwise(g) ? 0 : g->K * g->P; }
+
+static int64_t bw_part_elems(const conv_geom *g, bool grad_w, bool bias)
+{
+    return (grad_w ? g->F * g->K : 0) + (bias ? g->F : 0);
+}
+
+static int64_t bw_slot_area(const conv_geom *g, int64_t nslots, bool grad_w, bool bias)
+{
+    return nslots * bw_col_elems(g) + (nslots - 1) * bw_part_elems(g, grad_w, bias);
+}
+
+static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    conv_geom g;
+    geom_full(a, &in[1], &g);
+    bool gw = a->v[K_GRAD_WEIGHT].b, bias = !a->v[K_NO_BIAS].b;
+    size_t area = (size_t)bw_slot_area(&g, num_slots(&g), gw, bias);
+    if (in[1].dtype != HG_DTYPE_F16) return hg_dtype_size(in[1].dtype) * area;
+    /* float copies of ograd, data, weight and of the three gradients after the slot area */
+    return sizeof(float) * (area + (size_t)(g.N * g.F * g.P + 2 * g.N * g.C * g.I +
+                                            2 * g.F * g.K + g.F));
+}
+
+#define CONV_BW_IMPL(T, SUFFIX)                                                                 \
+    typedef struct {                                                                            \
+        const conv_geom *g;                                                                     \
+        const T *dy, *x, *w;                                                                    \
+        T *dx, *dw, *db; /* NULL: not computed */                                               \
+        T *ws;                                                                                  \
+        int64_t nslots, col_e, part_e;                                                          \
+    } convbw_job_##SUFFIX;                                                                      \
+                                                                                                \
+    static void convbw_image_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n, T *col, T *dw,   \
+                                      T *db)                                                    \
+    {                                                                                           \
+        const conv_geom *g = j->g;                                                              \
+        const hg_im2col_geom cg = col_geom(g);                                                  \
+        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
+            const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
+            const T *dy = j->dy + (n * g->F + gi * g->Fg) * g->P;                               \
+            if (dw) {                                                                           \
+                const T *src = x;                                                               \
+                if (col) {                                                                      \
+                    hg_im2col_##SUFFIX(&cg, x, col);                                            \
+                    src = col;                                                                  \
+                }                                                                               \
+                hg_gemm_##SUFFIX(false, true, g->Fg, g->K, g->P, 1, dy, g->P, src, g->P, 1,     \
+                                 dw + gi * g->Fg * g->K, g->K);                                 \
+            }                                                                                   \
+            if (j->dx) {                                                                        \
+                T *dx = j->dx + (n * g->C + gi * g->Cg) * g->I;                                 \
+                const T *w = j->w + gi * g->Fg * g->K;                                          \
+                if (!col) { /* pointwise: dx_g = W_g^T dy_g directly */                         \
+                    hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dy, g->P, 0,   \
+                                     dx, g->P);                                                 \
+                    continue;                                                                   \
+                }                                                                               \
+                hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dy, g->P, 0, col,  \
+                                 g->P);                                                         \
+                memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                             \
+                hg_col2im_##SUFFIX(&cg, col, dx);                                               \
+            }                                                                                   \
+        }                                                                                       \
+        if (db)                                                                                 \
+            for (int64_t f = 0; f < g->F; f++) {                                                \
+                const T *r = j->dy + (n * g->F + f) * g->P;                                     \
+                T acc = 0;                                                                      \
+                for (int64_t i = 0; i < g->P; i++) acc += r[i];                                 \
+                db[f] += acc;                                                                   \
+            }                                                                                   \
+    }                                                                                           \
+                                                                                                \
+    static void convbw_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                    \
+    {                                                                                           \
+        const convbw_job_##SUFFIX *j = ctx;                                                     \
+        const conv_geom *g = j->g;                                                              \
+        for (int64_t t = begin; t < end; t++) {                                                 \
+            T *col = j->col_e ? j->ws + t * j->col_e : NULL, *dw = j->dw, *db = j->db;          \
+            if (t > 0) {                                                                        \
+                T *part = j->ws + j->nslots * j->col_e + (t - 1) * j->part_e;                   \
+                memset(part, 0, sizeof(T) * (size_t)j->part_e);                                 \
+                if (dw) {                                                                       \
+                    dw = part;                                                                  \
+                    part += g->F * g->K;                                                        \
+                }                                                                               \
+                if (db) db = part;                                                              \
+            }                                                                                   \
+            for (int64_t n = t; n < g->N; n += j->nslots)                                       \
+                convbw_image_##SUFFIX(j, n, col, dw, db);                                       \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void convbw_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *dy,        \
+                                const T *x, const T *w, T *dx, T *dw, T *db)                    \
+    {                                                                                           \
+        int64_t nslots = num_slots(g);                                                          \
+        /* Never more slots than the workspace holds (the thread count could have changed). */  \
+        if (sizeof(T) * (size_t)bw_slot_area(g, nslots, dw != NULL, db != NULL) >               \
+            ctx->workspace_bytes)                                                               \
+            nslots = 1;                                                                         \
+        convbw_job_##SUFFIX j = {g, dy, x, w, dx, dw, db, (T *)ctx->workspace, nslots,          \
+                                 bw_col_elems(g), bw_part_elems(g, dw != NULL, db != NULL)};    \
+        if (dw) memset(dw, 0, sizeof(T) * (size_t)(g->F * g->K));                               \
+        if (db) memset(db, 0, sizeof(T) * (size_t)g->F);                                        \
+        if (nslots > 1)                                                                         \
+            hg_parallel_for(nslots, 1, convbw_slots_##SUFFIX, &j);                              \
+        else                                                                                    \
+            convbw_slots_##SUFFIX(&j, 0, 1);                                                    \
+        for (int64_t t = 1; t < nslots; t++) {                                                  \
+            const T *part = j.ws + nslots * j.col_e + (t - 1) * j.part_e;                       \
+            if (dw) {                                                                           \
+                for (int64_t i = 0; i < g->F * g->K; i++) dw[i] += part[i];                     \
+                part += g->F * g->K;                                                            \
+            }                                                                                   \
+            if (db)                                                                             \
+                for (int64_t f = 0; f < g->F; f++) db[f] += part[f];                            \
+        }                                                                                       \
+    }
+CONV_BW_IMPL(float, f32)
+CONV_BW_IMPL(double, f64)
+
+static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)nin;
+    hg_meta x = hg_meta_of(in[1]);
+    conv_geom g;
+    geom_full(a, &x, &g);
+    bool gd = a->v[K_GRAD_DATA].b, gw = a->v[K_GRAD_WEIGHT].b, bias = nout > 2;
+    if (!gd) memset(hg_data(out[0]), 0, hg_tensor_nbytes(out[0]));
+    if (!gw) memset(hg_data(out[1]), 0, hg_tensor_nbytes(out[1]));
+    void *dx = gd ? hg_data(out[0]) : NULL, *dw = gw ? hg_data(out[1]) : NULL;
+    void *db = bias ? hg_data(out[2]) : NULL;
+    if (x.dtype == HG_DTYPE_F32) {
+        convbw_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
+        return HG_OK;
+    }
+    if (x.dtype == HG_DTYPE_F64) {
+        convbw_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
+        return HG_OK;
+    }
+    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, num_slots(&g), gw, bias);
+    int64_t ny = g.N * g.F * g.P, nx = g.N * g.C * g.I, nw = g.F * g.K;
+    float *fdy = (float *)((char *)ctx->workspace + area), *fx = fdy + ny, *fw = fx + nx;
+    float *fdx = fw + nw, *fdw = fdx + nx, *fdb = fdw + nw;
+    hg_exec_ctx sub = {ctx->is_train, area ? ctx->workspace : NULL, area};
+    half_to_f32(hg_data(in[0]), fdy, ny);
+    half_to_f32(hg_data(in[1]), fx, nx);
+    half_to_f32(hg_data(in[2]), fw, nw);
+    convbw_f32(&g, &sub, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL, db ? fdb : NULL);
+    if (dx) f32_to_half(fdx, dx, nx);
+    if (dw) f32_to_half(fdw, dw, nw);
+    if (db) f32_to_half(fdb, db, g.F);
+    return HG_OK;
+}
+
+/* Gradient rule: one _backward_Convolution node, told which of data and weight are wanted. */
+static hg_status conv_grad(hg_grad_ctx *g)
+{
+    bool bias = !hg_g_attrs(g)->v[K_NO_BIAS].b;
+    hg_sentry out[3];
+    hg_g_op_fwd_attrs(g, "_backward_Convolution",
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)),
+                      HG_KV("grad_data", hg_g_needs(g, 0) ? "True" : "False", "grad_weight",
+                            hg_g_needs(g, 1) ? "True" : "False"),
+                      bias ? 3 : 2, out);
+    for (int k = 0; k < (bias ? 3 : 2); k++)
+        if (hg_g_needs(g, k)) hg_g_set(g, k, out[k]);
+    return hg_g_status(g);
+}
+
 /* ---- registry ----------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_conv[] = {
@@ -367,6 +570,13 @@ const hg_op_def hg_ops_conv[] = {
      "(num_filter,); out = floor((x + 2p - d(k-1) - 1)/s) + 1 per spatial dim.",
      .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_conv_attrs,
      .num_attrs = HG_COUNT(k_conv_attrs), .num_inputs = 3, .get_num_inputs = conv_num_inputs,
-     .infer = conv_infer, .forward = conv_forward, .workspace = conv_workspace},
+     .infer = conv_infer, .forward = conv_forward, .workspace = conv_workspace,
+     .grad = conv_grad},
+    {.name = "_backward_Convolution", .doc = "Gradients of Convolution: (data, weight[, bias]) "
+     "from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
+     .input_names = HG_NAMES("ograd", "data", "weight"), .attrs = k_conv_bw_attrs,
+     .num_attrs = HG_COUNT(k_conv_bw_attrs), .num_inputs = 3, .num_outputs = 3,
+     .get_num_outputs = conv_num_inputs, .infer = conv_bw_infer, .forward = conv_bw_forward,
+     .workspace = conv_bw_workspace},
     {0},
 };

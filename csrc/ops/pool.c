@@ -11,7 +11,7 @@
  * (contiguous, vectorised), then that buffer is pooled along W, with windows wholly inside the
  * row taking a branch-free loop. Fast paths: 2x2 stride-2 max pooling whose windows all lie
  * inside the data, and global pooling (a contiguous reduction per plane). float16 is read and
- * written through float.
+ * written through float. _backward_Pooling (the gradient) walks the same windows per plane.
  */
 #include <float.h>
 #include <math.h>
@@ -19,6 +19,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 typedef uint16_t f16;
 
@@ -507,11 +508,249 @@ static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Gradient: _backward_Pooling(ograd, data[, output]) -> data gradient. max and lp read the
+ * forward output (max sends each output's gradient to the first element of its window, in
+ * (d, h, w) order, that equals it, as MXNet does with ties; lp scales by (x / y)^(p-1)); avg and
+ * sum need only data's shape. Windows are the forward's, so the conventions, padding and
+ * count_include_pad carry over. Planes are independent and split over threads; float16 sums in
+ * a float copy of the gradient (the workspace).
+ */
+
+static int pool_bw_num_inputs(const hg_attrs *a)
+{
+    int64_t t = a->v[P_POOL_TYPE].i;
+    return t == POOL_MAX || t == POOL_LP ? 3 : 2;
+}
+
+static hg_status pool_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    out[0].ndim = -1;
+    for (int i = 0; i < nin; i++)
+        if (in[i].ndim < 0) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
+    hg_meta fout = {.ndim = -1};
+    HG_TRY(pool_infer(op, a, 1, &in[1], 1, &fout));
+    for (int i = 0; i < nin; i += 2) /* ograd, and the forward output when given */
+        if (in[i].dtype != fout.dtype ||
+            !hg_shape_equal(in[i].ndim, in[i].shape, fout.ndim, fout.shape))
+            return hg_error(HG_ERR_VALUE, "%s: %s %s (%s) does not match the pooled shape %s "
+                            "(%s) of data %s", op->name, i ? "output" : "output gradient",
+                            hg_shape_str(s0, in[i].ndim, in[i].shape), hg_dtype_name(in[i].dtype),
+                            hg_shape_str(s1, fout.ndim, fout.shape), hg_dtype_name(fout.dtype),
+                            hg_shape_str(s2, in[1].ndim, in[1].shape));
+    out[0] = in[1];
+    return HG_OK;
+}
+
+static size_t pool_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)a;
+    (void)nin;
+    if (in[1].dtype != HG_DTYPE_F16) return 0;
+    return sizeof(float) * (size_t)hg_shape_size(in[1].ndim, in[1].shape);
+}
+
+typedef struct {
+    const void *dy, *x, *y;  /* y: the forward output (max and lp only) */
+    void *dx;
+    void *acc;               /* float16: float gradient the planes sum into; else dx */
+    int64_t id[3], od[3];
+    int64_t k[3], s[3], p[3];
+    int type, pv;
+    bool cip;
+} poolbw_job;
+
+/* lp's d y / d x = (x / y)^(p-1), 0 where y is 0 (MXNet's lp_grad). */
+#define LP_GRAD(AT, xv, yv, pv)                                                                 \
+    ((pv) == 1 ? (AT)1                                                                          \
+     : (yv) == 0 ? (AT)0                                                                        \
+     : (pv) == 2 ? (xv) / (yv) : ((xv) / (yv)) * ((xv) / (yv)))
+
+#define POOL_BW(T, AT)                                                                          \
+    static void poolbw_##T(void *ctx, int64_t r0, int64_t r1)                                   \
+    {                                                                                           \
+        const poolbw_job *j = ctx;                                                              \
+        const int64_t D = j->id[0], H = j->id[1], W = j->id[2];                                 \
+        const int64_t isz = D * H * W, osz = j->od[0] * j->od[1] * j->od[2];                    \
+        const int type = j->type, pv = j->pv;                                                   \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = j->x ? (const T *)j->x + r * isz : NULL;                               \
+            const T *y = j->y ? (const T *)j->y + r * osz : NULL;                               \
+            const T *dy = (const T *)j->dy + r * osz;                                           \
+            AT *dx = (AT *)j->acc + r * isz;                                                    \
+            memset(dx, 0, sizeof(AT) * (size_t)isz);                                            \
+            int64_t o = 0;                                                                      \
+            for (int64_t od = 0; od < j->od[0]; od++) {                                         \
+                int64_t d0 = od * j->s[0] - j->p[0], d1 = imin(d0 + j->k[0], D + j->p[0]);      \
+                const int64_t nd_ = imax(d1 - d0, 0);                                           \
+                d0 = imax(d0, 0); d1 = imin(d1, D);                                             \
+                for (int64_t oh = 0; oh < j->od[1]; oh++) {                                     \
+                    int64_t h0 = oh * j->s[1] - j->p[1], h1 = imin(h0 + j->k[1], H + j->p[1]);  \
+                    const int64_t nh = imax(h1 - h0, 0);                                        \
+                    h0 = imax(h0, 0); h1 = imin(h1, H);                                         \
+                    for (int64_t ow = 0; ow < j->od[2]; ow++, o++) {                            \
+                        int64_t w0 = ow * j->s[2] - j->p[2];                                    \
+                        int64_t w1 = imin(w0 + j->k[2], W + j->p[2]);                           \
+                        const int64_t nw = imax(w1 - w0, 0);                                    \
+                        w0 = imax(w0, 0); w1 = imin(w1, W);                                     \
+                        const AT g = LD_##T(dy[o]);                                             \
+                        if (type == POOL_MAX) {                                                 \
+                            const AT yv = LD_##T(y[o]);                                         \
+                            for (int64_t d = d0; d < d1; d++)                                   \
+                                for (int64_t h = h0; h < h1; h++)                               \
+                                    for (int64_t w = w0; w < w1; w++) {                         \
+                                        int64_t i = (d * H + h) * W + w;                        \
+                                        if (LD_##T(x[i]) == yv) {                               \
+                                            dx[i] += g;                                         \
+                                            goto next_##T;                                      \
+                                        }                                                       \
+                                    }                                                           \
+                        next_##T:                                                               \
+                            continue;                                                           \
+                        }                                                                       \
+                        AT v = g;                                                               \
+                        if (type == POOL_AVG) {                                                 \
+                            int64_t n = j->cip ? nd_ * nh * nw                                  \
+                                               : imax(d1 - d0, 0) * imax(h1 - h0, 0) *          \
+                                                     imax(w1 - w0, 0);                          \
+                            v = n > 0 ? g / (AT)n : 0;                                          \
+                        }                                                                       \
+                        for (int64_t d = d0; d < d1; d++)                                       \
+                            for (int64_t h = h0; h < h1; h++) {                                 \
+                                AT *row = dx + (d * H + h) * W;                                 \
+                                if (type == POOL_LP) {                                          \
+                                    const AT yv = LD_##T(y[o]);                                 \
+                                    const T *xr = x + (d * H + h) * W;                          \
+                                    for (int64_t w = w0; w < w1; w++) {                         \
+                                        AT xv = LD_##T(xr[w]);                                  \
+                                        row[w] += g * LP_GRAD(AT, xv, yv, pv);                  \
+                                    }                                                           \
+                                } else {                                                        \
+                                    for (int64_t w = w0; w < w1; w++) row[w] += v;              \
+                                }                                                               \
+                            }                                                                   \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+            if ((void *)j->acc != j->dx)                                                        \
+                for (int64_t i = 0; i < isz; i++)                                               \
+                    ((T *)j->dx)[r * isz + i] = ST_##T(dx[i]);                                  \
+        }                                                                                       \
+    }
+
+/* 2x2 stride-2 max pooling with every window inside the data: windows do not overlap, so each
+ * output's gradient lands on one element (the first of the four equal to the output). Written
+ * with selects rather than branches: which of the four wins is data-dependent and mispredicts. */
+#define POOL_BW_MAX22(T, AT)                                                                    \
+    static void poolbw_max22_##T(void *ctx, int64_t r0, int64_t r1)                             \
+    {                                                                                           \
+        const poolbw_job *j = ctx;                                                              \
+        const int64_t H = j->id[1], W = j->id[2], OH = j->od[1], OW = j->od[2];                 \
+        const T zero = 0; /* float16's zero is the all-zero pattern too */                      \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const T *x = (const T *)j->x + r * H * W;                                           \
+            const T *y = (const T *)j->y + r * OH * OW, *dy = (const T *)j->dy + r * OH * OW;   \
+            T *dx = (T *)j->dx + r * H * W;                                                     \
+            if (2 * OH != H || 2 * OW != W) /* a last row or column no window covers */         \
+                memset(dx, 0, sizeof(T) * (size_t)(H * W));                                     \
+            for (int64_t oh = 0; oh < OH; oh++) {                                               \
+                const T *a = x + 2 * oh * W, *b = a + W;                                        \
+                const T *yr = y + oh * OW, *gr = dy + oh * OW;                                  \
+                T *da = dx + 2 * oh * W, *db = da + W;                                          \
+                for (int64_t ow = 0; ow < OW; ow++) {                                           \
+                    const AT yv = LD_##T(yr[ow]);                                               \
+                    const T g = gr[ow];                                                         \
+                    const bool m0 = LD_##T(a[2 * ow]) == yv;                                    \
+                    const bool m1 = !m0 & (LD_##T(a[2 * ow + 1]) == yv);                        \
+                    const bool m2 = !(m0 | m1) & (LD_##T(b[2 * ow]) == yv);                     \
+                    const bool m3 = !(m0 | m1 | m2) & (LD_##T(b[2 * ow + 1]) == yv);            \
+                    da[2 * ow] = m0 ? g : zero;                                                 \
+                    da[2 * ow + 1] = m1 ? g : zero;                                             \
+                    db[2 * ow] = m2 ? g : zero;                                                 \
+                    db[2 * ow + 1] = m3 ? g : zero;                                             \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+POOL_BW(f32, float)
+POOL_BW(f64, double)
+POOL_BW(f16, float)
+POOL_BW_MAX22(f32, float)
+POOL_BW_MAX22(f64, double)
+POOL_BW_MAX22(f16, float)
+
+static hg_status pool_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)nout;
+    hg_meta m = hg_meta_of(in[1]);
+    pool_geom g;
+    int64_t oshape[HG_MAX_NDIM];
+    HG_TRY(pool_geometry(op, a, &m, &g, oshape));
+    const hg_dtype dt = m.dtype;
+    poolbw_job j = {.dy = hg_data(in[0]), .x = hg_data(in[1]),
+                    .y = nin > 2 ? hg_data(in[2]) : NULL, .dx = hg_data(out[0]),
+                    .type = (int)a->v[P_POOL_TYPE].i,
+                    .pv = a->v[P_P_VALUE].is_none ? 1 : (int)a->v[P_P_VALUE].i,
+                    .cip = a->v[P_COUNT_INCLUDE_PAD].is_none || a->v[P_COUNT_INCLUDE_PAD].b};
+    j.acc = dt == HG_DTYPE_F16 ? ctx->workspace : j.dx;
+    if (dt == HG_DTYPE_F16 && !j.acc && out[0]->size > 0)
+        return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+    for (int i = 0; i < 3; i++) {
+        j.id[i] = 1; j.od[i] = 1;
+        j.k[i] = g.k[i]; j.s[i] = g.s[i]; j.p[i] = g.p[i];
+    }
+    for (int i = 0; i < g.nsp; i++) {
+        j.id[3 - g.nsp + i] = m.shape[2 + i];
+        j.od[3 - g.nsp + i] = oshape[2 + i];
+    }
+    const int64_t planes = m.shape[0] * m.shape[1];
+    const int64_t ksz = j.k[0] * j.k[1] * j.k[2];
+    const int64_t work = imax(1, j.od[0] * j.od[1] * j.od[2] * imax(ksz, 1) +
+                                 j.id[0] * j.id[1] * j.id[2]);
+    const int64_t grain = imax(1, POOL_GRAIN / work);
+    hg_range_fn fn;
+    if (j.type == POOL_MAX && !a->v[P_GLOBAL].b && g.nsp == 2 && j.k[1] == 2 && j.k[2] == 2 &&
+        j.s[1] == 2 && j.s[2] == 2 && j.p[1] == 0 && j.p[2] == 0 && 2 * j.od[1] <= j.id[1] &&
+        2 * j.od[2] <= j.id[2]) {
+        fn = dt == HG_DTYPE_F32 ? poolbw_max22_f32
+             : dt == HG_DTYPE_F64 ? poolbw_max22_f64 : poolbw_max22_f16;
+    } else {
+        fn = dt == HG_DTYPE_F32 ? poolbw_f32 : dt == HG_DTYPE_F64 ? poolbw_f64 : poolbw_f16;
+    }
+    hg_parallel_for(planes, grain, fn, &j);
+    return HG_OK;
+}
+
+static hg_status pool_grad(hg_grad_ctx *g)
+{
+    int64_t t = hg_g_attrs(g)->v[P_POOL_TYPE].i;
+    hg_sentry dx;
+    if (t == POOL_MAX || t == POOL_LP)
+        hg_g_op_fwd_attrs(g, "_backward_Pooling",
+                          HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_out(g, 0)), NULL, 1, &dx);
+    else
+        hg_g_op_fwd_attrs(g, "_backward_Pooling", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL,
+                          1, &dx);
+    hg_g_set(g, 0, dx);
+    return hg_g_status(g);
+}
+
 const hg_op_def hg_ops_pool[] = {
     {.name = "Pooling", .aliases = HG_NAMES("_npx_pooling"),
      .doc = "max / avg / sum / lp pooling over 1-D, 2-D or 3-D channel-first data",
      .input_names = HG_NAMES("data"), .attrs = k_pool_attrs,
      .num_attrs = HG_COUNT(k_pool_attrs), .num_inputs = 1, .num_outputs = 1,
-     .infer = pool_infer, .forward = pool_forward},
+     .infer = pool_infer, .forward = pool_forward, .grad = pool_grad},
+    {.name = "_backward_Pooling", .doc = "Gradient of Pooling: the data gradient from (ograd, "
+     "data) and, for max and lp pooling, the forward output.",
+     .input_names = HG_NAMES("ograd", "data", "output"), .attrs = k_pool_attrs,
+     .num_attrs = HG_COUNT(k_pool_attrs), .num_inputs = 3, .num_outputs = 1,
+     .get_num_inputs = pool_bw_num_inputs, .infer = pool_bw_infer, .forward = pool_bw_forward,
+     .workspace = pool_bw_workspace},
     {0},
 };

@@ -4,12 +4,19 @@
  * copy by element size and serve every float dtype. Deconvolution is the adjoint of Convolution:
  * per image and group cols[F/g*K, I] = W_g^T . x_g (one GEMM), then col2im scatters each column
  * entry into the output window it touches (accumulating where windows overlap).
+ *
+ * Each op has a gradient rule and a _backward_<Op> kernel next to its forward: Pad's sums the
+ * output gradient back onto the copied elements, UpSampling's sums each scale x scale block, and
+ * Deconvolution's gathers the output gradient with im2col for both the data gradient (a
+ * convolution with the same weight) and the weight gradient.
  */
 #include <string.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 #include "../kernels/cpu/gemm.h"
+#include "../kernels/cpu/im2col.h"
 #include "conv_common.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t)
@@ -171,6 +178,137 @@ static hg_status pad_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
     int64_t grain = OW > 0 ? HG_GRAIN_ELEMWISE / OW + 1 : rows + 1;
     hg_parallel_for(rows, grain, pad_rows, &j);
     return HG_OK;
+}
+
+/* _backward_Pad(ograd) -> data gradient: every output element's gradient goes back to the
+ * element it was copied from (edge and reflect send several to one; constant cells send none).
+ * The first two axes are never padded, so (n, c) planes are independent and split over threads;
+ * within a plane the output rows are walked in order and added into their source rows.
+ * float16 sums in a float copy (the workspace). */
+
+static hg_status pad_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_meta *o = &in[0];
+    const hg_tuple *pw = &a->v[K_PAD_WIDTH].t;
+    out[0].ndim = -1;
+    if (o->ndim < 0) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
+    if (pw->n != 2 * o->ndim)
+        return hg_error(HG_ERR_VALUE, "%s: pad_width=%s has %d entries, but the output gradient "
+                        "%s needs %d (2 per axis)", op->name, tuple_str(s0, pw), pw->n,
+                        hg_shape_str(s1, o->ndim, o->shape), 2 * o->ndim);
+    hg_meta x = *o, fout = {.ndim = -1};
+    for (int i = 0; i < o->ndim; i++) {
+        x.shape[i] = o->shape[i] - pw->v[2 * i] - pw->v[2 * i + 1];
+        if (x.shape[i] < 0)
+            return hg_error(HG_ERR_VALUE, "%s: pad_width=%s is larger than the output gradient "
+                            "%s", op->name, tuple_str(s0, pw), hg_shape_str(s1, o->ndim, o->shape));
+    }
+    HG_TRY(pad_infer(op, a, 1, &x, 1, &fout));
+    out[0] = x;
+    return HG_OK;
+}
+
+static size_t pad_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    if (in[0].dtype != HG_DTYPE_F16) return 0;
+    const hg_tuple *pw = &a->v[K_PAD_WIDTH].t;
+    size_t n = 1;
+    for (int i = 0; i < in[0].ndim; i++)
+        n *= (size_t)(in[0].shape[i] - pw->v[2 * i] - pw->v[2 * i + 1]);
+    return sizeof(float) * n;
+}
+
+typedef struct {
+    const hg_attrs *a;
+    int nd;
+    const int64_t *ishape, *oshape; /* ishape: the data (gradient) shape */
+    const void *dy;
+    void *dx, *acc;                 /* acc: where planes sum (dx, or the float16 workspace) */
+} pad_bw_job;
+
+#define PAD_BW(T, AT, LD, ST)                                                                   \
+    static void pad_bw_planes_##T(void *ctx, int64_t begin, int64_t end)                        \
+    {                                                                                           \
+        const pad_bw_job *j = ctx;                                                              \
+        const hg_tuple *pw = &j->a->v[K_PAD_WIDTH].t;                                           \
+        const int64_t mode = j->a->v[K_PAD_MODE].i;                                             \
+        const int nd = j->nd, last = nd - 1;                                                    \
+        const int64_t OW = j->oshape[last], IW = j->ishape[last], pb = pw->v[2 * last];         \
+        const int64_t orows = hg_shape_size(nd - 3, j->oshape + 2);                             \
+        const int64_t isz = hg_shape_size(nd - 2, j->ishape + 2), osz = orows * OW;             \
+        const int64_t lo = pb < OW ? pb : OW, hi = pb + IW < OW ? pb + IW : OW;                 \
+        for (int64_t pl = begin; pl < end; pl++) {                                              \
+            const T *dy = (const T *)j->dy + pl * osz;                                          \
+            AT *dx = (AT *)j->acc + pl * isz;                                                   \
+            memset(dx, 0, sizeof(AT) * (size_t)isz);                                            \
+            for (int64_t r = 0; r < orows; r++) {                                               \
+                int64_t rem = r, src_row = 0, mul = 1;                                          \
+                bool constant = false;                                                          \
+                for (int d = last - 1; d >= 2; d--) {                                           \
+                    int64_t o = rem % j->oshape[d];                                             \
+                    rem /= j->oshape[d];                                                        \
+                    int64_t si = pad_src(o, j->ishape[d], pw->v[2 * d], mode);                  \
+                    if (si < 0) constant = true;                                                \
+                    src_row += si * mul;                                                        \
+                    mul *= j->ishape[d];                                                        \
+                }                                                                               \
+                if (constant) continue;                                                         \
+                const T *src = dy + r * OW;                                                     \
+                AT *dst = dx + src_row * IW;                                                    \
+                for (int64_t o = lo; o < hi; o++) dst[o - pb] += LD(src[o]);                    \
+                if (mode == PAD_CONSTANT) continue;                                             \
+                for (int64_t o = 0; o < lo; o++) dst[pad_src(o, IW, pb, mode)] += LD(src[o]);   \
+                for (int64_t o = hi; o < OW; o++) dst[pad_src(o, IW, pb, mode)] += LD(src[o]);  \
+            }                                                                                   \
+            if (j->acc != j->dx)                                                                \
+                for (int64_t i = 0; i < isz; i++) ((T *)j->dx)[pl * isz + i] = ST(dx[i]);       \
+        }                                                                                       \
+    }
+#define PAD_ID(v) (v)
+#define PAD_F2H(v) hg_float_to_half(v)
+PAD_BW(float, float, PAD_ID, PAD_ID)
+PAD_BW(double, double, PAD_ID, PAD_ID)
+PAD_BW(uint16_t, float, hg_half_to_float, PAD_F2H)
+
+static hg_status pad_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)nin;
+    (void)nout;
+    const hg_tensor *dy = in[0], *dx = out[0];
+    pad_bw_job j = {a, dx->ndim, dx->shape, dy->shape, hg_data(dy), hg_data(dx), hg_data(dx)};
+    if (dx->dtype == HG_DTYPE_F16) {
+        if (!ctx->workspace) return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+        j.acc = ctx->workspace;
+    }
+    int64_t planes = dx->shape[0] * dx->shape[1], work = dy->size / (planes ? planes : 1) + 1;
+    hg_range_fn fn = dx->dtype == HG_DTYPE_F32   ? pad_bw_planes_float
+                     : dx->dtype == HG_DTYPE_F64 ? pad_bw_planes_double
+                                                 : pad_bw_planes_uint16_t;
+    hg_parallel_for(planes, HG_GRAIN_ELEMWISE / work + 1, fn, &j);
+    return HG_OK;
+}
+
+static hg_status pad_grad(hg_grad_ctx *g)
+{
+    hg_sentry dx;
+    hg_g_op_fwd_attrs(g, "_backward_Pad", HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &dx);
+    hg_g_set(g, 0, dx);
+    return hg_g_status(g);
+}
+
+/* _backward_Pad is linear: its adjoint is Pad itself with a zero fill. */
+static hg_status pad_bw_grad(hg_grad_ctx *g)
+{
+    hg_sentry y;
+    hg_g_op_fwd_attrs(g, "Pad", HG_GIN(hg_g_ograd(g, 0)), HG_KV("constant_value", "0"), 1, &y);
+    hg_g_set(g, 0, y);
+    return hg_g_status(g);
 }
 
 /* ---- UpSampling ----------------------------------------------------------------------------- */
@@ -337,6 +475,115 @@ static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     return HG_OK;
 }
 
+/* _backward_UpSampling(ograd, data_0 .. data_{k-1}) -> k data gradients: each input element
+ * receives the sum of the scale x scale block it was copied to (from its own channels in concat
+ * mode, from all channels in sum mode). The data inputs give only shapes. Input rows (n, c, y)
+ * are independent and split over threads. */
+
+static int up_bw_num_inputs(const hg_attrs *a) { return (int)a->v[K_UP_NUM_ARGS].i + 1; }
+static int up_bw_num_outputs(const hg_attrs *a) { return (int)a->v[K_UP_NUM_ARGS].i; }
+
+static hg_status up_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                             int nout, hg_meta *out)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    for (int i = 0; i < nout; i++) out[i].ndim = -1;
+    for (int i = 0; i < nin; i++)
+        if (in[i].ndim < 0) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
+    hg_meta fout = {.ndim = -1};
+    HG_TRY(up_infer(op, a, nin - 1, in + 1, 1, &fout));
+    if (in[0].dtype != fout.dtype ||
+        !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
+        return hg_error(HG_ERR_VALUE, "%s: output gradient %s (%s) does not match the "
+                        "up-sampled shape %s (%s)", op->name,
+                        hg_shape_str(s0, in[0].ndim, in[0].shape), hg_dtype_name(in[0].dtype),
+                        hg_shape_str(s1, fout.ndim, fout.shape), hg_dtype_name(fout.dtype));
+    for (int i = 0; i < nout; i++) out[i] = in[1 + i];
+    return HG_OK;
+}
+
+typedef struct {
+    const void *dy;
+    void *dx;
+    int64_t C, H, W, s;   /* this input's channels and size, its scale */
+    int64_t YC, coff;     /* ograd channels, first ograd channel of this input */
+} up_bw_job;
+
+#define UP_BW(T, AT, LD, ST)                                                                    \
+    static void up_bw_rows_##T(void *ctx, int64_t begin, int64_t end)                           \
+    {                                                                                           \
+        const up_bw_job *j = ctx;                                                               \
+        const int64_t W = j->W, s = j->s, OW = W * s, OH = j->H * s;                            \
+        for (int64_t r = begin; r < end; r++) {                                                 \
+            int64_t iy = r % j->H, nc = r / j->H, c = nc % j->C, n = nc / j->C;                 \
+            const T *src = (const T *)j->dy + ((n * j->YC + j->coff + c) * OH + iy * s) * OW;   \
+            T *dst = (T *)j->dx + r * W;                                                        \
+            for (int64_t ix = 0; ix < W; ix++) {                                                \
+                AT acc = 0;                                                                     \
+                for (int64_t k = 0; k < s; k++) {                                               \
+                    const T *q = src + k * OW + ix * s;                                         \
+                    for (int64_t m = 0; m < s; m++) acc += LD(q[m]);                            \
+                }                                                                               \
+                dst[ix] = ST(acc);                                                              \
+            }                                                                                   \
+        }                                                                                       \
+    }
+UP_BW(float, float, PAD_ID, PAD_ID)
+UP_BW(double, double, PAD_ID, PAD_ID)
+UP_BW(uint16_t, float, hg_half_to_float, PAD_F2H)
+
+static hg_status up_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    const hg_tensor *dy = in[0];
+    bool sum = a->v[K_UP_MODE].i == UP_SUM;
+    int64_t coff = 0;
+    hg_range_fn fn = dy->dtype == HG_DTYPE_F32   ? up_bw_rows_float
+                     : dy->dtype == HG_DTYPE_F64 ? up_bw_rows_double
+                                                 : up_bw_rows_uint16_t;
+    for (int i = 0; i < nout; i++) {
+        const hg_tensor *x = out[i];
+        up_bw_job j = {hg_data(dy), hg_data(x), x->shape[1], x->shape[2], x->shape[3],
+                       dy->shape[2] / x->shape[2], dy->shape[1], coff};
+        int64_t rows = x->shape[0] * x->shape[1] * x->shape[2];
+        int64_t work = j.W * j.s * j.s;
+        hg_parallel_for(rows, work > 0 ? HG_GRAIN_ELEMWISE / work + 1 : rows + 1, fn, &j);
+        if (!sum) coff += x->shape[1];
+    }
+    return HG_OK;
+}
+
+static hg_status up_grad(hg_grad_ctx *g)
+{
+    int k = hg_g_nin(g);
+    hg_sentry in[HG_MAX_IO], dx[HG_MAX_IO];
+    if (k + 1 > HG_MAX_IO)
+        return hg_error(HG_ERR_UNSUPPORTED, "UpSampling: the gradient supports at most %d inputs, "
+                        "got %d", HG_MAX_IO - 1, k);
+    in[0] = hg_g_ograd(g, 0);
+    for (int i = 0; i < k; i++) in[1 + i] = hg_g_in(g, i);
+    hg_g_op_fwd_attrs(g, "_backward_UpSampling", k + 1, in, NULL, k, dx);
+    for (int i = 0; i < k; i++)
+        if (hg_g_needs(g, i)) hg_g_set(g, i, dx[i]);
+    return hg_g_status(g);
+}
+
+/* _backward_UpSampling is linear in ograd: its adjoint is UpSampling of its output gradients
+ * (the data inputs only give shapes and get none). */
+static hg_status up_bw_grad(hg_grad_ctx *g)
+{
+    int k = hg_g_nout(g);
+    hg_sentry in[HG_MAX_IO];
+    for (int i = 0; i < k && i < HG_MAX_IO; i++) in[i] = hg_g_ograd(g, i);
+    hg_sentry y;
+    hg_g_op_fwd_attrs(g, "UpSampling", k < HG_MAX_IO ? k : HG_MAX_IO, in, NULL, 1, &y);
+    hg_g_set(g, 0, y);
+    return hg_g_status(g);
+}
+
 /* ---- Deconvolution -------------------------------------------------------------------------- */
 
 enum {
@@ -345,26 +592,38 @@ enum {
 };
 
 
-static const hg_attr_spec k_deconv_attrs[] = {
-    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "deconvolution kernel size: (w,), (h, w) "
-     "or (d, h, w)", NULL},
-    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
-    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
-    {"pad", HG_ATTR_TUPLE, 0, "()", "padding removed from both sides of the output; () means "
-     "0s", NULL},
-    {"adj", HG_ATTR_TUPLE, 0, "()", "extra output size at the end of each spatial dim", NULL},
-    {"target_shape", HG_ATTR_TUPLE, 0, "()", "output spatial shape: overrides pad and adj",
+/* Deconvolution's schema; _backward_Deconvolution adds the grad_* switches after it. */
+#define DECONV_ATTR_SPECS                                                                       \
+    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "deconvolution kernel size: (w,), (h, w) " \
+     "or (d, h, w)", NULL},                                                                     \
+    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},            \
+    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},          \
+    {"pad", HG_ATTR_TUPLE, 0, "()", "padding removed from both sides of the output; () means "  \
+     "0s", NULL},                                                                               \
+    {"adj", HG_ATTR_TUPLE, 0, "()", "extra output size at the end of each spatial dim", NULL},  \
+    {"target_shape", HG_ATTR_TUPLE, 0, "()", "output spatial shape: overrides pad and adj",     \
+     NULL},                                                                                     \
+    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},     \
+    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},       \
+    {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)", NULL},       \
+    {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input", NULL},          \
+    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",  \
+     hg_conv_tune_choices},                                                                     \
+    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},                  \
+    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "       \
+     "(channel-last layouts are not supported on CPU); None means channel-first",               \
+     hg_conv_layout_choices}
+
+static const hg_attr_spec k_deconv_attrs[] = {DECONV_ATTR_SPECS};
+
+enum { K_GRAD_DATA = K_LAYOUT + 1, K_GRAD_WEIGHT };
+
+static const hg_attr_spec k_deconv_bw_attrs[] = {
+    DECONV_ATTR_SPECS,
+    {"grad_data", HG_ATTR_BOOL, 0, "True", "compute the data gradient (else output 0 is zeros)",
      NULL},
-    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},
-    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},
-    {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)", NULL},
-    {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input", NULL},
-    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",
-     hg_conv_tune_choices},
-    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
-    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "
-     "(channel-last layouts are not supported on CPU); None means channel-first",
-     hg_conv_layout_choices},
+    {"grad_weight", HG_ATTR_BOOL, 0, "True", "compute the weight gradient (else output 1 is "
+     "zeros)", NULL},
 };
 
 static int deconv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
@@ -515,7 +774,7 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
             return hg_error(HG_ERR_VALUE, "Deconvolution: data shape %s has an empty spatial "
                             "dim", hg_shape_str(s0, x->ndim, x->shape));
         dim_geom(a, i, xi, &pad, &adj, &osz);
-        if (has_target(a) && pad < 0)
+        if (has_target(a) && (pad < 0 || adj < 0)) /* total pad below 0 */
             return hg_error(HG_ERR_VALUE, "Deconvolution: target_shape=%s is too big for data "
                             "shape %s", tuple_str(s0, &a->v[K_TARGET].t),
                             hg_shape_str(s1, x->ndim, x->shape));
@@ -532,6 +791,22 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
                         "K=%lld is too large: the BLAS takes sizes below 2^31", (long long)K,
                         (long long)I, (long long)(C / G));
     return hg_shape_check(o->ndim, o->shape, o->dtype);
+}
+
+/* The im2col view of one group: the output (Fg channels of size out) is the image, the input's
+ * positions are the window grid. */
+static hg_im2col_geom deconv_col_geom(const deconv_geom *g)
+{
+    hg_im2col_geom c = {.C = g->Fg};
+    for (int i = 0; i < 3; i++) {
+        c.im[i] = g->out[i];
+        c.out[i] = g->in[i];
+        c.k[i] = g->k[i];
+        c.s[i] = g->s[i];
+        c.d[i] = g->d[i];
+        c.p[i] = g->p[i];
+    }
+    return c;
 }
 
 static int64_t deconv_slots(const deconv_geom *g)
@@ -552,41 +827,6 @@ static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 }
 
 #define DECONV_IMPL(T, SUFFIX)                                                                  \
-    /* y[Fg, OD, OH, OW] += scatter of col[Fg*K, I] (y already offset to the group). */         \
-    static void col2im_##SUFFIX(const deconv_geom *g, const T *col, T *y)                       \
-    {                                                                                           \
-        const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];                              \
-        const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];                           \
-        for (int64_t f = 0; f < g->Fg; f++) {                                                   \
-            T *yf = y + f * g->P;                                                               \
-            for (int64_t kd = 0; kd < g->k[0]; kd++)                                            \
-                for (int64_t kh = 0; kh < g->k[1]; kh++)                                        \
-                    for (int64_t kw = 0; kw < g->k[2]; kw++) {                                  \
-                        const T *row = col + (((f * g->k[0] + kd) * g->k[1] + kh) * g->k[2]     \
-                                              + kw) * g->I;                                     \
-                        int64_t wofs = kw * g->d[2] - g->p[2], sw = g->s[2];                    \
-                        /* iw range with 0 <= iw*sw + wofs < OW */                              \
-                        int64_t lo = wofs >= 0 ? 0 : (-wofs + sw - 1) / sw;                     \
-                        int64_t hi = OW - wofs <= 0 ? 0 : (OW - wofs - 1) / sw + 1;             \
-                        if (hi > IW) hi = IW;                                                   \
-                        for (int64_t id = 0; id < ID; id++) {                                   \
-                            int64_t od = id * g->s[0] - g->p[0] + kd * g->d[0];                 \
-                            for (int64_t ih = 0; ih < IH; ih++) {                               \
-                                int64_t oh = ih * g->s[1] - g->p[1] + kh * g->d[1];             \
-                                if (od < 0 || od >= OD || oh < 0 || oh >= OH) continue;         \
-                                const T *src = row + (id * IH + ih) * IW;                       \
-                                T *dst = yf + (od * OH + oh) * OW + wofs;                       \
-                                if (sw == 1)                                                    \
-                                    for (int64_t iw = lo; iw < hi; iw++) dst[iw] += src[iw];    \
-                                else                                                            \
-                                    for (int64_t iw = lo; iw < hi; iw++)                        \
-                                        dst[iw * sw] += src[iw];                                \
-                            }                                                                   \
-                        }                                                                       \
-                    }                                                                           \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
     typedef struct {                                                                            \
         const deconv_geom *g;                                                                   \
         const T *x, *w, *b;                                                                     \
@@ -604,12 +844,13 @@ static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
             for (int64_t i = 0; i < g->P; i++) yr[i] = bv;                                      \
         }                                                                                       \
         if (g->Cg == 0) return;                                                                 \
+        const hg_im2col_geom cg = deconv_col_geom(g);                                           \
         int64_t M = g->Fg * g->K;                                                               \
         for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
             const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
             hg_gemm_##SUFFIX(true, false, M, g->I, g->Cg, 1, j->w + gi * g->Cg * M, M, x,       \
                              g->I, 0, col, g->I);                                               \
-            col2im_##SUFFIX(g, col, y + gi * g->Fg * g->P);                                     \
+            hg_col2im_##SUFFIX(&cg, col, y + gi * g->Fg * g->P);                                \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
@@ -657,23 +898,213 @@ static hg_status deconv_forward(const hg_op_def *op, const hg_attrs *a, const hg
     return HG_OK;
 }
 
+/* _backward_Deconvolution(ograd, data, weight) -> (data grad, weight grad[, bias grad]). The
+ * forward scatters W_g^T x_g with col2im, so per image and group, with col = im2col(dy_g) (the
+ * output gradient gathered back onto the input's positions, [Fg*K, I]):
+ *     dx_g  = W_g[Cg, Fg*K] . col             (a convolution of dy with the same weight)
+ *     dW_g += x_g[Cg, I] . col^T
+ *     db[f] += sum_p dy[f, p]
+ * One im2col serves both products. Slots and partial sums as in _backward_Convolution. */
+
+static hg_status deconv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                 int nout, hg_meta *out)
+{
+    (void)nin;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    bool has_bias = !a->v[K_NO_BIAS].b;
+    for (int i = 0; i < nout; i++) out[i].ndim = -1;
+    if (in[0].ndim < 0 || in[1].ndim < 0 || in[2].ndim < 0)
+        return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
+    hg_meta fin[3] = {in[1], in[2], {.ndim = -1}}, fout = {.ndim = -1};
+    HG_TRY(deconv_infer(op, a, has_bias ? 3 : 2, fin, 1, &fout));
+    if (in[0].dtype != fout.dtype ||
+        !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
+        return hg_error(HG_ERR_VALUE, "%s: output gradient %s (%s) does not match the output "
+                        "%s (%s) of data %s", op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
+                        hg_dtype_name(fout.dtype), hg_shape_str(s2, in[1].ndim, in[1].shape));
+    out[0] = fin[0];
+    out[1] = fin[1];
+    if (has_bias) out[2] = fin[2];
+    return HG_OK;
+}
+
+/* Elements of one slot's col buffer, of one slot's partial sums, and of all slot buffers. */
+static int64_t dbw_col_elems(const deconv_geom *g) { return g->Fg * g->K * g->I; }
+
+static int64_t dbw_part_elems(const deconv_geom *g, bool grad_w, bool bias)
+{
+    return (grad_w ? g->C * g->Fg * g->K : 0) + (bias ? g->F : 0);
+}
+
+static int64_t dbw_area(const deconv_geom *g, int64_t nslots, bool grad_w, bool bias)
+{
+    return nslots * dbw_col_elems(g) + (nslots - 1) * dbw_part_elems(g, grad_w, bias);
+}
+
+static size_t deconv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    deconv_geom g;
+    deconv_geom_full(a, &in[1], &g);
+    return hg_dtype_size(in[1].dtype) *
+           (size_t)dbw_area(&g, deconv_slots(&g), a->v[K_GRAD_WEIGHT].b, !a->v[K_NO_BIAS].b);
+}
+
+#define DECONV_BW_IMPL(T, SUFFIX)                                                               \
+    typedef struct {                                                                            \
+        const deconv_geom *g;                                                                   \
+        const T *dy, *x, *w;                                                                    \
+        T *dx, *dw, *db; /* NULL: not computed */                                               \
+        T *ws;                                                                                  \
+        int64_t nslots, col_e, part_e;                                                          \
+    } deconvbw_job_##SUFFIX;                                                                    \
+                                                                                                \
+    static void deconvbw_image_##SUFFIX(const deconvbw_job_##SUFFIX *j, int64_t n, T *col,      \
+                                        T *dw, T *db)                                           \
+    {                                                                                           \
+        const deconv_geom *g = j->g;                                                            \
+        const hg_im2col_geom cg = deconv_col_geom(g);                                           \
+        const int64_t M = g->Fg * g->K;                                                         \
+        for (int64_t gi = 0; gi < g->G && (j->dx || dw); gi++) {                                \
+            hg_im2col_##SUFFIX(&cg, j->dy + (n * g->F + gi * g->Fg) * g->P, col);               \
+            if (j->dx)                                                                          \
+                hg_gemm_##SUFFIX(false, false, g->Cg, g->I, M, 1, j->w + gi * g->Cg * M, M,     \
+                                 col, g->I, 0, j->dx + (n * g->C + gi * g->Cg) * g->I, g->I);   \
+            if (dw)                                                                             \
+                hg_gemm_##SUFFIX(false, true, g->Cg, M, g->I, 1,                                \
+                                 j->x + (n * g->C + gi * g->Cg) * g->I, g->I, col, g->I, 1,     \
+                                 dw + gi * g->Cg * M, M);                                       \
+        }                                                                                       \
+        if (db)                                                                                 \
+            for (int64_t f = 0; f < g->F; f++) {                                                \
+                const T *r = j->dy + (n * g->F + f) * g->P;                                     \
+                T acc = 0;                                                                      \
+                for (int64_t i = 0; i < g->P; i++) acc += r[i];                                 \
+                db[f] += acc;                                                                   \
+            }                                                                                   \
+    }                                                                                           \
+                                                                                                \
+    static void deconvbw_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                  \
+    {                                                                                           \
+        const deconvbw_job_##SUFFIX *j = ctx;                                                   \
+        const deconv_geom *g = j->g;                                                            \
+        for (int64_t t = begin; t < end; t++) {                                                 \
+            T *col = j->ws + t * j->col_e, *dw = j->dw, *db = j->db;                            \
+            if (t > 0) {                                                                        \
+                T *part = j->ws + j->nslots * j->col_e + (t - 1) * j->part_e;                   \
+                memset(part, 0, sizeof(T) * (size_t)j->part_e);                                 \
+                if (dw) {                                                                       \
+                    dw = part;                                                                  \
+                    part += g->C * g->Fg * g->K;                                                \
+                }                                                                               \
+                if (db) db = part;                                                              \
+            }                                                                                   \
+            for (int64_t n = t; n < g->N; n += j->nslots)                                       \
+                deconvbw_image_##SUFFIX(j, n, col, dw, db);                                     \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void deconvbw_##SUFFIX(const deconv_geom *g, const hg_exec_ctx *ctx, const T *dy,    \
+                                  const T *x, const T *w, T *dx, T *dw, T *db)                  \
+    {                                                                                           \
+        int64_t nslots = deconv_slots(g), nw = g->C * g->Fg * g->K;                             \
+        /* Never more slots than the workspace holds (the thread count could have changed). */  \
+        if (sizeof(T) * (size_t)dbw_area(g, nslots, dw != NULL, db != NULL) >                   \
+            ctx->workspace_bytes)                                                               \
+            nslots = 1;                                                                         \
+        deconvbw_job_##SUFFIX j = {g, dy, x, w, dx, dw, db, (T *)ctx->workspace, nslots,        \
+                                   dbw_col_elems(g), dbw_part_elems(g, dw != NULL, db != NULL)}; \
+        if (dw) memset(dw, 0, sizeof(T) * (size_t)nw);                                          \
+        if (db) memset(db, 0, sizeof(T) * (size_t)g->F);                                        \
+        if (nslots > 1)                                                                         \
+            hg_parallel_for(nslots, 1, deconvbw_slots_##SUFFIX, &j);                            \
+        else                                                                                    \
+            deconvbw_slots_##SUFFIX(&j, 0, 1);                                                  \
+        for (int64_t t = 1; t < nslots; t++) {                                                  \
+            const T *part = j.ws + nslots * j.col_e + (t - 1) * j.part_e;                       \
+            if (dw) {                                                                           \
+                for (int64_t i = 0; i < nw; i++) dw[i] += part[i];                              \
+                part += nw;                                                                     \
+            }                                                                                   \
+            if (db)                                                                             \
+                for (int64_t f = 0; f < g->F; f++) db[f] += part[f];                            \
+        }                                                                                       \
+    }
+DECONV_BW_IMPL(float, f32)
+DECONV_BW_IMPL(double, f64)
+
+static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a,
+                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                   int nout, hg_tensor *const *out)
+{
+    (void)nin;
+    hg_meta x = hg_meta_of(in[1]);
+    deconv_geom g;
+    deconv_geom_full(a, &x, &g);
+    bool gd = a->v[K_GRAD_DATA].b, gw = a->v[K_GRAD_WEIGHT].b, bias = nout > 2;
+    if (!gd) memset(hg_data(out[0]), 0, hg_tensor_nbytes(out[0]));
+    if (!gw) memset(hg_data(out[1]), 0, hg_tensor_nbytes(out[1]));
+    void *dx = gd ? hg_data(out[0]) : NULL, *dw = gw ? hg_data(out[1]) : NULL;
+    void *db = bias ? hg_data(out[2]) : NULL;
+    if ((dx || dw) && (ctx->workspace == NULL ||
+                       ctx->workspace_bytes < hg_dtype_size(x.dtype) * (size_t)dbw_col_elems(&g)))
+        return hg_error(HG_ERR_INTERNAL, "%s: workspace missing or too small", op->name);
+    if (x.dtype == HG_DTYPE_F32)
+        deconvbw_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
+    else
+        deconvbw_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
+    return HG_OK;
+}
+
+static hg_status deconv_grad(hg_grad_ctx *g)
+{
+    bool bias = !hg_g_attrs(g)->v[K_NO_BIAS].b;
+    hg_sentry out[3];
+    hg_g_op_fwd_attrs(g, "_backward_Deconvolution",
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)),
+                      HG_KV("grad_data", hg_g_needs(g, 0) ? "True" : "False", "grad_weight",
+                            hg_g_needs(g, 1) ? "True" : "False"),
+                      bias ? 3 : 2, out);
+    for (int k = 0; k < (bias ? 3 : 2); k++)
+        if (hg_g_needs(g, k)) hg_g_set(g, k, out[k]);
+    return hg_g_status(g);
+}
+
 /* ---- registry ------------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_resample[] = {
     {.name = "Pad", .aliases = HG_NAMES("pad"), .doc = "Pads 4-D or 5-D data on its spatial axes "
      "(constant, edge or reflect mode); pad_width holds (before, after) per axis.",
      .input_names = HG_NAMES("data"), .attrs = k_pad_attrs, .num_attrs = HG_COUNT(k_pad_attrs),
-     .num_inputs = 1, .infer = pad_infer, .forward = pad_forward},
+     .num_inputs = 1, .infer = pad_infer, .forward = pad_forward, .grad = pad_grad},
+    {.name = "_backward_Pad", .doc = "Gradient of Pad: sums the output gradient back onto the "
+     "data's elements.", .input_names = HG_NAMES("ograd"), .attrs = k_pad_attrs,
+     .num_attrs = HG_COUNT(k_pad_attrs), .num_inputs = 1, .infer = pad_bw_infer,
+     .forward = pad_bw_forward, .workspace = pad_bw_workspace, .grad = pad_bw_grad},
     {.name = "UpSampling", .doc = "Nearest-neighbour up-sampling of 4-D inputs by an integer "
      "scale; several inputs are brought to the first one's scaled size and concatenated along "
      "channels or summed.", .input_names = HG_NAMES("data"), .attrs = k_up_attrs,
      .num_attrs = HG_COUNT(k_up_attrs), .flags = HG_OP_VARARGS, .infer = up_infer,
-     .forward = up_forward},
+     .forward = up_forward, .grad = up_grad},
+    {.name = "_backward_UpSampling", .doc = "Gradient of UpSampling (nearest): one gradient per "
+     "data input from (ograd, data_0, ...); num_args counts the data inputs.",
+     .input_names = HG_NAMES("ograd"), .attrs = k_up_attrs, .num_attrs = HG_COUNT(k_up_attrs),
+     .flags = HG_OP_VARARGS, .get_num_inputs = up_bw_num_inputs,
+     .get_num_outputs = up_bw_num_outputs, .infer = up_bw_infer, .forward = up_bw_forward,
+     .grad = up_bw_grad},
     {.name = "Deconvolution", .doc = "Transposed convolution (1-D, 2-D, 3-D) of channel-first "
      "data with weight (C, num_filter/num_group, *kernel) and optional bias (num_filter,); out = "
      "s(x-1) + d(k-1) + 1 - 2p + adj per spatial dim.",
      .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_deconv_attrs,
      .num_attrs = HG_COUNT(k_deconv_attrs), .num_inputs = 3, .get_num_inputs = deconv_num_inputs,
-     .infer = deconv_infer, .forward = deconv_forward, .workspace = deconv_workspace},
+     .infer = deconv_infer, .forward = deconv_forward, .workspace = deconv_workspace,
+     .grad = deconv_grad},
+    {.name = "_backward_Deconvolution", .doc = "Gradients of Deconvolution: (data, weight[, "
+     "bias]) from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
+     .input_names = HG_NAMES("ograd", "data", "weight"), .attrs = k_deconv_bw_attrs,
+     .num_attrs = HG_COUNT(k_deconv_bw_attrs), .num_inputs = 3, .num_outputs = 3,
+     .get_num_outputs = deconv_num_inputs, .infer = deconv_bw_infer,
+     .forward = deconv_bw_forward, .workspace = deconv_bw_workspace},
     {0},
 };

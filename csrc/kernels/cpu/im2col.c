@@ -1,0 +1,122 @@
+/* im2col / col2im (see im2col.h). Rows of the column matrix are filled or scattered one grid row
+ * (o0, o1) at a time: along the last axis the in-image range of positions [lo, hi) is computed
+ * once per kernel offset, so the inner loops carry no bounds checks (and stride 1 is a memcpy /
+ * a contiguous add). */
+#include "im2col.h"
+
+#include <string.h>
+
+#include "../../core/parallel.h"
+
+/* Positions o in [0, n) of the grid whose image index o*s + ofs lies in [0, size). */
+static void inner_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t *lo,
+                        int64_t *hi)
+{
+    int64_t l = ofs >= 0 ? 0 : (-ofs + s - 1) / s;
+    int64_t h = size - ofs <= 0 ? 0 : (size - ofs - 1) / s + 1;
+    if (h > n) h = n;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+#define IM2COL_IMPL(T, SUFFIX)                                                                  \
+    typedef struct {                                                                            \
+        const hg_im2col_geom *g;                                                                \
+        const T *src;                                                                           \
+        T *dst;                                                                                 \
+    } job_##SUFFIX;                                                                             \
+                                                                                                \
+    static void im2col_range_##SUFFIX(void *ctx, int64_t c0, int64_t c1)                        \
+    {                                                                                           \
+        const job_##SUFFIX *j = ctx;                                                            \
+        const hg_im2col_geom *g = j->g;                                                         \
+        const int64_t I0 = g->im[0], I1 = g->im[1], I2 = g->im[2];                              \
+        const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2], s2 = g->s[2];             \
+        const int64_t P = O0 * O1 * O2;                                                         \
+        for (int64_t c = c0; c < c1; c++) {                                                     \
+            const T *x = j->src + c * I0 * I1 * I2;                                             \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                            \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                        \
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                  \
+                        T *row = j->dst + (((c * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2)  \
+                                              * P;                                              \
+                        int64_t ofs = k2 * g->d[2] - g->p[2], lo, hi;                           \
+                        inner_range(ofs, s2, I2, O2, &lo, &hi);                                 \
+                        for (int64_t o0 = 0; o0 < O0; o0++) {                                   \
+                            int64_t i0 = o0 * g->s[0] - g->p[0] + k0 * g->d[0];                 \
+                            for (int64_t o1 = 0; o1 < O1; o1++, row += O2) {                    \
+                                int64_t i1 = o1 * g->s[1] - g->p[1] + k1 * g->d[1];             \
+                                if (i0 < 0 || i0 >= I0 || i1 < 0 || i1 >= I1) {                 \
+                                    memset(row, 0, sizeof(T) * (size_t)O2);                     \
+                                    continue;                                                   \
+                                }                                                               \
+                                const T *src = x + (i0 * I1 + i1) * I2;                         \
+                                for (int64_t o = 0; o < lo; o++) row[o] = 0;                    \
+                                if (s2 == 1 && hi > lo)                                         \
+                                    memcpy(row + lo, src + lo + ofs,                            \
+                                           sizeof(T) * (size_t)(hi - lo));                      \
+                                else if (s2 != 1)                                               \
+                                    for (int64_t o = lo; o < hi; o++)                           \
+                                        row[o] = src[o * s2 + ofs];                             \
+                                for (int64_t o = hi; o < O2; o++) row[o] = 0;                   \
+                            }                                                                   \
+                        }                                                                       \
+                    }                                                                           \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void col2im_range_##SUFFIX(void *ctx, int64_t c0, int64_t c1)                        \
+    {                                                                                           \
+        const job_##SUFFIX *j = ctx;                                                            \
+        const hg_im2col_geom *g = j->g;                                                         \
+        const int64_t I0 = g->im[0], I1 = g->im[1], I2 = g->im[2];                              \
+        const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2], s2 = g->s[2];             \
+        const int64_t P = O0 * O1 * O2;                                                         \
+        for (int64_t c = c0; c < c1; c++) {                                                     \
+            T *x = j->dst + c * I0 * I1 * I2;                                                   \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                            \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                        \
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                  \
+                        const T *row = j->src + (((c * g->k[0] + k0) * g->k[1] + k1) * g->k[2]  \
+                                                 + k2) * P;                                     \
+                        int64_t ofs = k2 * g->d[2] - g->p[2], lo, hi;                           \
+                        inner_range(ofs, s2, I2, O2, &lo, &hi);                                 \
+                        for (int64_t o0 = 0; o0 < O0; o0++) {                                   \
+                            int64_t i0 = o0 * g->s[0] - g->p[0] + k0 * g->d[0];                 \
+                            for (int64_t o1 = 0; o1 < O1; o1++, row += O2) {                    \
+                                int64_t i1 = o1 * g->s[1] - g->p[1] + k1 * g->d[1];             \
+                                if (i0 < 0 || i0 >= I0 || i1 < 0 || i1 >= I1) continue;         \
+                                T *dst = x + (i0 * I1 + i1) * I2;                               \
+                                if (s2 == 1)                                                    \
+                                    for (int64_t o = lo; o < hi; o++) dst[o + ofs] += row[o];   \
+                                else                                                            \
+                                    for (int64_t o = lo; o < hi; o++)                           \
+                                        dst[o * s2 + ofs] += row[o];                            \
+                            }                                                                   \
+                        }                                                                       \
+                    }                                                                           \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    /* Channels per parallel chunk: about HG_GRAIN_ELEMWISE column entries each. */             \
+    static int64_t grain_##SUFFIX(const hg_im2col_geom *g)                                      \
+    {                                                                                           \
+        int64_t per = g->k[0] * g->k[1] * g->k[2] * g->out[0] * g->out[1] * g->out[2];          \
+        return per > 0 ? HG_GRAIN_ELEMWISE / per + 1 : g->C + 1;                                \
+    }                                                                                           \
+                                                                                                \
+    void hg_im2col_##SUFFIX(const hg_im2col_geom *g, const T *x, T *col)                        \
+    {                                                                                           \
+        job_##SUFFIX j = {g, x, col};                                                           \
+        hg_parallel_for(g->C, grain_##SUFFIX(g), im2col_range_##SUFFIX, &j);                    \
+    }                                                                                           \
+                                                                                                \
+    void hg_col2im_##SUFFIX(const hg_im2col_geom *g, const T *col, T *x)                        \
+    {                                                                                           \
+        job_##SUFFIX j = {g, col, x};                                                           \
+        hg_parallel_for(g->C, grain_##SUFFIX(g), col2im_range_##SUFFIX, &j);                    \
+    }
+
+IM2COL_IMPL(float, f32)
+IM2COL_IMPL(double, f64)
