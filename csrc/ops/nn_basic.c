@@ -1,5 +1,5 @@
 /* Basic neural-network activations: softmax / log_softmax along any axis, and the LeakyReLU
- * family (leaky, prelu, rrelu, elu, selu, gelu).
+ * family (leaky, prelu, rrelu, elu, selu, gelu), with their gradients (_backward_* ops).
  *
  * softmax works on the input viewed as [outer, n, inner] (n = the axis). The last axis
  * (inner == 1) runs row by row over contiguous memory; other axes process blocks of SM_COLS
@@ -13,6 +13,7 @@
 #include "../kernels/cpu/vmath.h"
 #include "../core/parallel.h"
 #include "../core/rng.h"
+#include "../graph/grad.h"
 #include "ew.h"
 
 typedef uint16_t f16;
@@ -247,6 +248,191 @@ static hg_status log_softmax_forward(const hg_op_def *op, const hg_attrs *a,
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * softmax / log_softmax backward. One kernel reads (dy, y) and writes dx, two sweeps over each
+ * row (the row's sum, then dx), with t = 1 / temperature:
+ *     softmax:      dx = t * y * (dy - sum(dy * y))
+ *     log_softmax:  dx = t * (dy - exp(y) * sum(dy))
+ * dy and y have the forward output's dtype; when the forward had a dtype attribute the data is a
+ * third input whose only use is to give dx the data's dtype.
+ */
+
+static int softmax_bwd_num_inputs(const hg_attrs *a) { return a->v[SM_DTYPE].is_none ? 2 : 3; }
+
+static hg_status softmax_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                   int nout, hg_meta *out)
+{
+    (void)nout;
+    char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
+    for (int i = 0; i < nin; i++)
+        if (in[i].ndim >= 0 && !is_float_dtype(in[i].dtype))
+            return hg_error(HG_ERR_TYPE, "%s: input %d must be float16, float32 or float64, "
+                            "got %s", op->name, i, hg_dtype_name(in[i].dtype));
+    if (in[0].dtype != in[1].dtype)
+        return hg_error(HG_ERR_TYPE, "%s: ograd dtype %s differs from output dtype %s", op->name,
+                        hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
+    out[0] = in[1];
+    out[0].dtype = nin == 3 ? in[2].dtype : in[1].dtype;
+    for (int i = 1; i < nin; i++)
+        if (in[0].ndim >= 0 && in[i].ndim >= 0 &&
+            !hg_shape_equal(in[0].ndim, in[0].shape, in[i].ndim, in[i].shape))
+            return hg_error(HG_ERR_VALUE, "%s: input %d has shape %s, ograd %s", op->name, i,
+                            hg_shape_str(b1, in[i].ndim, in[i].shape),
+                            hg_shape_str(b2, in[0].ndim, in[0].shape));
+    if (in[0].ndim < 0) return HG_OK;
+    int64_t axis = a->v[SM_AXIS].i, nd = in[0].ndim;
+    if (axis < -nd || axis >= nd || nd == 0)
+        return hg_error(HG_ERR_INDEX, "%s: axis %lld is out of range for data of shape %s",
+                        op->name, (long long)axis, hg_shape_str(b1, in[0].ndim, in[0].shape));
+    return HG_OK;
+}
+
+typedef struct {
+    const void *dy, *y;
+    void *dx;
+    int64_t n, inner, nblk;
+    double t;
+    bool log;
+} smb_job;
+
+/* TI: dtype of dy and y; TO: dtype of dx; AT: compute type. Sums are accumulated in double. */
+#define SOFTMAX_BWD_KERNELS(TI, TO, AT)                                                         \
+    static void smb_last_##TI##_##TO(void *ctx, int64_t r0, int64_t r1)                         \
+    {                                                                                           \
+        const smb_job *j = ctx;                                                                 \
+        const int64_t n = j->n;                                                                 \
+        const AT t = (AT)j->t;                                                                  \
+        AT e[SM_TILE];                                                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const TI *dy = (const TI *)j->dy + r * n, *y = (const TI *)j->y + r * n;            \
+            TO *dx = (TO *)j->dx + r * n;                                                       \
+            double acc[SM_ACC] = {0};                                                           \
+            int64_t i = 0;                                                                      \
+            if (j->log) {                                                                       \
+                for (; i + SM_ACC <= n; i += SM_ACC)                                            \
+                    for (int k = 0; k < SM_ACC; k++) acc[k] += LD_##TI(dy[i + k]);              \
+                for (; i < n; i++) acc[0] += LD_##TI(dy[i]);                                    \
+            } else {                                                                            \
+                for (; i + SM_ACC <= n; i += SM_ACC)                                            \
+                    for (int k = 0; k < SM_ACC; k++)                                            \
+                        acc[k] += (double)(LD_##TI(dy[i + k]) * LD_##TI(y[i + k]));             \
+                for (; i < n; i++) acc[0] += (double)(LD_##TI(dy[i]) * LD_##TI(y[i]));          \
+            }                                                                                   \
+            double s = 0;                                                                       \
+            for (int k = 0; k < SM_ACC; k++) s += acc[k];                                       \
+            const AT sa = (AT)s;                                                                \
+            if (!j->log) {                                                                      \
+                for (int64_t c = 0; c < n; c++)                                                 \
+                    dx[c] = ST_##TO(t * LD_##TI(y[c]) * (LD_##TI(dy[c]) - sa));                 \
+                continue;                                                                       \
+            }                                                                                   \
+            for (int64_t i0 = 0; i0 < n; i0 += SM_TILE) {                                       \
+                const int64_t w = n - i0 < SM_TILE ? n - i0 : SM_TILE;                          \
+                for (int64_t c = 0; c < w; c++) e[c] = LD_##TI(y[i0 + c]);                      \
+                sm_exp_tile_##AT(e, w);                                                         \
+                for (int64_t c = 0; c < w; c++)                                                 \
+                    dx[i0 + c] = ST_##TO(t * (LD_##TI(dy[i0 + c]) - e[c] * sa));                \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    static void smb_mid_##TI##_##TO(void *ctx, int64_t b0, int64_t b1)                          \
+    {                                                                                           \
+        const smb_job *j = ctx;                                                                 \
+        const int64_t n = j->n, inner = j->inner;                                               \
+        const AT t = (AT)j->t;                                                                  \
+        AT e[SM_COLS], sa[SM_COLS];                                                             \
+        double s[SM_COLS];                                                                      \
+        for (int64_t b = b0; b < b1; b++) {                                                     \
+            const int64_t o = b / j->nblk, c0 = (b % j->nblk) * SM_COLS;                        \
+            const int64_t w = inner - c0 < SM_COLS ? inner - c0 : SM_COLS;                      \
+            const int64_t base = o * n * inner + c0;                                            \
+            const TI *dy = (const TI *)j->dy + base, *y = (const TI *)j->y + base;              \
+            TO *dx = (TO *)j->dx + base;                                                        \
+            for (int64_t c = 0; c < w; c++) s[c] = 0;                                           \
+            for (int64_t k = 0; k < n; k++) {                                                   \
+                const TI *dyk = dy + k * inner, *yk = y + k * inner;                            \
+                if (j->log)                                                                     \
+                    for (int64_t c = 0; c < w; c++) s[c] += LD_##TI(dyk[c]);                    \
+                else                                                                            \
+                    for (int64_t c = 0; c < w; c++)                                             \
+                        s[c] += (double)(LD_##TI(dyk[c]) * LD_##TI(yk[c]));                     \
+            }                                                                                   \
+            for (int64_t c = 0; c < w; c++) sa[c] = (AT)s[c];                                   \
+            for (int64_t k = 0; k < n; k++) {                                                   \
+                const TI *dyk = dy + k * inner, *yk = y + k * inner;                            \
+                TO *dxk = dx + k * inner;                                                       \
+                if (j->log) {                                                                   \
+                    for (int64_t c = 0; c < w; c++) e[c] = LD_##TI(yk[c]);                      \
+                    sm_exp_tile_##AT(e, w);                                                     \
+                    for (int64_t c = 0; c < w; c++)                                             \
+                        dxk[c] = ST_##TO(t * (LD_##TI(dyk[c]) - e[c] * sa[c]));                 \
+                } else {                                                                        \
+                    for (int64_t c = 0; c < w; c++)                                             \
+                        dxk[c] = ST_##TO(t * LD_##TI(yk[c]) * (LD_##TI(dyk[c]) - sa[c]));       \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+SOFTMAX_BWD_KERNELS(f32, f32, float)
+SOFTMAX_BWD_KERNELS(f32, f64, double)
+SOFTMAX_BWD_KERNELS(f32, f16, float)
+SOFTMAX_BWD_KERNELS(f64, f32, double)
+SOFTMAX_BWD_KERNELS(f64, f64, double)
+SOFTMAX_BWD_KERNELS(f64, f16, double)
+SOFTMAX_BWD_KERNELS(f16, f32, float)
+SOFTMAX_BWD_KERNELS(f16, f64, double)
+SOFTMAX_BWD_KERNELS(f16, f16, float)
+
+#define SMB_ROW(TI) {smb_last_##TI##_f32, smb_last_##TI##_f64, smb_last_##TI##_f16}
+#define SMB_MID(TI) {smb_mid_##TI##_f32, smb_mid_##TI##_f64, smb_mid_##TI##_f16}
+static const hg_range_fn k_smb_last[3][3] = {SMB_ROW(f32), SMB_ROW(f64), SMB_ROW(f16)};
+static const hg_range_fn k_smb_mid[3][3] = {SMB_MID(f32), SMB_MID(f64), SMB_MID(f16)};
+
+static hg_status softmax_bwd_forward(const hg_op_def *op, const hg_attrs *a,
+                                     const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                     int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *y = in[1];
+    hg_tensor *dx = out[0];
+    int nd = y->ndim, axis = (int)(a->v[SM_AXIS].i < 0 ? a->v[SM_AXIS].i + nd : a->v[SM_AXIS].i);
+    smb_job j = {hg_data(in[0]), hg_data(y), hg_data(dx), y->shape[axis], 1, 1, 1.0,
+                 strcmp(op->name, "_backward_log_softmax") == 0};
+    for (int d = axis + 1; d < nd; d++) j.inner *= y->shape[d];
+    if (!a->v[SM_TEMPERATURE].is_none) j.t = 1.0 / a->v[SM_TEMPERATURE].f;
+    if (j.n == 0 || j.inner == 0) return HG_OK;
+    int64_t outer = y->size / (j.n * j.inner);
+    if (j.inner == 1) {
+        hg_parallel_for(outer, SM_GRAIN / j.n + 1, k_smb_last[y->dtype][dx->dtype], &j);
+    } else {
+        j.nblk = (j.inner + SM_COLS - 1) / SM_COLS;
+        int64_t grain = SM_GRAIN / (j.n * (j.inner < SM_COLS ? j.inner : SM_COLS)) + 1;
+        hg_parallel_for(outer * j.nblk, grain, k_smb_mid[y->dtype][dx->dtype], &j);
+    }
+    return HG_OK;
+}
+
+/* Both rules: dx from (dy, y[, data for dx's dtype]) by the matching backward op. */
+static hg_status softmax_grad_common(hg_grad_ctx *g, const char *bwd)
+{
+    hg_sentry in[3] = {hg_g_ograd(g, 0), hg_g_out(g, 0), hg_g_in(g, 0)}, dx;
+    int nin = hg_g_attrs(g)->v[SM_DTYPE].is_none ? 2 : 3;
+    hg_g_op_fwd_attrs(g, bwd, nin, in, NULL, 1, &dx);
+    hg_g_set(g, 0, dx);
+    return hg_g_status(g);
+}
+
+static hg_status softmax_grad(hg_grad_ctx *g)
+{
+    return softmax_grad_common(g, "_backward_softmax");
+}
+
+static hg_status log_softmax_grad(hg_grad_ctx *g)
+{
+    return softmax_grad_common(g, "_backward_log_softmax");
+}
+
+/* ---------------------------------------------------------------------------------------------
  * LeakyReLU
  */
 
@@ -431,16 +617,222 @@ static hg_status lrelu_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     return st;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * LeakyReLU backward: dx = dy * f'(x). Inputs (dy, data), plus gamma for prelu (which also
+ * gives gamma its gradient, summed over the axes gamma is broadcast along) and the mask output
+ * for rrelu (the slope the forward used: drawn per element while training, the mean slope
+ * otherwise, so one rule serves both modes). At x == 0 every slope is the negative side's, as
+ * in the forward.
+ */
+
+#define SQRT1_2 0.70710678118654752440
+#define INV_SQRT_2PI 0.39894228040143267794
+
+/* l = dy, r = data; the slope is copied to a local first (see LR_UNARY). */
+#define LR_GRAD(NAME, T, SLOPE, EXPR)                                                           \
+    static void NAME##_##T(int64_t n, const void *in0, int64_t s0, const void *in1,             \
+                           int64_t s1, void *out, const hg_attrs *a)                            \
+    {                                                                                           \
+        typedef T elem;                                                                         \
+        const elem *dy = in0, *x = in1;                                                         \
+        elem *o = out;                                                                          \
+        const elem k = (elem)(SLOPE);                                                           \
+        (void)k; (void)a;                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            elem v = x[i * s1];                                                                 \
+            o[i] = (elem)(dy[i * s0] * (EXPR));                                                 \
+        }                                                                                       \
+    }
+#define LR_GRAD_BOTH(NAME, SLOPE, EXPR)                                                         \
+    LR_GRAD(NAME, f32, SLOPE, EXPR) LR_GRAD(NAME, f64, SLOPE, EXPR)
+
+LR_GRAD_BOTH(lrg_leaky, a->v[LR_SLOPE].f, v > 0 ? (elem)1 : k)
+LR_GRAD_BOTH(lrg_elu, a->v[LR_SLOPE].f, v > 0 ? (elem)1 : k * exp(v))
+LR_GRAD_BOTH(lrg_selu, 0, (elem)SELU_LAMBDA * (v > 0 ? (elem)1 : (elem)SELU_ALPHA * exp(v)))
+LR_GRAD_BOTH(lrg_gelu, 0, (elem)0.5 * (1 + erf(v * (elem)SQRT1_2)) +
+                              v * exp(v * v * (elem)-0.5) * (elem)INV_SQRT_2PI)
+
+/* Indexed by act_type; rrelu and prelu have their own kernels below. */
+static const hg_op_def k_lrelu_grad_impl[] = {
+    LR_IMPL(lrg_leaky, 2), LR_IMPL(lrg_leaky, 2), LR_IMPL(lrg_leaky, 2),
+    LR_IMPL(lrg_elu, 2), LR_IMPL(lrg_selu, 2), LR_IMPL(lrg_gelu, 2),
+};
+
+typedef struct {
+    const void *dy, *x, *k; /* k: rrelu's mask, or prelu's gamma */
+    void *dx;
+    double *rows;           /* prelu: gamma's gradient per (axis 0, axis 1) row */
+    int64_t B, R, ga, gb;   /* prelu: data as [A, B, R]; gamma as [ga, gb] on axes 0 and 1 */
+} lrb_job;
+
+#define LR_BWD_KERNELS(T, AT)                                                                   \
+    static void rrelu_bwd_##T(void *ctx, int64_t i0, int64_t i1)                                \
+    {                                                                                           \
+        const lrb_job *j = ctx;                                                                 \
+        const T *dy = j->dy, *x = j->x, *k = j->k;                                              \
+        T *dx = j->dx;                                                                          \
+        for (int64_t i = i0; i < i1; i++) {                                                     \
+            const AT d = LD_##T(dy[i]);                                                         \
+            dx[i] = ST_##T(LD_##T(x[i]) > 0 ? d : d * LD_##T(k[i]));                            \
+        }                                                                                       \
+    }                                                                                           \
+    static void prelu_bwd_##T(void *ctx, int64_t r0, int64_t r1)                                \
+    {                                                                                           \
+        const lrb_job *j = ctx;                                                                 \
+        const int64_t R = j->R;                                                                 \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const int64_t a = r / j->B, b = r % j->B;                                           \
+            const int64_t gi = (j->ga > 1 ? a : 0) * j->gb + (j->gb > 1 ? b : 0);               \
+            const AT g = LD_##T(((const T *)j->k)[gi]);                                         \
+            const T *dy = (const T *)j->dy + r * R, *x = (const T *)j->x + r * R;               \
+            T *dx = (T *)j->dx + r * R;                                                         \
+            double acc = 0;                                                                     \
+            for (int64_t i = 0; i < R; i++) {                                                   \
+                const AT v = LD_##T(x[i]), d = LD_##T(dy[i]);                                   \
+                dx[i] = ST_##T(v > 0 ? d : d * g);                                              \
+                acc += v > 0 ? 0.0 : (double)(d * v);                                           \
+            }                                                                                   \
+            j->rows[r] = acc;                                                                   \
+        }                                                                                       \
+    }
+
+LR_BWD_KERNELS(f32, float)
+LR_BWD_KERNELS(f64, double)
+LR_BWD_KERNELS(f16, float)
+
+static int lrelu_grad_num_inputs(const hg_attrs *a)
+{
+    int act = (int)a->v[LR_ACT_TYPE].i;
+    return act == ACT_PRELU || act == ACT_RRELU ? 3 : 2;
+}
+
+static int lrelu_grad_num_outputs(const hg_attrs *a)
+{
+    return a->v[LR_ACT_TYPE].i == ACT_PRELU ? 2 : 1;
+}
+
+static hg_status lrelu_grad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                  int nout, hg_meta *out)
+{
+    char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
+    int act = (int)a->v[LR_ACT_TYPE].i;
+    for (int i = 0; i < nin; i++)
+        if (in[i].ndim >= 0 && in[i].dtype != in[1].dtype)
+            return hg_error(HG_ERR_TYPE, "%s(act_type='%s'): input %d has dtype %s, data %s",
+                            op->name, k_lrelu_types[act], i, hg_dtype_name(in[i].dtype),
+                            hg_dtype_name(in[1].dtype));
+    /* The forward's rule checks data (and gamma's placement) the same way. */
+    hg_meta fin[2] = {in[1], nin > 2 ? in[2] : in[1]}, fout[2];
+    HG_TRY(lrelu_infer(op, a, act == ACT_PRELU ? 2 : 1, fin, 1, fout));
+    int last = act == ACT_RRELU ? 2 : 0; /* inputs that must have data's shape: dy, (mask) */
+    for (int i = 0; i <= last; i += 2)
+        if (in[i].ndim >= 0 && in[1].ndim >= 0 &&
+            !hg_shape_equal(in[i].ndim, in[i].shape, in[1].ndim, in[1].shape))
+            return hg_error(HG_ERR_VALUE, "%s(act_type='%s'): input %d has shape %s, data %s",
+                            op->name, k_lrelu_types[act], i,
+                            hg_shape_str(b1, in[i].ndim, in[i].shape),
+                            hg_shape_str(b2, in[1].ndim, in[1].shape));
+    out[0] = in[1];
+    if (nout > 1) out[1] = fin[1];
+    return HG_OK;
+}
+
+static hg_status prelu_backward(hg_tensor *const *in, hg_tensor *const *out)
+{
+    hg_tensor *x = in[1], *gamma = in[2];
+    hg_meta dm = hg_meta_of(x), gm = hg_meta_of(gamma);
+    int64_t gs[HG_MAX_NDIM];
+    prelu_gamma_shape(&dm, &gm, gs);
+    const int64_t A = x->shape[0], B = x->ndim > 1 ? x->shape[1] : 1;
+    lrb_job j = {hg_data(in[0]), hg_data(x), hg_data(gamma), hg_data(out[0]), NULL, B,
+                 hg_shape_size(x->ndim > 2 ? x->ndim - 2 : 0, x->shape + 2), gs[0],
+                 x->ndim > 1 ? gs[1] : 1};
+    const size_t bytes = sizeof(double) * (size_t)(A * B + 1);
+    if (!(j.rows = hg_alloc(bytes))) return hg_error(HG_ERR_MEMORY, "LeakyReLU: out of memory");
+    hg_range_fn fn = x->dtype == HG_DTYPE_F32   ? prelu_bwd_f32
+                     : x->dtype == HG_DTYPE_F64 ? prelu_bwd_f64
+                                                : prelu_bwd_f16;
+    hg_parallel_for(A * B, HG_GRAIN_ELEMWISE / (j.R > 0 ? j.R : 1) + 1, fn, &j);
+    /* Rows sum into gamma's entries serially, in a fixed order: the result is deterministic. */
+    const size_t gbytes = sizeof(double) * (size_t)(gamma->size + 1);
+    double *acc = hg_alloc(gbytes);
+    if (!acc) {
+        hg_free(j.rows, bytes);
+        return hg_error(HG_ERR_MEMORY, "LeakyReLU: out of memory");
+    }
+    for (int64_t i = 0; i < gamma->size; i++) acc[i] = 0;
+    for (int64_t r = 0; r < A * B; r++)
+        acc[(j.ga > 1 ? r / B : 0) * j.gb + (j.gb > 1 ? r % B : 0)] += j.rows[r];
+    hg_tensor *dg = out[1];
+    for (int64_t i = 0; i < gamma->size; i++) {
+        if (dg->dtype == HG_DTYPE_F32) HG_DATA(dg, float)[i] = (float)acc[i];
+        else if (dg->dtype == HG_DTYPE_F64) HG_DATA(dg, double)[i] = acc[i];
+        else HG_DATA(dg, f16)[i] = hg_float_to_half((float)acc[i]);
+    }
+    hg_free(acc, gbytes);
+    hg_free(j.rows, bytes);
+    return HG_OK;
+}
+
+static hg_status lrelu_grad_forward(const hg_op_def *op, const hg_attrs *a,
+                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                    int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    int act = (int)a->v[LR_ACT_TYPE].i;
+    if (act == ACT_PRELU) return prelu_backward(in, out);
+    if (act == ACT_RRELU) {
+        const hg_tensor *x = in[1];
+        lrb_job j = {hg_data(in[0]), hg_data(x), hg_data(in[2]), hg_data(out[0]), NULL, 0, 0,
+                     0, 0};
+        hg_range_fn fn = x->dtype == HG_DTYPE_F32   ? rrelu_bwd_f32
+                         : x->dtype == HG_DTYPE_F64 ? rrelu_bwd_f64
+                                                    : rrelu_bwd_f16;
+        hg_parallel_for(x->size, HG_GRAIN_ELEMWISE, fn, &j);
+        return HG_OK;
+    }
+    return hg_ew_forward(&k_lrelu_grad_impl[act], a, 2, in, out[0]);
+}
+
+static hg_status lrelu_grad(hg_grad_ctx *g)
+{
+    int act = (int)hg_g_attrs(g)->v[LR_ACT_TYPE].i;
+    hg_sentry dy = hg_g_ograd(g, 0), x = hg_g_in(g, 0), out[2];
+    if (act == ACT_PRELU) {
+        hg_g_op_fwd_attrs(g, "_backward_LeakyReLU", HG_GIN(dy, x, hg_g_in(g, 1)), NULL, 2, out);
+        hg_g_set(g, 1, out[1]);
+    } else if (act == ACT_RRELU) {
+        hg_g_op_fwd_attrs(g, "_backward_LeakyReLU", HG_GIN(dy, x, hg_g_out(g, 1)), NULL, 1, out);
+    } else {
+        hg_g_op_fwd_attrs(g, "_backward_LeakyReLU", HG_GIN(dy, x), NULL, 1, out);
+    }
+    hg_g_set(g, 0, out[0]);
+    return hg_g_status(g);
+}
+
 const hg_op_def hg_ops_nn_basic[] = {
     {.name = "softmax", .doc = "softmax(x / temperature) along axis (numerically stable)",
      .input_names = HG_NAMES("data", "length"), .attrs = k_softmax_attrs,
      .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 2, .num_outputs = 1,
-     .get_num_inputs = softmax_num_inputs, .infer = softmax_infer, .forward = softmax_forward},
+     .get_num_inputs = softmax_num_inputs, .infer = softmax_infer, .forward = softmax_forward,
+     .grad = softmax_grad},
     {.name = "log_softmax", .doc = "log(softmax(x / temperature)) along axis",
      .input_names = HG_NAMES("data", "length"), .attrs = k_softmax_attrs,
      .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 2, .num_outputs = 1,
      .get_num_inputs = softmax_num_inputs, .infer = softmax_infer,
-     .forward = log_softmax_forward},
+     .forward = log_softmax_forward, .grad = log_softmax_grad},
+    {.name = "_backward_softmax",
+     .doc = "gradient of softmax: t * y * (dy - sum(dy * y)) along axis (t = 1 / temperature)",
+     .input_names = HG_NAMES("ograd", "output", "data"), .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 3, .num_outputs = 1,
+     .get_num_inputs = softmax_bwd_num_inputs, .infer = softmax_bwd_infer,
+     .forward = softmax_bwd_forward},
+    {.name = "_backward_log_softmax",
+     .doc = "gradient of log_softmax: t * (dy - exp(y) * sum(dy)) along axis",
+     .input_names = HG_NAMES("ograd", "output", "data"), .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 3, .num_outputs = 1,
+     .get_num_inputs = softmax_bwd_num_inputs, .infer = softmax_bwd_infer,
+     .forward = softmax_bwd_forward},
     {.name = "LeakyReLU",
      .doc = "leaky ReLU family: leaky, prelu (gamma per channel on axis 1), rrelu (random "
             "slope when training), elu, selu, gelu",
@@ -448,6 +840,14 @@ const hg_op_def hg_ops_nn_basic[] = {
      .attrs = k_lrelu_attrs, .num_attrs = HG_COUNT(k_lrelu_attrs), .num_inputs = 2,
      .num_outputs = 1, .num_visible_outputs = 1, .flags = HG_OP_INPLACE,
      .get_num_inputs = lrelu_num_inputs, .get_num_outputs = lrelu_num_outputs,
-     .infer = lrelu_infer, .forward = lrelu_forward},
+     .infer = lrelu_infer, .forward = lrelu_forward, .grad = lrelu_grad},
+    {.name = "_backward_LeakyReLU",
+     .doc = "gradient of LeakyReLU: dx = dy * f'(data); prelu also gives gamma's gradient; "
+            "rrelu reads the forward's mask (the slopes it used)",
+     .input_names = HG_NAMES("ograd", "data", "gamma_or_mask"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad"), .attrs = k_lrelu_attrs,
+     .num_attrs = HG_COUNT(k_lrelu_attrs), .num_inputs = 3, .num_outputs = 2,
+     .get_num_inputs = lrelu_grad_num_inputs, .get_num_outputs = lrelu_grad_num_outputs,
+     .infer = lrelu_grad_infer, .forward = lrelu_grad_forward},
     {0},
 };

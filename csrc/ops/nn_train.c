@@ -12,12 +12,18 @@
  * L2Normalization views the data as rows (instance: one row per sample; spatial: one row per
  * (sample, channel)) or as [N, C, S] (channel: a norm per sample and position across channels).
  * Sums of squares are accumulated in double; float16 is read and written through float.
+ *
+ * Gradients: Dropout's is dy * mask (the hidden output, broadcast along `axes`), which is right
+ * in every mode because the forward always writes the mask it applied (ones when inactive).
+ * L2Normalization's is (dy - y * sum(dy * y)) / norm over the same groups the forward summed,
+ * from its output and hidden norm; log_sigmoid's is dy * sigmoid(-x).
  */
 #include <math.h>
 #include <string.h>
 
 #include "../core/parallel.h"
 #include "../core/rng.h"
+#include "../graph/grad.h"
 #include "ew.h"
 
 typedef uint16_t f16;
@@ -156,6 +162,13 @@ static hg_status dropout_forward(const hg_op_def *op, const hg_attrs *a, const h
     dropout_draw_mask(mask, 1.0 - p);
     hg_tensor *args[2] = {x, mask};
     return hg_ew_forward(&k_dropout_mul, a, 2, args, y);
+}
+
+/* The mask already holds 1/(1-p) or 0 (ones when the forward was inactive). */
+static hg_status dropout_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_op(g, "broadcast_mul", HG_GIN(hg_g_ograd(g, 0), hg_g_out(g, 1)), NULL));
+    return hg_g_status(g);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -319,6 +332,121 @@ static hg_status l2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     return HG_OK;
 }
 
+/* Backward, from (dy, y, norm): dx = (dy - y * s) / norm with s = sum(dy * y) over each group
+ * the forward normalised (y = x / norm, so d norm / dx = y). */
+typedef struct {
+    const void *dy, *y, *norm;
+    void *dx;
+    int64_t rows, len, c, s, nsblk;
+} l2b_job;
+
+#define L2_BWD(T)                                                                              \
+    static void l2b_rows_##T(void *ctx, int64_t r0, int64_t r1)                                \
+    {                                                                                          \
+        const l2b_job *j = ctx;                                                                \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            const T *dy = (const T *)j->dy + r * j->len, *y = (const T *)j->y + r * j->len;    \
+            T *dx = (T *)j->dx + r * j->len;                                                   \
+            double acc = 0;                                                                    \
+            for (int64_t i = 0; i < j->len; i++)                                               \
+                acc += (double)LD_##T(dy[i]) * (double)LD_##T(y[i]);                           \
+            const CT_##T s = (CT_##T)acc, d = (CT_##T)LD_##T(((const T *)j->norm)[r]);         \
+            for (int64_t i = 0; i < j->len; i++)                                               \
+                dx[i] = ST_##T(((CT_##T)LD_##T(dy[i]) - (CT_##T)LD_##T(y[i]) * s) / d);        \
+        }                                                                                      \
+    }                                                                                          \
+    static void l2b_channel_##T(void *ctx, int64_t u0, int64_t u1)                             \
+    {                                                                                          \
+        const l2b_job *j = ctx;                                                                \
+        double acc[L2_SBLK];                                                                   \
+        CT_##T s[L2_SBLK], d[L2_SBLK];                                                         \
+        for (int64_t u = u0; u < u1; u++) {                                                    \
+            int64_t n = u / j->nsblk, s0 = (u % j->nsblk) * L2_SBLK;                           \
+            int64_t m = j->s - s0 < L2_SBLK ? j->s - s0 : L2_SBLK;                             \
+            const int64_t base = n * j->c * j->s + s0;                                         \
+            const T *dy = (const T *)j->dy + base, *y = (const T *)j->y + base;                \
+            T *dx = (T *)j->dx + base;                                                         \
+            const T *nrm = (const T *)j->norm + n * j->s + s0;                                 \
+            for (int64_t i = 0; i < m; i++) acc[i] = 0;                                        \
+            for (int64_t c = 0; c < j->c; c++)                                                 \
+                for (int64_t i = 0; i < m; i++)                                                \
+                    acc[i] += (double)LD_##T(dy[c * j->s + i]) * (double)LD_##T(y[c * j->s + i]); \
+            for (int64_t i = 0; i < m; i++) {                                                  \
+                s[i] = (CT_##T)acc[i];                                                         \
+                d[i] = (CT_##T)LD_##T(nrm[i]);                                                 \
+            }                                                                                  \
+            for (int64_t c = 0; c < j->c; c++)                                                 \
+                for (int64_t i = 0; i < m; i++) {                                              \
+                    const int64_t k = c * j->s + i;                                            \
+                    dx[k] = ST_##T(((CT_##T)LD_##T(dy[k]) - (CT_##T)LD_##T(y[k]) * s[i]) / d[i]); \
+                }                                                                              \
+        }                                                                                      \
+    }
+
+L2_BWD(f32)
+L2_BWD(f64)
+L2_BWD(f16)
+
+static hg_status l2_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
+    hg_meta fwd[2] = {{.ndim = -1}, {.ndim = -1}};
+    HG_TRY(l2_infer(op, a, 1, &in[1], 2, fwd)); /* the forward's rule: y is data-shaped */
+    const hg_meta *want[3] = {&in[1], &in[1], &fwd[1]};
+    for (int i = 0; i < 3; i++) {
+        if (in[i].ndim < 0 || want[i]->ndim < 0) continue;
+        if (in[i].dtype != in[1].dtype ||
+            !hg_shape_equal(in[i].ndim, in[i].shape, want[i]->ndim, want[i]->shape))
+            return hg_error(HG_ERR_VALUE, "%s: input %d has shape %s and dtype %s, expected %s "
+                            "and %s", op->name, i, hg_shape_str(b1, in[i].ndim, in[i].shape),
+                            hg_dtype_name(in[i].dtype),
+                            hg_shape_str(b2, want[i]->ndim, want[i]->shape),
+                            hg_dtype_name(in[1].dtype));
+    }
+    out[0] = in[1];
+    return HG_OK;
+}
+
+static hg_status l2_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *y = in[1];
+    int mode = (int)a->v[L2_MODE].i;
+    l2b_job j = {.dy = hg_data(in[0]), .y = hg_data(y), .norm = hg_data(in[2]),
+                 .dx = hg_data(out[0])};
+    int ti = y->dtype == HG_DTYPE_F32 ? 0 : y->dtype == HG_DTYPE_F64 ? 1 : 2;
+    if (mode == L2_CHANNEL) {
+        static const hg_range_fn fns[] = {l2b_channel_f32, l2b_channel_f64, l2b_channel_f16};
+        j.rows = y->shape[0];
+        j.c = y->shape[1];
+        j.s = hg_shape_size(y->ndim - 2, y->shape + 2);
+        if (j.rows == 0 || j.s == 0) return HG_OK;
+        j.nsblk = (j.s + L2_SBLK - 1) / L2_SBLK;
+        int64_t work = j.c * (j.s < L2_SBLK ? j.s : L2_SBLK);
+        hg_parallel_for(j.rows * j.nsblk, HG_GRAIN_ELEMWISE / (work > 0 ? work : 1) + 1,
+                        fns[ti], &j);
+        return HG_OK;
+    }
+    static const hg_range_fn fns[] = {l2b_rows_f32, l2b_rows_f64, l2b_rows_f16};
+    int lead = mode == L2_INSTANCE ? 1 : 2;
+    j.rows = hg_shape_size(lead, y->shape);
+    j.len = hg_shape_size(y->ndim - lead, y->shape + lead);
+    hg_parallel_for(j.rows, HG_GRAIN_ELEMWISE / (j.len > 0 ? j.len : 1) + 1, fns[ti], &j);
+    return HG_OK;
+}
+
+static hg_status l2_grad(hg_grad_ctx *g)
+{
+    hg_sentry dx;
+    hg_g_op_fwd_attrs(g, "_backward_L2Normalization",
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_out(g, 0), hg_g_out(g, 1)), NULL, 1, &dx);
+    hg_g_set(g, 0, dx);
+    return hg_g_status(g);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * log_sigmoid: log(1 / (1 + exp(-x))) = min(x, 0) - log1p(exp(-|x|)), which neither overflows
  * nor loses the small values for large |x|.
@@ -326,6 +454,18 @@ static hg_status l2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
 
 HG_EW_UNARY(log_sigmoid, f32, fminf(v, 0.0f) - log1pf(expf(-fabsf(v))))
 HG_EW_UNARY(log_sigmoid, f64, fmin(v, 0.0) - log1p(exp(-fabs(v))))
+
+/* d log_sigmoid(x) = sigmoid(-x) = 1 / (1 + exp(x)); exp overflowing to inf gives 0, as it
+ * should. Binary tile: l = dy, r = x. */
+HG_EW_BINARY(log_sigmoid_grad, f32, l / (1.0f + expf(r)))
+HG_EW_BINARY(log_sigmoid_grad, f64, l / (1.0 + exp(r)))
+
+static hg_status log_sigmoid_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_op(g, "_backward_log_sigmoid", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)),
+                           NULL));
+    return hg_g_status(g);
+}
 
 static hg_status float_infer_same(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                   int nout, hg_meta *out)
@@ -341,16 +481,25 @@ const hg_op_def hg_ops_nn_train[] = {
      .input_names = HG_NAMES("data"), .output_names = HG_NAMES("output", "mask"),
      .attrs = k_dropout_attrs, .num_attrs = HG_COUNT(k_dropout_attrs), .num_inputs = 1,
      .num_outputs = 2, .num_visible_outputs = 1, .flags = HG_OP_INPLACE | HG_OP_RANDOM,
-     .infer = dropout_infer, .forward = dropout_forward},
+     .infer = dropout_infer, .forward = dropout_forward, .grad = dropout_grad},
     {.name = "L2Normalization",
      .doc = "divides the data by its L2 norm: per sample (instance), across channels (channel) "
             "or per sample and channel (spatial)",
      .input_names = HG_NAMES("data"), .output_names = HG_NAMES("output", "norm"),
      .attrs = k_l2_attrs, .num_attrs = HG_COUNT(k_l2_attrs), .num_inputs = 1, .num_outputs = 2,
-     .num_visible_outputs = 1, .infer = l2_infer, .forward = l2_forward},
+     .num_visible_outputs = 1, .infer = l2_infer, .forward = l2_forward, .grad = l2_grad},
+    {.name = "_backward_L2Normalization",
+     .doc = "gradient of L2Normalization from (ograd, output, norm): (dy - y * sum(dy * y)) / norm",
+     .input_names = HG_NAMES("ograd", "output", "norm"), .attrs = k_l2_attrs,
+     .num_attrs = HG_COUNT(k_l2_attrs), .num_inputs = 3, .num_outputs = 1,
+     .infer = l2_bwd_infer, .forward = l2_bwd_forward},
     {.name = "log_sigmoid", .doc = "log(sigmoid(x)), computed without overflow",
      .input_names = HG_NAMES("data"), .num_inputs = 1, .infer = float_infer_same,
      .ew = HG_EW_TABLE_FLOAT(log_sigmoid), .ew_arity = 1,
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE, .grad = log_sigmoid_grad},
+    {.name = "_backward_log_sigmoid", .doc = "gradient of log_sigmoid: ograd / (1 + exp(data))",
+     .input_names = HG_NAMES("ograd", "data"), .num_inputs = 2, .infer = float_infer_same,
+     .ew = HG_EW_TABLE_FLOAT(log_sigmoid_grad), .ew_arity = 2,
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE},
     {0},
 };

@@ -1,14 +1,18 @@
-/* Normalisation ops (MXNet 1.x): BatchNorm, LayerNorm, InstanceNorm, GroupNorm. Forward only.
+/* Normalisation ops (MXNet 1.x): BatchNorm, LayerNorm, InstanceNorm, GroupNorm, and their
+ * gradients (_backward_* ops that return the data, gamma and beta gradients in one sweep).
  *
  * Statistics are accumulated in double (two passes: mean, then the centred sum of squares, which
  * avoids the cancellation of E[x^2] - E[x]^2). All variances are biased (divide by the count).
  *
  * BatchNorm views the data as [outer, C, inner] with C = shape[axis]; statistics are per channel,
  * so the stats pass is split over channels and the output pass over (outer, channel) rows.
- * MXNet's CPU BatchNorm updates moving_mean / moving_var in its BACKWARD pass, not in forward
- * (MXNET_COMPAT §8.10): a forward-only pass, even in training mode, leaves them unchanged, so this
- * forward never writes its auxiliary inputs. The update belongs with the autograd rule; the op
- * still declares them in mutate_inputs so graphs treat them as auxiliary states.
+ * Training (is_train and not use_global_stats) normalises with the batch statistics. As in
+ * MXNet 1.9.1's CPU kernel (MXNET_COMPAT §8.10) the moving statistics are updated by the
+ * backward op, _backward_BatchNorm, which receives moving_mean / moving_var as inputs it mutates:
+ * moving = moving * momentum + batch * (1 - momentum), with the biased batch variance recovered
+ * from the forward's inverse std (1 / inv^2 - eps, MXNet's INVSTD_TO_VARIANCE). So a forward-only
+ * pass, even in training mode, leaves them unchanged, and a training step (forward + backward)
+ * updates them exactly once however the backward graph is scheduled. An empty batch leaves them.
  *
  * When the inner extent is small (channel-last data) the per-channel walk would stride through
  * memory, so the statistics are gathered instead as partial sums over chunks of the outer axis.
@@ -17,13 +21,17 @@
  * rows of (N*C, spatial), GroupNorm rows of (N*G, C/G*spatial), LayerNorm over the last axis rows
  * of (outer, R); gamma/beta are indexed per row (channel resp. group) or, for LayerNorm, per
  * element. LayerNorm over an inner axis ([outer, R, inner], inner > 1) sweeps blocks of inner
- * positions along R instead, so memory is still read contiguously.
+ * positions along R instead, so memory is still read contiguously. Their backward kernels follow
+ * the same layouts; gamma and beta gradients are summed per chunk of rows into partial sums that
+ * are added in a fixed order, so results do not depend on the thread count.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 enum { BN_EPS, BN_MOMENTUM, BN_FIX_GAMMA, BN_USE_GLOBAL, BN_OUTPUT_MEAN_VAR, BN_AXIS, BN_CUDNN_OFF,
        BN_MIN_CALIB, BN_MAX_CALIB };
@@ -394,6 +402,255 @@ static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * BatchNorm backward: (dy, data, gamma, mean, var, moving_mean, moving_var) -> (d data,
+ * d gamma, d beta), where mean and var are the forward's hidden outputs (var holds the inverse
+ * std), i.e. the statistics the forward normalised with: batch statistics in training, the moving
+ * ones otherwise. In training it also updates moving_mean / moving_var in place. Per channel,
+ * with n = outer * inner, w = gamma (1 with fix_gamma) and the sums S = sum(dy),
+ * D = sum(dy * (x - mean)):
+ *     training:  dx = w * inv * (dy - S / n - (x - mean) * inv^2 * D / n)
+ *     otherwise: dx = w * inv * dy   (the statistics do not depend on the data)
+ *     d gamma = D * inv (0 with fix_gamma), d beta = S.
+ * The training flag is the executor's, as in MXNet, so the backward must run with the flag the
+ * forward ran with.
+ */
+
+typedef struct {
+    const void *dy, *x;
+    void *dx;
+    const double *m;      /* per channel mean */
+    double *sum;          /* per channel: S at [c], D at [C + c] */
+    double *a, *b, *d;    /* per channel: dx = a * dy + b * (x - m) + d */
+    double *part;         /* chunked sums: nchunk x 2C */
+    int64_t O, C, I, nchunk;
+} bnb_job;
+
+#define BN_BWD_KERNELS(T)                                                                       \
+    static void bnb_sums_##T(void *ctx, int64_t c0, int64_t c1)                                 \
+    {                                                                                           \
+        const bnb_job *j = ctx;                                                                 \
+        const int64_t O = j->O, C = j->C, I = j->I;                                             \
+        for (int64_t c = c0; c < c1; c++) {                                                     \
+            const double m = j->m[c];                                                           \
+            double s = 0, d = 0;                                                                \
+            for (int64_t o = 0; o < O; o++) {                                                   \
+                const T *p = (const T *)j->x + (o * C + c) * I;                                 \
+                const T *q = (const T *)j->dy + (o * C + c) * I;                                \
+                for (int64_t i = 0; i < I; i++) {                                               \
+                    s += q[i];                                                                  \
+                    d += q[i] * (p[i] - m);                                                     \
+                }                                                                               \
+            }                                                                                   \
+            j->sum[c] = s;                                                                      \
+            j->sum[C + c] = d;                                                                  \
+        }                                                                                       \
+    }                                                                                           \
+    static void bnb_chunk_##T(void *ctx, int64_t k0, int64_t k1)                                \
+    {                                                                                           \
+        const bnb_job *j = ctx;                                                                 \
+        const int64_t O = j->O, C = j->C, I = j->I;                                             \
+        for (int64_t k = k0; k < k1; k++) {                                                     \
+            double *s = j->part + k * 2 * C, *d = s + C;                                        \
+            for (int64_t c = 0; c < 2 * C; c++) s[c] = 0;                                       \
+            for (int64_t o = O * k / j->nchunk; o < O * (k + 1) / j->nchunk; o++) {             \
+                const T *p = (const T *)j->x + o * C * I, *q = (const T *)j->dy + o * C * I;    \
+                if (I == 1) {                                                                   \
+                    for (int64_t c = 0; c < C; c++) {                                           \
+                        s[c] += q[c];                                                           \
+                        d[c] += q[c] * (p[c] - j->m[c]);                                        \
+                    }                                                                           \
+                    continue;                                                                   \
+                }                                                                               \
+                for (int64_t c = 0; c < C; c++) {                                               \
+                    const double m = j->m[c];                                                   \
+                    double ts = 0, td = 0;                                                      \
+                    for (int64_t i = 0; i < I; i++) {                                           \
+                        ts += q[c * I + i];                                                     \
+                        td += q[c * I + i] * (p[c * I + i] - m);                                \
+                    }                                                                           \
+                    s[c] += ts;                                                                 \
+                    d[c] += td;                                                                 \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    static void bnb_apply_##T(void *ctx, int64_t r0, int64_t r1)                                \
+    {                                                                                           \
+        const bnb_job *j = ctx;                                                                 \
+        const int64_t C = j->C, I = j->I;                                                       \
+        for (int64_t r = r0; r < r1; r++) {                                                     \
+            const int64_t c = r % C;                                                            \
+            const T *p = (const T *)j->x + r * I, *q = (const T *)j->dy + r * I;                \
+            T *o = (T *)j->dx + r * I;                                                          \
+            const T a = (T)j->a[c], b = (T)j->b[c], d = (T)j->d[c], m = (T)j->m[c];            \
+            for (int64_t i = 0; i < I; i++) o[i] = a * q[i] + b * (p[i] - m) + d;               \
+        }                                                                                       \
+    }                                                                                           \
+    static void bnb_apply_last_##T(void *ctx, int64_t o0, int64_t o1)                           \
+    {                                                                                           \
+        const bnb_job *j = ctx;                                                                 \
+        const int64_t C = j->C;                                                                 \
+        for (int64_t o = o0; o < o1; o++) {                                                     \
+            const T *p = (const T *)j->x + o * C, *q = (const T *)j->dy + o * C;                \
+            T *y = (T *)j->dx + o * C;                                                          \
+            for (int64_t c = 0; c < C; c++)                                                     \
+                y[c] = (T)(j->a[c] * q[c] + j->b[c] * (p[c] - j->m[c]) + j->d[c]);              \
+        }                                                                                       \
+    }
+
+BN_BWD_KERNELS(f32)
+BN_BWD_KERNELS(f64)
+
+static double tensor_at(const hg_tensor *t, int64_t i)
+{
+    return t->dtype == HG_DTYPE_F32 ? (double)HG_DATA(t, float)[i] : HG_DATA(t, double)[i];
+}
+
+static void tensor_set(hg_tensor *t, int64_t i, double v)
+{
+    if (t->dtype == HG_DTYPE_F32) HG_DATA(t, float)[i] = (float)v;
+    else HG_DATA(t, double)[i] = v;
+}
+
+/* Checks that in[k] is 1-D of length n and has the data's dtype (names[k] in messages). */
+static hg_status check_vectors(const hg_op_def *op, int nin, hg_meta *in, int first, int64_t n,
+                               hg_dtype dt, const char *const *names)
+{
+    char s0[HG_SHAPE_STR];
+    for (int k = first; k < nin; k++) {
+        if (!hg_meta_merge(&in[k], dt, 1, &n))
+            return hg_error(HG_ERR_VALUE, "%s: %s has shape %s, expected [%lld]", op->name,
+                            names[k], hg_shape_str(s0, in[k].ndim, in[k].shape), (long long)n);
+        if (in[k].dtype != dt)
+            return hg_error(HG_ERR_TYPE, "%s: %s has dtype %s, expected %s", op->name, names[k],
+                            hg_dtype_name(in[k].dtype), hg_dtype_name(dt));
+    }
+    return HG_OK;
+}
+
+/* dy must match the data in shape and dtype (input 0 of every backward op here). */
+static hg_status check_ograd(const hg_op_def *op, const hg_meta *dy, const hg_meta *x)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    if (dy->ndim >= 0 && (dy->dtype != x->dtype ||
+                          !hg_shape_equal(dy->ndim, dy->shape, x->ndim, x->shape)))
+        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s and dtype %s, data %s and %s",
+                        op->name, hg_shape_str(s0, dy->ndim, dy->shape), hg_dtype_name(dy->dtype),
+                        hg_shape_str(s1, x->ndim, x->shape), hg_dtype_name(x->dtype));
+    return HG_OK;
+}
+
+static hg_status bn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    static const char *const names[] = {"ograd", "data", "gamma", "mean", "var", "moving_mean",
+                                        "moving_var"};
+    (void)nout;
+    if (in[1].ndim < 0) {
+        for (int i = 0; i < 3; i++) out[i].ndim = -1;
+        return HG_OK;
+    }
+    int ax = 0;
+    int64_t C;
+    HG_TRY(data_axis(op, a->v[BN_AXIS].i, 1, &in[1], &ax, &C));
+    HG_TRY(check_ograd(op, &in[0], &in[1]));
+    HG_TRY(check_vectors(op, nin, in, 2, C, in[1].dtype, names));
+    set_meta(&out[0], in[1].dtype, in[1].ndim, in[1].shape);
+    set_meta(&out[1], in[1].dtype, 1, &C);
+    set_meta(&out[2], in[1].dtype, 1, &C);
+    return HG_OK;
+}
+
+/* MXNet's CPU update of the moving statistics (see the file's top): in[3] holds the batch mean
+ * (here m), in[4] the inverse std, from which the biased variance is 1 / inv^2 - eps; a zero
+ * inverse std (zero variance with eps = 0) stands for variance 0. */
+static void bn_update_moving(hg_tensor *const *in, const double *m, int64_t C, double eps,
+                             double mom)
+{
+    for (int64_t c = 0; c < C; c++) {
+        const double inv = tensor_at(in[4], c), var = inv > 0 ? 1 / (inv * inv) - eps : 0.0;
+        tensor_set(in[5], c, tensor_at(in[5], c) * mom + m[c] * (1 - mom));
+        tensor_set(in[6], c, tensor_at(in[6], c) * mom + var * (1 - mom));
+    }
+}
+
+static hg_status bn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)nin; (void)nout;
+    hg_meta mx = hg_meta_of(in[1]);
+    int ax = 0;
+    HG_TRY(norm_axis(op, a->v[BN_AXIS].i, &mx, &ax));
+    const bool f32 = mx.dtype == HG_DTYPE_F32, fix_gamma = a->v[BN_FIX_GAMMA].b;
+    const bool batch = ctx->is_train && !a->v[BN_USE_GLOBAL].b;
+    const double eps = a->v[BN_EPS].f;
+    bnb_job j = {.dy = hg_data(in[0]), .x = hg_data(in[1]), .dx = hg_data(out[0]),
+                 .O = prod(mx.shape, 0, ax), .C = mx.shape[ax],
+                 .I = prod(mx.shape, ax + 1, mx.ndim)};
+    if (j.C == 0) return HG_OK;
+    const int64_t n = j.O * j.I;
+    const bool chunked = j.I < BN_CHUNK_INNER && j.O > 1;
+    if (chunked) {
+        const int64_t rows_per = imax(1, HG_GRAIN_ELEMWISE / imax(1, j.C * j.I));
+        j.nchunk = imax(1, (j.O + rows_per - 1) / rows_per);
+        if (j.nchunk > BN_MAX_CHUNKS) j.nchunk = BN_MAX_CHUNKS;
+    }
+    const size_t bytes = sizeof(double) * (size_t)(j.C * (6 + 2 * j.nchunk));
+    double *buf = hg_alloc(bytes);
+    if (!buf) return hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+    double *m = buf;
+    j.m = m;
+    j.sum = buf + j.C;
+    j.a = buf + 3 * j.C;
+    j.b = buf + 4 * j.C;
+    j.d = buf + 5 * j.C;
+    j.part = buf + 6 * j.C;
+    for (int64_t c = 0; c < j.C; c++) m[c] = tensor_at(in[3], c);
+    if (chunked) {
+        hg_parallel_for(j.nchunk, 1, f32 ? bnb_chunk_f32 : bnb_chunk_f64, &j);
+        for (int64_t c = 0; c < 2 * j.C; c++) {
+            double t = 0;
+            for (int64_t k = 0; k < j.nchunk; k++) t += j.part[k * 2 * j.C + c];
+            j.sum[c] = t;
+        }
+    } else {
+        hg_parallel_for(j.C, imax(1, HG_GRAIN_ELEMWISE / imax(1, n)),
+                        f32 ? bnb_sums_f32 : bnb_sums_f64, &j);
+    }
+    const double inv_n = n > 0 ? 1.0 / (double)n : 0.0;
+    for (int64_t c = 0; c < j.C; c++) {
+        const double inv = tensor_at(in[4], c), w = fix_gamma ? 1.0 : tensor_at(in[2], c);
+        const double S = j.sum[c], D = j.sum[j.C + c];
+        j.a[c] = w * inv;
+        j.b[c] = batch ? -w * inv * inv * inv * D * inv_n : 0.0;
+        j.d[c] = batch ? -w * inv * S * inv_n : 0.0;
+        tensor_set(out[1], c, fix_gamma ? 0.0 : D * inv);
+        tensor_set(out[2], c, S);
+    }
+    if (batch && n > 0) bn_update_moving(in, m, j.C, eps, a->v[BN_MOMENTUM].f);
+    if (n > 0) {
+        if (j.I == 1)
+            hg_parallel_for(j.O, imax(1, HG_GRAIN_ELEMWISE / j.C),
+                            f32 ? bnb_apply_last_f32 : bnb_apply_last_f64, &j);
+        else
+            hg_parallel_for(j.O * j.C, imax(1, HG_GRAIN_ELEMWISE / j.I),
+                            f32 ? bnb_apply_f32 : bnb_apply_f64, &j);
+    }
+    hg_free(buf, bytes);
+    return HG_OK;
+}
+
+static hg_status bn_grad(hg_grad_ctx *g)
+{
+    hg_sentry out[3];
+    hg_g_op_fwd_attrs(g, "_backward_BatchNorm",
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
+                             hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)), NULL, 3, out);
+    for (int k = 0; k < 3; k++) hg_g_set(g, k, out[k]);
+    return hg_g_status(g);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Row normalisation: LayerNorm, InstanceNorm, GroupNorm
  */
 
@@ -634,33 +891,332 @@ static hg_status gn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     return HG_OK;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * LayerNorm / InstanceNorm / GroupNorm backward: (dy, data, gamma, mean, std or var) ->
+ * (d data, d gamma, d beta). Per normalised row of R elements, with xhat = (x - mean) * inv and
+ * g = dy * gamma:
+ *     dx = inv * (g - mean(g) - xhat * mean(g * xhat))
+ *     d gamma += dy * xhat, d beta += dy   (per element for LayerNorm, per row's channel/group)
+ * The rows are split into at most ROWB_CHUNKS fixed chunks, each summing its own d gamma / d beta
+ * partials, which are then added in chunk order.
+ */
+
+#define ROWB_CHUNKS 64
+
+typedef struct {
+    const void *dy, *x, *gamma, *mean, *stat;
+    void *dx;
+    double *part;      /* nchunk x 2P: d gamma partials, then d beta partials */
+    int64_t R, I, P;   /* row length; LayerNorm's inner extent; gamma entries */
+    int64_t pgroups;   /* > 0: gamma per row, index row % pgroups; 0: per element of the row */
+    int64_t ntask, nchunk;
+    double eps;
+    bool stat_is_var;  /* the stat input is the variance (InstanceNorm), else the std */
+} rowb_job;
+
+static double rowb_inv(const rowb_job *j, double stat)
+{
+    return j->stat_is_var ? 1.0 / sqrt(stat + j->eps) : 1.0 / stat;
+}
+
+#define ROW_BWD_KERNELS(T)                                                                      \
+    static void rowb_rows_##T(void *ctx, int64_t k0, int64_t k1)                                \
+    {                                                                                           \
+        const rowb_job *j = ctx;                                                                \
+        const int64_t R = j->R, P = j->P;                                                       \
+        const double invR = R > 0 ? 1.0 / (double)R : 0.0;                                      \
+        const T *gm = j->gamma;                                                                 \
+        for (int64_t k = k0; k < k1; k++) {                                                     \
+            double *dg = j->part + k * 2 * P, *db = dg + P;                                     \
+            for (int64_t p = 0; p < 2 * P; p++) dg[p] = 0;                                      \
+            for (int64_t r = j->ntask * k / j->nchunk; r < j->ntask * (k + 1) / j->nchunk;      \
+                 r++) {                                                                         \
+                const T *x = (const T *)j->x + r * R, *dy = (const T *)j->dy + r * R;           \
+                T *dx = (T *)j->dx + r * R;                                                     \
+                const double m = ((const T *)j->mean)[r];                                       \
+                const double inv = rowb_inv(j, ((const T *)j->stat)[r]);                        \
+                double s1 = 0, s2 = 0;                                                          \
+                if (j->pgroups > 0) {                                                           \
+                    const int64_t p = r % j->pgroups;                                           \
+                    for (int64_t i = 0; i < R; i++) {                                           \
+                        s1 += dy[i];                                                            \
+                        s2 += dy[i] * (x[i] - m);                                               \
+                    }                                                                           \
+                    s2 *= inv;                                                                  \
+                    dg[p] += s2;                                                                \
+                    db[p] += s1;                                                                \
+                    const double g = gm[p];                                                     \
+                    const T a = (T)(g * inv), b = (T)(-g * inv * inv * s2 * invR),              \
+                            c = (T)(-g * inv * s1 * invR), mt = (T)m;                           \
+                    for (int64_t i = 0; i < R; i++) dx[i] = a * dy[i] + b * (x[i] - mt) + c;    \
+                    continue;                                                                   \
+                }                                                                               \
+                for (int64_t i = 0; i < R; i++) {                                               \
+                    const double xh = (x[i] - m) * inv, gd = (double)dy[i] * gm[i];             \
+                    s1 += gd;                                                                   \
+                    s2 += gd * xh;                                                              \
+                    dg[i] += dy[i] * xh;                                                        \
+                    db[i] += dy[i];                                                             \
+                }                                                                               \
+                const T it = (T)inv, mt = (T)m, c1 = (T)(s1 * invR), c2 = (T)(s2 * invR);       \
+                for (int64_t i = 0; i < R; i++) {                                               \
+                    const T xh = (x[i] - mt) * it;                                              \
+                    dx[i] = it * (dy[i] * gm[i] - c1 - xh * c2);                                \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    /* LayerNorm with inner > 1: tasks of (outer index, block of LN_BLOCK inner positions). */  \
+    static void rowb_block_##T(void *ctx, int64_t k0, int64_t k1)                               \
+    {                                                                                           \
+        const rowb_job *j = ctx;                                                                \
+        const int64_t R = j->R, I = j->I, P = j->P, nblk = (I + LN_BLOCK - 1) / LN_BLOCK;       \
+        const double invR = R > 0 ? 1.0 / (double)R : 0.0;                                      \
+        const T *gm = j->gamma;                                                                 \
+        double m[LN_BLOCK], inv[LN_BLOCK], s1[LN_BLOCK], s2[LN_BLOCK];                          \
+        for (int64_t k = k0; k < k1; k++) {                                                     \
+            double *dg = j->part + k * 2 * P, *db = dg + P;                                     \
+            for (int64_t p = 0; p < 2 * P; p++) dg[p] = 0;                                      \
+            for (int64_t t = j->ntask * k / j->nchunk; t < j->ntask * (k + 1) / j->nchunk;      \
+                 t++) {                                                                         \
+                const int64_t o = t / nblk, i0 = (t % nblk) * LN_BLOCK;                         \
+                const int64_t B = I - i0 < LN_BLOCK ? I - i0 : LN_BLOCK;                        \
+                const int64_t base = o * R * I + i0;                                            \
+                const T *x = (const T *)j->x + base, *dy = (const T *)j->dy + base;             \
+                T *dx = (T *)j->dx + base;                                                      \
+                for (int64_t i = 0; i < B; i++) {                                               \
+                    m[i] = ((const T *)j->mean)[o * I + i0 + i];                                \
+                    inv[i] = rowb_inv(j, ((const T *)j->stat)[o * I + i0 + i]);                 \
+                    s1[i] = s2[i] = 0;                                                          \
+                }                                                                               \
+                for (int64_t r = 0; r < R; r++) {                                               \
+                    const double g = gm[r];                                                     \
+                    double tg = 0, tb = 0;                                                      \
+                    for (int64_t i = 0; i < B; i++) {                                           \
+                        const double xh = (x[r * I + i] - m[i]) * inv[i], d = dy[r * I + i];    \
+                        s1[i] += d * g;                                                         \
+                        s2[i] += d * g * xh;                                                    \
+                        tg += d * xh;                                                           \
+                        tb += d;                                                                \
+                    }                                                                           \
+                    dg[r] += tg;                                                                \
+                    db[r] += tb;                                                                \
+                }                                                                               \
+                for (int64_t i = 0; i < B; i++) {                                               \
+                    s1[i] *= invR;                                                              \
+                    s2[i] *= invR;                                                              \
+                }                                                                               \
+                for (int64_t r = 0; r < R; r++) {                                               \
+                    const double g = gm[r];                                                     \
+                    for (int64_t i = 0; i < B; i++) {                                           \
+                        const double xh = (x[r * I + i] - m[i]) * inv[i];                       \
+                        dx[r * I + i] = (T)(inv[i] * (dy[r * I + i] * g - s1[i] - xh * s2[i])); \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+ROW_BWD_KERNELS(f32)
+ROW_BWD_KERNELS(f64)
+
+/* Runs the job (ntask tasks of `work` elements each) and writes d gamma / d beta. */
+static hg_status rowb_run(const hg_op_def *op, rowb_job *j, hg_dtype dt, int64_t work,
+                          hg_tensor *dgamma, hg_tensor *dbeta)
+{
+    j->nchunk = j->ntask * imax(1, work) / HG_GRAIN_ELEMWISE;
+    if (j->nchunk > ROWB_CHUNKS) j->nchunk = ROWB_CHUNKS;
+    if (j->nchunk > j->ntask) j->nchunk = j->ntask;
+    if (j->nchunk < 1) j->nchunk = 1;
+    const size_t bytes = sizeof(double) * (size_t)(2 * j->P * j->nchunk + 1);
+    if (!(j->part = hg_alloc(bytes))) return hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+    const bool f32 = dt == HG_DTYPE_F32;
+    hg_range_fn fn = j->I > 1 ? (f32 ? rowb_block_f32 : rowb_block_f64)
+                              : (f32 ? rowb_rows_f32 : rowb_rows_f64);
+    hg_parallel_for(j->nchunk, 1, fn, j);
+    for (int64_t p = 0; p < j->P; p++) {
+        double g = 0, b = 0;
+        for (int64_t k = 0; k < j->nchunk; k++) {
+            g += j->part[k * 2 * j->P + p];
+            b += j->part[k * 2 * j->P + j->P + p];
+        }
+        tensor_set(dgamma, p, g);
+        tensor_set(dbeta, p, b);
+    }
+    hg_free(j->part, bytes);
+    return HG_OK;
+}
+
+static rowb_job rowb_from(hg_tensor *const *in, hg_tensor *const *out, int64_t R, int64_t I,
+                          int64_t pgroups, double eps, bool stat_is_var)
+{
+    rowb_job j = {.dy = hg_data(in[0]), .x = hg_data(in[1]), .gamma = hg_data(in[2]),
+                  .mean = hg_data(in[3]), .stat = hg_data(in[4]), .dx = hg_data(out[0]),
+                  .R = R, .I = I, .P = pgroups > 0 ? pgroups : R, .pgroups = pgroups,
+                  .eps = eps, .stat_is_var = stat_is_var};
+    return j;
+}
+
+/* Shared shape rule: data as the forward's rule sees it (in[1..3): data, gamma, beta-shaped
+ * gamma), dy like data, the statistics shaped like the forward's outputs. */
+static hg_status rowb_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                            hg_meta *out,
+                            hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
+                                             int, hg_meta *))
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    (void)nin;
+    hg_meta fin[3] = {in[1], in[2], in[2]}, fout[3];
+    for (int i = 0; i < 3; i++) fout[i].ndim = -1;
+    HG_TRY(fwd(op, a, 3, fin, 3, fout));
+    if (fin[0].ndim < 0) {
+        for (int i = 0; i < 3; i++) out[i].ndim = -1;
+        return HG_OK;
+    }
+    HG_TRY(check_ograd(op, &in[0], &fin[0]));
+    for (int k = 3; k < 5; k++) {
+        const hg_meta *want = &fout[k - 2];
+        if (in[k].ndim >= 0 && (in[k].dtype != want->dtype ||
+                                !hg_shape_equal(in[k].ndim, in[k].shape, want->ndim,
+                                                want->shape)))
+            return hg_error(HG_ERR_VALUE, "%s: %s has shape %s, expected %s", op->name,
+                            k == 3 ? "mean" : "the std / var input",
+                            hg_shape_str(s0, in[k].ndim, in[k].shape),
+                            hg_shape_str(s1, want->ndim, want->shape));
+    }
+    in[1] = fin[0];
+    in[2] = fin[1];
+    out[0] = fin[0];
+    out[1] = out[2] = fin[1];
+    return HG_OK;
+}
+
+static hg_status ln_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nout;
+    return rowb_infer(op, a, nin, in, out, ln_infer);
+}
+
+static hg_status in_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nout;
+    return rowb_infer(op, a, nin, in, out, in_infer);
+}
+
+static hg_status gn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    (void)nout;
+    return rowb_infer(op, a, nin, in, out, gn_infer);
+}
+
+static hg_status ln_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    hg_meta m = hg_meta_of(in[1]);
+    int ax = 0;
+    HG_TRY(norm_axis(op, a->v[LN_AXIS].i, &m, &ax));
+    const int64_t R = m.shape[ax], I = prod(m.shape, ax + 1, m.ndim), O = prod(m.shape, 0, ax);
+    rowb_job j = rowb_from(in, out, R, I, 0, a->v[LN_EPS].f, false);
+    j.ntask = I > 1 ? O * ((I + LN_BLOCK - 1) / LN_BLOCK) : O;
+    return rowb_run(op, &j, m.dtype, R * (I < LN_BLOCK ? I : LN_BLOCK), out[1], out[2]);
+}
+
+static hg_status in_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    hg_meta m = hg_meta_of(in[1]);
+    const int64_t R = prod(m.shape, 2, m.ndim);
+    rowb_job j = rowb_from(in, out, R, 1, m.shape[1], a->v[IN_EPS].f, true);
+    j.ntask = m.shape[0] * m.shape[1];
+    return rowb_run(op, &j, m.dtype, R, out[1], out[2]);
+}
+
+static hg_status gn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx; (void)nin; (void)nout;
+    hg_meta m = hg_meta_of(in[1]);
+    const int64_t G = a->v[GN_NUM_GROUPS].i, R = m.shape[1] / G * prod(m.shape, 2, m.ndim);
+    rowb_job j = rowb_from(in, out, R, 1, G, a->v[GN_EPS].f, false);
+    j.ntask = m.shape[0] * G;
+    return rowb_run(op, &j, m.dtype, R, out[1], out[2]);
+}
+
+/* One rule for the three: (dy, data, gamma, mean, std/var) -> data, gamma, beta gradients. */
+static hg_status row_norm_grad(hg_grad_ctx *g)
+{
+    char name[48];
+    snprintf(name, sizeof name, "_backward_%s", hg_g_node(g)->op->name);
+    hg_sentry out[3];
+    hg_g_op_fwd_attrs(g, name,
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
+                             hg_g_out(g, 2)), NULL, 3, out);
+    for (int k = 0; k < 3; k++) hg_g_set(g, k, out[k]);
+    return hg_g_status(g);
+}
+
 const hg_op_def hg_ops_norm[] = {
     {.name = "BatchNorm", .aliases = HG_NAMES("_npx_batch_norm"),
      .doc = "batch normalisation over all axes but `axis`; batch statistics in training, "
-            "moving statistics otherwise (moving stats are updated in backward, as MXNet's CPU "
-            "kernel)",
+            "moving statistics otherwise (moving stats are updated by the backward in training, "
+            "as MXNet's CPU kernel)",
      .input_names = HG_NAMES("data", "gamma", "beta", "moving_mean", "moving_var"),
      .output_names = HG_NAMES("output", "mean", "var"), .attrs = k_bn_attrs,
      .num_attrs = HG_COUNT(k_bn_attrs), .num_inputs = 5, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = bn_infer, .forward = bn_forward,
+     .num_visible_outputs = 1, .infer = bn_infer, .forward = bn_forward, .grad = bn_grad,
      .mutate_inputs = (1u << 3) | (1u << 4)},
+    {.name = "_backward_BatchNorm",
+     .doc = "gradient of BatchNorm from (ograd, data, gamma, mean, var = inverse std): data, "
+            "gamma and beta gradients; when training and not use_global_stats, batch statistics "
+            "and the in-place update of moving_mean / moving_var",
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var", "moving_mean",
+                             "moving_var"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_bn_attrs,
+     .num_attrs = HG_COUNT(k_bn_attrs), .num_inputs = 7, .num_outputs = 3,
+     .infer = bn_bwd_infer, .forward = bn_bwd_forward, .mutate_inputs = (1u << 5) | (1u << 6)},
     {.name = "LayerNorm", .aliases = HG_NAMES("_npx_layer_norm"),
      .doc = "layer normalisation along `axis`: (x - mean) / sqrt(var + eps) * gamma + beta",
      .input_names = HG_NAMES("data", "gamma", "beta"),
      .output_names = HG_NAMES("output", "mean", "std"), .attrs = k_ln_attrs,
      .num_attrs = HG_COUNT(k_ln_attrs), .num_inputs = 3, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = ln_infer, .forward = ln_forward},
+     .num_visible_outputs = 1, .infer = ln_infer, .forward = ln_forward, .grad = row_norm_grad},
+    {.name = "_backward_LayerNorm",
+     .doc = "gradient of LayerNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
+            "gradients",
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "std"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_ln_attrs,
+     .num_attrs = HG_COUNT(k_ln_attrs), .num_inputs = 5, .num_outputs = 3,
+     .infer = ln_bwd_infer, .forward = ln_bwd_forward},
     {.name = "InstanceNorm",
      .doc = "instance normalisation: per (sample, channel) over the spatial axes",
      .input_names = HG_NAMES("data", "gamma", "beta"),
      .output_names = HG_NAMES("output", "mean", "var"), .attrs = k_in_attrs,
      .num_attrs = HG_COUNT(k_in_attrs), .num_inputs = 3, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = in_infer, .forward = in_forward},
+     .num_visible_outputs = 1, .infer = in_infer, .forward = in_forward, .grad = row_norm_grad},
+    {.name = "_backward_InstanceNorm",
+     .doc = "gradient of InstanceNorm from (ograd, data, gamma, mean, var): data, gamma and "
+            "beta gradients",
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_in_attrs,
+     .num_attrs = HG_COUNT(k_in_attrs), .num_inputs = 5, .num_outputs = 3,
+     .infer = in_bwd_infer, .forward = in_bwd_forward},
     {.name = "GroupNorm",
      .doc = "group normalisation: per (sample, group of channels); gamma / beta per group",
      .input_names = HG_NAMES("data", "gamma", "beta"),
      .output_names = HG_NAMES("output", "mean", "std"), .attrs = k_gn_attrs,
      .num_attrs = HG_COUNT(k_gn_attrs), .num_inputs = 3, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = gn_infer, .forward = gn_forward},
+     .num_visible_outputs = 1, .infer = gn_infer, .forward = gn_forward, .grad = row_norm_grad},
+    {.name = "_backward_GroupNorm",
+     .doc = "gradient of GroupNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
+            "gradients (gamma / beta per group)",
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "std"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_gn_attrs,
+     .num_attrs = HG_COUNT(k_gn_attrs), .num_inputs = 5, .num_outputs = 3,
+     .infer = gn_bwd_infer, .forward = gn_bwd_forward},
     {0},
 };
