@@ -157,7 +157,7 @@ static void bk_block(const bk_job *j, int64_t o, int64_t e, int64_t w)
     hg_reduce_store(j->tx, g, w, j->dx + (size_t)e * j->ex);
 }
 
-/* Calls fn(j, row, o, e, w) for every tile of rows [r0, r1): o is the dy offset of the tile's
+/* Calls fn(j, o, e, w) for every tile of rows [r0, r1): o is the dy offset of the tile's
  * first element, e its data offset. */
 typedef void (*bk_tile_fn)(const bk_job *j, int64_t o, int64_t e, int64_t w);
 
