@@ -1,12 +1,15 @@
 /* Value-converting ops of the shape family's kind: Cast (every dtype pair, float to int
  * truncating with defined results for NaN and out-of-range values) and add_n (the sum of any
  * number of equal-shaped inputs, accumulated in a local block so the output may alias an
- * input). */
+ * input). Gradients: Cast's is the output gradient cast back to the input's dtype
+ * (_backward_Cast, which reads data for its dtype only); add_n hands its output gradient to
+ * every input. */
 #include <stdbool.h>
 #include <string.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -153,6 +156,31 @@ static hg_status cast_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
+/* _backward_Cast(ograd, data): ograd converted to data's dtype. */
+static hg_status cast_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    (void)a; (void)nin; (void)nout;
+    out[0] = in[1];
+    if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
+    bool ok = in[0].ndim == in[1].ndim;
+    for (int d = 0; ok && d < in[0].ndim; d++)
+        ok = in[0].shape[d] < 0 || in[1].shape[d] < 0 || in[0].shape[d] == in[1].shape[d];
+    if (!ok)
+        return hg_error(HG_ERR_VALUE, "%s: the output gradient has shape %s, data %s", op->name,
+                        hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_shape_str(s1, in[1].ndim, in[1].shape));
+    return HG_OK;
+}
+
+/* Cast and _backward_Cast (a cast of input 0 too): the gradient goes back to input 0's dtype. */
+static hg_status cast_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_op(g, "_backward_Cast", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL));
+    return hg_g_status(g);
+}
+
 /* ---- add_n ------------------------------------------------------------------------------- */
 
 static const hg_attr_spec k_addn_attrs[] = {
@@ -244,16 +272,26 @@ static hg_status addn_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
+static hg_status addn_grad(hg_grad_ctx *g)
+{
+    hg_sentry dy = hg_g_ograd(g, 0);
+    for (int k = 0; k < hg_g_nin(g); k++) hg_g_set(g, k, dy);
+    return hg_g_status(g);
+}
+
 /* ---- registration ------------------------------------------------------------------------ */
 
 const hg_op_def hg_ops_cast[] = {
     {.name = "Cast", .aliases = HG_NAMES("cast"),
      .doc = "converts to another dtype (float to int truncates)",
      .input_names = HG_NAMES("data"), .attrs = k_cast_attrs, .num_attrs = HG_COUNT(k_cast_attrs),
-     .num_inputs = 1, .infer = cast_infer, .forward = cast_forward},
+     .num_inputs = 1, .infer = cast_infer, .forward = cast_forward, .grad = cast_grad},
+    {.name = "_backward_Cast", .doc = "gradient of Cast: ograd converted to data's dtype",
+     .input_names = HG_NAMES("ograd", "data"), .num_inputs = 2, .infer = cast_bwd_infer,
+     .forward = cast_forward, .grad = cast_grad},
     {.name = "add_n", .aliases = HG_NAMES("ElementWiseSum"),
      .doc = "the element-wise sum of all inputs (equal shapes)", .input_names = HG_NAMES("args"),
      .attrs = k_addn_attrs, .num_attrs = HG_COUNT(k_addn_attrs), .infer = addn_infer,
-     .forward = addn_forward, .flags = HG_OP_VARARGS | HG_OP_INPLACE},
+     .forward = addn_forward, .flags = HG_OP_VARARGS | HG_OP_INPLACE, .grad = addn_grad},
     {0},
 };

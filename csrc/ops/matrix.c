@@ -7,10 +7,18 @@
  * Shape rules accept graph-inference metas: an input of ndim -1 leaves the output unknown, a dim
  * of -1 is carried through and skips the checks it takes part in. FullyConnected also fills in
  * unknown weight and bias shapes from the data shape and num_hidden.
+ *
+ * Gradients: _backward_dot, _backward_batch_dot and _backward_FullyConnected(dy, lhs, rhs...)
+ * with the forward's attributes plus `wrt` compute one input's gradient each, as one GEMM with
+ * transpose flags over the same 2-D views as the forward (no copies, whatever the operands'
+ * ranks); the FullyConnected bias gradient is a column sum of dy over the batch rows. Each is
+ * linear in dy and in the other operand, so their own rules (second derivatives) are more dots.
  */
 #include <string.h>
 
 #include "../core/op.h"
+#include "../core/parallel.h"
+#include "../graph/grad.h"
 #include "../kernels/cpu/gemm.h"
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -92,6 +100,106 @@ static void gemm_dispatch(hg_dtype dt, bool ta, bool tb, int64_t batch, int64_t 
                           sc);
         f32_to_half(fc, C, batch * sc);
     }
+}
+
+/* The gradient of one operand of C[i] = op(A[i]) op(B[i]) (op(A) is M x K, op(B) is K x N), in
+ * that operand's storage layout: wrt 0 gives dA, wrt 1 gives dB. Each case is one GEMM:
+ *   dA = dC op(B)^T, stored transposed (op(B) dC^T) when ta;
+ *   dB = op(A)^T dC, stored transposed (dC^T op(A)) when tb.
+ * The three matrices are a permutation of the forward's, so the forward's float16 workspace
+ * size serves. */
+static void gemm_grad(hg_dtype dt, int wrt, bool ta, bool tb, int64_t batch, int64_t M,
+                      int64_t N, int64_t K, const void *dC, const void *A, const void *B,
+                      void *out, void *ws)
+{
+    if (wrt == 0 && !ta)
+        gemm_dispatch(dt, false, !tb, batch, M, K, N, dC, B, out, ws);
+    else if (wrt == 0)
+        gemm_dispatch(dt, tb, true, batch, K, M, N, B, dC, out, ws);
+    else if (!tb)
+        gemm_dispatch(dt, !ta, false, batch, K, N, M, A, dC, out, ws);
+    else
+        gemm_dispatch(dt, true, ta, batch, N, K, M, dC, A, out, ws);
+}
+
+/* Shape rule of a _backward_X(dy, operands...): X's own rule on copies of the operands must
+ * give dy's shape and dtype; the gradient is operand `wrt`'s meta. */
+typedef hg_status (*infer_fn)(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out);
+
+static hg_status bwd_infer(const hg_op_def *op, infer_fn fwd, const char *fwd_name,
+                           const hg_attrs *a, int wrt, int nin, hg_meta *in, hg_meta *out)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    hg_meta ops[3], y;
+    int nops = nin - 1;
+    if (wrt < 0 || wrt >= nops)
+        return hg_error(HG_ERR_VALUE, "%s: wrt=%d must name one of the %d operands", op->name,
+                        wrt, nops);
+    out[0].ndim = -1;
+    for (int k = 0; k < nops; k++) {
+        if (in[1 + k].ndim < 0) return HG_OK;
+        ops[k] = in[1 + k];
+    }
+    y.ndim = -1;
+    HG_TRY(fwd(op, a, nops, ops, 1, &y));
+    const hg_meta *dy = &in[0];
+    if (y.ndim >= 0 && dy->ndim >= 0) {
+        bool ok = y.ndim == dy->ndim;
+        for (int d = 0; ok && d < y.ndim; d++)
+            ok = y.shape[d] < 0 || dy->shape[d] < 0 || y.shape[d] == dy->shape[d];
+        if (!ok)
+            return hg_error(HG_ERR_VALUE, "%s: the output gradient has shape %s, but %s of these "
+                            "operands has shape %s", op->name,
+                            hg_shape_str(s0, dy->ndim, dy->shape), fwd_name,
+                            hg_shape_str(s1, y.ndim, y.shape));
+        if (dy->dtype != y.dtype)
+            return hg_error(HG_ERR_TYPE, "%s: the output gradient has dtype %s, %s gives %s",
+                            op->name, hg_dtype_name(dy->dtype), fwd_name,
+                            hg_dtype_name(y.dtype));
+    }
+    out[0] = in[1 + wrt];
+    return HG_OK;
+}
+
+/* The rule of dot, batch_dot and FullyConnected: input k's gradient is bwd(dy, inputs...) with
+ * the forward's attributes and wrt=k. */
+static hg_status matmul_grad(hg_grad_ctx *g, const char *bwd)
+{
+    hg_sentry in[4], r;
+    int nin = hg_g_nin(g);
+    in[0] = hg_g_ograd(g, 0);
+    for (int k = 0; k < nin; k++) in[1 + k] = hg_g_in(g, k);
+    for (int k = 0; k < nin; k++) {
+        if (!hg_g_needs(g, k)) continue;
+        hg_g_op_fwd_attrs(g, bwd, nin + 1, in, HG_KV("wrt", hg_g_fmt(g, "%d", k)), 1, &r);
+        hg_g_set(g, k, r);
+    }
+    return hg_g_status(g);
+}
+
+/* Rule of _backward_dot / _backward_batch_dot (inputs dC, A, B; out = gradient of operand w).
+ * The output is bilinear in dC and the other operand O; with G its incoming gradient,
+ * <G, out> = <dC, fwd(A with G in place of operand w)>, so
+ *   d dC = fwd(G, B) or fwd(A, G),   d O = bwd(dC, ...G in place of operand w..., wrt = other).
+ * The operand w itself is read for its shape only. */
+static hg_status bwd_matmul_grad(hg_grad_ctx *g, const char *fwd, const char *bwd, int ta_k,
+                                 int tb_k, int wrt_k)
+{
+    int w = (int)hg_g_attrs(g)->v[wrt_k].i;
+    if (w != 0 && w != 1) return hg_error(HG_ERR_VALUE, "%s: wrt=%d must be 0 or 1", bwd, w);
+    hg_sentry G = hg_g_ograd(g, 0), in[3] = {hg_g_in(g, 0), hg_g_in(g, 1), hg_g_in(g, 2)};
+    hg_sentry ops[2] = {in[1], in[2]}, r;
+    ops[w] = G;
+    if (hg_g_needs(g, 0))
+        hg_g_set(g, 0, hg_g_op(g, fwd, 2, ops, HG_KV("transpose_a", hg_g_attr_str(g, ta_k),
+                                                      "transpose_b", hg_g_attr_str(g, tb_k))));
+    if (hg_g_needs(g, 2 - w)) {
+        hg_sentry bin[3] = {in[0], ops[0], ops[1]};
+        hg_g_op_fwd_attrs(g, bwd, 3, bin, HG_KV("wrt", w ? "0" : "1"), 1, &r);
+        hg_g_set(g, 2 - w, r);
+    }
+    return hg_g_status(g);
 }
 
 /* ---- dot ---------------------------------------------------------------------------------- */
@@ -395,6 +503,185 @@ static hg_status fc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     return HG_OK;
 }
 
+/* ---- gradient ops ------------------------------------------------------------------------- */
+
+enum { K_WRT = 3 }; /* after the forward's three attributes in both backward schemas */
+static const hg_attr_spec k_dot_bwd_attrs[] = {
+    {"transpose_a", HG_ATTR_BOOL, 0, "False", "the forward's transpose_a", NULL},
+    {"transpose_b", HG_ATTR_BOOL, 0, "False", "the forward's transpose_b", NULL},
+    {"forward_stype", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "the forward's forward_stype",
+     HG_NAMES("default", "row_sparse", "csr")},
+    {"wrt", HG_ATTR_INT, 0, "0", "whose gradient: 0 lhs, 1 rhs", NULL},
+};
+static const hg_attr_spec k_fc_bwd_attrs[] = {
+    {"num_hidden", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "the forward's num_hidden", NULL},
+    {"no_bias", HG_ATTR_BOOL, 0, "False", "the forward's no_bias", NULL},
+    {"flatten", HG_ATTR_BOOL, 0, "True", "the forward's flatten", NULL},
+    {"wrt", HG_ATTR_INT, 0, "0", "whose gradient: 0 data, 1 weight, 2 bias", NULL},
+};
+
+static int fc_bwd_num_inputs(const hg_attrs *a) { return fc_num_inputs(a) + 1; }
+
+static hg_status dot_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    return bwd_infer(op, dot_infer, "dot", a, (int)a->v[K_WRT].i, nin, in, out);
+}
+
+static hg_status batch_dot_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                     int nout, hg_meta *out)
+{
+    return bwd_infer(op, batch_dot_infer, "batch_dot", a, (int)a->v[K_WRT].i, nin, in, out);
+}
+
+static hg_status fc_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    return bwd_infer(op, fc_infer, "FullyConnected", a, (int)a->v[K_WRT].i, nin, in, out);
+}
+
+static size_t dot_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return dot_workspace(a, nin - 1, in + 1);
+}
+
+static size_t batch_dot_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return batch_dot_workspace(a, nin - 1, in + 1);
+}
+
+static size_t fc_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return fc_workspace(a, nin - 1, in + 1);
+}
+
+static hg_status dot_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    bool ta = a->v[K_TA].b, tb = a->v[K_TB].b;
+    hg_meta l = hg_meta_of(in[1]), r = hg_meta_of(in[2]);
+    dot_dims d = dot_dims_of(&l, &r, ta, tb);
+    gemm_grad(l.dtype, (int)a->v[K_WRT].i, ta, tb, 1, d.M, d.N, d.K, hg_data(in[0]),
+              hg_data(in[1]), hg_data(in[2]), hg_data(out[0]), ctx->workspace);
+    return HG_OK;
+}
+
+static hg_status batch_dot_bwd_forward(const hg_op_def *op, const hg_attrs *a,
+                                       const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                       int nout, hg_tensor *const *out)
+{
+    bool ta = a->v[K_TA].b, tb = a->v[K_TB].b;
+    hg_meta l = hg_meta_of(in[1]), r = hg_meta_of(in[2]);
+    dot_dims d = batch_dims_of(&l, &r, ta, tb);
+    int64_t batch = prod_dims(l.shape, l.ndim - 2);
+    gemm_grad(l.dtype, (int)a->v[K_WRT].i, ta, tb, batch, d.M, d.N, d.K, hg_data(in[0]),
+              hg_data(in[1]), hg_data(in[2]), hg_data(out[0]), ctx->workspace);
+    return HG_OK;
+}
+
+/* Column sums of a rows x cols matrix into double accumulators, columns split over the pool. */
+#define COLSUM_W 512
+typedef struct {
+    const void *src;
+    void *dst;
+    hg_dtype dt;
+    int64_t rows, cols;
+} colsum_job;
+
+#define COLSUM_ADD(T, LD)                                                                       \
+    for (int64_t r = 0; r < j->rows; r++) {                                                     \
+        const T *p = (const T *)j->src + r * j->cols + c;                                       \
+        for (int64_t i = 0; i < w; i++) acc[i] += LD(p[i]);                                     \
+    }
+#define ID(v) (v)
+
+static void colsum_range(void *ctx, int64_t b, int64_t e)
+{
+    const colsum_job *j = ctx;
+    double acc[COLSUM_W];
+    for (int64_t blk = b; blk < e; blk++) {
+        int64_t c = blk * COLSUM_W, w = j->cols - c < COLSUM_W ? j->cols - c : COLSUM_W;
+        for (int64_t i = 0; i < w; i++) acc[i] = 0;
+        if (j->dt == HG_DTYPE_F32) {
+            COLSUM_ADD(float, ID)
+            for (int64_t i = 0; i < w; i++) ((float *)j->dst)[c + i] = (float)acc[i];
+        } else if (j->dt == HG_DTYPE_F64) {
+            COLSUM_ADD(double, ID)
+            for (int64_t i = 0; i < w; i++) ((double *)j->dst)[c + i] = acc[i];
+        } else {
+            COLSUM_ADD(uint16_t, hg_half_to_float)
+            for (int64_t i = 0; i < w; i++)
+                ((uint16_t *)j->dst)[c + i] = hg_float_to_half((float)acc[i]);
+        }
+    }
+}
+
+static hg_status fc_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    hg_meta x = hg_meta_of(in[1]);
+    int64_t M, K, H = a->v[K_NUM_HIDDEN].i;
+    int wrt = (int)a->v[K_WRT].i;
+    fc_rows(&x, a->v[K_FLATTEN].b, &M, &K);
+    if (wrt == 2) { /* the bias: dy summed over the batch rows */
+        colsum_job j = {hg_data(in[0]), hg_data(out[0]), x.dtype, M, H};
+        int64_t nblk = (H + COLSUM_W - 1) / COLSUM_W, per = M * COLSUM_W;
+        hg_parallel_for(nblk, per >= HG_GRAIN_ELEMWISE ? 1 : HG_GRAIN_ELEMWISE / per,
+                        colsum_range, &j);
+        return HG_OK;
+    }
+    /* out = data2 (M x K) . weight^T (H x K)^T: transpose_b */
+    gemm_grad(x.dtype, wrt, false, true, 1, M, H, K, hg_data(in[0]), hg_data(in[1]),
+              hg_data(in[2]), hg_data(out[0]), ctx->workspace);
+    return HG_OK;
+}
+
+static hg_status dot_grad(hg_grad_ctx *g) { return matmul_grad(g, "_backward_dot"); }
+static hg_status batch_dot_grad(hg_grad_ctx *g) { return matmul_grad(g, "_backward_batch_dot"); }
+static hg_status fc_grad(hg_grad_ctx *g) { return matmul_grad(g, "_backward_FullyConnected"); }
+
+static hg_status dot_bwd_grad(hg_grad_ctx *g)
+{
+    return bwd_matmul_grad(g, "dot", "_backward_dot", K_TA, K_TB, K_WRT);
+}
+
+static hg_status batch_dot_bwd_grad(hg_grad_ctx *g)
+{
+    return bwd_matmul_grad(g, "batch_dot", "_backward_batch_dot", K_TA, K_TB, K_WRT);
+}
+
+/* Inputs (dy, data, weight[, bias]). data and weight as in bwd_matmul_grad, with the forward
+ * being FullyConnected without bias; the bias gradient's adjoint broadcasts G over dy's rows. */
+static hg_status fc_bwd_grad(hg_grad_ctx *g)
+{
+    int w = (int)hg_g_attrs(g)->v[K_WRT].i, nin = hg_g_nin(g);
+    if (w < 0 || w >= nin - 1)
+        return hg_error(HG_ERR_VALUE, "_backward_FullyConnected: wrt=%d must name one of the %d "
+                        "operands", w, nin - 1);
+    hg_sentry G = hg_g_ograd(g, 0), in[4], r;
+    for (int k = 0; k < nin; k++) in[k] = hg_g_in(g, k);
+    if (w == 2) {
+        if (!hg_g_needs(g, 0)) return hg_g_status(g);
+        hg_sentry flat = hg_g_op(g, "Reshape", HG_GIN(G), HG_KV("shape", "(-1,)"));
+        hg_sentry z = hg_g_op(g, "zeros_like", HG_GIN(in[0]), NULL);
+        hg_g_set(g, 0, hg_g_op(g, "broadcast_add", HG_GIN(z, flat), NULL));
+        return hg_g_status(g);
+    }
+    hg_sentry ops[2] = {in[1], in[2]};
+    ops[w] = G;
+    if (hg_g_needs(g, 0))
+        hg_g_set(g, 0, hg_g_op(g, "FullyConnected", 2, ops,
+                               HG_KV("num_hidden", hg_g_attr_str(g, K_NUM_HIDDEN), "no_bias",
+                                     "True", "flatten", hg_g_attr_str(g, K_FLATTEN))));
+    if (hg_g_needs(g, 2 - w)) {
+        in[1 + w] = G;
+        hg_g_op_fwd_attrs(g, "_backward_FullyConnected", nin, in,
+                          HG_KV("wrt", w ? "0" : "1"), 1, &r);
+        hg_g_set(g, 2 - w, r);
+    }
+    return hg_g_status(g);
+}
+
 /* ---- registry ----------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_matrix[] = {
@@ -402,16 +689,32 @@ const hg_op_def hg_ops_matrix[] = {
      "lhs's last axis (first if transpose_a) with rhs's first axis (last if transpose_b).",
      .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_dot_attrs,
      .num_attrs = HG_COUNT(k_dot_attrs), .num_inputs = 2, .infer = dot_infer,
-     .forward = dot_forward, .workspace = dot_workspace},
+     .forward = dot_forward, .workspace = dot_workspace, .grad = dot_grad},
     {.name = "batch_dot", .doc = "Batched matrix product: (B..., N, M) . (B..., M, K) -> "
      "(B..., N, K), with optional transposes of each operand's last two axes.",
      .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_dot_attrs,
      .num_attrs = HG_COUNT(k_dot_attrs), .num_inputs = 2, .infer = batch_dot_infer,
-     .forward = batch_dot_forward, .workspace = batch_dot_workspace},
+     .forward = batch_dot_forward, .workspace = batch_dot_workspace, .grad = batch_dot_grad},
     {.name = "FullyConnected", .doc = "Fully connected layer: out = data . weight^T + bias, "
      "weight of shape (num_hidden, K).",
      .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_fc_attrs,
      .num_attrs = HG_COUNT(k_fc_attrs), .num_inputs = 3, .get_num_inputs = fc_num_inputs,
-     .infer = fc_infer, .forward = fc_forward, .workspace = fc_workspace},
+     .infer = fc_infer, .forward = fc_forward, .workspace = fc_workspace, .grad = fc_grad},
+    {.name = "_backward_dot", .doc = "gradient of dot with respect to lhs (wrt=0) or rhs (wrt=1)",
+     .input_names = HG_NAMES("ograd", "lhs", "rhs"), .attrs = k_dot_bwd_attrs,
+     .num_attrs = HG_COUNT(k_dot_bwd_attrs), .num_inputs = 3, .infer = dot_bwd_infer,
+     .forward = dot_bwd_forward, .workspace = dot_bwd_workspace, .grad = dot_bwd_grad},
+    {.name = "_backward_batch_dot",
+     .doc = "gradient of batch_dot with respect to lhs (wrt=0) or rhs (wrt=1)",
+     .input_names = HG_NAMES("ograd", "lhs", "rhs"), .attrs = k_dot_bwd_attrs,
+     .num_attrs = HG_COUNT(k_dot_bwd_attrs), .num_inputs = 3, .infer = batch_dot_bwd_infer,
+     .forward = batch_dot_bwd_forward, .workspace = batch_dot_bwd_workspace,
+     .grad = batch_dot_bwd_grad},
+    {.name = "_backward_FullyConnected",
+     .doc = "gradient of FullyConnected with respect to data (wrt=0), weight (1) or bias (2)",
+     .input_names = HG_NAMES("ograd", "data", "weight", "bias"), .attrs = k_fc_bwd_attrs,
+     .num_attrs = HG_COUNT(k_fc_bwd_attrs), .num_inputs = 4,
+     .get_num_inputs = fc_bwd_num_inputs, .infer = fc_bwd_infer, .forward = fc_bwd_forward,
+     .workspace = fc_bwd_workspace, .grad = fc_bwd_grad},
     {0},
 };

@@ -4,7 +4,8 @@
  * Samples are drawn in chunks of RNG_CHUNK into a stack buffer and converted to the output
  * dtype, so no temporary as large as the output is needed. Drawing is serial (the generator is
  * one stream); only _shuffle's row copies run in parallel. An empty shape gives shape (1,), as
- * MXNet's front end does.
+ * MXNet's front end does. None has a gradient (HG_OP_NO_GRAD: zero flows back); MXNet registers
+ * none for _shuffle either.
  */
 #include <math.h>
 #include <string.h>
@@ -333,7 +334,7 @@ const hg_op_def hg_ops_random[] = {
             randint_forward),
     {.name = "_shuffle", .aliases = HG_NAMES("shuffle"),
      .doc = "a copy of data with its rows (axis 0) randomly permuted",
-     .input_names = HG_NAMES("data"), .num_inputs = 1, .num_outputs = 1, .flags = HG_OP_RANDOM,
-     .infer = shuffle_infer, .forward = shuffle_forward},
+     .input_names = HG_NAMES("data"), .num_inputs = 1, .num_outputs = 1,
+     .flags = HG_OP_RANDOM | HG_OP_NO_GRAD, .infer = shuffle_infer, .forward = shuffle_forward},
     {0},
 };

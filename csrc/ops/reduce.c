@@ -25,13 +25,16 @@
  * for the thread pool, also over parts of the reduction whose partial results are combined in a
  * fixed order afterwards. All splits depend on the shape only, so results do not depend on the
  * number of threads.
+ *
+ * Gradients: each rule emits the op's _backward_X (reduce_grad.c); argmax / argmin have none.
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
+#include "reduce.h"
 
 #define TILE 1024     /* elements converted at a time; accumulators per column chunk */
 #define LANES 8       /* independent accumulators of a contiguous (inner == 1) reduction */
@@ -62,7 +65,7 @@ typedef union {
     int64_t i[LANES];
 } red_lanes;
 
-/* ---- geometry ---------------------------------------------------------------------------- */
+/* ---- geometry ----------------------------------------------------------------------------- */
 
 typedef struct red_geom {
     int64_t outer, inner; /* output = outer rows of inner values */
@@ -207,6 +210,16 @@ static void store_i(hg_dtype dt, const int64_t *v, int64_t n, void *dst, int64_t
     default: break;
     }
 #undef Q
+}
+
+void hg_reduce_load(hg_dtype dt, const void *src, int64_t n, double *dst)
+{
+    load_f(dt, src, n, dst, MAP_NONE);
+}
+
+void hg_reduce_store(hg_dtype dt, const double *src, int64_t n, void *dst)
+{
+    store_f(dt, src, n, dst);
 }
 
 /* ---- combine kernels ---------------------------------------------------------------------- */
@@ -859,8 +872,8 @@ static bool dtype_ok(hg_dtype dt)
 /* MXNet's ReduceAxesShapeImpl: fills red[] (which input dims are reduced) and out's shape.
  * axis None or () reduces everything (exclude is then ignored); full reductions without
  * keepdims give shape (1,). */
-static hg_status axes_infer(const hg_op_def *op, const hg_attr_value *axis, bool keepdims,
-                            bool exclude, const hg_meta *x, hg_meta *out, bool *red)
+hg_status hg_reduce_axes(const hg_op_def *op, const hg_attr_value *axis, bool keepdims,
+                         bool exclude, const hg_meta *x, hg_meta *out, bool *red)
 {
     char s[HG_SHAPE_STR];
     int nd = x->ndim;
@@ -905,8 +918,8 @@ static hg_status sum_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     (void)nin; (void)nout;
     HG_TRY(check_input(op, &in[0]));
     out[0].dtype = in[0].dtype;
-    return axes_infer(op, &a->v[K_AXIS], a->v[K_KEEPDIMS].b, a->v[K_EXCLUDE].b, &in[0], &out[0],
-                      red);
+    return hg_reduce_axes(op, &a->v[K_AXIS], a->v[K_KEEPDIMS].b, a->v[K_EXCLUDE].b, &in[0],
+                          &out[0], red);
 }
 
 /* MXNet rejects max/min of an empty input (there is no identity to return). */
@@ -940,7 +953,7 @@ static hg_status norm_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                             "float64, int32, int64 or int8)", hg_dtype_name(dt));
         out[0].dtype = dt;
     }
-    return axes_infer(op, &a->v[N_AXIS], a->v[N_KEEPDIMS].b, false, &in[0], &out[0], red);
+    return hg_reduce_axes(op, &a->v[N_AXIS], a->v[N_KEEPDIMS].b, false, &in[0], &out[0], red);
 }
 
 /* MXNet's ReduceAxisShapeImpl plus the emptiness checks of its SearchAxisCompute. */
@@ -1002,8 +1015,8 @@ static hg_status axes_forward(red_kind kind, const hg_op_def *op, const hg_attrs
 {
     bool red[HG_MAX_NDIM];
     hg_meta xm = hg_meta_of(x), om;
-    HG_TRY(axes_infer(op, &a->v[axis_k], a->v[keep_k].b, excl_k >= 0 && a->v[excl_k].b, &xm,
-                      &om, red));
+    HG_TRY(hg_reduce_axes(op, &a->v[axis_k], a->v[keep_k].b, excl_k >= 0 && a->v[excl_k].b,
+                          &xm, &om, red));
     return reduce_run(kind, red, x, y);
 }
 
@@ -1045,6 +1058,31 @@ static hg_status argmin_forward(const hg_op_def *op, const hg_attrs *a, const hg
     return arg_run(true, a, in[0], out[0]);
 }
 
+/* ---- gradient rules ----------------------------------------------------------------------- */
+
+/* d X(x) = _backward_X(dy, x[, y]) with X's attributes; the ops live in reduce_grad.c. */
+static hg_status red_grad(hg_grad_ctx *g, const char *bwd, bool with_out)
+{
+    hg_sentry r, in[3] = {hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_out(g, 0)};
+    hg_g_op_fwd_attrs(g, bwd, with_out ? 3 : 2, in, NULL, 1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+#define RED_GRAD(NAME, WITH_OUT)                                                                \
+    static hg_status NAME##_grad(hg_grad_ctx *g)                                                \
+    {                                                                                           \
+        return red_grad(g, "_backward_" #NAME, WITH_OUT);                                       \
+    }
+RED_GRAD(sum, false)
+RED_GRAD(mean, false)
+RED_GRAD(prod, false)
+RED_GRAD(nansum, false)
+RED_GRAD(nanprod, false)
+RED_GRAD(max, true)
+RED_GRAD(min, true)
+RED_GRAD(norm, true)
+
 /* ---- the op table ------------------------------------------------------------------------- */
 
 static const hg_attr_spec k_axes_attrs[] = {
@@ -1076,7 +1114,7 @@ static const hg_attr_spec k_arg_attrs[] = {
 #define AXES_OP(NAME, ALIASES, FN, INFER, DOC)                                                  \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .attrs = k_axes_attrs,  \
      .num_attrs = HG_COUNT(k_axes_attrs), .num_inputs = 1, .num_outputs = 1, .infer = INFER,    \
-     .forward = FN##_forward}
+     .forward = FN##_forward, .grad = FN##_grad}
 #define ARG_OP(NAME, FN, DOC)                                                                   \
     {.name = NAME, .doc = DOC, .input_names = DATA, .attrs = k_arg_attrs,                       \
      .num_attrs = HG_COUNT(k_arg_attrs), .num_inputs = 1, .num_outputs = 1,                     \
@@ -1096,7 +1134,8 @@ const hg_op_def hg_ops_reduce[] = {
             "minimum over the given axes (NaN propagates)"),
     {.name = "norm", .doc = "L1 or L2 norm over the given axes (all: shape (1,))",
      .input_names = DATA, .attrs = k_norm_attrs, .num_attrs = HG_COUNT(k_norm_attrs),
-     .num_inputs = 1, .num_outputs = 1, .infer = norm_infer, .forward = norm_forward},
+     .num_inputs = 1, .num_outputs = 1, .infer = norm_infer, .forward = norm_forward,
+     .grad = norm_grad},
     ARG_OP("argmax", argmax,
            "index of the first maximum along axis (None: of the flattened array), in the input's "
            "dtype"),

@@ -9,8 +9,10 @@
  *
  * Supported data dtypes are MXNet's (float32/64, int32/64, int8, uint8; no float16/bool). Index
  * outputs take the `dtype` attribute (uint8, int32, int64, float16, float32, float64), which
- * must represent every index of the row exactly. sort has MXNet's hidden second output: the
- * int32 indices (for the gradient).
+ * must represent every index of the row exactly. sort and topk(ret_typ='value') have MXNet's
+ * hidden second output: the int32 indices, which their gradient (_backward_topk) uses to put each
+ * output gradient back at the position its value came from. argsort and topk's indices / mask
+ * have no gradient.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 #include "ew.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 #define RUN 24 /* insertion-sorted run length before merging */
 
@@ -331,7 +334,22 @@ static const hg_attr_spec k_topk_attrs[] = {
     {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the returned indices", NULL},
 };
 
-static int topk_num_outputs(const hg_attrs *a) { return a->v[TK_RET].i == RET_BOTH ? 2 : 1; }
+/* 'value' keeps the indices as a hidden second output (int32), as MXNet does, for the gradient. */
+static int topk_num_outputs(const hg_attrs *a)
+{
+    return a->v[TK_RET].i == RET_BOTH || a->v[TK_RET].i == RET_VALUE ? 2 : 1;
+}
+
+static int topk_num_visible_outputs(const hg_attrs *a)
+{
+    return a->v[TK_RET].i == RET_BOTH ? 2 : 1;
+}
+
+/* The dtype of topk's index output for ret_typ; 'value' hides int32 indices. */
+static hg_dtype topk_index_dtype(const hg_attrs *a)
+{
+    return a->v[TK_RET].i == RET_VALUE ? HG_DTYPE_I32 : (hg_dtype)a->v[TK_DTYPE].i;
+}
 
 /* k after MXNet's rule (k < 1 selects the whole row); -1 when the row length is unknown. */
 static int64_t topk_k(const hg_attrs *a, int64_t n)
@@ -344,10 +362,11 @@ static hg_status topk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 {
     const hg_meta *x = &in[0];
     int ret = (int)a->v[TK_RET].i;
-    hg_dtype idt = (hg_dtype)a->v[TK_DTYPE].i;
+    hg_dtype idt = topk_index_dtype(a);
+    bool two = ret == RET_BOTH || ret == RET_VALUE;
     char s[HG_SHAPE_STR];
     out[0].dtype = ret == RET_INDICES ? idt : x->dtype;
-    if (ret == RET_BOTH) out[1].dtype = idt;
+    if (two) out[1].dtype = idt;
     if (x->ndim < 0) return HG_OK;
     row_plan p = {0, 0};
     HG_TRY(plan_rows("topk", &a->v[TK_AXIS], x, &p));
@@ -359,14 +378,13 @@ static hg_status topk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                         "along the axis (input shape %s, axis=%s)", (long long)a->v[TK_K].i,
                         (long long)p.n, hg_shape_str(s, x->ndim, x->shape), ax);
     }
-    if (ret == RET_INDICES || ret == RET_BOTH)
-        HG_TRY(check_index_dtype("topk", idt, p.n));
+    if (ret != RET_MASK) HG_TRY(check_index_dtype("topk", idt, p.n));
     if (ret == RET_MASK) {
         out[0].ndim = x->ndim;
         memcpy(out[0].shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     } else {
         plan_shape(x, &p, k, &out[0]);
-        if (ret == RET_BOTH) plan_shape(x, &p, k, &out[1]);
+        if (two) plan_shape(x, &p, k, &out[1]);
     }
     return HG_OK;
 }
@@ -374,14 +392,13 @@ static hg_status topk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 static hg_status topk_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    sort_job j = {.asc = a->v[TK_ASCEND].b, .idt = (hg_dtype)a->v[TK_DTYPE].i};
+    sort_job j = {.asc = a->v[TK_ASCEND].b, .idt = topk_index_dtype(a)};
     layout(in[0], &a->v[TK_AXIS], &j);
     j.k = topk_k(a, j.n);
     switch ((int)a->v[TK_RET].i) {
-    case RET_VALUE: j.val = hg_data(out[0]); break;
     case RET_INDICES: j.idx = hg_data(out[0]); break;
     case RET_MASK: j.mask = hg_data(out[0]); break;
-    default:
+    default: /* value (hidden indices) and both */
         j.val = hg_data(out[0]);
         j.idx = hg_data(out[1]);
         break;
@@ -469,18 +486,135 @@ static hg_status argsort_forward(const hg_op_def *op, const hg_attrs *a, const h
     return run_sort("argsort", in[0]->dtype, &j);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Gradients
+ * ------------------------------------------------------------------------------------------- */
+
+/* _backward_topk(ograd, indices, data) with topk's attributes: a zero array of data's shape with
+ * ograd's k values of each row put back at their indices (distinct within a row, so a plain
+ * store, done on raw element bytes: any dtype). */
+static hg_status topk_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    const hg_meta *x = &in[2];
+    out[0] = *x;
+    if (x->ndim < 0) return HG_OK;
+    row_plan p = {0, 0};
+    HG_TRY(plan_rows(op->name, &a->v[TK_AXIS], x, &p));
+    hg_meta want;
+    plan_shape(x, &p, topk_k(a, p.n), &want);
+    for (int k = 0; k < 2; k++) {
+        const hg_meta *m = &in[k];
+        if (m->ndim < 0) continue;
+        bool ok = m->ndim == want.ndim;
+        for (int d = 0; ok && d < m->ndim; d++)
+            ok = m->shape[d] < 0 || want.shape[d] < 0 || m->shape[d] == want.shape[d];
+        if (!ok)
+            return hg_error(HG_ERR_VALUE, "%s: %s has shape %s, topk of data %s gives %s",
+                            op->name, k ? "indices" : "the output gradient",
+                            hg_shape_str(s0, m->ndim, m->shape),
+                            hg_shape_str(s1, x->ndim, x->shape),
+                            hg_shape_str(s2, want.ndim, want.shape));
+    }
+    if (in[0].ndim >= 0 && in[0].dtype != x->dtype)
+        return hg_error(HG_ERR_TYPE, "%s: the output gradient has dtype %s, data %s", op->name,
+                        hg_dtype_name(in[0].dtype), hg_dtype_name(x->dtype));
+    if (in[1].ndim >= 0) HG_TRY(check_index_dtype(op->name, in[1].dtype, p.n));
+    return HG_OK;
+}
+
+static int64_t read_idx(const void *base, hg_dtype dt, int64_t pos)
+{
+    switch (dt) {
+    case HG_DTYPE_F32: return (int64_t)((const float *)base)[pos];
+    case HG_DTYPE_F64: return (int64_t)((const double *)base)[pos];
+    case HG_DTYPE_F16: return (int64_t)hg_half_to_float(((const uint16_t *)base)[pos]);
+    case HG_DTYPE_I32: return ((const int32_t *)base)[pos];
+    case HG_DTYPE_I64: return ((const int64_t *)base)[pos];
+    default: return ((const uint8_t *)base)[pos];
+    }
+}
+
+typedef struct {
+    const char *dy;
+    const void *idx;
+    char *dx;
+    hg_dtype idt;
+    size_t esz;
+    int64_t n, inner, k;
+} scatter_job;
+
+/* Rows o of (n x inner) gradient blocks. Indices come from topk itself, so they are in range;
+ * an out-of-range one (a hand-made input) is skipped rather than written out of bounds. */
+static void scatter_range(void *ctx, int64_t b, int64_t e)
+{
+    const scatter_job *j = ctx;
+    size_t esz = j->esz;
+    for (int64_t o = b; o < e; o++) {
+        char *dst = j->dx + (size_t)(o * j->n * j->inner) * esz;
+        memset(dst, 0, (size_t)(j->n * j->inner) * esz);
+        for (int64_t r = 0; r < j->k; r++)
+            for (int64_t i = 0; i < j->inner; i++) {
+                int64_t pos = (o * j->k + r) * j->inner + i, t = read_idx(j->idx, j->idt, pos);
+                if (t >= 0 && t < j->n)
+                    memcpy(dst + (size_t)(t * j->inner + i) * esz, j->dy + (size_t)pos * esz,
+                           esz);
+            }
+    }
+}
+
+static hg_status topk_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    sort_job l = {0};
+    layout(in[2], &a->v[TK_AXIS], &l);
+    scatter_job j = {hg_data(in[0]), hg_data(in[1]), hg_data(out[0]), in[1]->dtype,
+                     hg_dtype_size(in[2]->dtype), l.n, l.inner, topk_k(a, l.n)};
+    int64_t per = l.n * l.inner > 0 ? l.n * l.inner : 1;
+    hg_parallel_for(l.outer, HG_GRAIN_ELEMWISE / per + 1, scatter_range, &j);
+    return HG_OK;
+}
+
+/* topk: values (ret_typ value or both) scatter their gradient back; indices and mask: none. */
+static hg_status topk_grad(hg_grad_ctx *g)
+{
+    int ret = (int)hg_g_attrs(g)->v[TK_RET].i;
+    if (ret != RET_VALUE && ret != RET_BOTH) return hg_g_status(g);
+    hg_sentry r, in[3] = {hg_g_ograd(g, 0), hg_g_out(g, 1), hg_g_in(g, 0)};
+    hg_g_op_fwd_attrs(g, "_backward_topk", 3, in, NULL, 1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+/* sort: a topk of the whole row (k=0) with its hidden int32 indices. */
+static hg_status sort_grad(hg_grad_ctx *g)
+{
+    hg_sentry in[3] = {hg_g_ograd(g, 0), hg_g_out(g, 1), hg_g_in(g, 0)};
+    hg_g_set(g, 0, hg_g_op(g, "_backward_topk", 3, in,
+                           HG_KV("axis", hg_g_attr_str(g, SO_AXIS), "k", "0", "ret_typ", "value",
+                                 "is_ascend", hg_g_attr_str(g, SO_ASCEND), "dtype", "int32")));
+    return hg_g_status(g);
+}
+
 const hg_op_def hg_ops_sort[] = {
     {.name = "topk", .doc = "the k largest (or smallest) elements along an axis: values, "
      "indices, a mask, or values and indices", .input_names = HG_NAMES("data"),
      .attrs = k_topk_attrs, .num_attrs = HG_COUNT(k_topk_attrs), .num_inputs = 1,
-     .get_num_outputs = topk_num_outputs, .infer = topk_infer, .forward = topk_forward},
+     .get_num_outputs = topk_num_outputs, .get_num_visible_outputs = topk_num_visible_outputs,
+     .infer = topk_infer, .forward = topk_forward, .grad = topk_grad},
     {.name = "sort", .doc = "the input sorted along an axis (stable)",
      .input_names = HG_NAMES("data"), .attrs = k_sort_attrs, .num_attrs = HG_COUNT(k_sort_attrs),
      .num_inputs = 1, .num_outputs = 2, .num_visible_outputs = 1, .infer = sort_infer,
-     .forward = sort_forward},
+     .forward = sort_forward, .grad = sort_grad},
     {.name = "argsort", .doc = "indices that sort the input along an axis (stable)",
      .input_names = HG_NAMES("data"), .attrs = k_argsort_attrs,
      .num_attrs = HG_COUNT(k_argsort_attrs), .num_inputs = 1, .infer = argsort_infer,
      .forward = argsort_forward, .flags = HG_OP_NO_GRAD},
+    {.name = "_backward_topk", .doc = "gradient of topk / sort values: ograd put back at the "
+     "positions given by indices, zeros elsewhere",
+     .input_names = HG_NAMES("ograd", "indices", "data"), .attrs = k_topk_attrs,
+     .num_attrs = HG_COUNT(k_topk_attrs), .num_inputs = 3, .infer = topk_bwd_infer,
+     .forward = topk_bwd_forward},
     {0},
 };

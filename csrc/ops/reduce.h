@@ -1,0 +1,17 @@
+/* What the reductions (reduce.c) share with their gradient ops (reduce_grad.c): the axis rule
+ * and the conversions between any dtype and double tiles. Internal to csrc/ops. */
+#ifndef HG_OPS_REDUCE_H
+#define HG_OPS_REDUCE_H
+
+#include "../core/op.h"
+
+/* MXNet's ReduceAxesShapeImpl: red[d] tells whether input dim d is reduced; out gets the output
+ * shape (dtype untouched). Errors name op and the bad axis. */
+hg_status hg_reduce_axes(const hg_op_def *op, const hg_attr_value *axis, bool keepdims,
+                         bool exclude, const hg_meta *x, hg_meta *out, bool *red);
+
+/* n elements of dtype dt to doubles and back (integers truncate, float16 rounds). */
+void hg_reduce_load(hg_dtype dt, const void *src, int64_t n, double *dst);
+void hg_reduce_store(hg_dtype dt, const double *src, int64_t n, void *dst);
+
+#endif
