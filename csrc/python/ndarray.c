@@ -150,11 +150,13 @@ static PyObject *binary(binop *b, PyObject *x, PyObject *y, hg_tensor *out)
         in[0] = hgpy_tensor(x);
         hg_attrs_set_defaults(b->op_scalar, &a);
         a.v[0].f = s;
+        a.v[0].is_set = true;
         st = hgpy_run(b->op_scalar, &a, 1, in, 1, &res);
     } else if (hgpy_is_ndarray(y) && as_scalar(x, &s)) {
         in[0] = hgpy_tensor(y);
         hg_attrs_set_defaults(b->op_rscalar, &a);
         a.v[0].f = s;
+        a.v[0].is_set = true;
         st = hgpy_run(b->op_rscalar, &a, 1, in, 1, &res);
     } else {
         Py_RETURN_NOTIMPLEMENTED;

@@ -1,0 +1,196 @@
+"""mx.autograd: the imperative tape, backward/grad, grad_req, retained graphs, higher order,
+and a hybridized block as one tape node whose planned backward equals the imperative one."""
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import autograd, nd
+from hybridgluon.gluon import nn
+
+
+def test_record_scopes_and_flags():
+    assert not autograd.is_recording() and not autograd.is_training()
+    with autograd.record():
+        assert autograd.is_recording() and autograd.is_training()
+        with autograd.pause():
+            assert not autograd.is_recording() and not autograd.is_training()
+        with autograd.predict_mode():
+            assert autograd.is_recording() and not autograd.is_training()
+    with autograd.record(train_mode=False):
+        assert autograd.is_recording() and not autograd.is_training()
+    with autograd.train_mode():
+        assert autograd.is_training() and not autograd.is_recording()
+    assert not autograd.is_recording() and not autograd.is_training()
+
+
+def test_backward_matches_analytic_gradient():
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    x = nd.array(a)
+    x.attach_grad()
+    with autograd.record():
+        y = (nd.exp(x) * x + nd.sin(x)).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), np.exp(a) * (1 + a) + np.cos(a), rtol=1e-5)
+    assert x.grad._fresh_grad
+
+
+def test_head_grads_and_broadcast():
+    x, b = nd.array([[1., 2., 3.], [4., 5., 6.]]), nd.array([10., 20., 30.])
+    x.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        y = x * b
+    y.backward(nd.array([[1., 0., 2.], [0., 1., 1.]]))
+    np.testing.assert_allclose(x.grad.asnumpy(), [[10., 0., 60.], [0., 20., 30.]])
+    np.testing.assert_allclose(b.grad.asnumpy(), [1., 5., 12.])
+
+
+def test_grad_req_add_accumulates_and_write_overwrites():
+    x = nd.array([1., 2.])
+    x.attach_grad(grad_req='add')
+    for _ in range(3):
+        with autograd.record():
+            y = (x * x).sum()
+        y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 3 * 2 * np.array([1., 2.]))
+    x.attach_grad()
+    for _ in range(2):
+        with autograd.record():
+            y = (x * x).sum()
+        y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [2., 4.])
+
+
+def test_retain_graph():
+    x = nd.array([3.])
+    x.attach_grad()
+    with autograd.record():
+        y = x * x
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [6.])
+    with pytest.raises(mx.MXNetError, match='retain_graph=True'):
+        y.backward()
+
+
+def test_autograd_grad_and_second_order():
+    a = np.array([0.5, -1.0, 2.0])
+    x = nd.array(a)
+    x.attach_grad()
+    with autograd.record():
+        y = x * x * x
+        dy = autograd.grad(y, [x], create_graph=True)[0]
+        z = dy.sum()
+    np.testing.assert_allclose(dy.asnumpy(), 3 * a * a, rtol=1e-6)
+    z.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 6 * a, rtol=1e-6)
+
+
+def test_grad_does_not_touch_buffers():
+    x = nd.array([1., 2.])
+    x.attach_grad()
+    with autograd.record():
+        y = (x * 3).sum()
+    g = autograd.grad(y, x)
+    np.testing.assert_allclose(g.asnumpy(), [3., 3.])
+    np.testing.assert_allclose(x.grad.asnumpy(), [0., 0.])
+
+
+def test_detach_and_blockgrad_stop_gradients():
+    x = nd.array([1., 2.])
+    x.attach_grad()
+    with autograd.record():
+        y = (x * x.detach()).sum() + (x * nd.BlockGrad(x)).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [2., 4.])
+
+
+def test_errors():
+    x = nd.array([1., 2.])
+    with pytest.raises(mx.MXNetError, match='not in a computational graph'):
+        x.backward()
+    x.attach_grad()
+    y = x * 2  # not recorded
+    with pytest.raises(mx.MXNetError, match='not in a computational graph'):
+        y.backward()
+    with autograd.record():
+        z = x * 2
+    with pytest.raises(mx.MXNetError, match='head_grads'):
+        z.backward(nd.ones((3,)))
+    with pytest.raises(mx.MXNetError, match='grad_req'):
+        x.attach_grad(grad_req='sometimes')
+    c = nd.array([1.])
+    with autograd.record():
+        w = z.sum()
+    with pytest.raises(mx.MXNetError, match='not a marked variable'):
+        autograd.grad(w, [c])
+
+
+def test_get_symbol():
+    x = nd.array([1., 2.])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.relu(x * 2)
+    s = autograd.get_symbol(y)
+    assert 'relu' in s.tojson() and '_mul_scalar' in s.tojson()
+
+
+def _mlp():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(16, activation='relu'), nn.Dense(8, activation='tanh'), nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def _grads(net, x, label):
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    with autograd.record():
+        loss = loss_fn(net(x), label)
+    loss.backward()
+    return loss.asnumpy(), {k: p.grad().asnumpy().copy() for k, p in
+                            net.collect_params().items()}
+
+
+def test_hybridized_gradients_equal_imperative():
+    net = _mlp()
+    x = nd.random.normal(shape=(5, 7))
+    label = nd.array([0, 2, 1, 1, 0])
+    l1, g1 = _grads(net, x, label)
+    net.hybridize()
+    l2, g2 = _grads(net, x, label)
+    np.testing.assert_allclose(l1, l2, rtol=1e-6)
+    for k in g1:
+        np.testing.assert_allclose(g1[k], g2[k], rtol=1e-5, atol=1e-7, err_msg=k)
+    st = net._cached_op.stats()['training']
+    # the backward keeps only what it reads: fewer values than the forward makes
+    assert 0 < st['saved_activations'] <= 6
+    assert st['backward_kernels'] > 0
+
+
+def test_hybridized_block_input_gradient():
+    net = _mlp()
+    x = nd.random.normal(shape=(2, 7))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x).sum()
+    y.backward()
+    g1 = x.grad.asnumpy().copy()
+    net.hybridize()
+    with autograd.record():
+        y = net(x).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), g1, rtol=1e-5, atol=1e-7)
+
+
+def test_dropout_follows_train_mode_when_hybridized():
+    net = nn.HybridSequential()
+    net.add(nn.Dropout(0.5))
+    net.hybridize()
+    x = nd.ones((200,))
+    np.testing.assert_array_equal(net(x).asnumpy(), 1)       # predict: identity
+    with autograd.record():
+        y = net(x).asnumpy()
+    assert 50 < (y == 0).sum() < 150 and set(np.unique(y)) <= {0., 2.}
+    with autograd.train_mode():
+        assert (net(x).asnumpy() == 0).any()
