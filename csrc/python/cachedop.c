@@ -11,13 +11,29 @@ typedef struct {
     hg_cachedop *op;
     hg_plan *plan; /* the op's inference plan (borrowed) */
     int ninputs;
+    /* _bind(): inputs fixed between calls (parameters); the call's arguments fill the other
+     * slots in order. bound[k] NULL: a call argument. */
+    PyObject **bound;
+    int *free_slot, nfree;
+    int single; /* return the only output itself instead of a list */
 } CachedOpObject;
+
+static void unbind(CachedOpObject *self)
+{
+    for (int k = 0; self->bound && k < self->ninputs; k++) Py_XDECREF(self->bound[k]);
+    PyMem_Free(self->bound);
+    PyMem_Free(self->free_slot);
+    self->bound = NULL;
+    self->free_slot = NULL;
+    self->nfree = 0;
+}
 
 /* The C symbol inside a _core.Symbol (symbol.c owns the type). */
 hg_symbol *hgpy_symbol_ptr(PyObject *o);
 
 static void co_dealloc(CachedOpObject *self)
 {
+    unbind(self);
     hg_cachedop_release(self->op);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -72,17 +88,23 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n != self->ninputs)
-        return hgpy_raise(hg_error(HG_ERR_VALUE, "CachedOp expects %d inputs, got %zd",
-                                   self->ninputs, n));
+    int want = self->bound ? self->nfree : self->ninputs;
+    if (n != want)
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "CachedOp expects %d inputs, got %zd", want,
+                                   n));
     int nout = hg_plan_num_outputs(self->plan);
-    hg_tensor **in = PyMem_Malloc(sizeof(hg_tensor *) * (size_t)(n + 1));
-    hg_tensor **out = PyMem_Calloc((size_t)(nout + 1), sizeof(hg_tensor *));
+    hg_tensor *in_stack[32], *out_stack[8];
+    hg_tensor **in = self->ninputs <= 32 ? in_stack
+                                         : PyMem_Malloc(sizeof(hg_tensor *) * (size_t)self->ninputs);
+    hg_tensor **out = nout <= 8 ? out_stack : PyMem_Malloc(sizeof(hg_tensor *) * (size_t)nout);
     PyObject *res = NULL;
     if (!in || !out) {
         PyErr_NoMemory();
         goto done;
     }
+    for (int i = 0; i < nout; i++) out[i] = NULL;
+    for (int k = 0; self->bound && k < self->ninputs; k++)
+        if (self->bound[k]) in[k] = hgpy_tensor(self->bound[k]);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PyTuple_GET_ITEM(args, i);
         if (!hgpy_is_ndarray(a)) {
@@ -90,7 +112,7 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
                          Py_TYPE(a)->tp_name);
             goto done;
         }
-        in[i] = hgpy_tensor(a);
+        in[self->bound ? self->free_slot[i] : i] = hgpy_tensor(a);
     }
     hg_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -98,6 +120,10 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     if (st) {
         hgpy_raise(st);
+        goto done;
+    }
+    if (self->single && nout == 1) {
+        res = hgpy_wrap(out[0]);
         goto done;
     }
     res = PyList_New(nout);
@@ -108,8 +134,8 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
         else PyList_SET_ITEM(res, i, w);
     }
 done:
-    PyMem_Free(in);
-    PyMem_Free(out);
+    if (in != in_stack) PyMem_Free(in);
+    if (out != out_stack) PyMem_Free(out);
     return res;
 }
 
@@ -220,7 +246,46 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
     return r;
 }
 
+/* _bind(inputs, single=False): entries that are NDArrays stay bound to their slots; None
+ * slots take the call's arguments in order. single: a one-output call returns the array. */
+static PyObject *co_bind(CachedOpObject *self, PyObject *args)
+{
+    PyObject *list;
+    int single = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &list, &single)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "expected a list");
+    if (!seq) return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != self->ninputs) {
+        Py_DECREF(seq);
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "_bind: expected %d entries", self->ninputs));
+    }
+    unbind(self);
+    self->bound = PyMem_Calloc((size_t)self->ninputs + 1, sizeof(PyObject *));
+    self->free_slot = PyMem_Calloc((size_t)self->ninputs + 1, sizeof(int));
+    if (!self->bound || !self->free_slot) {
+        Py_DECREF(seq);
+        unbind(self);
+        return PyErr_NoMemory();
+    }
+    for (int k = 0; k < self->ninputs; k++) {
+        PyObject *a = PySequence_Fast_GET_ITEM(seq, k);
+        if (a == Py_None) {
+            self->free_slot[self->nfree++] = k;
+        } else if (hgpy_is_ndarray(a)) {
+            self->bound[k] = Py_NewRef(a);
+        } else {
+            Py_DECREF(seq);
+            unbind(self);
+            return PyErr_Format(PyExc_TypeError, "_bind: entry %d must be an NDArray or None", k);
+        }
+    }
+    self->single = single;
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef k_co_methods[] = {
+    {"_bind", (PyCFunction)co_bind, METH_VARARGS, "bind fixed inputs (parameters)"},
     {"infer", (PyCFunction)co_infer, METH_VARARGS, "shape/dtype inference for input metas"},
     {"stats", (PyCFunction)co_stats, METH_NOARGS, "counters of the last run"},
     {NULL, NULL, 0, NULL},

@@ -23,8 +23,10 @@ from .. import name as _name
 from .. import ndarray
 from ..base import MXNetError
 from ..ndarray import NDArray
-from .parameter import Parameter, ParameterDict, DeferredInitializationError
+from .parameter import Parameter, ParameterDict, DeferredInitializationError, _DATA_GEN
 from .utils import _indent, _brief_print_list, HookHandle
+
+_NDARRAY = NDArray
 
 __all__ = ['Block', 'HybridBlock']
 
@@ -391,6 +393,8 @@ class HybridBlock(Block):
         self._in_format = None
         self._active = False
         self._flags = []
+        self._fast_gen = -1
+        self._fast_single = False
         self._backend = None
         self._backend_opts = {}
 
@@ -404,6 +408,37 @@ class HybridBlock(Block):
         self._cached_graph = ()
         self._cached_op = None
         self._cached_op_args = []
+        self._fast_gen = -1
+
+    def __call__(self, *args):
+        # Hot path of a hybridized block called with one NDArray: the parameters are bound to
+        # the cached op (re-bound when any Parameter's arrays change), one C call does the rest.
+        if (self._fast_gen == _DATA_GEN[0] and len(args) == 1 and type(args[0]) is _NDARRAY
+                and not self._forward_hooks and not self._forward_pre_hooks):
+            out = self._cached_op(args[0])
+            return out if self._fast_single else _regroup(out, self._out_format)
+        return super().__call__(*args)
+
+    def _bind_fast_path(self):
+        """Binds the parameters to the cached op for __call__'s hot path, when that applies:
+        active, no hooks, one data input, every parameter on a single context."""
+        self._fast_gen = -1
+        if (not self._active or self._cached_op is None or self._forward_hooks or
+                self._forward_pre_hooks or self._in_format != [0]):
+            return
+        bound = []
+        for is_arg, i in self._cached_op_args:
+            if is_arg:
+                bound.append(None)
+                continue
+            if i._data is None or len(i._data) != 1:
+                return
+            bound.append(i._data[0])
+        if bound.count(None) != 1:
+            return
+        self._fast_single = self._out_format == 0
+        self._cached_op._bind(bound, self._fast_single)
+        self._fast_gen = _DATA_GEN[0]
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -423,6 +458,7 @@ class HybridBlock(Block):
             self._backend_opts = kwargs
         self._backend = backend
         self._active = active
+        self._fast_gen = -1
         self._flags = [('static_alloc', static_alloc), ('static_shape', static_shape),
                        ('inline_limit', inline_limit)]
         if forward_bulk_size is not None:
@@ -544,7 +580,11 @@ class HybridBlock(Block):
                 if not isinstance(p, int):
                     p._finish_deferred_init()
             cargs = [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
+        if self._fast_gen != -1:  # unbind: call with every input
+            self._cached_op._bind([None] * len(cargs))
+            self._fast_gen = -1
         out = self._cached_op(*cargs)
+        self._bind_fast_path()
         return _regroup(out, self._out_format)
 
     def export(self, path, epoch=0, remove_amp_cast=True):

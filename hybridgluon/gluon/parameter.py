@@ -59,6 +59,11 @@ def _as_ctx_list(ctx):
     return list(ctx)
 
 
+# Bumped whenever any Parameter's list of data arrays is replaced: hybridized blocks keep their
+# parameters bound to the cached op and re-bind only when this changes.
+_DATA_GEN = [0]
+
+
 class Parameter:
     """A container holding a weight of a Block: data (and gradient) on each context.
 
@@ -83,6 +88,15 @@ class Parameter:
     stype, grad_stype : {'default', 'row_sparse', 'csr'}, default 'default'
         Storage types of the data and of the gradient (hybridgluon stores both densely).
     """
+
+    @property
+    def _data(self):
+        return self._data_arrays
+
+    @_data.setter
+    def _data(self, arrays):
+        self._data_arrays = arrays
+        _DATA_GEN[0] += 1
 
     def __init__(self, name, grad_req='write', shape=None, dtype=np.float32, lr_mult=1.0,
                  wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
