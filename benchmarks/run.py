@@ -12,8 +12,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_hybridize  # noqa: E402
 import bench_ndarray  # noqa: E402
+import bench_train  # noqa: E402
 
-BENCHMARKS = [bench_ndarray, bench_hybridize]
+BENCHMARKS = [bench_ndarray, bench_hybridize, bench_train]
 
 
 def machine():
