@@ -502,6 +502,70 @@ hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, 
 
 /* ---- JSON out ------------------------------------------------------------------------------- */
 
+hg_status hg_symbol_compose(const hg_symbol *s, int n, const char *const *names,
+                            const hg_symbol *const *with, hg_symbol **out)
+{
+    for (int i = 0; i < n; i++)
+        if (!names[i] || !with[i] || with[i]->n != 1)
+            return hg_error(HG_ERR_VALUE, "compose: argument %d must be one single-output symbol",
+                            i);
+    hg_snode **nodes = NULL, **copy = NULL;
+    int count = 0;
+    hg_status st = hg_symbol_topo(s, &nodes, &count);
+    if (st != HG_OK) return st;
+    hg_sentry *repl = calloc((size_t)count + 1, sizeof *repl);
+    hg_sentry *heads = calloc((size_t)s->n + 1, sizeof *heads);
+    copy = calloc((size_t)count + 1, sizeof *copy);
+    if (!repl || !copy || !heads) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; st == HG_OK && i < count; i++) {
+        hg_snode *nd = nodes[i];
+        if (!nd->op) {
+            repl[i] = (hg_sentry){nd, 0, 0};
+            for (int k = 0; k < n; k++)
+                if (strcmp(nd->name, names[k]) == 0) repl[i] = with[k]->heads[0];
+            continue;
+        }
+        hg_sentry in_stack[8], *in = in_stack;
+        if (nd->nin > 8 && !(in = malloc(sizeof *in * (size_t)nd->nin))) {
+            st = hg_error(HG_ERR_MEMORY, "out of memory");
+            break;
+        }
+        for (int k = 0; k < nd->nin; k++) {
+            int pos = -1;
+            for (int j = 0; j < i && pos < 0; j++)
+                if (nodes[j] == nd->in[k].node) pos = j;
+            hg_sentry src = repl[pos];
+            in[k] = nodes[pos]->op ? (hg_sentry){src.node, nd->in[k].index, nd->in[k].version}
+                                   : src;
+        }
+        st = hg_snode_new_op(nd->op, nd->name, nd->nattr, (const char *const *)nd->keys,
+                             (const char *const *)nd->vals, nd->nin, in, &copy[i]);
+        if (in != in_stack) free(in);
+        if (st == HG_OK && nd->origin) {
+            size_t len = strlen(nd->origin) + 1;
+            if ((copy[i]->origin = malloc(len))) memcpy(copy[i]->origin, nd->origin, len);
+        }
+        if (st == HG_OK) repl[i] = (hg_sentry){copy[i], 0, 0};
+    }
+    if (st == HG_OK) {
+        for (int h = 0; h < s->n; h++) {
+            int pos = -1;
+            for (int j = 0; j < count && pos < 0; j++)
+                if (nodes[j] == s->heads[h].node) pos = j;
+            heads[h] = nodes[pos]->op ? (hg_sentry){repl[pos].node, s->heads[h].index, 0}
+                                      : repl[pos];
+        }
+        st = hg_symbol_from_entries(s->n, heads, out);
+    }
+    for (int i = 0; copy && i < count; i++)
+        if (copy[i]) node_release(copy[i]);
+    free(copy);
+    free(repl);
+    free(heads);
+    free(nodes);
+    return st;
+}
+
 static void indent(hg_strbuf *sb, int level)
 {
     hg_sb_put(sb, "\n", 1);

@@ -81,6 +81,11 @@ hg_status hg_symbol_topo(const hg_symbol *s, hg_snode ***nodes, int *n);
 hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, int **off,
                                    int **in_idx, int **head_idx);
 
+/* A copy of s in which the variables named names[i] are replaced by the (single-output)
+ * symbols with[i]; the rest of the graph is copied (new nodes, same attributes). */
+hg_status hg_symbol_compose(const hg_symbol *s, int n, const char *const *names,
+                            const hg_symbol *const *with, hg_symbol **out);
+
 /* MXNet 1.x JSON, byte-identical layout (dmlc JSONWriter). *out is malloc'ed. */
 hg_status hg_symbol_to_json(const hg_symbol *s, char **out);
 /* Reads MXNet JSON (current and older keys). Errors name the node and what was wrong. */

@@ -381,6 +381,31 @@ done:
     return res;
 }
 
+/* _compose({name: symbol}): a copy with those variables replaced. */
+static PyObject *m_compose(SymbolObject *self, PyObject *dict)
+{
+    if (!PyDict_Check(dict)) return PyErr_Format(PyExc_TypeError, "expected a dict");
+    Py_ssize_t n = PyDict_Size(dict), pos = 0, i = 0;
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    const hg_symbol **with = calloc((size_t)n + 1, sizeof *with);
+    PyObject *k, *v, *res = NULL;
+    if (!names || !with) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (PyDict_Next(dict, &pos, &k, &v)) {
+        if (!(names[i] = PyUnicode_AsUTF8(k)) || !(with[i] = as_symbol(v))) goto done;
+        i++;
+    }
+    hg_symbol *out = NULL;
+    hg_status st = hg_symbol_compose(self->s, (int)n, names, with, &out);
+    res = st ? hgpy_raise(st) : wrap_symbol(out);
+done:
+    free(names);
+    free(with);
+    return res;
+}
+
 /* _set_origin(text): where the nodes of this symbol's heads were made (for error messages). */
 static PyObject *m_set_origin(SymbolObject *self, PyObject *text)
 {
@@ -410,6 +435,7 @@ static PyMethodDef k_sym_methods[] = {
     {"_graph", (PyCFunction)m_graph, METH_NOARGS, "(nodes, heads) in topological order"},
     {"_internals", (PyCFunction)m_internals, METH_NOARGS, "every node's outputs as a group"},
     {"_set_origin", (PyCFunction)m_set_origin, METH_O, "record where the head nodes were made"},
+    {"_compose", (PyCFunction)m_compose, METH_O, "copy with variables replaced by symbols"},
     {"_gradient", (PyCFunction)m_gradient, METH_VARARGS,
      "_gradient(wrt_names, head_grad_names=None): symbol of the gradients"},
     {NULL, NULL, 0, NULL},

@@ -50,9 +50,14 @@ class SymbolBlock(HybridBlock):
         self._active = True
 
     def forward(self, x, *args):
-        if hasattr(x, '_hg_symbol'):
-            raise MXNetError('SymbolBlock called with Symbols: composing an imported graph into '
-                             'another graph is not supported yet; call it with NDArrays')
+        if isinstance(x, _symbol.Symbol):  # compose the graph into the caller's graph
+            given = [x] + list(args)
+            if len(given) != len(self._inputs):
+                raise ValueError('SymbolBlock expects %d input(s), got %d'
+                                 % (len(self._inputs), len(given)))
+            out = self._outputs._compose({i.name: g for i, g in zip(self._inputs, given)})
+            return out if len(out.list_outputs()) == 1 else [out[i] for i in
+                                                             range(len(out.list_outputs()))]
         if len(self._inputs) == 1 and not args:
             return self._call_cached_op(x)
         return self._call_cached_op(x, *args)

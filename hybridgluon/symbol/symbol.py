@@ -168,6 +168,25 @@ class Symbol(_core.Symbol):
         nodes, _ = self._graph()
         return {n[0]: dict(n[2]) for n in nodes if n[2]}
 
+    def __call__(self, *args, **kwargs):
+        """A copy of the graph with its arguments replaced by the given symbols: positionally
+        in list_arguments() order, or by name (MXNet's Symbol composition)."""
+        kwargs.pop('name', None)
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise MXNetError('compose: %d positional symbols for %d arguments'
+                             % (len(args), len(names)))
+        mapping = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in self.list_inputs():
+                raise MXNetError('compose: %r is not an input of the symbol (inputs: %s)'
+                                 % (k, ', '.join(self.list_inputs())))
+            mapping[k] = v
+        for k, v in mapping.items():
+            if not isinstance(v, Symbol):
+                raise TypeError('compose: %s must be a Symbol, got %s' % (k, type(v).__name__))
+        return self._compose(mapping)
+
     def eval(self, ctx=None, **kwargs):
         """Runs the symbol once with the NDArrays given by input name; returns a list of
         NDArrays, one per output."""
