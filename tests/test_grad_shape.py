@@ -628,3 +628,67 @@ def test_second_order_through_a_backward_op():
     assert ggh.list_inputs() == ['w']   # linear in h: x and h drop out
     out = ggh.eval(w=mx.nd.array(w))
     np.testing.assert_allclose(out[0].asnumpy(), np.tile(w, (2, 1)), rtol=1e-6)
+
+
+# ---- through autograd: the imperative tape and a hybridized block ----------------------------
+
+def test_slice_with_none_through_the_tape():
+    from hybridgluon import autograd
+    a = np.arange(20.).reshape(4, 5)
+    x = mx.nd.array(a, dtype='float64')
+    x.attach_grad()
+    head = randn((2, 3))
+    with autograd.record():
+        y = mx.nd.slice(x, begin=(None, 3), end=(None, 0), step=(-2, -1))
+    y.backward(mx.nd.array(head, dtype='float64'))
+    ref = np.zeros((4, 5))
+    ref[::-2, 3:0:-1] = head
+    np.testing.assert_array_equal(y.asnumpy(), a[::-2, 3:0:-1])
+    np.testing.assert_array_equal(x.grad.asnumpy(), ref)
+
+
+class _Mixer(mx.gluon.HybridBlock):
+    """Many of this file's rules in one graph: Embedding, take, pick, Concat, split, stack,
+    slice, transpose, tile, clip, where, reverse, SequenceMask."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.emb = self.params.get('emb', shape=(7, 4))
+
+    def hybrid_forward(self, F, x, idx, emb):
+        e = F.Embedding(idx, emb, input_dim=7, output_dim=4)              # (2, 3, 4)
+        t = F.take(x, idx, axis=1, mode='wrap')                          # (2, 2, 3, 4)
+        p = F.pick(x, F.tile(F.slice_axis(idx, axis=1, begin=0, end=1), reps=(1, 4)), axis=1)
+        halves = F.split(F.Concat(e, F.slice(t, begin=(0, 1), end=(2, 2)).reshape((2, 3, 4)),
+                                  dim=2), num_outputs=2, axis=2)
+        s = F.stack(halves[0], F.transpose(halves[1], axes=(0, 1, 2)), axis=1)
+        m = F.SequenceMask(F.tile(F.clip(s, -0.8, 0.8), reps=(1, 1, 2, 1)),
+                           F.ones((2,)) * 1, use_sequence_length=True, axis=1)
+        w = F.where(m > 0, m, F.reverse(m, axis=2))
+        return F.square(w), F.square(p)  # (y * y segfaults in a hybridized plan on main)
+
+
+def test_rules_agree_imperative_and_hybridized():
+    from hybridgluon import autograd
+    rng = np.random.default_rng(9)
+    x = mx.nd.array(rng.standard_normal((2, 5, 4)))
+    idx = mx.nd.array(np.array([[1, 6, 6], [0, 3, 1]], dtype='float32'))
+    emb0 = mx.nd.array(rng.standard_normal((7, 4)))
+    grads = []
+    for hybrid in (False, True):
+        net = _Mixer()
+        net.initialize()
+        net.emb.set_data(emb0)
+        if hybrid:
+            net.hybridize()
+        xx = x.copy()
+        xx.attach_grad()
+        with autograd.record():
+            outs = net(xx, idx)
+        autograd.backward(list(outs))
+        grads.append((xx.grad.asnumpy(), net.emb.grad().asnumpy(), outs[0].asnumpy(),
+                      outs[1].asnumpy()))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert np.abs(grads[0][1]).sum() > 0 and np.abs(grads[0][0]).sum() > 0
