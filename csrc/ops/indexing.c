@@ -659,10 +659,11 @@ CLIP_INT(i64, -9.2e18, 9.2e18)
 CLIP_INT(i8, INT8_MIN, INT8_MAX)
 CLIP_INT(u8, 0, UINT8_MAX)
 
-/* _backward_clip(ograd, data): ograd where a_min < data < a_max, else 0 (MXNet's rule: no
- * gradient at the bounds themselves). */
-HG_EW_BINARY(clip_bwd, f32, (r > (f32)a->v[CL_MIN].f && r < (f32)a->v[CL_MAX].f) ? l : 0)
-HG_EW_BINARY(clip_bwd, f64, (r > a->v[CL_MIN].f && r < a->v[CL_MAX].f) ? l : 0)
+/* _backward_clip(ograd, data): ograd where a_min <= data <= a_max, else 0. MXNet's clip_grad
+ * zeroes only values strictly outside, so a value sitting on a bound (clip(relu(x), 0, 6) at
+ * 0) passes its gradient; NaN passes too. */
+HG_EW_BINARY(clip_bwd, f32, (r < (f32)a->v[CL_MIN].f || r > (f32)a->v[CL_MAX].f) ? 0 : l)
+HG_EW_BINARY(clip_bwd, f64, (r < a->v[CL_MIN].f || r > a->v[CL_MAX].f) ? 0 : l)
 
 static hg_status bwd_clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)
@@ -1117,7 +1118,7 @@ const hg_op_def hg_ops_indexing[] = {
      .attrs = k_pick_attrs, .num_attrs = HG_COUNT(k_pick_attrs), .num_inputs = 3,
      .infer = bwd_pick_infer, .forward = bwd_pick_forward, .workspace = bwd_idx_ws,
      .grad = bwd_pick_grad},
-    {.name = "_backward_clip", .doc = "the gradient of clip: ograd where a_min < data < a_max, "
+    {.name = "_backward_clip", .doc = "the gradient of clip: ograd where a_min <= data <= a_max, "
      "else 0", .input_names = HG_NAMES("ograd", "data"), .attrs = k_clip_attrs,
      .num_attrs = HG_COUNT(k_clip_attrs), .num_inputs = 2, .infer = bwd_clip_infer,
      .ew = HG_EW_TABLE_FLOAT(clip_bwd), .ew_arity = 2, .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
