@@ -5,12 +5,15 @@
  * MXNet's static_cast<int>), NaN and values beyond int64 saturate so no cast is undefined. The
  * gathers copy whole elements by size, so take/pick/where/Embedding work on every dtype. Only
  * take(mode='raise') checks data values, and so is the one kernel that may fail (HG_ERR_INDEX).
+ * Gradient rules are at the end, with the scatters they need (_backward_take, _backward_pick)
+ * and _backward_clip.
  */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "ew.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers
@@ -283,6 +286,11 @@ static void gather_rows(const char *src, char *dst, const int64_t *idx, int64_t 
 }
 
 #define UNKNOWN(m) ((m).ndim < 0)
+
+static bool is_float(hg_dtype dt)
+{
+    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * take
@@ -651,6 +659,21 @@ CLIP_INT(i64, -9.2e18, 9.2e18)
 CLIP_INT(i8, INT8_MIN, INT8_MAX)
 CLIP_INT(u8, 0, UINT8_MAX)
 
+/* _backward_clip(ograd, data): ograd where a_min <= data <= a_max, else 0. MXNet's clip_grad
+ * zeroes only values strictly outside, so a value sitting on a bound (clip(relu(x), 0, 6) at
+ * 0) passes its gradient; NaN passes too. */
+HG_EW_BINARY(clip_bwd, f32, (r < (f32)a->v[CL_MIN].f || r > (f32)a->v[CL_MAX].f) ? 0 : l)
+HG_EW_BINARY(clip_bwd, f64, (r < a->v[CL_MIN].f || r > a->v[CL_MAX].f) ? 0 : l)
+
+static hg_status bwd_clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    if (!is_float(in[0].dtype))
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
+                        op->name, hg_dtype_name(in[0].dtype));
+    return hg_infer_same(op, a, nin, in, nout, out);
+}
+
 static hg_status clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
 {
@@ -816,6 +839,242 @@ static hg_status seqmask_forward(const hg_op_def *op, const hg_attrs *a, const h
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Gradients. Index inputs (indices, index, condition, data of Embedding, sequence_length) get
+ * none. The gathers' adjoints are scatters into zeros: _backward_take adds (indices repeat),
+ * _backward_pick stores (each position is picked once). They read data for its shape only.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *p;
+} zero_job;
+
+static void zero_range(void *ctx, int64_t b, int64_t e)
+{
+    memset(((zero_job *)ctx)->p + b, 0, (size_t)(e - b));
+}
+
+static void zero_fill(hg_tensor *t)
+{
+    zero_job j = {hg_data(t)};
+    hg_parallel_for((int64_t)hg_tensor_nbytes(t), 1 << 18, zero_range, &j);
+}
+
+/* The infer of _backward_X(ograd, index, data): X's rule on (data, index) must give ograd's
+ * shape; the result has data's shape and ograd's dtype. */
+static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_meta *in,
+                                  hg_meta *out,
+                                  hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int,
+                                                   hg_meta *, int, hg_meta *))
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
+    const hg_meta *g = &in[0];
+    hg_meta fin[2] = {in[2], in[1]}, y = {.ndim = -1, .dtype = in[2].dtype};
+    out[0].dtype = g->dtype;
+    if (!is_float(g->dtype))
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
+                        op->name, hg_dtype_name(g->dtype));
+    if (UNKNOWN(in[2]) || UNKNOWN(in[1])) return HG_OK;
+    hg_status st = fwd(op, a, 2, fin, 1, &y);
+    if (st != HG_OK) return hg_error_prefix(st, "%s: ", op->name);
+    if (!UNKNOWN(*g) && !shape_match(g, &y))
+        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s but the forward output for data "
+                        "of shape %s and index of shape %s has shape %s", op->name,
+                        hg_shape_str(s0, g->ndim, g->shape), hg_shape_str(s1, in[2].ndim,
+                                                                          in[2].shape),
+                        hg_shape_str(s2, in[1].ndim, in[1].shape),
+                        hg_shape_str(s3, y.ndim, y.shape));
+    out[0] = in[2];
+    out[0].dtype = g->dtype;
+    return HG_OK;
+}
+
+/* Input `k` gets op `name` over (ograd, the forward's inputs `ins`...) with the forward's
+ * attributes; for a _backward_X op, name is X and the rest of its inputs follow ograd. */
+static hg_status emit_grad(hg_grad_ctx *g, int k, const char *name, int nin, const int *ins)
+{
+    hg_sentry in[4], r;
+    in[0] = hg_g_ograd(g, 0);
+    for (int i = 0; i < nin; i++) in[i + 1] = hg_g_in(g, ins[i]);
+    hg_g_op_fwd_attrs(g, name, nin + 1, in, NULL, 1, &r);
+    hg_g_set(g, k, r);
+    return hg_g_status(g);
+}
+
+static hg_status take_grad(hg_grad_ctx *g)
+{
+    return emit_grad(g, 0, "_backward_take", 2, (const int[]){1, 0});
+}
+
+static hg_status bwd_take_grad(hg_grad_ctx *g) /* the adjoint of the scatter is the gather */
+{
+    return emit_grad(g, 0, "take", 1, (const int[]){1});
+}
+
+static hg_status pick_grad(hg_grad_ctx *g)
+{
+    return emit_grad(g, 0, "_backward_pick", 2, (const int[]){1, 0});
+}
+
+static hg_status bwd_pick_grad(hg_grad_ctx *g)
+{
+    return emit_grad(g, 0, "pick", 1, (const int[]){1});
+}
+
+static hg_status clip_grad(hg_grad_ctx *g)
+{
+    return emit_grad(g, 0, "_backward_clip", 1, (const int[]){0});
+}
+
+static hg_status bwd_clip_grad(hg_grad_ctx *g) /* piecewise constant in data */
+{
+    return emit_grad(g, 0, "_backward_clip", 1, (const int[]){1});
+}
+
+static hg_status where_grad(hg_grad_ctx *g)
+{
+    hg_sentry c = hg_g_in(g, 0), dy = hg_g_ograd(g, 0);
+    hg_sentry z = hg_g_op(g, "zeros_like", HG_GIN(dy), NULL);
+    if (hg_g_needs(g, 1)) hg_g_set(g, 1, hg_g_op(g, "where", HG_GIN(c, dy, z), NULL));
+    if (hg_g_needs(g, 2)) hg_g_set(g, 2, hg_g_op(g, "where", HG_GIN(c, z, dy), NULL));
+    return hg_g_status(g);
+}
+
+/* Embedding is take(weight, data, axis=0, mode='clip'): the weight gets the row scatter. */
+static hg_status embedding_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 1, hg_g_op(g, "_backward_take", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0),
+                                                       hg_g_in(g, 1)),
+                           HG_KV("axis", "0", "mode", "clip")));
+    return hg_g_status(g);
+}
+
+/* Masked positions are constants: the same mask with value 0 on the gradient. */
+static hg_status seqmask_grad(hg_grad_ctx *g)
+{
+    hg_sentry dy = hg_g_ograd(g, 0), r;
+    if (!hg_g_attrs(g)->v[SM_USE_LEN].b) {
+        hg_g_set(g, 0, hg_g_op(g, "_copy", HG_GIN(dy), NULL));
+        return hg_g_status(g);
+    }
+    hg_g_op_fwd_attrs(g, "SequenceMask", HG_GIN(dy, hg_g_in(g, 1)), HG_KV("value", "0"), 1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+/* _backward_take(ograd, indices, a): zeros of a's shape plus, for each index j, ograd's row j
+ * added to row idx[j]. Work items are (outer slice, range of a's rows) pairs: each zeroes its
+ * rows, then walks all the indices in order and adds the rows that land in its range. So
+ * repeated indices add up without atomics, the sum order is fixed (deterministic), rows are
+ * touched whole (no strided passes), and the cost is O(rows of a + indices x row). */
+typedef struct {
+    const char *g;
+    char *x;
+    const int64_t *idx;
+    int64_t m, n, inner, nranges;
+    hg_dtype dt;
+} scatter_job;
+
+#define SCATTER_ADD(T, LD, ST)                                                                  \
+    do {                                                                                        \
+        const T *gs = (const T *)(const void *)j->g + (o * j->m) * j->inner;                    \
+        T *xs = (T *)(void *)j->x + (o * j->n) * j->inner;                                      \
+        for (int64_t k = 0; k < j->m; k++) {                                                    \
+            int64_t r = j->idx[k];                                                              \
+            if (r < lo || r >= hi) continue;                                                    \
+            const T *src = gs + k * j->inner;                                                   \
+            T *dst = xs + r * j->inner;                                                         \
+            for (int64_t i = 0; i < j->inner; i++) dst[i] = ST(LD(dst[i]) + LD(src[i]));        \
+        }                                                                                       \
+    } while (0)
+#define SC_ID(v) (v)
+
+static void scatter_range(void *ctx, int64_t begin, int64_t end)
+{
+    const scatter_job *j = ctx;
+    size_t esz = hg_dtype_size(j->dt);
+    for (int64_t u = begin; u < end; u++) {
+        int64_t o = u / j->nranges, q = u % j->nranges;
+        int64_t lo = q * j->n / j->nranges, hi = (q + 1) * j->n / j->nranges;
+        memset(j->x + (size_t)((o * j->n + lo) * j->inner) * esz, 0,
+               (size_t)((hi - lo) * j->inner) * esz);
+        if (j->dt == HG_DTYPE_F64) SCATTER_ADD(double, SC_ID, SC_ID);
+        else if (j->dt == HG_DTYPE_F16) SCATTER_ADD(uint16_t, hg_half_to_float, hg_float_to_half);
+        else SCATTER_ADD(float, SC_ID, SC_ID);
+    }
+}
+
+static hg_status bwd_take_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    return bwd_gather_infer(op, a, in, out, take_infer);
+}
+
+static hg_status bwd_take_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    const hg_tensor *dy = in[0], *idx = in[1];
+    hg_tensor *dx = out[0];
+    int axis = (int)(a->v[TK_AXIS].i < 0 ? a->v[TK_AXIS].i + dx->ndim : a->v[TK_AXIS].i);
+    int64_t n = dx->shape[axis], outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= dx->shape[d];
+    for (int d = axis + 1; d < dx->ndim; d++) inner *= dx->shape[d];
+    if (dx->size == 0) return HG_OK;
+    int64_t *iv = ctx->workspace;
+    int64_t bad = convert_indices(idx, n, (int)a->v[TK_MODE].i, iv);
+    if (bad >= 0)
+        return hg_error(HG_ERR_INDEX, "%s: indices contain an index out of bounds (%g at "
+                        "position %lld; axis %d has size %lld, mode='raise')", op->name,
+                        index_value(idx, bad), (long long)bad, axis, (long long)n);
+    /* Splitting a's rows costs: every range re-reads all the indices and finds its ograd rows
+     * scattered (a single range streams ograd in order). So split only as far as the threads
+     * need work, and not for small jobs. */
+    int64_t threads = hg_get_num_threads(), nranges = 1;
+    if (outer < threads && (idx->size + n) * inner > 4 * HG_GRAIN_ELEMWISE)
+        nranges = (threads + outer - 1) / outer;
+    if (nranges > n) nranges = n;
+    scatter_job j = {hg_data(dy), hg_data(dx), iv, idx->size, n, inner, nranges, dx->dtype};
+    int64_t per_item = (n / nranges + idx->size) * inner;
+    int64_t grain = HG_GRAIN_ELEMWISE / (per_item > 0 ? per_item : 1);
+    hg_parallel_for(outer * nranges, grain > 0 ? grain : 1, scatter_range, &j);
+    return HG_OK;
+}
+
+static size_t bwd_idx_ws(const hg_attrs *a, int nin, const hg_meta *in) { return idx_ws(&in[1]); }
+
+/* _backward_pick(ograd, index, data): zeros of data's shape with ograd at the picked places. */
+static hg_status bwd_pick_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    return bwd_gather_infer(op, a, in, out, pick_infer);
+}
+
+static void unpick_range(void *ctx, int64_t begin, int64_t end)
+{
+    const pick_job *p = ctx; /* src: ograd in order; dst: the data-shaped gradient */
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / p->inner, i = r % p->inner;
+        copy_elem(p->dst + (size_t)((o * p->n + p->idx[r]) * p->inner + i) * p->esz,
+                  p->src + (size_t)r * p->esz, p->esz);
+    }
+}
+
+static hg_status bwd_pick_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    hg_tensor *dx = out[0];
+    int axis = (int)(a->v[PK_AXIS].i < 0 ? a->v[PK_AXIS].i + dx->ndim : a->v[PK_AXIS].i);
+    int64_t n = dx->shape[axis], inner = 1;
+    for (int d = axis + 1; d < dx->ndim; d++) inner *= dx->shape[d];
+    zero_fill(dx);
+    if (in[0]->size == 0) return HG_OK;
+    int64_t *iv = ctx->workspace;
+    convert_indices(in[1], n, (int)a->v[PK_MODE].i, iv);
+    pick_job p = {hg_data(in[0]), hg_data(dx), iv, n, inner, hg_dtype_size(dx->dtype)};
+    hg_parallel_for(in[0]->size, HG_GRAIN_ELEMWISE, unpick_range, &p);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registry entries
  * ------------------------------------------------------------------------------------------- */
 
@@ -823,31 +1082,46 @@ const hg_op_def hg_ops_indexing[] = {
     {.name = "take", .doc = "elements of a along axis at the given indices",
      .input_names = HG_NAMES("a", "indices"), .attrs = k_take_attrs,
      .num_attrs = HG_COUNT(k_take_attrs), .num_inputs = 2, .infer = take_infer,
-     .forward = take_forward, .workspace = take_ws},
+     .forward = take_forward, .workspace = take_ws, .grad = take_grad},
     {.name = "pick", .aliases = HG_NAMES("choose_element_0index"),
      .doc = "one element per position along axis, chosen by index",
      .input_names = HG_NAMES("data", "index"), .attrs = k_pick_attrs,
      .num_attrs = HG_COUNT(k_pick_attrs), .num_inputs = 2, .infer = pick_infer,
-     .forward = pick_forward, .workspace = pick_ws},
+     .forward = pick_forward, .workspace = pick_ws, .grad = pick_grad},
     {.name = "one_hot", .doc = "one-hot encoding of integer indices (a new last axis of depth)",
      .input_names = HG_NAMES("indices"), .attrs = k_one_hot_attrs,
      .num_attrs = HG_COUNT(k_one_hot_attrs), .num_inputs = 1, .infer = one_hot_infer,
      .forward = one_hot_forward, .flags = HG_OP_NO_GRAD},
     {.name = "where", .doc = "x where condition is nonzero, else y (condition same shape as x, "
      "or 1-D selecting rows)", .input_names = HG_NAMES("condition", "x", "y"), .num_inputs = 3,
-     .infer = where_infer, .forward = where_forward},
+     .infer = where_infer, .forward = where_forward, .grad = where_grad},
     {.name = "clip", .doc = "values limited to [a_min, a_max]", .input_names = HG_NAMES("data"),
      .attrs = k_clip_attrs, .num_attrs = HG_COUNT(k_clip_attrs), .num_inputs = 1,
      .infer = clip_infer, .ew = HG_EW_TABLE_ALL(clip), .ew_arity = 1,
-     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE},
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE, .grad = clip_grad},
     {.name = "Embedding", .doc = "rows of weight looked up by integer indices",
      .input_names = HG_NAMES("data", "weight"), .attrs = k_embedding_attrs,
      .num_attrs = HG_COUNT(k_embedding_attrs), .num_inputs = 2, .infer = embedding_infer,
-     .forward = embedding_forward, .workspace = embedding_ws},
+     .forward = embedding_forward, .workspace = embedding_ws, .grad = embedding_grad},
     {.name = "SequenceMask", .doc = "sets positions beyond each sequence's length to value",
      .input_names = HG_NAMES("data", "sequence_length"), .attrs = k_seqmask_attrs,
      .num_attrs = HG_COUNT(k_seqmask_attrs), .num_inputs = 2,
      .get_num_inputs = seqmask_num_inputs, .infer = seqmask_infer, .forward = seqmask_forward,
-     .workspace = seqmask_ws, .flags = HG_OP_INPLACE},
+     .workspace = seqmask_ws, .flags = HG_OP_INPLACE, .grad = seqmask_grad},
+    {.name = "_backward_take", .doc = "the gradient of take (and Embedding): zeros of a's shape "
+     "with ograd's rows added at the indices (repeats accumulate)",
+     .input_names = HG_NAMES("ograd", "indices", "a"), .attrs = k_take_attrs,
+     .num_attrs = HG_COUNT(k_take_attrs), .num_inputs = 3, .infer = bwd_take_infer,
+     .forward = bwd_take_forward, .workspace = bwd_idx_ws, .grad = bwd_take_grad},
+    {.name = "_backward_pick", .doc = "the gradient of pick: zeros of data's shape with ograd "
+     "at the picked positions", .input_names = HG_NAMES("ograd", "index", "data"),
+     .attrs = k_pick_attrs, .num_attrs = HG_COUNT(k_pick_attrs), .num_inputs = 3,
+     .infer = bwd_pick_infer, .forward = bwd_pick_forward, .workspace = bwd_idx_ws,
+     .grad = bwd_pick_grad},
+    {.name = "_backward_clip", .doc = "the gradient of clip: ograd where a_min <= data <= a_max, "
+     "else 0", .input_names = HG_NAMES("ograd", "data"), .attrs = k_clip_attrs,
+     .num_attrs = HG_COUNT(k_clip_attrs), .num_inputs = 2, .infer = bwd_clip_infer,
+     .ew = HG_EW_TABLE_FLOAT(clip_bwd), .ew_arity = 2, .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
+     .grad = bwd_clip_grad},
     {0},
 };

@@ -1,5 +1,6 @@
 /* Shape family: ops that move elements without arithmetic (Reshape, Flatten, transpose,
- * expand_dims, squeeze, SwapAxis, tile, repeat, reverse, broadcast_to/_like/_axis, diag).
+ * expand_dims, squeeze, SwapAxis, tile, repeat, reverse, broadcast_to/_like/_axis, diag), their
+ * gradient rules and the _backward_ ops those need (a strided sum for tile/repeat).
  *
  * Every data-movement op lowers to one primitive, the strided view copy:
  *     out[i] = in[base + sum_d idx_d(i) * istr[d]]    over the output's (row-major) shape,
@@ -17,6 +18,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -1084,44 +1086,370 @@ static hg_status diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
+/* ---- gradients ----------------------------------------------------------------------------
+ * Every op here is linear, so each backward is the adjoint data movement. Ops that only rename
+ * the shape share _backward_Reshape; the others get a _backward_X(ograd, data) op whose output
+ * has data's shape (data is read for its shape only). Each _backward_X is linear in ograd too,
+ * so its own gradient is X again. */
+
+/* The shared infer of _backward_X(ograd, data): X's rule on data must give ograd's shape; the
+ * result has data's shape and ograd's dtype (a float type: the kernels add). */
+static hg_status bwd_infer_via(const hg_op_def *op, const hg_attrs *a, hg_meta *in, hg_meta *out,
+                               hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int,
+                                                hg_meta *, int, hg_meta *))
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    const hg_meta *g = &in[0];
+    hg_meta x = in[1], y = {.ndim = -1, .dtype = x.dtype};
+    out[0].dtype = g->dtype;
+    if (g->dtype != HG_DTYPE_F32 && g->dtype != HG_DTYPE_F64 && g->dtype != HG_DTYPE_F16)
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
+                        op->name, hg_dtype_name(g->dtype));
+    if (x.ndim < 0) return HG_OK;
+    HG_TRY(fwd(op, a, 1, &x, 1, &y));
+    if (g->ndim >= 0 && !hg_shape_equal(g->ndim, g->shape, y.ndim, y.shape))
+        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s but the forward output for data "
+                        "of shape %s has shape %s", op->name, hg_shape_str(s0, g->ndim, g->shape),
+                        hg_shape_str(s1, x.ndim, x.shape), hg_shape_str(s2, y.ndim, y.shape));
+    out[0] = in[1];
+    out[0].dtype = g->dtype;
+    return HG_OK;
+}
+
+/* Input 0 gets op `name` (the forward's attributes) over the incoming gradient; for a
+ * _backward_X op, `name` is X. Data inputs get nothing. */
+static hg_status adjoint_grad(hg_grad_ctx *g, const char *name, bool with_data)
+{
+    hg_sentry r;
+    if (with_data)
+        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1, &r);
+    else
+        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+/* _backward_Reshape(ograd, data): ograd's bytes under data's shape. */
+static hg_status bwd_reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                   int nout, hg_meta *out)
+{
+    (void)a; (void)nin; (void)nout;
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_meta *g = &in[0], *x = &in[1];
+    int64_t gn = -1, xn = -1;
+    out[0].dtype = g->dtype;
+    if (x->ndim < 0) return HG_OK;
+    if (g->ndim >= 0 && shape_prod(g->ndim, g->shape, &gn) && shape_prod(x->ndim, x->shape, &xn)
+        && gn >= 0 && xn >= 0 && gn != xn)
+        return hg_error(HG_ERR_VALUE, "%s: ograd of shape %s has %lld elements but data of "
+                        "shape %s has %lld", op->name, hg_shape_str(s0, g->ndim, g->shape),
+                        (long long)gn, hg_shape_str(s1, x->ndim, x->shape), (long long)xn);
+    out[0] = *x;
+    out[0].dtype = g->dtype;
+    return HG_OK;
+}
+
+/* Reshape, Flatten, expand_dims, squeeze and _backward_Reshape itself: the gradient of input 0
+ * is the incoming gradient under input 0's shape. */
+static hg_status reshape_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_op(g, "_backward_Reshape", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)),
+                           NULL));
+    return hg_g_status(g);
+}
+
+/* transpose by the inverse permutation (a reversal is its own inverse). */
+static hg_status transpose_grad(hg_grad_ctx *g)
+{
+    const hg_tuple *ax = &hg_g_attrs(g)->v[0].t;
+    hg_sentry dy = hg_g_ograd(g, 0);
+    int n = ax->n, inv[HG_MAX_TUPLE];
+    bool ok = true;
+    for (int d = 0; d < n; d++) inv[d] = -1;
+    for (int d = 0; d < n && ok; d++) {
+        int64_t p = ax->v[d] < 0 ? ax->v[d] + n : ax->v[d];
+        ok = p >= 0 && p < n && inv[p] < 0;
+        if (ok) inv[p] = d;
+    }
+    if (n == 0 || !ok) /* a bad axes tuple: the forward's infer reports it */
+        return adjoint_grad(g, "transpose", false);
+    char buf[HG_MAX_TUPLE * 4 + 8];
+    size_t len = (size_t)snprintf(buf, sizeof buf, "(");
+    for (int d = 0; d < n; d++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, d ? ", %d" : "%d", inv[d]);
+    snprintf(buf + len, sizeof buf - len, n == 1 ? ",)" : ")");
+    hg_g_set(g, 0, hg_g_op(g, "transpose", HG_GIN(dy), HG_KV("axes", hg_g_fmt(g, "%s", buf))));
+    return hg_g_status(g);
+}
+
+static hg_status swap_grad(hg_grad_ctx *g) { return adjoint_grad(g, "SwapAxis", false); }
+static hg_status reverse_grad(hg_grad_ctx *g) { return adjoint_grad(g, "reverse", false); }
+static hg_status tile_grad(hg_grad_ctx *g) { return adjoint_grad(g, "_backward_tile", true); }
+static hg_status repeat_grad(hg_grad_ctx *g) { return adjoint_grad(g, "_backward_repeat", true); }
+static hg_status diag_grad(hg_grad_ctx *g) { return adjoint_grad(g, "_backward_diag", true); }
+static hg_status bwd_tile_grad(hg_grad_ctx *g) { return adjoint_grad(g, "tile", false); }
+static hg_status bwd_repeat_grad(hg_grad_ctx *g) { return adjoint_grad(g, "repeat", false); }
+static hg_status bwd_diag_grad(hg_grad_ctx *g) { return adjoint_grad(g, "diag", false); }
+
+/* broadcast_to / _axis / _like: the incoming gradient summed over the broadcast axes (the ranks
+ * are equal, so _sum_to_like's rule applies); broadcast_like's rhs gives only a shape. */
+static hg_status broadcast_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_sum_like(g, hg_g_ograd(g, 0), hg_g_in(g, 0)));
+    return hg_g_status(g);
+}
+
+/* The strided sum, the adjoint of a view with repeats (tile, repeat): x (contiguous, shape
+ * xshape) gets x[j] = sum over the reduced index k of g[sum j_d xstr[d] + sum k_d rstr[d]].
+ * Each x row sums into a double accumulator, so float16 and long sums lose nothing, and rows
+ * split across threads without two threads ever writing one element. */
+#define SSUM_CHUNK 256
+
+typedef struct {
+    const void *g;
+    void *x;
+    hg_dtype dt;
+    int nx, nr;
+    int64_t nred;
+    int64_t xshape[SMAX], xstr[SMAX], rshape[SMAX], rstr[SMAX];
+} ssum;
+
+#define SSUM_ROWS(NAME, T, LD, ST)                                                              \
+    static void NAME(const ssum *s, int64_t b, int64_t e)                                       \
+    {                                                                                           \
+        const T *g = s->g;                                                                      \
+        T *x = s->x;                                                                            \
+        int q = s->nx - 1;                                                                      \
+        int64_t inner = s->xshape[q], is = s->xstr[q];                                          \
+        double acc[SSUM_CHUNK];                                                                 \
+        for (int64_t row = b; row < e; row++) {                                                 \
+            int64_t base = 0, t = row;                                                          \
+            for (int d = q - 1; d >= 0; d--) {                                                  \
+                base += (t % s->xshape[d]) * s->xstr[d];                                        \
+                t /= s->xshape[d];                                                              \
+            }                                                                                   \
+            for (int64_t c0 = 0; c0 < inner; c0 += SSUM_CHUNK) {                                \
+                int64_t cnt = min64(SSUM_CHUNK, inner - c0), idx[SMAX] = {0}, roff = 0;         \
+                for (int64_t i = 0; i < cnt; i++) acc[i] = 0;                                   \
+                for (int64_t k = 0; k < s->nred; k++) {                                         \
+                    const T *p = g + base + c0 * is + roff;                                     \
+                    if (is == 1) {                                                              \
+                        for (int64_t i = 0; i < cnt; i++) acc[i] += LD(p[i]);                   \
+                    } else {                                                                    \
+                        for (int64_t i = 0; i < cnt; i++) acc[i] += LD(p[i * is]);              \
+                    }                                                                           \
+                    for (int d = s->nr - 1; d >= 0; d--) { /* odometer over the sum */          \
+                        roff += s->rstr[d];                                                     \
+                        if (++idx[d] < s->rshape[d]) break;                                     \
+                        roff -= s->rstr[d] * s->rshape[d];                                      \
+                        idx[d] = 0;                                                             \
+                    }                                                                           \
+                }                                                                               \
+                T *y = x + row * inner + c0;                                                    \
+                for (int64_t i = 0; i < cnt; i++) y[i] = ST(acc[i]);                            \
+            }                                                                                   \
+        }                                                                                       \
+    }
+#define SS_ID(v) (v)
+#define SS_F32(v) ((float)(v))
+#define SS_F16(v) hg_float_to_half((float)(v))
+SSUM_ROWS(ssum_f32, float, SS_ID, SS_F32)
+SSUM_ROWS(ssum_f64, double, SS_ID, SS_ID)
+SSUM_ROWS(ssum_f16, uint16_t, hg_half_to_float, SS_F16)
+
+static void ssum_range(void *ctx, int64_t b, int64_t e)
+{
+    const ssum *s = ctx;
+    if (s->dt == HG_DTYPE_F64) ssum_f64(s, b, e);
+    else if (s->dt == HG_DTYPE_F16) ssum_f16(s, b, e);
+    else ssum_f32(s, b, e);
+}
+
+/* Runs the sum; s->xshape/xstr/rshape/rstr and nx/nr are filled by the caller. */
+static void strided_sum(ssum *s, const hg_tensor *g, hg_tensor *x)
+{
+    s->g = hg_data(g);
+    s->x = hg_data(x);
+    s->dt = x->dtype;
+    if (s->nx == 0) { /* a 0-d x: one row of one element */
+        s->xshape[0] = 1;
+        s->xstr[0] = 0;
+        s->nx = 1;
+    }
+    s->nred = 1;
+    for (int d = 0; d < s->nr; d++) s->nred *= s->rshape[d];
+    int64_t inner = s->xshape[s->nx - 1], rows = inner ? x->size / inner : 0;
+    int64_t work = inner * (s->nred ? s->nred : 1), grain = HG_GRAIN_ELEMWISE / (work ? work : 1);
+    hg_parallel_for(rows, grain > 0 ? grain : 1, ssum_range, s);
+}
+
+static hg_status bwd_tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    return bwd_infer_via(op, a, in, out, tile_infer);
+}
+
+/* Output dim i of tile is (rep_i, dim_i) with strides (dim_i * S_i, S_i): sum over rep_i. */
+static hg_status bwd_tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *dy = in[0], *x = in[1];
+    const hg_tuple *r = &a->v[0].t;
+    int on = dy->ndim;
+    int64_t gstr[HG_MAX_NDIM];
+    ssum s = {0};
+    contiguous_strides(on, dy->shape, gstr);
+    s.nx = s.nr = on;
+    for (int i = 0; i < on; i++) {
+        int xi = i - (on - x->ndim), ri = i - (on - r->n);
+        int64_t dim = xi >= 0 ? x->shape[xi] : 1;
+        s.xshape[i] = dim;
+        s.xstr[i] = gstr[i];
+        s.rshape[i] = ri >= 0 ? r->v[ri] : 1;
+        s.rstr[i] = dim * gstr[i];
+    }
+    strided_sum(&s, dy, out[0]);
+    return HG_OK;
+}
+
+static hg_status bwd_repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                  int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    return bwd_infer_via(op, a, in, out, repeat_infer);
+}
+
+/* The repeated axis of the output is (dim, repeats) with strides (repeats * S, S). */
+static hg_status bwd_repeat_forward(const hg_op_def *op, const hg_attrs *a,
+                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                    int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *dy = in[0], *x = in[1];
+    int64_t rep = a->v[RP_REPEATS].i, gstr[HG_MAX_NDIM];
+    ssum s = {0};
+    s.nr = 1;
+    s.rshape[0] = rep;
+    if (a->v[RP_AXIS].is_none || rep == 0) { /* rep 0: an empty sum, whatever the axis */
+        s.nx = 1;
+        s.xshape[0] = x->size;
+        s.xstr[0] = rep;
+        s.rstr[0] = 1;
+    } else {
+        int ax = 0;
+        norm_axis(a->v[RP_AXIS].i, x->ndim, &ax);
+        contiguous_strides(dy->ndim, dy->shape, gstr);
+        s.nx = x->ndim;
+        for (int d = 0; d < x->ndim; d++) {
+            s.xshape[d] = x->shape[d];
+            s.xstr[d] = d == ax ? rep * gstr[d] : gstr[d];
+        }
+        s.rstr[0] = gstr[ax];
+    }
+    strided_sum(&s, dy, out[0]);
+    return HG_OK;
+}
+
+static hg_status bwd_diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    (void)nin; (void)nout;
+    return bwd_infer_via(op, a, in, out, diag_infer);
+}
+
+/* 1-D data: the k-th diagonal of ograd. N-D data: zeros with ograd on the diagonal. */
+static hg_status bwd_diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op; (void)ctx; (void)nin; (void)nout;
+    const hg_tensor *dy = in[0], *x = in[1];
+    hg_tensor *dx = out[0];
+    int64_t k = a->v[DG_K].i, esz = (int64_t)hg_dtype_size(dx->dtype);
+    if (x->ndim == 1) {
+        int64_t n = dy->shape[1], base = (k < 0 ? -k * n : k), str = n + 1;
+        strided_copy(hg_data(dy), hg_data(dx), (size_t)esz, 1, x->shape, &str, base);
+        return HG_OK;
+    }
+    int x1 = 0, x2 = 1, m = 0, nd = dy->ndim;
+    int64_t str[HG_MAX_NDIM], ostr[HG_MAX_NDIM], idx[HG_MAX_NDIM] = {0};
+    norm_axis(a->v[DG_AXIS1].i, x->ndim, &x1);
+    norm_axis(a->v[DG_AXIS2].i, x->ndim, &x2);
+    contiguous_strides(x->ndim, x->shape, str);
+    for (int d = 0; d < x->ndim; d++)
+        if (d != x1 && d != x2) ostr[m++] = str[d];
+    ostr[m++] = str[x1] + str[x2];
+    int64_t off = k > 0 ? k * str[x2] : -k * str[x1];
+    memset(hg_data(dx), 0, hg_tensor_nbytes(dx));
+    const char *src = hg_data(dy);
+    char *dst = hg_data(dx);
+    for (int64_t i = 0; i < dy->size; i++) { /* ograd in order, scattered with an odometer */
+        memcpy(dst + off * esz, src + i * esz, (size_t)esz);
+        for (int d = nd - 1; d >= 0; d--) {
+            off += ostr[d];
+            if (++idx[d] < dy->shape[d]) break;
+            off -= ostr[d] * dy->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return HG_OK;
+}
+
 #define DATA HG_NAMES("data")
-#define OP(NAME, ALIASES, DOC, ATTRS, INFER, FWD, FL)                                          \
+#define BWD_IN HG_NAMES("ograd", "data")
+#define OP(NAME, ALIASES, DOC, ATTRS, INFER, FWD, FL, GRAD)                                    \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .attrs = ATTRS,         \
      .num_attrs = HG_COUNT(ATTRS), .num_inputs = 1, .infer = INFER, .forward = FWD,             \
-     .flags = (FL)}
-#define OP_NOATTR(NAME, ALIASES, DOC, INFER, FWD, FL)                                           \
+     .flags = (FL), .grad = GRAD}
+#define OP_NOATTR(NAME, ALIASES, DOC, INFER, FWD, FL, GRAD)                                     \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .num_inputs = 1,        \
-     .infer = INFER, .forward = FWD, .flags = (FL)}
+     .infer = INFER, .forward = FWD, .flags = (FL), .grad = GRAD}
+/* _backward_X(ograd, data) sharing X's attribute schema. */
+#define BWD(NAME, DOC, ATTRS, INFER, FWD, GRAD)                                                 \
+    {.name = NAME, .doc = DOC, .input_names = BWD_IN, .attrs = ATTRS,                           \
+     .num_attrs = HG_COUNT(ATTRS), .num_inputs = 2, .infer = INFER, .forward = FWD,             \
+     .grad = GRAD}
 
 const hg_op_def hg_ops_shape[] = {
     OP("Reshape", HG_NAMES("reshape"),
        "the input's elements under a new shape (MXNet codes 0, -1, -2, -3, -4; reverse)",
-       k_reshape_attrs, reshape_infer, copy_forward, HG_OP_INPLACE),
+       k_reshape_attrs, reshape_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
     OP_NOATTR("Flatten", HG_NAMES("flatten"), "reshapes (N, d1, d2, ...) to (N, d1*d2*...)",
-              flatten_infer, copy_forward, HG_OP_INPLACE),
+              flatten_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
     OP("transpose", NULL, "permutes the axes (reverses them by default)", k_transpose_attrs,
-       transpose_infer, transpose_forward, 0),
+       transpose_infer, transpose_forward, 0, transpose_grad),
     OP("expand_dims", NULL, "inserts a size-1 axis at `axis`", k_expand_attrs,
-       expand_dims_infer, copy_forward, HG_OP_INPLACE),
+       expand_dims_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
     OP("squeeze", NULL, "removes size-1 axes (the result keeps at least one dim)",
-       k_squeeze_attrs, squeeze_infer, copy_forward, HG_OP_INPLACE),
+       k_squeeze_attrs, squeeze_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
     OP("SwapAxis", HG_NAMES("swapaxes"), "interchanges two axes", k_swap_attrs, swap_infer,
-       swap_forward, 0),
+       swap_forward, 0, swap_grad),
     OP("tile", NULL, "repeats the whole array reps times along each axis", k_tile_attrs,
-       tile_infer, tile_forward, 0),
+       tile_infer, tile_forward, 0, tile_grad),
     OP("repeat", NULL, "repeats each element `repeats` times along axis (or flattened)",
-       k_repeat_attrs, repeat_infer, repeat_forward, 0),
+       k_repeat_attrs, repeat_infer, repeat_forward, 0, repeat_grad),
     OP("reverse", HG_NAMES("flip"), "reverses the order of elements along the given axes",
-       k_reverse_attrs, reverse_infer, reverse_forward, 0),
+       k_reverse_attrs, reverse_infer, reverse_forward, 0, reverse_grad),
     OP("broadcast_to", NULL, "broadcasts size-1 axes to `shape` (same rank; 0 keeps a dim)",
-       k_bto_attrs, bto_infer, broadcast_forward, 0),
+       k_bto_attrs, bto_infer, broadcast_forward, 0, broadcast_grad),
     OP("broadcast_axis", HG_NAMES("broadcast_axes"), "broadcasts size-1 axes to the given sizes",
-       k_baxis_attrs, baxis_infer, broadcast_forward, 0),
+       k_baxis_attrs, baxis_infer, broadcast_forward, 0, broadcast_grad),
     {.name = "broadcast_like", .doc = "broadcasts lhs to the shape of rhs (or of rhs's axes)",
      .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_blike_attrs,
      .num_attrs = HG_COUNT(k_blike_attrs), .num_inputs = 2, .infer = blike_infer,
-     .forward = broadcast_forward},
+     .forward = broadcast_forward, .grad = broadcast_grad},
     OP("diag", NULL, "a 2-D matrix from a 1-D diagonal, or the k-th diagonal of an N-D array",
-       k_diag_attrs, diag_infer, diag_forward, 0),
+       k_diag_attrs, diag_infer, diag_forward, 0, diag_grad),
+    {.name = "_backward_Reshape", .doc = "ograd's elements under data's shape (the gradient of "
+     "Reshape, Flatten, expand_dims and squeeze)", .input_names = BWD_IN, .num_inputs = 2,
+     .infer = bwd_reshape_infer, .forward = copy_forward, .flags = HG_OP_INPLACE,
+     .grad = reshape_grad},
+    BWD("_backward_tile", "the gradient of tile: ograd summed over the repetitions",
+        k_tile_attrs, bwd_tile_infer, bwd_tile_forward, bwd_tile_grad),
+    BWD("_backward_repeat", "the gradient of repeat: ograd summed over the repeats",
+        k_repeat_attrs, bwd_repeat_infer, bwd_repeat_forward, bwd_repeat_grad),
+    BWD("_backward_diag", "the gradient of diag: ograd put back on (or taken from) the diagonal",
+        k_diag_attrs, bwd_diag_infer, bwd_diag_forward, bwd_diag_grad),
     {0},
 };

@@ -8,16 +8,21 @@
  * innermost dimension is contiguous on both sides. Long rows are cut into chunks so that even a
  * single huge row spreads over the thread pool.
  *
+ * Gradients: each op's adjoint move (Concat <-> split, slice -> _slice_assign into zeros), with
+ * _backward_Concat / _backward_slice_axis / _backward_slice_like where no forward op fits.
+ *
  * slice follows MXNet 1.9's GetIndexRange: out-of-range begin/end are clamped the way NumPy does
  * (never an error), None entries take the step-dependent default, and axes beyond the given
  * entries are taken whole. slice_axis keeps MXNet's stricter checks (end <= size, begin < end).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../graph/grad.h"
 
 #define NONE INT64_MIN /* a tuple entry given as None */
 #define COPY_CHUNK 32768 /* elements per work item when a row is cut for the thread pool */
@@ -716,41 +721,331 @@ static hg_status slice_assign_scalar_forward(const hg_op_def *op, const hg_attrs
     return HG_OK;
 }
 
+/* ---- gradients --------------------------------------------------------------------------------
+ * All these ops move bytes, so each gradient is the adjoint move: a split for a join, a scatter
+ * into zeros for a slice. A _backward_X op takes (ograd, data...) and reads data for its shape
+ * only; being linear in ograd, its own gradient is X again. */
+
+typedef struct {
+    char *p;
+} zero_job;
+
+static void zero_range(void *ctx, int64_t b, int64_t e)
+{
+    memset(((zero_job *)ctx)->p + b, 0, (size_t)(e - b));
+}
+
+static void zero_fill(hg_tensor *t)
+{
+    zero_job j = {hg_data(t)};
+    hg_parallel_for((int64_t)hg_tensor_nbytes(t), 1 << 18, zero_range, &j);
+}
+
+/* Checks ograd (in[0]) has the shape the forward rule `fwd` gives for the data inputs
+ * in[1..nin); the caller then shapes its outputs like the data. */
+static hg_status bwd_check(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                          hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
+                                           int, hg_meta *))
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    hg_meta y = {.ndim = -1, .dtype = in[0].dtype};
+    HG_TRY(fwd(op, a, nin - 1, in + 1, 1, &y));
+    if (in[0].ndim >= 0 && y.ndim >= 0 &&
+        !hg_shape_equal(in[0].ndim, in[0].shape, y.ndim, y.shape))
+        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s but the forward output for data "
+                        "of shape %s has shape %s", op->name,
+                        hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_shape_str(s1, in[1].ndim, in[1].shape), hg_shape_str(s2, y.ndim,
+                                                                                  y.shape));
+    return HG_OK;
+}
+
+/* Joins the gradients of all outputs with op `name` (Concat or stack) along `axis_key`. */
+static hg_status join_grads(hg_grad_ctx *g, const char *name, const char *axis_key, int axis_attr)
+{
+    int n = hg_g_nout(g);
+    hg_sentry *dys = malloc(sizeof(hg_sentry) * (size_t)n);
+    if (!dys) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) dys[i] = hg_g_ograd(g, i);
+    hg_g_set(g, 0, hg_g_op(g, name, n, dys, HG_KV("num_args", hg_g_fmt(g, "%d", n), axis_key,
+                                                  hg_g_attr_str(g, axis_attr))));
+    free(dys);
+    return hg_g_status(g);
+}
+
+/* Concat: _backward_Concat(ograd, data...) cuts ograd back into the inputs' shapes. */
+static hg_status concat_grad(hg_grad_ctx *g)
+{
+    int n = hg_g_nin(g);
+    hg_sentry *ins = malloc(sizeof(hg_sentry) * (size_t)(2 * n + 1));
+    if (!ins) return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_sentry *outs = ins + n + 1;
+    ins[0] = hg_g_ograd(g, 0);
+    for (int i = 0; i < n; i++) ins[i + 1] = hg_g_in(g, i);
+    hg_g_opn(g, "_backward_Concat", n + 1, ins,
+             HG_KV("num_args", hg_g_fmt(g, "%d", n), "dim", hg_g_attr_str(g, K_CONCAT_DIM)), n,
+             outs);
+    for (int i = 0; i < n; i++) hg_g_set(g, i, outs[i]);
+    free(ins);
+    return hg_g_status(g);
+}
+
+static int bwd_concat_num_inputs(const hg_attrs *a)
+{
+    int64_t n = a->v[K_CONCAT_NUM_ARGS].i;
+    return n < 1 || n > (1 << 20) ? 2 : (int)n + 1; /* bad counts are reported by infer */
+}
+
+static int bwd_concat_num_outputs(const hg_attrs *a) { return bwd_concat_num_inputs(a) - 1; }
+
+static hg_status bwd_concat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                  int nout, hg_meta *out)
+{
+    if (a->v[K_CONCAT_NUM_ARGS].i != nin - 1 || nout != nin - 1)
+        return hg_error(HG_ERR_VALUE, "%s: num_args=%lld but %d data inputs were given",
+                        op->name, (long long)a->v[K_CONCAT_NUM_ARGS].i, nin - 1);
+    if (any_unknown(nin - 1, in + 1)) return unknown_out(nin, in, nout, out);
+    HG_TRY(bwd_check(op, a, nin, in, concat_infer));
+    for (int i = 0; i < nout; i++) {
+        out[i] = in[i + 1];
+        out[i].dtype = in[0].dtype;
+    }
+    return HG_OK;
+}
+
+static hg_status bwd_concat_forward(const hg_op_def *op, const hg_attrs *a,
+                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                    int nout, hg_tensor *const *out)
+{
+    const hg_tensor *dy = in[0];
+    int nd = dy->ndim, axis = (int)(a->v[K_CONCAT_DIM].i < 0 ? a->v[K_CONCAT_DIM].i + nd
+                                                             : a->v[K_CONCAT_DIM].i);
+    size_t es = hg_dtype_size(dy->dtype);
+    int64_t yst[HG_MAX_NDIM], xst[HG_MAX_NDIM], off = 0;
+    contig_strides(nd, dy->shape, yst);
+    for (int i = 0; i < nout; i++) {
+        hg_tensor *dx = out[i];
+        contig_strides(nd, dx->shape, xst);
+        strided_copy(hg_data(dx), xst, (const char *)hg_data(dy) + (size_t)(off * yst[axis]) * es,
+                     yst, nd, dx->shape, es);
+        off += dx->shape[axis];
+    }
+    return HG_OK;
+}
+
+static hg_status bwd_concat_grad(hg_grad_ctx *g)
+{
+    return join_grads(g, "Concat", "dim", K_CONCAT_DIM);
+}
+
+/* stack: split ograd along the new axis, dropping it. */
+static hg_status stack_grad(hg_grad_ctx *g)
+{
+    int n = hg_g_nin(g);
+    hg_sentry *outs = malloc(sizeof(hg_sentry) * (size_t)n);
+    if (!outs) return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_g_opn(g, "SliceChannel", HG_GIN(hg_g_ograd(g, 0)),
+             HG_KV("num_outputs", hg_g_fmt(g, "%d", n), "axis",
+                   hg_g_attr_str(g, K_STACK_AXIS), "squeeze_axis", "True"), n, outs);
+    for (int i = 0; i < n; i++) hg_g_set(g, i, outs[i]);
+    free(outs);
+    return hg_g_status(g);
+}
+
+/* SliceChannel: the outputs' gradients joined again (stacked when the axis was squeezed). */
+static hg_status split_grad(hg_grad_ctx *g)
+{
+    if (hg_g_attrs(g)->v[K_SPLIT_SQUEEZE].b) return join_grads(g, "stack", "axis", K_SPLIT_AXIS);
+    return join_grads(g, "Concat", "dim", K_SPLIT_AXIS);
+}
+
+/* slice: ograd written into zeros of data's shape (_slice_assign shares slice's schema). */
+static hg_status slice_grad(hg_grad_ctx *g)
+{
+    hg_sentry z = hg_g_op(g, "zeros_like", HG_GIN(hg_g_in(g, 0)), NULL), r;
+    hg_g_op_fwd_attrs(g, "_slice_assign", HG_GIN(z, hg_g_ograd(g, 0)), NULL, 1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+/* _slice_assign: lhs gets ograd with the region zeroed, rhs the region. */
+static hg_status slice_assign_grad(hg_grad_ctx *g)
+{
+    hg_sentry dy = hg_g_ograd(g, 0), r;
+    if (hg_g_needs(g, 0)) {
+        hg_g_op_fwd_attrs(g, "_slice_assign_scalar", HG_GIN(dy), HG_KV("scalar", "0"), 1, &r);
+        hg_g_set(g, 0, r);
+    }
+    if (hg_g_needs(g, 1)) {
+        hg_g_op_fwd_attrs(g, "slice", HG_GIN(dy), NULL, 1, &r);
+        hg_g_set(g, 1, r);
+    }
+    return hg_g_status(g);
+}
+
+static hg_status slice_assign_scalar_grad(hg_grad_ctx *g)
+{
+    hg_sentry r;
+    hg_g_op_fwd_attrs(g, "_slice_assign_scalar", HG_GIN(hg_g_ograd(g, 0)), HG_KV("scalar", "0"),
+                      1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+/* Input 0 gets op `name` (the forward's attributes) over the incoming gradient, with input 0
+ * of the forward as a second operand when `with_in0` (the data a _backward_ op shapes by). */
+static hg_status adjoint_grad(hg_grad_ctx *g, const char *name, bool with_in0)
+{
+    hg_sentry r;
+    if (with_in0)
+        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1, &r);
+    else
+        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
+    hg_g_set(g, 0, r);
+    return hg_g_status(g);
+}
+
+static hg_status slice_axis_grad(hg_grad_ctx *g)
+{
+    return adjoint_grad(g, "_backward_slice_axis", true);
+}
+
+static hg_status bwd_slice_axis_grad(hg_grad_ctx *g)
+{
+    return adjoint_grad(g, "slice_axis", false);
+}
+
+/* slice_like: shape_like gives only a shape. */
+static hg_status slice_like_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_op(g, "_backward_slice_like", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)),
+                           NULL));
+    return hg_g_status(g);
+}
+
+static hg_status bwd_slice_like_grad(hg_grad_ctx *g)
+{
+    hg_g_set(g, 0, hg_g_op(g, "slice_like", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL));
+    return hg_g_status(g);
+}
+
+static hg_status bwd_slice_axis_infer(const hg_op_def *op, const hg_attrs *a, int nin,
+                                      hg_meta *in, int nout, hg_meta *out)
+{
+    if (any_unknown(1, in + 1)) return unknown_out(nin, in, nout, out);
+    HG_TRY(bwd_check(op, a, nin, in, slice_axis_infer));
+    out[0] = in[1];
+    out[0].dtype = in[0].dtype;
+    return HG_OK;
+}
+
+/* Zeros with ograd in [begin, end) of the axis. */
+static hg_status bwd_slice_axis_forward(const hg_op_def *op, const hg_attrs *a,
+                                        const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                        int nout, hg_tensor *const *out)
+{
+    const hg_tensor *dy = in[0];
+    hg_tensor *dx = out[0];
+    hg_meta m = hg_meta_of(in[1]);
+    int axis = 0;
+    int64_t b, e, xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
+    size_t es = hg_dtype_size(dx->dtype);
+    HG_TRY(slice_axis_resolve(op, a, &m, &axis, &b, &e));
+    zero_fill(dx);
+    contig_strides(dx->ndim, dx->shape, xst);
+    contig_strides(dy->ndim, dy->shape, yst);
+    strided_copy((char *)hg_data(dx) + (size_t)(b * xst[axis]) * es, xst, hg_data(dy), yst,
+                 dy->ndim, dy->shape, es);
+    return HG_OK;
+}
+
+static hg_status bwd_slice_like_infer(const hg_op_def *op, const hg_attrs *a, int nin,
+                                      hg_meta *in, int nout, hg_meta *out)
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
+    const hg_meta *dy = &in[0], *x = &in[1];
+    if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
+    bool ok = dy->ndim == x->ndim;
+    for (int d = 0; ok && d < x->ndim; d++) ok = dy->shape[d] <= x->shape[d];
+    if (!ok)
+        return hg_error(HG_ERR_VALUE, "%s: ograd of shape %s does not fit in data of shape %s "
+                        "(same ndim, no dim larger)", op->name,
+                        hg_shape_str(s0, dy->ndim, dy->shape), hg_shape_str(s1, x->ndim, x->shape));
+    out[0] = *x;
+    out[0].dtype = dy->dtype;
+    return HG_OK;
+}
+
+/* Zeros with ograd in the leading corner. */
+static hg_status bwd_slice_like_forward(const hg_op_def *op, const hg_attrs *a,
+                                        const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                        int nout, hg_tensor *const *out)
+{
+    const hg_tensor *dy = in[0];
+    hg_tensor *dx = out[0];
+    int64_t xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
+    zero_fill(dx);
+    contig_strides(dx->ndim, dx->shape, xst);
+    contig_strides(dy->ndim, dy->shape, yst);
+    strided_copy(hg_data(dx), xst, hg_data(dy), yst, dy->ndim, dy->shape,
+                 hg_dtype_size(dx->dtype));
+    return HG_OK;
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_slicing[] = {
     {.name = "Concat", .aliases = HG_NAMES("concat"),
      .doc = "Joins input arrays along a given axis (dim). Shapes must match except on dim.",
      .input_names = HG_NAMES("data"), .attrs = k_concat_attrs, .num_attrs = 2,
-     .flags = HG_OP_VARARGS, .infer = concat_infer, .forward = concat_forward},
+     .flags = HG_OP_VARARGS, .infer = concat_infer, .forward = concat_forward,
+     .grad = concat_grad},
     {.name = "stack", .doc = "Joins a sequence of arrays of the same shape along a new axis.",
      .input_names = HG_NAMES("data"), .attrs = k_stack_attrs, .num_attrs = 2,
-     .flags = HG_OP_VARARGS, .infer = stack_infer, .forward = stack_forward},
+     .flags = HG_OP_VARARGS, .infer = stack_infer, .forward = stack_forward,
+     .grad = stack_grad},
     {.name = "SliceChannel", .aliases = HG_NAMES("split"),
      .doc = "Splits an array along an axis into num_outputs equal parts (outputs output<i>).",
      .input_names = HG_NAMES("data"), .attrs = k_split_attrs, .num_attrs = 3, .num_inputs = 1,
-     .get_num_outputs = split_num_outputs, .infer = split_infer, .forward = split_forward},
+     .get_num_outputs = split_num_outputs, .infer = split_infer, .forward = split_forward,
+     .grad = split_grad},
     {.name = "slice", .aliases = HG_NAMES("crop"),
      .doc = "Slices a region of the array: begin/end/step per axis (None: the default; axes "
             "past the given entries are taken whole).",
      .input_names = HG_NAMES("data"), .attrs = k_slice_attrs, .num_attrs = 3, .num_inputs = 1,
-     .infer = slice_infer, .forward = slice_forward},
+     .infer = slice_infer, .forward = slice_forward, .grad = slice_grad},
     {.name = "slice_axis", .doc = "Slices [begin, end) along one axis.",
      .input_names = HG_NAMES("data"), .attrs = k_slice_axis_attrs, .num_attrs = 3,
-     .num_inputs = 1, .infer = slice_axis_infer, .forward = slice_axis_forward},
+     .num_inputs = 1, .infer = slice_axis_infer, .forward = slice_axis_forward,
+     .grad = slice_axis_grad},
     {.name = "slice_like", .doc = "Slices data to the shape of shape_like on the given axes "
                                   "(all axes by default), starting at index 0.",
      .input_names = HG_NAMES("data", "shape_like"), .attrs = k_slice_like_attrs, .num_attrs = 1,
-     .num_inputs = 2, .infer = slice_like_infer, .forward = slice_like_forward},
+     .num_inputs = 2, .infer = slice_like_infer, .forward = slice_like_forward,
+     .grad = slice_like_grad},
     {.name = "_slice_assign", .aliases = HG_NAMES("_crop_assign"),
      .doc = "A copy of lhs with the region begin/end/step replaced by rhs.",
      .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_slice_attrs, .num_attrs = 3,
      .num_inputs = 2, .flags = HG_OP_INPLACE, .infer = slice_assign_infer,
-     .forward = slice_assign_forward},
+     .forward = slice_assign_forward, .grad = slice_assign_grad},
     {.name = "_slice_assign_scalar", .aliases = HG_NAMES("_crop_assign_scalar"),
      .doc = "A copy of data with the region begin/end/step set to scalar.",
      .input_names = HG_NAMES("data"), .attrs = k_slice_assign_scalar_attrs, .num_attrs = 4,
      .num_inputs = 1, .flags = HG_OP_INPLACE, .infer = slice_assign_scalar_infer,
-     .forward = slice_assign_scalar_forward},
+     .forward = slice_assign_scalar_forward, .grad = slice_assign_scalar_grad},
+    {.name = "_backward_Concat", .doc = "The gradient of Concat: ograd cut into the shapes of "
+     "the data inputs (read for their shapes only).", .input_names = HG_NAMES("data"),
+     .attrs = k_concat_attrs, .num_attrs = 2, .flags = HG_OP_VARARGS,
+     .get_num_inputs = bwd_concat_num_inputs, .get_num_outputs = bwd_concat_num_outputs,
+     .infer = bwd_concat_infer, .forward = bwd_concat_forward, .grad = bwd_concat_grad},
+    {.name = "_backward_slice_axis", .doc = "The gradient of slice_axis: zeros of data's shape "
+     "with ograd in the sliced range.", .input_names = HG_NAMES("ograd", "data"),
+     .attrs = k_slice_axis_attrs, .num_attrs = 3, .num_inputs = 2,
+     .infer = bwd_slice_axis_infer, .forward = bwd_slice_axis_forward,
+     .grad = bwd_slice_axis_grad},
+    {.name = "_backward_slice_like", .doc = "The gradient of slice_like: zeros of data's shape "
+     "with ograd in the leading corner.", .input_names = HG_NAMES("ograd", "data"),
+     .num_inputs = 2, .infer = bwd_slice_like_infer, .forward = bwd_slice_like_forward,
+     .grad = bwd_slice_like_grad},
     {0},
 };
