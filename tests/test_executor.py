@@ -156,3 +156,15 @@ def test_broadcast_input_is_not_reused_in_place():
     for fusion in (True, False):
         out, _ = _run(y, {'pw': a, 'z': b}, fusion=fusion)
         np.testing.assert_allclose(out[0], (a - 1) * b + 1)
+
+
+def test_value_read_twice_by_one_op():
+    """Regression: y * y with y = relu(x): a lone fusable op with a repeated input must run as
+    a plain step (it crashed when treated as a one-op fused group)."""
+    x = mx.sym.var('x')
+    y = mx.sym.relu(x)
+    a = np.array([-1., 2., 3.], 'f4')
+    for fusion in (True, False):
+        for memplan in (True, False):
+            out, _ = _run(y * y, {'x': a}, fusion=fusion, memplan=memplan)
+            np.testing.assert_allclose(out[0], np.maximum(a, 0) ** 2)

@@ -270,6 +270,8 @@ hg_status hg_plan_lower(hg_plan *p)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
         find_groups(p, group, gsize);
+        for (int i = 0; i < p->n; i++) /* a group of one is a plain step */
+            if (group[i] >= 0 && gsize[group[i]] == 1) group[i] = -1;
         st = build_steps(p, group);
     }
     for (int h = 0; st == HG_OK && h < p->nheads; h++) {
