@@ -52,6 +52,9 @@ def table(title, rows, peers, ours='hybridgluon'):
 
 
 def try_torch():
+    # Both frameworks run in this process: PyTorch's OpenMP threads must sleep, not spin, between
+    # its kernels, or they take the cores from ours (and ours from them) on a 2-core machine.
+    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
     try:
         import torch
         torch.set_num_threads(__import__('hybridgluon')._core.num_threads())

@@ -29,8 +29,8 @@ def _mlp(seed):
     mx.random.seed(seed)
     net = nn.HybridSequential()
     with net.name_scope():
-        net.add(nn.Dense(256, activation='relu'), nn.Dense(128, activation='relu'),
-                nn.Dense(10))
+        net.add(nn.Dense(256, activation='relu', in_units=784),
+                nn.Dense(128, activation='relu', in_units=256), nn.Dense(10, in_units=128))
     net.initialize(mx.init.Xavier())
     return net
 
