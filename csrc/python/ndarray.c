@@ -3,6 +3,10 @@
  * so the hot paths never enter Python; everything else is in hybridgluon/ndarray/ndarray.py. */
 #include "binding.h"
 
+#include <stdio.h>
+
+#include "autograd/autograd.h"
+
 #include <string.h>
 
 static const char *const k_formats[HG_NUM_DTYPES] = {"f", "d", "e", "B", "i", "b", "q", "?"};
@@ -301,6 +305,54 @@ static int shape_from(PyObject *obj, int *nd, int64_t *dims)
     return 0;
 }
 
+/* Views share data without running an op; under autograd.record() they are put on the tape as
+ * the op that computes the same values (Reshape, slice_axis), so gradients flow through. */
+static hg_status record_view(const char *name, hg_tensor *src, hg_tensor *view,
+                             const char *const *kv)
+{
+    if (!hg_ag_should_record(1, &src)) return HG_OK;
+    const hg_op_def *op = hg_registry_find(name);
+    if (!op) return hg_error(HG_ERR_INTERNAL, "op %s missing", name);
+    hg_attrs a;
+    hg_attrs_set_defaults(op, &a);
+    for (int i = 0; kv[i]; i += 2) {
+        int k = hg_attr_index(op, kv[i]);
+        HG_TRY(k < 0 ? hg_attr_unknown(op, kv[i]) : hg_attr_parse(op, k, kv[i + 1], &a));
+    }
+    return hg_ag_record(op, &a, 1, &src, 1, &view, NULL, NULL, NULL);
+}
+
+static hg_status record_reshape(hg_tensor *src, hg_tensor *view)
+{
+    char shape[HG_SHAPE_STR + 8];
+    size_t len = 0;
+    len += (size_t)snprintf(shape, sizeof shape, "(");
+    for (int d = 0; d < view->ndim && len < sizeof shape; d++)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? ", " : "",
+                                (long long)view->shape[d]);
+    if (len < sizeof shape) snprintf(shape + len, sizeof shape - len, view->ndim == 1 ? ",)" : ")");
+    const char *kv[] = {"shape", shape, NULL};
+    return record_view("Reshape", src, view, kv);
+}
+
+static hg_status record_slice0(hg_tensor *src, hg_tensor *view, long long b, long long e)
+{
+    char sb[32], se[32];
+    snprintf(sb, sizeof sb, "%lld", b);
+    snprintf(se, sizeof se, "%lld", e);
+    const char *kv[] = {"axis", "0", "begin", sb, "end", se, NULL};
+    return record_view("slice_axis", src, view, kv);
+}
+
+static PyObject *wrap_recorded(hg_status st, hg_tensor *v)
+{
+    if (st) {
+        hg_tensor_free(v);
+        return hgpy_raise(st);
+    }
+    return hgpy_wrap(v);
+}
+
 static PyObject *m_view(NDArrayObject *self, PyObject *shape)
 {
     int nd;
@@ -308,7 +360,8 @@ static PyObject *m_view(NDArrayObject *self, PyObject *shape)
     if (shape_from(shape, &nd, dims) < 0) return NULL;
     hg_tensor *v;
     hg_status st = hg_tensor_view(self->t, nd, dims, &v);
-    return st ? hgpy_raise(st) : hgpy_wrap(v);
+    if (st) return hgpy_raise(st);
+    return wrap_recorded(record_reshape(self->t, v), v);
 }
 
 static PyObject *m_slice0(NDArrayObject *self, PyObject *args)
@@ -317,7 +370,8 @@ static PyObject *m_slice0(NDArrayObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "LL", &b, &e)) return NULL;
     hg_tensor *v;
     hg_status st = hg_tensor_slice0(self->t, b, e, &v);
-    return st ? hgpy_raise(st) : hgpy_wrap(v);
+    if (st) return hgpy_raise(st);
+    return wrap_recorded(record_slice0(self->t, v, b, e), v);
 }
 
 /* x[i] for an integer i: a view of row i (shape[1:], or (1,) for a 1-D array, as MXNet). */
@@ -335,9 +389,12 @@ static PyObject *m_at0(NDArrayObject *self, PyObject *arg)
     if (i < 0) i += n;
     hg_status st = hg_tensor_slice0(t, i, i + 1, &row);
     if (st) return hgpy_raise(st);
+    st = record_slice0(t, row, i, i + 1);
     int64_t one = 1;
-    st = t->ndim == 1 ? hg_tensor_view(row, 1, &one, &v)
-                      : hg_tensor_view(row, t->ndim - 1, t->shape + 1, &v);
+    if (st == HG_OK)
+        st = t->ndim == 1 ? hg_tensor_view(row, 1, &one, &v)
+                          : hg_tensor_view(row, t->ndim - 1, t->shape + 1, &v);
+    if (st == HG_OK) st = record_reshape(row, v);
     hg_tensor_free(row);
     return st ? hgpy_raise(st) : hgpy_wrap(v);
 }
