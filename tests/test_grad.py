@@ -6,6 +6,7 @@ import hybridgluon as mx
 from gradcheck import check_grad
 
 OPS_COVERED = ['_sum_to_like']
+GRADS_COVERED = ['_sum_to_like']
 
 
 @pytest.mark.parametrize('shape,like', [((3, 4), (1, 4)), ((3, 4), (4,)), ((2, 3, 4), (2, 1, 4)),
