@@ -33,7 +33,7 @@ OPS_COVERED = [
 
 # MXNet writes a None entry of slice's begin/end/step as "None", which the core's tuple parser
 # does not read yet; the sentinel it stores for None (INT64_MIN) round-trips, so the symbolic
-# tests spell None that way (test_slice_none_text_xfail keeps the gap visible).
+# tests spell None that way (test_slice_none_text checks the text form).
 NONE = -2 ** 63
 
 
@@ -234,9 +234,8 @@ def test_slice_assign_rhs_only():
     np.testing.assert_array_equal(g, np.arange(12.).reshape(3, 4)[:, 1:3])
 
 
-@pytest.mark.xfail(reason='core: attrs.c cannot parse None inside a tuple string such as '
-                          '"(None, 2)" (MXNet writes slice attributes that way)', strict=False)
-def test_slice_none_text_xfail():
+def test_slice_none_text():
+    """None inside a tuple attribute string ("(None, 2)", as MXNet writes slice attributes)."""
     check_grad('slice', [randn((4, 5))], {'begin': (None, 1), 'end': (None, 4),
                                           'step': (None, 2)})
 

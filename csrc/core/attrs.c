@@ -80,8 +80,15 @@ static bool parse_tuple(const char *s, hg_tuple *t)
         if (*s == close || *s == '\0') break;
         char *end;
         errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || errno || t->n >= HG_MAX_TUPLE) return false;
+        long long v;
+        if (strncmp(s, "None", 4) == 0) { /* an unset entry (slice begin/end/step) */
+            v = INT64_MIN;
+            end = (char *)s + 4;
+        } else {
+            v = strtoll(s, &end, 10);
+            if (end == s || errno) return false;
+        }
+        if (t->n >= HG_MAX_TUPLE) return false;
         t->v[t->n++] = v;
         s = end;
         if (*s == 'L') s++;
@@ -202,7 +209,10 @@ void hg_attr_format(const hg_op_def *op, int idx, const hg_attrs *a, char *buf, 
     case HG_ATTR_TUPLE: {
         size_t n = (size_t)snprintf(buf, size, "(");
         for (int i = 0; i < v->t.n && n < size; i++)
-            n += (size_t)snprintf(buf + n, size - n, i ? ", %lld" : "%lld", (long long)v->t.v[i]);
+            n += v->t.v[i] == INT64_MIN
+                     ? (size_t)snprintf(buf + n, size - n, i ? ", None" : "None")
+                     : (size_t)snprintf(buf + n, size - n, i ? ", %lld" : "%lld",
+                                        (long long)v->t.v[i]);
         if (n < size) snprintf(buf + n, size - n, v->t.n == 1 ? ",)" : ")");
         break;
     }
