@@ -168,3 +168,34 @@ def test_value_read_twice_by_one_op():
         for memplan in (True, False):
             out, _ = _run(y * y, {'x': a}, fusion=fusion, memplan=memplan)
             np.testing.assert_allclose(out[0], np.maximum(a, 0) ** 2)
+
+
+@pytest.mark.parametrize('layer,shape', [
+    (lambda: nn.Dense(8, activation='relu', in_units=5), (3, 5)),
+    (lambda: nn.Dense(8, activation='tanh', in_units=5), (3, 5)),
+    (lambda: nn.Conv2D(4, kernel_size=3, activation='relu', in_channels=2), (2, 2, 7, 7)),
+])
+def test_conv_fc_bias_activation_run_as_one_step(layer, shape):
+    """The op with its own kernel and the element-wise ops after it run as one step, the
+    activation in place on the fresh GEMM output (conv/FC + bias + activation)."""
+    net = nn.HybridSequential()
+    net.add(layer(), nn.Activation('sigmoid'))
+    net.initialize()
+    x = mx.nd.random.normal(shape=shape)
+    ref = net(x).asnumpy()
+    net.hybridize()
+    out = net(x).asnumpy()
+    st = net._cached_op.stats()
+    assert st['kernels'] == 1 and st['fused_groups'] == 1, st['plan']
+    assert '+fused[Activation Activation]' in st['plan'], st['plan']
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    # gradients through the fused step equal the imperative ones
+    grads = []
+    for hybrid in (False, True):
+        net.hybridize(hybrid)
+        with mx.autograd.record():
+            y = (net(x) * mx.nd.arange(out.size).reshape(out.shape)).sum()
+        y.backward()
+        grads.append([p.grad().asnumpy().copy() for p in net.collect_params().values()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

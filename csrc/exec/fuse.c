@@ -20,7 +20,7 @@ static void fused_range(void *ctx, int64_t begin, int64_t end)
     const hg_plan *p = j->p;
     const hg_pstep *s = j->s;
     _Alignas(64) double buf[HG_FUSE_MAX][TILE];
-    const hg_tensor *out = j->cur[p->sout[s->out_base]];
+    const hg_tensor *out = j->cur[p->sout[s->out_base + s->nout - 1]];
     char *po = hg_data(out);
     for (int64_t t = begin; t < end; t += TILE) {
         int64_t n = end - t < TILE ? end - t : TILE;
@@ -51,7 +51,7 @@ static void fused_range(void *ctx, int64_t begin, int64_t end)
 
 hg_status hg_plan_run_fused(hg_plan *p, const hg_pstep *s, hg_tensor **cur)
 {
-    const hg_tensor *out = cur[p->sout[s->out_base]];
+    const hg_tensor *out = cur[p->sout[s->out_base + s->nout - 1]];
     fused_job j = {p, s, cur, hg_dtype_size(out->dtype)};
     /* The grain counts elements times ops: a long chain is worth threads sooner. */
     int64_t grain = HG_GRAIN_ELEMWISE / s->count;

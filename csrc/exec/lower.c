@@ -182,8 +182,46 @@ void hg_plan_clear(hg_plan *p)
     p->lowered = false;
 }
 
+/* Step workspace of node i's op. */
+static size_t node_workspace(const hg_plan *p, int i)
+{
+    const hg_op_def *op = p->nodes[i]->op;
+    if (!op->workspace) return 0;
+    hg_meta im[HG_MAX_IO];
+    int nin = p->nodes[i]->nin < HG_MAX_IO ? p->nodes[i]->nin : HG_MAX_IO;
+    for (int k = 0; k < nin; k++) im[k] = p->meta[in_entry(p, i, k)];
+    size_t ws = op->workspace(p->nodes[i]->attrs, nin, im);
+    return (ws + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* For each group root: an op (with its own kernel, one output read only by the group, of the
+ * group's size) that the step runs first so the group works on its output while it is in
+ * cache: conv/FC + bias + activation. producer[r] = -1 when none; taken[p] marks the ops. */
+static void find_producers(const hg_plan *p, const int *group, int *producer, bool *taken)
+{
+    for (int r = 0; r < p->n; r++) {
+        producer[r] = -1;
+        if (group[r] != r) continue;
+        const hg_meta *o = &p->meta[p->entry[r]];
+        for (int j = 0; j <= r && producer[r] < 0; j++) {
+            if (group[j] != r) continue;
+            for (int k = 0; k < p->nodes[j]->nin && producer[r] < 0; k++) {
+                int src = p->in_idx[p->off[j] + k], e = in_entry(p, j, k);
+                const hg_snode *pn = p->nodes[src];
+                if (!pn->op || !p->needed[src] || group[src] >= 0 || taken[src] ||
+                    !pn->op->forward || pn->nout != 1 || p->uses[e] != 1 ||
+                    p->fed_slot[e] >= 0 || !same_size(&p->meta[e], o))
+                    continue;
+                producer[r] = src;
+                taken[src] = true;
+            }
+        }
+    }
+}
+
 /* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
-static hg_status build_steps(hg_plan *p, const int *group)
+static hg_status build_steps(hg_plan *p, const int *group, const int *producer,
+                             const bool *taken)
 {
     int nin_total = 0, nout_total = 0, nsteps = 0, ngn = 0;
     for (int i = 0; i < p->n; i++) {
@@ -191,7 +229,7 @@ static hg_status build_steps(hg_plan *p, const int *group)
         nin_total += p->nodes[i]->nin;
         nout_total += p->nodes[i]->nout;
         ngn += group[i] >= 0;
-        nsteps += group[i] < 0 || group[i] == i;
+        nsteps += (group[i] < 0 && !taken[i]) || group[i] == i;
     }
     p->steps = calloc((size_t)nsteps + 1, sizeof(hg_pstep));
     p->sin = malloc(sizeof(int) * (size_t)(nin_total + 1));
@@ -202,9 +240,11 @@ static hg_status build_steps(hg_plan *p, const int *group)
         return hg_error(HG_ERR_MEMORY, "out of memory");
     int ni = 0, no = 0, ng = 0;
     for (int i = 0; i < p->n; i++) {
-        if (!p->needed[i] || (group[i] >= 0 && group[i] != i)) continue;
+        if (!p->needed[i] || (group[i] >= 0 && group[i] != i) || (group[i] < 0 && taken[i]))
+            continue;
         hg_pstep *s = &p->steps[p->nsteps++];
         s->node = i;
+        s->producer = -1;
         s->in_base = ni;
         s->out_base = no;
         if (group[i] < 0) {
@@ -213,22 +253,26 @@ static hg_status build_steps(hg_plan *p, const int *group)
             s->nout = p->nodes[i]->nout;
             for (int k = 0; k < s->nin; k++) p->sin[ni++] = in_entry(p, i, k);
             for (int k = 0; k < s->nout; k++) p->sout[no++] = p->entry[i] + k;
-            const hg_op_def *op = p->nodes[i]->op;
-            if (op->workspace) {
-                hg_meta im[HG_MAX_IO];
-                int nin = s->nin < HG_MAX_IO ? s->nin : HG_MAX_IO;
-                for (int k = 0; k < nin; k++) im[k] = p->meta[in_entry(p, i, k)];
-                size_t ws = op->workspace(p->nodes[i]->attrs, nin, im);
-                s->ws_bytes = (ws + ALIGN - 1) / ALIGN * ALIGN;
-            }
+            s->ws_bytes = node_workspace(p, i);
             continue;
         }
-        /* A fused group: its nodes in topological order, inputs from outside deduplicated. */
+        /* A fused group: its nodes in topological order, inputs from outside deduplicated;
+         * with a producer, that op's inputs come first and its output is the step's first. */
+        int pe = -1;
+        if (producer[i] >= 0) {
+            int q = producer[i];
+            s->producer = q;
+            s->pnin = p->nodes[q]->nin;
+            for (int k = 0; k < s->pnin; k++) p->sin[ni++] = in_entry(p, q, k);
+            pe = p->entry[q];
+            p->sout[no++] = pe;
+            s->ws_bytes = node_workspace(p, q);
+        }
         s->first = ng;
         for (int j = 0; j <= i; j++)
             if (group[j] == i) p->gnodes[ng++] = j;
         s->count = ng - s->first;
-        s->nout = 1;
+        s->nout = pe >= 0 ? 2 : 1;
         p->sout[no++] = p->entry[i];
         for (int g = s->first; g < ng; g++) {
             int j = p->gnodes[g];
@@ -242,8 +286,9 @@ static hg_status build_steps(hg_plan *p, const int *group)
                     continue;
                 }
                 p->gin[2 * g + k] = e;
-                bool seen = false;
-                for (int q = s->in_base; q < ni; q++) seen |= p->sin[q] == e;
+                bool seen = e == pe;
+                for (int q = s->in_base + (pe >= 0 ? s->pnin : 0); q < ni; q++)
+                    seen |= p->sin[q] == e;
                 if (!seen) p->sin[ni++] = e;
             }
         }
@@ -257,6 +302,8 @@ hg_status hg_plan_lower(hg_plan *p)
     hg_plan_clear(p);
     int *group = malloc(sizeof(int) * (size_t)(p->n + 1));
     int *gsize = malloc(sizeof(int) * (size_t)(p->n + 1));
+    int *producer = malloc(sizeof(int) * (size_t)(p->n + 1));
+    bool *taken = calloc((size_t)p->n + 1, sizeof(bool));
     int *last = malloc(sizeof(int) * (size_t)(p->nentries + 1));
     int64_t *at = malloc(sizeof(int64_t) * (size_t)(p->nentries + 1)); /* arena offset */
     char *state = calloc((size_t)p->nentries + 1, 1);
@@ -266,13 +313,15 @@ hg_status hg_plan_lower(hg_plan *p)
     p->head_owner = malloc(sizeof(int) * (size_t)(p->nheads + 1));
     arena_plan a = {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0};
     hg_status st = HG_OK;
-    if (!group || !gsize || !last || !at || !state || !is_head || !p->vt || !p->cur || !p->head_owner)
+    if (!group || !gsize || !producer || !taken || !last || !at || !state || !is_head || !p->vt || !p->cur || !p->head_owner)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
         find_groups(p, group, gsize);
-        for (int i = 0; i < p->n; i++) /* a group of one is a plain step */
-            if (group[i] >= 0 && gsize[group[i]] == 1) group[i] = -1;
-        st = build_steps(p, group);
+        for (int i = 0; i < p->n; i++) producer[i] = -1;
+        if (!(p->flags & HG_PLAN_NO_FUSION)) find_producers(p, group, producer, taken);
+        for (int i = 0; i < p->n; i++) /* a group of one without a producer is a plain step */
+            if (group[i] >= 0 && gsize[group[i]] == 1 && producer[group[i]] < 0) group[i] = -1;
+        st = build_steps(p, group, producer, taken);
     }
     for (int h = 0; st == HG_OK && h < p->nheads; h++) {
         is_head[p->head_entry[h]] = true;
@@ -295,9 +344,9 @@ hg_status hg_plan_lower(hg_plan *p)
     for (int s = 0; st == HG_OK && s < p->nsteps; s++) {
         hg_pstep *sp = &p->steps[s];
         const hg_snode *nd = p->nodes[sp->node];
-        if (sp->count > 1) {
+        if (sp->count > 1 || sp->producer >= 0) {
             fused_groups++;
-            fused_ops += sp->count;
+            fused_ops += sp->count + (sp->producer >= 0);
             for (int g = sp->first; g < sp->first + sp->count - 1; g++)
                 unplanned += (int64_t)value_bytes(&p->meta[p->entry[p->gnodes[g]]]);
         }
@@ -308,7 +357,16 @@ hg_status hg_plan_lower(hg_plan *p)
             int64_t b = (int64_t)value_bytes(&p->meta[e]);
             unplanned += b;
             int e0 = sp->nin ? p->sin[sp->in_base] : -1;
-            if (k == 0 && sp->count == 1 && may_inplace(nd->op) && e0 >= 0 &&
+            if (k == 1 && sp->producer >= 0) { /* the group runs in place on the producer's */
+                int pe = p->sout[sp->out_base];
+                if (!a.no_reuse && state[pe] == LIVE && same_size(&p->meta[pe], &p->meta[e])) {
+                    at[e] = at[pe];
+                    state[pe] = DEAD;
+                    state[e] = LIVE;
+                    continue;
+                }
+            }
+            if (k == 0 && sp->count == 1 && sp->producer < 0 && may_inplace(nd->op) && e0 >= 0 &&
                 !a.no_reuse && last[e0] == s && state[e0] == LIVE &&
                 same_size(&p->meta[e0], &p->meta[e])) {
                 at[e] = at[e0];
@@ -349,6 +407,8 @@ hg_status hg_plan_lower(hg_plan *p)
     }
     free(group);
     free(gsize);
+    free(producer);
+    free(taken);
     free(last);
     free(at);
     free(state);
@@ -379,8 +439,9 @@ hg_status hg_plan_describe(const hg_plan *p, char **out)
         (long long)p->stats.unplanned_bytes);
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
-        if (sp->count > 1) {
-            PUT("  %d: fused[", s);
+        if (sp->count > 1 || sp->producer >= 0) {
+            if (sp->producer >= 0) PUT("  %d: %s+fused[", s, p->nodes[sp->producer]->op->name);
+            else PUT("  %d: fused[", s);
             for (int g = sp->first; g < sp->first + sp->count && len < cap; g++)
                 PUT("%s%s", g > sp->first ? " " : "", p->nodes[p->gnodes[g]]->op->name);
             PUT("] -> %s\n", p->nodes[sp->node]->name);

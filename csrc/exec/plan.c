@@ -355,24 +355,39 @@ static void arena_release(hg_plan *p)
     p->arena_storage->data = NULL;
 }
 
+static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int *outs, int nout,
+                        const hg_pstep *s, hg_tensor **cur, bool is_train);
+
 static hg_status run_step(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
 {
+    if (s->producer >= 0) {
+        HG_TRY(run_op(p, s->producer, p->sin + s->in_base, s->pnin, p->sout + s->out_base, 1, s,
+                      cur, is_train));
+        return hg_plan_run_fused(p, s, cur);
+    }
     if (s->count > 1) return hg_plan_run_fused(p, s, cur);
-    hg_snode *nd = p->nodes[s->node];
+    return run_op(p, s->node, p->sin + s->in_base, s->nin, p->sout + s->out_base, s->nout, s,
+                  cur, is_train);
+}
+
+static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int *outs, int nout,
+                        const hg_pstep *s, hg_tensor **cur, bool is_train)
+{
+    hg_snode *nd = p->nodes[node];
     hg_tensor *in_stack[16], *out_stack[8], **in = in_stack, **out = out_stack;
-    if ((s->nin > 16 && !(in = malloc(sizeof *in * (size_t)s->nin))) ||
-        (s->nout > 8 && !(out = malloc(sizeof *out * (size_t)s->nout)))) {
+    if ((nin > 16 && !(in = malloc(sizeof *in * (size_t)nin))) ||
+        (nout > 8 && !(out = malloc(sizeof *out * (size_t)nout)))) {
         if (in != in_stack) free(in);
         return hg_error(HG_ERR_MEMORY, "out of memory");
     }
-    for (int k = 0; k < s->nin; k++) in[k] = cur[p->sin[s->in_base + k]];
-    for (int k = 0; k < s->nout; k++) out[k] = cur[p->sout[s->out_base + k]];
+    for (int k = 0; k < nin; k++) in[k] = cur[ins[k]];
+    for (int k = 0; k < nout; k++) out[k] = cur[outs[k]];
     hg_exec_ctx ctx = {is_train, s->ws_bytes ? (char *)p->arena + s->ws_off : NULL, s->ws_bytes};
     hg_status st;
     if (nd->op->forward)
-        st = nd->op->forward(nd->op, nd->attrs, &ctx, s->nin, in, s->nout, out);
+        st = nd->op->forward(nd->op, nd->attrs, &ctx, nin, in, nout, out);
     else
-        st = hg_ew_forward(nd->op, nd->attrs, s->nin, in, out[0]);
+        st = hg_ew_forward(nd->op, nd->attrs, nin, in, out[0]);
     if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
     if (in != in_stack) free(in);
     if (out != out_stack) free(out);

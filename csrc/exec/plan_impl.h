@@ -5,11 +5,15 @@
 
 #include "plan.h"
 
-/* One kernel launch. A plain step runs node `node`; a fused step (count > 1) runs the
- * element-wise nodes gnodes[first..first+count) tile by tile, its inputs sin[in_base..) being
- * the values read from outside the group and its single output the last node's. */
+/* One kernel launch. A plain step runs node `node`; a fused step runs the element-wise nodes
+ * gnodes[first..first+count) tile by tile, its inputs sin[in_base..) being the values read
+ * from outside the group and its output (the last of sout) the last node's. A fused step may
+ * start with a producer op whose output the group reads (outputs: producer's, group's). */
 typedef struct hg_pstep {
     int node;
+    int producer;             /* >= 0: this op runs first, the group then works on its output in
+                               * place (conv/FC + bias + activation in one step) */
+    int pnin;                 /* the producer's inputs: the first pnin of sin */
     int first, count;
     int nin, nout;
     int in_base, out_base;    /* into sin / sout (value ids = entries) */

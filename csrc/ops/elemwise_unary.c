@@ -255,13 +255,21 @@ static const hg_op_def k_act_impl[] = {
     UN("softsign", NULL, softsign, "", 0, NULL),
 };
 
-static hg_status activation_forward(const hg_op_def *op, const hg_attrs *a,
-                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                    int nout, hg_tensor *const *out)
-{
-    (void)op; (void)ctx; (void)nout;
-    return hg_ew_forward(&k_act_impl[a->v[0].i], a, nin, in, out[0]);
-}
+/* Tile functions that pick the act_type's own per tile, so Activation runs on the generic
+ * element-wise driver and joins fused groups. No float16 entry: the driver then computes in
+ * float32. infer rejects the act_type/dtype pairs the chosen op lacks. */
+#define ACT_TILE(SUF, DT)                                                                      \
+    static void act_##SUF(int64_t n, const void *x, int64_t sx, const void *y, int64_t sy,      \
+                          void *out, const hg_attrs *a)                                        \
+    {                                                                                          \
+        k_act_impl[a->v[0].i].ew[DT](n, x, sx, y, sy, out, a);                                 \
+    }
+ACT_TILE(f32, HG_DTYPE_F32)
+ACT_TILE(f64, HG_DTYPE_F64)
+ACT_TILE(u8, HG_DTYPE_U8)
+ACT_TILE(i8, HG_DTYPE_I8)
+ACT_TILE(i32, HG_DTYPE_I32)
+ACT_TILE(i64, HG_DTYPE_I64)
 
 static hg_status activation_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                   int nout, hg_meta *out)
@@ -326,7 +334,9 @@ const hg_op_def hg_ops_elemwise_unary[] = {
     UN_ALL("ones_like", NULL, ones, "ones of the input's shape and dtype", HG_OP_NO_GRAD, NULL),
     {.name = "Activation", .doc = "element-wise activation function", .input_names = DATA,
      .attrs = k_act_attrs, .num_attrs = 1, .num_inputs = 1, .infer = activation_infer,
-     .forward = activation_forward, .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
+     .ew = {[HG_DTYPE_F32] = act_f32, [HG_DTYPE_F64] = act_f64, [HG_DTYPE_U8] = act_u8,
+            [HG_DTYPE_I8] = act_i8, [HG_DTYPE_I32] = act_i32, [HG_DTYPE_I64] = act_i64},
+     .ew_arity = 1, .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
      .grad = activation_grad},
     UN("_digamma", NULL, digamma_, "digamma function, d gammaln / dx (for gradient rules)", 0,
        NULL),
