@@ -199,3 +199,33 @@ def test_conv_fc_bias_activation_run_as_one_step(layer, shape):
         grads.append([p.grad().asnumpy().copy() for p in net.collect_params().values()])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('use_bias,fix_gamma,groups', [(True, False, 1), (False, True, 1),
+                                                        (False, False, 2)])
+def test_batchnorm_folded_into_convolution_in_inference(use_bias, fix_gamma, groups):
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, kernel_size=3, use_bias=use_bias, in_channels=2, groups=groups),
+            nn.BatchNorm(in_channels=4, center=True, scale=not fix_gamma), nn.Activation('relu'))
+    net.initialize()
+    rng = np.random.default_rng(5)
+    bn = net[1]
+    bn.running_mean.set_data(mx.nd.array(rng.standard_normal(4)))
+    bn.running_var.set_data(mx.nd.array(rng.uniform(0.5, 2, 4)))
+    if not fix_gamma:
+        bn.gamma.set_data(mx.nd.array(rng.uniform(0.5, 1.5, 4)))
+    bn.beta.set_data(mx.nd.array(rng.standard_normal(4)))
+    x = mx.nd.random.normal(shape=(2, 2, 6, 6))
+    ref = net(x).asnumpy()
+    net.hybridize()
+    out = net(x).asnumpy()
+    st = net._cached_op.stats()
+    assert st['folded_batchnorm'] == 1 and 'folded in inference' in st['plan'], st['plan']
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    # in training the same step runs the convolution and the batch statistics unfolded
+    with mx.autograd.train_mode():
+        hyb = net(x).asnumpy()
+    net.hybridize(False)
+    with mx.autograd.train_mode():
+        imp = net(x).asnumpy()
+    np.testing.assert_allclose(hyb, imp, rtol=1e-5, atol=1e-5)

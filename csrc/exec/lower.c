@@ -221,7 +221,7 @@ static void find_producers(const hg_plan *p, const int *group, int *producer, bo
 
 /* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
 static hg_status build_steps(hg_plan *p, const int *group, const int *producer,
-                             const bool *taken)
+                             const bool *taken, const int *fold_of)
 {
     int nin_total = 0, nout_total = 0, nsteps = 0, ngn = 0;
     for (int i = 0; i < p->n; i++) {
@@ -247,6 +247,21 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *producer,
         s->producer = -1;
         s->in_base = ni;
         s->out_base = no;
+        if (group[i] < 0 && fold_of[i] >= 0) { /* convolution + BatchNorm */
+            int q = fold_of[i];
+            s->producer = q;
+            s->fold = true;
+            s->count = 1;
+            s->pnin = p->nodes[q]->nin;
+            for (int k = 0; k < s->pnin; k++) p->sin[ni++] = in_entry(p, q, k);
+            for (int k = 1; k < p->nodes[i]->nin; k++) p->sin[ni++] = in_entry(p, i, k);
+            s->nin = ni - s->in_base;
+            p->sout[no++] = p->entry[q];
+            for (int k = 0; k < p->nodes[i]->nout; k++) p->sout[no++] = p->entry[i] + k;
+            s->nout = 1 + p->nodes[i]->nout;
+            s->ws_bytes = hg_fold_workspace(p, q);
+            continue;
+        }
         if (group[i] < 0) {
             s->count = 1;
             s->nin = p->nodes[i]->nin;
@@ -304,6 +319,7 @@ hg_status hg_plan_lower(hg_plan *p)
     int *gsize = malloc(sizeof(int) * (size_t)(p->n + 1));
     int *producer = malloc(sizeof(int) * (size_t)(p->n + 1));
     bool *taken = calloc((size_t)p->n + 1, sizeof(bool));
+    int *fold_of = malloc(sizeof(int) * (size_t)(p->n + 1));
     int *last = malloc(sizeof(int) * (size_t)(p->nentries + 1));
     int64_t *at = malloc(sizeof(int64_t) * (size_t)(p->nentries + 1)); /* arena offset */
     char *state = calloc((size_t)p->nentries + 1, 1);
@@ -313,15 +329,28 @@ hg_status hg_plan_lower(hg_plan *p)
     p->head_owner = malloc(sizeof(int) * (size_t)(p->nheads + 1));
     arena_plan a = {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0};
     hg_status st = HG_OK;
-    if (!group || !gsize || !producer || !taken || !last || !at || !state || !is_head || !p->vt || !p->cur || !p->head_owner)
+    if (!group || !gsize || !producer || !taken || !fold_of || !last || !at || !state || !is_head || !p->vt || !p->cur || !p->head_owner)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
         find_groups(p, group, gsize);
         for (int i = 0; i < p->n; i++) producer[i] = -1;
-        if (!(p->flags & HG_PLAN_NO_FUSION)) find_producers(p, group, producer, taken);
+        for (int i = 0; i < p->n; i++) fold_of[i] = -1;
+        if (!(p->flags & HG_PLAN_NO_FUSION)) {
+            find_producers(p, group, producer, taken);
+            for (int i = 0; i < p->n; i++) { /* BatchNorm after a convolution */
+                if (!p->needed[i] || group[i] >= 0 || taken[i] || !p->nodes[i]->op ||
+                    p->nodes[i]->nin != 5)
+                    continue;
+                int c = p->in_idx[p->off[i]];
+                if (!taken[c] && group[c] < 0 && p->needed[c] && hg_fold_match(p, i, c)) {
+                    fold_of[i] = c;
+                    taken[c] = true;
+                }
+            }
+        }
         for (int i = 0; i < p->n; i++) /* a group of one without a producer is a plain step */
             if (group[i] >= 0 && gsize[group[i]] == 1 && producer[group[i]] < 0) group[i] = -1;
-        st = build_steps(p, group, producer, taken);
+        st = build_steps(p, group, producer, taken, fold_of);
     }
     for (int h = 0; st == HG_OK && h < p->nheads; h++) {
         is_head[p->head_entry[h]] = true;
@@ -340,11 +369,13 @@ hg_status hg_plan_lower(hg_plan *p)
     for (int s = 0; st == HG_OK && s < p->nsteps; s++)
         for (int k = 0; k < p->steps[s].nin; k++) last[p->sin[p->steps[s].in_base + k]] = s;
     int64_t unplanned = 0;
-    int fused_groups = 0, fused_ops = 0;
+    int fused_groups = 0, fused_ops = 0, folded = 0;
     for (int s = 0; st == HG_OK && s < p->nsteps; s++) {
         hg_pstep *sp = &p->steps[s];
         const hg_snode *nd = p->nodes[sp->node];
-        if (sp->count > 1 || sp->producer >= 0) {
+        if (sp->fold) {
+            folded++;
+        } else if (sp->count > 1 || sp->producer >= 0) {
             fused_groups++;
             fused_ops += sp->count + (sp->producer >= 0);
             for (int g = sp->first; g < sp->first + sp->count - 1; g++)
@@ -409,6 +440,7 @@ hg_status hg_plan_lower(hg_plan *p)
     free(gsize);
     free(producer);
     free(taken);
+    free(fold_of);
     free(last);
     free(at);
     free(state);
@@ -422,6 +454,7 @@ hg_status hg_plan_lower(hg_plan *p)
     p->stats.kernels = p->nsteps;
     p->stats.fused_groups = fused_groups;
     p->stats.fused_ops = fused_ops;
+    p->stats.folded_bn = folded;
     p->stats.planned_bytes = p->stats.peak_bytes = a.end;
     p->stats.unplanned_bytes = p->stats.total_bytes = unplanned;
     p->lowered = true;
@@ -439,7 +472,11 @@ hg_status hg_plan_describe(const hg_plan *p, char **out)
         (long long)p->stats.unplanned_bytes);
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
-        if (sp->count > 1 || sp->producer >= 0) {
+        if (sp->fold) {
+            PUT("  %d: %s+%s (folded in inference) -> %s\n", s,
+                p->nodes[sp->producer]->op->name, p->nodes[sp->node]->op->name,
+                p->nodes[sp->node]->name);
+        } else if (sp->count > 1 || sp->producer >= 0) {
             if (sp->producer >= 0) PUT("  %d: %s+fused[", s, p->nodes[sp->producer]->op->name);
             else PUT("  %d: fused[", s);
             for (int g = sp->first; g < sp->first + sp->count && len < cap; g++)

@@ -360,6 +360,7 @@ static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int
 
 static hg_status run_step(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
 {
+    if (s->fold) return hg_fold_run(p, s, cur, is_train);
     if (s->producer >= 0) {
         HG_TRY(run_op(p, s->producer, p->sin + s->in_base, s->pnin, p->sout + s->out_base, 1, s,
                       cur, is_train));

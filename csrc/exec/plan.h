@@ -52,6 +52,7 @@ typedef struct hg_plan_stats {
     int kernels;             /* kernel launches per run (a fused group counts once) */
     int fused_groups;        /* groups of >= 2 element-wise ops run as one pass */
     int fused_ops;           /* ops inside those groups */
+    int folded_bn;           /* convolution + BatchNorm steps (BN folded when not training) */
     int64_t planned_bytes;   /* the arena: every intermediate value and workspace */
     int64_t unplanned_bytes; /* what the same values need without reuse or fusion */
     int64_t peak_bytes, total_bytes; /* older names of planned / unplanned */

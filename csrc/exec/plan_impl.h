@@ -14,6 +14,8 @@ typedef struct hg_pstep {
     int producer;             /* >= 0: this op runs first, the group then works on its output in
                                * place (conv/FC + bias + activation in one step) */
     int pnin;                 /* the producer's inputs: the first pnin of sin */
+    bool fold;                /* producer = a convolution, node = the BatchNorm after it: in
+                               * inference the normalisation is folded into the weights */
     int first, count;
     int nin, nout;
     int in_base, out_base;    /* into sin / sout (value ids = entries) */
@@ -63,5 +65,10 @@ struct hg_plan {
 hg_status hg_plan_lower(hg_plan *p);
 void hg_plan_clear(hg_plan *p); /* drops the lowered signature */
 hg_status hg_plan_run_fused(hg_plan *p, const hg_pstep *s, hg_tensor **cur);
+
+/* BatchNorm folding (fold.c). */
+bool hg_fold_match(const hg_plan *p, int bn, int conv);
+size_t hg_fold_workspace(const hg_plan *p, int conv);
+hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train);
 
 #endif

@@ -225,7 +225,8 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
     hg_status st = hg_plan_describe(self->plan, &text);
     if (st) return hgpy_raise(st);
     PyObject *r = Py_BuildValue(
-        "{s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:s}", "kernels", s.kernels, "fused_groups", s.fused_groups,
+        "{s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:s}", "kernels", s.kernels, "folded_batchnorm",
+        s.folded_bn, "fused_groups", s.fused_groups,
         "fused_ops", s.fused_ops, "planned_internal_bytes", (long long)s.planned_bytes,
         "unplanned_internal_bytes", (long long)s.unplanned_bytes, "peak_internal_bytes",
         (long long)s.peak_bytes, "total_internal_bytes", (long long)s.total_bytes, "plan", text);

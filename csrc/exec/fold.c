@@ -1,0 +1,122 @@
+/* BatchNorm folded into the convolution before it: in inference (or with use_global_stats)
+ * BN(conv(x, W) + b) = conv(x, W * s) + (b - mean) * s + beta with s = gamma / sqrt(var + eps),
+ * so the step scales the weights (small) instead of normalising the activations (large). The
+ * step keeps the convolution's output buffer so training runs the two ops unchanged. */
+#include <math.h>
+#include <string.h>
+
+#include "exec/plan_impl.h"
+
+#define ALIGN 64
+
+static int attr(const hg_op_def *op, const char *name) { return hg_attr_index(op, name); }
+
+static int in_entry(const hg_plan *p, int i, int k)
+{
+    return p->entry[p->in_idx[p->off[i] + k]] + p->nodes[i]->in[k].index;
+}
+
+bool hg_fold_match(const hg_plan *p, int bn, int conv)
+{
+    const hg_snode *b = p->nodes[bn], *c = p->nodes[conv];
+    if (!b->op || !c->op || strcmp(b->op->name, "BatchNorm") != 0 ||
+        strcmp(c->op->name, "Convolution") != 0 || c->nout != 1)
+        return false;
+    int e = p->entry[conv];
+    if (in_entry(p, bn, 0) != e || p->uses[e] != 1 || p->fed_slot[e] >= 0) return false;
+    if (p->meta[e].dtype != HG_DTYPE_F32 || p->meta[e].ndim < 3) return false;
+    int ax = attr(b->op, "axis");
+    if (ax < 0 || b->attrs->v[ax].i != 1) return false;
+    int lay = attr(c->op, "layout");
+    if (lay < 0) return false;
+    const hg_attr_value *lv = &c->attrs->v[lay];
+    if (!lv->is_none) { /* channel-first layouts only: NCW, NCHW, NCDHW */
+        const char *name = c->op->attrs[lay].choices[lv->i];
+        if (name[1] != 'C') return false;
+    }
+    for (int k = 1; k < 5; k++) /* gamma, beta, moving mean and var: float32 vectors */
+        if (p->meta[in_entry(p, bn, k)].dtype != HG_DTYPE_F32) return false;
+    return true;
+}
+
+static size_t round_up(size_t b) { return (b + ALIGN - 1) / ALIGN * ALIGN; }
+
+static size_t conv_ws(const hg_plan *p, int conv)
+{
+    const hg_op_def *op = p->nodes[conv]->op;
+    if (!op->workspace) return 0;
+    hg_meta im[3];
+    for (int k = 0; k < p->nodes[conv]->nin; k++) im[k] = p->meta[in_entry(p, conv, k)];
+    /* the folded call always has a bias: its workspace needs do not depend on it */
+    return round_up(op->workspace(p->nodes[conv]->attrs, p->nodes[conv]->nin, im));
+}
+
+size_t hg_fold_workspace(const hg_plan *p, int conv)
+{
+    const hg_meta *w = &p->meta[in_entry(p, conv, 1)];
+    int64_t F = w->shape[0];
+    return conv_ws(p, conv) + round_up((size_t)hg_shape_size(w->ndim, w->shape) * 4) +
+           round_up((size_t)F * 4);
+}
+
+static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tensor **out, int nout,
+                          const hg_attrs *a, void *ws, size_t ws_bytes, bool is_train)
+{
+    hg_snode *nd = p->nodes[node];
+    hg_exec_ctx ctx = {is_train, ws, ws_bytes};
+    hg_status st = nd->op->forward(nd->op, a ? a : nd->attrs, &ctx, nin, in, nout, out);
+    if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
+    return st;
+}
+
+hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
+{
+    int conv = s->producer, bn = s->node;
+    const hg_snode *b = p->nodes[bn], *c = p->nodes[conv];
+    const int *sin = p->sin + s->in_base, *sout = p->sout + s->out_base;
+    hg_tensor *cin[3], *bin[5], *bout[3];
+    for (int k = 0; k < s->pnin; k++) cin[k] = cur[sin[k]];
+    hg_tensor *conv_out = cur[sout[0]];
+    bin[0] = conv_out;
+    for (int k = 1; k < 5; k++) bin[k] = cur[sin[s->pnin + k - 1]];
+    for (int k = 0; k < 3; k++) bout[k] = cur[sout[1 + k]];
+    char *ws = (char *)p->arena + s->ws_off;
+    size_t cws = conv_ws(p, conv);
+    bool global = b->attrs->v[attr(b->op, "use_global_stats")].b;
+    if (is_train && !global) { /* batch statistics: the two ops as they are */
+        HG_TRY(run_node(p, conv, cin, s->pnin, &conv_out, 1, NULL, ws, cws, is_train));
+        return run_node(p, bn, bin, 5, bout, 3, NULL, NULL, 0, is_train);
+    }
+    const hg_tensor *w = cin[1];
+    int64_t F = w->shape[0], per = F ? w->size / F : 0;
+    float *wf = (float *)(ws + cws);
+    float *bf = (float *)(ws + cws + round_up((size_t)w->size * 4));
+    const float *W = hg_data(w), *bias = s->pnin == 3 ? hg_data(cin[2]) : NULL;
+    const float *gamma = hg_data(bin[1]), *beta = hg_data(bin[2]);
+    const float *mean = hg_data(bin[3]), *var = hg_data(bin[4]);
+    double eps = b->attrs->v[attr(b->op, "eps")].f;
+    bool fix_gamma = b->attrs->v[attr(b->op, "fix_gamma")].b;
+    for (int64_t f = 0; f < F; f++) {
+        float sc = (float)((fix_gamma ? 1.0 : gamma[f]) / sqrt((double)var[f] + eps));
+        for (int64_t i = 0; i < per; i++) wf[f * per + i] = W[f * per + i] * sc;
+        bf[f] = ((bias ? bias[f] : 0.0f) - mean[f]) * sc + beta[f];
+    }
+    /* the folded weights and bias as tensors over the workspace */
+    hg_storage st_w = {0}, st_b = {0};
+    atomic_init(&st_w.refcount, 1);
+    atomic_init(&st_b.refcount, 1);
+    st_w.data = wf;
+    st_b.data = bf;
+    hg_meta mw = hg_meta_of(w), mb = {1, HG_DTYPE_F32, {F}};
+    hg_tensor *tw = NULL, *tb = NULL;
+    hg_status st = hg_tensor_on_storage(&st_w, 0, &mw, &tw);
+    if (st == HG_OK) st = hg_tensor_on_storage(&st_b, 0, &mb, &tb);
+    hg_attrs a = *c->attrs;
+    a.v[attr(c->op, "no_bias")].b = false;
+    hg_tensor *fin[3] = {cin[0], tw, tb};
+    if (st == HG_OK) st = run_node(p, conv, fin, 3, &bout[0], 1, &a, ws, cws, is_train);
+    /* The headers go; the storages (this frame's, count back at 1) are never released. */
+    hg_tensor_free(tw);
+    hg_tensor_free(tb);
+    return st;
+}
