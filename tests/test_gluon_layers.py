@@ -401,6 +401,35 @@ def test_deferred_shapes_before_first_forward():
             final = got
 
 
+@pytest.mark.parametrize('hybrid', [False, True])
+@pytest.mark.parametrize('factory,shape,wshape', [
+    (lambda: nn.Dense(3, flatten=False), (2, 4, 5), (3, 5)),
+    (lambda: nn.Conv2DTranspose(4, 3, strides=2, groups=2), (2, 6, 3, 3), (6, 2, 3, 3)),
+    (lambda: nn.Conv1D(4, 3, groups=2), (2, 6, 7), (4, 3, 3)),
+    (nn.BatchNorm, (4, 3, 2), None),
+    (nn.LayerNorm, (4, 3, 2), None),
+])
+def test_deferred_init_on_a_first_call_under_record(hybrid, factory, shape, wshape):
+    """The common training loop: initialize(), then the first forward pass is recorded."""
+    with mx.name.NameManager():
+        net = factory()
+    if hybrid:
+        net.hybridize()
+    net.initialize()
+    x = nd.array(_normal(shape))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    assert np.isfinite(x.grad.asnumpy()).all()
+    for p in net.collect_params().values():
+        assert 0 not in p.data().shape
+        if p.grad_req != 'null':
+            assert p.grad().shape == p.data().shape
+    if wshape is not None:
+        assert net.weight.shape == wshape
+
+
 def test_deferred_transposed_conv_fills_in_channels():
     for hybrid in (False, True):
         net = _build(lambda: nn.Conv2DTranspose(6, 3, strides=2, groups=2), nd.ones((2, 4, 3, 3)),
