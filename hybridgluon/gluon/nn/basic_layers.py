@@ -1,5 +1,5 @@
-"""Basic layers (MXNet's `gluon.nn.basic_layers`): containers, Dense, Dropout, Flatten,
-Identity and the Lambda wrappers.
+"""Basic layers (MXNet's `gluon.nn.basic_layers`): containers, Dense, Dropout, Embedding,
+Flatten, Identity and the Lambda wrappers.
 
 Parameter shapes that depend on the input (Dense without `in_units`) are completed on the first
 forward pass by shape inference through the traced graph (the FullyConnected shape rule fills
@@ -8,12 +8,13 @@ the weight's unknown dimension).
 import warnings
 
 from ... import ndarray as nd
+from ... import symbol as sym
 from ..block import Block, HybridBlock
 from ..utils import _indent
 from .activations import Activation
 
-__all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Flatten', 'Identity',
-           'Lambda', 'HybridLambda']
+__all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Embedding', 'Flatten',
+           'Identity', 'Lambda', 'HybridLambda']
 
 
 def _container_repr(block):
@@ -179,6 +180,45 @@ class Dropout(HybridBlock):
                                                         rate=self._rate, axes=self._axes)
 
 
+class Embedding(HybridBlock):
+    """Turns integer indices into dense vectors: rows of a (input_dim, output_dim) weight.
+
+    Indices are clipped to [0, input_dim - 1] (MXNet's Embedding op does the same); the output
+    has the input's shape plus a last axis of output_dim.
+
+    Parameters
+    ----------
+    input_dim : int
+        Vocabulary size: the largest index + 1.
+    output_dim : int
+        Size of each vector.
+    dtype : str or numpy.dtype, default 'float32'
+        Data type of the weight and of the output.
+    weight_initializer : Initializer
+        Initializer of the weight (default: the global one).
+    sparse_grad : bool, default False
+        MXNet's row-sparse weight gradient; the Parameter records grad_stype 'row_sparse', but
+        the gradient is computed (and stored) dense here: the values are the same.
+    """
+
+    def __init__(self, input_dim, output_dim, dtype='float32', weight_initializer=None,
+                 sparse_grad=False, **kwargs):
+        super().__init__(**kwargs)
+        grad_stype = 'row_sparse' if sparse_grad else 'default'
+        self._kwargs = {'input_dim': input_dim, 'output_dim': output_dim, 'dtype': dtype,
+                        'sparse_grad': sparse_grad}
+        self.weight = self.params.get('weight', shape=(input_dim, output_dim),
+                                      init=weight_initializer, dtype=dtype,
+                                      allow_deferred_init=True, grad_stype=grad_stype)
+
+    def hybrid_forward(self, F, x, weight):
+        return F.Embedding(x, weight, name='fwd', **self._kwargs)
+
+    def __repr__(self):
+        return '{name}({input_dim} -> {output_dim}, {dtype})'.format(
+            name=self.__class__.__name__, **self._kwargs)
+
+
 class Flatten(HybridBlock):
     """Flattens the input to two dimensions: `(batch, -1)`."""
 
@@ -233,7 +273,7 @@ class HybridLambda(HybridBlock):
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
-            if not hasattr(nd, function):
+            if not (hasattr(nd, function) and hasattr(sym, function)):
                 raise AssertionError('Function name %s is not found in symbol/ndarray.'
                                      % function)
             self._func = lambda F, *args: getattr(F, function)(*args)

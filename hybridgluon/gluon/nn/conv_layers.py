@@ -1,15 +1,19 @@
-"""Convolutional layers (MXNet's `gluon.nn.conv_layers`): Conv1D, Conv2D, Conv3D.
+"""Convolutional layers (MXNet's `gluon.nn.conv_layers`): Conv1D/2D/3D, their transposes
+(Conv1DTranspose/2D/3D on the Deconvolution op) and ReflectionPad2D.
 
 Names, signatures, Parameter names (`conv0_weight`, `conv0_bias`) and reprs follow MXNet 1.x.
 With `in_channels=0` the weight's input-channel dim stays 0 until the first forward pass, where
-graph shape inference (the Convolution shape rule fills the weight) completes it.
+graph shape inference (the Convolution / Deconvolution shape rule fills the weight) completes it.
+A convolution's weight is (channels, in_channels / groups, *kernel); a transposed convolution's
+is (in_channels, channels / groups, *kernel), as MXNet's shape rules give.
 """
 import numbers
 
 from ..block import HybridBlock
 from .activations import Activation
 
-__all__ = ['Conv1D', 'Conv2D', 'Conv3D']
+__all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose',
+           'Conv3DTranspose', 'ReflectionPad2D']
 
 
 def _tuple(value, n):
@@ -17,6 +21,18 @@ def _tuple(value, n):
     if isinstance(value, numbers.Integral):
         return (int(value),) * n
     return tuple(value)
+
+
+def _weight_shape(op_name, channels, in_channels, groups, kernel, layout):
+    """The weight shape MXNet's shape rule gives for data with `in_channels` channels (0:
+    unknown, left at 0 for deferred initialization)."""
+    if op_name == 'Deconvolution':
+        lead = (in_channels, channels // groups)
+    else:
+        lead = (channels, in_channels // groups if in_channels else 0)
+    if layout.find('C') == 1:  # channel-first: (lead0, lead1, *k)
+        return lead + tuple(kernel)
+    return (lead[0],) + tuple(kernel) + (lead[1],)  # channel-last: (lead0, *k, lead1)
 
 
 class _Conv(HybridBlock):
@@ -64,11 +80,7 @@ class _Conv(HybridBlock):
                 'no_bias': not use_bias, 'layout': layout}
             if adj is not None:
                 self._kwargs['adj'] = adj
-            in_per_group = in_channels // groups if in_channels else 0
-            if layout.find('C') == 1:  # channel-first: (F, C/g, *k)
-                wshape = (channels, in_per_group) + tuple(kernel_size)
-            else:  # channel-last: (F, *k, C/g)
-                wshape = (channels,) + tuple(kernel_size) + (in_per_group,)
+            wshape = _weight_shape(op_name, channels, in_channels, groups, kernel_size, layout)
             self.weight = self.params.get('weight', shape=wshape, init=weight_initializer,
                                           allow_deferred_init=True)
             if use_bias:
@@ -95,6 +107,9 @@ class _Conv(HybridBlock):
         return 'conv'
 
     def __repr__(self):
+        # As MXNet 1.x prints it, transposes included (there '{weight.shape[1]} -> {shape[0]}'
+        # reads channels/groups -> in_channels, and output_padding is never shown: the layers
+        # set `outpad`, the check reads `out_pad`).
         s = '{name}({mapping}, kernel_size={kernel}, stride={stride}'
         nk = len(self._kwargs['kernel'])
         if self._kwargs['pad'] != (0,) * nk:
@@ -162,3 +177,84 @@ class Conv3D(_Conv):
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, op_name=op_name, **kwargs)
+
+
+def _check_transpose(kernel_size, output_padding, n):
+    if isinstance(kernel_size, numbers.Integral):
+        kernel_size = (kernel_size,) * n
+    if isinstance(output_padding, numbers.Integral):
+        output_padding = (output_padding,) * n
+    assert len(kernel_size) == n, 'kernel_size must be a number or a list of %d ints' % n
+    assert len(output_padding) == n, 'output_padding must be a number or a list of %d ints' % n
+    return tuple(kernel_size), tuple(output_padding)
+
+
+class Conv1DTranspose(_Conv):
+    """Transposed 1-D convolution (the gradient of a convolution with respect to its data) over
+    'NCW' data. out_width = (width - 1) * strides - 2 * padding + dilation * (kernel_size - 1)
+    + 1 + output_padding; output_padding must be smaller than strides. The weight is
+    (in_channels, channels / groups, kernel)."""
+
+    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0,
+                 dilation=1, groups=1, layout='NCW', activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer='zeros', in_channels=0, **kwargs):
+        assert layout == 'NCW', "Only supports 'NCW' layout for now"
+        kernel_size, output_padding = _check_transpose(kernel_size, output_padding, 1)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name='Deconvolution', adj=output_padding,
+                         **kwargs)
+        self.outpad = output_padding
+
+
+class Conv2DTranspose(_Conv):
+    """Transposed 2-D convolution over 'NCHW' data ('NHWC' is accepted here, but the CPU
+    kernel rejects it). Per spatial dim: out = (in - 1) * strides - 2 * padding
+    + dilation * (kernel_size - 1) + 1 + output_padding. The weight is
+    (in_channels, channels / groups, kh, kw)."""
+
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
+                 output_padding=(0, 0), dilation=(1, 1), groups=1, layout='NCHW',
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer='zeros', in_channels=0, **kwargs):
+        assert layout in ('NCHW', 'NHWC'), "Only supports 'NCHW' and 'NHWC' layout for now"
+        kernel_size, output_padding = _check_transpose(kernel_size, output_padding, 2)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name='Deconvolution', adj=output_padding,
+                         **kwargs)
+        self.outpad = output_padding
+
+
+class Conv3DTranspose(_Conv):
+    """Transposed 3-D convolution over 'NCDHW' data ('NDHWC' is accepted here, but the CPU
+    kernel rejects it); see Conv2DTranspose for the output size."""
+
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 output_padding=(0, 0, 0), dilation=(1, 1, 1), groups=1, layout='NCDHW',
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer='zeros', in_channels=0, **kwargs):
+        assert layout in ('NCDHW', 'NDHWC'), "Only supports 'NCDHW' and 'NDHWC' layout for now"
+        kernel_size, output_padding = _check_transpose(kernel_size, output_padding, 3)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name='Deconvolution', adj=output_padding,
+                         **kwargs)
+        self.outpad = output_padding
+
+
+class ReflectionPad2D(HybridBlock):
+    """Pads (N, C, H, W) data by reflecting it at its borders (the edge row is not repeated):
+    `padding` rows/columns on each side of H and W, or an 8-tuple `pad_width` as the Pad op
+    takes it ((0, 0, 0, 0, top, bottom, left, right)). Each pad must be smaller than its axis."""
+
+    def __init__(self, padding=0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, numbers.Integral):
+            padding = (0, 0, 0, 0, padding, padding, padding, padding)
+        padding = tuple(padding)
+        assert len(padding) == 8, 'padding must be an int or a tuple of 8 ints'
+        self._padding = padding
+
+    def hybrid_forward(self, F, x):
+        return F.pad(x, mode='reflect', pad_width=self._padding)
