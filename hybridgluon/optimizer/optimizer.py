@@ -190,6 +190,14 @@ class Optimizer(object):
             self._all_index_update_counts[device_id] = {}
         self._index_update_count = self._all_index_update_counts[device_id]
 
+    def _begin_update(self, index, weight, grad):
+        """The common start of an update: type checks, the update count, this step's lr and
+        wd for the parameter."""
+        assert isinstance(weight, NDArray)
+        assert isinstance(grad, NDArray)
+        self._update_count(index)
+        return self._get_lr(index), self._get_wd(index)
+
     def _update_count(self, index):
         """Counts one update of `index` (an int or a list) and raises num_update to match."""
         if not isinstance(index, (list, tuple)):
@@ -299,11 +307,7 @@ class SGD(Optimizer):
         return None
 
     def _update_impl(self, index, weight, grad, state, multi_precision=False):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         kwargs = {'rescale_grad': self.rescale_grad}
         if self.momentum > 0:
@@ -361,11 +365,7 @@ class Signum(Optimizer):
         return None
 
     def _update_impl(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         kwargs = {'rescale_grad': self.rescale_grad}
         if self.momentum > 0:
@@ -412,11 +412,7 @@ class NAG(Optimizer):
         return None
 
     def _update_impl(self, index, weight, grad, state, multi_precision=False):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         kwargs = {'rescale_grad': self.rescale_grad}
         if self.momentum > 0:
@@ -477,11 +473,7 @@ class Adam(Optimizer):
                 _zeros_like(weight))  # variance
 
     def update(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         t = self._index_update_count[index]
         coef1 = 1. - self.beta1**t
@@ -534,11 +526,7 @@ class AdamW(Optimizer):
                 _zeros_like(weight))  # variance
 
     def update(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
         if self.correct_bias:
             t = self._index_update_count[index]
             lr *= math.sqrt(1. - self.beta2**t) / (1. - self.beta1**t)
@@ -590,11 +578,7 @@ class RMSProp(Optimizer):
         return (_zeros_like(weight),)  # n
 
     def update(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         kwargs = {'gamma1': self.gamma1, 'epsilon': self.epsilon,
                   'rescale_grad': self.rescale_grad}
@@ -635,11 +619,7 @@ class AdaGrad(Optimizer):
         return _zeros_like(weight)  # history
 
     def update(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         kwargs = {'epsilon': self.float_stable_eps, 'rescale_grad': self.rescale_grad}
         if self.clip_gradient is not None:  # MXNet's dense AdaGrad clips whenever it is set
@@ -718,11 +698,7 @@ class Ftrl(Optimizer):
                 _zeros_like(weight))  # n
 
     def update(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        wd = self._get_wd(index)
-        lr = self._get_lr(index)
+        lr, wd = self._begin_update(index, weight, grad)
 
         kwargs = {'lamda1': self.lamda1, 'beta': self.beta, 'rescale_grad': self.rescale_grad}
         if self.clip_gradient:
@@ -764,11 +740,7 @@ class LAMB(Optimizer):
                 _zeros_like(weight))  # var
 
     def update(self, index, weight, grad, state):
-        assert isinstance(weight, NDArray)
-        assert isinstance(grad, NDArray)
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
+        lr, wd = self._begin_update(index, weight, grad)
         t = self._index_update_count[index]
 
         kwargs = {'beta1': self.beta1, 'beta2': self.beta2, 'epsilon': self.epsilon,
