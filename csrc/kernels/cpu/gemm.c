@@ -1,8 +1,16 @@
-/* Row-major GEMM glue over CBLAS (see gemm.h). The only file that calls ?gemm / ?gemv. */
+/* Row-major GEMM (see gemm.h): products with one small side go to our own kernels
+ * (gemm_small.h, vectorised per instruction set and chosen at run time), everything else to the
+ * linked CBLAS. The only file that calls ?gemm / ?gemv. */
 #include "gemm.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "../../core/parallel.h"
 #include "blas.h"
+#include "gemm_small.h"
 #include "hybridgluon/hybridgluon.h"
 
 /* OpenBLAS runs a GEMM on the calling thread alone when M*N*K is at most 65536 * 4 (its default
@@ -13,7 +21,181 @@
 /* Multiply-adds per chunk of a batched loop below which splitting over threads does not pay. */
 #define BATCH_GRAIN_WORK 65536
 
-#define GEMM_IMPL(T, SUFFIX, BLAS, GEMV)                                                        \
+/* ---- own kernels for one small side ------------------------------------------------------ */
+
+/* A product whose M (rows of C) or, for the row-update kernel, K is at most this goes to our
+ * kernels: the BLAS's gemm packs whole panels for such shapes, and its gemv (M == 1) wakes its own
+ * threads for a few microseconds of work. */
+#define SMALL_SIDE 8
+/* Multiply-adds per thread below which a small-side product stays on the calling thread: waking
+ * the pool and splitting costs about as much as this much work (measured with
+ * benchmarks/bench_gemm.py on a 2-core AVX-512 machine). */
+#define SPLIT_WORK 49152.0
+
+static atomic_int g_kernel = -2; /* -2: not chosen yet */
+
+static int best_kernel(void)
+{
+#ifdef HG_GEMM_HAVE_X86
+    if (__builtin_cpu_supports("avx512f")) return HG_GEMM_KERNEL_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return HG_GEMM_KERNEL_AVX2;
+#endif
+    return HG_GEMM_KERNEL_PORTABLE;
+}
+
+static int clamp_kernel(int level)
+{
+    int best = best_kernel();
+    return level < 0 || level > best ? best : level;
+}
+
+static int kernel_from_env(void)
+{
+    static const char *const names[] = {"blas", "portable", "avx2", "avx512"};
+    const char *env = getenv("HG_GEMM_KERNEL");
+    if (env)
+        for (int i = 0; i < 4; i++)
+            if (strcmp(env, names[i]) == 0) return clamp_kernel(i);
+    return best_kernel();
+}
+
+int hg_gemm_kernel(void)
+{
+    int k = atomic_load_explicit(&g_kernel, memory_order_relaxed);
+    if (k == -2) {
+        k = kernel_from_env(); /* racing first calls all compute the same value */
+        atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
+    }
+    return k;
+}
+
+int hg_gemm_set_kernel(int level)
+{
+    int k = clamp_kernel(level);
+    atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
+    return k;
+}
+
+typedef struct {
+    hg_gemm_small_args p;
+    hg_gemm_dot_fn dot;
+    hg_gemm_axpy_fn axpy;
+    bool by_rows; /* axpy: split over rows of C (else over columns) */
+} small_job;
+
+/* Threaded over blocks of 4 rows of B (dot) or 64 columns / 4 rows of C (axpy): multiples of
+ * every kernel's tile so that only the last chunk has a partial tile. */
+static void dot_range(void *ctx, int64_t b, int64_t e)
+{
+    const small_job *j = ctx;
+    j->dot(&j->p, b * 4, e * 4 < j->p.N ? e * 4 : j->p.N);
+}
+
+static void axpy_range(void *ctx, int64_t b, int64_t e)
+{
+    const small_job *j = ctx;
+    if (j->by_rows)
+        j->axpy(&j->p, b * 4, e * 4 < j->p.M ? e * 4 : j->p.M, 0, j->p.N);
+    else
+        j->axpy(&j->p, 0, j->p.M, b * 64, e * 64 < j->p.N ? e * 64 : j->p.N);
+}
+
+/* Runs fn over units [0, n) of `unit_work` multiply-adds each, on the pool when every thread's
+ * share is worth it. */
+static void small_run(hg_range_fn fn, small_job *j, int64_t n, double unit_work)
+{
+    double total = unit_work * (double)n;
+    if (total < 2 * SPLIT_WORK) {
+        fn(j, 0, n);
+        return;
+    }
+    int64_t grain = (int64_t)(SPLIT_WORK / unit_work) + 1;
+    hg_parallel_for(n, grain, fn, j);
+}
+
+static void small_dot(small_job *j)
+{
+    small_run(dot_range, j, (j->p.N + 3) / 4, 4.0 * (double)j->p.M * (double)j->p.K);
+}
+
+static void small_axpy(small_job *j)
+{
+    const hg_gemm_small_args *p = &j->p;
+    j->by_rows = p->M > SMALL_SIDE;
+    if (j->by_rows)
+        small_run(axpy_range, j, (p->M + 3) / 4, 4.0 * (double)p->N * (double)p->K);
+    else
+        small_run(axpy_range, j, (p->N + 63) / 64, 64.0 * (double)p->M * (double)p->K);
+}
+
+/* Our kernel for C = alpha op(A) op(B) + beta C when a side is small and the operands are laid
+ * out as it needs; false leaves the product to the BLAS. C^T = op(B)^T op(A)^T lets a small N
+ * use the same kernels with C addressed transposed. */
+static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc)
+{
+    int level = hg_gemm_kernel();
+    if (level == HG_GEMM_KERNEL_BLAS) return false;
+    small_job j = {.p = {.K = K, .alpha = alpha, .beta = beta}};
+#ifdef HG_GEMM_HAVE_X86
+    if (level == HG_GEMM_KERNEL_AVX512) {
+        j.dot = hg_gemm_dot_avx512;
+        j.axpy = hg_gemm_axpy_avx512;
+    } else if (level == HG_GEMM_KERNEL_AVX2) {
+        j.dot = hg_gemm_dot_avx2;
+        j.axpy = hg_gemm_axpy_avx2;
+    } else
+#endif
+    {
+        j.dot = hg_gemm_dot_portable;
+        j.axpy = hg_gemm_axpy_portable;
+    }
+    /* Which operands run contiguously along which index: op(A) along k (rows) or i (columns),
+     * op(B) along k (columns) or n (rows). A single row or column with unit stride is both. */
+    bool a_k = !ta || (M == 1 && lda == 1), a_i = ta || (K == 1 && lda == 1);
+    bool b_k = tb || (N == 1 && ldb == 1), b_n = !tb || (K == 1 && ldb == 1);
+    hg_gemm_small_args *p = &j.p;
+    if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) {
+        bool swap = M > SMALL_SIDE || (N < M);
+        p->A = swap ? B : A;
+        p->lda = swap ? ldb : lda;
+        p->B = swap ? A : B;
+        p->ldb = swap ? lda : ldb;
+        p->M = swap ? N : M;
+        p->N = swap ? M : N;
+        p->C = C;
+        p->rsc = swap ? 1 : ldc;
+        p->csc = swap ? ldc : 1;
+        small_dot(&j);
+        return true;
+    }
+    if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE)) {
+        *p = (hg_gemm_small_args){M, N, K, alpha, beta, A, 0, ta ? 1 : lda, ta ? lda : 1,
+                                  B, ldb, C, ldc, 1};
+        small_axpy(&j);
+        return true;
+    }
+    if (a_i && N == 1 && ldc == 1) { /* C^T = op(B)^T op(A)^T, one row of N == 1 */
+        *p = (hg_gemm_small_args){1, M, K, alpha, beta, B, 0, 0, tb ? 1 : ldb,
+                                  A, ta ? lda : 1, C, 0, 1};
+        small_axpy(&j);
+        return true;
+    }
+    return false;
+}
+
+static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                             const double *A, int64_t lda, const double *B, int64_t ldb,
+                             double beta, double *C, int64_t ldc)
+{
+    return false; /* float64 products all go to the BLAS */
+}
+
+/* ---- the GEMM entry points ---------------------------------------------------------------- */
+
+#define GEMM_IMPL(T, SUFFIX, BLAS, GEMV, SMALL)                                                 \
     void hg_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,           \
                           const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,       \
                           int64_t ldc)                                                          \
@@ -30,6 +212,7 @@
             }                                                                                   \
             return;                                                                             \
         }                                                                                       \
+        if (SMALL(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;                \
         /* Applies the configured thread count to the BLAS before its first use (cheap after). */ \
         (void)hg_get_num_threads();                                                             \
         if (M == 1 || N == 1) {                                                                 \
@@ -89,5 +272,43 @@
         }                                                                                       \
     }
 
-GEMM_IMPL(float, f32, sgemm, sgemv)
-GEMM_IMPL(double, f64, dgemm, dgemv)
+GEMM_IMPL(float, f32, sgemm, sgemv, small_f32)
+GEMM_IMPL(double, f64, dgemm, dgemv, small_f64)
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double hg_gemm_time_f32(int64_t samples, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                        float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float beta, float *C, int64_t ldc)
+{
+    /* Samples of at least ~5 us each (a clock read costs tens of ns); the median, so that a
+     * sample the scheduler interrupted does not count. */
+    if (samples < 1) samples = 1;
+    double *t = malloc(sizeof(double) * (size_t)samples);
+    if (!t) return -1;
+    double t0 = now_s();
+    hg_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    double one = now_s() - t0;
+    int64_t group = one > 5e-6 ? 1 : (one < 5e-9 ? 1000 : (int64_t)(5e-6 / one) + 1);
+    for (int64_t s = 0; s < samples; s++) {
+        t0 = now_s();
+        for (int64_t r = 0; r < group; r++)
+            hg_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        t[s] = (now_s() - t0) / (double)group;
+    }
+    qsort(t, (size_t)samples, sizeof(double), cmp_double);
+    double med = t[samples / 2];
+    free(t);
+    return med;
+}
