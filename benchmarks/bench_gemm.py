@@ -92,7 +92,7 @@ def run(quick=False, threads=None):
         for r in range(rep + 1):
             for v in variants:
                 h.hg_gemm_set_kernel(levels[v])
-                t = h.hg_gemm_time_f32(number, *args)
+                t = h.hg_gemm_time_f32(number, *args)  # median of `number` samples
                 if r:  # round 0 warms up
                     samples[v].append(t)
             t = per_call(np_call, number)

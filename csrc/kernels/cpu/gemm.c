@@ -3,6 +3,7 @@
  * linked CBLAS. The only file that calls ?gemm / ?gemv. */
 #include "gemm.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,15 @@
 
 /* ---- own kernels for one small side ------------------------------------------------------ */
 
-/* A product whose M (rows of C) or, for the row-update kernel, K is at most this goes to our
- * kernels: the BLAS's gemm packs whole panels for such shapes, and its gemv (M == 1) wakes its own
- * threads for a few microseconds of work. */
+/* A product whose M or N (or, for the row-update kernel, K) is at most this goes to our kernels
+ * when its layout suits them: the BLAS's gemm packs whole panels for such shapes (3-4x slower at
+ * M = 8), and its gemv (M == 1) wakes its own threads for a few microseconds of work. */
 #define SMALL_SIDE 8
-/* Multiply-adds per thread below which a small-side product stays on the calling thread: waking
- * the pool and splitting costs about as much as this much work (measured with
- * benchmarks/bench_gemm.py on a 2-core AVX-512 machine). */
-#define SPLIT_WORK 49152.0
+/* Cost (small_cost's units, about 1/20 ns each on a 2.3 GHz AVX-512 core) below which a
+ * thread's share of a small-side product does not pay for waking the pool: posting a job and
+ * waiting for the worker take 0.6-1.2 us on 2 cores. Measured on the 2-core machine: 1x256x512
+ * (cost 132K) gains 1.3-2 us from 2 threads, 1x128x512 (66K) nothing. */
+#define SPLIT_COST 40000.0
 
 static atomic_int g_kernel = -2; /* -2: not chosen yet */
 
@@ -77,56 +79,92 @@ int hg_gemm_set_kernel(int level)
     return k;
 }
 
+#define MAX_PARTS 64 /* at least the pool's largest thread count */
+
 typedef struct {
     hg_gemm_small_args p;
     hg_gemm_dot_fn dot;
     hg_gemm_axpy_fn axpy;
-    bool by_rows; /* axpy: split over rows of C (else over columns) */
+    bool by_rows;  /* axpy: split over rows of C (else over columns) */
+    int64_t units; /* blocks of 4 rows of B (dot) or of 64 columns / 4 rows of C (axpy) */
+    int parts;     /* shares of the units, one per thread */
+    atomic_bool taken[MAX_PARTS];
 } small_job;
 
-/* Threaded over blocks of 4 rows of B (dot) or 64 columns / 4 rows of C (axpy): multiples of
- * every kernel's tile so that only the last chunk has a partial tile. */
-static void dot_range(void *ctx, int64_t b, int64_t e)
+/* Units [b, e): multiples of every kernel's tile, so that only the last share has a partial
+ * tile. */
+static void run_units(const small_job *j, int64_t b, int64_t e)
 {
-    const small_job *j = ctx;
-    j->dot(&j->p, b * 4, e * 4 < j->p.N ? e * 4 : j->p.N);
-}
-
-static void axpy_range(void *ctx, int64_t b, int64_t e)
-{
-    const small_job *j = ctx;
-    if (j->by_rows)
-        j->axpy(&j->p, b * 4, e * 4 < j->p.M ? e * 4 : j->p.M, 0, j->p.N);
+    const hg_gemm_small_args *p = &j->p;
+    if (j->dot)
+        j->dot(p, b * 4, e * 4 < p->N ? e * 4 : p->N);
+    else if (j->by_rows)
+        j->axpy(p, b * 4, e * 4 < p->M ? e * 4 : p->M, 0, p->N);
     else
-        j->axpy(&j->p, 0, j->p.M, b * 64, e * 64 < j->p.N ? e * 64 : j->p.N);
+        j->axpy(p, 0, p->M, b * 64, e * 64 < p->N ? e * 64 : p->N);
 }
 
-/* Runs fn over units [0, n) of `unit_work` multiply-adds each, on the pool when every thread's
- * share is worth it. */
-static void small_run(hg_range_fn fn, small_job *j, int64_t n, double unit_work)
+/* Called once per share, by whichever thread the pool gives it to: the thread takes the share
+ * numbered after its CPU if still free, else the next free one. A weight matrix read at every
+ * call is then split the same way between the cores each time and each part stays in the L2
+ * of the core that reads it; handing shares out in arrival order instead moves them between
+ * cores whenever the caller and the worker swap places (half the speed of L2, measured). */
+static void share_range(void *ctx, int64_t b, int64_t e)
 {
-    double total = unit_work * (double)n;
-    if (total < 2 * SPLIT_WORK) {
-        fn(j, 0, n);
+    small_job *j = ctx;
+    int cpu = sched_getcpu();
+    int first = cpu < 0 ? 0 : cpu % j->parts;
+    for (int64_t c = b; c < e; c++)
+        for (int i = 0; i < j->parts; i++) {
+            int part = (first + i) % j->parts;
+            if (!atomic_exchange_explicit(&j->taken[part], true, memory_order_relaxed)) {
+                run_units(j, j->units * part / j->parts, j->units * (part + 1) / j->parts);
+                break;
+            }
+        }
+}
+
+/* The time a small-side product takes on one thread, in SPLIT_COST's units: one unit per two
+ * multiply-adds (compute), per two elements of B (read from L2 or further, the bound for M = 1),
+ * and four per element of C (written: the bound for K = 1). Fit to the kernels' timings. */
+static double small_cost(const hg_gemm_small_args *p)
+{
+    double m = (double)p->M, n = (double)p->N, k = (double)p->K;
+    return 0.5 * m * n * k + 0.5 * n * k + 4 * m * n;
+}
+
+/* Runs the job over its units, split into one share per thread when each share's cost pays
+ * for waking the pool. */
+static void small_run(small_job *j)
+{
+    double shares = small_cost(&j->p) / SPLIT_COST;
+    int threads = shares >= 2 ? hg_get_num_threads() : 1;
+    int parts = shares < threads ? (int)shares : threads;
+    if (parts > j->units) parts = (int)j->units;
+    if (parts > MAX_PARTS) parts = MAX_PARTS;
+    if (parts < 2) {
+        run_units(j, 0, j->units);
         return;
     }
-    int64_t grain = (int64_t)(SPLIT_WORK / unit_work) + 1;
-    hg_parallel_for(n, grain, fn, j);
+    j->parts = parts;
+    for (int i = 0; i < parts; i++) atomic_init(&j->taken[i], false);
+    hg_parallel_for(parts, 1, share_range, j);
 }
 
 static void small_dot(small_job *j)
 {
-    small_run(dot_range, j, (j->p.N + 3) / 4, 4.0 * (double)j->p.M * (double)j->p.K);
+    j->axpy = NULL;
+    j->units = (j->p.N + 3) / 4;
+    small_run(j);
 }
 
 static void small_axpy(small_job *j)
 {
     const hg_gemm_small_args *p = &j->p;
+    j->dot = NULL;
     j->by_rows = p->M > SMALL_SIDE;
-    if (j->by_rows)
-        small_run(axpy_range, j, (p->M + 3) / 4, 4.0 * (double)p->N * (double)p->K);
-    else
-        small_run(axpy_range, j, (p->N + 63) / 64, 64.0 * (double)p->M * (double)p->K);
+    j->units = j->by_rows ? (p->M + 3) / 4 : (p->N + 63) / 64;
+    small_run(j);
 }
 
 /* Our kernel for C = alpha op(A) op(B) + beta C when a side is small and the operands are laid

@@ -9,10 +9,11 @@
 #define HG_TGT __attribute__((target("avx2,fma")))
 #define KNAME(x) x##_avx2
 #define VW 8
-/* 16 vector registers: tiles of 8 accumulators leave room for the operands. */
+/* 16 vector registers: tiles of 8 accumulators leave room for the operands (4 x 2 for axpy:
+ * half the loads of B per multiply-add of 2 x 4). */
 #define DOT_MR 2
-#define AXPY_MR 2
-#define AXPY_NVM 4
+#define AXPY_MR 4
+#define AXPY_NVM 2
 #define AXPY_NV1 8
 typedef __m256 vf;
 
