@@ -2,10 +2,11 @@
 seeds' MLP 512-256-128-2 layer shapes, forward (x . W^T) and backward (dy . W, dy^T . x), at
 batch 1 and 8. Every variant is hg_gemm_f32 timed in C over back-to-back calls
 (hg_gemm_time_f32: the median of many short samples; operands stay in cache, as in a hybridized
-forward), the kernel set chosen
-with hg_gemm_set_kernel: 'ours' is the best set this CPU has, 'blas' the linked OpenBLAS
+forward), the kernel set chosen with hg_gemm_set_kernel: 'ours' is the best set this CPU has, 'blas' the linked OpenBLAS
 (scipy-openblas32) as before these kernels; 'numpy' is np.dot into a preallocated output
-(NumPy's own OpenBLAS, with NumPy's call cost not subtracted). Medians over interleaved rounds.
+(NumPy's own OpenBLAS, with NumPy's call cost not subtracted). Medians over interleaved rounds;
+each variant starts after a pause, so that the BLAS threads a previous variant left spinning
+(OpenBLAS's wait for more work) have gone to sleep and do not take the pool's second core.
 
     python benchmarks/bench_gemm.py [--quick] [--threads N]
 """
@@ -54,6 +55,9 @@ def case(ta, tb, M, N, K, rng):
     return (A, B, C), args, lambda: np.dot(opa, opb, out=C)
 
 
+PAUSE = 0.2  # seconds
+
+
 def per_call(fn, number):
     t0 = time.perf_counter()
     for _ in range(number):
@@ -92,9 +96,11 @@ def run(quick=False, threads=None):
         for r in range(rep + 1):
             for v in variants:
                 h.hg_gemm_set_kernel(levels[v])
+                time.sleep(PAUSE)
                 t = h.hg_gemm_time_f32(number, *args)  # median of `number` samples
                 if r:  # round 0 warms up
                     samples[v].append(t)
+            time.sleep(PAUSE)
             t = per_call(np_call, number)
             if r:
                 samples['numpy'].append(t)

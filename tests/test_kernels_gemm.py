@@ -210,7 +210,7 @@ def test_batched_products_split_inside_the_pool(kernel):
     """batch_dot of products small enough to be spread over the pool, each large enough that it
     would split itself too: the nested split runs every share on the worker's thread."""
     rng = np.random.default_rng(6)
-    a = rng.standard_normal((6, 2, 512)).astype(np.float32)
-    b = rng.standard_normal((6, 512, 256)).astype(np.float32)
+    a = rng.standard_normal((6, 2, 256)).astype(np.float32)
+    b = rng.standard_normal((6, 256, 512)).astype(np.float32)
     got = mx.nd.batch_dot(mx.nd.array(a), mx.nd.array(b)).asnumpy()
     np.testing.assert_allclose(got, a.astype('f8') @ b, rtol=1e-4, atol=1e-4)

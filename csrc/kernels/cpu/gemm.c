@@ -29,10 +29,12 @@
  * M = 8), and its gemv (M == 1) wakes its own threads for a few microseconds of work. */
 #define SMALL_SIDE 8
 /* Cost (small_cost's units, about 1/20 ns each on a 2.3 GHz AVX-512 core) below which a
- * thread's share of a small-side product does not pay for waking the pool: posting a job and
- * waiting for the worker take 0.6-1.2 us on 2 cores. Measured on the 2-core machine: 1x256x512
- * (cost 132K) gains 1.3-2 us from 2 threads, 1x128x512 (66K) nothing. */
-#define SPLIT_COST 40000.0
+ * thread's share of a small-side product does not pay for waking the pool. Posting a job and
+ * waiting for the worker take 0.6-1.2 us on 2 cores, and in a network the caller's share is
+ * often no longer in its L2. Measured on the 2-core AVX-512 machine: 1x256x512 alone (cost
+ * 132K) gains 1.3 us from 2 threads, but the hybridized MLP 512-256-128-2 at batch 1 runs 1-2 us
+ * faster with that layer on one thread; 8x256x512 (598K) gains 9 us. */
+#define SPLIT_COST 100000.0
 
 static atomic_int g_kernel = -2; /* -2: not chosen yet */
 
