@@ -6,6 +6,11 @@
  * pass on. Degenerate sizes are handled here (M or N == 0: nothing; K == 0 or alpha == 0:
  * C = beta * C, with beta == 0 writing exact zeros) so callers need no special cases.
  * All functions are thread-safe and allocate nothing.
+ *
+ * float32 products with a small side (M, or N, or for some layouts K, at most 8: Dense at small
+ * batch, forward and backward) run on our own kernels instead of the BLAS, vectorised for
+ * AVX-512F, AVX2+FMA or portable C as the CPU allows (HG_GEMM_KERNEL=blas|portable|avx2|avx512
+ * in the environment, read once, forces one; a set the CPU lacks falls back to the best it has).
  */
 #ifndef HG_KERNELS_CPU_GEMM_H
 #define HG_KERNELS_CPU_GEMM_H
@@ -37,5 +42,25 @@ void hg_gemm_batch_f32(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, in
 void hg_gemm_batch_f64(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K,
                        double alpha, const double *A, int64_t lda, int64_t sa, const double *B,
                        int64_t ldb, int64_t sb, double beta, double *C, int64_t ldc, int64_t sc);
+
+/* The kernel set for small-side float32 products: BLAS (none of ours), portable C, AVX2+FMA,
+ * AVX-512F. hg_gemm_set_kernel picks one (HG_GEMM_KERNEL_AUTO: the best the CPU has; a set it
+ * lacks: the same) and returns the one now in effect; for tests and benchmarks. */
+enum {
+    HG_GEMM_KERNEL_AUTO = -1,
+    HG_GEMM_KERNEL_BLAS = 0,
+    HG_GEMM_KERNEL_PORTABLE = 1,
+    HG_GEMM_KERNEL_AVX2 = 2,
+    HG_GEMM_KERNEL_AVX512 = 3,
+};
+int hg_gemm_kernel(void);
+int hg_gemm_set_kernel(int level);
+
+/* Median seconds per call of hg_gemm_f32 with these arguments over `samples` timed groups of
+ * back-to-back calls (-1 when out of memory): lets benchmarks/bench_gemm.py time microsecond
+ * products without Python's call overhead or the scheduler's interruptions. */
+double hg_gemm_time_f32(int64_t samples, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                        float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float beta, float *C, int64_t ldc);
 
 #endif

@@ -1,0 +1,119 @@
+"""Small-side float32 GEMM: our kernels (csrc/kernels/cpu/gemm_small*.c) against OpenBLAS on the
+seeds' MLP 512-256-128-2 layer shapes, forward (x . W^T) and backward (dy . W, dy^T . x), at
+batch 1 and 8. Every variant is hg_gemm_f32 timed in C over back-to-back calls
+(hg_gemm_time_f32: the median of many short samples; operands stay in cache, as in a hybridized
+forward), the kernel set chosen with hg_gemm_set_kernel: 'ours' is the best set this CPU has, 'blas' the linked OpenBLAS
+(scipy-openblas32) as before these kernels; 'numpy' is np.dot into a preallocated output
+(NumPy's own OpenBLAS, with NumPy's call cost not subtracted). Medians over interleaved rounds;
+each variant starts after a pause, so that the BLAS threads a previous variant left spinning
+(OpenBLAS's wait for more work) have gone to sleep and do not take the pool's second core.
+
+    python benchmarks/bench_gemm.py [--quick] [--threads N]
+"""
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import fmt_time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import hybridgluon as mx  # noqa: E402
+
+KERNELS = {'blas': 0, 'portable': 1, 'avx2': 2, 'avx512': 3}
+P = ctypes.c_void_p
+I64 = ctypes.c_int64
+F = ctypes.c_float
+
+
+def lib():
+    h = ctypes.CDLL(os.path.join(os.path.dirname(mx.__file__), 'lib', 'libhybridgluon.so'))
+    h.hg_gemm_f32.argtypes = [ctypes.c_bool, ctypes.c_bool, I64, I64, I64, F, P, I64, P, I64, F,
+                              P, I64]
+    h.hg_gemm_f32.restype = None
+    h.hg_gemm_time_f32.argtypes = [I64] + h.hg_gemm_f32.argtypes
+    h.hg_gemm_time_f32.restype = ctypes.c_double
+    h.hg_gemm_set_kernel.argtypes = [ctypes.c_int]
+    h.hg_gemm_set_kernel.restype = ctypes.c_int
+    h.hg_gemm_kernel.restype = ctypes.c_int
+    h.hg_set_num_threads.argtypes = [ctypes.c_int]
+    h.hg_get_num_threads.restype = ctypes.c_int
+    return h
+
+
+def case(ta, tb, M, N, K, rng):
+    """Operands for C[M, N] = op(A) op(B), and the NumPy call computing the same product."""
+    A = rng.standard_normal((K, M) if ta else (M, K)).astype(np.float32)
+    B = rng.standard_normal((N, K) if tb else (K, N)).astype(np.float32)
+    C = np.zeros((M, N), np.float32)
+    args = (ta, tb, M, N, K, 1.0, A.ctypes.data, A.shape[1], B.ctypes.data, B.shape[1], 0.0,
+            C.ctypes.data, N)
+    opa, opb = (A.T if ta else A), (B.T if tb else B)
+    return (A, B, C), args, lambda: np.dot(opa, opb, out=C)
+
+
+PAUSE = 0.2  # seconds
+
+
+def per_call(fn, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+# (label, ta, tb, M, N, K): FullyConnected forward is x . W^T; its backward is dx = dy . W and
+# dW = dy^T . x.
+SHAPES = []
+for b in (1, 8):
+    SHAPES += [('fwd 512->256, batch %d' % b, False, True, b, 256, 512),
+               ('fwd 256->128, batch %d' % b, False, True, b, 128, 256),
+               ('fwd 128->2, batch %d' % b, False, True, b, 2, 128),
+               ('dx 256->512, batch %d' % b, False, False, b, 512, 256),
+               ('dW 256x512, batch %d' % b, True, False, 256, 512, b)]
+
+
+def run(quick=False, threads=None):
+    h = lib()
+    if threads:
+        h.hg_set_num_threads(threads)
+    best = h.hg_gemm_set_kernel(-1)
+    name = {v: k for k, v in KERNELS.items()}[best]
+    variants = ['ours', 'portable', 'blas']
+    rep, number = (5, 200) if quick else (9, 1000)
+    rng = np.random.default_rng(0)
+    lines = ['### small-side float32 GEMM, %d thread(s), ours = %s kernels (medians; numpy '
+             'includes its Python call cost)' % (h.hg_get_num_threads(), name), '',
+             '| product | ours | portable | OpenBLAS | numpy | OpenBLAS / ours |',
+             '|---|---|---|---|---|---|']
+    for label, ta, tb, M, N, K in SHAPES:
+        keep, args, np_call = case(ta, tb, M, N, K, rng)
+        samples = {v: [] for v in variants + ['numpy']}
+        levels = {'ours': best, 'portable': 1, 'blas': 0}
+        for r in range(rep + 1):
+            for v in variants:
+                h.hg_gemm_set_kernel(levels[v])
+                time.sleep(PAUSE)
+                t = h.hg_gemm_time_f32(number, *args)  # median of `number` samples
+                if r:  # round 0 warms up
+                    samples[v].append(t)
+            time.sleep(PAUSE)
+            t = per_call(np_call, number)
+            if r:
+                samples['numpy'].append(t)
+        med = {v: statistics.median(s) for v, s in samples.items()}
+        lines.append('| %s (%s) | %s | %s | %s | %s | %.2fx |' % (
+            label, 'M=%d N=%d K=%d' % (M, N, K), fmt_time(med['ours']), fmt_time(med['portable']),
+            fmt_time(med['blas']), fmt_time(med['numpy']), med['blas'] / med['ours']))
+    h.hg_gemm_set_kernel(-1)
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    th = None
+    if '--threads' in sys.argv:
+        th = int(sys.argv[sys.argv.index('--threads') + 1])
+    print(run(quick='--quick' in sys.argv, threads=th))
