@@ -4,12 +4,14 @@ hybridized block). Builds benchmarks/c_predict_bench.c with the system compiler 
 `python -m hybridgluon.config`, exports the models into a temporary directory, runs both.
 
     python benchmarks/bench_predict.py [--quick]
+    HG_NUM_THREADS=1 python benchmarks/bench_predict.py    # both sides on one thread
 
 Models: the seeds' MLP (512-256-128-2, Dense relu) at batch 1 (target: <= 5 us median through
 the C predictor), the seeds' LeNet (hybridgluon.demo.Net) at batch 1 and 64.
 """
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,7 +58,9 @@ def _lenet():
 
 
 def run(quick=False):
-    number, repeats = (300, 5) if quick else (2000, 15)
+    """Each model: `rounds` rounds, each running the C program (3 samples) and then the Python
+    call (3 samples), so load from elsewhere on the machine hits both alike; medians of all."""
+    number, rounds = (300, 3) if quick else (2000, 7)
     tmp = tempfile.mkdtemp(prefix='bench_predict_')
     try:
         exe = build(tmp)
@@ -73,21 +77,25 @@ def run(quick=False):
             net(x)
             prefix = os.path.join(tmp, label.split(',')[0].split()[0].lower())
             net.export(prefix)
-            n = max(20, number // (8 if shape[0] > 1 else 1))
-            out = subprocess.run([exe, prefix + '-symbol.json', prefix + '-0000.params', str(n),
-                                  str(repeats)] + [str(d) for d in shape],
-                                 capture_output=True, text=True, check=True).stdout
-            vals = dict(l.split() for l in out.splitlines())
-            c_fwd, c_full = float(vals['forward_us']) * 1e-6, float(vals['full_us']) * 1e-6
-            py = compare({'py': lambda: net(x)}, repeats, n)['py']
+            n = max(10, number // (100 if shape[0] > 1 else 1))
+            c_fwd, c_full, py = [], [], []
+            for _ in range(rounds):
+                out = subprocess.run([exe, prefix + '-symbol.json', prefix + '-0000.params',
+                                      str(n), '3'] + [str(d) for d in shape],
+                                     capture_output=True, text=True, check=True).stdout
+                vals = dict(l.split() for l in out.splitlines())
+                c_fwd.append(float(vals['forward_us']) * 1e-6)
+                c_full.append(float(vals['full_us']) * 1e-6)
+                py.append(compare({'py': lambda: net(x)}, 3, n)['py'])
+            c_fwd, c_full, py = (statistics.median(v) for v in (c_fwd, c_full, py))
             note = ''
             if target:
                 note = 'target <= %s: %s' % (fmt_time(target),
                                              'met' if c_fwd <= target else 'NOT met')
-            lines.append('| %s | %s | %s | %s | %.1fx | %s |' % (
+            lines.append('| %s | %s | %s | %s | %.2fx | %s |' % (
                 label, fmt_time(c_fwd), fmt_time(c_full), fmt_time(py), py / c_fwd, note))
         lines.append('')
-        lines.append('Threads: %d (HG_NUM_THREADS / OMP_NUM_THREADS or the cores).'
+        lines.append('Threads: %d (HG_NUM_THREADS / OMP_NUM_THREADS, else the cores).'
                      % mx._core.num_threads())
         return '\n'.join(lines)
     finally:

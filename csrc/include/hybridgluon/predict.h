@@ -27,8 +27,8 @@
  * Thread-safety: a predictor is not thread-safe: one thread at a time may use it. Several
  * predictors may be used at once from different threads, and hg_predictor_clone makes one per
  * thread cheaply: clones share the (read-only) weights and graph, each has its own inputs,
- * outputs and plan. Kernels that run multi-threaded share one pool, so concurrent predictors
- * are correct but take turns for the parallel parts.
+ * outputs and plan. Multi-threaded kernels share one thread pool: while one predictor's kernel
+ * holds it, a concurrent predictor's kernel runs on its calling thread alone (same results).
  *
  * Devices: HG_DEVICE_CPU. HG_DEVICE_GPU gives HG_ERR_UNSUPPORTED in this build.
  */
@@ -126,9 +126,9 @@ HG_API hg_status hg_predictor_get_output(const hg_predictor *p, int index, void 
                                          size_t nbytes);
 
 /* Gives some data inputs new shapes (and dtypes): inputs[0..ninputs) name them as at creation;
- * the others keep theirs. Shapes are inferred again and the new input and output buffers are
- * allocated (inputs start as zeros; the changed outputs too); the next forward makes a new
- * plan. The weights are kept, so a shape they do not fit is an error. On failure nothing
+ * the others keep theirs (and their values). Shapes are inferred again, the inputs named get
+ * new buffers (zeros) and the outputs too (zeros until the next forward, which makes a new
+ * plan). The weights are kept, so a shape they do not fit is an error. On failure nothing
  * changes (the predictor works on its old shapes). Not thread-safe on one predictor; clones are
  * not affected. */
 HG_API hg_status hg_predictor_reshape(hg_predictor *p, int ninputs, const hg_input_spec *inputs);
