@@ -28,7 +28,10 @@ needs_valgrind = pytest.mark.skipif(not VALGRIND, reason='valgrind is not instal
 
 
 def _env(**extra):
+    """The environment for child processes: this hybridgluon importable, and no
+    LD_LIBRARY_PATH, so programs must find libhybridgluon (and it OpenBLAS) by rpath."""
     env = dict(os.environ)
+    env.pop('LD_LIBRARY_PATH', None)
     env['PYTHONPATH'] = PKG_ROOT + os.pathsep + env.get('PYTHONPATH', '')
     env.update(extra)
     return env
@@ -166,7 +169,7 @@ def test_c_example_matches_python(models, c_example):
 def test_cpp_example_matches_python(models):
     exe = _build('cpp_predict', models.dir)
     res = subprocess.run([exe, models.lenet_sym, models.lenet_params, models.images_bin],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=_env())
     assert res.returncode == 0, res.stderr
     np.testing.assert_allclose(_scores(res.stdout), models.expect, rtol=0, atol=TOL)
     assert _tops(res.stdout) == list(models.expect.argmax(axis=1))
