@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
                       glob.glob('csrc/kernels/cpu/*.c') + glob.glob('csrc/formats/*.c') +
                       glob.glob('csrc/graph/*.c') + glob.glob('csrc/exec/*.c') +
-                      glob.glob('csrc/autograd/*.c'))
+                      glob.glob('csrc/autograd/*.c') + glob.glob('csrc/predict/*.c'))
 PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
 
 
