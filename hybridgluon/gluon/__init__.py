@@ -7,4 +7,6 @@ from . import nn  # noqa: F401
 from . import utils  # noqa: F401
 from . import data  # noqa: F401
 from . import loss  # noqa: F401
+from . import contrib  # noqa: F401
+from . import model_zoo  # noqa: F401
 from .. import metric  # noqa: F401  (MXNet 2 moved metrics here; 1.x has mx.metric)
