@@ -482,17 +482,10 @@ def test_ctypes_bad_arguments(models, lib):
     lib.hg_predictor_free(None)
 
 
-_CORE_GAP = ('core: csrc/core/tensor.c dereferences a NULL shape / out / name here instead of '
-             'returning HG_ERR_VALUE (reported to the lead; remove the xfail once fixed)')
-
-
 @pytest.mark.parametrize('call', [
-    pytest.param('L.hg_tensor_new(2, None, 0, ctypes.byref(t))',
-                 marks=pytest.mark.xfail(strict=True, reason=_CORE_GAP)),
-    pytest.param('L.hg_tensor_new(2, shape, 0, None)',
-                 marks=pytest.mark.xfail(strict=True, reason=_CORE_GAP)),
-    pytest.param('L.hg_dtype_from_name(None, ctypes.byref(ctypes.c_int()))',
-                 marks=pytest.mark.xfail(strict=True, reason=_CORE_GAP)),
+    'L.hg_tensor_new(2, None, 0, ctypes.byref(t))',
+    'L.hg_tensor_new(2, shape, 0, None)',
+    'L.hg_dtype_from_name(None, ctypes.byref(ctypes.c_int()))',
     'L.hg_tensor_new(2, neg, 0, ctypes.byref(t))',
     'L.hg_tensor_from_data(None, 2, shape, 0, None, None, ctypes.byref(t))',
     'L.hg_tensor_copy_from(None, None, 4)',

@@ -17,6 +17,7 @@ size_t hg_dtype_size(hg_dtype dt) { return (unsigned)dt < HG_NUM_DTYPES ? k_dtyp
 
 hg_status hg_dtype_from_name(const char *name, hg_dtype *out)
 {
+    if (!name || !out) return hg_error(HG_ERR_VALUE, "hg_dtype_from_name: NULL argument");
     for (int i = 0; i < HG_NUM_DTYPES; i++) {
         if (strcmp(name, k_dtype_names[i]) == 0) {
             *out = (hg_dtype)i;
@@ -29,9 +30,9 @@ hg_status hg_dtype_from_name(const char *name, hg_dtype *out)
 
 int64_t hg_shape_size(int ndim, const int64_t *shape)
 {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    return n;
+    uint64_t n = 1; /* unsigned: no undefined behaviour even for an unchecked shape */
+    for (int i = 0; i < ndim; i++) n *= (uint64_t)shape[i];
+    return (int64_t)n;
 }
 
 bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
@@ -51,14 +52,18 @@ hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype)
         return hg_error(HG_ERR_VALUE, "number of dimensions %d is outside [0, %d]", ndim,
                         HG_MAX_NDIM);
     /* Keep the total byte count below 2^62 so no size computation can overflow. */
-    double bytes = (double)hg_dtype_size(dtype);
+    if (ndim > 0 && !shape) return hg_error(HG_ERR_VALUE, "NULL shape with %d dimensions", ndim);
+    /* A zero dimension makes the size 0, but the other dimensions' product must still fit
+     * (size computations multiply them in other orders). */
+    double bytes = (double)hg_dtype_size(dtype), nonzero = bytes;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return hg_error(HG_ERR_VALUE, "negative dimension in shape %s",
                             hg_shape_str(buf, ndim, shape));
         bytes *= (double)shape[i];
+        if (shape[i]) nonzero *= (double)shape[i];
     }
-    if (bytes > 4.0e18)
+    if (bytes > 4.0e18 || nonzero > 4.0e18)
         return hg_error(HG_ERR_MEMORY, "shape %s is too large to allocate",
                         hg_shape_str(buf, ndim, shape));
     return HG_OK;
@@ -91,6 +96,7 @@ static hg_tensor *tensor_header(int ndim, const int64_t *shape, hg_dtype dtype)
 
 hg_status hg_tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, hg_tensor **out)
 {
+    if (!out) return hg_error(HG_ERR_VALUE, "hg_tensor_new: NULL out pointer");
     HG_TRY(hg_shape_check(ndim, shape, dtype));
     hg_tensor *t = tensor_header(ndim, shape, dtype);
     hg_storage *s = hg_alloc(sizeof *s);
