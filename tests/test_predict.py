@@ -37,6 +37,16 @@ def _env(**extra):
     return env
 
 
+@pytest.fixture(autouse=True, scope='module')
+def _outside_checkout(tmp_path_factory):
+    """Child Pythons must import the installed package, not the unbuilt source tree that a
+    `-m`/`-c` child finds first in its working directory (as in CI's fresh clone)."""
+    old = os.getcwd()
+    os.chdir(str(tmp_path_factory.mktemp('cwd')))
+    yield
+    os.chdir(old)
+
+
 def _config(*opts):
     out = subprocess.run([sys.executable, '-m', 'hybridgluon.config'] + list(opts),
                          env=_env(), capture_output=True, text=True, check=True)
