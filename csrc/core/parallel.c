@@ -95,7 +95,7 @@ static void ensure_config(void)
         if (!g_threads) {
             g_threads = default_threads();
             pthread_atfork(NULL, NULL, after_fork_child);
-            hg_blas_set_threads(g_threads);
+            hg_blas_set_threads(1); /* the pool splits BLAS calls itself (gemm.c) */
         }
         pthread_mutex_unlock(&g_mu);
     }
@@ -131,7 +131,6 @@ void hg_set_num_threads(int n)
     pthread_mutex_lock(&g_run_mu);
     g_threads = n; /* when lowered, extra workers wake per job and find no chunk left */
     pthread_mutex_unlock(&g_run_mu);
-    hg_blas_set_threads(n);
 }
 
 void hg_parallel_for(int64_t n, int64_t grain, hg_range_fn fn, void *ctx)

@@ -1,5 +1,7 @@
 /* The BLAS we link: scipy-openblas32 from PyPI by default (symbols prefixed scipy_), or a system
- * OpenBLAS/CBLAS when built with HG_SYSTEM_BLAS=1. Kernels call HG_CBLAS(sgemm)(...). */
+ * OpenBLAS/CBLAS when built with HG_SYSTEM_BLAS=1. Kernels call HG_CBLAS(sgemm)(...). The BLAS is
+ * set to one thread: our pool splits large products (gemm.c), so that its threads never spin beside
+ * the BLAS's own. */
 #ifndef HG_KERNELS_BLAS_H
 #define HG_KERNELS_BLAS_H
 

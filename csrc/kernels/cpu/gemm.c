@@ -14,13 +14,10 @@
 #include "gemm_small.h"
 #include "hybridgluon/hybridgluon.h"
 
-/* OpenBLAS runs a GEMM on the calling thread alone when M*N*K is at most 65536 * 4 (its default
- * GEMM_MULTITHREAD_THRESHOLD), a GEMV when M*N is below 2304 * 4; up to those sizes we may call it
- * from several pool workers at once without its own threads getting involved. */
-#define SMALL_MNK 262144.0
-#define SMALL_GEMV 9215.0
 /* Multiply-adds per chunk of a batched loop below which splitting over threads does not pay. */
 #define BATCH_GRAIN_WORK 65536
+/* Multiply-adds from which a BLAS product is split over the pool's threads (about 10 us). */
+#define SPLIT_MNK 1000000.0
 
 /* ---- own kernels for one small side ------------------------------------------------------ */
 
@@ -236,25 +233,11 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 /* ---- the GEMM entry points ---------------------------------------------------------------- */
 
 #define GEMM_IMPL(T, SUFFIX, BLAS, GEMV, SMALL)                                                 \
-    void hg_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,           \
-                          const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,       \
-                          int64_t ldc)                                                          \
+    /* One BLAS call on the calling thread (the BLAS runs single-threaded: see blas.h). */      \
+    static void blas_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,       \
+                              const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,   \
+                              int64_t ldc)                                                      \
     {                                                                                           \
-        if (M <= 0 || N <= 0) return;                                                           \
-        if (K <= 0 || alpha == 0) {                                                             \
-            /* The product is empty: C = beta * C, exact zeros for beta 0 (C may hold NaN). */  \
-            for (int64_t i = 0; i < M; i++) {                                                   \
-                T *c = C + i * ldc;                                                             \
-                if (beta == 0)                                                                  \
-                    for (int64_t j = 0; j < N; j++) c[j] = 0;                                   \
-                else if (beta != 1)                                                             \
-                    for (int64_t j = 0; j < N; j++) c[j] *= beta;                               \
-            }                                                                                   \
-            return;                                                                             \
-        }                                                                                       \
-        if (SMALL(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;                \
-        /* Applies the configured thread count to the BLAS before its first use (cheap after). */ \
-        (void)hg_get_num_threads();                                                             \
         if (M == 1 || N == 1) {                                                                 \
             /* A matrix-vector product (batch-1 Dense): gemv skips gemm's packing of the whole \
              * matrix (gemm is 5-6x slower here on OpenBLAS 0.3.34). beta 0 must not keep NaN  \
@@ -276,6 +259,75 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
         HG_CBLAS(BLAS)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,                           \
                        tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,      \
                        alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);         \
+    }                                                                                           \
+                                                                                                \
+    typedef struct {                                                                            \
+        bool ta, tb, by_n;                                                                      \
+        int64_t M, N, K, lda, ldb, ldc, parts;                                                  \
+        T alpha, beta;                                                                          \
+        const T *A, *B;                                                                         \
+        T *C;                                                                                   \
+    } split_job_##SUFFIX;                                                                       \
+                                                                                                \
+    /* Parts [b, e) of a product split along the columns of C (by_n) or its rows. */            \
+    static void split_range_##SUFFIX(void *ctx, int64_t b, int64_t e)                           \
+    {                                                                                           \
+        const split_job_##SUFFIX *j = ctx;                                                      \
+        int64_t len = j->by_n ? j->N : j->M;                                                    \
+        for (int64_t p = b; p < e; p++) {                                                       \
+            /* Boundaries on multiples of 16 (a cache line of float), the last part takes the rest. */\
+            int64_t lo = len * p / j->parts / 16 * 16;                                          \
+            int64_t hi = p + 1 == j->parts ? len : len * (p + 1) / j->parts / 16 * 16;          \
+            if (hi <= lo) continue;                                                             \
+            if (j->by_n)                                                                        \
+                blas_##SUFFIX(j->ta, j->tb, j->M, hi - lo, j->K, j->alpha, j->A, j->lda,        \
+                              j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo,    \
+                              j->ldc);                                                          \
+            else                                                                                \
+                blas_##SUFFIX(j->ta, j->tb, hi - lo, j->N, j->K, j->alpha,                      \
+                              j->A + (j->ta ? lo : lo * j->lda), j->lda, j->B, j->ldb, j->beta, \
+                              j->C + lo * j->ldc, j->ldc);                                      \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    /* The BLAS runs on one thread; a product big enough to pay for it is split into one part   \
+     * per pool thread along the longer side of C, so that one pool serves every kernel (the    \
+     * BLAS's own threads spinning beside the pool's halve the speed of both on few cores). */  \
+    static void gemm_split_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, \
+                                    const T *A, int64_t lda, const T *B, int64_t ldb, T beta,   \
+                                    T *C, int64_t ldc)                                          \
+    {                                                                                           \
+        double mnk = (double)M * (double)N * (double)K;                                         \
+        bool by_n = N >= M;                                                                     \
+        int64_t len = by_n ? N : M;                                                             \
+        int64_t parts = mnk < SPLIT_MNK ? 1 : hg_get_num_threads();                             \
+        if (parts > len / 32) parts = len / 32;                                                 \
+        if (parts < 2) {                                                                        \
+            blas_##SUFFIX(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                \
+            return;                                                                             \
+        }                                                                                       \
+        split_job_##SUFFIX j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, C};\
+        hg_parallel_for(parts, 1, split_range_##SUFFIX, &j);                                    \
+    }                                                                                           \
+                                                                                                \
+    void hg_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,           \
+                          const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,       \
+                          int64_t ldc)                                                          \
+    {                                                                                           \
+        if (M <= 0 || N <= 0) return;                                                           \
+        if (K <= 0 || alpha == 0) {                                                             \
+            /* The product is empty: C = beta * C, exact zeros for beta 0 (C may hold NaN). */  \
+            for (int64_t i = 0; i < M; i++) {                                                   \
+                T *c = C + i * ldc;                                                             \
+                if (beta == 0)                                                                  \
+                    for (int64_t j = 0; j < N; j++) c[j] = 0;                                   \
+                else if (beta != 1)                                                             \
+                    for (int64_t j = 0; j < N; j++) c[j] *= beta;                               \
+            }                                                                                   \
+            return;                                                                             \
+        }                                                                                       \
+        if (SMALL(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;                \
+        gemm_split_##SUFFIX(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);              \
     }                                                                                           \
                                                                                                 \
     typedef struct {                                                                            \
@@ -303,7 +355,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
         batch_job_##SUFFIX j = {ta, tb, M, N, K, lda, ldb, ldc, sa, sb, sc,                     \
                                 alpha, beta, A, B, C};                                          \
         double mnk = (double)M * (double)N * (double)K;                                         \
-        if (batch > 1 && mnk <= ((M == 1 || N == 1) ? SMALL_GEMV : SMALL_MNK)) {                \
+        if (batch > 1 && mnk < SPLIT_MNK) { /* else each product splits itself */            \
             int64_t per = (int64_t)mnk > 0 ? (int64_t)mnk : 1;                                  \
             hg_parallel_for(batch, (BATCH_GRAIN_WORK + per - 1) / per, batch_range_##SUFFIX,    \
                             &j);                                                                \
