@@ -23,6 +23,7 @@ static int g_threads;       /* configured count, 0 = not yet read */
 static int g_workers;       /* workers started */
 static atomic_ulong g_gen;  /* bumped for each job */
 static atomic_long g_next, g_pending, g_acks; /* acks: workers that finished this job */
+static atomic_int g_sleepers; /* workers in (or about to enter) pthread_cond_wait */
 static hg_range_fn g_fn;
 static void *g_ctx;
 static int64_t g_n, g_chunk;
@@ -69,8 +70,13 @@ static void *worker(void *arg)
 #endif
         }
         if (atomic_load(&g_gen) == seen) {
+            /* Counted before the generation is read again (both sequentially consistent): a
+             * caller that bumps it then either sees a sleeper and signals under the mutex, or
+             * this thread sees the new generation and does not sleep. */
             pthread_mutex_lock(&g_mu);
+            atomic_fetch_add(&g_sleepers, 1);
             while (atomic_load(&g_gen) == seen) pthread_cond_wait(&g_cv, &g_mu);
+            atomic_fetch_sub(&g_sleepers, 1);
             pthread_mutex_unlock(&g_mu);
         }
         seen = atomic_load(&g_gen);
@@ -83,6 +89,7 @@ static void *worker(void *arg)
 static void after_fork_child(void)
 {
     g_workers = 0;
+    atomic_store(&g_sleepers, 0);
     pthread_mutex_init(&g_mu, NULL);
     pthread_cond_init(&g_cv, NULL);
     pthread_mutex_init(&g_run_mu, NULL);
@@ -152,10 +159,12 @@ void hg_parallel_for(int64_t n, int64_t grain, hg_range_fn fn, void *ctx)
     atomic_store(&g_next, 0);
     atomic_store(&g_pending, nchunks);
     atomic_store(&g_acks, 0);
-    pthread_mutex_lock(&g_mu);
     atomic_fetch_add(&g_gen, 1);
-    pthread_cond_broadcast(&g_cv);
-    pthread_mutex_unlock(&g_mu);
+    if (atomic_load(&g_sleepers) > 0) { /* spinning workers need no system call */
+        pthread_mutex_lock(&g_mu);
+        pthread_cond_broadcast(&g_cv);
+        pthread_mutex_unlock(&g_mu);
+    }
     t_in_pool = true;
     run_chunks();
     t_in_pool = false;

@@ -25,13 +25,13 @@
  * when its layout suits them: the BLAS's gemm packs whole panels for such shapes (3-4x slower at
  * M = 8), and its gemv (M == 1) wakes its own threads for a few microseconds of work. */
 #define SMALL_SIDE 8
-/* Cost (small_cost's units, about 1/20 ns each on a 2.3 GHz AVX-512 core) below which a
- * thread's share of a small-side product does not pay for waking the pool. Posting a job and
- * waiting for the worker take 0.6-1.2 us on 2 cores, and in a network the caller's share is
- * often no longer in its L2. Measured on the 2-core AVX-512 machine: 1x256x512 alone (cost
- * 132K) gains 1.3 us from 2 threads, but the hybridized MLP 512-256-128-2 at batch 1 runs 1-2 us
- * faster with that layer on one thread; 8x256x512 (598K) gains 9 us. */
-#define SPLIT_COST 100000.0
+/* Cost (small_cost's units, about 1/20 ns each on a 2.3 GHz AVX-512 core) from which a small-side
+ * product is split into one share per thread. Posting a job to spinning workers and waiting for
+ * them take well under a microsecond, and each core then streams its own share of the weights
+ * from its own L2 at every call. Measured on the 2-core AVX-512 machine (C predictor, MLP
+ * 512-256-128-2 at batch 1): no split 7.9 us, 512x256 layer split 5.1 us, both big layers split
+ * (this threshold) 4.9 us. */
+#define SPLIT_COST 15000.0
 
 static atomic_int g_kernel = -2; /* -2: not chosen yet */
 
@@ -297,10 +297,12 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
                                     const T *A, int64_t lda, const T *B, int64_t ldb, T beta,   \
                                     T *C, int64_t ldc)                                          \
     {                                                                                           \
+        /* Also sets the BLAS to one thread before its first use (cheap after). */              \
+        int threads = hg_get_num_threads();                                                     \
         double mnk = (double)M * (double)N * (double)K;                                         \
         bool by_n = N >= M;                                                                     \
         int64_t len = by_n ? N : M;                                                             \
-        int64_t parts = mnk < SPLIT_MNK ? 1 : hg_get_num_threads();                             \
+        int64_t parts = mnk < SPLIT_MNK ? 1 : threads;                                          \
         if (parts > len / 32) parts = len / 32;                                                 \
         if (parts < 2) {                                                                        \
             blas_##SUFFIX(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                \
