@@ -2,6 +2,7 @@
  * per-class free lists so the imperative hot path does not hit malloc; large blocks (> 64 MiB)
  * go straight to the system. Thread-safe through one mutex, uncontended in practice. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,19 @@ typedef struct block { struct block *next; } block;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *g_free[NUM_CLASSES];
 static size_t g_cached;
+/* Bytes handed out and not yet returned (as requested, before rounding to a class), and the
+ * most there were since the last hg_alloc_reset_peak: how much memory a run needed. */
+static atomic_size_t g_live, g_peak;
+
+static void count_alloc(size_t n)
+{
+    size_t live = atomic_fetch_add_explicit(&g_live, n, memory_order_relaxed) + n;
+    size_t peak = atomic_load_explicit(&g_peak, memory_order_relaxed);
+    while (live > peak && !atomic_compare_exchange_weak_explicit(&g_peak, &peak, live,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed)) {
+    }
+}
 
 /* Class c holds sizes up to class_size(c): 64, 96, 128, 192, 256, 384, ... */
 static size_t class_size(int c) { return ((size_t)(2 + (c & 1)) << (c >> 1)) * 32; }
@@ -28,9 +42,8 @@ static int class_of(size_t n)
     return c;
 }
 
-void *hg_alloc(size_t nbytes)
+static void *alloc_block(size_t nbytes)
 {
-    if (nbytes == 0) nbytes = 1;
 #ifdef HG_NO_POOL /* sanitizer builds: every block is a real allocation so misuse is caught */
     return aligned_alloc(HG_ALIGN, (nbytes + HG_ALIGN - 1) / HG_ALIGN * HG_ALIGN);
 #endif
@@ -50,10 +63,19 @@ void *hg_alloc(size_t nbytes)
     return aligned_alloc(HG_ALIGN, class_size(c));
 }
 
+void *hg_alloc(size_t nbytes)
+{
+    if (nbytes == 0) nbytes = 1;
+    void *p = alloc_block(nbytes);
+    if (p) count_alloc(nbytes);
+    return p;
+}
+
 void hg_free(void *p, size_t nbytes)
 {
     if (!p) return;
     if (nbytes == 0) nbytes = 1;
+    atomic_fetch_sub_explicit(&g_live, nbytes, memory_order_relaxed);
 #ifdef HG_NO_POOL
     free(p);
     return;
@@ -96,3 +118,9 @@ void hg_alloc_release_cache(void)
     g_cached = 0;
     pthread_mutex_unlock(&g_lock);
 }
+
+size_t hg_alloc_live_bytes(void) { return atomic_load(&g_live); }
+
+size_t hg_alloc_peak_bytes(void) { return atomic_load(&g_peak); }
+
+void hg_alloc_reset_peak(void) { atomic_store(&g_peak, atomic_load(&g_live)); }

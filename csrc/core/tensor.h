@@ -65,6 +65,11 @@ void hg_free(void *p, size_t nbytes);
 /* Bytes currently held by the pool's caches (for tests). Returns cached bytes. */
 size_t hg_alloc_cached_bytes(void);
 void hg_alloc_release_cache(void);
+/* Bytes of tensor memory in use now, the most in use since the last reset, and a reset of that
+ * peak to the current use: what a run needs, for tests and benchmarks. */
+size_t hg_alloc_live_bytes(void);
+size_t hg_alloc_peak_bytes(void);
+void hg_alloc_reset_peak(void);
 
 /* IEEE half <-> float. */
 float hg_half_to_float(uint16_t h);

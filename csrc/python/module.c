@@ -193,6 +193,15 @@ static PyObject *alloc_cached(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(hg_alloc_cached_bytes());
 }
 
+static PyObject *alloc_stats(PyObject *self, PyObject *args)
+{
+    int reset = 0;
+    if (!PyArg_ParseTuple(args, "|p", &reset)) return NULL;
+    if (reset) hg_alloc_reset_peak();
+    return Py_BuildValue("{s:n,s:n}", "live", (Py_ssize_t)hg_alloc_live_bytes(), "peak",
+                         (Py_ssize_t)hg_alloc_peak_bytes());
+}
+
 static PyMethodDef k_methods[] = {
     {"_set_error_classes", set_error_classes, METH_VARARGS, "install MXNetError and subclasses"},
     {"_set_ndarray_class", set_ndarray_class, METH_O, "class that op outputs are created as"},
@@ -204,6 +213,8 @@ static PyMethodDef k_methods[] = {
     {"seed", py_seed, METH_O, "seed the global random generator"},
     {"num_threads", num_threads, METH_VARARGS, "num_threads(n=0): get (and set if n>0)"},
     {"alloc_cached_bytes", alloc_cached, METH_VARARGS, "bytes held by the allocator's pool"},
+    {"alloc_stats", alloc_stats, METH_VARARGS,
+     "alloc_stats(reset_peak=False): {'live', 'peak'} bytes of tensor memory"},
     {NULL, NULL, 0, NULL},
 };
 
