@@ -124,6 +124,13 @@ struct hg_op_def {
     uint32_t mutate_inputs; /* bit i: input i is an auxiliary state the op updates (BatchNorm) */
 };
 
+/* Whether input i is one the op updates; ops with more than 32 inputs (a cached graph) mutate
+ * none past the mask. */
+static inline bool hg_op_mutates_input(const hg_op_def *op, int i)
+{
+    return i >= 0 && i < 32 && ((op->mutate_inputs >> i) & 1u);
+}
+
 /* Registry. */
 const hg_op_def *hg_registry_find(const char *name);
 int hg_registry_count(void);

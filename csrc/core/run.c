@@ -49,14 +49,17 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         return hg_error(HG_ERR_INTERNAL, "Operator %s produces %d output(s), caller expected %d",
                         op->name, want_out, nout);
     hg_meta im_stack[8], om_stack[8], *im = im_stack, *om = om_stack;
+    bool made_stack[8] = {false}, *made = made_stack; /* outputs this call allocated */
     hg_status st = HG_OK;
-    int allocated = 0;
     void *ws = NULL;
     size_t ws_bytes = 0;
     if (nin > 8 || nout > 8) {
-        im = malloc(sizeof(hg_meta) * (size_t)(nin > nout ? nin : nout) * 2);
+        size_t most = (size_t)(nin > nout ? nin : nout);
+        im = malloc((sizeof(hg_meta) * 2 + sizeof(bool)) * most);
         if (!im) return hg_error(HG_ERR_MEMORY, "out of memory");
-        om = im + (nin > nout ? nin : nout);
+        om = im + most;
+        made = (bool *)(om + most);
+        memset(made, 0, most);
     }
     for (int i = 0; i < nin; i++) {
         if (!in[i]) {
@@ -79,7 +82,7 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         } else {
             st = hg_tensor_new_meta(&om[i], &out[i]);
             if (st != HG_OK) goto done;
-            allocated |= 1 << i;
+            made[i] = true;
         }
         any |= out[i]->size > 0;
     }
@@ -100,8 +103,8 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
 done:
     hg_free(ws, ws_bytes);
     if (st != HG_OK) {
-        for (int i = 0; i < nout && i < 31; i++) {
-            if (allocated & (1 << i)) {
+        for (int i = 0; i < nout; i++) {
+            if (made[i]) {
                 hg_tensor_free(out[i]);
                 out[i] = NULL;
             }

@@ -283,7 +283,7 @@ hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *hea
     for (int i = 0; st == HG_OK && i < n; i++) {
         for (int w = 0; w < nwrt; w++) needs[i] |= nodes[i] == wrt[w];
         for (int k = 0; k < nodes[i]->nin && !needs[i]; k++)
-            needs[i] = needs[in_idx[off[i] + k]] && !((nodes[i]->op->mutate_inputs >> k) & 1);
+            needs[i] = needs[in_idx[off[i] + k]] && !hg_op_mutates_input(nodes[i]->op, k);
     }
     for (int h = 0; st == HG_OK && h < nheads; h++) {
         if (!needs[head_idx[h]]) continue;
@@ -335,7 +335,7 @@ hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *hea
             sum_grads(&g, &grads[entry[i] + k]);
         }
         for (int k = 0; k < nd->nin; k++) {
-            need_in[k] = needs[in_idx[off[i] + k]] && !((nd->op->mutate_inputs >> k) & 1);
+            need_in[k] = needs[in_idx[off[i] + k]] && !hg_op_mutates_input(nd->op, k);
             igrads[k] = NO_ENTRY;
         }
         if (g.st == HG_OK) g.st = nd->op->grad(&g);

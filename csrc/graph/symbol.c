@@ -206,7 +206,7 @@ hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
             break;
         }
         n->in[i] = in[i];
-        if ((op->mutate_inputs >> i) & 1) n->in[i].version++;
+        if (hg_op_mutates_input(op, i)) n->in[i].version++;
         atomic_fetch_add(&n->in[i].node->refcount, 1);
         n->nin++;
     }
