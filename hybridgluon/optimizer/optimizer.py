@@ -198,6 +198,16 @@ class Optimizer(object):
         self._update_count(index)
         return self._get_lr(index), self._get_wd(index)
 
+    def _op_kwargs(self, rescale=True, clip_set=False, **options):
+        """Keyword arguments of an update op: `options`, rescale_grad (unless rescale is False),
+        and clip_gradient when clipping is on: a clip of 0 counts as off, as in MXNet, except
+        for the ops MXNet calls with it whenever it is set (clip_set)."""
+        if rescale:
+            options['rescale_grad'] = self.rescale_grad
+        if (self.clip_gradient is not None) if clip_set else self.clip_gradient:
+            options['clip_gradient'] = self.clip_gradient
+        return options
+
     def _update_count(self, index):
         """Counts one update of `index` (an int or a list) and raises num_update to match."""
         if not isinstance(index, (list, tuple)):
@@ -309,11 +319,9 @@ class SGD(Optimizer):
     def _update_impl(self, index, weight, grad, state, multi_precision=False):
         lr, wd = self._begin_update(index, weight, grad)
 
-        kwargs = {'rescale_grad': self.rescale_grad}
+        kwargs = self._op_kwargs()
         if self.momentum > 0:
             kwargs['momentum'] = self.momentum
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
 
         if not multi_precision:
             if state is not None:
@@ -367,11 +375,9 @@ class Signum(Optimizer):
     def _update_impl(self, index, weight, grad, state):
         lr, wd = self._begin_update(index, weight, grad)
 
-        kwargs = {'rescale_grad': self.rescale_grad}
+        kwargs = self._op_kwargs()
         if self.momentum > 0:
             kwargs['momentum'] = self.momentum
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
         if self.wd_lh:
             kwargs['wd_lh'] = self.wd_lh
 
@@ -414,11 +420,9 @@ class NAG(Optimizer):
     def _update_impl(self, index, weight, grad, state, multi_precision=False):
         lr, wd = self._begin_update(index, weight, grad)
 
-        kwargs = {'rescale_grad': self.rescale_grad}
+        kwargs = self._op_kwargs()
         if self.momentum > 0:
             kwargs['momentum'] = self.momentum
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
 
         if not multi_precision:
             if state is not None:
@@ -480,10 +484,7 @@ class Adam(Optimizer):
         coef2 = 1. - self.beta2**t
         lr *= math.sqrt(coef2) / coef1
 
-        kwargs = {'beta1': self.beta1, 'beta2': self.beta2, 'epsilon': self.epsilon,
-                  'rescale_grad': self.rescale_grad}
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
+        kwargs = self._op_kwargs(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon)
 
         mean, var = state
         nd.adam_update(weight, grad, mean, var, out=weight,
@@ -534,9 +535,8 @@ class AdamW(Optimizer):
         rescale = self.rescale_grad
         if not isinstance(rescale, NDArray):
             rescale = nd.full((1,), rescale, ctx=weight.context)
-        kwargs = {'beta1': self.beta1, 'beta2': self.beta2, 'epsilon': self.epsilon}
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
+        kwargs = self._op_kwargs(rescale=False, beta1=self.beta1, beta2=self.beta2,
+                                 epsilon=self.epsilon)
 
         mean, var = state
         nd._adamw_update(weight, grad, mean, var, rescale, out=weight, lr=1, wd=wd, eta=lr,
@@ -580,12 +580,9 @@ class RMSProp(Optimizer):
     def update(self, index, weight, grad, state):
         lr, wd = self._begin_update(index, weight, grad)
 
-        kwargs = {'gamma1': self.gamma1, 'epsilon': self.epsilon,
-                  'rescale_grad': self.rescale_grad}
+        kwargs = self._op_kwargs(gamma1=self.gamma1, epsilon=self.epsilon)
         if self.centered:
             kwargs['gamma2'] = self.gamma2
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
         if self.clip_weights:
             kwargs['clip_weights'] = self.clip_weights
 
@@ -621,9 +618,8 @@ class AdaGrad(Optimizer):
     def update(self, index, weight, grad, state):
         lr, wd = self._begin_update(index, weight, grad)
 
-        kwargs = {'epsilon': self.float_stable_eps, 'rescale_grad': self.rescale_grad}
-        if self.clip_gradient is not None:  # MXNet's dense AdaGrad clips whenever it is set
-            kwargs['clip_gradient'] = self.clip_gradient
+        # MXNet's dense AdaGrad clips whenever clip_gradient is set
+        kwargs = self._op_kwargs(clip_set=True, epsilon=self.float_stable_eps)
         nd._adagrad_update(weight, grad, state, out=weight, lr=lr, wd=wd, **kwargs)
 
 
@@ -661,9 +657,8 @@ class AdaDelta(Optimizer):
 
         # MXNet scales the caller's gradient buffer in place (`grad *= rescale_grad`)
         grad *= self.rescale_grad
-        kwargs = {'rho': self.rho, 'epsilon': self.epsilon}
-        if self.clip_gradient is not None:
-            kwargs['clip_gradient'] = self.clip_gradient
+        kwargs = self._op_kwargs(rescale=False, clip_set=True, rho=self.rho,
+                                 epsilon=self.epsilon)
         acc_g, acc_delta = state
         nd._adadelta_update(weight, grad, acc_g, acc_delta, out=weight, wd=wd, **kwargs)
 
@@ -700,9 +695,7 @@ class Ftrl(Optimizer):
     def update(self, index, weight, grad, state):
         lr, wd = self._begin_update(index, weight, grad)
 
-        kwargs = {'lamda1': self.lamda1, 'beta': self.beta, 'rescale_grad': self.rescale_grad}
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
+        kwargs = self._op_kwargs(lamda1=self.lamda1, beta=self.beta)
 
         z, n = state
         nd.ftrl_update(weight, grad, z, n, out=weight, lr=lr, wd=wd, **kwargs)
@@ -743,11 +736,8 @@ class LAMB(Optimizer):
         lr, wd = self._begin_update(index, weight, grad)
         t = self._index_update_count[index]
 
-        kwargs = {'beta1': self.beta1, 'beta2': self.beta2, 'epsilon': self.epsilon,
-                  'bias_correction': self.bias_correction, 't': t,
-                  'rescale_grad': self.rescale_grad}
-        if self.clip_gradient:
-            kwargs['clip_gradient'] = self.clip_gradient
+        kwargs = self._op_kwargs(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                                 bias_correction=self.bias_correction, t=t)
 
         mean, var = state
         g = nd.lamb_update_phase1(weight, grad, mean, var, wd=wd, **kwargs)
