@@ -18,6 +18,19 @@ def _kwargs_repr(kwargs):
     return ', '.join(['='.join([k, repr(v)]) for k, v in kwargs.items()])
 
 
+def _add_gamma_beta(block, size, center, scale, gamma_initializer, beta_initializer,
+                    mark_differentiable=False):
+    """The affine parameters every normalisation layer has: gamma (trained when `scale`) and
+    beta (trained when `center`), of shape (size,), 0 deferring to the first forward pass.
+    mark_differentiable: an untrained one is also marked not differentiable (BatchNorm)."""
+    for name, init, trained in (('gamma', gamma_initializer, scale),
+                                ('beta', beta_initializer, center)):
+        extra = {'differentiable': trained} if mark_differentiable else {}
+        setattr(block, name, block.params.get(name, grad_req='write' if trained else 'null',
+                                              shape=(size,), init=init,
+                                              allow_deferred_init=True, **extra))
+
+
 class _BatchNorm(HybridBlock):
     """Base of BatchNorm: the `BatchNorm` op with Gluon's defaults (eps 1e-5, fix_gamma = not
     scale)."""
@@ -32,12 +45,8 @@ class _BatchNorm(HybridBlock):
         self._axis = axis
         if in_channels != 0:
             self.in_channels = in_channels
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True, differentiable=scale)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True, differentiable=center)
+        _add_gamma_beta(self, in_channels, center, scale, gamma_initializer, beta_initializer,
+                        mark_differentiable=True)
         self.running_mean = self.params.get('running_mean', grad_req='null',
                                             shape=(in_channels,),
                                             init=running_mean_initializer,
@@ -95,12 +104,7 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {'eps': epsilon, 'axis': axis, 'center': center, 'scale': scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _add_gamma_beta(self, in_channels, center, scale, gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
         if self._axis == 1:
@@ -129,12 +133,7 @@ class LayerNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _add_gamma_beta(self, in_channels, center, scale, gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
@@ -159,12 +158,7 @@ class GroupNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get('gamma', grad_req='write' if scale else 'null',
-                                     shape=(num_groups,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get('beta', grad_req='write' if center else 'null',
-                                    shape=(num_groups,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _add_gamma_beta(self, num_groups, center, scale, gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,
