@@ -28,6 +28,15 @@ hg_status hg_dtype_from_name(const char *name, hg_dtype *out)
                     "uint8, int32, int8, int64, bool)", name);
 }
 
+void hg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= shape[d];
+    }
+}
+
 int64_t hg_shape_size(int ndim, const int64_t *shape)
 {
     uint64_t n = 1; /* unsigned: no undefined behaviour even for an unchecked shape */

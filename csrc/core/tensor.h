@@ -47,6 +47,8 @@ static inline void *hg_data(const hg_tensor *t) { return (char *)t->storage->dat
 #define HG_DATA(t, T) ((T *)hg_data(t))
 
 int64_t hg_shape_size(int ndim, const int64_t *shape);
+/* Row-major strides (in elements) of a contiguous array of this shape. */
+void hg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b);
 /* Checks dims are >= 0, ndim <= HG_MAX_NDIM, and that the byte size does not overflow. */
 hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype);

@@ -33,15 +33,6 @@ static bool norm_axis(int64_t axis, int ndim, int *out)
     return true;
 }
 
-static void contiguous_strides(int nd, const int64_t *shape, int64_t *str)
-{
-    int64_t s = 1;
-    for (int d = nd - 1; d >= 0; d--) {
-        str[d] = s;
-        s *= shape[d];
-    }
-}
-
 /* ---- plain copies ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -76,7 +67,7 @@ static hg_status copy_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 static void broadcast_copy(const hg_tensor *in, hg_tensor *out)
 {
     int64_t str[HG_MAX_NDIM];
-    contiguous_strides(in->ndim, in->shape, str);
+    hg_contiguous_strides(in->ndim, in->shape, str);
     for (int d = 0; d < out->ndim; d++)
         if (in->shape[d] != out->shape[d]) str[d] = 0;
     hg_strided_copy(hg_data(in), hg_data(out), hg_dtype_size(in->dtype), out->ndim, out->shape, str,
@@ -413,7 +404,7 @@ static hg_status transpose_infer(const hg_op_def *op, const hg_attrs *a, int nin
 static void permute_copy(const hg_tensor *x, hg_tensor *y, const int *perm)
 {
     int64_t str[HG_MAX_NDIM], istr[HG_MAX_NDIM];
-    contiguous_strides(x->ndim, x->shape, str);
+    hg_contiguous_strides(x->ndim, x->shape, str);
     for (int d = 0; d < x->ndim; d++) istr[d] = str[perm[d]];
     hg_strided_copy(hg_data(x), hg_data(y), hg_dtype_size(x->dtype), y->ndim, y->shape, istr, 0);
 }
@@ -520,7 +511,7 @@ static hg_status tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     const hg_tuple *r = &a->v[0].t;
     int64_t str[HG_MAX_NDIM], shape[SMAX], istr[SMAX];
     int on = out[0]->ndim;
-    contiguous_strides(x->ndim, x->shape, str);
+    hg_contiguous_strides(x->ndim, x->shape, str);
     for (int i = 0; i < on; i++) {
         int xi = i - (on - x->ndim), ri = i - (on - r->n);
         shape[2 * i] = ri >= 0 ? r->v[ri] : 1;
@@ -591,7 +582,7 @@ static hg_status repeat_forward(const hg_op_def *op, const hg_attrs *a, const hg
         m = 2;
     } else {
         norm_axis(a->v[RP_AXIS].i, x->ndim, &ax);
-        contiguous_strides(x->ndim, x->shape, str);
+        hg_contiguous_strides(x->ndim, x->shape, str);
         for (int d = 0; d < x->ndim; d++) {
             shape[m] = x->shape[d];
             istr[m++] = str[d];
@@ -645,7 +636,7 @@ static hg_status reverse_forward(const hg_op_def *op, const hg_attrs *a, const h
     int64_t str[HG_MAX_NDIM], base = 0;
     hg_meta m = hg_meta_of(x);
     HG_TRY(reverse_axes(op, a, &m, flip));
-    contiguous_strides(x->ndim, x->shape, str);
+    hg_contiguous_strides(x->ndim, x->shape, str);
     for (int d = 0; d < x->ndim; d++) {
         if (!flip[d]) continue;
         base += (x->shape[d] - 1) * str[d];
@@ -844,7 +835,7 @@ static hg_status diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     int64_t str[HG_MAX_NDIM], istr[HG_MAX_NDIM];
     norm_axis(a->v[DG_AXIS1].i, x->ndim, &x1);
     norm_axis(a->v[DG_AXIS2].i, x->ndim, &x2);
-    contiguous_strides(x->ndim, x->shape, str);
+    hg_contiguous_strides(x->ndim, x->shape, str);
     for (int d = 0; d < x->ndim; d++)
         if (d != x1 && d != x2) istr[m++] = str[d];
     istr[m++] = str[x1] + str[x2];
@@ -1067,7 +1058,7 @@ static hg_status bwd_tile_forward(const hg_op_def *op, const hg_attrs *a, const 
     int on = dy->ndim;
     int64_t gstr[HG_MAX_NDIM];
     ssum s = {0};
-    contiguous_strides(on, dy->shape, gstr);
+    hg_contiguous_strides(on, dy->shape, gstr);
     s.nx = s.nr = on;
     for (int i = 0; i < on; i++) {
         int xi = i - (on - x->ndim), ri = i - (on - r->n);
@@ -1107,7 +1098,7 @@ static hg_status bwd_repeat_forward(const hg_op_def *op, const hg_attrs *a,
     } else {
         int ax = 0;
         norm_axis(a->v[RP_AXIS].i, x->ndim, &ax);
-        contiguous_strides(dy->ndim, dy->shape, gstr);
+        hg_contiguous_strides(dy->ndim, dy->shape, gstr);
         s.nx = x->ndim;
         for (int d = 0; d < x->ndim; d++) {
             s.xshape[d] = x->shape[d];
@@ -1143,7 +1134,7 @@ static hg_status bwd_diag_forward(const hg_op_def *op, const hg_attrs *a, const 
     int64_t str[HG_MAX_NDIM], ostr[HG_MAX_NDIM], idx[HG_MAX_NDIM] = {0};
     norm_axis(a->v[DG_AXIS1].i, x->ndim, &x1);
     norm_axis(a->v[DG_AXIS2].i, x->ndim, &x2);
-    contiguous_strides(x->ndim, x->shape, str);
+    hg_contiguous_strides(x->ndim, x->shape, str);
     for (int d = 0; d < x->ndim; d++)
         if (d != x1 && d != x2) ostr[m++] = str[d];
     ostr[m++] = str[x1] + str[x2];

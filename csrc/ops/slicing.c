@@ -139,15 +139,6 @@ static void strided_copy(void *dst, const int64_t *dst_st, const void *src, cons
     hg_parallel_for(rows * j.nchunks, grain, copy_items, &j);
 }
 
-static void contig_strides(int ndim, const int64_t *shape, int64_t *st)
-{
-    int64_t s = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        st[d] = s;
-        s *= shape[d];
-    }
-}
-
 /* Copies all of src into dst (same size, no overlap; nothing when they are the same buffer, as
  * for an in-place run). */
 static void copy_whole(hg_tensor *dst, const hg_tensor *src)
@@ -240,10 +231,10 @@ static hg_status concat_forward(const hg_op_def *op, const hg_attrs *a, const hg
                                                             : a->v[K_CONCAT_DIM].i);
     size_t es = hg_dtype_size(y->dtype);
     int64_t yst[HG_MAX_NDIM], xst[HG_MAX_NDIM], off = 0;
-    contig_strides(nd, y->shape, yst);
+    hg_contiguous_strides(nd, y->shape, yst);
     for (int i = 0; i < nin; i++) {
         const hg_tensor *x = in[i];
-        contig_strides(nd, x->shape, xst);
+        hg_contiguous_strides(nd, x->shape, xst);
         strided_copy((char *)hg_data(y) + (size_t)(off * yst[axis]) * es, yst, hg_data(x), xst, nd,
                      x->shape, es);
         off += x->shape[axis];
@@ -294,12 +285,12 @@ static hg_status stack_forward(const hg_op_def *op, const hg_attrs *a, const hg_
                                                             : a->v[K_STACK_AXIS].i);
     size_t es = hg_dtype_size(y->dtype);
     int64_t yst[HG_MAX_NDIM], dst_st[HG_MAX_NDIM], xst[HG_MAX_NDIM];
-    contig_strides(nd, y->shape, yst);
+    hg_contiguous_strides(nd, y->shape, yst);
     for (int d = 0, k = 0; d < nd; d++) /* the output's strides without the new axis */
         if (d != axis) dst_st[k++] = yst[d];
     for (int i = 0; i < nin; i++) {
         const hg_tensor *x = in[i];
-        contig_strides(x->ndim, x->shape, xst);
+        hg_contiguous_strides(x->ndim, x->shape, xst);
         strided_copy((char *)hg_data(y) + (size_t)(i * yst[axis]) * es, dst_st, hg_data(x), xst,
                      x->ndim, x->shape, es);
     }
@@ -366,10 +357,10 @@ static hg_status split_forward(const hg_op_def *op, const hg_attrs *a, const hg_
                                                             : a->v[K_SPLIT_AXIS].i);
     size_t es = hg_dtype_size(x->dtype);
     int64_t xst[HG_MAX_NDIM], shape[HG_MAX_NDIM], yst[HG_MAX_NDIM];
-    contig_strides(nd, x->shape, xst);
+    hg_contiguous_strides(nd, x->shape, xst);
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nd);
     shape[axis] = x->shape[axis] / nout;
-    contig_strides(nd, shape, yst); /* the output as if not squeezed: same bytes */
+    hg_contiguous_strides(nd, shape, yst); /* the output as if not squeezed: same bytes */
     for (int i = 0; i < nout; i++)
         strided_copy(hg_data(out[i]), yst,
                      (const char *)hg_data(x) + (size_t)(i * shape[axis] * xst[axis]) * es, xst,
@@ -437,7 +428,7 @@ static hg_status slice_resolve(const hg_op_def *op, const hg_tuple *tb, const hg
 static const char *slice_base(const hg_tensor *x, const slice_range *r, int64_t *st)
 {
     int64_t xst[HG_MAX_NDIM], off = 0;
-    contig_strides(x->ndim, x->shape, xst);
+    hg_contiguous_strides(x->ndim, x->shape, xst);
     for (int d = 0; d < x->ndim; d++) {
         off += r->begin[d] * xst[d];
         st[d] = r->step[d] * xst[d];
@@ -479,7 +470,7 @@ static hg_status slice_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     HG_TRY(slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
                          &m, &r));
     const char *src = slice_base(x, &r, xst);
-    contig_strides(y->ndim, y->shape, yst);
+    hg_contiguous_strides(y->ndim, y->shape, yst);
     strided_copy(hg_data(y), yst, src, xst, y->ndim, y->shape, hg_dtype_size(x->dtype));
     return HG_OK;
 }
@@ -550,8 +541,8 @@ static hg_status slice_axis_forward(const hg_op_def *op, const hg_attrs *a, cons
     int64_t b, e, xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
     size_t es = hg_dtype_size(x->dtype);
     HG_TRY(slice_axis_resolve(op, a, &m, &axis, &b, &e));
-    contig_strides(x->ndim, x->shape, xst);
-    contig_strides(y->ndim, y->shape, yst);
+    hg_contiguous_strides(x->ndim, x->shape, xst);
+    hg_contiguous_strides(y->ndim, y->shape, yst);
     strided_copy(hg_data(y), yst, (const char *)hg_data(x) + (size_t)(b * xst[axis]) * es, xst,
                  y->ndim, y->shape, es);
     return HG_OK;
@@ -605,8 +596,8 @@ static hg_status slice_like_forward(const hg_op_def *op, const hg_attrs *a, cons
 {
     const hg_tensor *x = in[0], *y = out[0];
     int64_t xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
-    contig_strides(x->ndim, x->shape, xst);
-    contig_strides(y->ndim, y->shape, yst);
+    hg_contiguous_strides(x->ndim, x->shape, xst);
+    hg_contiguous_strides(y->ndim, y->shape, yst);
     strided_copy(hg_data(y), yst, hg_data(x), xst, y->ndim, y->shape, hg_dtype_size(x->dtype));
     return HG_OK;
 }
@@ -648,7 +639,7 @@ static hg_status slice_assign_forward(const hg_op_def *op, const hg_attrs *a,
                          &m, &r));
     copy_whole(y, in[0]);
     char *dst = (char *)slice_base(y, &r, yst);
-    contig_strides(v->ndim, v->shape, vst);
+    hg_contiguous_strides(v->ndim, v->shape, vst);
     strided_copy(dst, yst, hg_data(v), vst, y->ndim, r.len, hg_dtype_size(y->dtype));
     return HG_OK;
 }
@@ -822,10 +813,10 @@ static hg_status bwd_concat_forward(const hg_op_def *op, const hg_attrs *a,
                                                              : a->v[K_CONCAT_DIM].i);
     size_t es = hg_dtype_size(dy->dtype);
     int64_t yst[HG_MAX_NDIM], xst[HG_MAX_NDIM], off = 0;
-    contig_strides(nd, dy->shape, yst);
+    hg_contiguous_strides(nd, dy->shape, yst);
     for (int i = 0; i < nout; i++) {
         hg_tensor *dx = out[i];
-        contig_strides(nd, dx->shape, xst);
+        hg_contiguous_strides(nd, dx->shape, xst);
         strided_copy(hg_data(dx), xst, (const char *)hg_data(dy) + (size_t)(off * yst[axis]) * es,
                      yst, nd, dx->shape, es);
         off += dx->shape[axis];
@@ -952,8 +943,8 @@ static hg_status bwd_slice_axis_forward(const hg_op_def *op, const hg_attrs *a,
     size_t es = hg_dtype_size(dx->dtype);
     HG_TRY(slice_axis_resolve(op, a, &m, &axis, &b, &e));
     zero_fill(dx);
-    contig_strides(dx->ndim, dx->shape, xst);
-    contig_strides(dy->ndim, dy->shape, yst);
+    hg_contiguous_strides(dx->ndim, dx->shape, xst);
+    hg_contiguous_strides(dy->ndim, dy->shape, yst);
     strided_copy((char *)hg_data(dx) + (size_t)(b * xst[axis]) * es, xst, hg_data(dy), yst,
                  dy->ndim, dy->shape, es);
     return HG_OK;
@@ -985,8 +976,8 @@ static hg_status bwd_slice_like_forward(const hg_op_def *op, const hg_attrs *a,
     hg_tensor *dx = out[0];
     int64_t xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
     zero_fill(dx);
-    contig_strides(dx->ndim, dx->shape, xst);
-    contig_strides(dy->ndim, dy->shape, yst);
+    hg_contiguous_strides(dx->ndim, dx->shape, xst);
+    hg_contiguous_strides(dy->ndim, dy->shape, yst);
     strided_copy(hg_data(dx), xst, hg_data(dy), yst, dy->ndim, dy->shape,
                  hg_dtype_size(dx->dtype));
     return HG_OK;

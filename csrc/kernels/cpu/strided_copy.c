@@ -18,15 +18,6 @@ typedef uint64_t __attribute__((may_alias)) w64;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-static void contiguous_strides(int nd, const int64_t *shape, int64_t *str)
-{
-    int64_t s = 1;
-    for (int d = nd - 1; d >= 0; d--) {
-        str[d] = s;
-        s *= shape[d];
-    }
-}
-
 typedef struct {
     const char *in;
     char *out;
@@ -233,7 +224,7 @@ void hg_strided_copy(const void *in, void *out, size_t esz, int nd, const int64_
     /* A transpose: tiles of about t x t elements, t * esz >= 128 bytes so each row of a tile
      * spans whole cache lines on both sides; a short side lends its room to the other. */
     int64_t t = 128 / v.esz < 32 ? 32 : 128 / v.esz;
-    contiguous_strides(m, v.shape, v.ostr);
+    hg_contiguous_strides(m, v.shape, v.ostr);
     v.bq = min64(v.shape[q], t);
     v.bp = min64(v.shape[v.p], t * t / v.bq);
     v.bq = min64(v.shape[q], t * t / v.bp);
