@@ -47,10 +47,6 @@ LOOSER = {}
 # Known differences from MXNet 1.9.1: (op, predicate on the case) -> reason. Each is an
 # xfail(strict=True): when one is fixed (or MXNet's behaviour is adopted), the test says so.
 KNOWN = [
-    ('rint', lambda c: 'halves' in c['note'],
-     "MXNet's rint rounds exact halves toward -inf (floor(x) when x - floor(x) <= 0.5: "
-     "-2.5 -> -3, 0.5 -> 0, 1.5 -> 1, 2.5 -> 2); hybridgluon rounds half to even like C's rint "
-     "(-2.5 -> -2, 0.5 -> 0, 1.5 -> 2, 3.5 -> 4)"),
     ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'selu',
      "MXNet 1.9.1's SELU gradient for x <= 0 is lambda * (y + alpha), not the derivative "
      "y + lambda * alpha = lambda * alpha * exp(x) (0.0028 instead of 0.0875 at x = -3; 41% off "
@@ -66,10 +62,6 @@ KNOWN = [
     ('GroupNorm', lambda c: c['attrs'].get('output_mean_var'),
      'output_mean_var=True: MXNet returns (output, mean, std); hybridgluon returns the output '
      'only'),
-    ('pick', lambda c: c['attrs'].get('keepdims'),
-     "pick with keepdims=True: MXNet accepts an index shaped like the data without the axis "
-     "((4,) for data (3, 4), axis 0) as well as with it kept as 1 ((1, 4)); hybridgluon's shape "
-     "rule accepts only (1, 4)"),
 ]
 
 
