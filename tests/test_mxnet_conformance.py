@@ -53,15 +53,6 @@ KNOWN = [
      "at worst in the fixture); hybridgluon computes the derivative"),
     ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu',
      'MXNet returns two outputs for rrelu (output, mask); hybridgluon returns the output only'),
-    ('BatchNorm', lambda c: c['attrs'].get('output_mean_var'),
-     'output_mean_var=True: MXNet returns (output, mean, var); hybridgluon accepts the flag but '
-     'returns the output only'),
-    ('LayerNorm', lambda c: c['attrs'].get('output_mean_var'),
-     'output_mean_var=True: MXNet returns (output, mean, std); hybridgluon returns the output '
-     'only'),
-    ('GroupNorm', lambda c: c['attrs'].get('output_mean_var'),
-     'output_mean_var=True: MXNet returns (output, mean, std); hybridgluon returns the output '
-     'only'),
 ]
 
 
