@@ -51,9 +51,26 @@ KNOWN = [
      "MXNet 1.9.1's SELU gradient for x <= 0 is lambda * (y + alpha), not the derivative "
      "y + lambda * alpha = lambda * alpha * exp(x) (0.0028 instead of 0.0875 at x = -3; 41% off "
      "at worst in the fixture); hybridgluon computes the derivative"),
-    ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu',
-     'MXNet returns two outputs for rrelu (output, mask); hybridgluon returns the output only'),
 ]
+
+
+# Parts of a case that cannot be compared: (op, predicate) -> (labels of the checks, reason).
+NOT_COMPARABLE = [
+    ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu' and not c['train'],
+     {'output 1', 'gradient of input 0'},
+     "rrelu in predict mode: MXNet 1.9.1 leaves its second output (the mask) unwritten, so the "
+     "fixture holds whatever memory it got (3.4e7, 4.6e-41, ...), and its gradient multiplies "
+     "the output gradient by the output instead of the slope; hybridgluon's mask is the slope "
+     "used, (lower + upper) / 2, and its gradient dy * slope for x <= 0 (checked against finite "
+     "differences in test_grad_nn.py). The first output and the output count are compared."),
+]
+
+
+def _not_comparable(op, case):
+    for kop, pred, labels, _ in NOT_COMPARABLE:
+        if kop == op and pred(case):
+            return labels
+    return set()
 
 
 def _known(op, case):
@@ -115,7 +132,10 @@ def test_op_matches_mxnet(op, i):
                for j, d in sorted(dxs.items())]
     checks += [('input %d after the update' % j, m, arrays['c%d_m%d' % (i, j)])
                for j, m in sorted(ms.items())]
+    skip = _not_comparable(op, case)
     for label, ours, ref in checks:
+        if label in skip:
+            continue
         assert ours.shape == ref.shape, '%s: %s shape %s, MXNet %s' % (what, label, ours.shape,
                                                                       ref.shape)
         assert ours.dtype == ref.dtype, '%s: %s dtype %s, MXNet %s' % (what, label, ours.dtype,
