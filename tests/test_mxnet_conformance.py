@@ -59,18 +59,23 @@ KNOWN = [
      "x < ln(1 - 1 / lambda) = -3.031 (tending to -lambda * alpha * (lambda - 1) = -0.089), "
      "although SELU is increasing: a gradient of the wrong sign, not a convention, so it is "
      "not adopted. The output matches MXNet."),
+    ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu' and not c['train'],
+     {'gradient of input 0'},
+     "rrelu gradient in predict mode for x <= 0: MXNet 1.9.1 gives dy * y (the output "
+     "gradient times the output) where y = slope * x, with slope = (lower + upper) / 2 fixed; "
+     "the derivative is dy * slope, which hybridgluon computes (checked against finite "
+     "differences in test_grad_nn.py). MXNet's value scales with x, so it is not a gradient of "
+     "the function it computes and is not adopted."),
 ]
 
 
 # Parts of a case that cannot be compared: (op, predicate) -> (labels of the checks, reason).
 NOT_COMPARABLE = [
     ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu' and not c['train'],
-     {'output 1', 'gradient of input 0'},
+     {'output 1'},
      "rrelu in predict mode: MXNet 1.9.1 leaves its second output (the mask) unwritten, so the "
-     "fixture holds whatever memory it got (3.4e7, 4.6e-41, ...), and its gradient multiplies "
-     "the output gradient by the output instead of the slope; hybridgluon's mask is the slope "
-     "used, (lower + upper) / 2, and its gradient dy * slope for x <= 0 (checked against finite "
-     "differences in test_grad_nn.py). The first output and the output count are compared."),
+     "fixture holds whatever memory it got (3.4e7, 4.6e-41, ...); hybridgluon's mask is the "
+     "slope used, (lower + upper) / 2."),
 ]
 
 
@@ -196,6 +201,20 @@ def test_selu_gradient_difference_is_the_documented_one():
     np.testing.assert_allclose(arrays['c%d_dx0' % i], mxnet_rule, rtol=1e-5, atol=1e-6)
     _, dxs, _ = refs.run_case('LeakyReLU', meta, arrays, i)
     np.testing.assert_allclose(dxs[0], derivative, rtol=1e-5, atol=1e-6)
+
+
+def test_rrelu_predict_gradient_difference_is_the_documented_one():
+    """Pins the KNOWN rrelu entry: in predict mode MXNet's fixture gradient is dy * y for
+    x <= 0 (dy for x > 0); ours is dy * (lower + upper) / 2."""
+    meta, arrays = _fixture('LeakyReLU')
+    i = next(k for k, c in enumerate(meta['cases'])
+             if c['attrs'].get('act_type') == 'rrelu' and not c['train'])
+    x, y, dy = (arrays['c%d_%s' % (i, k)].astype(np.float64) for k in ('x0', 'y0', 'dy0'))
+    assert (x < 0).any() and (x > 0).any()
+    slope = (0.125 + 0.334) / 2     # MXNet's default lower_bound and upper_bound
+    np.testing.assert_allclose(arrays['c%d_dx0' % i], np.where(x > 0, dy, dy * y), rtol=1e-6)
+    _, dxs, _ = refs.run_case('LeakyReLU', meta, arrays, i)
+    np.testing.assert_allclose(dxs[0], np.where(x > 0, dy, dy * slope), rtol=1e-6, atol=1e-7)
 
 
 def test_every_mxnet_op_of_the_registry_has_a_fixture():
