@@ -48,7 +48,9 @@ LOOSER = {}
 # differ, reason). The other checks of the case are compared as usual; the case is an xfail
 # with the reason when the listed checks differ, and fails when they agree (then the difference
 # is gone and the entry must go too).
-SELU_LAMBDA, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772
+# MXNet's SELU constants are floats, rounded to float32 also for float64 data.
+SELU_LAMBDA = float(np.float32(1.0507009873554805))
+SELU_ALPHA = float(np.float32(1.6732632423543772))
 KNOWN = [
     ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'selu', {'gradient of input 0'},
      "SELU gradient for x <= 0: MXNet 1.9.1 applies its selu_grad to the output y instead of "
