@@ -6,11 +6,11 @@
  * is one GEMM: out_g[F/g, P] = W_g[F/g, C/g*K] . col[C/g*K, P], started from the bias (beta 1).
  * A 1x1 kernel with stride 1 and no pad needs no im2col: the image itself is the col matrix.
  *
- * Small per-image products run images in parallel (each thread slot owns a col buffer in the
- * workspace and its BLAS calls stay single-threaded); large ones loop images serially and let the
- * BLAS thread the GEMM (im2col / col2im then split over channels instead). float16 is computed in
- * float32 through the workspace. _backward_Convolution computes the three gradients the same
- * way (see the gradient section).
+ * The forward cuts images into tiles of output rows whose col blocks stay in L2 and spreads
+ * them over the thread pool (see "forward plan"); the backward runs images in parallel slots,
+ * tile by tile (see the gradient section). Depthwise layers (num_group == channels) skip both
+ * for the direct kernel of kernels/cpu/depthwise.c. float16 is computed in float32 through the
+ * workspace.
  *
  * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
  * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
@@ -21,6 +21,7 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
+#include "../kernels/cpu/depthwise.h"
 #include "../kernels/cpu/gemm.h"
 #include "../kernels/cpu/im2col.h"
 #include "conv_common.h"
@@ -137,6 +138,26 @@ static bool is_pointwise(const conv_geom *g)
     return true;
 }
 
+/* num_group == channels (MobileNet's 3x3 layers): the direct kernel of depthwise.c, no GEMM. */
+static bool is_depthwise(const conv_geom *g)
+{
+    return g->G > 1 && g->Cg == 1 && g->k[2] <= HG_DW_MAX_K;
+}
+
+static hg_dw_geom dw_geom(const conv_geom *g)
+{
+    hg_dw_geom d = {.N = g->N, .C = g->C, .mult = g->Fg};
+    for (int i = 0; i < 3; i++) {
+        d.im[i] = g->in[i];
+        d.out[i] = g->out[i];
+        d.k[i] = g->k[i];
+        d.s[i] = g->s[i];
+        d.d[i] = g->d[i];
+        d.p[i] = g->p[i];
+    }
+    return d;
+}
+
 static const char *tuple_str(char *buf, const hg_tuple *t)
 {
     return hg_shape_str(buf, t->n, t->v);
@@ -228,16 +249,83 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 
 /* ---- kernel -------------------------------------------------------------------------------- */
 
-/* Number of parallel image slots, and whether images run in parallel. */
-static int64_t num_slots(const conv_geom *g)
+/* ---- forward plan --------------------------------------------------------------------------
+ * The forward splits every image and group into tiles of whole output rows (o0, o1). A tile's
+ * im2col block (K x rows*O2) is written into a col buffer small enough to stay in the core's L2
+ * until the GEMM packs it (whole-image col matrices of a 3x3 layer are megabytes: writing them to
+ * memory and reading them back cost about as much as the product). The (image, group, tile)
+ * units are spread over the thread pool in contiguous runs, one slot (and col buffer) per
+ * thread, each GEMM running single-threaded; so batch 1 runs in parallel too, with no GEMM-level
+ * split and its synchronisation per product. */
+
+/* Bytes of one tile's col block we aim for (a quarter to a half of the L2 of current cores). */
+/* Measured on the 2-core AVX-512 machine, 3x3 64->64 at 56x56: 256 KB tiles 141 GFLOP/s, 1 MB
+ * 57, whole images (7 MB) 52. */
+#define TILE_BYTES (256 * 1024)
+/* Units a layer is cut into at least (when it has that many output rows), so that any thread
+ * count up to this keeps every thread busy; independent of the thread count so that the
+ * workspace size is too. */
+#define MIN_UNITS 8
+/* Multiply-adds below which a layer runs on the calling thread alone. */
+#define SERIAL_WORK 200000.0
+
+/* Columns a tile has at least (when the image has that many): narrower products waste the
+ * GEMM's packing of the weights. */
+#define MIN_COLS 64
+
+typedef struct conv_plan {
+    int64_t rows;   /* output rows (o0, o1) per tile */
+    int64_t ntiles; /* tiles per image and group */
+    int64_t units;  /* N * G * ntiles */
+    int64_t col_e;  /* elements of one col buffer (0: pointwise, the image is the col matrix) */
+    bool whole;     /* too few units: whole images, one GEMM each, split by the GEMM itself */
+} conv_plan;
+
+static conv_plan fwd_plan(const conv_geom *g, size_t esize)
 {
-    /* Largest product OpenBLAS keeps on the calling thread (see gemm.c): up to this size the
-     * GEMMs of several images may run side by side in the pool's workers. */
-    double mnk = (double)g->Fg * (double)g->P * (double)g->K;
-    if (g->N < 2 || mnk > 262144.0) return 1;
+    conv_plan pl;
+    int64_t R = g->out[0] * g->out[1], O2 = g->out[2];
+    int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * O2);
+    int64_t rows_min = (MIN_COLS + O2 - 1) / O2;
+    if (rows < rows_min) rows = rows_min;
+    if (is_pointwise(g) && (double)g->N * g->G >= MIN_UNITS) rows = R; /* no col: whole images */
+    if (rows > R) rows = R;
+    int64_t imgs = g->N * g->G;
+    if (imgs < MIN_UNITS) { /* cut fewer images finer */
+        int64_t want = (MIN_UNITS + imgs - 1) / imgs, cap = (R + want - 1) / want;
+        if (cap < rows_min) cap = rows_min;
+        if (rows > cap) rows = cap;
+    }
+    pl.ntiles = (R + rows - 1) / rows;
+    pl.units = imgs * pl.ntiles;
+    /* Deep layers at small batch (few output positions, long K): too few units to keep the
+     * threads busy; the GEMM of a whole image splits its filters instead. */
+    pl.whole = pl.units < MIN_UNITS;
+    if (pl.whole) {
+        rows = R;
+        pl.ntiles = 1;
+        pl.units = imgs;
+    }
+    pl.rows = rows;
+    pl.col_e = is_pointwise(g) ? 0 : g->K * rows * O2;
+    return pl;
+}
+
+/* Slots the forward runs in (the thread count, at most one per unit; 1 for small layers). */
+static int64_t fwd_slots(const conv_geom *g, const conv_plan *pl)
+{
+    if (pl->whole || (double)g->N * g->F * g->P * g->K < SERIAL_WORK) return 1;
     int64_t t = hg_get_num_threads();
     if (t < 1) t = 1;
-    return t < g->N ? t : g->N;
+    return t < pl->units ? t : pl->units;
+}
+
+/* Bytes of col buffers at the start of the forward's workspace (float16 appends its copies). */
+static size_t col_bytes(const conv_geom *g, size_t esize)
+{
+    if (is_depthwise(g)) return 0;
+    conv_plan pl = fwd_plan(g, esize);
+    return esize * (size_t)pl.col_e * (size_t)fwd_slots(g, &pl);
 }
 
 static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
@@ -245,16 +333,10 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     (void)nin;
     conv_geom g;
     geom_full(a, &in[0], &g);
-    size_t cols = is_pointwise(&g) ? 0 : (size_t)(g.K * g.P) * (size_t)num_slots(&g);
-    if (in[0].dtype != HG_DTYPE_F16) return hg_dtype_size(in[0].dtype) * cols;
+    if (in[0].dtype != HG_DTYPE_F16) return col_bytes(&g, hg_dtype_size(in[0].dtype));
     /* float copies of data, weight, bias and output after the col buffers */
-    return sizeof(float) * (cols + (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P));
-}
-
-/* Bytes of col buffers at the start of the workspace (the float16 path appends its copies). */
-static size_t col_bytes(const conv_geom *g, size_t esize)
-{
-    return is_pointwise(g) ? 0 : esize * (size_t)(g->K * g->P) * (size_t)num_slots(g);
+    return col_bytes(&g, sizeof(float)) +
+           sizeof(float) * (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P);
 }
 
 static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
@@ -270,53 +352,67 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
 #define CONV_IMPL(T, SUFFIX)                                                                    \
     typedef struct {                                                                            \
         const conv_geom *g;                                                                     \
+        conv_plan pl;                                                                           \
         const T *x, *w, *b;                                                                     \
         T *y, *ws;                                                                              \
         int64_t nslots;                                                                         \
     } conv_job_##SUFFIX;                                                                        \
                                                                                                 \
-    static void conv_image_##SUFFIX(const conv_job_##SUFFIX *j, int64_t n, T *col)              \
+    /* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */        \
+    static void conv_unit_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
-        const hg_im2col_geom cg = col_geom(g);                                                  \
-        T *y = j->y + n * g->F * g->P;                                                          \
+        const int64_t O2 = g->out[2], R = g->out[0] * g->out[1];                                \
+        int64_t tile = u % j->pl.ntiles, ng = u / j->pl.ntiles, gi = ng % g->G, n = ng / g->G;  \
+        int64_t r0 = tile * j->pl.rows, r1 = r0 + j->pl.rows < R ? r0 + j->pl.rows : R;         \
+        int64_t cols = (r1 - r0) * O2;                                                          \
+        T *y = j->y + (n * g->F + gi * g->Fg) * g->P + r0 * O2;                                 \
         if (j->b)                                                                               \
-            for (int64_t f = 0; f < g->F; f++) {                                                \
-                T bv = j->b[f];                                                                 \
-                T *yr = y + f * g->P;                                                           \
-                for (int64_t i = 0; i < g->P; i++) yr[i] = bv;                                  \
+            for (int64_t f = 0; f < g->Fg; f++) {                                               \
+                T bv = j->b[gi * g->Fg + f], *yr = y + f * g->P;                                \
+                for (int64_t i = 0; i < cols; i++) yr[i] = bv;                                  \
             }                                                                                   \
-        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
-            const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
-            const T *src = x;                                                                   \
-            if (col) {                                                                          \
+        const T *x = j->x + (n * g->C + gi * g->Cg) * g->I, *src = x + r0 * O2;                 \
+        int64_t ld = g->P;                                                                      \
+        if (col) {                                                                              \
+            const hg_im2col_geom cg = col_geom(g);                                              \
+            if (j->pl.whole) /* split over channels on the pool */                              \
                 hg_im2col_##SUFFIX(&cg, x, col);                                                \
-                src = col;                                                                      \
-            }                                                                                   \
-            hg_gemm_##SUFFIX(false, false, g->Fg, g->P, g->K, 1, j->w + gi * g->Fg * g->K,      \
-                             g->K, src, g->P, j->b ? 1 : 0, y + gi * g->Fg * g->P, g->P);       \
+            else                                                                                \
+                hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col);                                   \
+            src = col;                                                                          \
+            ld = cols;                                                                          \
         }                                                                                       \
+        hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
+                         src, ld, j->b ? 1 : 0, y, g->P);                                       \
     }                                                                                           \
                                                                                                 \
-    /* Slots [begin, end): slot t handles images t, t + nslots, ... with its own col buffer. */ \
+    /* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */   \
     static void conv_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                      \
     {                                                                                           \
         const conv_job_##SUFFIX *j = ctx;                                                       \
         for (int64_t t = begin; t < end; t++) {                                                 \
-            T *col = j->ws ? j->ws + t * j->g->K * j->g->P : NULL;                              \
-            for (int64_t n = t; n < j->g->N; n += j->nslots) conv_image_##SUFFIX(j, n, col);    \
+            T *col = j->pl.col_e ? j->ws + t * j->pl.col_e : NULL;                              \
+            int64_t u0 = j->pl.units * t / j->nslots, u1 = j->pl.units * (t + 1) / j->nslots;   \
+            for (int64_t u = u0; u < u1; u++) conv_unit_##SUFFIX(j, u, col);                    \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
     static void conv_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *x,           \
                               const T *w, const T *b, T *y)                                     \
     {                                                                                           \
-        bool pw = is_pointwise(g);                                                              \
-        int64_t nslots = num_slots(g);                                                          \
+        if (is_depthwise(g)) {                                                                  \
+            const hg_dw_geom dg = dw_geom(g);                                                   \
+            hg_depthwise_fwd_##SUFFIX(&dg, x, w, b, y);                                         \
+            return;                                                                             \
+        }                                                                                       \
+        conv_plan pl = fwd_plan(g, sizeof(T));                                                  \
+        int64_t nslots = fwd_slots(g, &pl);                                                     \
         /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        if (!pw && (size_t)nslots * sizeof(T) * (size_t)(g->K * g->P) > ctx->workspace_bytes)  \
-            nslots = 1;                                                                         \
-        conv_job_##SUFFIX j = {g, x, w, b, y, pw ? NULL : (T *)ctx->workspace, nslots};         \
+        if (pl.col_e && (size_t)nslots * sizeof(T) * (size_t)pl.col_e > ctx->workspace_bytes)   \
+            nslots = (int64_t)(ctx->workspace_bytes / (sizeof(T) * (size_t)pl.col_e));          \
+        if (nslots < 1) nslots = 1;                                                             \
+        conv_job_##SUFFIX j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots};                 \
         if (nslots > 1)                                                                         \
             hg_parallel_for(nslots, 1, conv_slots_##SUFFIX, &j);                                \
         else                                                                                    \
@@ -359,7 +455,10 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  *     dW_g += dy_g[Fg, P] . col^T[P, K]                      (one GEMM)
  *     dcol  = W_g^T[K, Fg] . dy_g[Fg, P];  dx_g = col2im(dcol)
  *     db[f] += sum_p dy[f, p]
- * Images run in slots as in the forward. Slot 0 sums the weight and bias gradients straight into
+ * Images run in slots, one per thread, each walking its images tile by tile (a tile's col block
+ * stays in cache between im2col and the GEMMs; one thread owns all of an image's tiles, so
+ * col2im's overlapping rows need no locks). With fewer images than threads the products split
+ * themselves over the pool. Slot 0 sums the weight and bias gradients straight into
  * the outputs, slot t > 0 into its own workspace buffers, added at the end (so the sum over
  * images is deterministic for a given thread count). grad_data / grad_weight = False skip that
  * part (the first layer's data gradient is never used) and leave zeros. */
@@ -387,17 +486,42 @@ static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     return HG_OK;
 }
 
+/* Image slots of the backward: one per thread (at most one per image; 1 for small layers). With
+ * fewer images than threads the products split themselves over the pool instead. */
+static int64_t num_slots(const conv_geom *g)
+{
+    if (g->N < 2 || (double)g->N * (double)g->F * (double)g->P * (double)g->K < SERIAL_WORK)
+        return 1;
+    int64_t t = hg_get_num_threads();
+    if (t < 1) t = 1;
+    return t < g->N ? t : g->N;
+}
+
+/* Output rows per tile of the backward: a col block of about TILE_BYTES, as in the forward. */
+static int64_t bw_rows(const conv_geom *g, size_t esize)
+{
+    int64_t R = g->out[0] * g->out[1];
+    if (is_pointwise(g)) return R;
+    int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * g->out[2]);
+    return rows < 1 ? 1 : (rows > R ? R : rows);
+}
+
 /* Elements of one slot's col buffer and of one slot's gradient partial sums. */
-static int64_t bw_col_elems(const conv_geom *g) { return is_pointwise(g) ? 0 : g->K * g->P; }
+static int64_t bw_col_elems(const conv_geom *g, size_t esize)
+{
+    return is_pointwise(g) ? 0 : g->K * bw_rows(g, esize) * g->out[2];
+}
 
 static int64_t bw_part_elems(const conv_geom *g, bool grad_w, bool bias)
 {
     return (grad_w ? g->F * g->K : 0) + (bias ? g->F : 0);
 }
 
-static int64_t bw_slot_area(const conv_geom *g, int64_t nslots, bool grad_w, bool bias)
+static int64_t bw_slot_area(const conv_geom *g, size_t esize, int64_t nslots, bool grad_w,
+                            bool bias)
 {
-    return nslots * bw_col_elems(g) + (nslots - 1) * bw_part_elems(g, grad_w, bias);
+    if (is_depthwise(g)) return 0;
+    return nslots * bw_col_elems(g, esize) + (nslots - 1) * bw_part_elems(g, grad_w, bias);
 }
 
 static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
@@ -406,8 +530,9 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     conv_geom g;
     geom_full(a, &in[1], &g);
     bool gw = a->v[K_GRAD_WEIGHT].b, bias = !a->v[K_NO_BIAS].b;
-    size_t area = (size_t)bw_slot_area(&g, num_slots(&g), gw, bias);
-    if (in[1].dtype != HG_DTYPE_F16) return hg_dtype_size(in[1].dtype) * area;
+    size_t es = in[1].dtype == HG_DTYPE_F16 ? sizeof(float) : hg_dtype_size(in[1].dtype);
+    size_t area = (size_t)bw_slot_area(&g, es, num_slots(&g), gw, bias);
+    if (in[1].dtype != HG_DTYPE_F16) return es * area;
     /* float copies of ograd, data, weight and of the three gradients after the slot area */
     return sizeof(float) * (area + (size_t)(g.N * g.F * g.P + 2 * g.N * g.C * g.I +
                                             2 * g.F * g.K + g.F));
@@ -422,35 +547,41 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
         int64_t nslots, col_e, part_e;                                                          \
     } convbw_job_##SUFFIX;                                                                      \
                                                                                                 \
+    /* One image, group by group and tile by tile (a tile's col block stays in cache). */     \
     static void convbw_image_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n, T *col, T *dw,   \
                                       T *db)                                                    \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
         const hg_im2col_geom cg = col_geom(g);                                                  \
+        const int64_t O2 = g->out[2], R = g->out[0] * g->out[1], rows = bw_rows(g, sizeof(T));  \
         for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
             const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
-            const T *dy = j->dy + (n * g->F + gi * g->Fg) * g->P;                               \
-            if (dw) {                                                                           \
-                const T *src = x;                                                               \
-                if (col) {                                                                      \
-                    hg_im2col_##SUFFIX(&cg, x, col);                                            \
-                    src = col;                                                                  \
-                }                                                                               \
-                hg_gemm_##SUFFIX(false, true, g->Fg, g->K, g->P, 1, dy, g->P, src, g->P, 1,     \
-                                 dw + gi * g->Fg * g->K, g->K);                                 \
-            }                                                                                   \
-            if (j->dx) {                                                                        \
-                T *dx = j->dx + (n * g->C + gi * g->Cg) * g->I;                                 \
-                const T *w = j->w + gi * g->Fg * g->K;                                          \
-                if (!col) { /* pointwise: dx_g = W_g^T dy_g directly */                         \
-                    hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dy, g->P, 0,   \
+            const T *dyg = j->dy + (n * g->F + gi * g->Fg) * g->P;                              \
+            const T *w = j->w + gi * g->Fg * g->K;                                              \
+            T *dx = j->dx ? j->dx + (n * g->C + gi * g->Cg) * g->I : NULL;                      \
+            if (!col) { /* pointwise: the image is the col matrix */                            \
+                if (dw)                                                                         \
+                    hg_gemm_##SUFFIX(false, true, g->Fg, g->K, g->P, 1, dyg, g->P, x, g->P, 1,  \
+                                     dw + gi * g->Fg * g->K, g->K);                             \
+                if (dx)                                                                         \
+                    hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dyg, g->P, 0,  \
                                      dx, g->P);                                                 \
-                    continue;                                                                   \
+                continue;                                                                       \
+            }                                                                                   \
+            if (dx) memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                         \
+            for (int64_t r0 = 0; r0 < R; r0 += rows) {                                          \
+                int64_t r1 = r0 + rows < R ? r0 + rows : R, cols = (r1 - r0) * O2;              \
+                const T *dy = dyg + r0 * O2;                                                    \
+                if (dw) {                                                                       \
+                    hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col);                               \
+                    hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dy, g->P, col, cols, 1, \
+                                     dw + gi * g->Fg * g->K, g->K);                             \
                 }                                                                               \
-                hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dy, g->P, 0, col,  \
-                                 g->P);                                                         \
-                memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                             \
-                hg_col2im_##SUFFIX(&cg, col, dx);                                               \
+                if (dx) {                                                                       \
+                    hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, w, g->K, dy, g->P, 0,   \
+                                     col, cols);                                                \
+                    hg_col2im_rows_##SUFFIX(&cg, col, r0, r1, dx);                              \
+                }                                                                               \
             }                                                                                   \
         }                                                                                       \
         if (db)                                                                                 \
@@ -485,13 +616,19 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     static void convbw_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *dy,        \
                                 const T *x, const T *w, T *dx, T *dw, T *db)                    \
     {                                                                                           \
+        if (is_depthwise(g)) {                                                                  \
+            const hg_dw_geom dg = dw_geom(g);                                                   \
+            hg_depthwise_bwd_##SUFFIX(&dg, dy, x, w, dx, dw, db);                               \
+            return;                                                                             \
+        }                                                                                       \
         int64_t nslots = num_slots(g);                                                          \
         /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        if (sizeof(T) * (size_t)bw_slot_area(g, nslots, dw != NULL, db != NULL) >               \
+        if (sizeof(T) * (size_t)bw_slot_area(g, sizeof(T), nslots, dw != NULL, db != NULL) >               \
             ctx->workspace_bytes)                                                               \
             nslots = 1;                                                                         \
         convbw_job_##SUFFIX j = {g, dy, x, w, dx, dw, db, (T *)ctx->workspace, nslots,          \
-                                 bw_col_elems(g), bw_part_elems(g, dw != NULL, db != NULL)};    \
+                                 bw_col_elems(g, sizeof(T)),                                    \
+                                 bw_part_elems(g, dw != NULL, db != NULL)};    \
         if (dw) memset(dw, 0, sizeof(T) * (size_t)(g->F * g->K));                               \
         if (db) memset(db, 0, sizeof(T) * (size_t)g->F);                                        \
         if (nslots > 1)                                                                         \
@@ -532,7 +669,7 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
         convbw_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
         return HG_OK;
     }
-    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, num_slots(&g), gw, bias);
+    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, sizeof(float), num_slots(&g), gw, bias);
     int64_t ny = g.N * g.F * g.P, nx = g.N * g.C * g.I, nw = g.F * g.K;
     float *fdy = (float *)((char *)ctx->workspace + area), *fx = fdy + ny, *fw = fx + nx;
     float *fdx = fw + nw, *fdw = fdx + nx, *fdb = fdw + nw;
