@@ -279,7 +279,21 @@ typedef struct conv_plan {
     int64_t units;  /* N * G * ntiles */
     int64_t col_e;  /* elements of one col buffer (0: pointwise, the image is the col matrix) */
     bool whole;     /* too few units: whole images, one GEMM each, split by the GEMM itself */
+    int64_t nb;     /* > 1: small images packed nb to a unit (see pack_images) */
 } conv_plan;
+
+/* Images packed side by side into one col block (nb > 1) when several whole ones fit in a tile:
+ * LeNet's 8x8 outputs make 16 x 64 x 150 products per image, mostly call and packing overhead;
+ * packed they become 16 x 384 x 150. Not for pointwise layers (their image is the col matrix
+ * already) nor for wide images (their own product is wide enough). The output then goes
+ * through a buffer of Fg x nb*P (out_g rows are per image). */
+static int64_t pack_images(const conv_geom *g, size_t esize)
+{
+    if (is_pointwise(g) || g->P >= 1024) return 1;
+    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * g->P);
+    if (nb > g->N) nb = g->N;
+    return nb < 2 ? 1 : nb;
+}
 
 static conv_plan fwd_plan(const conv_geom *g, size_t esize)
 {
@@ -308,6 +322,18 @@ static conv_plan fwd_plan(const conv_geom *g, size_t esize)
     }
     pl.rows = rows;
     pl.col_e = is_pointwise(g) ? 0 : g->K * rows * O2;
+    pl.nb = pack_images(g, esize);
+    if (pl.nb > 1) { /* enough units for the threads before images are packed */
+        int64_t cap = g->N * g->G / MIN_UNITS;
+        if (pl.nb > cap) pl.nb = cap < 1 ? 1 : cap;
+    }
+    if (pl.nb > 1) {
+        pl.whole = false;
+        pl.rows = R;
+        pl.ntiles = 1;
+        pl.units = g->G * ((g->N + pl.nb - 1) / pl.nb);
+        pl.col_e = (g->K + g->Fg) * pl.nb * g->P; /* col block, then the output buffer */
+    }
     return pl;
 }
 
@@ -358,10 +384,38 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
         int64_t nslots;                                                                         \
     } conv_job_##SUFFIX;                                                                        \
                                                                                                 \
+    /* Packed unit u = (images [n0, n1), group gi): one GEMM over their side-by-side columns    \
+     * into buf, then each image's rows (+ bias) to the output. */                              \
+    static void conv_pack_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
+    {                                                                                           \
+        const conv_geom *g = j->g;                                                              \
+        const hg_im2col_geom cg = col_geom(g);                                                  \
+        const int64_t P = g->P, R = g->out[0] * g->out[1], gi = u % g->G;                       \
+        int64_t n0 = u / g->G * j->pl.nb, n1 = n0 + j->pl.nb < g->N ? n0 + j->pl.nb : g->N;     \
+        int64_t cols = (n1 - n0) * P;                                                           \
+        T *buf = col + g->K * cols;                                                             \
+        for (int64_t n = n0; n < n1; n++)                                                       \
+            hg_im2col_rows_##SUFFIX(&cg, j->x + (n * g->C + gi * g->Cg) * g->I, 0, R,           \
+                                    col + (n - n0) * P, cols);                                  \
+        hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
+                         col, cols, 0, buf, cols);                                              \
+        for (int64_t n = n0; n < n1; n++)                                                       \
+            for (int64_t f = 0; f < g->Fg; f++) {                                               \
+                T *yr = j->y + (n * g->F + gi * g->Fg + f) * P;                                 \
+                const T *br = buf + f * cols + (n - n0) * P;                                    \
+                T bv = j->b ? j->b[gi * g->Fg + f] : 0;                                         \
+                for (int64_t i = 0; i < P; i++) yr[i] = br[i] + bv;                             \
+            }                                                                                   \
+    }                                                                                           \
+                                                                                                \
     /* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */        \
     static void conv_unit_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
+        if (j->pl.nb > 1) {                                                                     \
+            conv_pack_##SUFFIX(j, u, col);                                                      \
+            return;                                                                             \
+        }                                                                                       \
         const int64_t O2 = g->out[2], R = g->out[0] * g->out[1];                                \
         int64_t tile = u % j->pl.ntiles, ng = u / j->pl.ntiles, gi = ng % g->G, n = ng / g->G;  \
         int64_t r0 = tile * j->pl.rows, r1 = r0 + j->pl.rows < R ? r0 + j->pl.rows : R;         \
@@ -379,7 +433,7 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
             if (j->pl.whole) /* split over channels on the pool */                              \
                 hg_im2col_##SUFFIX(&cg, x, col);                                                \
             else                                                                                \
-                hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col);                                   \
+                hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col, cols);                             \
             src = col;                                                                          \
             ld = cols;                                                                          \
         }                                                                                       \
@@ -506,9 +560,20 @@ static int64_t bw_rows(const conv_geom *g, size_t esize)
     return rows < 1 ? 1 : (rows > R ? R : rows);
 }
 
-/* Elements of one slot's col buffer and of one slot's gradient partial sums. */
+/* Images packed per block in the backward (as in the forward; at most N / MIN_UNITS so that the
+ * slots get whole blocks, and independent of the thread count as the workspace must be). */
+static int64_t bw_pack(const conv_geom *g, size_t esize)
+{
+    int64_t nb = pack_images(g, esize), cap = g->N / MIN_UNITS;
+    return nb > cap ? (cap < 1 ? 1 : cap) : nb;
+}
+
+/* Elements of one slot's col buffer (packed: the col block, then the gathered dy block) and of
+ * one slot's gradient partial sums. */
 static int64_t bw_col_elems(const conv_geom *g, size_t esize)
 {
+    int64_t nb = bw_pack(g, esize);
+    if (nb > 1) return (g->K + g->Fg) * nb * g->P;
     return is_pointwise(g) ? 0 : g->K * bw_rows(g, esize) * g->out[2];
 }
 
@@ -544,8 +609,50 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
         const T *dy, *x, *w;                                                                    \
         T *dx, *dw, *db; /* NULL: not computed */                                               \
         T *ws;                                                                                  \
-        int64_t nslots, col_e, part_e;                                                          \
+        int64_t nslots, col_e, part_e, nb;                                                      \
     } convbw_job_##SUFFIX;                                                                      \
+                                                                                                \
+    /* Images [n0, n1) packed side by side: dy gathered into one block, one GEMM per gradient. */\
+    static void convbw_pack_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n0, int64_t n1,      \
+                                     T *col, T *dw)                                             \
+    {                                                                                           \
+        const conv_geom *g = j->g;                                                              \
+        const hg_im2col_geom cg = col_geom(g);                                                  \
+        const int64_t P = g->P, R = g->out[0] * g->out[1], cols = (n1 - n0) * P;                \
+        T *dyb = col + g->K * cols;                                                             \
+        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
+            for (int64_t n = n0; n < n1; n++)                                                   \
+                for (int64_t f = 0; f < g->Fg; f++)                                             \
+                    memcpy(dyb + f * cols + (n - n0) * P, j->dy + (n * g->F + gi * g->Fg + f) * P,\
+                           sizeof(T) * (size_t)P);                                              \
+            if (dw) {                                                                           \
+                for (int64_t n = n0; n < n1; n++)                                               \
+                    hg_im2col_rows_##SUFFIX(&cg, j->x + (n * g->C + gi * g->Cg) * g->I, 0, R,   \
+                                            col + (n - n0) * P, cols);                          \
+                hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dyb, cols, col, cols, 1,    \
+                                 dw + gi * g->Fg * g->K, g->K);                                 \
+            }                                                                                   \
+            if (j->dx) {                                                                        \
+                hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, j->w + gi * g->Fg * g->K,   \
+                                 g->K, dyb, cols, 0, col, cols);                                \
+                for (int64_t n = n0; n < n1; n++) {                                             \
+                    T *dx = j->dx + (n * g->C + gi * g->Cg) * g->I;                             \
+                    memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                         \
+                    hg_col2im_rows_##SUFFIX(&cg, col + (n - n0) * P, 0, R, cols, dx);           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void bias_grad_##SUFFIX(const conv_geom *g, const T *dy, int64_t n, T *db)           \
+    {                                                                                           \
+        for (int64_t f = 0; f < g->F; f++) {                                                    \
+            const T *r = dy + (n * g->F + f) * g->P;                                            \
+            T acc = 0;                                                                          \
+            for (int64_t i = 0; i < g->P; i++) acc += r[i];                                     \
+            db[f] += acc;                                                                       \
+        }                                                                                       \
+    }                                                                                           \
                                                                                                 \
     /* One image, group by group and tile by tile (a tile's col block stays in cache). */     \
     static void convbw_image_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n, T *col, T *dw,   \
@@ -573,24 +680,18 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
                 int64_t r1 = r0 + rows < R ? r0 + rows : R, cols = (r1 - r0) * O2;              \
                 const T *dy = dyg + r0 * O2;                                                    \
                 if (dw) {                                                                       \
-                    hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col);                               \
+                    hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col, cols);                         \
                     hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dy, g->P, col, cols, 1, \
                                      dw + gi * g->Fg * g->K, g->K);                             \
                 }                                                                               \
                 if (dx) {                                                                       \
                     hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, w, g->K, dy, g->P, 0,   \
                                      col, cols);                                                \
-                    hg_col2im_rows_##SUFFIX(&cg, col, r0, r1, dx);                              \
+                    hg_col2im_rows_##SUFFIX(&cg, col, r0, r1, cols, dx);                        \
                 }                                                                               \
             }                                                                                   \
         }                                                                                       \
-        if (db)                                                                                 \
-            for (int64_t f = 0; f < g->F; f++) {                                                \
-                const T *r = j->dy + (n * g->F + f) * g->P;                                     \
-                T acc = 0;                                                                      \
-                for (int64_t i = 0; i < g->P; i++) acc += r[i];                                 \
-                db[f] += acc;                                                                   \
-            }                                                                                   \
+        if (db) bias_grad_##SUFFIX(g, j->dy, n, db);                                            \
     }                                                                                           \
                                                                                                 \
     static void convbw_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                    \
@@ -608,8 +709,16 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
                 }                                                                               \
                 if (db) db = part;                                                              \
             }                                                                                   \
-            for (int64_t n = t; n < g->N; n += j->nslots)                                       \
-                convbw_image_##SUFFIX(j, n, col, dw, db);                                       \
+            /* slot t: a contiguous run of images, nb at a time when packed */                  \
+            int64_t n0 = g->N * t / j->nslots, n1 = g->N * (t + 1) / j->nslots;                 \
+            if (j->nb > 1)                                                                      \
+                for (int64_t n = n0; n < n1; n += j->nb) {                                      \
+                    convbw_pack_##SUFFIX(j, n, n + j->nb < n1 ? n + j->nb : n1, col, dw);       \
+                    for (int64_t i = n; i < n + j->nb && i < n1 && db; i++)                     \
+                        bias_grad_##SUFFIX(g, j->dy, i, db);                                    \
+                }                                                                               \
+            else                                                                                \
+                for (int64_t n = n0; n < n1; n++) convbw_image_##SUFFIX(j, n, col, dw, db);     \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
@@ -623,12 +732,12 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
         }                                                                                       \
         int64_t nslots = num_slots(g);                                                          \
         /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        if (sizeof(T) * (size_t)bw_slot_area(g, sizeof(T), nslots, dw != NULL, db != NULL) >               \
-            ctx->workspace_bytes)                                                               \
-            nslots = 1;                                                                         \
+        size_t need = sizeof(T) * (size_t)bw_slot_area(g, sizeof(T), nslots, dw != NULL,        \
+                                                       db != NULL);                             \
+        if (need > ctx->workspace_bytes) nslots = 1;                                            \
         convbw_job_##SUFFIX j = {g, dy, x, w, dx, dw, db, (T *)ctx->workspace, nslots,          \
                                  bw_col_elems(g, sizeof(T)),                                    \
-                                 bw_part_elems(g, dw != NULL, db != NULL)};    \
+                                 bw_part_elems(g, dw != NULL, db != NULL), bw_pack(g, sizeof(T))};\
         if (dw) memset(dw, 0, sizeof(T) * (size_t)(g->F * g->K));                               \
         if (db) memset(db, 0, sizeof(T) * (size_t)g->F);                                        \
         if (nslots > 1)                                                                         \

@@ -59,7 +59,7 @@ static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int
  *   bwd_dx:    dx[c] += taps of w[f] scattered from dy[f] over one image. */
 #define DW_PLANES(T, SUF, ISA, TGT)                                                             \
     TGT static inline void fwd_rows_##SUF##_##ISA(const hg_dw_geom *g, const dw_ranges *rg,        \
-                                            const T *x, const T *w, T bias, T *y)                                               \
+                                            const T *x, const T *w, T bias, T *y)               \
     {                                                                                           \
         const int64_t O2 = g->out[2], s2 = g->s[2];                                             \
         for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                              \
@@ -215,12 +215,14 @@ static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int
 #endif
 
 typedef struct dw_kernels_f32 {
-    void (*fwd)(const hg_dw_geom *, const dw_ranges *, const float *, const float *, float, float *);
+    void (*fwd)(const hg_dw_geom *, const dw_ranges *, const float *, const float *, float,
+                float *);
     void (*dw)(const hg_dw_geom *, const dw_ranges *, const float *, const float *, float *);
     void (*dx)(const hg_dw_geom *, const dw_ranges *, const float *, const float *, float *);
 } dw_kernels_f32;
 typedef struct dw_kernels_f64 {
-    void (*fwd)(const hg_dw_geom *, const dw_ranges *, const double *, const double *, double, double *);
+    void (*fwd)(const hg_dw_geom *, const dw_ranges *, const double *, const double *, double,
+                double *);
     void (*dw)(const hg_dw_geom *, const dw_ranges *, const double *, const double *, double *);
     void (*dx)(const hg_dw_geom *, const dw_ranges *, const double *, const double *, double *);
 } dw_kernels_f64;
@@ -278,7 +280,7 @@ static int64_t dw_grain(int64_t per)
         const int64_t F = j->g->C * j->g->mult;                                                 \
         for (int64_t u = u0; u < u1; u++) { /* u = n * F + f */                                 \
             int64_t n = u / F, f = u - n * F, c = f / j->g->mult;                               \
-            j->k.fwd(j->g, &j->rg, j->x + (n * j->g->C + c) * j->I, j->w + f * j->K,                    \
+            j->k.fwd(j->g, &j->rg, j->x + (n * j->g->C + c) * j->I, j->w + f * j->K,            \
                      j->b ? j->b[f] : (T)0, j->y + u * j->P);                                   \
         }                                                                                       \
     }                                                                                           \
@@ -313,8 +315,8 @@ static int64_t dw_grain(int64_t per)
                 if (j->dw) {                                                                    \
                     memset(j->dw + f * j->K, 0, sizeof(T) * (size_t)j->K);                      \
                     for (int64_t n = 0; n < g->N; n++)                                          \
-                        j->k.dw(g, &j->rg, j->dy + (n * F + f) * j->P, j->x + (n * g->C + c) * j->I,    \
-                                j->dw + f * j->K);                                              \
+                        j->k.dw(g, &j->rg, j->dy + (n * F + f) * j->P,                          \
+                                j->x + (n * g->C + c) * j->I, j->dw + f * j->K);                \
                 }                                                                               \
             }                                                                                   \
             if (j->dx)                                                                          \
@@ -322,7 +324,7 @@ static int64_t dw_grain(int64_t per)
                     T *dx = j->dx + (n * g->C + c) * j->I;                                      \
                     memset(dx, 0, sizeof(T) * (size_t)j->I);                                    \
                     for (int64_t f = c * M; f < (c + 1) * M; f++)                               \
-                        j->k.dx(g, &j->rg, j->dy + (n * F + f) * j->P, j->w + f * j->K, dx);            \
+                        j->k.dx(g, &j->rg, j->dy + (n * F + f) * j->P, j->w + f * j->K, dx);    \
                 }                                                                               \
         }                                                                                       \
     }                                                                                           \
