@@ -5,7 +5,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import compare, table, try_torch  # noqa: E402
+from common import compare, peer_workload, peers_available, table  # noqa: E402
+import workloads_gluon as wg  # noqa: E402
 
 import hybridgluon as mx  # noqa: E402
 from hybridgluon.gluon import nn  # noqa: E402
@@ -22,32 +23,19 @@ def _mlp(widths):
 
 
 def run(quick=False):
-    torch = try_torch()
-    peers = ['hybridgluon', 'hybridgluon imperative'] + (['torch', 'torch.jit'] if torch else [])
+    peers = ['hybridgluon', 'hybridgluon imperative']
+    avail = peers_available()
+    if 'mxnet' in avail:
+        peers += ['mxnet', 'mxnet imperative']
+    if 'torch' in avail:
+        peers += ['torch', 'torch.jit']
     rep, number = (5, 300) if quick else (9, 1000)
-    x = mx.nd.random.normal(shape=(1, 512))
-    imp = _mlp([256, 128, 2])
-    hyb = _mlp([256, 128, 2])
-    hyb.hybridize()
-    hyb(x)
-    cases = {'hybridgluon': lambda: hyb(x), 'hybridgluon imperative': lambda: imp(x)}
-    if torch:
-        tnet = torch.nn.Sequential(torch.nn.Linear(512, 256), torch.nn.ReLU(),
-                                   torch.nn.Linear(256, 128), torch.nn.ReLU(),
-                                   torch.nn.Linear(128, 2)).eval()
-        tx = torch.randn(1, 512)
-        with torch.no_grad():
-            traced = torch.jit.trace(tnet, tx)
-
-        def t_eager():
-            with torch.no_grad():
-                return tnet(tx)
-
-        def t_jit():
-            with torch.no_grad():
-                return traced(tx)
-        cases['torch'] = t_eager
-        cases['torch.jit'] = t_jit
+    cases = {'hybridgluon': wg.mlp_forward(mx, hybrid=True),
+             'hybridgluon imperative': wg.mlp_forward(mx, hybrid=False),
+             'mxnet': peer_workload('mxnet', 'mlp_forward', hybrid=True),
+             'mxnet imperative': peer_workload('mxnet', 'mlp_forward', hybrid=False),
+             'torch': peer_workload('torch', 'mlp_forward'),
+             'torch.jit': peer_workload('torch', 'mlp_forward', jit=True)}
     res = compare(cases, rep, number)
     rows = [('MLP 512-256-128-2, batch 1, one forward', res,
              'hybridized / imperative speed-up %.2fx; target >= 3x and <= 10 us'

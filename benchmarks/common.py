@@ -18,16 +18,39 @@ def per_call(fn, number):
     return (time.perf_counter() - t0) / number
 
 
+def _timed(fn, number):
+    if hasattr(fn, 'time'):  # a workload in a peer's process (peers.Remote)
+        return fn.time(number)
+    return per_call(fn, number)
+
+
 def compare(cases, repeats=7, number=1000):
-    """cases: {peer: fn}. Runs every peer once per round (interleaved, so machine noise hits all
-    alike) and returns {peer: median seconds per call}."""
+    """cases: {peer: fn or peers.Remote}. Runs every peer once per round (interleaved, so machine
+    noise hits all alike) and returns {peer: median seconds per call}. A short pause before each
+    peer's turn lets the threads of the one before go to sleep."""
+    cases = {k: v for k, v in cases.items() if v is not None}
     samples = {k: [] for k in cases}
     for fn in cases.values():  # warm-up
-        per_call(fn, max(1, number // 10))
+        _timed(fn, max(1, number // 10))
     for _ in range(repeats):
         for k, fn in cases.items():
-            samples[k].append(per_call(fn, number))
+            time.sleep(0.05)
+            samples[k].append(_timed(fn, number))
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def peer_workload(framework, workload, **kwargs):
+    """A workload built in the 'torch' or 'mxnet' peer process, or None when that peer is not
+    installed (or the workload fails there: the reason goes to stderr)."""
+    import peers
+    w = peers.worker(framework)
+    if w is None:
+        return None
+    try:
+        return w.build(workload, **kwargs)
+    except peers.PeerError as e:
+        print('note: %s' % e, file=sys.stderr)
+        return None
 
 
 def fmt_time(s):
@@ -51,13 +74,7 @@ def table(title, rows, peers, ours='hybridgluon'):
     return '\n'.join(lines)
 
 
-def try_torch():
-    # Both frameworks run in this process: PyTorch's OpenMP threads must sleep, not spin, between
-    # its kernels, or they take the cores from ours (and ours from them) on a 2-core machine.
-    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    try:
-        import torch
-        torch.set_num_threads(__import__('hybridgluon')._core.num_threads())
-        return torch
-    except ImportError:
-        return None
+def peers_available():
+    """The peer frameworks present: a subset of ['mxnet', 'torch'] (see peers.py)."""
+    import peers
+    return [f for f in ('mxnet', 'torch') if peers.worker(f) is not None]

@@ -220,7 +220,7 @@ def test_rrelu_training_grad_uses_the_drawn_slopes(rng, shape):
     gradient is dy where x > 0 and dy * slope elsewhere, from the same run."""
     x = _nonzero(rng, shape)
     dy = rng.standard_normal(shape)
-    y = mx.sym.LeakyReLU(mx.sym.var('x'), act_type='rrelu', lower_bound=0.1, upper_bound=0.4)
+    y = mx.sym.LeakyReLU(mx.sym.var('x'), act_type='rrelu', lower_bound=0.1, upper_bound=0.4)[0]
     with training():
         dx, mask = _grad_run(y, ['x'], {'x': _arr(x), 'head_grad': _arr(dy)},
                              hidden=[(1, 1)])

@@ -47,30 +47,30 @@ LOOSER = {}
 # Known differences from MXNet 1.9.1: (op, predicate on the case) -> reason. Each is an
 # xfail(strict=True): when one is fixed (or MXNet's behaviour is adopted), the test says so.
 KNOWN = [
-    ('rint', lambda c: 'halves' in c['note'],
-     "MXNet's rint rounds exact halves toward -inf (floor(x) when x - floor(x) <= 0.5: "
-     "-2.5 -> -3, 0.5 -> 0, 1.5 -> 1, 2.5 -> 2); hybridgluon rounds half to even like C's rint "
-     "(-2.5 -> -2, 0.5 -> 0, 1.5 -> 2, 3.5 -> 4)"),
     ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'selu',
      "MXNet 1.9.1's SELU gradient for x <= 0 is lambda * (y + alpha), not the derivative "
      "y + lambda * alpha = lambda * alpha * exp(x) (0.0028 instead of 0.0875 at x = -3; 41% off "
      "at worst in the fixture); hybridgluon computes the derivative"),
-    ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu',
-     'MXNet returns two outputs for rrelu (output, mask); hybridgluon returns the output only'),
-    ('BatchNorm', lambda c: c['attrs'].get('output_mean_var'),
-     'output_mean_var=True: MXNet returns (output, mean, var); hybridgluon accepts the flag but '
-     'returns the output only'),
-    ('LayerNorm', lambda c: c['attrs'].get('output_mean_var'),
-     'output_mean_var=True: MXNet returns (output, mean, std); hybridgluon returns the output '
-     'only'),
-    ('GroupNorm', lambda c: c['attrs'].get('output_mean_var'),
-     'output_mean_var=True: MXNet returns (output, mean, std); hybridgluon returns the output '
-     'only'),
-    ('pick', lambda c: c['attrs'].get('keepdims'),
-     "pick with keepdims=True: MXNet accepts an index shaped like the data without the axis "
-     "((4,) for data (3, 4), axis 0) as well as with it kept as 1 ((1, 4)); hybridgluon's shape "
-     "rule accepts only (1, 4)"),
 ]
+
+
+# Parts of a case that cannot be compared: (op, predicate) -> (labels of the checks, reason).
+NOT_COMPARABLE = [
+    ('LeakyReLU', lambda c: c['attrs'].get('act_type') == 'rrelu' and not c['train'],
+     {'output 1', 'gradient of input 0'},
+     "rrelu in predict mode: MXNet 1.9.1 leaves its second output (the mask) unwritten, so the "
+     "fixture holds whatever memory it got (3.4e7, 4.6e-41, ...), and its gradient multiplies "
+     "the output gradient by the output instead of the slope; hybridgluon's mask is the slope "
+     "used, (lower + upper) / 2, and its gradient dy * slope for x <= 0 (checked against finite "
+     "differences in test_grad_nn.py). The first output and the output count are compared."),
+]
+
+
+def _not_comparable(op, case):
+    for kop, pred, labels, _ in NOT_COMPARABLE:
+        if kop == op and pred(case):
+            return labels
+    return set()
 
 
 def _known(op, case):
@@ -132,7 +132,10 @@ def test_op_matches_mxnet(op, i):
                for j, d in sorted(dxs.items())]
     checks += [('input %d after the update' % j, m, arrays['c%d_m%d' % (i, j)])
                for j, m in sorted(ms.items())]
+    skip = _not_comparable(op, case)
     for label, ours, ref in checks:
+        if label in skip:
+            continue
         assert ours.shape == ref.shape, '%s: %s shape %s, MXNet %s' % (what, label, ours.shape,
                                                                       ref.shape)
         assert ours.dtype == ref.dtype, '%s: %s dtype %s, MXNet %s' % (what, label, ours.dtype,

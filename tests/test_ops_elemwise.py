@@ -41,7 +41,8 @@ UNARY = {
     'floor': (np.floor, (-3, 3), True),
     'ceil': (np.ceil, (-3, 3), True),
     'round': (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), (-3, 3), True),
-    'rint': (np.rint, (-3, 3), True),
+    'rint': (lambda x: np.where(x - np.floor(x) <= 0.5, np.floor(x), np.floor(x) + 1), (-3, 3),
+             True),
     'trunc': (np.trunc, (-3, 3), True),
     'fix': (np.fix, (-3, 3), True),
     'sin': (np.sin, (-3, 3), False),
@@ -301,3 +302,12 @@ def test_exp_and_sigmoid_float32_edge_values():
         want_exp = want_exp.astype('float32')
     np.testing.assert_allclose(nd.exp(nd.array(x)).asnumpy(), want_exp, rtol=3e-7, atol=0)
     np.testing.assert_allclose(nd.sigmoid(nd.array(x)).asnumpy(), want_sig, rtol=1e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+def test_rint_rounds_exact_halves_down_as_mxnet(dtype):
+    # MXNet 1.9.1 documents rint(n.5) = n (it takes the floor when x - floor(x) <= 0.5);
+    # NumPy's rint would round half to even.
+    x = nd.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 2.4, 2.6, -2.6], dtype=dtype)
+    np.testing.assert_array_equal(nd.rint(x).asnumpy(),
+                                  [-4, -3, -2, -1, 0, 1, 2, 3, 2, 3, -3])

@@ -137,13 +137,16 @@ PICK_CASES = [((5,), 0), ((1,), -1), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), 
 
 @pytest.mark.parametrize('shape,axis', PICK_CASES)
 @pytest.mark.parametrize('keepdims', [False, True])
+@pytest.mark.parametrize('index_kept', [False, True])
 @pytest.mark.parametrize('mode', ['clip', 'wrap'])
 @pytest.mark.parametrize('dtype', DTYPES)
-def test_pick(shape, axis, keepdims, mode, dtype, rng):
+def test_pick(shape, axis, keepdims, index_kept, mode, dtype, rng):
+    # As in MXNet, the index may have the data's shape without the axis or with it kept as 1,
+    # whatever keepdims says; keepdims decides the result's shape.
     data = _data(rng, shape, dtype)
     n = shape[axis]
     ishape = list(shape)
-    if keepdims:
+    if index_kept:
         ishape[axis] = 1
     else:
         del ishape[axis]
@@ -151,7 +154,14 @@ def test_pick(shape, axis, keepdims, mode, dtype, rng):
     # MXNet has no 0-d arrays: picking from a 1-D array gives (and takes) shape (1,).
     out = nd.pick(nd.array(data, dtype=dtype), nd.array(idx.reshape(tuple(ishape) or (1,))),
                   axis=axis, keepdims=keepdims, mode=mode)
-    ref = _pick_ref(data, idx, axis, keepdims, mode).reshape(tuple(ishape) or (1,))
+    oshape = list(shape)
+    if keepdims:
+        oshape[axis] = 1
+    else:
+        del oshape[axis]
+    ref = _pick_ref(data, idx.reshape([1 if d == axis % len(shape) else shape[d]
+                                       for d in range(len(shape))]), axis, True, mode)
+    ref = ref.reshape(tuple(oshape) or (1,))
     assert out.dtype == np.dtype(dtype)
     assert out.shape == ref.shape
     np.testing.assert_array_equal(out.asnumpy(), ref)

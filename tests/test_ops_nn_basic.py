@@ -187,6 +187,10 @@ def _np_lrelu(x, act, slope=0.25, lower=0.125, upper=0.334):
 def test_lrelu_unary(rng, dtype, act, shape):
     x = rng.uniform(-4, 4, size=shape).astype(dtype)
     out = nd.LeakyReLU(nd.array(x, dtype=dtype), act_type=act)
+    if act == 'rrelu':  # (output, slopes), as MXNet; outside training every slope is the mean
+        out, mask = out
+        np.testing.assert_allclose(mask.asnumpy(), np.full(shape, (0.125 + 0.334) / 2),
+                                   rtol=1e-6)
     tol = 1e-5 if dtype == 'float32' else 1e-12
     assert out.shape == shape and out.dtype == np.dtype(dtype)
     np.testing.assert_allclose(out.asnumpy(), _np_lrelu(x, act), rtol=tol, atol=tol)
@@ -203,6 +207,7 @@ def test_lrelu_default_is_leaky_quarter():
 def test_lrelu_attrs(rng, act, kw):
     x = rng.uniform(-3, 3, size=(4, 6)).astype('float32')
     out = nd.LeakyReLU(nd.array(x), act_type=act, **kw)
+    out = out[0] if act == 'rrelu' else out
     ref = _np_lrelu(x, act, slope=kw.get('slope', 0.25), lower=kw.get('lower_bound', 0.125),
                     upper=kw.get('upper_bound', 0.334))
     np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-6, atol=1e-6)
@@ -248,17 +253,18 @@ def test_rrelu_training_random_slopes(rng):
     x = -np.abs(rng.standard_normal(20000)).astype('float32') - 0.1
     prev = mx._core.set_training(True)
     try:
-        out = nd.LeakyReLU(nd.array(x), act_type='rrelu', lower_bound=0.1, upper_bound=0.3)
+        out, mask = nd.LeakyReLU(nd.array(x), act_type='rrelu', lower_bound=0.1, upper_bound=0.3)
     finally:
         mx._core.set_training(prev)
     slopes = out.asnumpy() / x
+    np.testing.assert_allclose(mask.asnumpy(), slopes, rtol=1e-5)  # the slopes it drew
     assert slopes.min() >= 0.1 - 1e-6 and slopes.max() <= 0.3 + 1e-6
     assert slopes.std() > 0.03  # really random, not the mean slope
     assert abs(slopes.mean() - 0.2) < 0.01
     # Positive inputs pass through unchanged.
     prev = mx._core.set_training(True)
     try:
-        pos = nd.LeakyReLU(nd.array(np.abs(x)), act_type='rrelu')
+        pos = nd.LeakyReLU(nd.array(np.abs(x)), act_type='rrelu')[0]
     finally:
         mx._core.set_training(prev)
     np.testing.assert_array_equal(pos.asnumpy(), np.abs(x))

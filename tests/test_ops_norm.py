@@ -96,10 +96,68 @@ def test_batchnorm_defaults_and_global_stats(rng):
                           output_mean_var=True)
     np.testing.assert_allclose(y.asnumpy(), np_batchnorm(x, gamma, beta, mm, mv,
                                                          fix_gamma=False), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(y2.asnumpy(), np_batchnorm(x, gamma, beta, mm, mv, eps=1e-5,
-                                                          fix_gamma=False, train=True),
+    # output_mean_var: (output, batch mean, inverse std 1 / sqrt(var + eps)), as MXNet
+    assert isinstance(y2, list) and len(y2) == 3
+    np.testing.assert_allclose(y2[0].asnumpy(), np_batchnorm(x, gamma, beta, mm, mv, eps=1e-5,
+                                                             fix_gamma=False, train=True),
                                rtol=1e-4, atol=1e-5)
-    assert isinstance(y2, nd.NDArray)  # one visible output
+    axes = tuple(d for d in range(x.ndim) if d != 1)
+    np.testing.assert_allclose(y2[1].asnumpy(), x.mean(axis=axes), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y2[2].asnumpy(), 1 / np.sqrt(x.var(axis=axes) + 1e-5), rtol=1e-4)
+    assert isinstance(nd.BatchNorm(*args), nd.NDArray)  # one visible output by default
+
+
+@pytest.mark.parametrize('op', ['LayerNorm', 'GroupNorm'])
+def test_norm_output_mean_var_gives_mean_and_std(op, rng):
+    x = rng.normal(size=(2, 4, 3)).astype('float32')
+    if op == 'LayerNorm':
+        out = nd.LayerNorm(nd.array(x), nd.ones((3,)), nd.zeros((3,)), output_mean_var=True)
+        rows, shape = x, (2, 4, 1)
+    else:
+        out = nd.GroupNorm(nd.array(x), nd.ones((2,)), nd.zeros((2,)), num_groups=2,
+                           output_mean_var=True)
+        rows, shape = x.reshape(2, 2, -1), (2, 2)
+    assert len(out) == 3 and out[1].shape == shape and out[2].shape == shape
+    np.testing.assert_allclose(out[1].asnumpy().ravel(), rows.mean(axis=-1).ravel(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(out[2].asnumpy().ravel(),
+                               np.sqrt(rows.var(axis=-1) + 1e-5).ravel(), rtol=1e-4)
+    sym = getattr(mx.sym, op)(mx.sym.var('x'), output_mean_var=True, name='n',
+                              **({} if op == 'LayerNorm' else {'num_groups': 2}))
+    assert sym.list_outputs() == ['n_output', 'n_mean', 'n_std']
+
+
+def test_batchnorm_statistics_outputs_stop_folding():
+    # A hybridized Conv + BatchNorm whose statistics are read is not folded (folding computes
+    # no statistics); the same pair without them is.
+    class Net(mx.gluon.HybridBlock):
+        def __init__(self, stats, **kw):
+            super().__init__(**kw)
+            self.stats = stats
+            with self.name_scope():
+                self.conv = mx.gluon.nn.Conv2D(4, 3, in_channels=2)
+                self.bn = mx.gluon.nn.BatchNorm(in_channels=4)
+
+        def hybrid_forward(self, F, x):
+            y = self.conv(x)
+            if not self.stats:
+                return self.bn(y)
+            p = self.bn.params
+            out = F.BatchNorm(y, *[p.get(n).var() if F is mx.sym else p.get(n).data()
+                                   for n in ('gamma', 'beta', 'running_mean', 'running_var')],
+                              output_mean_var=True, fix_gamma=False)
+            return out[0], out[1], out[2]
+    x = nd.random.uniform(shape=(2, 2, 6, 6))
+    for stats in (False, True):
+        net = Net(stats)
+        net.initialize()
+        ref = net(x)
+        net.hybridize()
+        got = net(x)
+        ref, got = (ref, got) if stats else ((ref,), (got,))
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+        assert net._cached_op.stats()['folded_batchnorm'] == (0 if stats else 1)
 
 
 def test_batchnorm_infer_fills_params():

@@ -27,6 +27,9 @@ bool hg_fold_match(const hg_plan *p, int bn, int conv)
     if (p->meta[e].dtype != HG_DTYPE_F32 || p->meta[e].ndim < 3) return false;
     int ax = attr(b->op, "axis");
     if (ax < 0 || b->attrs->v[ax].i != 1) return false;
+    /* The batch statistics outputs (output_mean_var) must be unread: folding computes none. */
+    int eb = p->entry[bn];
+    if (p->uses[eb + 1] || p->uses[eb + 2]) return false;
     int lay = attr(c->op, "layout");
     if (lay < 0) return false;
     const hg_attr_value *lv = &c->attrs->v[lay];

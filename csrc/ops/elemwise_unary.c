@@ -66,7 +66,9 @@ F(reciprocal, 1 / v)
 F(floor_, floor(v))
 F(ceil_, ceil(v))
 F(round_, round(v))
-F(rint_, rint(v))
+/* MXNet's rint: the floor when x is at most half above it, so exact halves go down
+ * (-2.5 -> -3, 0.5 -> 0, 1.5 -> 1, 2.5 -> 2), as MXNet documents ("n.5 -> n"). */
+F(rint_, v - floor(v) <= 0.5 ? floor(v) : floor(v) + 1)
 F(trunc_, trunc(v))
 F(sin_, sin(v))
 F(cos_, cos(v))
@@ -305,7 +307,7 @@ const hg_op_def hg_ops_elemwise_unary[] = {
     UN_ROUND("floor", floor_, "largest integer <= x"),
     UN_ROUND("ceil", ceil_, "smallest integer >= x"),
     UN_ROUND("round", round_, "nearest integer, halves away from zero"),
-    UN_ROUND("rint", rint_, "nearest integer, halves to even"),
+    UN_ROUND("rint", rint_, "nearest integer, exact halves rounded down (as MXNet: n.5 -> n)"),
     UN_ROUND("trunc", trunc_, "integer part, toward zero"),
     UN_ROUND("fix", trunc_, "integer part, toward zero"),
     UN("sin", NULL, sin_, "sine", 0, sin_grad),

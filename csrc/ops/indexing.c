@@ -369,29 +369,34 @@ static hg_status pick_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                             int nout, hg_meta *out)
 {
     hg_meta *x = &in[0], *idx = &in[1];
-    char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
+    char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR], s4[HG_SHAPE_STR];
     out[0].dtype = x->dtype;
     if (a->v[PK_AXIS].is_none)
         return hg_error(HG_ERR_VALUE, "pick: axis=None is not supported, give an axis");
     if (UNKNOWN(*x)) return HG_OK;
     int axis = 0;
     HG_TRY(norm_axis("pick", "axis", a->v[PK_AXIS].i, x, &axis));
-    hg_meta o = {.ndim = 0, .dtype = x->dtype};
+    /* The index has the data's shape without the axis, or with it kept as 1 (MXNet takes
+     * either, whatever keepdims says: the elements lie in the same order); the result has the
+     * shape keepdims asks for. */
+    hg_meta dropped = {.ndim = 0, .dtype = x->dtype}, kept = dropped;
     for (int d = 0; d < x->ndim; d++) {
-        if (d != axis) o.shape[o.ndim++] = x->shape[d];
-        else if (a->v[PK_KEEPDIMS].b) o.shape[o.ndim++] = 1;
+        if (d != axis) dropped.shape[dropped.ndim++] = x->shape[d];
+        kept.shape[kept.ndim++] = d != axis ? x->shape[d] : 1;
     }
-    if (o.ndim == 0) o.shape[o.ndim++] = 1; /* MXNet has no 0-d result: a 1-D pick is (1,) */
+    if (dropped.ndim == 0) dropped.shape[dropped.ndim++] = 1; /* MXNet has no 0-d result */
+    hg_meta o = a->v[PK_KEEPDIMS].b ? kept : dropped;
     if (UNKNOWN(*idx)) {
         hg_dtype dt = idx->dtype;
         *idx = o;
         idx->dtype = dt;
-    } else if (!shape_match(idx, &o)) {
-        return hg_error(HG_ERR_VALUE, "pick: index shape %s does not match the expected %s "
-                        "(data shape %s without axis %d%s)",
-                        hg_shape_str(s1, idx->ndim, idx->shape), hg_shape_str(s2, o.ndim, o.shape),
+    } else if (!shape_match(idx, &dropped) && !shape_match(idx, &kept)) {
+        return hg_error(HG_ERR_VALUE, "pick: index shape %s does not match the data shape %s "
+                        "without axis %d (%s) or with it kept as 1 (%s)",
+                        hg_shape_str(s1, idx->ndim, idx->shape),
                         hg_shape_str(s3, x->ndim, x->shape), axis,
-                        a->v[PK_KEEPDIMS].b ? ", kept as 1" : "");
+                        hg_shape_str(s2, dropped.ndim, dropped.shape),
+                        hg_shape_str(s4, kept.ndim, kept.shape));
     }
     if (x->shape[axis] == 0 && dims_size(&o, 0, o.ndim) != 0)
         return hg_error(HG_ERR_INDEX, "pick: cannot pick from axis %d of size 0 (data shape %s)",

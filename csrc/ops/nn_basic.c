@@ -483,6 +483,8 @@ static const hg_op_def k_lrelu_impl[] = {
 };
 
 static int lrelu_num_inputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == ACT_PRELU ? 2 : 1; }
+/* rrelu has a second output, visible as in MXNet: the slopes it used (drawn per element in
+ * training, the mean slope otherwise). */
 static int lrelu_num_outputs(const hg_attrs *a)
 {
     return a->v[LR_ACT_TYPE].i == ACT_RRELU ? 2 : 1;
@@ -838,8 +840,8 @@ const hg_op_def hg_ops_nn_basic[] = {
             "slope when training), elu, selu, gelu",
      .input_names = HG_NAMES("data", "gamma"), .output_names = HG_NAMES("output", "mask"),
      .attrs = k_lrelu_attrs, .num_attrs = HG_COUNT(k_lrelu_attrs), .num_inputs = 2,
-     .num_outputs = 1, .num_visible_outputs = 1, .flags = HG_OP_INPLACE,
-     .get_num_inputs = lrelu_num_inputs, .get_num_outputs = lrelu_num_outputs,
+     .num_outputs = 1, .flags = HG_OP_INPLACE, .get_num_inputs = lrelu_num_inputs,
+     .get_num_outputs = lrelu_num_outputs, .get_num_visible_outputs = lrelu_num_outputs,
      .infer = lrelu_infer, .forward = lrelu_forward, .grad = lrelu_grad},
     {.name = "_backward_LeakyReLU",
      .doc = "gradient of LeakyReLU: dx = dy * f'(data); prelu also gives gamma's gradient; "

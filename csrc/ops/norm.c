@@ -46,7 +46,8 @@ static const hg_attr_spec k_bn_attrs[] = {
     {"fix_gamma", HG_ATTR_BOOL, 0, "True", "treat gamma as 1", NULL},
     {"use_global_stats", HG_ATTR_BOOL, 0, "False",
      "use moving_mean / moving_var in training too (no batch statistics)", NULL},
-    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "accepted for compatibility", NULL},
+    {"output_mean_var", HG_ATTR_BOOL, 0, "False",
+     "also return the mean and the inverse standard deviation", NULL},
     {"axis", HG_ATTR_INT, 0, "1", "the channel axis", NULL},
     {"cudnn_off", HG_ATTR_BOOL, 0, "False", "accepted for compatibility; no effect on CPU", NULL},
     {"min_calib_range", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
@@ -58,7 +59,7 @@ static const hg_attr_spec k_bn_attrs[] = {
 static const hg_attr_spec k_ln_attrs[] = {
     {"axis", HG_ATTR_INT, 0, "-1", "the axis to normalise over", NULL},
     {"eps", HG_ATTR_FLOAT, 0, "1e-05", "added to the variance before the square root", NULL},
-    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "accepted for compatibility", NULL},
+    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "also return the mean and the std", NULL},
 };
 
 static const hg_attr_spec k_in_attrs[] = {
@@ -68,8 +69,14 @@ static const hg_attr_spec k_in_attrs[] = {
 static const hg_attr_spec k_gn_attrs[] = {
     {"num_groups", HG_ATTR_INT, 0, "1", "number of channel groups", NULL},
     {"eps", HG_ATTR_FLOAT, 0, "1e-05", "added to the variance before the square root", NULL},
-    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "accepted for compatibility", NULL},
+    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "also return the mean and the std", NULL},
 };
+
+/* output_mean_var=True shows the statistics outputs too (mean and inverse std for BatchNorm,
+ * mean and std for LayerNorm / GroupNorm), as MXNet does. */
+static int bn_visible(const hg_attrs *a) { return a->v[BN_OUTPUT_MEAN_VAR].b ? 3 : 1; }
+static int ln_visible(const hg_attrs *a) { return a->v[LN_OUTPUT_MEAN_VAR].b ? 3 : 1; }
+static int gn_visible(const hg_attrs *a) { return a->v[GN_OUTPUT_MEAN_VAR].b ? 3 : 1; }
 
 /* ---------------------------------------------------------------------------------------------
  * Shape inference helpers
@@ -1168,7 +1175,7 @@ const hg_op_def hg_ops_norm[] = {
      .input_names = HG_NAMES("data", "gamma", "beta", "moving_mean", "moving_var"),
      .output_names = HG_NAMES("output", "mean", "var"), .attrs = k_bn_attrs,
      .num_attrs = HG_COUNT(k_bn_attrs), .num_inputs = 5, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = bn_infer, .forward = bn_forward, .grad = bn_grad,
+     .get_num_visible_outputs = bn_visible, .infer = bn_infer, .forward = bn_forward, .grad = bn_grad,
      .mutate_inputs = (1u << 3) | (1u << 4)},
     {.name = "_backward_BatchNorm",
      .doc = "gradient of BatchNorm from (ograd, data, gamma, mean, var = inverse std): data, "
@@ -1184,7 +1191,7 @@ const hg_op_def hg_ops_norm[] = {
      .input_names = HG_NAMES("data", "gamma", "beta"),
      .output_names = HG_NAMES("output", "mean", "std"), .attrs = k_ln_attrs,
      .num_attrs = HG_COUNT(k_ln_attrs), .num_inputs = 3, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = ln_infer, .forward = ln_forward, .grad = row_norm_grad},
+     .get_num_visible_outputs = ln_visible, .infer = ln_infer, .forward = ln_forward, .grad = row_norm_grad},
     {.name = "_backward_LayerNorm",
      .doc = "gradient of LayerNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
             "gradients",
@@ -1210,7 +1217,7 @@ const hg_op_def hg_ops_norm[] = {
      .input_names = HG_NAMES("data", "gamma", "beta"),
      .output_names = HG_NAMES("output", "mean", "std"), .attrs = k_gn_attrs,
      .num_attrs = HG_COUNT(k_gn_attrs), .num_inputs = 3, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = gn_infer, .forward = gn_forward, .grad = row_norm_grad},
+     .get_num_visible_outputs = gn_visible, .infer = gn_infer, .forward = gn_forward, .grad = row_norm_grad},
     {.name = "_backward_GroupNorm",
      .doc = "gradient of GroupNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
             "gradients (gamma / beta per group)",

@@ -1,0 +1,145 @@
+"""The benchmark workloads written once against the Gluon API, run by hybridgluon in the
+benchmark's own process and by real MXNet 1.9.1 in a peer worker (benchmarks/peers.py): the same
+code after `import mxnet as mx` / `import hybridgluon as mx`, as the seeds promise.
+
+Each builder takes the framework module and keyword arguments and returns a function that does
+one unit of work and waits for its result (MXNet runs asynchronously: without the wait its
+timings would measure only the queueing).
+"""
+import numpy as np
+
+
+def _sync(out):
+    out.wait_to_read()
+    return out
+
+
+def relu_one(mx):
+    x = mx.nd.ones((1,))
+    return lambda: _sync(mx.nd.relu(x))
+
+
+def add_4x4(mx):
+    a, b = mx.nd.ones((4, 4)), mx.nd.ones((4, 4))
+    return lambda: _sync(a + b)
+
+
+def add_big(mx, n=10 ** 7):
+    a, b = mx.nd.random.uniform(shape=(n,)), mx.nd.random.uniform(shape=(n,))
+    return lambda: _sync(a + b)
+
+
+def exp_big(mx, n=10 ** 7):
+    a = mx.nd.random.uniform(shape=(n,))
+    return lambda: _sync(mx.nd.exp(a))
+
+
+def sgemm(mx, k=1024):
+    a, b = mx.nd.random.uniform(shape=(k, k)), mx.nd.random.uniform(shape=(k, k))
+    return lambda: _sync(mx.nd.dot(a, b))
+
+
+def _mlp(mx, widths, hybrid):
+    nn = mx.gluon.nn
+    net = nn.HybridSequential()
+    with net.name_scope():
+        for w in widths[:-1]:
+            net.add(nn.Dense(w, activation='relu'))
+        net.add(nn.Dense(widths[-1]))
+    net.initialize(mx.init.Xavier())
+    if hybrid:
+        net.hybridize(static_alloc=True, static_shape=True)
+    return net
+
+
+def mlp_forward(mx, hybrid=True, batch=1, din=512, widths=(256, 128, 2)):
+    """The seeds' benchmark: one forward of the 512-256-128-2 MLP."""
+    net = _mlp(mx, list(widths), hybrid)
+    x = mx.nd.random.normal(shape=(batch, din))
+    return lambda: _sync(net(x))
+
+
+def _train_step(mx, net, x, y):
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    batch = x.shape[0]
+
+    def step():
+        with mx.autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(batch)
+        return _sync(loss)
+    return step
+
+
+def mlp_train_step(mx, hybrid=True, batch=64, din=512, widths=(256, 128, 2)):
+    """One training step (forward, loss, backward, SGD update) of an MLP."""
+    net = _mlp(mx, list(widths), hybrid)
+    x = mx.nd.random.normal(shape=(batch, din))
+    y = mx.nd.array(np.random.RandomState(0).randint(0, widths[-1], batch), dtype='float32')
+    return _train_step(mx, net, x, y)
+
+
+def lenet(mx):
+    """The first seed's Net (LeNet with a hand-made fc3_weight)."""
+    gluon, nn = mx.gluon, mx.gluon.nn
+
+    class Net(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super(Net, self).__init__(**kwargs)
+            with self.name_scope():
+                self.conv1 = nn.Conv2D(6, kernel_size=5)
+                self.pool1 = nn.MaxPool2D(pool_size=2)
+                self.conv2 = nn.Conv2D(16, kernel_size=5)
+                self.pool2 = nn.MaxPool2D(pool_size=2)
+                self.fc1 = nn.Dense(120)
+                self.fc2 = nn.Dense(84)
+                self.fc3_weight = self.params.get('fc3_weight', shape=(10, 84))
+
+        def hybrid_forward(self, F, x, fc3_weight):
+            x = self.pool1(F.relu(self.conv1(x)))
+            x = self.pool2(F.relu(self.conv2(x)))
+            x = x.reshape((0, -1))
+            x = F.relu(self.fc1(x))
+            x = F.relu(self.fc2(x))
+            return F.dot(x, fc3_weight, transpose_b=True)
+    net = Net()
+    net.initialize(mx.init.Xavier())
+    net.hybridize(static_alloc=True, static_shape=True)
+    return net
+
+
+def lenet_forward(mx, batch=256):
+    net = lenet(mx)
+    x = mx.nd.random.uniform(shape=(batch, 1, 28, 28))
+    return lambda: _sync(net(x))
+
+
+def lenet_train_step(mx, batch=256):
+    net = lenet(mx)
+    x = mx.nd.random.uniform(shape=(batch, 1, 28, 28))
+    y = mx.nd.array(np.random.RandomState(0).randint(0, 10, batch), dtype='float32')
+    return _train_step(mx, net, x, y)
+
+
+def zoo_model(mx, name, batch=1):
+    """Inference of a model-zoo network at 224x224, hybridized."""
+    net = mx.gluon.model_zoo.vision.get_model(name)
+    net.initialize(mx.init.Xavier())
+    net.hybridize(static_alloc=True, static_shape=True)
+    x = mx.nd.random.uniform(shape=(batch, 3, 224, 224))
+    return lambda: _sync(net(x))
+
+
+def conv3x3(mx, batch=8, channels=64, size=56):
+    x = mx.nd.random.uniform(shape=(batch, channels, size, size))
+    w = mx.nd.random.uniform(-0.1, 0.1, shape=(channels, channels, 3, 3))
+    b = mx.nd.zeros((channels,))
+    return lambda: _sync(mx.nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1),
+                                           num_filter=channels))
+
+
+WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
+                                     mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
+                                     conv3x3)}
