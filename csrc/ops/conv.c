@@ -287,10 +287,29 @@ typedef struct conv_plan {
  * packed they become 16 x 384 x 150. Not for pointwise layers (their image is the col matrix
  * already) nor for wide images (their own product is wide enough). The output then goes
  * through a buffer of Fg x nb*P (out_g rows are per image). */
+/* Packed 2-D images with stride 1 and no pad take "extended" columns: an output row is given
+ * the input's width (the last I2 - O2 columns of each row are computed and dropped), so that
+ * the col row of tap (c, k1, k2) is one contiguous run of the image, (O1 - 1) * I2 + O2 long,
+ * one copy instead of O1 short ones (LeNet's rows are 8 and 24 wide: the copies' overhead cost
+ * more than the wasted GEMM columns). Returns the columns per packed image: that run's length
+ * when extended, else P. */
+static bool is_ext(const conv_geom *g)
+{
+    if (is_pointwise(g) || g->k[0] != 1 || g->in[0] != 1 || g->s[1] != 1 || g->s[2] != 1 ||
+        g->p[1] != 0 || g->p[2] != 0)
+        return false;
+    return (g->out[1] - 1) * g->in[2] + g->out[2] <= 2 * g->P; /* at most 2x the columns */
+}
+
+static int64_t pack_cols(const conv_geom *g)
+{
+    return is_ext(g) ? (g->out[1] - 1) * g->in[2] + g->out[2] : g->P;
+}
+
 static int64_t pack_images(const conv_geom *g, size_t esize)
 {
     if (is_pointwise(g) || g->P >= 1024) return 1;
-    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * g->P);
+    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * pack_cols(g));
     if (nb > g->N) nb = g->N;
     return nb < 2 ? 1 : nb;
 }
@@ -332,7 +351,7 @@ static conv_plan fwd_plan(const conv_geom *g, size_t esize)
         pl.rows = R;
         pl.ntiles = 1;
         pl.units = g->G * ((g->N + pl.nb - 1) / pl.nb);
-        pl.col_e = (g->K + g->Fg) * pl.nb * g->P; /* col block, then the output buffer */
+        pl.col_e = (g->K + g->Fg) * pl.nb * pack_cols(g); /* col block, then output buffer */
     }
     return pl;
 }
@@ -375,6 +394,47 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
 }
 
+/* Packed col blocks: image n's columns at col + i * S (S = pack_cols, row length ld). */
+#define PACK_IMPL(T, SUFFIX)                                                                    \
+    static void pack_im2col_##SUFFIX(const conv_geom *g, const T *x, T *col, int64_t ld)        \
+    {                                                                                           \
+        if (!is_ext(g)) {                                                                       \
+            const hg_im2col_geom cg = col_geom(g);                                              \
+            hg_im2col_rows_##SUFFIX(&cg, x, 0, g->out[0] * g->out[1], col, ld);                 \
+            return;                                                                             \
+        }                                                                                       \
+        const int64_t I2 = g->in[2], L = pack_cols(g);                                          \
+        for (int64_t c = 0; c < g->Cg; c++)                                                     \
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                            \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                      \
+                    const T *src = x + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];             \
+                    memcpy(col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld, src,                 \
+                           sizeof(T) * (size_t)L);                                              \
+                }                                                                               \
+    }                                                                                           \
+                                                                                                \
+    /* Adjoint of pack_im2col: dx (zeroed here) += scatter of one image's columns. */           \
+    static void pack_col2im_##SUFFIX(const conv_geom *g, const T *col, int64_t ld, T *dx)       \
+    {                                                                                           \
+        memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                                     \
+        if (!is_ext(g)) {                                                                       \
+            const hg_im2col_geom cg = col_geom(g);                                              \
+            hg_col2im_rows_##SUFFIX(&cg, col, 0, g->out[0] * g->out[1], ld, dx);                \
+            return;                                                                             \
+        }                                                                                       \
+        const int64_t I2 = g->in[2], L = pack_cols(g);                                          \
+        for (int64_t c = 0; c < g->Cg; c++)                                                     \
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                            \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                      \
+                    T *dst = dx + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];                  \
+                    const T *r = col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld;                \
+                    for (int64_t e = 0; e < L; e++) dst[e] += r[e];                             \
+                }                                                                               \
+    }
+
+PACK_IMPL(float, f32)
+PACK_IMPL(double, f64)
+
 #define CONV_IMPL(T, SUFFIX)                                                                    \
     typedef struct {                                                                            \
         const conv_geom *g;                                                                     \
@@ -389,22 +449,23 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
     static void conv_pack_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
-        const hg_im2col_geom cg = col_geom(g);                                                  \
-        const int64_t P = g->P, R = g->out[0] * g->out[1], gi = u % g->G;                       \
+        const int64_t P = g->P, S = pack_cols(g), O2 = g->out[2], gi = u % g->G;                \
         int64_t n0 = u / g->G * j->pl.nb, n1 = n0 + j->pl.nb < g->N ? n0 + j->pl.nb : g->N;     \
-        int64_t cols = (n1 - n0) * P;                                                           \
+        int64_t cols = (n1 - n0) * S;                                                           \
         T *buf = col + g->K * cols;                                                             \
         for (int64_t n = n0; n < n1; n++)                                                       \
-            hg_im2col_rows_##SUFFIX(&cg, j->x + (n * g->C + gi * g->Cg) * g->I, 0, R,           \
-                                    col + (n - n0) * P, cols);                                  \
+            pack_im2col_##SUFFIX(g, j->x + (n * g->C + gi * g->Cg) * g->I, col + (n - n0) * S,  \
+                                 cols);                                                         \
         hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
                          col, cols, 0, buf, cols);                                              \
+        const int64_t rs = is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */         \
         for (int64_t n = n0; n < n1; n++)                                                       \
             for (int64_t f = 0; f < g->Fg; f++) {                                               \
                 T *yr = j->y + (n * g->F + gi * g->Fg + f) * P;                                 \
-                const T *br = buf + f * cols + (n - n0) * P;                                    \
+                const T *br = buf + f * cols + (n - n0) * S;                                    \
                 T bv = j->b ? j->b[gi * g->Fg + f] : 0;                                         \
-                for (int64_t i = 0; i < P; i++) yr[i] = br[i] + bv;                             \
+                for (int64_t r = 0; r < P / O2; r++, yr += O2, br += rs)                        \
+                    for (int64_t i = 0; i < O2; i++) yr[i] = br[i] + bv;                        \
             }                                                                                   \
     }                                                                                           \
                                                                                                 \
@@ -573,7 +634,7 @@ static int64_t bw_pack(const conv_geom *g, size_t esize)
 static int64_t bw_col_elems(const conv_geom *g, size_t esize)
 {
     int64_t nb = bw_pack(g, esize);
-    if (nb > 1) return (g->K + g->Fg) * nb * g->P;
+    if (nb > 1) return (g->K + g->Fg) * nb * pack_cols(g);
     return is_pointwise(g) ? 0 : g->K * bw_rows(g, esize) * g->out[2];
 }
 
@@ -617,29 +678,32 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
                                      T *col, T *dw)                                             \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
-        const hg_im2col_geom cg = col_geom(g);                                                  \
-        const int64_t P = g->P, R = g->out[0] * g->out[1], cols = (n1 - n0) * P;                \
+        const int64_t P = g->P, S = pack_cols(g), O2 = g->out[2], cols = (n1 - n0) * S;         \
+        const int64_t rs = is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */         \
         T *dyb = col + g->K * cols;                                                             \
         for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
+            /* dy gathered; the dropped columns of extended rows are zeros */                   \
+            if (S != P) memset(dyb, 0, sizeof(T) * (size_t)(g->Fg * cols));                     \
             for (int64_t n = n0; n < n1; n++)                                                   \
-                for (int64_t f = 0; f < g->Fg; f++)                                             \
-                    memcpy(dyb + f * cols + (n - n0) * P, j->dy + (n * g->F + gi * g->Fg + f) * P,\
-                           sizeof(T) * (size_t)P);                                              \
+                for (int64_t f = 0; f < g->Fg; f++) {                                           \
+                    const T *src = j->dy + (n * g->F + gi * g->Fg + f) * P;                     \
+                    T *dst = dyb + f * cols + (n - n0) * S;                                     \
+                    for (int64_t r = 0; r < P / O2; r++, src += O2, dst += rs)                  \
+                        memcpy(dst, src, sizeof(T) * (size_t)O2);                               \
+                }                                                                               \
             if (dw) {                                                                           \
                 for (int64_t n = n0; n < n1; n++)                                               \
-                    hg_im2col_rows_##SUFFIX(&cg, j->x + (n * g->C + gi * g->Cg) * g->I, 0, R,   \
-                                            col + (n - n0) * P, cols);                          \
+                    pack_im2col_##SUFFIX(g, j->x + (n * g->C + gi * g->Cg) * g->I,              \
+                                         col + (n - n0) * S, cols);                             \
                 hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dyb, cols, col, cols, 1,    \
                                  dw + gi * g->Fg * g->K, g->K);                                 \
             }                                                                                   \
             if (j->dx) {                                                                        \
                 hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, j->w + gi * g->Fg * g->K,   \
                                  g->K, dyb, cols, 0, col, cols);                                \
-                for (int64_t n = n0; n < n1; n++) {                                             \
-                    T *dx = j->dx + (n * g->C + gi * g->Cg) * g->I;                             \
-                    memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                         \
-                    hg_col2im_rows_##SUFFIX(&cg, col + (n - n0) * P, 0, R, cols, dx);           \
-                }                                                                               \
+                for (int64_t n = n0; n < n1; n++)                                               \
+                    pack_col2im_##SUFFIX(g, col + (n - n0) * S, cols,                           \
+                                         j->dx + (n * g->C + gi * g->Cg) * g->I);               \
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
