@@ -6,11 +6,11 @@
  * is one GEMM: out_g[F/g, P] = W_g[F/g, C/g*K] . col[C/g*K, P], started from the bias (beta 1).
  * A 1x1 kernel with stride 1 and no pad needs no im2col: the image itself is the col matrix.
  *
- * Small per-image products run images in parallel (each thread slot owns a col buffer in the
- * workspace and its BLAS calls stay single-threaded); large ones loop images serially and let the
- * BLAS thread the GEMM (im2col / col2im then split over channels instead). float16 is computed in
- * float32 through the workspace. _backward_Convolution computes the three gradients the same
- * way (see the gradient section).
+ * The forward cuts images into tiles of output rows whose col blocks stay in L2 and spreads
+ * them over the thread pool (see "forward plan"); the backward runs images in parallel slots,
+ * tile by tile (see the gradient section). Depthwise layers (num_group == channels) skip both
+ * for the direct kernel of kernels/cpu/depthwise.c. float16 is computed in float32 through the
+ * workspace.
  *
  * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
  * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
@@ -21,6 +21,7 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
+#include "../kernels/cpu/depthwise.h"
 #include "../kernels/cpu/gemm.h"
 #include "../kernels/cpu/im2col.h"
 #include "conv_common.h"
@@ -137,6 +138,26 @@ static bool is_pointwise(const conv_geom *g)
     return true;
 }
 
+/* num_group == channels (MobileNet's 3x3 layers): the direct kernel of depthwise.c, no GEMM. */
+static bool is_depthwise(const conv_geom *g)
+{
+    return g->G > 1 && g->Cg == 1 && g->k[2] <= HG_DW_MAX_K;
+}
+
+static hg_dw_geom dw_geom(const conv_geom *g)
+{
+    hg_dw_geom d = {.N = g->N, .C = g->C, .mult = g->Fg};
+    for (int i = 0; i < 3; i++) {
+        d.im[i] = g->in[i];
+        d.out[i] = g->out[i];
+        d.k[i] = g->k[i];
+        d.s[i] = g->s[i];
+        d.d[i] = g->d[i];
+        d.p[i] = g->p[i];
+    }
+    return d;
+}
+
 static const char *tuple_str(char *buf, const hg_tuple *t)
 {
     return hg_shape_str(buf, t->n, t->v);
@@ -228,16 +249,128 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 
 /* ---- kernel -------------------------------------------------------------------------------- */
 
-/* Number of parallel image slots, and whether images run in parallel. */
-static int64_t num_slots(const conv_geom *g)
+/* ---- forward plan --------------------------------------------------------------------------
+ * The forward splits every image and group into tiles of whole output rows (o0, o1). A tile's
+ * im2col block (K x rows*O2) is written into a col buffer small enough to stay in the core's L2
+ * until the GEMM packs it (whole-image col matrices of a 3x3 layer are megabytes: writing them to
+ * memory and reading them back cost about as much as the product). The (image, group, tile)
+ * units are spread over the thread pool in contiguous runs, one slot (and col buffer) per
+ * thread, each GEMM running single-threaded; so batch 1 runs in parallel too, with no GEMM-level
+ * split and its synchronisation per product. */
+
+/* Bytes of one tile's col block we aim for (a quarter to a half of the L2 of current cores). */
+/* Measured on the 2-core AVX-512 machine, 3x3 64->64 at 56x56: 256 KB tiles 141 GFLOP/s, 1 MB
+ * 57, whole images (7 MB) 52. */
+#define TILE_BYTES (256 * 1024)
+/* Units a layer is cut into at least (when it has that many output rows), so that any thread
+ * count up to this keeps every thread busy; independent of the thread count so that the
+ * workspace size is too. */
+#define MIN_UNITS 8
+/* Multiply-adds below which a layer runs on the calling thread alone. */
+#define SERIAL_WORK 200000.0
+
+/* Columns a tile has at least (when the image has that many): narrower products waste the
+ * GEMM's packing of the weights. */
+#define MIN_COLS 64
+
+typedef struct conv_plan {
+    int64_t rows;   /* output rows (o0, o1) per tile */
+    int64_t ntiles; /* tiles per image and group */
+    int64_t units;  /* N * G * ntiles */
+    int64_t col_e;  /* elements of one col buffer (0: pointwise, the image is the col matrix) */
+    bool whole;     /* too few units: whole images, one GEMM each, split by the GEMM itself */
+    int64_t nb;     /* > 1: small images packed nb to a unit (see pack_images) */
+} conv_plan;
+
+/* Images packed side by side into one col block (nb > 1) when several whole ones fit in a tile:
+ * LeNet's 8x8 outputs make 16 x 64 x 150 products per image, mostly call and packing overhead;
+ * packed they become 16 x 384 x 150. Not for pointwise layers (their image is the col matrix
+ * already) nor for wide images (their own product is wide enough). The output then goes
+ * through a buffer of Fg x nb*P (out_g rows are per image). */
+/* Packed 2-D images with stride 1 and no pad take "extended" columns: an output row is given
+ * the input's width (the last I2 - O2 columns of each row are computed and dropped), so that
+ * the col row of tap (c, k1, k2) is one contiguous run of the image, (O1 - 1) * I2 + O2 long,
+ * one copy instead of O1 short ones (LeNet's rows are 8 and 24 wide: the copies' overhead cost
+ * more than the wasted GEMM columns). Returns the columns per packed image: that run's length
+ * when extended, else P. */
+static bool is_ext(const conv_geom *g)
 {
-    /* Largest product OpenBLAS keeps on the calling thread (see gemm.c): up to this size the
-     * GEMMs of several images may run side by side in the pool's workers. */
-    double mnk = (double)g->Fg * (double)g->P * (double)g->K;
-    if (g->N < 2 || mnk > 262144.0) return 1;
+    if (is_pointwise(g) || g->k[0] != 1 || g->in[0] != 1 || g->s[1] != 1 || g->s[2] != 1 ||
+        g->p[1] != 0 || g->p[2] != 0)
+        return false;
+    return (g->out[1] - 1) * g->in[2] + g->out[2] <= 2 * g->P; /* at most 2x the columns */
+}
+
+static int64_t pack_cols(const conv_geom *g)
+{
+    return is_ext(g) ? (g->out[1] - 1) * g->in[2] + g->out[2] : g->P;
+}
+
+static int64_t pack_images(const conv_geom *g, size_t esize)
+{
+    if (is_pointwise(g) || g->P >= 1024) return 1;
+    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * pack_cols(g));
+    if (nb > g->N) nb = g->N;
+    return nb < 2 ? 1 : nb;
+}
+
+static conv_plan fwd_plan(const conv_geom *g, size_t esize)
+{
+    conv_plan pl;
+    int64_t R = g->out[0] * g->out[1], O2 = g->out[2];
+    int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * O2);
+    int64_t rows_min = (MIN_COLS + O2 - 1) / O2;
+    if (rows < rows_min) rows = rows_min;
+    if (is_pointwise(g) && (double)g->N * g->G >= MIN_UNITS) rows = R; /* no col: whole images */
+    if (rows > R) rows = R;
+    int64_t imgs = g->N * g->G;
+    if (imgs < MIN_UNITS) { /* cut fewer images finer */
+        int64_t want = (MIN_UNITS + imgs - 1) / imgs, cap = (R + want - 1) / want;
+        if (cap < rows_min) cap = rows_min;
+        if (rows > cap) rows = cap;
+    }
+    pl.ntiles = (R + rows - 1) / rows;
+    pl.units = imgs * pl.ntiles;
+    /* Deep layers at small batch (few output positions, long K): too few units to keep the
+     * threads busy; the GEMM of a whole image splits its filters instead. */
+    pl.whole = pl.units < MIN_UNITS;
+    if (pl.whole) {
+        rows = R;
+        pl.ntiles = 1;
+        pl.units = imgs;
+    }
+    pl.rows = rows;
+    pl.col_e = is_pointwise(g) ? 0 : g->K * rows * O2;
+    pl.nb = pack_images(g, esize);
+    if (pl.nb > 1) { /* enough units for the threads before images are packed */
+        int64_t cap = g->N * g->G / MIN_UNITS;
+        if (pl.nb > cap) pl.nb = cap < 1 ? 1 : cap;
+    }
+    if (pl.nb > 1) {
+        pl.whole = false;
+        pl.rows = R;
+        pl.ntiles = 1;
+        pl.units = g->G * ((g->N + pl.nb - 1) / pl.nb);
+        pl.col_e = (g->K + g->Fg) * pl.nb * pack_cols(g); /* col block, then output buffer */
+    }
+    return pl;
+}
+
+/* Slots the forward runs in (the thread count, at most one per unit; 1 for small layers). */
+static int64_t fwd_slots(const conv_geom *g, const conv_plan *pl)
+{
+    if (pl->whole || (double)g->N * g->F * g->P * g->K < SERIAL_WORK) return 1;
     int64_t t = hg_get_num_threads();
     if (t < 1) t = 1;
-    return t < g->N ? t : g->N;
+    return t < pl->units ? t : pl->units;
+}
+
+/* Bytes of col buffers at the start of the forward's workspace (float16 appends its copies). */
+static size_t col_bytes(const conv_geom *g, size_t esize)
+{
+    if (is_depthwise(g)) return 0;
+    conv_plan pl = fwd_plan(g, esize);
+    return esize * (size_t)pl.col_e * (size_t)fwd_slots(g, &pl);
 }
 
 static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
@@ -245,16 +378,10 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     (void)nin;
     conv_geom g;
     geom_full(a, &in[0], &g);
-    size_t cols = is_pointwise(&g) ? 0 : (size_t)(g.K * g.P) * (size_t)num_slots(&g);
-    if (in[0].dtype != HG_DTYPE_F16) return hg_dtype_size(in[0].dtype) * cols;
+    if (in[0].dtype != HG_DTYPE_F16) return col_bytes(&g, hg_dtype_size(in[0].dtype));
     /* float copies of data, weight, bias and output after the col buffers */
-    return sizeof(float) * (cols + (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P));
-}
-
-/* Bytes of col buffers at the start of the workspace (the float16 path appends its copies). */
-static size_t col_bytes(const conv_geom *g, size_t esize)
-{
-    return is_pointwise(g) ? 0 : esize * (size_t)(g->K * g->P) * (size_t)num_slots(g);
+    return col_bytes(&g, sizeof(float)) +
+           sizeof(float) * (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P);
 }
 
 static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
@@ -267,56 +394,140 @@ static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
 }
 
+/* Packed col blocks: image n's columns at col + i * S (S = pack_cols, row length ld). */
+#define PACK_IMPL(T, SUFFIX)                                                                    \
+    static void pack_im2col_##SUFFIX(const conv_geom *g, const T *x, T *col, int64_t ld)        \
+    {                                                                                           \
+        if (!is_ext(g)) {                                                                       \
+            const hg_im2col_geom cg = col_geom(g);                                              \
+            hg_im2col_rows_##SUFFIX(&cg, x, 0, g->out[0] * g->out[1], col, ld);                 \
+            return;                                                                             \
+        }                                                                                       \
+        const int64_t I2 = g->in[2], L = pack_cols(g);                                          \
+        for (int64_t c = 0; c < g->Cg; c++)                                                     \
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                            \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                      \
+                    const T *src = x + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];             \
+                    memcpy(col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld, src,                 \
+                           sizeof(T) * (size_t)L);                                              \
+                }                                                                               \
+    }                                                                                           \
+                                                                                                \
+    /* Adjoint of pack_im2col: dx (zeroed here) += scatter of one image's columns. */           \
+    static void pack_col2im_##SUFFIX(const conv_geom *g, const T *col, int64_t ld, T *dx)       \
+    {                                                                                           \
+        memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                                     \
+        if (!is_ext(g)) {                                                                       \
+            const hg_im2col_geom cg = col_geom(g);                                              \
+            hg_col2im_rows_##SUFFIX(&cg, col, 0, g->out[0] * g->out[1], ld, dx);                \
+            return;                                                                             \
+        }                                                                                       \
+        const int64_t I2 = g->in[2], L = pack_cols(g);                                          \
+        for (int64_t c = 0; c < g->Cg; c++)                                                     \
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                            \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                      \
+                    T *dst = dx + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];                  \
+                    const T *r = col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld;                \
+                    for (int64_t e = 0; e < L; e++) dst[e] += r[e];                             \
+                }                                                                               \
+    }
+
+PACK_IMPL(float, f32)
+PACK_IMPL(double, f64)
+
 #define CONV_IMPL(T, SUFFIX)                                                                    \
     typedef struct {                                                                            \
         const conv_geom *g;                                                                     \
+        conv_plan pl;                                                                           \
         const T *x, *w, *b;                                                                     \
         T *y, *ws;                                                                              \
         int64_t nslots;                                                                         \
     } conv_job_##SUFFIX;                                                                        \
                                                                                                 \
-    static void conv_image_##SUFFIX(const conv_job_##SUFFIX *j, int64_t n, T *col)              \
+    /* Packed unit u = (images [n0, n1), group gi): one GEMM over their side-by-side columns    \
+     * into buf, then each image's rows (+ bias) to the output. */                              \
+    static void conv_pack_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
-        const hg_im2col_geom cg = col_geom(g);                                                  \
-        T *y = j->y + n * g->F * g->P;                                                          \
-        if (j->b)                                                                               \
-            for (int64_t f = 0; f < g->F; f++) {                                                \
-                T bv = j->b[f];                                                                 \
-                T *yr = y + f * g->P;                                                           \
-                for (int64_t i = 0; i < g->P; i++) yr[i] = bv;                                  \
+        const int64_t P = g->P, S = pack_cols(g), O2 = g->out[2], gi = u % g->G;                \
+        int64_t n0 = u / g->G * j->pl.nb, n1 = n0 + j->pl.nb < g->N ? n0 + j->pl.nb : g->N;     \
+        int64_t cols = (n1 - n0) * S;                                                           \
+        T *buf = col + g->K * cols;                                                             \
+        for (int64_t n = n0; n < n1; n++)                                                       \
+            pack_im2col_##SUFFIX(g, j->x + (n * g->C + gi * g->Cg) * g->I, col + (n - n0) * S,  \
+                                 cols);                                                         \
+        hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
+                         col, cols, 0, buf, cols);                                              \
+        const int64_t rs = is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */         \
+        for (int64_t n = n0; n < n1; n++)                                                       \
+            for (int64_t f = 0; f < g->Fg; f++) {                                               \
+                T *yr = j->y + (n * g->F + gi * g->Fg + f) * P;                                 \
+                const T *br = buf + f * cols + (n - n0) * S;                                    \
+                T bv = j->b ? j->b[gi * g->Fg + f] : 0;                                         \
+                for (int64_t r = 0; r < P / O2; r++, yr += O2, br += rs)                        \
+                    for (int64_t i = 0; i < O2; i++) yr[i] = br[i] + bv;                        \
             }                                                                                   \
-        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
-            const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
-            const T *src = x;                                                                   \
-            if (col) {                                                                          \
-                hg_im2col_##SUFFIX(&cg, x, col);                                                \
-                src = col;                                                                      \
-            }                                                                                   \
-            hg_gemm_##SUFFIX(false, false, g->Fg, g->P, g->K, 1, j->w + gi * g->Fg * g->K,      \
-                             g->K, src, g->P, j->b ? 1 : 0, y + gi * g->Fg * g->P, g->P);       \
-        }                                                                                       \
     }                                                                                           \
                                                                                                 \
-    /* Slots [begin, end): slot t handles images t, t + nslots, ... with its own col buffer. */ \
+    /* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */        \
+    static void conv_unit_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
+    {                                                                                           \
+        const conv_geom *g = j->g;                                                              \
+        if (j->pl.nb > 1) {                                                                     \
+            conv_pack_##SUFFIX(j, u, col);                                                      \
+            return;                                                                             \
+        }                                                                                       \
+        const int64_t O2 = g->out[2], R = g->out[0] * g->out[1];                                \
+        int64_t tile = u % j->pl.ntiles, ng = u / j->pl.ntiles, gi = ng % g->G, n = ng / g->G;  \
+        int64_t r0 = tile * j->pl.rows, r1 = r0 + j->pl.rows < R ? r0 + j->pl.rows : R;         \
+        int64_t cols = (r1 - r0) * O2;                                                          \
+        T *y = j->y + (n * g->F + gi * g->Fg) * g->P + r0 * O2;                                 \
+        if (j->b)                                                                               \
+            for (int64_t f = 0; f < g->Fg; f++) {                                               \
+                T bv = j->b[gi * g->Fg + f], *yr = y + f * g->P;                                \
+                for (int64_t i = 0; i < cols; i++) yr[i] = bv;                                  \
+            }                                                                                   \
+        const T *x = j->x + (n * g->C + gi * g->Cg) * g->I, *src = x + r0 * O2;                 \
+        int64_t ld = g->P;                                                                      \
+        if (col) {                                                                              \
+            const hg_im2col_geom cg = col_geom(g);                                              \
+            if (j->pl.whole) /* split over channels on the pool */                              \
+                hg_im2col_##SUFFIX(&cg, x, col);                                                \
+            else                                                                                \
+                hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col, cols);                             \
+            src = col;                                                                          \
+            ld = cols;                                                                          \
+        }                                                                                       \
+        hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
+                         src, ld, j->b ? 1 : 0, y, g->P);                                       \
+    }                                                                                           \
+                                                                                                \
+    /* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */   \
     static void conv_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                      \
     {                                                                                           \
         const conv_job_##SUFFIX *j = ctx;                                                       \
         for (int64_t t = begin; t < end; t++) {                                                 \
-            T *col = j->ws ? j->ws + t * j->g->K * j->g->P : NULL;                              \
-            for (int64_t n = t; n < j->g->N; n += j->nslots) conv_image_##SUFFIX(j, n, col);    \
+            T *col = j->pl.col_e ? j->ws + t * j->pl.col_e : NULL;                              \
+            int64_t u0 = j->pl.units * t / j->nslots, u1 = j->pl.units * (t + 1) / j->nslots;   \
+            for (int64_t u = u0; u < u1; u++) conv_unit_##SUFFIX(j, u, col);                    \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
     static void conv_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *x,           \
                               const T *w, const T *b, T *y)                                     \
     {                                                                                           \
-        bool pw = is_pointwise(g);                                                              \
-        int64_t nslots = num_slots(g);                                                          \
+        if (is_depthwise(g)) {                                                                  \
+            const hg_dw_geom dg = dw_geom(g);                                                   \
+            hg_depthwise_fwd_##SUFFIX(&dg, x, w, b, y);                                         \
+            return;                                                                             \
+        }                                                                                       \
+        conv_plan pl = fwd_plan(g, sizeof(T));                                                  \
+        int64_t nslots = fwd_slots(g, &pl);                                                     \
         /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        if (!pw && (size_t)nslots * sizeof(T) * (size_t)(g->K * g->P) > ctx->workspace_bytes)  \
-            nslots = 1;                                                                         \
-        conv_job_##SUFFIX j = {g, x, w, b, y, pw ? NULL : (T *)ctx->workspace, nslots};         \
+        if (pl.col_e && (size_t)nslots * sizeof(T) * (size_t)pl.col_e > ctx->workspace_bytes)   \
+            nslots = (int64_t)(ctx->workspace_bytes / (sizeof(T) * (size_t)pl.col_e));          \
+        if (nslots < 1) nslots = 1;                                                             \
+        conv_job_##SUFFIX j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots};                 \
         if (nslots > 1)                                                                         \
             hg_parallel_for(nslots, 1, conv_slots_##SUFFIX, &j);                                \
         else                                                                                    \
@@ -359,7 +570,10 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  *     dW_g += dy_g[Fg, P] . col^T[P, K]                      (one GEMM)
  *     dcol  = W_g^T[K, Fg] . dy_g[Fg, P];  dx_g = col2im(dcol)
  *     db[f] += sum_p dy[f, p]
- * Images run in slots as in the forward. Slot 0 sums the weight and bias gradients straight into
+ * Images run in slots, one per thread, each walking its images tile by tile (a tile's col block
+ * stays in cache between im2col and the GEMMs; one thread owns all of an image's tiles, so
+ * col2im's overlapping rows need no locks). With fewer images than threads the products split
+ * themselves over the pool. Slot 0 sums the weight and bias gradients straight into
  * the outputs, slot t > 0 into its own workspace buffers, added at the end (so the sum over
  * images is deterministic for a given thread count). grad_data / grad_weight = False skip that
  * part (the first layer's data gradient is never used) and leave zeros. */
@@ -387,17 +601,53 @@ static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     return HG_OK;
 }
 
-/* Elements of one slot's col buffer and of one slot's gradient partial sums. */
-static int64_t bw_col_elems(const conv_geom *g) { return is_pointwise(g) ? 0 : g->K * g->P; }
+/* Image slots of the backward: one per thread (at most one per image; 1 for small layers). With
+ * fewer images than threads the products split themselves over the pool instead. */
+static int64_t num_slots(const conv_geom *g)
+{
+    if (g->N < 2 || (double)g->N * (double)g->F * (double)g->P * (double)g->K < SERIAL_WORK)
+        return 1;
+    int64_t t = hg_get_num_threads();
+    if (t < 1) t = 1;
+    return t < g->N ? t : g->N;
+}
+
+/* Output rows per tile of the backward: a col block of about TILE_BYTES, as in the forward. */
+static int64_t bw_rows(const conv_geom *g, size_t esize)
+{
+    int64_t R = g->out[0] * g->out[1];
+    if (is_pointwise(g)) return R;
+    int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * g->out[2]);
+    return rows < 1 ? 1 : (rows > R ? R : rows);
+}
+
+/* Images packed per block in the backward (as in the forward; at most N / MIN_UNITS so that the
+ * slots get whole blocks, and independent of the thread count as the workspace must be). */
+static int64_t bw_pack(const conv_geom *g, size_t esize)
+{
+    int64_t nb = pack_images(g, esize), cap = g->N / MIN_UNITS;
+    return nb > cap ? (cap < 1 ? 1 : cap) : nb;
+}
+
+/* Elements of one slot's col buffer (packed: the col block, then the gathered dy block) and of
+ * one slot's gradient partial sums. */
+static int64_t bw_col_elems(const conv_geom *g, size_t esize)
+{
+    int64_t nb = bw_pack(g, esize);
+    if (nb > 1) return (g->K + g->Fg) * nb * pack_cols(g);
+    return is_pointwise(g) ? 0 : g->K * bw_rows(g, esize) * g->out[2];
+}
 
 static int64_t bw_part_elems(const conv_geom *g, bool grad_w, bool bias)
 {
     return (grad_w ? g->F * g->K : 0) + (bias ? g->F : 0);
 }
 
-static int64_t bw_slot_area(const conv_geom *g, int64_t nslots, bool grad_w, bool bias)
+static int64_t bw_slot_area(const conv_geom *g, size_t esize, int64_t nslots, bool grad_w,
+                            bool bias)
 {
-    return nslots * bw_col_elems(g) + (nslots - 1) * bw_part_elems(g, grad_w, bias);
+    if (is_depthwise(g)) return 0;
+    return nslots * bw_col_elems(g, esize) + (nslots - 1) * bw_part_elems(g, grad_w, bias);
 }
 
 static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
@@ -406,8 +656,9 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     conv_geom g;
     geom_full(a, &in[1], &g);
     bool gw = a->v[K_GRAD_WEIGHT].b, bias = !a->v[K_NO_BIAS].b;
-    size_t area = (size_t)bw_slot_area(&g, num_slots(&g), gw, bias);
-    if (in[1].dtype != HG_DTYPE_F16) return hg_dtype_size(in[1].dtype) * area;
+    size_t es = in[1].dtype == HG_DTYPE_F16 ? sizeof(float) : hg_dtype_size(in[1].dtype);
+    size_t area = (size_t)bw_slot_area(&g, es, num_slots(&g), gw, bias);
+    if (in[1].dtype != HG_DTYPE_F16) return es * area;
     /* float copies of ograd, data, weight and of the three gradients after the slot area */
     return sizeof(float) * (area + (size_t)(g.N * g.F * g.P + 2 * g.N * g.C * g.I +
                                             2 * g.F * g.K + g.F));
@@ -419,47 +670,92 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
         const T *dy, *x, *w;                                                                    \
         T *dx, *dw, *db; /* NULL: not computed */                                               \
         T *ws;                                                                                  \
-        int64_t nslots, col_e, part_e;                                                          \
+        int64_t nslots, col_e, part_e, nb;                                                      \
     } convbw_job_##SUFFIX;                                                                      \
                                                                                                 \
+    /* Images [n0, n1) packed side by side: dy gathered into one block, one GEMM per gradient. */\
+    static void convbw_pack_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n0, int64_t n1,      \
+                                     T *col, T *dw)                                             \
+    {                                                                                           \
+        const conv_geom *g = j->g;                                                              \
+        const int64_t P = g->P, S = pack_cols(g), O2 = g->out[2], cols = (n1 - n0) * S;         \
+        const int64_t rs = is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */         \
+        T *dyb = col + g->K * cols;                                                             \
+        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
+            /* dy gathered; the dropped columns of extended rows are zeros */                   \
+            if (S != P) memset(dyb, 0, sizeof(T) * (size_t)(g->Fg * cols));                     \
+            for (int64_t n = n0; n < n1; n++)                                                   \
+                for (int64_t f = 0; f < g->Fg; f++) {                                           \
+                    const T *src = j->dy + (n * g->F + gi * g->Fg + f) * P;                     \
+                    T *dst = dyb + f * cols + (n - n0) * S;                                     \
+                    for (int64_t r = 0; r < P / O2; r++, src += O2, dst += rs)                  \
+                        memcpy(dst, src, sizeof(T) * (size_t)O2);                               \
+                }                                                                               \
+            if (dw) {                                                                           \
+                for (int64_t n = n0; n < n1; n++)                                               \
+                    pack_im2col_##SUFFIX(g, j->x + (n * g->C + gi * g->Cg) * g->I,              \
+                                         col + (n - n0) * S, cols);                             \
+                hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dyb, cols, col, cols, 1,    \
+                                 dw + gi * g->Fg * g->K, g->K);                                 \
+            }                                                                                   \
+            if (j->dx) {                                                                        \
+                hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, j->w + gi * g->Fg * g->K,   \
+                                 g->K, dyb, cols, 0, col, cols);                                \
+                for (int64_t n = n0; n < n1; n++)                                               \
+                    pack_col2im_##SUFFIX(g, col + (n - n0) * S, cols,                           \
+                                         j->dx + (n * g->C + gi * g->Cg) * g->I);               \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void bias_grad_##SUFFIX(const conv_geom *g, const T *dy, int64_t n, T *db)           \
+    {                                                                                           \
+        for (int64_t f = 0; f < g->F; f++) {                                                    \
+            const T *r = dy + (n * g->F + f) * g->P;                                            \
+            T acc = 0;                                                                          \
+            for (int64_t i = 0; i < g->P; i++) acc += r[i];                                     \
+            db[f] += acc;                                                                       \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    /* One image, group by group and tile by tile (a tile's col block stays in cache). */     \
     static void convbw_image_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n, T *col, T *dw,   \
                                       T *db)                                                    \
     {                                                                                           \
         const conv_geom *g = j->g;                                                              \
         const hg_im2col_geom cg = col_geom(g);                                                  \
+        const int64_t O2 = g->out[2], R = g->out[0] * g->out[1], rows = bw_rows(g, sizeof(T));  \
         for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
             const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
-            const T *dy = j->dy + (n * g->F + gi * g->Fg) * g->P;                               \
-            if (dw) {                                                                           \
-                const T *src = x;                                                               \
-                if (col) {                                                                      \
-                    hg_im2col_##SUFFIX(&cg, x, col);                                            \
-                    src = col;                                                                  \
-                }                                                                               \
-                hg_gemm_##SUFFIX(false, true, g->Fg, g->K, g->P, 1, dy, g->P, src, g->P, 1,     \
-                                 dw + gi * g->Fg * g->K, g->K);                                 \
-            }                                                                                   \
-            if (j->dx) {                                                                        \
-                T *dx = j->dx + (n * g->C + gi * g->Cg) * g->I;                                 \
-                const T *w = j->w + gi * g->Fg * g->K;                                          \
-                if (!col) { /* pointwise: dx_g = W_g^T dy_g directly */                         \
-                    hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dy, g->P, 0,   \
+            const T *dyg = j->dy + (n * g->F + gi * g->Fg) * g->P;                              \
+            const T *w = j->w + gi * g->Fg * g->K;                                              \
+            T *dx = j->dx ? j->dx + (n * g->C + gi * g->Cg) * g->I : NULL;                      \
+            if (!col) { /* pointwise: the image is the col matrix */                            \
+                if (dw)                                                                         \
+                    hg_gemm_##SUFFIX(false, true, g->Fg, g->K, g->P, 1, dyg, g->P, x, g->P, 1,  \
+                                     dw + gi * g->Fg * g->K, g->K);                             \
+                if (dx)                                                                         \
+                    hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dyg, g->P, 0,  \
                                      dx, g->P);                                                 \
-                    continue;                                                                   \
+                continue;                                                                       \
+            }                                                                                   \
+            if (dx) memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                         \
+            for (int64_t r0 = 0; r0 < R; r0 += rows) {                                          \
+                int64_t r1 = r0 + rows < R ? r0 + rows : R, cols = (r1 - r0) * O2;              \
+                const T *dy = dyg + r0 * O2;                                                    \
+                if (dw) {                                                                       \
+                    hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col, cols);                         \
+                    hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dy, g->P, col, cols, 1, \
+                                     dw + gi * g->Fg * g->K, g->K);                             \
                 }                                                                               \
-                hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dy, g->P, 0, col,  \
-                                 g->P);                                                         \
-                memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                             \
-                hg_col2im_##SUFFIX(&cg, col, dx);                                               \
+                if (dx) {                                                                       \
+                    hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, w, g->K, dy, g->P, 0,   \
+                                     col, cols);                                                \
+                    hg_col2im_rows_##SUFFIX(&cg, col, r0, r1, cols, dx);                        \
+                }                                                                               \
             }                                                                                   \
         }                                                                                       \
-        if (db)                                                                                 \
-            for (int64_t f = 0; f < g->F; f++) {                                                \
-                const T *r = j->dy + (n * g->F + f) * g->P;                                     \
-                T acc = 0;                                                                      \
-                for (int64_t i = 0; i < g->P; i++) acc += r[i];                                 \
-                db[f] += acc;                                                                   \
-            }                                                                                   \
+        if (db) bias_grad_##SUFFIX(g, j->dy, n, db);                                            \
     }                                                                                           \
                                                                                                 \
     static void convbw_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                    \
@@ -477,21 +773,35 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
                 }                                                                               \
                 if (db) db = part;                                                              \
             }                                                                                   \
-            for (int64_t n = t; n < g->N; n += j->nslots)                                       \
-                convbw_image_##SUFFIX(j, n, col, dw, db);                                       \
+            /* slot t: a contiguous run of images, nb at a time when packed */                  \
+            int64_t n0 = g->N * t / j->nslots, n1 = g->N * (t + 1) / j->nslots;                 \
+            if (j->nb > 1)                                                                      \
+                for (int64_t n = n0; n < n1; n += j->nb) {                                      \
+                    convbw_pack_##SUFFIX(j, n, n + j->nb < n1 ? n + j->nb : n1, col, dw);       \
+                    for (int64_t i = n; i < n + j->nb && i < n1 && db; i++)                     \
+                        bias_grad_##SUFFIX(g, j->dy, i, db);                                    \
+                }                                                                               \
+            else                                                                                \
+                for (int64_t n = n0; n < n1; n++) convbw_image_##SUFFIX(j, n, col, dw, db);     \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
     static void convbw_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *dy,        \
                                 const T *x, const T *w, T *dx, T *dw, T *db)                    \
     {                                                                                           \
+        if (is_depthwise(g)) {                                                                  \
+            const hg_dw_geom dg = dw_geom(g);                                                   \
+            hg_depthwise_bwd_##SUFFIX(&dg, dy, x, w, dx, dw, db);                               \
+            return;                                                                             \
+        }                                                                                       \
         int64_t nslots = num_slots(g);                                                          \
         /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        if (sizeof(T) * (size_t)bw_slot_area(g, nslots, dw != NULL, db != NULL) >               \
-            ctx->workspace_bytes)                                                               \
-            nslots = 1;                                                                         \
+        size_t need = sizeof(T) * (size_t)bw_slot_area(g, sizeof(T), nslots, dw != NULL,        \
+                                                       db != NULL);                             \
+        if (need > ctx->workspace_bytes) nslots = 1;                                            \
         convbw_job_##SUFFIX j = {g, dy, x, w, dx, dw, db, (T *)ctx->workspace, nslots,          \
-                                 bw_col_elems(g), bw_part_elems(g, dw != NULL, db != NULL)};    \
+                                 bw_col_elems(g, sizeof(T)),                                    \
+                                 bw_part_elems(g, dw != NULL, db != NULL), bw_pack(g, sizeof(T))};\
         if (dw) memset(dw, 0, sizeof(T) * (size_t)(g->F * g->K));                               \
         if (db) memset(db, 0, sizeof(T) * (size_t)g->F);                                        \
         if (nslots > 1)                                                                         \
@@ -532,7 +842,7 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
         convbw_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
         return HG_OK;
     }
-    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, num_slots(&g), gw, bias);
+    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, sizeof(float), num_slots(&g), gw, bias);
     int64_t ny = g.N * g.F * g.P, nx = g.N * g.C * g.I, nw = g.F * g.K;
     float *fdy = (float *)((char *)ctx->workspace + area), *fx = fdy + ny, *fw = fx + nx;
     float *fdx = fw + nw, *fdw = fdx + nx, *fdb = fdw + nw;

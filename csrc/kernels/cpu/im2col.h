@@ -25,8 +25,22 @@ typedef struct hg_im2col_geom {
 /* col must hold C * prod(k) * prod(out) elements; every one is written. */
 void hg_im2col_f32(const hg_im2col_geom *g, const float *x, float *col);
 void hg_im2col_f64(const hg_im2col_geom *g, const double *x, double *col);
+/* The columns of grid rows [r0, r1) only (rows (o0, o1) flattened, o0 major): col holds
+ * C * prod(k) rows of (r1 - r0) * out[2] elements, row i starting at col + i * ld. Runs on the
+ * calling thread (callers tile an image into such blocks so that each fits in cache, or pack
+ * several small images side by side, and spread the blocks over threads). */
+void hg_im2col_rows_f32(const hg_im2col_geom *g, const float *x, int64_t r0, int64_t r1,
+                        float *col, int64_t ld);
+void hg_im2col_rows_f64(const hg_im2col_geom *g, const double *x, int64_t r0, int64_t r1,
+                        double *col, int64_t ld);
 /* x[C, im...] += scatter of col; x must be initialised (zeros for a plain adjoint). */
 void hg_col2im_f32(const hg_im2col_geom *g, const float *col, float *x);
 void hg_col2im_f64(const hg_im2col_geom *g, const double *col, double *x);
+
+/* Adjoint of hg_im2col_rows: x += scatter of the block col (calling thread only). */
+void hg_col2im_rows_f32(const hg_im2col_geom *g, const float *col, int64_t r0, int64_t r1,
+                        int64_t ld, float *x);
+void hg_col2im_rows_f64(const hg_im2col_geom *g, const double *col, int64_t r0, int64_t r1,
+                        int64_t ld, double *x);
 
 #endif
