@@ -82,7 +82,8 @@ def mlp_train_step(mx, hybrid=True, batch=64, din=512, widths=(256, 128, 2)):
 
 
 def lenet(mx):
-    """The first seed's Net (LeNet with a hand-made fc3_weight)."""
+    """The first seed's Net (LeNet with a hand-made fc3_weight): hybridgluon.demo.Net's code,
+    written here again because MXNet's worker cannot import hybridgluon."""
     gluon, nn = mx.gluon, mx.gluon.nn
 
     class Net(gluon.HybridBlock):

@@ -174,7 +174,7 @@ static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int
                                 for (o = lo; o + 8 <= hi; o += 8)                               \
                                     for (int q = 0; q < 8; q++)                                 \
                                         acc[q] += dr[o + q] * xs[(o + q) * s2];                 \
-                            for (; o < hi; o++) tail                += dr[o] * xs[o * s2];  \
+                            for (; o < hi; o++) tail += dr[o] * xs[o * s2];                  \
                             dwk[k2] += ((acc[0] + acc[1]) + (acc[2] + acc[3])) +                \
                                        ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;          \
                         }                                                                       \
