@@ -8,7 +8,7 @@ environment. So each peer is a worker process: the driver asks it to build a wor
 alternate between frameworks (common.compare), with a short pause so that the threads of the
 side that just ran have gone to sleep.
 
-    python benchmarks/peers.py worker torch|mxnet      # what the driver starts
+    python benchmarks/peers.py worker torch|mxnet|hybridgluon    # what the driver starts
 
 MXNet's Python: $HG_MXNET_PYTHON, else ../mxnet-venv/bin/python beside the checkout (or
 /work/mxnet-venv), when it exists and `import mxnet` works there.
@@ -33,7 +33,11 @@ class Worker(object):
         self.framework = framework
         env = dict(os.environ)
         env.pop('OMP_WAIT_POLICY', None)  # each peer runs with its own defaults
-        env.pop('PYTHONPATH', None)
+        if framework == 'hybridgluon':  # the same package as the driver's
+            import hybridgluon
+            env['PYTHONPATH'] = os.path.dirname(os.path.dirname(hybridgluon.__file__))
+        else:
+            env.pop('PYTHONPATH', None)
         self.proc = subprocess.Popen([python, os.path.join(HERE, 'peers.py'), 'worker', framework],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                      cwd=HERE, text=True, bufsize=1)
@@ -143,16 +147,29 @@ def close_all():
 
 # ---- the worker side ----------------------------------------------------------------------
 
+def _peak_rss_mb(resource):
+    """This process's peak resident memory: VmHWM (ru_maxrss would include the driver's, which
+    Linux carries across the fork and exec that started the worker)."""
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def _serve(framework):
     import resource
     if framework == 'torch':
         import workloads_torch as wl
-        build = wl.WORKLOADS
         mod = None
-    else:
-        import mxnet as mod
+    else:  # 'mxnet', or 'hybridgluon' in a fresh process (peak memory, first call)
+        import importlib
+        mod = importlib.import_module(framework)
         import workloads_gluon as wl
-        build = wl.WORKLOADS
+    build = wl.WORKLOADS
     fns, firsts = {}, {}
     for line in sys.stdin:
         msg = json.loads(line)
@@ -179,7 +196,7 @@ def _serve(framework):
             elif cmd == 'first':
                 reply = {'seconds': firsts[msg['key']]}
             elif cmd == 'rss':
-                reply = {'mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+                reply = {'mb': _peak_rss_mb(resource)}
             else:
                 reply = {'error': 'unknown command %r' % cmd}
         except Exception as e:  # reported to the driver, which says which peer failed

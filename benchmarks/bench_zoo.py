@@ -1,0 +1,79 @@
+"""Model-zoo inference (issue: real models): resnet18_v1 and mobilenetv2_1.0 at 224x224, batch 1
+and 32, hybridized (static_alloc, static_shape) against real MXNet 1.9.1's own model zoo
+(hybridized the same way) and PyTorch CPU (the same architectures in torch.nn, inference_mode),
+each peer in its own process (peers.py); then the first (tracing) call, and the peak resident
+memory of a fresh process that builds the model and runs it.
+
+    python benchmarks/bench_zoo.py [--quick]
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import compare, fmt_time, peer_workload, peers_available, table  # noqa: E402
+import peers  # noqa: E402
+import workloads_gluon as wg  # noqa: E402
+
+import hybridgluon as mx  # noqa: E402
+
+MODELS = ['resnet18_v1', 'mobilenetv2_1.0']
+
+
+def _speed(quick):
+    peers_ = ['hybridgluon'] + peers_available()
+    rows = []
+    for name in MODELS:
+        for batch in (1, 32):
+            # a batch-32 resnet18 forward takes seconds on a loaded 2-core machine
+            rep, number = (3, 1 if batch > 1 else 3) if quick else (5, 1 if batch > 1 else 5)
+            cases = {'hybridgluon': wg.zoo_model(mx, name, batch=batch),
+                     'mxnet': peer_workload('mxnet', 'zoo_model', name=name, batch=batch),
+                     'torch': peer_workload('torch', 'zoo_model', name=name, batch=batch)}
+            res = compare(cases, rep, number)
+            rows.append(('%s, 224x224, batch %d' % (name, batch), res,
+                         '%.1f images/s' % (batch / res['hybridgluon'])))
+    return table('model-zoo inference (medians; ratio > 1 means hybridgluon is faster)', rows,
+                 peers_)
+
+
+def _fresh(framework, name, number):
+    """(first call seconds, peak RSS MiB) of a fresh `framework` process running `name` at
+    batch 1, or None when that framework is not here."""
+    python = {'hybridgluon': sys.executable, 'torch': sys.executable,
+              'mxnet': peers.mxnet_python()}[framework]
+    if python is None or (framework == 'torch' and 'torch' not in peers_available()):
+        return None
+    w = peers.Worker(framework, python)
+    try:
+        r = w.build('zoo_model', name=name, batch=1)
+        r.time(number)
+        return r.first_call(), w.rss_mb()
+    finally:
+        w.close()
+
+
+def _first_and_memory(quick):
+    fws = ['hybridgluon'] + peers_available()
+    lines = ['### first call and peak memory (fresh process per framework; batch 1, 224x224)', '',
+             '| model | ' + ' | '.join('%s first call' % f for f in fws) + ' | ' +
+             ' | '.join('%s peak RSS' % f for f in fws) + ' |',
+             '|---|' + '---|' * (2 * len(fws))]
+    for name in MODELS:
+        got = {f: _fresh(f, name, 1 if quick else 3) for f in fws}
+        firsts = [fmt_time(got[f][0]) if got[f] else '-' for f in fws]
+        rss = ['%.0f MiB' % got[f][1] if got[f] else '-' for f in fws]
+        lines.append('| %s | %s | %s |' % (name, ' | '.join(firsts), ' | '.join(rss)))
+    lines += ['', 'First call: hybridgluon and MXNet trace and plan the graph then run it; '
+              'PyTorch runs eagerly (its first call allocates). Peak RSS: VmHWM of the '
+              'process after importing the framework, building the model with random weights '
+              'and running it.']
+    return '\n'.join(lines)
+
+
+def run(quick=False):
+    return _speed(quick) + '\n\n' + _first_and_memory(quick)
+
+
+if __name__ == '__main__':
+    print(run(quick='--quick' in sys.argv))
+    peers.close_all()
