@@ -37,7 +37,7 @@ def machine(threads):
     except OSError:
         pass
     import hybridgluon as mx
-    versions = ['hybridgluon (this checkout, %s)' % _git_rev()]
+    versions = ['hybridgluon %s' % _git_rev()]
     try:
         import torch
         versions.append('PyTorch %s (%d threads by default)' % (torch.__version__,
@@ -61,8 +61,8 @@ def machine(threads):
 
 def _git_rev():
     try:
-        return subprocess.run(['git', '-C', HERE, 'log', '-1', '--format=%h %s'],
-                              capture_output=True, text=True).stdout.strip()[:60]
+        return subprocess.run(['git', '-C', HERE, 'log', '-1', '--format=%h'],
+                              capture_output=True, text=True).stdout.strip()
     except OSError:
         return 'unknown revision'
 
