@@ -172,7 +172,8 @@ def test_backward_leaky_relu_op(rng, dtype, act):
     x = _nonzero(rng, shape, 0.05, 3).astype(dtype)
     dy = rng.standard_normal(shape).astype(dtype)
     xf, dyf = x.astype('f8'), dy.astype('f8')
-    lam, alpha = 1.0507009873554805, 1.6732632423543772
+    # MXNet's constants are floats, also in float64
+    lam, alpha = float(np.float32(1.0507009873554805)), float(np.float32(1.6732632423543772))
     extra, kw = [], {'act_type': act}
     if act == 'leaky':
         kw['slope'] = 0.3

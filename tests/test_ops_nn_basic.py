@@ -163,7 +163,8 @@ def test_softmax_errors(op):
 # LeakyReLU
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
-SELU_L, SELU_A = 1.0507009873554805, 1.6732632423543772
+# MXNet's SELU constants are floats: float64 SELU uses them rounded to float32.
+SELU_L, SELU_A = float(np.float32(1.0507009873554805)), float(np.float32(1.6732632423543772))
 
 
 def _np_lrelu(x, act, slope=0.25, lower=0.125, upper=0.334):

@@ -15,14 +15,17 @@
 
 #define MAX_THREADS 64
 #define SPIN_ITERS 20000
+#define WAIT_SPINS 4000 /* the caller's pause loop before it yields the core */
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t g_run_mu = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
 static int g_threads;       /* configured count, 0 = not yet read */
 static int g_workers;       /* workers started */
-static atomic_ulong g_gen;  /* bumped for each job */
-static atomic_long g_next, g_pending, g_acks; /* acks: workers that finished this job */
+/* Job generation: odd while the caller (re)writes the job, even once it is published. */
+static atomic_ulong g_gen;
+static atomic_long g_next, g_pending;
+static atomic_int g_active; /* workers inside a job (they may only read it) */
 static atomic_int g_sleepers; /* workers in (or about to enter) pthread_cond_wait */
 static hg_range_fn g_fn;
 static void *g_ctx;
@@ -55,6 +58,9 @@ static void run_chunks(void)
     }
 }
 
+/* A generation a worker should join: a new one, and published. */
+static bool joinable(unsigned long g, unsigned long seen) { return g != seen && !(g & 1); }
+
 static void *worker(void *arg)
 {
     /* The generation seen is the one current when the worker was created (passed in), not when
@@ -63,25 +69,30 @@ static void *worker(void *arg)
     t_in_pool = true;
     for (;;) {
         int spins = 0;
-        while (atomic_load(&g_gen) == seen && spins < SPIN_ITERS) {
+        while (!joinable(atomic_load(&g_gen), seen) && spins < SPIN_ITERS) {
             spins++;
 #if defined(__x86_64__)
             __builtin_ia32_pause();
 #endif
         }
-        if (atomic_load(&g_gen) == seen) {
+        if (!joinable(atomic_load(&g_gen), seen)) {
             /* Counted before the generation is read again (both sequentially consistent): a
-             * caller that bumps it then either sees a sleeper and signals under the mutex, or
+             * caller that publishes then either sees a sleeper and signals under the mutex, or
              * this thread sees the new generation and does not sleep. */
             pthread_mutex_lock(&g_mu);
             atomic_fetch_add(&g_sleepers, 1);
-            while (atomic_load(&g_gen) == seen) pthread_cond_wait(&g_cv, &g_mu);
+            while (!joinable(atomic_load(&g_gen), seen)) pthread_cond_wait(&g_cv, &g_mu);
             atomic_fetch_sub(&g_sleepers, 1);
             pthread_mutex_unlock(&g_mu);
         }
-        seen = atomic_load(&g_gen);
-        run_chunks();
-        atomic_fetch_add(&g_acks, 1);
+        unsigned long g = atomic_load(&g_gen);
+        /* Entered, then checked: a caller closing the job (gen odd) after this either sees
+         * this worker active and waits for it, or this worker sees the job closed and leaves.
+         * A worker that arrives after the job's chunks are all done finds nothing to do. */
+        atomic_fetch_add(&g_active, 1);
+        if (atomic_load(&g_gen) == g) run_chunks();
+        atomic_fetch_sub(&g_active, 1);
+        seen = g;
     }
     return NULL;
 }
@@ -90,6 +101,8 @@ static void after_fork_child(void)
 {
     g_workers = 0;
     atomic_store(&g_sleepers, 0);
+    atomic_store(&g_active, 0);
+    atomic_store(&g_gen, atomic_load(&g_gen) & ~1ul); /* no job open in the child */
     pthread_mutex_init(&g_mu, NULL);
     pthread_cond_init(&g_cv, NULL);
     pthread_mutex_init(&g_run_mu, NULL);
@@ -151,6 +164,14 @@ void hg_parallel_for(int64_t n, int64_t grain, hg_range_fn fn, void *ctx)
     ensure_workers();
     int parts = g_threads;
     if (n / grain < parts) parts = (int)(n / grain);
+    /* Close the last job (odd generation) and wait for workers still inside it: they arrived
+     * after its chunks were done and only read its fields, which are rewritten next. */
+    atomic_fetch_add(&g_gen, 1);
+    while (atomic_load(&g_active) > 0) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+    }
     g_fn = fn;
     g_ctx = ctx;
     g_n = n;
@@ -158,8 +179,7 @@ void hg_parallel_for(int64_t n, int64_t grain, hg_range_fn fn, void *ctx)
     int64_t nchunks = (n + g_chunk - 1) / g_chunk;
     atomic_store(&g_next, 0);
     atomic_store(&g_pending, nchunks);
-    atomic_store(&g_acks, 0);
-    atomic_fetch_add(&g_gen, 1);
+    atomic_fetch_add(&g_gen, 1); /* published */
     if (atomic_load(&g_sleepers) > 0) { /* spinning workers need no system call */
         pthread_mutex_lock(&g_mu);
         pthread_cond_broadcast(&g_cv);
@@ -168,11 +188,13 @@ void hg_parallel_for(int64_t n, int64_t grain, hg_range_fn fn, void *ctx)
     t_in_pool = true;
     run_chunks();
     t_in_pool = false;
-    /* Wait for every worker, not just the chunks: none may still be inside run_chunks when
-     * the next job resets the shared counters. */
-    while (atomic_load(&g_pending) > 0 || atomic_load(&g_acks) < g_workers) {
+    /* Wait for the chunks only, not for workers that took none: on a busy machine a worker
+     * may not run for a whole scheduler slice, and the caller has done its chunks for it. A
+     * worker still running a chunk gets the core back after a while (sched_yield). */
+    for (int spins = 0; atomic_load(&g_pending) > 0; spins++) {
+        if (spins >= WAIT_SPINS) sched_yield();
 #if defined(__x86_64__)
-        __builtin_ia32_pause();
+        else __builtin_ia32_pause();
 #endif
     }
     pthread_mutex_unlock(&g_run_mu);

@@ -449,8 +449,10 @@ static const hg_attr_spec k_lrelu_attrs[] = {
     {"upper_bound", HG_ATTR_FLOAT, 0, "0.334", "upper bound of the random slope (rrelu)", NULL},
 };
 
-#define SELU_LAMBDA 1.0507009873554805
-#define SELU_ALPHA 1.6732632423543772
+/* MXNet 1.9.1 declares both constants as float, so its float64 SELU uses them rounded to
+ * float32 (a relative 3e-8 away from the exact ones); float literals give the same numbers. */
+#define SELU_LAMBDA 1.0507009873554805f
+#define SELU_ALPHA 1.6732632423543772f
 
 /* Tile functions for hg_ew_forward. The attribute is copied to a local first: stores through
  * y could otherwise alias it (for double) and keep the loop from vectorising. */

@@ -455,4 +455,21 @@ def build_cases(seed=20240519):
           dict(common, momentum=0.9), grad=False, mutates=[2, 3]))
     add(C('mp_nag_mom_update', [w16, dw.astype('float16'), st[0], w],
           dict(common, momentum=0.9), grad=False, mutates=[2, 3]))
+    # Added after the others (the shared generator keeps the earlier cases' inputs as they
+    # were): the MXNet shape and output rules of issue 7's fixes, in more settings.
+    add(C('pick', [u(3, 4), np.array([[0], [3], [2]], F32)], {'axis': 1, 'keepdims': True},
+          wrt=[0], note='index with the picked axis kept'))
+    add(C('pick', [u(3, 4), np.array([[0], [3], [2]], F32)], {'axis': 1},
+          wrt=[0], note='index with the picked axis kept, keepdims=False'))
+    add(C('pick', [u(2, 3, 4), np.array([[1, 0, 2, 2], [0, 2, 1, 0]], F32)],
+          {'axis': 1, 'keepdims': True}, wrt=[0], note='middle axis, index without it'))
+    add(C('BatchNorm', [n(4, 3, 2), u(3, lo=0.5, hi=1.5), u(3), u(3), u(3, lo=0.5, hi=1.5)],
+          {'fix_gamma': False, 'output_mean_var': True}, train=False, wrt=[0, 1, 2],
+          note='predict mode: the moving statistics'))
+    add(C('LayerNorm', [n(2, 3, 4), u(3, lo=0.5, hi=1.5), u(3)],
+          {'axis': 1, 'output_mean_var': True}))
+    add(C('GroupNorm', [n(3, 6, 2, 2), u(3, lo=0.5, hi=1.5), u(3)],
+          {'num_groups': 3, 'eps': 1e-3, 'output_mean_var': True}))
+    add(C('LeakyReLU', [n(3, 5, scale=3.0, dtype='float64')], {'act_type': 'selu'},
+          note='float64, down to the region where MXNet\'s gradient changes sign'))
     return cases

@@ -82,3 +82,31 @@ def rel_err(ours, ref):
     diff = np.where(finite, np.abs(ours - ref), 0.0)
     idx = np.unravel_index(np.argmax(diff), ref.shape)
     return float(diff[idx] / scale), idx
+
+
+def run_case_symbol(op, meta, arrays, i):
+    """Case i through the Symbol path: the op composed on variables, run by a hybridized
+    SymbolBlock with every input fed as data (no Parameters); (outputs, input gradients by
+    index), all NumPy. In-place updates of inputs are the imperative path's business."""
+    case = meta['cases'][i]
+    attrs = {k: _attr(v) for k, v in case['attrs'].items()}
+    names = ['x%d' % j for j in range(case['n_in'])]
+    variables = [mx.sym.var(n) for n in names]
+    sym = getattr(mx.sym, op)(*variables, **attrs)
+    block = mx.gluon.SymbolBlock(sym, variables)
+    block.hybridize()
+    xs = [mx.nd.array(arrays['c%d_x%d' % (i, j)], dtype=arrays['c%d_x%d' % (i, j)].dtype)
+          for j in range(case['n_in'])]
+    for j in case['wrt']:
+        xs[j].attach_grad()
+    with mx.autograd.record(train_mode=case['train']):
+        out = block(*xs)
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    ys = [o.asnumpy() for o in outs]
+    dxs = {}
+    if case['grad']:
+        dys = [mx.nd.array(arrays['c%d_dy%d' % (i, k)], dtype=arrays['c%d_dy%d' % (i, k)].dtype)
+               for k in range(len(outs))]
+        mx.autograd.backward(outs, dys)
+        dxs = {j: xs[j].grad.asnumpy() for j in case['wrt']}
+    return ys, dxs
