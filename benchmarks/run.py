@@ -110,7 +110,11 @@ def main():
         'time): every row runs the frameworks interleaved, round by round, and reports medians, '
         'but absolute times are noisy and ratios near 1.0 are within the noise. Ratios are '
         'peer time / hybridgluon time: > 1 means hybridgluon is faster. MXNet and PyTorch run '
-        'in their own worker processes with their default threading (benchmarks/peers.py).',
+        'in their own worker processes with their default threading (benchmarks/peers.py). '
+        'PyTorch\'s default OpenMP team (one thread per core) slows down far more than the others '
+        'when another process takes a core (a barrier waits for the descheduled thread), so on '
+        'this shared machine its long rows (the epoch, resnet18 at batch 1) can read several times '
+        'slower than the same workload alone.',
         '']
     parts = []
     t_all, load0 = time.time(), _load()
