@@ -1,7 +1,9 @@
 """Training benchmarks (issue: training): one step (forward, backward, SGD update) of the seeds'
 512-256-128-2 MLP at batch 64, hybridized vs imperative vs MXNet 1.9.1 and PyTorch CPU (each in
-its own process); and the throughput of a
-Fashion-MNIST-shaped MLP (784-256-128-10, batch 128) in samples per second."""
+its own process); the throughput of a
+Fashion-MNIST-shaped MLP (784-256-128-10, batch 128) in samples per second; the seeds' LeNet
+(batch 256) forward and training step; and one whole Fashion-MNIST training epoch (60000 images,
+workloads_gluon.fmnist_epoch) per framework."""
 import os
 import sys
 
@@ -30,8 +32,44 @@ def run(quick=False):
                      'hybridized %.2fx our imperative; samples/s: %.0f hybridized%s'
                      % (res['hybridgluon imperative'] / res['hybridgluon'],
                         batch / res['hybridgluon'], others)))
-    return table('training step (forward + backward + SGD update; medians, ratio > 1 means '
+    text = table('training step (forward + backward + SGD update; medians, ratio > 1 means '
                  'hybridized hybridgluon is faster)', rows, peers)
+    return text + '\n\n' + lenet(quick) + '\n\n' + epoch(quick)
+
+
+def _three_way(workload, rep, number, **kw):
+    return compare({'hybridgluon': getattr(wg, workload)(mx, **kw),
+                    'mxnet': peer_workload('mxnet', workload, **kw),
+                    'torch': peer_workload('torch', workload, **kw)}, rep, number)
+
+
+def lenet(quick=False):
+    """The seeds' LeNet (workloads_gluon.lenet, hybridized with static_alloc/static_shape) at
+    batch 256 on 1x28x28 inputs: the forward, and one SGD training step."""
+    peers = ['hybridgluon'] + peers_available()
+    rep, number = (3, 3) if quick else (5, 5)
+    rows = []
+    for label, workload in (('LeNet, batch 256: forward', 'lenet_forward'),
+                            ('LeNet, batch 256: training step', 'lenet_train_step')):
+        res = _three_way(workload, rep, number, batch=256)
+        rows.append((label, res, '%.0f images/s' % (256 / res['hybridgluon'])))
+    return table('LeNet (the seeds\' Net; medians, ratio > 1 means hybridgluon is faster)', rows,
+                 peers)
+
+
+def epoch(quick=False):
+    """One Fashion-MNIST epoch of the MLP 784-256-128-10 at batch 128 with Adam; --quick runs a
+    tenth of the training set."""
+    peers = ['hybridgluon'] + peers_available()
+    limit = 6000 if quick else None
+    res = _three_way('fmnist_epoch', 3, 1, limit=limit)
+    n = limit or 60000
+    label = ('Fashion-MNIST epoch (%s images), MLP 784-256-128-10, batch 128, Adam'
+             % ('%d of the 60000' % n if limit else '60000'))
+    others = ''.join(', %.0f %s' % (n / res[p], p) for p in ('mxnet', 'torch') if p in res)
+    return table('training epoch (medians, ratio > 1 means hybridgluon is faster)',
+                 [(label, res, 'images/s: %.0f hybridgluon%s' % (n / res['hybridgluon'], others))],
+                 peers)
 
 
 if __name__ == '__main__':

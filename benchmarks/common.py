@@ -61,8 +61,14 @@ def fmt_time(s):
     return '%.2f ms' % (s * 1e3)
 
 
+# Every row a table() printed in this process: (title, label, {peer: seconds}, ours), read by
+# run.py to list the rows where hybridgluon misses its targets against MXNet and PyTorch.
+ROWS = []
+
+
 def table(title, rows, peers, ours='hybridgluon'):
     """rows: [(label, {peer: seconds}, note)]. Ratios are peer time / our time (>1: we are faster)."""
+    ROWS.extend((title, label, res, ours) for label, res, _ in rows)
     others = [p for p in peers if p != ours]
     head = '| benchmark | ' + ' | '.join(peers) + ' | ' + ' | '.join(
         '%s / ours' % p for p in others) + ' | note |'

@@ -1,27 +1,36 @@
-"""Runs every benchmark and prints (or with --out FILE, writes) the tables, then the rows where
-hybridgluon misses its targets (slower than MXNet 1.9.1 or than PyTorch).
+"""Runs every benchmark for hybridgluon, PyTorch CPU and real MXNet 1.9.1 (each peer in its own
+worker process, benchmarks/peers.py; MXNet when $HG_MXNET_PYTHON or ../mxnet-venv has it) and
+prints (or with --out FILE, writes) the tables: medians, ratios to each peer, the machine, the
+date, and the rows where hybridgluon misses its targets (faster than MXNet 1.9.1 and no slower
+than PyTorch).
 
-    python benchmarks/run.py [--quick] [--out benchmarks/RESULTS.md]
+    python benchmarks/run.py [--quick] [--out benchmarks/RESULTS.md] [--threads N] [--only a,b]
 
-PyTorch and MXNet run in their own processes (peers.py); a peer that is not installed is left
-out of the tables and said so.
+--threads N sets HG_NUM_THREADS and OMP_NUM_THREADS for every framework (default: each its own
+default, the cores). --only runs the named benchmarks (module names without bench_).
 """
 import argparse
 import datetime
 import importlib
 import os
 import platform
+import subprocess
 import sys
+import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-import peers  # noqa: E402
+# In the order they run. bench_lenet and bench_conv are optional (written separately): a
+# missing one is skipped with a note.
+NAMES = ['ndarray', 'hybridize', 'train', 'lenet', 'conv', 'zoo', 'predict', 'gemm']
+OPTIONAL = {'lenet', 'conv'}
+# The peers the targets are stated against: faster than MXNet, no slower than PyTorch.
+TARGETS = {'mxnet': 'faster than MXNet 1.9.1', 'torch': 'no slower than PyTorch',
+           'torch.jit': 'no slower than PyTorch (torch.jit.trace)'}
 
-NAMES = ['bench_ndarray', 'bench_hybridize', 'bench_train', 'bench_lenet', 'bench_conv',
-         'bench_zoo', 'bench_predict']
 
-
-def machine():
+def machine(threads):
     cpu = platform.processor() or ''
     try:
         with open('/proc/cpuinfo') as f:
@@ -29,31 +38,56 @@ def machine():
     except OSError:
         pass
     import hybridgluon as mx
-    return '%s, %d threads, Python %s, %s' % (cpu, mx._core.num_threads(),
-                                              platform.python_version(), datetime.date.today())
+    versions = ['hybridgluon %s' % _git_rev()]
+    try:
+        import torch
+        versions.append('PyTorch %s (%d threads by default)' % (torch.__version__,
+                                                               torch.get_num_threads()))
+    except ImportError:
+        versions.append('no PyTorch')
+    import peers
+    mxpy = peers.mxnet_python()
+    if mxpy:
+        v = subprocess.run([mxpy, '-c', 'import mxnet; print(mxnet.__version__)'],
+                           capture_output=True, text=True).stdout.strip()
+        versions.append('MXNet %s (%s)' % (v, mxpy))
+    else:
+        versions.append('no MXNet (set HG_MXNET_PYTHON to a Python with mxnet 1.9.1)')
+    return ['Machine: %s, %d cores; hybridgluon pool %d threads%s; Python %s; %s.'
+            % (cpu, os.cpu_count(), mx._core.num_threads(),
+               ' (--threads %d for every framework)' % threads if threads else '',
+               platform.python_version(), ', '.join(versions)),
+            'Date: %s UTC.' % datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')]
 
 
-def misses(text, peer_names=('mxnet', 'torch', 'torch.jit')):
-    """Rows of the markdown tables in `text` whose 'peer / ours' ratio is below 1."""
-    out, head, title = [], None, ''
-    for line in text.splitlines():
-        if line.startswith('### '):
-            title, head = line[4:], None
-        elif line.startswith('| ') and head is None:
-            head = [c.strip() for c in line.strip('|').split('|')]
-        elif line.startswith('|---'):
+def _git_rev():
+    try:
+        return subprocess.run(['git', '-C', HERE, 'log', '-1', '--format=%h'],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return 'unknown revision'
+
+
+def _load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float('nan')
+
+
+def missed_targets(rows):
+    """Markdown list of the rows where ours is slower than MXNet or than PyTorch."""
+    out = []
+    for title, label, res, ours in rows:
+        if ours not in res:
             continue
-        elif line.startswith('| ') and head:
-            cells = [c.strip() for c in line.strip('|').split('|')]
-            for p in peer_names:
-                col = '%s / ours' % p
-                if col in head and cells[head.index(col)].endswith('x'):
-                    ratio = float(cells[head.index(col)][:-1])
-                    if ratio < 1.0:
-                        out.append('- %s: %s — %s is faster (%s / ours = %.2fx)'
-                                   % (title.split(' (')[0], cells[0], p, p, ratio))
-        else:
-            head = None if not line.startswith('|') else head
+        for peer, target in TARGETS.items():
+            if peer in res:
+                ratio = res[peer] / res[ours]
+                if ratio < 1.0:
+                    out.append('- %s (%s): %s, %.2fx (%s %.4g ms, ours %.4g ms)'
+                               % (label, title.split(' (')[0], target, ratio, peer,
+                                  res[peer] * 1e3, res[ours] * 1e3))
     return out
 
 
@@ -61,33 +95,66 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument('--quick', action='store_true')
     p.add_argument('--out')
+    p.add_argument('--threads', type=int)
+    p.add_argument('--only', help='comma-separated: ' + ','.join(NAMES))
     args = p.parse_args()
-    avail = [f for f in ('mxnet', 'torch') if peers.worker(f) is not None]
-    parts = ['# hybridgluon benchmarks', '',
-             'Machine: ' + machine() + '. A shared 2-core machine: medians of interleaved rounds, '
-             'ratios taken within one run.', '',
-             'Peers, each in its own process with its default threading: %s.'
-             % (', '.join({'mxnet': 'MXNet 1.9.1', 'torch': 'PyTorch CPU'}[f] for f in avail)
-                or 'none installed'), '']
-    for name in NAMES:
+    if args.threads:  # before hybridgluon, torch or a peer worker starts
+        for k in ('HG_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+            os.environ[k] = str(args.threads)
+    names = args.only.split(',') if args.only else NAMES
+    import common
+    import peers
+    head = ['# hybridgluon benchmarks', ''] + machine(args.threads) + [
+        '',
+        'The machine is shared (2 cores, with other builds and test runs going on at the same '
+        'time): every row runs the frameworks interleaved, round by round, and reports medians, '
+        'but absolute times are noisy and ratios near 1.0 are within the noise. Ratios are '
+        'peer time / hybridgluon time: > 1 means hybridgluon is faster. MXNet and PyTorch run '
+        'in their own worker processes with their default threading (benchmarks/peers.py). '
+        'PyTorch\'s default OpenMP team (one thread per core) slows down far more than the others '
+        'when another process takes a core (a barrier waits for the descheduled thread), so on '
+        'this shared machine its long rows (the epoch, resnet18 at batch 1) can read several times '
+        'slower than the same workload alone.',
+        '']
+    parts = []
+    t_all, load0 = time.time(), _load()
+    notes = []
+    for name in names:
         try:
-            mod = importlib.import_module(name)
+            mod = importlib.import_module('bench_' + name)
         except ImportError as e:
-            parts += ['(%s not run: %s)' % (name, e), '']
-            continue
-        parts.append(mod.run(quick=args.quick))
-        parts.append('')
-    missed = misses('\n'.join(parts))
-    parts += ['## Rows where a target is not met', '']
-    parts += missed or ['None: hybridgluon is at least as fast as every peer on every row.']
-    text = '\n'.join(parts) + '\n'
+            if name in OPTIONAL:
+                notes.append('bench_%s.py: not run (%s).' % (name, e))
+                print('note: skipping bench_%s: %s' % (name, e), file=sys.stderr)
+                continue
+            raise
+        t0 = time.time()
+        print('running bench_%s ...' % name, file=sys.stderr, flush=True)
+        parts += [mod.run(quick=args.quick), '']
+        print('  bench_%s: %.0f s' % (name, time.time() - t0), file=sys.stderr, flush=True)
+    peers_here = common.peers_available()
+    peers.close_all()
+    missed = missed_targets(common.ROWS)
+    summary = ['## Targets not met', '',
+               'Targets (issue 7): hybridized inference and training faster than MXNet 1.9.1 and '
+               'no slower than PyTorch CPU on every row. Rows where the median says otherwise '
+               '(every table, NDArray per-op rows included):', '']
+    summary += missed or ['- none']
+    if 'mxnet' not in peers_here or 'torch' not in peers_here:
+        summary += ['', 'Not compared (peer not installed): %s.' % ', '.join(
+            p for p in ('mxnet', 'torch') if p not in peers_here)]
+    summary += [''] + notes + ['', 'Run: `python benchmarks/run.py%s%s` took %.0f s; load average '
+                               '%.1f at the start, %.1f at the end.'
+                               % (' --quick' if args.quick else '',
+                                  ' --threads %d' % args.threads if args.threads else '',
+                                  time.time() - t_all, load0, _load()), '']
+    text = '\n'.join(head + summary + ['## Tables', ''] + parts)
     print(text)
-    if args.out:
+    if args.out:  # written whole or not at all
         tmp = args.out + '.tmp'
         with open(tmp, 'w') as f:
-            f.write(text)
+            f.write(text + '\n')
         os.replace(tmp, args.out)
-    peers.close_all()
 
 
 if __name__ == '__main__':

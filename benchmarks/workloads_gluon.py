@@ -141,6 +141,48 @@ def conv3x3(mx, batch=8, channels=64, size=56):
                                            num_filter=channels))
 
 
+FASHION_MNIST = '/usr/share/datasets/fashion-mnist'
+
+
+def fashion_mnist_train(limit=None):
+    """The Fashion-MNIST training images (n, 784) float32 in [0, 1] and labels (n,) int64, read
+    from the IDX files with NumPy (the same bytes for every framework); the first `limit`."""
+    import gzip
+    import os
+    with gzip.open(os.path.join(FASHION_MNIST, 'train-images-idx3-ubyte.gz')) as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
+    with gzip.open(os.path.join(FASHION_MNIST, 'train-labels-idx1-ubyte.gz')) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
+    if limit:
+        x, y = x[:limit], y[:limit]
+    return x.astype(np.float32) / 255, y
+
+
+def fmnist_epoch(mx, batch=128, limit=None):
+    """One training epoch on Fashion-MNIST as tests/test_train_fashion_mnist.py trains it: the
+    hybridized MLP 784-256-128-10, Adam (lr 1e-3), a fresh shuffle each epoch, each batch taken
+    from the whole training set in memory (nd.take), loss read back every step."""
+    xn, yn = fashion_mnist_train(limit)
+    x, y = mx.nd.array(xn), mx.nd.array(yn, dtype='float32')
+    net = _mlp(mx, [256, 128, 10], True)
+    trainer = mx.gluon.Trainer(net.collect_params(), 'adam', {'learning_rate': 1e-3})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    steps = xn.shape[0] // batch
+    rng = np.random.RandomState(0)
+
+    def epoch():
+        order = mx.nd.array(rng.permutation(xn.shape[0]), dtype='int32')
+        for s in range(steps):
+            idx = order[s * batch:(s + 1) * batch]
+            xb, yb = mx.nd.take(x, idx), mx.nd.take(y, idx)
+            with mx.autograd.record():
+                loss = loss_fn(net(xb), yb)
+            loss.backward()
+            trainer.step(batch)
+            loss.mean().asscalar()
+    return epoch
+
+
 WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
                                      mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
-                                     conv3x3)}
+                                     conv3x3, fmnist_epoch)}

@@ -184,6 +184,31 @@ def conv3x3(batch=8, channels=64, size=56):
     return fwd
 
 
+def fmnist_epoch(batch=128, limit=None):
+    """workloads_gluon.fmnist_epoch in PyTorch: the same data, MLP, Adam and per-step work."""
+    import numpy as np
+    from workloads_gluon import fashion_mnist_train
+    xn, yn = fashion_mnist_train(limit)
+    x, y = torch.from_numpy(xn), torch.from_numpy(yn)
+    net = _mlp(784, (256, 128, 10))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    steps = xn.shape[0] // batch
+    rng = np.random.RandomState(0)
+
+    def epoch():
+        order = torch.from_numpy(rng.permutation(xn.shape[0]))
+        for s in range(steps):
+            idx = order[s * batch:(s + 1) * batch]
+            xb, yb = x.index_select(0, idx), y.index_select(0, idx)
+            opt.zero_grad()
+            loss = loss_fn(net(xb), yb)
+            loss.backward()
+            opt.step()
+            loss.item()
+    return epoch
+
+
 WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
                                      mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
-                                     conv3x3)}
+                                     conv3x3, fmnist_epoch)}
