@@ -34,27 +34,13 @@ def run(quick=False):
                         batch / res['hybridgluon'], others)))
     text = table('training step (forward + backward + SGD update; medians, ratio > 1 means '
                  'hybridized hybridgluon is faster)', rows, peers)
-    return text + '\n\n' + lenet(quick) + '\n\n' + epoch(quick)
+    return text + '\n\n' + epoch(quick)
 
 
 def _three_way(workload, rep, number, **kw):
     return compare({'hybridgluon': getattr(wg, workload)(mx, **kw),
                     'mxnet': peer_workload('mxnet', workload, **kw),
                     'torch': peer_workload('torch', workload, **kw)}, rep, number)
-
-
-def lenet(quick=False):
-    """The seeds' LeNet (workloads_gluon.lenet, hybridized with static_alloc/static_shape) at
-    batch 256 on 1x28x28 inputs: the forward, and one SGD training step."""
-    peers = ['hybridgluon'] + peers_available()
-    rep, number = (3, 3) if quick else (5, 5)
-    rows = []
-    for label, workload in (('LeNet, batch 256: forward', 'lenet_forward'),
-                            ('LeNet, batch 256: training step', 'lenet_train_step')):
-        res = _three_way(workload, rep, number, batch=256)
-        rows.append((label, res, '%.0f images/s' % (256 / res['hybridgluon'])))
-    return table('LeNet (the seeds\' Net; medians, ratio > 1 means hybridgluon is faster)', rows,
-                 peers)
 
 
 def epoch(quick=False):
