@@ -1,9 +1,8 @@
 """Training benchmarks (issue: training): one step (forward, backward, SGD update) of the seeds'
 512-256-128-2 MLP at batch 64, hybridized vs imperative vs MXNet 1.9.1 and PyTorch CPU (each in
-its own process); the throughput of a
-Fashion-MNIST-shaped MLP (784-256-128-10, batch 128) in samples per second; the seeds' LeNet
-(batch 256) forward and training step; and one whole Fashion-MNIST training epoch (60000 images,
-workloads_gluon.fmnist_epoch) per framework."""
+its own process); the throughput of a Fashion-MNIST-shaped MLP (784-256-128-10, batch 128) in
+samples per second; and one whole Fashion-MNIST training epoch (60000 images,
+workloads_gluon.fmnist_epoch) per framework. LeNet is in bench_lenet.py."""
 import os
 import sys
 
