@@ -31,23 +31,18 @@ def _attr(v):
     return v
 
 
-def run_case(op, meta, arrays, i):
-    """Runs case i on hybridgluon: (outputs, input gradients by index, mutated inputs by
-    index), all NumPy."""
-    case = meta['cases'][i]
-    attrs = {k: _attr(v) for k, v in case['attrs'].items()}
-    fn = mx._core.get_op(op)
+def _inputs(case, arrays, i):
+    """Case i's inputs as NDArrays, those it differentiates with gradients attached."""
     xs = [mx.nd.array(arrays['c%d_x%d' % (i, j)], dtype=arrays['c%d_x%d' % (i, j)].dtype)
           for j in range(case['n_in'])]
     for j in case['wrt']:
         xs[j].attach_grad()
-    if case['grad']:
-        with mx.autograd.record(train_mode=case['train']):
-            out = fn(*xs, **attrs)
-    else:
-        scope = mx.autograd.train_mode() if case['train'] else mx.autograd.predict_mode()
-        with scope:
-            out = fn(*xs, **attrs)
+    return xs
+
+
+def _outputs_and_grads(case, arrays, i, xs, out):
+    """(outputs, input gradients by index) as NumPy, backward run from the case's head
+    gradients when it has them."""
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
     ys = [o.asnumpy() for o in outs]
     dxs = {}
@@ -56,6 +51,24 @@ def run_case(op, meta, arrays, i):
                for k in range(len(outs))]
         mx.autograd.backward(outs, dys)
         dxs = {j: xs[j].grad.asnumpy() for j in case['wrt']}
+    return ys, dxs
+
+
+def run_case(op, meta, arrays, i):
+    """Runs case i on hybridgluon: (outputs, input gradients by index, mutated inputs by
+    index), all NumPy."""
+    case = meta['cases'][i]
+    attrs = {k: _attr(v) for k, v in case['attrs'].items()}
+    fn = mx._core.get_op(op)
+    xs = _inputs(case, arrays, i)
+    if case['grad']:
+        with mx.autograd.record(train_mode=case['train']):
+            out = fn(*xs, **attrs)
+    else:
+        scope = mx.autograd.train_mode() if case['train'] else mx.autograd.predict_mode()
+        with scope:
+            out = fn(*xs, **attrs)
+    ys, dxs = _outputs_and_grads(case, arrays, i, xs, out)
     ms = {j: xs[j].asnumpy() for j in case['mutates']}
     return ys, dxs, ms
 
@@ -95,18 +108,8 @@ def run_case_symbol(op, meta, arrays, i):
     sym = getattr(mx.sym, op)(*variables, **attrs)
     block = mx.gluon.SymbolBlock(sym, variables)
     block.hybridize()
-    xs = [mx.nd.array(arrays['c%d_x%d' % (i, j)], dtype=arrays['c%d_x%d' % (i, j)].dtype)
-          for j in range(case['n_in'])]
-    for j in case['wrt']:
-        xs[j].attach_grad()
+    xs = _inputs(case, arrays, i)
     with mx.autograd.record(train_mode=case['train']):
         out = block(*xs)
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    ys = [o.asnumpy() for o in outs]
-    dxs = {}
-    if case['grad']:
-        dys = [mx.nd.array(arrays['c%d_dy%d' % (i, k)], dtype=arrays['c%d_dy%d' % (i, k)].dtype)
-               for k in range(len(outs))]
-        mx.autograd.backward(outs, dys)
-        dxs = {j: xs[j].grad.asnumpy() for j in case['wrt']}
+    ys, dxs = _outputs_and_grads(case, arrays, i, xs, out)
     return ys, dxs
