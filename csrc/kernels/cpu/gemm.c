@@ -275,7 +275,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
         const split_job_##SUFFIX *j = ctx;                                                      \
         int64_t len = j->by_n ? j->N : j->M;                                                    \
         for (int64_t p = b; p < e; p++) {                                                       \
-            /* Boundaries on multiples of 16 (a cache line of float); the last takes the rest. */ \
+            /* Boundaries on multiples of 16 (whole cache lines of C); the last takes the rest */\
             int64_t lo = len * p / j->parts / 16 * 16;                                          \
             int64_t hi = p + 1 == j->parts ? len : len * (p + 1) / j->parts / 16 * 16;          \
             if (hi <= lo) continue;                                                             \
@@ -308,7 +308,8 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
             blas_##SUFFIX(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                \
             return;                                                                             \
         }                                                                                       \
-        split_job_##SUFFIX j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, C};\
+        split_job_##SUFFIX j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts,                    \
+                                alpha, beta, A, B, C};                                          \
         hg_parallel_for(parts, 1, split_range_##SUFFIX, &j);                                    \
     }                                                                                           \
                                                                                                 \
