@@ -245,7 +245,10 @@ def test_conv_fc_bias_activation_run_as_one_step(layer, shape):
 
 @pytest.mark.parametrize('use_bias,fix_gamma,groups', [(True, False, 1), (False, True, 1),
                                                         (False, False, 2)])
-def test_batchnorm_folded_into_convolution_in_inference(use_bias, fix_gamma, groups):
+# (2, 2, 6, 6): more outputs per filter than weights, the folded step scales the weights;
+# (1, 2, 4, 4): fewer (a deep layer at batch 1), it scales the convolution's output instead
+@pytest.mark.parametrize('xshape', [(2, 2, 6, 6), (1, 2, 4, 4)])
+def test_batchnorm_folded_into_convolution_in_inference(use_bias, fix_gamma, groups, xshape):
     net = nn.HybridSequential()
     net.add(nn.Conv2D(4, kernel_size=3, use_bias=use_bias, in_channels=2, groups=groups),
             nn.BatchNorm(in_channels=4, center=True, scale=not fix_gamma), nn.Activation('relu'))
@@ -257,7 +260,7 @@ def test_batchnorm_folded_into_convolution_in_inference(use_bias, fix_gamma, gro
     if not fix_gamma:
         bn.gamma.set_data(mx.nd.array(rng.uniform(0.5, 1.5, 4)))
     bn.beta.set_data(mx.nd.array(rng.standard_normal(4)))
-    x = mx.nd.random.normal(shape=(2, 2, 6, 6))
+    x = mx.nd.random.normal(shape=xshape)
     ref = net(x).asnumpy()
     net.hybridize()
     out = net(x).asnumpy()
