@@ -304,6 +304,41 @@ def test_exp_and_sigmoid_float32_edge_values():
     np.testing.assert_allclose(nd.sigmoid(nd.array(x)).asnumpy(), want_sig, rtol=1e-6, atol=1e-30)
 
 
+def test_exp_float32_same_bits_on_every_instruction_set():
+    """The portable, AVX2 and AVX-512 versions of the vectorised exp (HG_VMATH forces one, read
+    once) give the same bits, tails and edge values included."""
+    import os
+    from conftest import run_python
+    code = (
+        'import ctypes, os, sys, numpy as np, hybridgluon as mx\n'
+        'h = ctypes.CDLL(os.path.join(os.path.dirname(mx.__file__), "lib", "libhybridgluon.so"))\n'
+        'h.hg_vexp_impl.restype = ctypes.c_char_p\n'
+        'rng = np.random.default_rng(3)\n'
+        'x = np.concatenate([rng.uniform(-110, 95, 100003), [np.nan, -np.nan, np.inf, -np.inf, '
+        '-0.0, 0.0, 88.72283935546875, 88.72284, -104, -104.00001, 1e-30]]).astype("f4")\n'
+        'y = mx.nd.exp(mx.nd.array(x)).asnumpy()\n'
+        'print(h.hg_vexp_impl().decode()); sys.stdout.flush()\n'
+        'sys.stdout.buffer.write(y.tobytes())\n')
+    outs = {}
+    for name in ['portable', 'avx2', 'avx512']:
+        r = run_python(['-c', code], env=dict(os.environ, HG_VMATH=name), text=False)
+        assert r.returncode == 0, r.stderr.decode()
+        impl, data = r.stdout.split(b'\n', 1)
+        outs[impl.decode()] = data
+    assert 'portable' in outs and len(outs) >= 2 or not _cpu_has('avx2'), outs.keys()
+    first = next(iter(outs.values()))
+    for impl, data in outs.items():
+        assert data == first, impl
+
+
+def _cpu_has(flag):
+    try:
+        with open('/proc/cpuinfo') as f:
+            return flag in f.read().split()
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
 def test_rint_rounds_exact_halves_down_as_mxnet(dtype):
     # MXNet 1.9.1 documents rint(n.5) = n (it takes the floor when x - floor(x) <= 0.5);
