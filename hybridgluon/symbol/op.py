@@ -8,24 +8,37 @@ from .symbol import NameManager, Symbol, _attr_str, _origin, var
 _SPECIAL = {'name', 'attr', 'out'}
 
 
+_SIGNATURES = {}
+
+
+def _signature(op_name):
+    """(input names, takes varargs?, attribute names, the same two as sets) of a registered op;
+    the registry never changes after import, so each op's is read once."""
+    sig = _SIGNATURES.get(op_name)
+    if sig is None:
+        info = _core.op_info(op_name)
+        inputs = tuple(info['inputs'])
+        attrs = tuple(a['name'] for a in info['attrs'])
+        sig = (inputs, bool(info['flags'] & 16), attrs, frozenset(inputs), frozenset(attrs))
+        _SIGNATURES[op_name] = sig
+    return sig
+
+
 def _invoke(op_name, args, kwargs, hint=None):
     """Builds the node for op_name from Python arguments as MXNet's generated symbol functions
     take them: inputs positionally or by name, attributes by keyword (or positionally after
     the inputs), `name=` and `attr=`."""
-    info = _core.op_info(op_name)
+    input_names, varargs, attr_names, input_set, attr_set = _signature(op_name)
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
     extra = kwargs.pop('attr', None) or {}
     kwargs.pop('out', None)
-    input_names = info['inputs']
-    varargs = bool(info['flags'] & 16)
-    attr_names = [a['name'] for a in info['attrs']]
     inputs, attrs, positional_attrs = {}, {}, []
     if varargs:
         given = [a for a in args if isinstance(a, Symbol)]
         if len(given) != len(args):
             raise TypeError('%s: all positional inputs must be Symbols' % op_name)
-        if 'num_args' in attr_names and 'num_args' not in kwargs:
+        if 'num_args' in attr_set and 'num_args' not in kwargs:
             kwargs['num_args'] = len(given)
     else:
         for i, a in enumerate(args):
@@ -38,20 +51,20 @@ def _invoke(op_name, args, kwargs, hint=None):
     for k, v in zip(attr_names, positional_attrs):
         attrs[k] = v
     for k, v in kwargs.items():
-        if not varargs and k in input_names:
+        if not varargs and k in input_set:
             if v is None:
                 continue
             if not isinstance(v, Symbol):
                 raise TypeError('%s: input %s must be a Symbol, got %s' % (op_name, k, type(v)))
             inputs[k] = v
-        elif k in attr_names or (k.startswith('__') and k.endswith('__')):
+        elif k in attr_set or (k.startswith('__') and k.endswith('__')):
             attrs[k] = v
-        elif k in ('dtype', 'ctx') and k not in attr_names:
+        elif k in ('dtype', 'ctx') and k not in attr_set:
             continue
         else:
             raise base._MXNetValueError("Cannot find argument '%s', Possible Arguments: [%s], in "
                                         "operator %s" % (k, ', '.join(attr_names), op_name))
-    str_attrs = {k: _attr_str(v) for k, v in attrs.items() if v is not None or k in attr_names}
+    str_attrs = {k: _attr_str(v) for k, v in attrs.items() if v is not None or k in attr_set}
     for k, v in extra.items():
         str_attrs[k] = str(v)
     node_name = NameManager.current().get(name, hint or op_name.lower())

@@ -16,6 +16,9 @@ __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
 
 def _attr_str(value):
     """MXNet's front-end rule for attribute strings: str(value), dtypes by name."""
+    kind = type(value)
+    if kind is int or kind is float:  # most attributes, so decided first
+        return str(value)
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or value is None:
@@ -38,10 +41,31 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TRACE = {'path': None}
 
 
+# co_filename -> whether that file lies in this package. Every traced op asks for the frames
+# above it, so the answer is remembered per file; only absolute names are remembered, since a
+# relative one (a script run as `python net.py`) means another file after a chdir.
+_IN_PKG = {}
+
+
+def _in_package(filename):
+    inside = _IN_PKG.get(filename)
+    if inside is None:
+        inside = os.path.abspath(filename).startswith(_PKG_DIR)
+        if os.path.isabs(filename):
+            _IN_PKG[filename] = inside
+    return inside
+
+
 def _user_location():
     """'file.py:31' of the innermost caller outside this package, or None."""
     f = sys._getframe(1)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+    known = _IN_PKG
+    while f is not None:
+        inside = known.get(f.f_code.co_filename)
+        if inside is None:
+            inside = _in_package(f.f_code.co_filename)
+        if not inside:
+            break
         f = f.f_back
     if f is None:
         return None
@@ -50,7 +74,7 @@ def _user_location():
 
 def _from_user():
     """Whether the caller of the caller is user code (not this package)."""
-    return not os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_PKG_DIR)
+    return not _in_package(sys._getframe(2).f_code.co_filename)
 
 
 def _origin():
