@@ -20,7 +20,9 @@ import warnings
 
 import numpy as _np
 
+from . import _core
 from . import ndarray as _nd
+from .base import _FLAG_TO_NAME
 from .ndarray import NDArray
 
 __all__ = ['InitDesc', 'Initializer', 'register', 'alias', 'create', 'Load', 'Mixed', 'Zero',
@@ -118,19 +120,19 @@ class Initializer:
         self._init_default(name, arr)
 
     def _init_zero(self, _, arr):
-        arr[:] = 0.0
+        _fill(arr, 0.0)
 
     def _init_one(self, _, arr):
-        arr[:] = 1.0
+        _fill(arr, 1.0)
 
     def _init_bias(self, _, arr):
-        arr[:] = 0.0
+        _fill(arr, 0.0)
 
     def _init_gamma(self, _, arr):
-        arr[:] = 1.0
+        _fill(arr, 1.0)
 
     def _init_beta(self, _, arr):
-        arr[:] = 0.0
+        _fill(arr, 0.0)
 
     def _init_bilinear(self, _, arr):
         _fill_bilinear(arr)
@@ -219,6 +221,18 @@ def create(initializer, *args, **kwargs):
 
 
 # ---- helpers ----------------------------------------------------------------------------------
+_FULL = _core.get_op('_full')
+
+
+def _fill(arr, value):
+    """`arr[:] = value` for a number, straight to the fill op: a model's biases and norm
+    parameters are all filled this way when its first call initializes them."""
+    if isinstance(arr, NDArray):
+        _FULL(shape=arr.shape, value=value, dtype=_FLAG_TO_NAME[arr._dtype_flag], out=arr)
+    else:
+        arr[:] = value
+
+
 def _fill_uniform(arr, low, high):
     _nd.random.uniform(low, high, shape=arr.shape, dtype=arr.dtype, out=arr)
 
@@ -319,7 +333,7 @@ class Zero(Initializer):
         super().__init__()
 
     def _init_weight(self, _, arr):
-        arr[:] = 0
+        _fill(arr, 0.0)
 
 
 @register
@@ -331,7 +345,7 @@ class One(Initializer):
         super().__init__()
 
     def _init_weight(self, _, arr):
-        arr[:] = 1
+        _fill(arr, 1.0)
 
 
 @register
