@@ -76,3 +76,19 @@ def test_group_outputs_iterate_while_tracing():
     ref = blk(x).asnumpy()
     blk.hybridize()
     np.testing.assert_array_equal(blk(x).asnumpy(), ref)
+
+
+def test_package_frames_are_told_apart_relative_names_by_the_current_directory(
+        tmp_path, monkeypatch):
+    # _user_location remembers per file name whether a frame belongs to the package; a
+    # relative name (a script run as `python net.py`) must be judged anew after a chdir.
+    import os
+    from hybridgluon.symbol import symbol as s
+    pkg_dir = os.path.dirname(os.path.abspath(s.__file__))
+    monkeypatch.chdir(pkg_dir)
+    assert s._in_package('symbol.py')
+    monkeypatch.chdir(tmp_path)
+    assert not s._in_package('symbol.py')
+    assert s._in_package(os.path.join(pkg_dir, 'symbol.py'))
+    assert s._in_package(os.path.join(pkg_dir, 'symbol.py'))      # remembered
+    assert not s._in_package(__file__)
