@@ -193,3 +193,45 @@ def test_export_after_rehybridize_traces_again(tmp_path):
     blk = gluon.SymbolBlock.imports(str(tmp_path / 'm-symbol.json'), ['data'],
                                     str(tmp_path / 'm-0001.params'))
     np.testing.assert_allclose(blk(x).asnumpy(), want.asnumpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_graph_inputs_kept_with_the_cached_op_and_dropped_with_it():
+    # The first call collects the graph's Parameters once for both the deferred shape
+    # inference and the cached op; a block change must make the next call collect again.
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = nd.ones((2, 5))
+    assert net(x).shape == (2, 3)
+    net.add(nn.Dense(2))              # a new child: traced, collected and initialized anew
+    net[1].initialize()
+    assert net(x).shape == (2, 2)
+    assert net[1].weight.shape == (2, 3)
+    want = nd.dot(nd.dot(x, net[0].weight.data(), transpose_b=True) + net[0].bias.data(),
+                  net[1].weight.data(), transpose_b=True) + net[1].bias.data()
+    np.testing.assert_allclose(net(x).asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    net.hybridize()                   # clears the cache; infer_shape collects again
+    net.infer_shape(nd.ones((4, 5)))
+    net.initialize(mx.init.One(), force_reinit=True)   # new arrays: the next call re-binds
+    # weights all 1, biases keep their own 'zeros' init: 5 per unit, then 3 * 5
+    np.testing.assert_allclose(net(x).asnumpy(), np.full((2, 2), 15.), rtol=1e-6)
+
+
+def test_deferred_init_arrays_are_each_parameters_own():
+    # Deferred initialization keeps the array it initialized instead of copying it; a value
+    # given with set_data before the first call is still copied, not aliased.
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3), nn.Dense(3))
+    net.initialize(mx.init.One())
+    given = nd.full((3,), 7.)
+    net[1].bias.set_data(given)
+    net.hybridize()
+    net(nd.ones((1, 4)))
+    arrays = [p.data() for p in net.collect_params().values()]
+    grads = [p.grad() for p in net.collect_params().values()]
+    for i, a in enumerate(arrays + grads):
+        assert not any(a._shares_storage(b) for b in (arrays + grads)[i + 1:])
+    assert not net[1].bias.data()._shares_storage(given)
+    given[:] = 0
+    np.testing.assert_array_equal(net[1].bias.data().asnumpy(), [7., 7., 7.])

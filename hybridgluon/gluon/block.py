@@ -83,6 +83,15 @@ class _BlockScope:
 
 
 _SYMBOL_CLASS = []
+_SYMBOL_MODULE = []
+
+
+def _symbol_module():
+    """hybridgluon.symbol.symbol (imported on first use: it needs the C core's ops)."""
+    if not _SYMBOL_MODULE:
+        from ..symbol import symbol
+        _SYMBOL_MODULE.append(symbol)
+    return _SYMBOL_MODULE[0]
 
 
 def _symbol_class():
@@ -118,6 +127,14 @@ def _gather_type_ctx_info(args, symbol_cls):
                 break
         return has_symbol, has_ndarray, ctx_set, first_ctx
     return False, False, set(), None
+
+
+# Containers the Block classes keep for themselves (children, parameters, hooks, the cached
+# graph and its arguments) hold no user Blocks; collect_params checks every block of the tree
+# each time it runs, so the check skips walking them.
+_OWN_CONTAINERS = frozenset(('_children', '_reg_params', '_forward_hooks', '_forward_pre_hooks',
+                             '_cached_graph', '_cached_op_args', '_flags', '_in_format',
+                             '_out_format', '_backend_opts'))
 
 
 class Block:
@@ -168,17 +185,20 @@ class Block:
 
     def _check_container_with_block(self):
         """Warns about Blocks hidden in list/tuple/dict attributes (never registered)."""
-        children = set(self._children.values())
+        children = self._children.values()
 
         def unregistered(data):
-            if isinstance(data, (list, tuple)):
-                return any(unregistered(ele) for ele in data)
-            if isinstance(data, dict):
-                return any(unregistered(v) for v in data.values())
-            return isinstance(data, Block) and data not in children
+            for ele in data.values() if isinstance(data, dict) else data:
+                if isinstance(ele, (list, tuple, dict)):
+                    if unregistered(ele):
+                        return True
+                elif isinstance(ele, Block) and ele not in children:
+                    return True
+            return False
 
         for k, v in self.__dict__.items():
-            if (isinstance(v, (list, tuple, dict)) and not (k.startswith('__') or k == '_children')
+            if (isinstance(v, (list, tuple, dict)) and v and not (k.startswith('__') or
+                                                                  k in _OWN_CONTAINERS)
                     and unregistered(v)):
                 warnings.warn('"{name}" is an unregistered container with Blocks. Note that '
                               'Blocks inside the list, tuple or dict will not be registered '
@@ -389,6 +409,7 @@ class HybridBlock(Block):
         self._cached_graph = ()
         self._cached_op = None
         self._cached_op_args = []
+        self._cached_inputs = None
         self._out_format = None
         self._in_format = None
         self._active = False
@@ -408,6 +429,7 @@ class HybridBlock(Block):
         self._cached_graph = ()
         self._cached_op = None
         self._cached_op_args = []
+        self._cached_inputs = None
         self._fast_gen = -1
 
     def __call__(self, *args):
@@ -500,7 +522,12 @@ class HybridBlock(Block):
         self._cached_graph = [i for i in inputs if i is not None], symbol.Group(out)
 
     def _graph_inputs(self, *args):
-        """(graph input names, {data name: position}, {param name: Parameter}), checked."""
+        """(graph input names, {data name: position}, {param name: Parameter}), checked.
+
+        Kept from _build_cache for as long as the cached op that binds those same Parameters
+        (the deferred shape inference of the first call then does not collect them again)."""
+        if self._cached_inputs is not None:
+            return self._cached_inputs
         data, out = self._get_graph(*args)
         data_pos = {d.name: i for i, d in enumerate(data)}
         params = {p.name: p for p in self.collect_params().values()}
@@ -553,6 +580,7 @@ class HybridBlock(Block):
     def _build_cache(self, *args):
         from .. import _core
         names, data_pos, params = self._graph_inputs(*args)
+        self._cached_inputs = names, data_pos, params
         self._cached_op_args = [(True, data_pos[n]) if n in data_pos else (False, params[n])
                                 for n in names]
         flags = dict(self._flags)
@@ -664,7 +692,7 @@ class _tracing:
         self._block = block
 
     def __enter__(self):
-        from ..symbol import symbol as _sym
+        _sym = _symbol_module()
         self._saved = dict(_sym._TRACE)
         paths = _sym._TRACE.get('paths')
         if paths is None:  # the outermost block: number the tree once
@@ -678,7 +706,7 @@ class _tracing:
         _sym._TRACE['path'] = paths.get(id(self._block), self._block.name)
 
     def __exit__(self, *exc):
-        from ..symbol import symbol as _sym
+        _sym = _symbol_module()
         _sym._TRACE.clear()
         _sym._TRACE.update(self._saved)
 

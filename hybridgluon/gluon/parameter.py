@@ -31,12 +31,19 @@ class DeferredInitializationError(MXNetError):
     """Error for unfinished deferred initialization."""
 
 
+_AUTOGRAD = []
+
+
 def _autograd():
-    """The autograd module, or None while the package has none."""
+    """The autograd module, or None while the package has none (found once, then kept:
+    deferred initialization asks for it once per parameter)."""
+    if _AUTOGRAD:
+        return _AUTOGRAD[0]
     try:
         from .. import autograd
     except ImportError:
         return None
+    _AUTOGRAD.append(autograd)
     return autograd
 
 
@@ -300,14 +307,19 @@ class Parameter:
                                  "shape: %s. Please specify in_units, in_channels, etc for "
                                  "`Block`s." % (self.name, str(self.shape)))
         with _pause():
-            if data is None:
+            fresh = data is None
+            if fresh:
                 data = ndarray.zeros(self.shape, dtype=self.dtype, ctx=cpu())
                 initializer.create(default_init)(
                     initializer.InitDesc(self.name, {'__init__': init}), data)
-            self._init_impl(data, ctx)
+            self._init_impl(data, ctx, own=fresh)
 
-    def _init_impl(self, data, ctx_list):
-        """Puts a copy of `data` on each context and allocates the gradients."""
+    def _init_impl(self, data, ctx_list, own=False):
+        """Puts a copy of `data` on each context and allocates the gradients.
+
+        own: `data` was made for this parameter and nobody else holds it, so on a single CPU
+        context it becomes the parameter's array itself instead of being copied.
+        """
         self._ctx_list = list(ctx_list)
         self._ctx_map = [[], []]
         for i, ctx in enumerate(self._ctx_list):
@@ -315,7 +327,10 @@ class Parameter:
             while len(dev_list) <= ctx.device_id:
                 dev_list.append(None)
             dev_list[ctx.device_id] = i
-        self._data = [data.copyto(ctx) for ctx in self._ctx_list]
+        if own and len(self._ctx_list) == 1 and self._ctx_list[0].device_typeid != 2:
+            self._data = [data]
+        else:
+            self._data = [data.copyto(ctx) for ctx in self._ctx_list]
         self._init_grad()
 
     def _init_grad(self):
