@@ -646,6 +646,8 @@ class HybridBlock(Block):
                 all(isinstance(a, NDArray) for a in args):
             return self._call_cached_op(x, *args)  # hot path: straight into C
         symbol_cls = _symbol_class()
+        if not args and symbol_cls is not None and isinstance(x, symbol_cls):
+            return self._forward_symbols(x)  # every child, while the parent traces
         has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info(
             [x] + list(args), symbol_cls)
         if has_symbol and has_ndarray:
@@ -673,6 +675,10 @@ class HybridBlock(Block):
                         v._finish_deferred_init()
                     params = {k: v.data(ctx) for k, v in self._reg_params.items()}
                 return self.hybrid_forward(ndarray, x, *args, **params)
+        return self._forward_symbols(x, *args)
+
+    def _forward_symbols(self, x, *args):
+        """hybrid_forward with `F = mx.sym`: the nodes of the graph being traced."""
         from .. import symbol
         params = {k: v.var() for k, v in self._reg_params.items()}
         with _tracing(self), self.name_scope():
