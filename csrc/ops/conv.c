@@ -9,8 +9,9 @@
  * The forward cuts images into tiles of output rows whose col blocks stay in L2 and spreads
  * them over the thread pool (see "forward plan"); the backward runs images in parallel slots,
  * tile by tile (see the gradient section). Depthwise layers (num_group == channels) skip both
- * for the direct kernel of kernels/cpu/depthwise.c. float16 is computed in float32 through the
- * workspace.
+ * for the direct kernel of kernels/cpu/depthwise.c; float32 3x3 stride-1 layers with enough
+ * channels and positions take the Winograd forward of kernels/cpu/winograd.c (is_winograd).
+ * float16 is computed in float32 through the workspace (by im2col).
  *
  * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
  * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
@@ -24,6 +25,7 @@
 #include "../kernels/cpu/depthwise.h"
 #include "../kernels/cpu/gemm.h"
 #include "../kernels/cpu/im2col.h"
+#include "../kernels/cpu/winograd.h"
 #include "conv_common.h"
 
 enum {
@@ -142,6 +144,24 @@ static bool is_pointwise(const conv_geom *g)
 static bool is_depthwise(const conv_geom *g)
 {
     return g->G > 1 && g->Cg == 1 && g->k[2] <= HG_DW_MAX_K;
+}
+
+static hg_wino_geom wino_geom(const conv_geom *g)
+{
+    return (hg_wino_geom){.N = g->N, .C = g->C, .F = g->F, .H = g->in[1], .W = g->in[2],
+                          .ph = g->p[1], .pw = g->p[2]};
+}
+
+/* float32 2-D 3x3 with stride 1, no dilation, one group, where the size rule of winograd.c says
+ * it beats im2col (and HG_NO_WINOGRAD is not set): the Winograd F(2x2, 3x3) forward. The
+ * gradients keep im2col. */
+static bool is_winograd(const conv_geom *g, hg_dtype dt)
+{
+    if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1) return false;
+    for (int i = 1; i < 3; i++)
+        if (g->k[i] != 3 || g->s[i] != 1 || g->d[i] != 1) return false;
+    hg_wino_geom wg = wino_geom(g);
+    return hg_winograd_pays(&wg) && hg_winograd_enabled();
 }
 
 static hg_dw_geom dw_geom(const conv_geom *g)
@@ -378,6 +398,10 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     (void)nin;
     conv_geom g;
     geom_full(a, &in[0], &g);
+    if (is_winograd(&g, in[0].dtype)) {
+        hg_wino_geom wg = wino_geom(&g);
+        return hg_winograd_workspace(&wg, hg_get_num_threads());
+    }
     if (in[0].dtype != HG_DTYPE_F16) return col_bytes(&g, hg_dtype_size(in[0].dtype));
     /* float copies of data, weight, bias and output after the col buffers */
     return col_bytes(&g, sizeof(float)) +
@@ -545,7 +569,11 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     conv_geom g;
     geom_full(a, &x, &g);
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
-    if (x.dtype == HG_DTYPE_F32) {
+    if (is_winograd(&g, x.dtype)) {
+        hg_wino_geom wg = wino_geom(&g);
+        hg_winograd_fwd_f32(&wg, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]),
+                            ctx->workspace, ctx->workspace_bytes);
+    } else if (x.dtype == HG_DTYPE_F32) {
         conv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
     } else if (x.dtype == HG_DTYPE_F64) {
         conv_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));

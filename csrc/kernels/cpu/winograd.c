@@ -1,0 +1,432 @@
+/* Winograd F(2x2, 3x3) forward convolution (see winograd.h).
+ *
+ * Tiles are numbered over (image, tile row, tile column); a block is a run of consecutive tiles
+ * and splits into segments, runs along one tile row. A block's V[16][C][tb] and M[16][F][tb]
+ * sit in its slot of the workspace. The transforms work on a segment of one channel (input) or
+ * filter (output) at a time with the tiles as the vector lanes: the input transform first
+ * copies the 4 input rows it reads into even and odd columns (zeros for the padding), so that
+ * its loop reads unit-stride and carries no bounds checks. The transforms are compiled for
+ * AVX2 and for baseline x86-64 through function attributes and picked at run time, as
+ * depthwise.c does. */
+#include "winograd.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/parallel.h"
+#include "gemm.h"
+#include "hybridgluon/hybridgluon.h"
+
+/* ---- plan ---------------------------------------------------------------------------------- */
+
+/* Tiles per block at most. Measured on the 2-core Zen 3 machine, one thread, resnet18's 3x3
+ * layers: blocks of 16 tiles lose to im2col at 512 channels (0.85x at batch 32: every block's
+ * GEMMs pack all of U for a few columns); 64 to 256 tiles win 1.4-1.7x at batch 8, 128 and 256
+ * best. V and M of 128 tiles at 512 channels are 8 MB: they live in L3, which the GEMMs' own
+ * packing tolerates. */
+#define WG_TB 128
+/* Tiles a block keeps at least when blocks are made smaller to give every thread one: below,
+ * one block runs with its GEMMs split over the threads instead (each block packs all of U). */
+#define WG_TB_EVEN 32
+
+/* floats rounded up to a whole 64-byte line */
+static int64_t lines(int64_t n) { return (n + 15) & ~(int64_t)15; }
+
+static int64_t tile_rows(const hg_wino_geom *g) { return (g->H + 2 * g->ph - 1) / 2; }
+static int64_t tile_cols(const hg_wino_geom *g) { return (g->W + 2 * g->pw - 1) / 2; }
+static int64_t num_tiles(const hg_wino_geom *g) { return g->N * tile_rows(g) * tile_cols(g); }
+
+/* Distance between the 16 matrices of U, V and M: a whole number of lines plus one, so that
+ * the 16 rows a transform writes side by side do not fall into the same cache sets (F * C and
+ * C * tb are often multiples of 4 KB: 16 such streams thrashed L1 and L2, 5x slower). */
+static int64_t xi_stride(int64_t n) { return lines(n) + 16; }
+
+static int64_t u_floats(const hg_wino_geom *g) { return 16 * xi_stride(g->F * g->C); }
+
+/* One slot: V and M of a block of up to tb tiles. */
+static int64_t slot_floats(const hg_wino_geom *g, int64_t tb)
+{
+    return 16 * (xi_stride(g->C * tb) + xi_stride(g->F * tb));
+}
+
+typedef struct wg_plan {
+    int64_t tb;     /* tiles per block (the last may have fewer), at most WG_TB */
+    int64_t blocks; /* ceil(tiles / tb) */
+    int64_t slots;  /* blocks run at once, one slot of workspace each */
+} wg_plan;
+
+static wg_plan make_plan(const hg_wino_geom *g, int64_t threads)
+{
+    wg_plan p = {0, 0, 1};
+    int64_t T = num_tiles(g);
+    if (T == 0) return p;
+    int64_t nb = (T + WG_TB - 1) / WG_TB;
+    /* a multiple of the threads, so that the last round keeps them all busy */
+    int64_t even = (nb + threads - 1) / threads * threads;
+    if (T / even >= WG_TB_EVEN) nb = even;
+    p.tb = (T + nb - 1) / nb;
+    p.blocks = (T + p.tb - 1) / p.tb;
+    p.slots = threads < p.blocks ? threads : p.blocks;
+    return p;
+}
+
+size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads)
+{
+    wg_plan p = make_plan(g, threads < 1 ? 1 : threads);
+    if (p.blocks == 0) return 0;
+    return sizeof(float) * (size_t)(u_floats(g) + p.slots * slot_floats(g, p.tb));
+}
+
+/* The size rule. The GEMMs do 16 multiply-adds per tile and channel pair against im2col's 36;
+ * each call pays for the weight transform (16 stores per pair, read back and packed by every
+ * block's GEMMs) and per tile for the transforms (about C + F vector adds). Measured on the
+ * 2-core Zen 3 machine, one thread, pad 1 (im2col's time / Winograd's):
+ *   C = F = 64..512 with >= 64 tiles: 1.3-1.8; 8..32 channels at 28x28..112x112: 1.3-1.6;
+ *   256 channels, 49 tiles (resnet18's 14x14 at batch 1): 1.3; 25 tiles: 1.1; 16: 1.0;
+ *   512 channels, 64 tiles: 1.35; 49 (14x14): 1.0; 32: 0.9; 16 (7x7 at batch 1): 0.7;
+ *   64-128 channels, 4 tiles: 0.6-0.75; 3 input channels (a first layer): 0.75.
+ * Hence: at least WG_MIN_CH channels in and out, WG_MIN_TILES tiles, and tiles * 16 >= C + F
+ * (the weight transform's share grows with the channels). */
+#define WG_MIN_CH 8
+#define WG_MIN_TILES 8
+
+bool hg_winograd_pays(const hg_wino_geom *g)
+{
+    int64_t T = num_tiles(g);
+    return g->C >= WG_MIN_CH && g->F >= WG_MIN_CH && T >= WG_MIN_TILES &&
+           T * 16 >= g->C + g->F;
+}
+
+bool hg_winograd_enabled(void)
+{
+    static atomic_int on = -1; /* racing first calls all compute the same value */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("HG_NO_WINOGRAD");
+        v = !(e && *e && strcmp(e, "0") != 0);
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* ---- transforms ---------------------------------------------------------------------------- */
+
+/* E[q] = xr[c0 + 2q], O[q] = xr[c0 + 2q + 1] for q in [0, L), zero outside [0, W) (and all
+ * zero when xr is NULL: a padding row). */
+static inline void stage_row(const float *restrict xr, int64_t W, int64_t c0, int64_t L,
+                             float *restrict E, float *restrict O)
+{
+    if (!xr) {
+        memset(E, 0, sizeof(float) * (size_t)L);
+        memset(O, 0, sizeof(float) * (size_t)L);
+        return;
+    }
+    /* interior: both columns inside, c0 + 2q >= 0 and c0 + 2q + 1 <= W - 1 */
+    int64_t lo = c0 >= 0 ? 0 : (1 - c0) / 2;
+    int64_t hi = W - 2 - c0 >= 0 ? (W - 2 - c0) / 2 + 1 : 0;
+    if (lo > L) lo = L;
+    if (hi > L) hi = L;
+    if (hi < lo) hi = lo;
+    for (int64_t q = 0; q < lo; q++) {
+        int64_t c = c0 + 2 * q;
+        E[q] = c >= 0 && c < W ? xr[c] : 0.0f;
+        O[q] = c + 1 >= 0 && c + 1 < W ? xr[c + 1] : 0.0f;
+    }
+    for (int64_t q = lo; q < hi; q++) {
+        E[q] = xr[c0 + 2 * q];
+        O[q] = xr[c0 + 2 * q + 1];
+    }
+    for (int64_t q = hi; q < L; q++) {
+        int64_t c = c0 + 2 * q;
+        E[q] = c >= 0 && c < W ? xr[c] : 0.0f;
+        O[q] = c + 1 >= 0 && c + 1 < W ? xr[c + 1] : 0.0f;
+    }
+}
+
+/* The transforms of one tile column k (or of 8 side by side, T = wg_v8): vector types of GCC
+ * and Clang, so that one body serves the vector loops and their scalar tails. The compilers
+ * do not vectorise these loops by themselves: the 16 row streams of V and M could overlap
+ * as far as they can tell. */
+typedef float wg_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define WG_LD(T, p) (*(const T *)(p))
+#define WG_ST(T, p, v) (*(T *)(p) = (v))
+
+/* B^T d B of the 4x4 window whose rows are staged at e_i (even columns) and o_i (odd). */
+#define WG_IN_STEP(T, k)                                                                        \
+    {                                                                                           \
+        T h[4][4];                                                                              \
+        for (int i = 0; i < 4; i++) { /* B^T along the row */                                  \
+            T d0 = WG_LD(T, e[i] + (k)), d1 = WG_LD(T, o[i] + (k));                             \
+            T d2 = WG_LD(T, e[i] + (k) + 1), d3 = WG_LD(T, o[i] + (k) + 1);                     \
+            h[i][0] = d0 - d2;                                                                  \
+            h[i][1] = d1 + d2;                                                                  \
+            h[i][2] = d2 - d1;                                                                  \
+            h[i][3] = d1 - d3;                                                                  \
+        }                                                                                       \
+        for (int j = 0; j < 4; j++) { /* and down the columns */                               \
+            WG_ST(T, v + j * vs + (k), h[0][j] - h[2][j]);                                      \
+            WG_ST(T, v + (4 + j) * vs + (k), h[1][j] + h[2][j]);                                \
+            WG_ST(T, v + (8 + j) * vs + (k), h[2][j] - h[1][j]);                                \
+            WG_ST(T, v + (12 + j) * vs + (k), h[1][j] - h[3][j]);                               \
+        }                                                                                       \
+    }
+
+/* A^T M A + bias of tile column k: y00, y01 (output row 0) and y10, y11 (row 1). */
+#define WG_OUT_STEP(T, k)                                                                       \
+    T s0[4], s1[4];                                                                             \
+    for (int j = 0; j < 4; j++) { /* A^T down the columns */                                   \
+        T m1 = WG_LD(T, m + (4 + j) * ms + (k)), m2 = WG_LD(T, m + (8 + j) * ms + (k));         \
+        s0[j] = WG_LD(T, m + j * ms + (k)) + m1 + m2;                                           \
+        s1[j] = m1 - m2 - WG_LD(T, m + (12 + j) * ms + (k));                                    \
+    }                                                                                           \
+    T y00 = s0[0] + s0[1] + s0[2] + bias, y01 = s0[1] - s0[2] - s0[3] + bias;                   \
+    T y10 = s1[0] + s1[1] + s1[2] + bias, y11 = s1[1] - s1[2] - s1[3] + bias;
+
+#if defined(__clang__)
+#define WG_ZIP_LO(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define WG_ZIP_HI(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+#else
+typedef int32_t wg_i8 __attribute__((vector_size(32)));
+#define WG_ZIP_LO(a, b) __builtin_shuffle(a, b, (wg_i8){0, 8, 1, 9, 2, 10, 3, 11})
+#define WG_ZIP_HI(a, b) __builtin_shuffle(a, b, (wg_i8){4, 12, 5, 13, 6, 14, 7, 15})
+#endif
+
+/*   in_seg:  V[xi][k] (row stride vs) of len tiles of one channel plane xc, whose windows start
+ *            at input row iy0 and columns c0 + 2k; st holds 8 * (len + 1) staged floats;
+ *   out_seg: the two output rows r0, r1 (2 * len each) of len tiles of one filter from
+ *            M[xi][k] (row stride ms), plus bias;
+ *   wt_filt: U[xi][c] (row stride us) of one filter w[C][3][3]. */
+#define WG_KERNELS(ISA, TGT)                                                                    \
+    TGT static void in_seg_##ISA(const float *xc, int64_t H, int64_t W, int64_t iy0,            \
+                                 int64_t c0, int64_t len, float *restrict st,                   \
+                                 float *restrict v, int64_t vs)                                 \
+    {                                                                                           \
+        const int64_t L = len + 1;                                                              \
+        const float *e[4], *o[4];                                                               \
+        for (int64_t i = 0; i < 4; i++) {                                                       \
+            int64_t iy = iy0 + i;                                                               \
+            e[i] = st + 2 * i * L;                                                              \
+            o[i] = st + (2 * i + 1) * L;                                                        \
+            stage_row(iy >= 0 && iy < H ? xc + iy * W : NULL, W, c0, L, st + 2 * i * L,         \
+                      st + (2 * i + 1) * L);                                                    \
+        }                                                                                       \
+        int64_t k = 0;                                                                          \
+        for (; k + 8 <= len; k += 8) WG_IN_STEP(wg_v8, k)                                       \
+        for (; k < len; k++) WG_IN_STEP(float, k)                                               \
+    }                                                                                           \
+                                                                                                \
+    TGT static void out_seg_##ISA(const float *restrict m, int64_t ms, int64_t len, float bias, \
+                                  float *restrict r0, float *restrict r1)                       \
+    {                                                                                           \
+        int64_t k = 0;                                                                          \
+        for (; k + 8 <= len; k += 8) {                                                          \
+            WG_OUT_STEP(wg_v8, k)                                                               \
+            WG_ST(wg_v8, r0 + 2 * k, WG_ZIP_LO(y00, y01));                                      \
+            WG_ST(wg_v8, r0 + 2 * k + 8, WG_ZIP_HI(y00, y01));                                  \
+            WG_ST(wg_v8, r1 + 2 * k, WG_ZIP_LO(y10, y11));                                      \
+            WG_ST(wg_v8, r1 + 2 * k + 8, WG_ZIP_HI(y10, y11));                                  \
+        }                                                                                       \
+        for (; k < len; k++) {                                                                  \
+            WG_OUT_STEP(float, k)                                                               \
+            r0[2 * k] = y00;                                                                    \
+            r0[2 * k + 1] = y01;                                                                \
+            r1[2 * k] = y10;                                                                    \
+            r1[2 * k + 1] = y11;                                                                \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    TGT static void wt_filt_##ISA(const float *restrict w, int64_t C, float *restrict u,        \
+                                  int64_t us)                                                   \
+    {                                                                                           \
+        for (int64_t c = 0; c < C; c++) {                                                       \
+            const float *g = w + 9 * c;                                                         \
+            float t[4][3]; /* G g */                                                            \
+            for (int j = 0; j < 3; j++) {                                                       \
+                t[0][j] = g[j];                                                                 \
+                t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);                                  \
+                t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);                                  \
+                t[3][j] = g[6 + j];                                                             \
+            }                                                                                   \
+            for (int r = 0; r < 4; r++) { /* (G g) G^T */                                       \
+                u[(4 * r) * us + c] = t[r][0];                                                  \
+                u[(4 * r + 1) * us + c] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);                 \
+                u[(4 * r + 2) * us + c] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);                 \
+                u[(4 * r + 3) * us + c] = t[r][2];                                              \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+WG_KERNELS(base, )
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WG_HAVE_AVX2 1
+WG_KERNELS(avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+typedef struct wg_kernels {
+    void (*in_seg)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t, float *, float *,
+                   int64_t);
+    void (*out_seg)(const float *, int64_t, int64_t, float, float *, float *);
+    void (*wt_filt)(const float *, int64_t, float *, int64_t);
+} wg_kernels;
+
+static wg_kernels pick_kernels(void)
+{
+#ifdef WG_HAVE_AVX2
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return (wg_kernels){in_seg_avx2, out_seg_avx2, wt_filt_avx2};
+#endif
+    return (wg_kernels){in_seg_base, out_seg_base, wt_filt_base};
+}
+
+/* ---- driver -------------------------------------------------------------------------------- */
+
+typedef struct wg_job {
+    const hg_wino_geom *g;
+    wg_kernels k;
+    wg_plan p;
+    int64_t OH, OW, TY, TX; /* output size, tile rows and columns per image */
+    const float *x, *w, *b;
+    float *y, *u, *slots;
+} wg_job;
+
+/* Filters [f0, f1) of the weight transform. */
+static void wt_range(void *ctx, int64_t f0, int64_t f1)
+{
+    const wg_job *j = ctx;
+    const int64_t C = j->g->C, us = xi_stride(j->g->F * C);
+    for (int64_t f = f0; f < f1; f++) j->k.wt_filt(j->w + f * C * 9, C, j->u + f * C, us);
+}
+
+/* A run of tiles along one tile row: len tiles of tile row ty of image n from column tx. */
+typedef struct wg_seg {
+    int64_t n, ty, tx, len;
+} wg_seg;
+
+/* The segment of tiles [t, t1) that starts at tile t. */
+static wg_seg seg_at(const wg_job *j, int64_t t, int64_t t1)
+{
+    wg_seg s;
+    int64_t per = j->TY * j->TX, r;
+    s.n = t / per;
+    r = t - s.n * per;
+    s.ty = r / j->TX;
+    s.tx = r - s.ty * j->TX;
+    s.len = j->TX - s.tx < t1 - t ? j->TX - s.tx : t1 - t;
+    return s;
+}
+
+/* Input transform of channels [c0, c1) of tiles [t0, t1) into V (row stride tb). */
+static void in_part(const wg_job *j, int64_t t0, int64_t t1, float *V, int64_t c0, int64_t c1)
+{
+    const hg_wino_geom *g = j->g;
+    const int64_t C = g->C, HW = g->H * g->W, tb = j->p.tb, vs = xi_stride(C * tb);
+    float st[8 * (WG_TB + 1)];
+    for (int64_t t = t0; t < t1;) {
+        wg_seg s = seg_at(j, t, t1);
+        const float *xn = j->x + s.n * C * HW;
+        for (int64_t c = c0; c < c1; c++)
+            j->k.in_seg(xn + c * HW, g->H, g->W, 2 * s.ty - g->ph, 2 * s.tx - g->pw, s.len, st,
+                        V + c * tb + (t - t0), vs);
+        t += s.len;
+    }
+}
+
+/* Output transform of filters [f0, f1) of tiles [t0, t1) from M (row stride tb). */
+static void out_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, int64_t f0,
+                     int64_t f1)
+{
+    const int64_t F = j->g->F, P = j->OH * j->OW, OW = j->OW, tb = j->p.tb;
+    const int64_t ms = xi_stride(F * tb);
+    float tmp[4 * WG_TB];
+    for (int64_t t = t0; t < t1;) {
+        wg_seg s = seg_at(j, t, t1);
+        int64_t oy = 2 * s.ty, ox = 2 * s.tx, w = 2 * s.len;
+        /* the last tile column or row may hang over the output: through tmp, clipped */
+        bool row1 = oy + 1 < j->OH, clip = ox + w > OW;
+        if (clip) w = OW - ox;
+        for (int64_t f = f0; f < f1; f++) {
+            float *y0 = j->y + (s.n * F + f) * P + oy * OW + ox;
+            float *r0 = clip ? tmp : y0, *r1 = clip || !row1 ? tmp + 2 * WG_TB : y0 + OW;
+            j->k.out_seg(M + f * tb + (t - t0), ms, s.len, j->b ? j->b[f] : 0.0f, r0, r1);
+            if (clip) memcpy(y0, tmp, sizeof(float) * (size_t)w);
+            if (clip && row1) memcpy(y0 + OW, tmp + 2 * WG_TB, sizeof(float) * (size_t)w);
+        }
+        t += s.len;
+    }
+}
+
+/* The 16 products M[xi] = U[xi] . V[xi] of a block of nt tiles (split over the pool when called
+ * outside it and big enough). */
+static void products(const wg_job *j, int64_t nt, const float *V, float *M)
+{
+    const int64_t C = j->g->C, F = j->g->F, tb = j->p.tb;
+    hg_gemm_batch_f32(false, false, 16, F, nt, C, 1.0f, j->u, C, xi_stride(F * C), V, tb,
+                      xi_stride(C * tb), 0.0f, M, tb, xi_stride(F * tb));
+}
+
+/* Slots [s0, s1): slot s runs its contiguous share of the blocks through its V and M. */
+static void slot_range(void *ctx, int64_t s0, int64_t s1)
+{
+    const wg_job *j = ctx;
+    const int64_t T = num_tiles(j->g), tb = j->p.tb;
+    for (int64_t s = s0; s < s1; s++) {
+        float *V = j->slots + s * slot_floats(j->g, tb), *M = V + 16 * xi_stride(j->g->C * tb);
+        int64_t b0 = j->p.blocks * s / j->p.slots, b1 = j->p.blocks * (s + 1) / j->p.slots;
+        for (int64_t bk = b0; bk < b1; bk++) {
+            int64_t t0 = bk * tb, t1 = t0 + tb < T ? t0 + tb : T;
+            in_part(j, t0, t1, V, 0, j->g->C);
+            products(j, t1 - t0, V, M);
+            out_part(j, t0, t1, M, 0, j->g->F);
+        }
+    }
+}
+
+/* One block of all tiles, each phase split over the pool. */
+static void one_in(void *ctx, int64_t c0, int64_t c1)
+{
+    const wg_job *j = ctx;
+    in_part(j, 0, num_tiles(j->g), j->slots, c0, c1);
+}
+
+static void one_out(void *ctx, int64_t f0, int64_t f1)
+{
+    const wg_job *j = ctx;
+    out_part(j, 0, num_tiles(j->g), j->slots + 16 * xi_stride(j->g->C * j->p.tb), f0, f1);
+}
+
+void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
+                         float *y, void *ws, size_t ws_bytes)
+{
+    int64_t threads = hg_get_num_threads();
+    wg_plan p = make_plan(g, threads < 1 ? 1 : threads);
+    if (p.blocks == 0) return;
+    /* Fit the workspace (the thread count may have grown since it was sized): fewer slots,
+     * then smaller blocks. */
+    int64_t avail = (int64_t)(ws_bytes / sizeof(float)) - u_floats(g);
+    if (p.slots * slot_floats(g, p.tb) > avail) {
+        p.slots = avail / slot_floats(g, p.tb);
+        if (p.slots < 1) { /* one slot of blocks of at least 1 tile fits (see winograd.h) */
+            p.slots = 1;
+            while (p.tb > 1 && slot_floats(g, p.tb) > avail) p.tb--;
+            p.blocks = (num_tiles(g) + p.tb - 1) / p.tb;
+        }
+    }
+    wg_job j = {.g = g, .k = pick_kernels(), .p = p, .x = x, .w = w, .b = b, .y = y,
+                .u = ws, .OH = g->H + 2 * g->ph - 2, .OW = g->W + 2 * g->pw - 2};
+    j.TY = tile_rows(g);
+    j.TX = tile_cols(g);
+    j.slots = j.u + u_floats(g);
+    /* grains: about 16K floats written per chunk of a transform */
+    hg_parallel_for(g->F, 1024 / g->C + 1, wt_range, &j);
+    if (p.slots > 1) {
+        hg_parallel_for(p.slots, 1, slot_range, &j);
+    } else if (p.blocks > 1) {
+        slot_range(&j, 0, 1);
+    } else {
+        int64_t T = num_tiles(g);
+        hg_parallel_for(g->C, 1024 / T + 1, one_in, &j);
+        products(&j, T, j.slots, j.slots + 16 * xi_stride(g->C * p.tb));
+        hg_parallel_for(g->F, 1024 / T + 1, one_out, &j);
+    }
+}

@@ -1,0 +1,48 @@
+/* Winograd F(2x2, 3x3) forward convolution, float32, 2-D, stride 1, dilation 1, one group, any
+ * zero padding: each 2x2 block of outputs (a "tile") is computed from its 4x4 input window with
+ * 16 multiplies per channel pair instead of 36, as 16 independent GEMMs
+ *     M[xi] (F x tiles) = U[xi] (F x C) . V[xi] (C x tiles),   xi = 0..15,
+ * between the weight transform U = G g G^T and the input transform V = B^T d B, followed by the
+ * output transform y = A^T M A (+ bias), clipped at the right and bottom borders.
+ *
+ * Layouts: x[N, C, H, W], w[F, C, 3, 3], b[F] (may be NULL), y[N, F, OH, OW] with
+ * OH = H + 2*ph - 2, OW = W + 2*pw - 2. U is recomputed at every call (weights may change
+ * between calls) into the front of the workspace; the tiles of all images are then cut into
+ * blocks whose V and M live in per-thread slots of the workspace, spread over the kernels'
+ * thread pool (each block's 16 GEMMs run single-threaded inside its slot). The transforms are
+ * vectorised over tiles for AVX2 or baseline x86-64, picked at run time.
+ *
+ * Rounding differs from im2col + GEMM (the transforms add and halve before multiplying): the
+ * error stays within a few float32 ulps of the sums' magnitude (tests/test_winograd.py).
+ * Thread-safe; allocates nothing.
+ */
+#ifndef HG_KERNELS_CPU_WINOGRAD_H
+#define HG_KERNELS_CPU_WINOGRAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hg_wino_geom {
+    int64_t N, C, F; /* batch, input channels, filters */
+    int64_t H, W;    /* input size */
+    int64_t ph, pw;  /* zero padding (both sides) */
+} hg_wino_geom;
+
+/* False when HG_NO_WINOGRAD is set to anything but "" or "0" (read once): callers then keep
+ * their general path. */
+bool hg_winograd_enabled(void);
+
+/* Whether the Winograd kernel is expected to beat im2col + GEMM on this geometry (enough
+ * channels, and enough tiles to pay for the weight transform); a size rule, not a timing. */
+bool hg_winograd_pays(const hg_wino_geom *g);
+
+/* Workspace bytes the forward wants for `threads` pool threads (>= 1). */
+size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads);
+
+/* y = conv(x, w) + b. ws: workspace of ws_bytes, at least hg_winograd_workspace(g, t) for some
+ * t >= 1 (fewer bytes than the current thread count wants: fewer slots or smaller blocks). */
+void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
+                         float *y, void *ws, size_t ws_bytes);
+
+#endif
