@@ -1,0 +1,226 @@
+"""Convolution's Winograd F(2x2, 3x3) forward (csrc/kernels/cpu/winograd.c): float32 2-D 3x3
+layers with stride 1 and enough channels and output tiles take it (see hg_winograd_pays).
+
+Accuracy: the transforms only add, subtract and halve (exact), so the result differs from
+im2col + GEMM by the rounding of a differently ordered sum. An output is a sum of 9*C products;
+in float32 both paths stay within a few units of 1e-7 of the largest output (measured 1e-7 to
+4e-7 for both, Winograd usually the smaller), so the tests allow 1e-5 of the output's scale:
+wide enough for long sums, far below the size of any indexing or transform mistake (a wrong
+tap, border or sign changes outputs by O(1) of the scale)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import _core
+from conftest import run_python
+from test_grad_conv import conv_data_grad_ref, conv_ref, conv_weight_grad_ref
+
+RTOL = 1e-5
+
+# data shape (N, C, H, W), num_filter, pad: all on the Winograd path (C, F >= 8, >= 8 tiles and
+# tiles * 16 >= C + F)
+CASES = [
+    ((1, 16, 8, 8), 16, 1),
+    ((2, 32, 9, 11), 16, 1),        # odd H and W: the last tile row and column are clipped
+    ((3, 16, 7, 5), 24, 0),         # pad 0, odd sizes
+    ((2, 24, 13, 10), 32, 2),       # pad 2
+    ((1, 8, 30, 33), 8, 1),         # smallest channel counts
+    ((2, 16, 6, 40), 20, 1),        # wide rows: segments of many tiles
+    ((5, 12, 4, 4), 16, 0),         # 2x2 outputs, one tile per image: blocks span images
+    ((1, 256, 14, 14), 256, 1),     # resnet18's 14x14 stage at batch 1: one block
+    ((1, 64, 28, 28), 64, 1),       # several blocks (196 tiles)
+    ((4, 40, 23, 17), 48, 1),       # blocks cut across images and tile rows
+]
+
+
+def _inputs(shape, nf, rng):
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((nf, shape[1], 3, 3)) / np.sqrt(9 * shape[1])
+    return x, w, rng.standard_normal(nf)
+
+
+def _ref(x, w, b, pad):
+    out = conv_ref(x, w, (3, 3), (1, 1), (1, 1), (pad, pad), 1)
+    return out if b is None else out + b.reshape(1, -1, 1, 1)
+
+
+def _conv(x, w, b, pad):
+    args = [mx.nd.array(a, dtype='float32') for a in ((x, w) if b is None else (x, w, b))]
+    return mx.nd.Convolution(*args, kernel=(3, 3), pad=(pad, pad), num_filter=w.shape[0],
+                             no_bias=b is None).asnumpy()
+
+
+def _close(out, ref):
+    assert out.shape == ref.shape and out.dtype == np.float32
+    np.testing.assert_allclose(out.astype('f8'), ref, rtol=RTOL,
+                               atol=RTOL * max(1.0, np.abs(ref).max()))
+
+
+@pytest.fixture(params=[1, 3], ids=['1thread', '3threads'])
+def threads(request):
+    old = _core.num_threads()
+    _core.num_threads(request.param)
+    yield request.param
+    _core.num_threads(old)
+
+
+@pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
+@pytest.mark.parametrize('case', CASES)
+def test_forward_matches_float64(case, bias, threads):
+    shape, nf, pad = case
+    x, w, b = _inputs(shape, nf, np.random.default_rng(0))
+    b = b if bias else None
+    # the reference sees the float32-rounded inputs: only the kernel's own rounding is measured
+    x, w = x.astype('f4').astype('f8'), w.astype('f4').astype('f8')
+    if b is not None:
+        b = b.astype('f4').astype('f8')
+    _close(_conv(x, w, b, pad), _ref(x, w, b, pad))
+
+
+def test_empty_batch():
+    out = _conv(np.zeros((0, 16, 10, 10)), np.ones((16, 16, 3, 3)), np.ones(16), 1)
+    assert out.shape == (0, 16, 10, 10)
+
+
+# Run in a child with and without HG_NO_WINOGRAD (read once per process): the two paths round
+# differently, so Winograd shapes give different bits (and the same values within tolerance),
+# the others identical bits.
+_CHILD = r'''
+import json, sys
+import numpy as np
+import hybridgluon as mx
+shape, nf, pad, stride, path = json.loads(sys.argv[1])
+rng = np.random.default_rng(0)
+x = rng.standard_normal(shape).astype('f4')
+w = (rng.standard_normal((nf, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype('f4')
+y = mx.nd.Convolution(mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(pad, pad),
+                      stride=(stride, stride), num_filter=nf, no_bias=True)
+np.save(path, y.asnumpy())
+'''
+
+
+def _child_output(tmp_path, name, case, off):
+    path = str(tmp_path / ('%s_%d.npy' % (name, off)))
+    env = dict(os.environ)
+    env.pop('HG_NO_WINOGRAD', None)
+    if off:
+        env['HG_NO_WINOGRAD'] = '1'
+    r = run_python(['-c', _CHILD, json.dumps(list(case) + [path])], env=env)
+    assert r.returncode == 0, r.stderr
+    return np.load(path)
+
+
+@pytest.mark.parametrize('case,winograd', [
+    (((1, 64, 28, 28), 64, 1, 1), True),
+    (((2, 16, 9, 9), 8, 0, 1), True),
+    (((1, 3, 32, 32), 16, 1, 1), False),      # 3 input channels (a first layer)
+    (((1, 512, 7, 7), 512, 1, 1), False),     # 16 tiles for 512 channels: the weight transform
+    (((1, 64, 4, 4), 64, 1, 1), False),       # 4 tiles
+    (((1, 32, 28, 28), 32, 1, 2), False),     # stride 2
+], ids=['resnet56', 'small', 'rgb', 'deep7x7', 'tiny', 'stride2'])
+def test_winograd_path_is_taken_where_meant(tmp_path, case, winograd):
+    on = _child_output(tmp_path, 'on', case, 0)
+    off = _child_output(tmp_path, 'off', case, 1)
+    if winograd:
+        assert not np.array_equal(on, off), 'HG_NO_WINOGRAD changed nothing: Winograd not run'
+        _close(on, off.astype('f8'))
+    else:
+        np.testing.assert_array_equal(on, off)
+
+
+def test_hybridized_matches_imperative():
+    """nn.Conv2D through the executor's plan (static_alloc) against op-by-op, with gradients
+    (the backward is im2col's)."""
+    from hybridgluon import autograd
+    from hybridgluon.gluon import nn
+    rng = np.random.default_rng(4)
+    x = mx.nd.array(rng.standard_normal((2, 16, 15, 14)), dtype='float32')
+    outs, grads = [], []
+    for hybrid in (False, True):
+        mx.random.seed(5)
+        net = nn.Conv2D(24, 3, padding=1, in_channels=16)
+        net.initialize()
+        if hybrid:
+            net.hybridize(static_alloc=True, static_shape=True)
+        xi = x.copy()
+        xi.attach_grad()
+        with autograd.record():
+            y = net(xi)
+        y.backward()
+        outs.append(y.asnumpy())
+        grads.append((xi.grad.asnumpy(), net.weight.grad().asnumpy(),
+                      net.bias.grad().asnumpy()))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    for a, b in zip(grads[0], grads[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_gradient_finite_differences_float32():
+    """The forward is linear in x and in w, so a central difference along a direction v is exact
+    up to rounding for any step: (L(x + v) - L(x - v)) / 2 with L = sum(dy * conv(x, w)) run
+    through the Winograd forward must equal <dL/dx, v> from the (unchanged) backward."""
+    from hybridgluon import autograd
+    rng = np.random.default_rng(6)
+    x, w, b = _inputs((2, 16, 11, 9), 16, rng)
+    dy = rng.standard_normal((2, 16, 11, 9))
+    vx, vw = rng.standard_normal(x.shape), rng.standard_normal(w.shape)
+
+    def L(xa, wa):
+        return float((_conv(xa, wa, b, 1).astype('f8') * dy).sum())
+
+    xs = [mx.nd.array(a, dtype='float32') for a in (x, w, b)]
+    for a in xs:
+        a.attach_grad()
+    with autograd.record():
+        y = mx.nd.Convolution(*xs, kernel=(3, 3), pad=(1, 1), num_filter=16)
+    y.backward(mx.nd.array(dy, dtype='float32'))
+    gx, gw = xs[0].grad.asnumpy().astype('f8'), xs[1].grad.asnumpy().astype('f8')
+    num_x = (L(x + vx, w) - L(x - vx, w)) / 2
+    num_w = (L(x, w + vw) - L(x, w - vw)) / 2
+    np.testing.assert_allclose(num_x, (gx * vx).sum(), rtol=1e-4)
+    np.testing.assert_allclose(num_w, (gw * vw).sum(), rtol=1e-4)
+    # and the backward itself against the float64 references
+    xf, wf = x.astype('f4').astype('f8'), w.astype('f4').astype('f8')
+    ref_dx = conv_data_grad_ref(dy, wf, x.shape, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    ref_dw = conv_weight_grad_ref(dy, xf, w.shape, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    _close(xs[0].grad.asnumpy(), ref_dx)
+    _close(xs[1].grad.asnumpy(), ref_dw)
+
+
+def test_more_threads_than_the_workspace_was_sized_for():
+    """A plan's workspace is sized for the thread count at planning time; raised afterwards,
+    the forward uses fewer slots (or smaller blocks) rather than run past it."""
+    from hybridgluon.gluon import nn
+    rng = np.random.default_rng(7)
+    x = mx.nd.array(rng.standard_normal((3, 32, 30, 30)), dtype='float32')
+    old = _core.num_threads()
+    try:
+        mx.random.seed(8)
+        net = nn.Conv2D(32, 3, padding=1, in_channels=32)
+        net.initialize()
+        ref = net(x).asnumpy()
+        _core.num_threads(1)
+        net.hybridize(static_alloc=True, static_shape=True)
+        net(x).asnumpy()
+        for t in (2, 4, 8):
+            _core.num_threads(t)
+            _close(net(x).asnumpy(), ref.astype('f8'))
+    finally:
+        _core.num_threads(old)
+
+
+def test_float64_and_float16_keep_im2col():
+    """Only float32 takes Winograd: float64 still agrees with the reference to 1e-12, float16
+    (computed in float32 by im2col) to its own precision."""
+    rng = np.random.default_rng(9)
+    x, w, b = _inputs((1, 32, 12, 12), 32, rng)
+    y = mx.nd.Convolution(*[mx.nd.array(a, dtype='float64') for a in (x, w, b)], kernel=(3, 3),
+                          pad=(1, 1), num_filter=32).asnumpy()
+    np.testing.assert_allclose(y, _ref(x, w, b, 1), rtol=1e-12, atol=1e-12)
+    y16 = mx.nd.Convolution(*[mx.nd.array(a, dtype='float16') for a in (x, w, b)],
+                            kernel=(3, 3), pad=(1, 1), num_filter=32).asnumpy()
+    assert y16.dtype == np.float16
+    np.testing.assert_allclose(y16.astype('f8'), _ref(x, w, b, 1), rtol=2e-2, atol=2e-2)
