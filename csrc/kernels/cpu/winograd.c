@@ -1,7 +1,7 @@
 /* Winograd F(2x2, 3x3) forward convolution (see winograd.h).
  *
  * Tiles are numbered over (image, tile row, tile column); a block is a run of consecutive tiles
- * and splits into segments, runs along one tile row. A block's V[16][C][tb] and M[16][F][tb]
+ * and splits into segments, runs along one tile row. A block's V[16][C][vld] and M[16][F][vld]
  * sit in its slot of the workspace. The transforms work on a segment of one channel (input) or
  * filter (output) at a time with the tiles as the vector lanes: the input transform first
  * copies the 4 input rows it reads into even and odd columns (zeros for the padding), so that
@@ -29,6 +29,9 @@
 /* Tiles a block keeps at least when blocks are made smaller to give every thread one: below,
  * one block runs with its GEMMs split over the threads instead (each block packs all of U). */
 #define WG_TB_EVEN 32
+/* A block's row length in V and M: its tiles rounded up to whole vectors of 8. */
+#define WG_VLD ((WG_TB + 7) & ~7)
+static int64_t row_len(int64_t tb) { return (tb + 7) & ~(int64_t)7; }
 
 /* floats rounded up to a whole 64-byte line */
 static int64_t lines(int64_t n) { return (n + 15) & ~(int64_t)15; }
@@ -47,7 +50,7 @@ static int64_t u_floats(const hg_wino_geom *g) { return 16 * xi_stride(g->F * g-
 /* One slot: V and M of a block of up to tb tiles. */
 static int64_t slot_floats(const hg_wino_geom *g, int64_t tb)
 {
-    return 16 * (xi_stride(g->C * tb) + xi_stride(g->F * tb));
+    return 16 * (xi_stride(g->C * row_len(tb)) + xi_stride(g->F * row_len(tb)));
 }
 
 typedef struct wg_plan {
@@ -112,76 +115,67 @@ bool hg_winograd_enabled(void)
 
 /* ---- transforms ---------------------------------------------------------------------------- */
 
-/* E[q] = xr[c0 + 2q], O[q] = xr[c0 + 2q + 1] for q in [0, L), zero outside [0, W) (and all
- * zero when xr is NULL: a padding row). */
-static inline void stage_row(const float *restrict xr, int64_t W, int64_t c0, int64_t L,
-                             float *restrict E, float *restrict O)
+/* The four columns a tile row's windows start with: s[j * ld + k] = xr[c0 + 2k + j] for
+ * j = 0..3 and k in [0, len), zero outside [0, W) (all zero when xr is NULL: a padding row). */
+static inline void stage_row(const float *restrict xr, int64_t W, int64_t c0, int64_t len,
+                             float *restrict s, int64_t ld)
 {
     if (!xr) {
-        memset(E, 0, sizeof(float) * (size_t)L);
-        memset(O, 0, sizeof(float) * (size_t)L);
+        for (int j = 0; j < 4; j++) memset(s + j * ld, 0, sizeof(float) * (size_t)len);
         return;
     }
-    /* interior: both columns inside, c0 + 2q >= 0 and c0 + 2q + 1 <= W - 1 */
+    /* interior: all four columns inside, c0 + 2k >= 0 and c0 + 2k + 3 <= W - 1 */
     int64_t lo = c0 >= 0 ? 0 : (1 - c0) / 2;
-    int64_t hi = W - 2 - c0 >= 0 ? (W - 2 - c0) / 2 + 1 : 0;
-    if (lo > L) lo = L;
-    if (hi > L) hi = L;
+    int64_t hi = W - 4 - c0 >= 0 ? (W - 4 - c0) / 2 + 1 : 0;
+    if (lo > len) lo = len;
+    if (hi > len) hi = len;
     if (hi < lo) hi = lo;
-    for (int64_t q = 0; q < lo; q++) {
-        int64_t c = c0 + 2 * q;
-        E[q] = c >= 0 && c < W ? xr[c] : 0.0f;
-        O[q] = c + 1 >= 0 && c + 1 < W ? xr[c + 1] : 0.0f;
+    float *restrict s0 = s, *restrict s1 = s + ld, *restrict s2 = s + 2 * ld;
+    float *restrict s3 = s + 3 * ld;
+    for (int64_t k = lo; k < hi; k++) {
+        const float *p = xr + c0 + 2 * k;
+        s0[k] = p[0];
+        s1[k] = p[1];
+        s2[k] = p[2];
+        s3[k] = p[3];
     }
-    for (int64_t q = lo; q < hi; q++) {
-        E[q] = xr[c0 + 2 * q];
-        O[q] = xr[c0 + 2 * q + 1];
-    }
-    for (int64_t q = hi; q < L; q++) {
-        int64_t c = c0 + 2 * q;
-        E[q] = c >= 0 && c < W ? xr[c] : 0.0f;
-        O[q] = c + 1 >= 0 && c + 1 < W ? xr[c + 1] : 0.0f;
+    for (int64_t k = 0; k < len; k++) { /* the borders */
+        if (k == lo) k = hi;
+        if (k == len) break;
+        for (int j = 0; j < 4; j++) {
+            int64_t c = c0 + 2 * k + j;
+            s[j * ld + k] = c >= 0 && c < W ? xr[c] : 0.0f;
+        }
     }
 }
 
-/* The transforms of one tile column k (or of 8 side by side, T = wg_v8): vector types of GCC
- * and Clang, so that one body serves the vector loops and their scalar tails. The compilers
- * do not vectorise these loops by themselves: the 16 row streams of V and M could overlap
- * as far as they can tell. */
+/* The transforms of 8 tiles side by side as vectors of GCC and Clang (the compilers do not
+ * vectorise these loops by themselves: the 16 row streams of V and M could overlap as far as
+ * they can tell). Blocks are padded to whole vectors (see in_part and out_chan). */
 typedef float wg_v8 __attribute__((vector_size(32), aligned(4), may_alias));
-#define WG_LD(T, p) (*(const T *)(p))
-#define WG_ST(T, p, v) (*(T *)(p) = (v))
+#define WG_LD(p) (*(const wg_v8 *)(p))
+#define WG_ST(p, v) (*(wg_v8 *)(p) = (v))
 
-/* B^T d B of the 4x4 window whose rows are staged at e_i (even columns) and o_i (odd). */
-#define WG_IN_STEP(T, k)                                                                        \
+/* B^T d B of the 4x4 windows of tiles k..k+7, row i's four columns staged at S + 4i * ld. */
+#define WG_IN_STEP(S, ld, v, vs, k)                                                             \
     {                                                                                           \
-        T h[4][4];                                                                              \
+        wg_v8 h[4][4];                                                                          \
         for (int i = 0; i < 4; i++) { /* B^T along the row */                                  \
-            T d0 = WG_LD(T, e[i] + (k)), d1 = WG_LD(T, o[i] + (k));                             \
-            T d2 = WG_LD(T, e[i] + (k) + 1), d3 = WG_LD(T, o[i] + (k) + 1);                     \
+            const float *r = (S) + 4 * i * (ld) + (k);                                          \
+            wg_v8 d0 = WG_LD(r), d1 = WG_LD(r + (ld));                                          \
+            wg_v8 d2 = WG_LD(r + 2 * (ld)), d3 = WG_LD(r + 3 * (ld));                           \
             h[i][0] = d0 - d2;                                                                  \
             h[i][1] = d1 + d2;                                                                  \
             h[i][2] = d2 - d1;                                                                  \
             h[i][3] = d1 - d3;                                                                  \
         }                                                                                       \
         for (int j = 0; j < 4; j++) { /* and down the columns */                               \
-            WG_ST(T, v + j * vs + (k), h[0][j] - h[2][j]);                                      \
-            WG_ST(T, v + (4 + j) * vs + (k), h[1][j] + h[2][j]);                                \
-            WG_ST(T, v + (8 + j) * vs + (k), h[2][j] - h[1][j]);                                \
-            WG_ST(T, v + (12 + j) * vs + (k), h[1][j] - h[3][j]);                               \
+            WG_ST((v) + j * (vs) + (k), h[0][j] - h[2][j]);                                     \
+            WG_ST((v) + (4 + j) * (vs) + (k), h[1][j] + h[2][j]);                               \
+            WG_ST((v) + (8 + j) * (vs) + (k), h[2][j] - h[1][j]);                               \
+            WG_ST((v) + (12 + j) * (vs) + (k), h[1][j] - h[3][j]);                              \
         }                                                                                       \
     }
-
-/* A^T M A + bias of tile column k: y00, y01 (output row 0) and y10, y11 (row 1). */
-#define WG_OUT_STEP(T, k)                                                                       \
-    T s0[4], s1[4];                                                                             \
-    for (int j = 0; j < 4; j++) { /* A^T down the columns */                                   \
-        T m1 = WG_LD(T, m + (4 + j) * ms + (k)), m2 = WG_LD(T, m + (8 + j) * ms + (k));         \
-        s0[j] = WG_LD(T, m + j * ms + (k)) + m1 + m2;                                           \
-        s1[j] = m1 - m2 - WG_LD(T, m + (12 + j) * ms + (k));                                    \
-    }                                                                                           \
-    T y00 = s0[0] + s0[1] + s0[2] + bias, y01 = s0[1] - s0[2] - s0[3] + bias;                   \
-    T y10 = s1[0] + s1[1] + s1[2] + bias, y11 = s1[1] - s1[2] - s1[3] + bias;
 
 #if defined(__clang__)
 #define WG_ZIP_LO(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
@@ -192,47 +186,69 @@ typedef int32_t wg_i8 __attribute__((vector_size(32)));
 #define WG_ZIP_HI(a, b) __builtin_shuffle(a, b, (wg_i8){4, 12, 5, 13, 6, 14, 7, 15})
 #endif
 
-/*   in_seg:  V[xi][k] (row stride vs) of len tiles of one channel plane xc, whose windows start
- *            at input row iy0 and columns c0 + 2k; st holds 8 * (len + 1) staged floats;
- *   out_seg: the two output rows r0, r1 (2 * len each) of len tiles of one filter from
- *            M[xi][k] (row stride ms), plus bias;
- *   wt_filt: U[xi][c] (row stride us) of one filter w[C][3][3]. */
-#define WG_KERNELS(ISA, TGT)                                                                    \
-    TGT static void in_seg_##ISA(const float *xc, int64_t H, int64_t W, int64_t iy0,            \
-                                 int64_t c0, int64_t len, float *restrict st,                   \
-                                 float *restrict v, int64_t vs)                                 \
+/* A^T M A + bias of tiles k..k+7 (M rows m + xi * ms), interleaved into the output rows
+ * r0 and r1 at 2k: (y00, y01) and (y10, y11) of each tile side by side. */
+#define WG_OUT_STEP(m, ms, k, r0, r1)                                                           \
     {                                                                                           \
-        const int64_t L = len + 1;                                                              \
-        const float *e[4], *o[4];                                                               \
-        for (int64_t i = 0; i < 4; i++) {                                                       \
-            int64_t iy = iy0 + i;                                                               \
-            e[i] = st + 2 * i * L;                                                              \
-            o[i] = st + (2 * i + 1) * L;                                                        \
-            stage_row(iy >= 0 && iy < H ? xc + iy * W : NULL, W, c0, L, st + 2 * i * L,         \
-                      st + (2 * i + 1) * L);                                                    \
+        wg_v8 s0[4], s1[4];                                                                     \
+        for (int j = 0; j < 4; j++) { /* A^T down the columns */                               \
+            wg_v8 m1 = WG_LD((m) + (4 + j) * (ms) + (k)), m2 = WG_LD((m) + (8 + j) * (ms) + (k)); \
+            s0[j] = WG_LD((m) + j * (ms) + (k)) + m1 + m2;                                      \
+            s1[j] = m1 - m2 - WG_LD((m) + (12 + j) * (ms) + (k));                               \
         }                                                                                       \
-        int64_t k = 0;                                                                          \
-        for (; k + 8 <= len; k += 8) WG_IN_STEP(wg_v8, k)                                       \
-        for (; k < len; k++) WG_IN_STEP(float, k)                                               \
+        wg_v8 y00 = s0[0] + s0[1] + s0[2] + bias, y01 = s0[1] - s0[2] - s0[3] + bias;           \
+        wg_v8 y10 = s1[0] + s1[1] + s1[2] + bias, y11 = s1[1] - s1[2] - s1[3] + bias;           \
+        WG_ST((r0) + 2 * (k), WG_ZIP_LO(y00, y01));                                             \
+        WG_ST((r0) + 2 * (k) + 8, WG_ZIP_HI(y00, y01));                                         \
+        WG_ST((r1) + 2 * (k), WG_ZIP_LO(y10, y11));                                             \
+        WG_ST((r1) + 2 * (k) + 8, WG_ZIP_HI(y10, y11));                                         \
+    }
+
+/* A run of tiles along one tile row: len tiles of tile row ty of image n from column tx, at
+ * position pos of its block. */
+typedef struct wg_seg {
+    int64_t n, ty, tx, len, pos;
+} wg_seg;
+
+/* Where a channel's input transform reads: x0 (channel c of image 0), the distance between
+ * images, the image size and padding. */
+typedef struct wg_src {
+    const float *x0;
+    int64_t istride, H, W, ph, pw;
+} wg_src;
+
+/*   in_chan:  V[xi][k] (row stride vs) of one channel for the nseg segments of a block, k in
+ *             [0, n8) (n8: the block's tiles rounded up to 8); S holds 16 * n8 floats whose
+ *             columns from the block's tile count on are zero;
+ *   out_chan: the two output rows r0, r1 (2 * n8 each, interleaved) of nt tiles of one filter
+ *             from M[xi][k] (row stride ms), plus bias;
+ *   wt_filt:  U[xi][c] (row stride us) of one filter w[C][3][3]. */
+#define WG_KERNELS(ISA, TGT)                                                                    \
+    TGT static void in_chan_##ISA(const wg_src *src, const wg_seg *segs, int64_t nseg,          \
+                                  int64_t n8, float *restrict S, float *restrict v, int64_t vs) \
+    {                                                                                           \
+        for (int64_t q = 0; q < nseg; q++) {                                                    \
+            const wg_seg *sg = &segs[q];                                                        \
+            const float *xn = src->x0 + sg->n * src->istride;                                   \
+            for (int64_t i = 0; i < 4; i++) {                                                   \
+                int64_t iy = 2 * sg->ty - src->ph + i;                                          \
+                stage_row(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,             \
+                          2 * sg->tx - src->pw, sg->len, S + 4 * i * n8 + sg->pos, n8);         \
+            }                                                                                   \
+        }                                                                                       \
+        for (int64_t k = 0; k < n8; k += 8) WG_IN_STEP(S, n8, v, vs, k)                         \
     }                                                                                           \
                                                                                                 \
-    TGT static void out_seg_##ISA(const float *restrict m, int64_t ms, int64_t len, float bias, \
-                                  float *restrict r0, float *restrict r1)                       \
+    TGT static void out_chan_##ISA(const float *restrict m, int64_t ms, int64_t nt, float bias, \
+                                   float *restrict r0, float *restrict r1)                      \
     {                                                                                           \
         int64_t k = 0;                                                                          \
-        for (; k + 8 <= len; k += 8) {                                                          \
-            WG_OUT_STEP(wg_v8, k)                                                               \
-            WG_ST(wg_v8, r0 + 2 * k, WG_ZIP_LO(y00, y01));                                      \
-            WG_ST(wg_v8, r0 + 2 * k + 8, WG_ZIP_HI(y00, y01));                                  \
-            WG_ST(wg_v8, r1 + 2 * k, WG_ZIP_LO(y10, y11));                                      \
-            WG_ST(wg_v8, r1 + 2 * k + 8, WG_ZIP_HI(y10, y11));                                  \
-        }                                                                                       \
-        for (; k < len; k++) {                                                                  \
-            WG_OUT_STEP(float, k)                                                               \
-            r0[2 * k] = y00;                                                                    \
-            r0[2 * k + 1] = y01;                                                                \
-            r1[2 * k] = y10;                                                                    \
-            r1[2 * k + 1] = y11;                                                                \
+        for (; k + 8 <= nt; k += 8) WG_OUT_STEP(m, ms, k, r0, r1)                               \
+        if (k < nt) { /* the last tiles through a copy padded with zeros */                     \
+            float pad[16 * 8] = {0};                                                            \
+            for (int xi = 0; xi < 16; xi++)                                                     \
+                for (int64_t e = k; e < nt; e++) pad[xi * 8 + e - k] = m[xi * ms + e];          \
+            WG_OUT_STEP(pad, 8, 0, r0 + 2 * k, r1 + 2 * k)                                      \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
@@ -264,9 +280,8 @@ WG_KERNELS(avx2, __attribute__((target("avx2,fma"))))
 #endif
 
 typedef struct wg_kernels {
-    void (*in_seg)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t, float *, float *,
-                   int64_t);
-    void (*out_seg)(const float *, int64_t, int64_t, float, float *, float *);
+    void (*in_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
+    void (*out_chan)(const float *, int64_t, int64_t, float, float *, float *);
     void (*wt_filt)(const float *, int64_t, float *, int64_t);
 } wg_kernels;
 
@@ -274,9 +289,9 @@ static wg_kernels pick_kernels(void)
 {
 #ifdef WG_HAVE_AVX2
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (wg_kernels){in_seg_avx2, out_seg_avx2, wt_filt_avx2};
+        return (wg_kernels){in_chan_avx2, out_chan_avx2, wt_filt_avx2};
 #endif
-    return (wg_kernels){in_seg_base, out_seg_base, wt_filt_base};
+    return (wg_kernels){in_chan_base, out_chan_base, wt_filt_base};
 }
 
 /* ---- driver -------------------------------------------------------------------------------- */
@@ -286,6 +301,7 @@ typedef struct wg_job {
     wg_kernels k;
     wg_plan p;
     int64_t OH, OW, TY, TX; /* output size, tile rows and columns per image */
+    int64_t vld;            /* row length of V and M: tiles per block rounded up to 8 */
     const float *x, *w, *b;
     float *y, *u, *slots;
 } wg_job;
@@ -298,61 +314,61 @@ static void wt_range(void *ctx, int64_t f0, int64_t f1)
     for (int64_t f = f0; f < f1; f++) j->k.wt_filt(j->w + f * C * 9, C, j->u + f * C, us);
 }
 
-/* A run of tiles along one tile row: len tiles of tile row ty of image n from column tx. */
-typedef struct wg_seg {
-    int64_t n, ty, tx, len;
-} wg_seg;
-
-/* The segment of tiles [t, t1) that starts at tile t. */
-static wg_seg seg_at(const wg_job *j, int64_t t, int64_t t1)
+/* The segments of tiles [t0, t1) (at most WG_TB); returns their count. */
+static int64_t block_segs(const wg_job *j, int64_t t0, int64_t t1, wg_seg *segs)
 {
-    wg_seg s;
-    int64_t per = j->TY * j->TX, r;
-    s.n = t / per;
-    r = t - s.n * per;
-    s.ty = r / j->TX;
-    s.tx = r - s.ty * j->TX;
-    s.len = j->TX - s.tx < t1 - t ? j->TX - s.tx : t1 - t;
-    return s;
+    int64_t per = j->TY * j->TX, ns = 0;
+    for (int64_t t = t0; t < t1; ns++) {
+        wg_seg *s = &segs[ns];
+        int64_t r;
+        s->n = t / per;
+        r = t - s->n * per;
+        s->ty = r / j->TX;
+        s->tx = r - s->ty * j->TX;
+        s->len = j->TX - s->tx < t1 - t ? j->TX - s->tx : t1 - t;
+        s->pos = t - t0;
+        t += s->len;
+    }
+    return ns;
 }
 
-/* Input transform of channels [c0, c1) of tiles [t0, t1) into V (row stride tb). */
+/* Input transform of channels [c0, c1) of tiles [t0, t1) into V (row stride vld). */
 static void in_part(const wg_job *j, int64_t t0, int64_t t1, float *V, int64_t c0, int64_t c1)
 {
     const hg_wino_geom *g = j->g;
-    const int64_t C = g->C, HW = g->H * g->W, tb = j->p.tb, vs = xi_stride(C * tb);
-    float st[8 * (WG_TB + 1)];
-    for (int64_t t = t0; t < t1;) {
-        wg_seg s = seg_at(j, t, t1);
-        const float *xn = j->x + s.n * C * HW;
-        for (int64_t c = c0; c < c1; c++)
-            j->k.in_seg(xn + c * HW, g->H, g->W, 2 * s.ty - g->ph, 2 * s.tx - g->pw, s.len, st,
-                        V + c * tb + (t - t0), vs);
-        t += s.len;
+    const int64_t HW = g->H * g->W, nt = t1 - t0, n8 = (nt + 7) & ~(int64_t)7;
+    const int64_t vld = j->vld, vs = xi_stride(g->C * vld);
+    wg_seg segs[WG_TB];
+    float S[16 * WG_VLD];
+    int64_t nseg = block_segs(j, t0, t1, segs);
+    for (int r = 0; r < 16; r++) /* the padding columns of the last vector */
+        memset(S + r * n8 + nt, 0, sizeof(float) * (size_t)(n8 - nt));
+    wg_src src = {j->x, g->C * HW, g->H, g->W, g->ph, g->pw};
+    for (int64_t c = c0; c < c1; c++) {
+        src.x0 = j->x + c * HW;
+        j->k.in_chan(&src, segs, nseg, n8, S, V + c * vld, vs);
     }
 }
 
-/* Output transform of filters [f0, f1) of tiles [t0, t1) from M (row stride tb). */
+/* Output transform of filters [f0, f1) of tiles [t0, t1) from M (row stride vld). */
 static void out_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, int64_t f0,
                      int64_t f1)
 {
-    const int64_t F = j->g->F, P = j->OH * j->OW, OW = j->OW, tb = j->p.tb;
-    const int64_t ms = xi_stride(F * tb);
-    float tmp[4 * WG_TB];
-    for (int64_t t = t0; t < t1;) {
-        wg_seg s = seg_at(j, t, t1);
-        int64_t oy = 2 * s.ty, ox = 2 * s.tx, w = 2 * s.len;
-        /* the last tile column or row may hang over the output: through tmp, clipped */
-        bool row1 = oy + 1 < j->OH, clip = ox + w > OW;
-        if (clip) w = OW - ox;
-        for (int64_t f = f0; f < f1; f++) {
-            float *y0 = j->y + (s.n * F + f) * P + oy * OW + ox;
-            float *r0 = clip ? tmp : y0, *r1 = clip || !row1 ? tmp + 2 * WG_TB : y0 + OW;
-            j->k.out_seg(M + f * tb + (t - t0), ms, s.len, j->b ? j->b[f] : 0.0f, r0, r1);
-            if (clip) memcpy(y0, tmp, sizeof(float) * (size_t)w);
-            if (clip && row1) memcpy(y0 + OW, tmp + 2 * WG_TB, sizeof(float) * (size_t)w);
+    const int64_t F = j->g->F, P = j->OH * j->OW, OW = j->OW, vld = j->vld;
+    const int64_t ms = xi_stride(F * vld);
+    wg_seg segs[WG_TB];
+    float r0[2 * WG_VLD], r1[2 * WG_VLD];
+    int64_t nseg = block_segs(j, t0, t1, segs);
+    for (int64_t f = f0; f < f1; f++) {
+        j->k.out_chan(M + f * vld, ms, t1 - t0, j->b ? j->b[f] : 0.0f, r0, r1);
+        for (int64_t q = 0; q < nseg; q++) { /* rows and columns past the output: dropped */
+            const wg_seg *s = &segs[q];
+            int64_t oy = 2 * s->ty, ox = 2 * s->tx, w = 2 * s->len;
+            if (ox + w > OW) w = OW - ox;
+            float *y0 = j->y + (s->n * F + f) * P + oy * OW + ox;
+            memcpy(y0, r0 + 2 * s->pos, sizeof(float) * (size_t)w);
+            if (oy + 1 < j->OH) memcpy(y0 + OW, r1 + 2 * s->pos, sizeof(float) * (size_t)w);
         }
-        t += s.len;
     }
 }
 
@@ -360,9 +376,9 @@ static void out_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, in
  * outside it and big enough). */
 static void products(const wg_job *j, int64_t nt, const float *V, float *M)
 {
-    const int64_t C = j->g->C, F = j->g->F, tb = j->p.tb;
-    hg_gemm_batch_f32(false, false, 16, F, nt, C, 1.0f, j->u, C, xi_stride(F * C), V, tb,
-                      xi_stride(C * tb), 0.0f, M, tb, xi_stride(F * tb));
+    const int64_t C = j->g->C, F = j->g->F, vld = j->vld;
+    hg_gemm_batch_f32(false, false, 16, F, nt, C, 1.0f, j->u, C, xi_stride(F * C), V, vld,
+                      xi_stride(C * vld), 0.0f, M, vld, xi_stride(F * vld));
 }
 
 /* Slots [s0, s1): slot s runs its contiguous share of the blocks through its V and M. */
@@ -371,7 +387,7 @@ static void slot_range(void *ctx, int64_t s0, int64_t s1)
     const wg_job *j = ctx;
     const int64_t T = num_tiles(j->g), tb = j->p.tb;
     for (int64_t s = s0; s < s1; s++) {
-        float *V = j->slots + s * slot_floats(j->g, tb), *M = V + 16 * xi_stride(j->g->C * tb);
+        float *V = j->slots + s * slot_floats(j->g, tb), *M = V + 16 * xi_stride(j->g->C * j->vld);
         int64_t b0 = j->p.blocks * s / j->p.slots, b1 = j->p.blocks * (s + 1) / j->p.slots;
         for (int64_t bk = b0; bk < b1; bk++) {
             int64_t t0 = bk * tb, t1 = t0 + tb < T ? t0 + tb : T;
@@ -392,7 +408,7 @@ static void one_in(void *ctx, int64_t c0, int64_t c1)
 static void one_out(void *ctx, int64_t f0, int64_t f1)
 {
     const wg_job *j = ctx;
-    out_part(j, 0, num_tiles(j->g), j->slots + 16 * xi_stride(j->g->C * j->p.tb), f0, f1);
+    out_part(j, 0, num_tiles(j->g), j->slots + 16 * xi_stride(j->g->C * j->vld), f0, f1);
 }
 
 void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
@@ -417,6 +433,7 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
     j.TY = tile_rows(g);
     j.TX = tile_cols(g);
     j.slots = j.u + u_floats(g);
+    j.vld = row_len(p.tb);
     /* grains: about 16K floats written per chunk of a transform */
     hg_parallel_for(g->F, 1024 / g->C + 1, wt_range, &j);
     if (p.slots > 1) {
@@ -426,7 +443,7 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
     } else {
         int64_t T = num_tiles(g);
         hg_parallel_for(g->C, 1024 / T + 1, one_in, &j);
-        products(&j, T, j.slots, j.slots + 16 * xi_stride(g->C * p.tb));
+        products(&j, T, j.slots, j.slots + 16 * xi_stride(g->C * j.vld));
         hg_parallel_for(g->F, 1024 / T + 1, one_out, &j);
     }
 }
