@@ -33,6 +33,9 @@ CASES = [
     ((1, 256, 14, 14), 256, 1),     # resnet18's 14x14 stage at batch 1: one block
     ((1, 64, 28, 28), 64, 1),       # several blocks (196 tiles)
     ((4, 40, 23, 17), 48, 1),       # blocks cut across images and tile rows
+    ((2, 16, 3, 3), 16, 1),         # windows wider than the image: no interior column
+    ((3, 8, 2, 9), 8, 2),           # rows that lie wholly in the padding
+    ((1, 8, 5, 6), 8, 3),           # pad wider than the kernel
 ]
 
 
