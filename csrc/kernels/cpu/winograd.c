@@ -2,12 +2,14 @@
  *
  * Tiles are numbered over (image, tile row, tile column); a block is a run of consecutive tiles
  * and splits into segments, runs along one tile row. A block's V[16][C][vld] and M[16][F][vld]
- * sit in its slot of the workspace. The transforms work on a segment of one channel (input) or
- * filter (output) at a time with the tiles as the vector lanes: the input transform first
- * copies the 4 input rows it reads into even and odd columns (zeros for the padding), so that
- * its loop reads unit-stride and carries no bounds checks. The transforms are compiled for
- * AVX2 and for baseline x86-64 through function attributes and picked at run time, as
- * depthwise.c does. */
+ * sit in its slot of the workspace. The transforms work on a whole block of one channel (input)
+ * or filter (output) at a time with the tiles as the vector lanes: the input transform first
+ * copies, for each of a window's 4 rows, the window's 4 columns of every tile into 4 rows of
+ * the block (zeros for the padding), so that its loop reads unit-stride and carries no bounds
+ * checks; the output transform writes a block's two output rows interleaved and copies each
+ * segment's part into place, clipped at the borders. The transforms are compiled for AVX2 and
+ * for baseline x86-64 through function attributes and picked at run time, as depthwise.c does.
+ */
 #include "winograd.h"
 
 #include <stdatomic.h>
