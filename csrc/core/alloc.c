@@ -1,10 +1,19 @@
 /* Size-class pooled allocator for tensor memory. Small and medium blocks are recycled through
  * per-class free lists so the imperative hot path does not hit malloc; large blocks (> 64 MiB)
- * go straight to the system. Thread-safe through one mutex, uncontended in practice. */
+ * go straight to the system. Thread-safe through one mutex, uncontended in practice.
+ *
+ * Blocks of a class of at least MMAP_MIN bytes, and all large blocks, are mapped with mmap:
+ * fresh pages read as zero and cost nothing until first touched, so hg_alloc_zeroed hands a
+ * fresh mapping out without writing it (a gradient buffer that inference never touches stays
+ * unbacked). Only a recycled block is cleared. The size class, known from nbytes on both
+ * hg_alloc and hg_free, says which system call gives a block back. HG_NO_POOL (sanitizer
+ * builds) uses aligned_alloc + free for everything. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tensor.h"
 
@@ -12,6 +21,9 @@
 #define NUM_CLASSES 48           /* classes cover 64 B .. 2^26 B with 2 classes per power of 2 */
 #define MAX_POOLED ((size_t)64 << 20)
 #define MAX_CACHED_TOTAL ((size_t)512 << 20)
+/* Smallest block taken from mmap: 128 KiB, a page multiple as every class above it is. Below
+ * it a system call and page faults would cost more than clearing the block. */
+#define MMAP_MIN ((size_t)128 << 10)
 
 typedef struct block { struct block *next; } block;
 
@@ -42,32 +54,69 @@ static int class_of(size_t n)
     return c;
 }
 
-static void *alloc_block(size_t nbytes)
+static size_t round_align(size_t n) { return (n + HG_ALIGN - 1) / HG_ALIGN * HG_ALIGN; }
+
+/* A fresh zero-filled mapping of n bytes (a multiple of HG_ALIGN), or NULL. */
+static void *map_block(size_t n)
 {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Gives back a block that no cache keeps: unmapped or freed as its size says it was made. */
+static void release_block(void *p, size_t bytes)
+{
+    if (bytes >= MMAP_MIN)
+        munmap(p, bytes);
+    else
+        free(p);
+}
+
+/* A block for nbytes (> 0); *zeroed tells whether it is known to read as zero. */
+static void *alloc_block(size_t nbytes, bool *zeroed)
+{
+    *zeroed = false;
 #ifdef HG_NO_POOL /* sanitizer builds: every block is a real allocation so misuse is caught */
-    return aligned_alloc(HG_ALIGN, (nbytes + HG_ALIGN - 1) / HG_ALIGN * HG_ALIGN);
+    return aligned_alloc(HG_ALIGN, round_align(nbytes));
 #endif
     if (nbytes > MAX_POOLED) {
-        size_t rounded = (nbytes + HG_ALIGN - 1) / HG_ALIGN * HG_ALIGN;
-        return aligned_alloc(HG_ALIGN, rounded);
+        void *p = map_block(round_align(nbytes));
+        *zeroed = p != NULL;
+        return p;
     }
     int c = class_of(nbytes);
+    size_t bytes = class_size(c);
     pthread_mutex_lock(&g_lock);
     block *b = g_free[c];
     if (b) {
         g_free[c] = b->next;
-        g_cached -= class_size(c);
+        g_cached -= bytes;
     }
     pthread_mutex_unlock(&g_lock);
     if (b) return b;
-    return aligned_alloc(HG_ALIGN, class_size(c));
+    if (bytes < MMAP_MIN) return aligned_alloc(HG_ALIGN, bytes);
+    b = map_block(bytes);
+    *zeroed = b != NULL;
+    return b;
 }
 
 void *hg_alloc(size_t nbytes)
 {
     if (nbytes == 0) nbytes = 1;
-    void *p = alloc_block(nbytes);
+    bool zeroed;
+    void *p = alloc_block(nbytes, &zeroed);
     if (p) count_alloc(nbytes);
+    return p;
+}
+
+void *hg_alloc_zeroed(size_t nbytes)
+{
+    if (nbytes == 0) nbytes = 1;
+    bool zeroed;
+    void *p = alloc_block(nbytes, &zeroed);
+    if (!p) return NULL;
+    if (!zeroed) memset(p, 0, nbytes); /* recycled or from malloc: it may hold old data */
+    count_alloc(nbytes);
     return p;
 }
 
@@ -81,20 +130,21 @@ void hg_free(void *p, size_t nbytes)
     return;
 #endif
     if (nbytes > MAX_POOLED) {
-        free(p);
+        munmap(p, round_align(nbytes));
         return;
     }
     int c = class_of(nbytes);
+    size_t bytes = class_size(c);
     pthread_mutex_lock(&g_lock);
-    if (g_cached + class_size(c) <= MAX_CACHED_TOTAL) {
+    if (g_cached + bytes <= MAX_CACHED_TOTAL) {
         block *b = p;
         b->next = g_free[c];
         g_free[c] = b;
-        g_cached += class_size(c);
+        g_cached += bytes;
         p = NULL;
     }
     pthread_mutex_unlock(&g_lock);
-    free(p);
+    if (p) release_block(p, bytes);
 }
 
 size_t hg_alloc_cached_bytes(void)
@@ -112,7 +162,7 @@ void hg_alloc_release_cache(void)
         while (g_free[c]) {
             block *b = g_free[c];
             g_free[c] = b->next;
-            free(b);
+            release_block(b, class_size(c));
         }
     }
     g_cached = 0;

@@ -103,14 +103,15 @@ static hg_tensor *tensor_header(int ndim, const int64_t *shape, hg_dtype dtype)
     return t;
 }
 
-hg_status hg_tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, hg_tensor **out)
+static hg_status tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, bool zeroed,
+                            hg_tensor **out)
 {
     if (!out) return hg_error(HG_ERR_VALUE, "hg_tensor_new: NULL out pointer");
     HG_TRY(hg_shape_check(ndim, shape, dtype));
     hg_tensor *t = tensor_header(ndim, shape, dtype);
     hg_storage *s = hg_alloc(sizeof *s);
-    size_t nbytes = (size_t)t->size * hg_dtype_size(dtype);
-    void *data = hg_alloc(nbytes);
+    size_t nbytes = (size_t)hg_shape_size(ndim, shape) * hg_dtype_size(dtype);
+    void *data = zeroed ? hg_alloc_zeroed(nbytes) : hg_alloc(nbytes);
     if (!t || !s || !data) {
         hg_free(t, sizeof *t);
         hg_free(s, sizeof *s);
@@ -131,9 +132,19 @@ hg_status hg_tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, hg_tenso
     return HG_OK;
 }
 
+hg_status hg_tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, hg_tensor **out)
+{
+    return tensor_new(ndim, shape, dtype, false, out);
+}
+
 hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out)
 {
-    return hg_tensor_new(m->ndim, m->shape, m->dtype, out);
+    return tensor_new(m->ndim, m->shape, m->dtype, false, out);
+}
+
+hg_status hg_tensor_new_zeroed(const hg_meta *m, hg_tensor **out)
+{
+    return tensor_new(m->ndim, m->shape, m->dtype, true, out);
 }
 
 hg_status hg_tensor_from_data(void *data, int ndim, const int64_t *shape, hg_dtype dtype,

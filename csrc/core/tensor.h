@@ -60,9 +60,17 @@ hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor *
 /* A tensor at byte `offset` of storage s (retained): the executor's views into its arena. */
 hg_status hg_tensor_on_storage(hg_storage *s, size_t offset, const hg_meta *m, hg_tensor **out);
 hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out);
+/* A new tensor whose elements are all zero bits (0 / 0.0 / false in every dtype), without
+ * writing fresh memory the system already gives zeroed (see hg_alloc_zeroed). Same ownership
+ * and errors as hg_tensor_new_meta; thread-safe. */
+hg_status hg_tensor_new_zeroed(const hg_meta *m, hg_tensor **out);
 
 /* Aligned, pooled memory (64-byte alignment; freed blocks are kept per size class). */
 void *hg_alloc(size_t nbytes);
+/* As hg_alloc, with the first nbytes set to zero: a recycled block is cleared, a fresh mapped
+ * one (large classes) is already zero and is not touched. Free with hg_free. NULL when out of
+ * memory. */
+void *hg_alloc_zeroed(size_t nbytes);
 void hg_free(void *p, size_t nbytes);
 /* Bytes currently held by the pool's caches (for tests). Returns cached bytes. */
 size_t hg_alloc_cached_bytes(void);

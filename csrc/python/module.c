@@ -110,7 +110,8 @@ static PyObject *op_info(PyObject *self, PyObject *name)
         "flags", op->flags, "attrs", attrs, "has_grad", op->grad ? Py_True : Py_False);
 }
 
-static PyObject *py_empty(PyObject *self, PyObject *args)
+/* empty(shape, dtype_flag) and zeros(shape, dtype_flag): a new array, uninitialised or zero. */
+static PyObject *new_array(PyObject *args, bool zeroed)
 {
     PyObject *shape;
     int dtype;
@@ -118,25 +119,30 @@ static PyObject *py_empty(PyObject *self, PyObject *args)
     PyObject *seq = PySequence_Fast(shape, "shape must be a tuple of ints");
     if (!seq) return NULL;
     Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
-    int64_t dims[HG_MAX_NDIM];
+    hg_meta m = {(int)nd, (hg_dtype)dtype, {0}};
     if (nd > HG_MAX_NDIM) {
         Py_DECREF(seq);
         return hgpy_raise(hg_error(HG_ERR_VALUE, "shape has %zd dimensions, at most %d are "
                                    "supported", nd, HG_MAX_NDIM));
     }
     for (Py_ssize_t i = 0; i < nd; i++) {
-        dims[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (dims[i] == -1 && PyErr_Occurred()) {
+        m.shape[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (m.shape[i] == -1 && PyErr_Occurred()) {
             Py_DECREF(seq);
             return NULL;
         }
     }
     Py_DECREF(seq);
     hg_tensor *t;
-    hg_status st = hg_tensor_new((int)nd, dims, (hg_dtype)dtype, &t);
-    if (st) return hgpy_raise(st);
+    hg_status st = zeroed ? hg_tensor_new_zeroed(&m, &t) : hg_tensor_new_meta(&m, &t);
+    if (st) return hgpy_raise(zeroed ? hg_error_prefix(st, "zeros: ") : st);
     return hgpy_wrap(t);
 }
+
+static PyObject *py_empty(PyObject *self, PyObject *args) { return new_array(args, false); }
+
+/* Imperative nd.zeros: fresh large blocks come zeroed from the system and are not written. */
+static PyObject *py_zeros(PyObject *self, PyObject *args) { return new_array(args, true); }
 
 /* Copies any C-contiguous buffer (NumPy array, bytes, memoryview) into a new array. */
 static PyObject *from_buffer(PyObject *self, PyObject *args)
@@ -209,6 +215,7 @@ static PyMethodDef k_methods[] = {
     {"get_op", get_op, METH_O, "the callable for an op name or alias"},
     {"op_info", op_info, METH_O, "schema of an op as a dict"},
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype_flag): uninitialised array"},
+    {"zeros", py_zeros, METH_VARARGS, "zeros(shape, dtype_flag): array of zeros"},
     {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
     {"seed", py_seed, METH_O, "seed the global random generator"},
     {"num_threads", num_threads, METH_VARARGS, "num_threads(n=0): get (and set if n>0)"},

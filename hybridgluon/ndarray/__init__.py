@@ -52,9 +52,10 @@ def empty(shape, ctx=None, dtype=None):
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
-    """An array of zeros (float32 by default)."""
+    """An array of zeros (float32 by default). Large arrays come zeroed from the system and are
+    not written here, so memory that is never used (a gradient in inference) costs nothing."""
     _ctx(ctx)
-    return _core.get_op('_zeros')(shape=_shape_tuple(shape), dtype=_dtype_name(dtype))
+    return _core.zeros(_shape_tuple(shape), _dtype_flag(dtype))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):

@@ -1,0 +1,146 @@
+"""The pooled allocator's zeroed path (nd.zeros): recycled blocks are cleared, fresh mapped ones
+are zero without being written, and the live/peak accounting is the same as for any array."""
+import os
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import _core, nd
+
+# Element counts (float32) around the 128 KiB class where fresh blocks start to come from mmap,
+# around other class edges, and 0 and 1.
+_SIZES = [0, 1, 7, 16, 17, 24, 25, 1000, 24575, 24576, 24577, 32767, 32768, 32769, 49152,
+          49153, 65536, 65537, 1 << 20, (1 << 20) + 1]
+
+
+def _sanitized():
+    with open('/proc/self/maps') as f:
+        return 'libasan' in f.read()
+
+
+def _dirty(n, dtype='float32'):
+    """Puts blocks of the classes that hold n elements back in the pool with non-zero bytes."""
+    arrays = [nd.full((n,), 7, dtype=dtype) for _ in range(3)]
+    del arrays
+
+
+@pytest.mark.parametrize('n', _SIZES)
+def test_zeros_after_the_pool_recycled_dirty_blocks(n):
+    _dirty(n)
+    for _ in range(3):
+        z = nd.zeros((n,))
+        assert z.shape == (n,) and z.dtype == np.float32
+        assert not z.asnumpy().any()
+        z[:] = 5           # dirty this block too; the next round must clear it again
+        del z
+
+
+def test_zeros_come_from_blocks_the_pool_holds():
+    """The test above is only meaningful if the dirty blocks are really reused."""
+    _core.alloc_cached_bytes(True)
+    _dirty(32769)
+    cached = _core.alloc_cached_bytes()
+    assert cached >= 32769 * 4
+    z = nd.zeros((32769,))
+    assert _core.alloc_cached_bytes() < cached or _sanitized()
+    assert not z.asnumpy().any()
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float64', 'int8', 'uint8', 'int32', 'int64',
+                                   'bool'])
+@pytest.mark.parametrize('shape', [(0,), (3, 0, 2), (), (5, 7), (257, 129), (3, 40000)])
+def test_zeros_dtypes_and_shapes(dtype, shape):
+    n = int(np.prod(shape))
+    _dirty(max(n, 1), dtype='uint8' if dtype == 'bool' else dtype)
+    z = nd.zeros(shape, dtype=dtype)
+    want = np.zeros(shape if shape else (), dtype=dtype)
+    assert z.shape == want.shape and z.dtype == want.dtype
+    assert np.array_equal(z.asnumpy(), want)
+
+
+def test_zeros_accepts_an_int_shape_and_numpy_dtypes():
+    assert nd.zeros(4, dtype=np.int32).asnumpy().tolist() == [0, 0, 0, 0]
+    assert nd.zeros((2, 2), ctx=mx.cpu(), dtype=np.float64).dtype == np.float64
+
+
+def test_zeros_errors():
+    with pytest.raises(mx.MXNetError, match='negative dimension') as e:
+        nd.zeros((2, -1))
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(mx.MXNetError, match='at most'):
+        nd.zeros((1,) * 40)
+    with pytest.raises(TypeError):
+        nd.zeros((2,), dtype='complex64')
+
+
+@pytest.mark.parametrize('n', [0, 5, 32768, 32769, 1 << 20])
+def test_zeros_live_and_peak_accounting_match_empty(n):
+    base = _core.alloc_stats(True)['live']
+    e = nd.empty((n,))
+    grown_empty = _core.alloc_stats()['live'] - base
+    del e
+    assert _core.alloc_stats()['live'] == base
+    _core.alloc_stats(True)
+    z = nd.zeros((n,))
+    st = _core.alloc_stats()
+    assert st['live'] - base == grown_empty
+    assert st['peak'] - base == grown_empty
+    assert grown_empty >= max(n, 1) * 4
+    del z
+    assert _core.alloc_stats()['live'] == base
+
+
+def test_cache_release_gives_back_mapped_and_malloc_blocks():
+    arrays = [nd.zeros((n,)) for n in (10, 1000, 40000, 1 << 20)]
+    del arrays
+    assert _core.alloc_cached_bytes() > 0
+    assert _core.alloc_cached_bytes(True) == 0
+    # Blocks made after the release (mapped afresh) are zero too.
+    assert not nd.zeros((1 << 20,)).asnumpy().any()
+
+
+def test_large_unpooled_zeros():
+    """Over 64 MiB a block bypasses the pool (mapped and unmapped on each use)."""
+    n = (64 << 20) // 4 + 16
+    a = nd.full((n,), 3)
+    del a
+    z = nd.zeros((n,))
+    assert z.size == n
+    assert not z[::4096].asnumpy().any() and not z[n - 16:].asnumpy().any()
+
+
+def _rss_kb():
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs /proc')
+def test_fresh_zeros_are_not_touched():
+    """A fresh large zeros array is not written, so it adds no resident memory until used."""
+    if _sanitized():
+        pytest.skip('sanitizer builds clear every block (HG_NO_POOL)')
+    _core.alloc_cached_bytes(True)
+    before = _rss_kb()
+    z = [nd.zeros((4 << 20,)) for _ in range(4)]  # 64 MiB in four 16 MiB arrays
+    after = _rss_kb()
+    assert after - before < 16 * 1024, (before, after)
+    z[0][:] = 1
+    assert _rss_kb() - before >= 12 * 1024   # writing one array does make it resident
+    assert not z[1].asnumpy().any()
+
+
+def test_parameter_gradients_are_zero_after_dirty_reuse():
+    from hybridgluon.gluon import nn
+    shapes = [(64, 1000), (1000,), (256, 256)]
+    for s in shapes:
+        _dirty(int(np.prod(s)))
+    net = nn.HybridSequential()
+    net.add(nn.Dense(1000, in_units=64), nn.Dense(256, in_units=1000))
+    net.initialize()
+    for p in net.collect_params().values():
+        assert not p.grad().asnumpy().any(), p.name
+        assert p.data().asnumpy().any() or p.name.endswith('bias')
