@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "hybridgluon/hybridgluon.h"
 
@@ -20,22 +21,6 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline uint64_t next(void)
-{
-    uint64_t r = rotl(g_s[1] * 5, 7) * 9, t = g_s[1] << 17;
-    g_s[2] ^= g_s[0];
-    g_s[3] ^= g_s[1];
-    g_s[1] ^= g_s[2];
-    g_s[0] ^= g_s[3];
-    g_s[2] ^= t;
-    g_s[3] = rotl(g_s[3], 45);
-    return r;
-}
-
-static inline double unit(void) { return (double)(next() >> 11) * 0x1.0p-53; }
-
 void hg_random_seed(uint64_t seed)
 {
     pthread_mutex_lock(&g_mu);
@@ -45,23 +30,37 @@ void hg_random_seed(uint64_t seed)
     pthread_mutex_unlock(&g_mu);
 }
 
-void hg_rng_uniform(double *out, int64_t n)
+void hg_rng_acquire(hg_rng_state *st)
 {
     pthread_mutex_lock(&g_mu);
-    for (int64_t i = 0; i < n; i++) out[i] = unit();
+    memcpy(st->s, g_s, sizeof g_s);
+}
+
+void hg_rng_release(const hg_rng_state *st)
+{
+    memcpy(g_s, st->s, sizeof g_s);
     pthread_mutex_unlock(&g_mu);
+}
+
+void hg_rng_uniform(double *out, int64_t n)
+{
+    hg_rng_state st;
+    hg_rng_acquire(&st);
+    for (int64_t i = 0; i < n; i++) out[i] = hg_rng_unit(&st);
+    hg_rng_release(&st);
 }
 
 void hg_rng_normal(double *out, int64_t n)
 {
-    pthread_mutex_lock(&g_mu);
+    hg_rng_state st;
+    hg_rng_acquire(&st);
     int64_t i = 0;
     if (g_have_spare && n > 0) {
         out[i++] = g_spare;
         g_have_spare = 0;
     }
     while (i < n) { /* Box-Muller, both values used */
-        double u1 = unit(), u2 = unit();
+        double u1 = hg_rng_unit(&st), u2 = hg_rng_unit(&st);
         if (u1 <= 0x1.0p-60) u1 = 0x1.0p-60;
         double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
         out[i++] = r * cos(th);
@@ -72,14 +71,15 @@ void hg_rng_normal(double *out, int64_t n)
             g_have_spare = 1;
         }
     }
-    pthread_mutex_unlock(&g_mu);
+    hg_rng_release(&st);
 }
 
 void hg_rng_u64(uint64_t *out, int64_t n)
 {
-    pthread_mutex_lock(&g_mu);
-    for (int64_t i = 0; i < n; i++) out[i] = next();
-    pthread_mutex_unlock(&g_mu);
+    hg_rng_state st;
+    hg_rng_acquire(&st);
+    for (int64_t i = 0; i < n; i++) out[i] = hg_rng_next(&st);
+    hg_rng_release(&st);
 }
 
 uint64_t hg_rng_below(uint64_t bound)

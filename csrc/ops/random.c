@@ -99,6 +99,24 @@ static hg_status uniform_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     return sample_shape(op, a, dt, &out[0]);
 }
 
+/* float32 with low < high, the initialisers' case: draw, scale and convert in one pass with the
+ * generator's state in registers. The same arithmetic as uniform_forward's general path, so the
+ * same values. */
+static void uniform_f32(float *y, int64_t n, double lo, double hi, double below_d, float below_f)
+{
+    const double span = hi - lo;
+    const float hi_f = (float)hi;
+    hg_rng_state st;
+    hg_rng_acquire(&st);
+    for (int64_t i = 0; i < n; i++) {
+        double v = lo + span * hg_rng_unit(&st);
+        v = v < hi ? v : below_d;
+        float f = (float)v;
+        y[i] = f < hi_f ? f : below_f;
+    }
+    hg_rng_release(&st);
+}
+
 static hg_status uniform_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
@@ -109,6 +127,10 @@ static hg_status uniform_forward(const hg_op_def *op, const hg_attrs *a, const h
     const double below_d = lo < hi ? nextafter(hi, -INFINITY) : lo;
     double u[RNG_CHUNK];
     hg_tensor *t = out[0];
+    if (t->dtype == HG_DTYPE_F32 && lo < hi) {
+        uniform_f32(HG_DATA(t, float), t->size, lo, hi, below_d, below_f);
+        return HG_OK;
+    }
     for (int64_t i0 = 0; i0 < t->size; i0 += RNG_CHUNK) {
         int64_t m = t->size - i0 < RNG_CHUNK ? t->size - i0 : RNG_CHUNK;
         hg_rng_uniform(u, m);
@@ -116,15 +138,7 @@ static hg_status uniform_forward(const hg_op_def *op, const hg_attrs *a, const h
             double v = lo + span * u[i];
             u[i] = v < hi ? v : below_d;
         }
-        if (t->dtype == HG_DTYPE_F32 && lo < hi) {
-            float *y = HG_DATA(t, float) + i0;
-            for (int64_t i = 0; i < m; i++) {
-                float v = (float)u[i];
-                y[i] = v < (float)hi ? v : below_f;
-            }
-        } else {
-            store_floats(t, i0, u, m);
-        }
+        store_floats(t, i0, u, m);
     }
     return HG_OK;
 }
