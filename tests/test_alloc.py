@@ -144,3 +144,33 @@ def test_parameter_gradients_are_zero_after_dirty_reuse():
     for p in net.collect_params().values():
         assert not p.grad().asnumpy().any(), p.name
         assert p.data().asnumpy().any() or p.name.endswith('bias')
+
+
+def _vm_kb(field):
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs /proc')
+def test_unpooled_blocks_of_odd_sizes_are_unmapped_whole():
+    """Blocks over 64 MiB are mapped 2 MiB-aligned and trimmed; every byte of one is usable and
+    giving it back unmaps all of it (address space does not grow)."""
+    n = (64 << 20) // 4 + 12345
+    for dtype in ('float32', 'int8'):
+        a = nd.zeros((n,), dtype=dtype)
+        a[n - 1] = 3
+        assert a[n - 1].asscalar() == 3 and a[0].asscalar() == 0
+        del a
+    before = _vm_kb('VmSize')
+    for _ in range(20):
+        a = nd.zeros((n,))
+        a[n - 1] = 1
+        b = nd.empty((n + 7,))
+        b[n + 6] = 1
+        del a, b
+    assert _vm_kb('VmSize') - before < 16 * 1024
+    z = nd.zeros((n,))
+    assert not z[n - 4096:].asnumpy().any() and not z[:4096].asnumpy().any()

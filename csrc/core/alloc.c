@@ -6,11 +6,13 @@
  * fresh pages read as zero and cost nothing until first touched, so hg_alloc_zeroed hands a
  * fresh mapping out without writing it (a gradient buffer that inference never touches stays
  * unbacked). Only a recycled block is cleared. The size class, known from nbytes on both
- * hg_alloc and hg_free, says which system call gives a block back. HG_NO_POOL (sanitizer
- * builds) uses aligned_alloc + free for everything. */
+ * hg_alloc and hg_free, says which system call gives a block back. Mapped blocks from 2 MiB up
+ * ask for transparent huge pages (HG_NO_HUGEPAGES=1: not). HG_NO_POOL (sanitizer builds) uses
+ * aligned_alloc + free for everything. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,9 +23,12 @@
 #define NUM_CLASSES 48           /* classes cover 64 B .. 2^26 B with 2 classes per power of 2 */
 #define MAX_POOLED ((size_t)64 << 20)
 #define MAX_CACHED_TOTAL ((size_t)512 << 20)
-/* Smallest block taken from mmap: 128 KiB, a page multiple as every class above it is. Below
- * it a system call and page faults would cost more than clearing the block. */
+/* Smallest block taken from mmap: 128 KiB. Below it a system call and page faults would cost
+ * more than clearing the block. It and every class above it are multiples of MAP_UNIT. */
 #define MMAP_MIN ((size_t)128 << 10)
+#define MAP_UNIT ((size_t)64 << 10) /* a multiple of the page size (4, 16 or 64 KiB) */
+#define HUGE_SIZE ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)2 << 20)
 
 typedef struct block { struct block *next; } block;
 
@@ -54,13 +59,42 @@ static int class_of(size_t n)
     return c;
 }
 
-static size_t round_align(size_t n) { return (n + HG_ALIGN - 1) / HG_ALIGN * HG_ALIGN; }
+/* Mapped length of a large (unpooled) block: a whole number of pages of any usual size, so the
+ * trimming in map_block and the munmap in hg_free work on page boundaries. */
+static size_t large_size(size_t n) { return (n + MAP_UNIT - 1) / MAP_UNIT * MAP_UNIT; }
 
-/* A fresh zero-filled mapping of n bytes (a multiple of HG_ALIGN), or NULL. */
+/* HG_NO_HUGEPAGES=1 (read once) keeps large blocks on small pages. */
+static bool huge_pages_on(void)
+{
+    static atomic_int on = -1; /* racing first calls all compute the same value */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("HG_NO_HUGEPAGES");
+        v = !(e && *e && strcmp(e, "0") != 0);
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* A fresh zero-filled mapping of n bytes (a multiple of MAP_UNIT), or NULL. From HUGE_MIN up
+ * it starts on a 2 MiB boundary and asks for transparent huge pages: a first touch then costs
+ * one fault per 2 MiB instead of one per 4 KiB page, which in a virtual machine is most of the
+ * cost of first use. Untouched huge ranges stay unbacked like any other. */
 static void *map_block(size_t n)
 {
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    size_t extra = n >= HUGE_MIN ? HUGE_SIZE : 0;
+    char *p = mmap(NULL, n + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (!extra) return p;
+    /* Keep exactly [q, q + n) so hg_free can unmap the block by its size alone. */
+    size_t head = (HUGE_SIZE - (uintptr_t)p % HUGE_SIZE) % HUGE_SIZE;
+    char *q = p + head;
+    if (head) munmap(p, head);
+    if (extra - head) munmap(q + n, extra - head);
+#ifdef MADV_HUGEPAGE
+    if (huge_pages_on()) madvise(q, n, MADV_HUGEPAGE); /* advice: without THP still good */
+#endif
+    return q;
 }
 
 /* Gives back a block that no cache keeps: unmapped or freed as its size says it was made. */
@@ -77,10 +111,10 @@ static void *alloc_block(size_t nbytes, bool *zeroed)
 {
     *zeroed = false;
 #ifdef HG_NO_POOL /* sanitizer builds: every block is a real allocation so misuse is caught */
-    return aligned_alloc(HG_ALIGN, round_align(nbytes));
+    return aligned_alloc(HG_ALIGN, (nbytes + HG_ALIGN - 1) / HG_ALIGN * HG_ALIGN);
 #endif
     if (nbytes > MAX_POOLED) {
-        void *p = map_block(round_align(nbytes));
+        void *p = map_block(large_size(nbytes));
         *zeroed = p != NULL;
         return p;
     }
@@ -130,7 +164,7 @@ void hg_free(void *p, size_t nbytes)
     return;
 #endif
     if (nbytes > MAX_POOLED) {
-        munmap(p, round_align(nbytes));
+        munmap(p, large_size(nbytes));
         return;
     }
     int c = class_of(nbytes);
