@@ -138,8 +138,9 @@ def test_parameter_gradients_are_zero_after_dirty_reuse():
     shapes = [(64, 1000), (1000,), (256, 256)]
     for s in shapes:
         _dirty(int(np.prod(s)))
-    net = nn.HybridSequential()
-    net.add(nn.Dense(1000, in_units=64), nn.Dense(256, in_units=1000))
+    with mx.name.NameManager():   # leave the global name counters to other tests
+        net = nn.HybridSequential()
+        net.add(nn.Dense(1000, in_units=64), nn.Dense(256, in_units=1000))
     net.initialize()
     for p in net.collect_params().values():
         assert not p.grad().asnumpy().any(), p.name
