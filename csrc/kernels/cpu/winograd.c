@@ -87,10 +87,11 @@ size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads)
  * each call pays for the weight transform (16 stores per pair, read back and packed by every
  * block's GEMMs) and per tile for the transforms (about C + F vector adds). Measured on the
  * 2-core Zen 3 machine, one thread, pad 1 (im2col's time / Winograd's):
- *   C = F = 64..512 with >= 64 tiles: 1.3-1.8; 8..32 channels at 28x28..112x112: 1.3-1.6;
+ *   C = F = 64..512 with >= 64 tiles: 1.3-1.8; 8..32 channels at 28x28..112x112: 1.2-1.6;
  *   256 channels, 49 tiles (resnet18's 14x14 at batch 1): 1.3; 25 tiles: 1.1; 16: 1.0;
  *   512 channels, 64 tiles: 1.35; 49 (14x14): 1.0; 32: 0.9; 16 (7x7 at batch 1): 0.7;
- *   64-128 channels, 4 tiles: 0.6-0.75; 3 input channels (a first layer): 0.75.
+ *   16-128 channels, 4 tiles: 0.55-0.85; 3 input channels (a first layer): 0.75.
+ * (Two threads, batch 1: resnet18's 56x56, 28x28 and 14x14 layers 1.5-1.8.)
  * Hence: at least WG_MIN_CH channels in and out, WG_MIN_TILES tiles, and tiles * 16 >= C + F
  * (the weight transform's share grows with the channels). */
 #define WG_MIN_CH 8
