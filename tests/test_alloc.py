@@ -38,12 +38,14 @@ def test_zeros_after_the_pool_recycled_dirty_blocks(n):
 
 def test_zeros_come_from_blocks_the_pool_holds():
     """The test above is only meaningful if the dirty blocks are really reused."""
+    if _sanitized():
+        pytest.skip('sanitizer builds have no pool (HG_NO_POOL)')
     _core.alloc_cached_bytes(True)
     _dirty(32769)
     cached = _core.alloc_cached_bytes()
     assert cached >= 32769 * 4
     z = nd.zeros((32769,))
-    assert _core.alloc_cached_bytes() < cached or _sanitized()
+    assert _core.alloc_cached_bytes() < cached
     assert not z.asnumpy().any()
 
 
@@ -94,7 +96,7 @@ def test_zeros_live_and_peak_accounting_match_empty(n):
 def test_cache_release_gives_back_mapped_and_malloc_blocks():
     arrays = [nd.zeros((n,)) for n in (10, 1000, 40000, 1 << 20)]
     del arrays
-    assert _core.alloc_cached_bytes() > 0
+    assert _core.alloc_cached_bytes() > 0 or _sanitized()
     assert _core.alloc_cached_bytes(True) == 0
     # Blocks made after the release (mapped afresh) are zero too.
     assert not nd.zeros((1 << 20,)).asnumpy().any()
