@@ -35,6 +35,7 @@ static inline HG_TGT void v_storen(float *p, vf v, int n)
 }
 static inline HG_TGT vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline HG_TGT vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline HG_TGT vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline HG_TGT float v_hsum(vf v)
 {
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

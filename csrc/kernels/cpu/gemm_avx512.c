@@ -29,6 +29,7 @@ static inline HG_TGT void v_storen(float *p, vf v, int n)
 }
 static inline HG_TGT vf v_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline HG_TGT vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline HG_TGT vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 
 /* The sum of the two 256-bit halves. */
 static inline HG_TGT __m256 fold256(vf v)

@@ -32,6 +32,7 @@ static inline void v_store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline void v_storen(float *p, vf v, int n) { memcpy(p, &v, sizeof(float) * (size_t)n); }
 static inline vf v_fma(vf a, vf b, vf c) { return a * b + c; }
 static inline vf v_mul(vf a, vf b) { return a * b; }
+static inline vf v_add(vf a, vf b) { return a + b; }
 static inline float v_hsum(vf v) { return (v[0] + v[2]) + (v[1] + v[3]); }
 static inline void v_hsum4(vf a, vf b, vf c, vf d, float *out)
 {

@@ -3,7 +3,7 @@
  *   KNAME(x)        the kernel's name with the set's suffix (x##_avx512)
  *   HG_TGT          the function attribute that enables the set (empty for portable C)
  *   vf, VW          the vector type and its float lanes
- *   v_zero v_set1 v_load v_loadn v_store v_storen v_fma v_mul v_hsum v_hsum4
+ *   v_zero v_set1 v_load v_loadn v_store v_storen v_fma v_mul v_add v_hsum v_hsum4
  *                   static inline HG_TGT primitives; v_loadn/v_storen touch only the first n
  *                   (0 < n < VW) lanes' memory, v_loadn zeroes the others; v_fma(a, b, c) is
  *                   a*b + c; v_hsum4 writes the four vectors' lane sums to out[0..3]
@@ -32,6 +32,21 @@ INLINE_TILE void dot_tile(const hg_gemm_small_args *p, const int mr, const int n
     for (int r = 0; r < mr; r++)
         for (int c = 0; c < nr; c++) acc[r][c] = v_zero();
     int64_t k = 0;
+    if (mr == 1) {
+        /* One row of A (batch 1): four chains of one FMA per vector would wait on the FMA
+         * latency, not on B streaming in; a second set of accumulators over odd vectors of k
+         * keeps eight FMAs in flight. */
+        vf acc2[DOT_NR];
+        for (int c = 0; c < nr; c++) acc2[c] = v_zero();
+        for (; k + 2 * VW <= K; k += 2 * VW) {
+            vf av = v_load(a + k), av2 = v_load(a + k + VW);
+            for (int c = 0; c < nr; c++) {
+                acc[0][c] = v_fma(av, v_load(b + c * ldb + k), acc[0][c]);
+                acc2[c] = v_fma(av2, v_load(b + c * ldb + k + VW), acc2[c]);
+            }
+        }
+        for (int c = 0; c < nr; c++) acc[0][c] = v_add(acc[0][c], acc2[c]);
+    }
     for (; k + VW <= K; k += VW) {
         for (int c = 0; c < nr; c++) bv[c] = v_load(b + c * ldb + k);
         for (int r = 0; r < mr; r++) {
