@@ -72,8 +72,15 @@ int main(int argc, char **argv)
         x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
     }
     if (!y || hg_predictor_set_input(p, "data", x, count * sizeof(float))) return fail("input");
-    /* Warm-up: the first forward makes the plan; then caches and the thread pool settle. */
-    for (int i = 0; i < number / 10 + 10; i++)
+    /* Warm-up: the first forward makes the plan; then caches and the thread pool settle. At
+     * least half a second: OpenBLAS starts its own threads when the library loads and they
+     * spin before they go to sleep (we never give them work: our pool splits the products),
+     * slowing our threads down meanwhile (measured on the 2-core machine: the first 2000
+     * forwards of the MLP took 34 us each, later ones 8 us; with OPENBLAS_NUM_THREADS=1, 8 us
+     * from the start). That is a cost of a process's start, not of a forward in a running
+     * one. */
+    double w0 = now();
+    for (int i = 0; i < number / 10 + 10 || now() - w0 < 0.5; i++)
         if (hg_predictor_forward(p)) return fail("forward");
     double *fwd = malloc(sizeof(double) * (size_t)repeats);
     double *full = malloc(sizeof(double) * (size_t)repeats);
