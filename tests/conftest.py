@@ -24,3 +24,39 @@ def run_python(args, env=None, **kwargs):
     kwargs.setdefault('text', True)
     with tempfile.TemporaryDirectory() as cwd:
         return subprocess.run([sys.executable] + list(args), env=env, cwd=cwd, **kwargs)
+
+
+def rss_kb():
+    """This process's resident memory in KiB (VmRSS), 0 where /proc is not there."""
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def imperative_and_hybridized(make_net, x):
+    """Runs make_net() (a fresh block, same random initial parameters each time: the seed is
+    reset first) on x op by op and hybridized with static_alloc, under autograd.record with a
+    backward of the output's sum. Returns [(output, [x.grad, then each parameter's grad in
+    collect_params order]) imperative, (...) hybridized] as NumPy arrays."""
+    import hybridgluon as mx
+    from hybridgluon import autograd
+    runs = []
+    for hybrid in (False, True):
+        mx.random.seed(5)
+        net = make_net()
+        net.initialize()
+        if hybrid:
+            net.hybridize(static_alloc=True, static_shape=True)
+        xi = x.copy()
+        xi.attach_grad()
+        with autograd.record():
+            y = net(xi)
+        y.backward()
+        runs.append((y.asnumpy(), [xi.grad.asnumpy()] +
+                     [p.grad().asnumpy() for p in net.collect_params().values()]))
+    return runs

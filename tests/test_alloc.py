@@ -8,6 +8,8 @@ import pytest
 import hybridgluon as mx
 from hybridgluon import _core, nd
 
+from conftest import rss_kb
+
 # Element counts (float32) around the 128 KiB class where fresh blocks start to come from mmap,
 # around other class edges, and 0 and 1.
 _SIZES = [0, 1, 7, 16, 17, 24, 25, 1000, 24575, 24576, 24577, 32767, 32768, 32769, 49152,
@@ -112,26 +114,18 @@ def test_large_unpooled_zeros():
     assert not z[::4096].asnumpy().any() and not z[n - 16:].asnumpy().any()
 
 
-def _rss_kb():
-    with open('/proc/self/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1])
-    return 0
-
-
 @pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs /proc')
 def test_fresh_zeros_are_not_touched():
     """A fresh large zeros array is not written, so it adds no resident memory until used."""
     if _sanitized():
         pytest.skip('sanitizer builds clear every block (HG_NO_POOL)')
     _core.alloc_cached_bytes(True)
-    before = _rss_kb()
+    before = rss_kb()
     z = [nd.zeros((4 << 20,)) for _ in range(4)]  # 64 MiB in four 16 MiB arrays
-    after = _rss_kb()
+    after = rss_kb()
     assert after - before < 16 * 1024, (before, after)
     z[0][:] = 1
-    assert _rss_kb() - before >= 12 * 1024   # writing one array does make it resident
+    assert rss_kb() - before >= 12 * 1024   # writing one array does make it resident
     assert not z[1].asnumpy().any()
 
 

@@ -146,24 +146,12 @@ def test_results_do_not_depend_on_thread_count():
 
 def test_hybridized_depthwise_block_matches_imperative():
     """nn.Conv2D with groups == channels (MobileNet's layer) through the executor's plan."""
-    from hybridgluon import autograd
+    from conftest import imperative_and_hybridized
     from hybridgluon.gluon import nn
     rng = np.random.default_rng(4)
     x = mx.nd.array(rng.standard_normal((2, 16, 14, 14)), dtype='float32')
-    outs, grads = [], []
-    for hybrid in (False, True):
-        mx.random.seed(5)
-        net = nn.Conv2D(16, 3, strides=2, padding=1, groups=16, in_channels=16)
-        net.initialize()
-        if hybrid:
-            net.hybridize(static_alloc=True, static_shape=True)
-        xi = x.copy()
-        xi.attach_grad()
-        with autograd.record():
-            y = net(xi)
-        y.backward()
-        outs.append(y.asnumpy())
-        grads.append((xi.grad.asnumpy(), net.weight.grad().asnumpy()))
-    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6)
-    for a, b in zip(grads[0], grads[1]):
+    (y0, g0), (y1, g1) = imperative_and_hybridized(
+        lambda: nn.Conv2D(16, 3, strides=2, padding=1, groups=16, in_channels=16), x)
+    np.testing.assert_allclose(y0, y1, rtol=1e-6)
+    for a, b in zip(g0, g1):
         np.testing.assert_allclose(a, b, rtol=1e-6)

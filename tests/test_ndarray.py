@@ -8,6 +8,8 @@ import pytest
 
 import hybridgluon as mx
 
+from conftest import rss_kb
+
 nd = mx.nd
 
 
@@ -208,14 +210,6 @@ def test_error_classes():
         nd.zeros((-1, 2))
 
 
-def _rss_kb():
-    with open('/proc/self/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1])
-    return 0
-
-
 def _sanitized():
     with open('/proc/self/maps') as f:
         return 'libasan' in f.read()
@@ -228,9 +222,9 @@ def test_many_small_arrays_leave_memory_flat():
     x = nd.ones((4,))
     for _ in range(20000):   # warm the pools
         x + 1
-    before = _rss_kb()
+    before = rss_kb()
     for _ in range(1000000):
         y = x + 1
         del y
-    after = _rss_kb()
+    after = rss_kb()
     assert after - before < 8 * 1024, (before, after)

@@ -137,27 +137,15 @@ def test_winograd_path_is_taken_where_meant(tmp_path, case, winograd):
 def test_hybridized_matches_imperative():
     """nn.Conv2D through the executor's plan (static_alloc) against op-by-op, with gradients
     (the backward is im2col's)."""
-    from hybridgluon import autograd
+    from conftest import imperative_and_hybridized
     from hybridgluon.gluon import nn
     rng = np.random.default_rng(4)
     x = mx.nd.array(rng.standard_normal((2, 16, 15, 14)), dtype='float32')
-    outs, grads = [], []
-    for hybrid in (False, True):
-        mx.random.seed(5)
-        net = nn.Conv2D(24, 3, padding=1, in_channels=16)
-        net.initialize()
-        if hybrid:
-            net.hybridize(static_alloc=True, static_shape=True)
-        xi = x.copy()
-        xi.attach_grad()
-        with autograd.record():
-            y = net(xi)
-        y.backward()
-        outs.append(y.asnumpy())
-        grads.append((xi.grad.asnumpy(), net.weight.grad().asnumpy(),
-                      net.bias.grad().asnumpy()))
-    np.testing.assert_array_equal(outs[0], outs[1])
-    for a, b in zip(grads[0], grads[1]):
+    (y0, g0), (y1, g1) = imperative_and_hybridized(
+        lambda: nn.Conv2D(24, 3, padding=1, in_channels=16), x)
+    np.testing.assert_array_equal(y0, y1)
+    assert len(g0) == 3  # data, weight and bias
+    for a, b in zip(g0, g1):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
