@@ -8,6 +8,17 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture(params=[1, 3], ids=['1thread', '3threads'])
+def threads(request):
+    """Runs the test with the kernels' pool at 1 and at 3 threads (more than the cores: chunks
+    then wait on each other), restoring the count after."""
+    from hybridgluon import _core
+    old = _core.num_threads()
+    _core.num_threads(request.param)
+    yield request.param
+    _core.num_threads(old)
+
+
 def run_python(args, env=None, **kwargs):
     """Run `python args...` in a child process that imports the same hybridgluon as this test
     process (the installed one in CI, the in-place build when developing). The child starts in a

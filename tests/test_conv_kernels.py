@@ -68,14 +68,6 @@ def _inputs(case, rng):
     return x, w, rng.standard_normal(nf)
 
 
-@pytest.fixture(params=[1, 3], ids=['1thread', '3threads'])
-def threads(request):
-    old = _core.num_threads()
-    _core.num_threads(request.param)
-    yield request.param
-    _core.num_threads(old)
-
-
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 @pytest.mark.parametrize('case', CASES)
 def test_forward_matches_numpy(case, dtype, threads):

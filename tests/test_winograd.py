@@ -62,14 +62,6 @@ def _close(out, ref):
                                atol=RTOL * max(1.0, np.abs(ref).max()))
 
 
-@pytest.fixture(params=[1, 3], ids=['1thread', '3threads'])
-def threads(request):
-    old = _core.num_threads()
-    _core.num_threads(request.param)
-    yield request.param
-    _core.num_threads(old)
-
-
 @pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
 @pytest.mark.parametrize('case', CASES)
 def test_forward_matches_float64(case, bias, threads):
