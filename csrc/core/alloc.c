@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "env.h"
 #include "tensor.h"
 
 #define HG_ALIGN 64
@@ -27,8 +28,7 @@
  * more than clearing the block. It and every class above it are multiples of MAP_UNIT. */
 #define MMAP_MIN ((size_t)128 << 10)
 #define MAP_UNIT ((size_t)64 << 10) /* a multiple of the page size (4, 16 or 64 KiB) */
-#define HUGE_SIZE ((size_t)2 << 20)
-#define HUGE_MIN ((size_t)2 << 20)
+#define HUGE_SIZE ((size_t)2 << 20) /* blocks from this size up start on such a boundary */
 
 typedef struct block { struct block *next; } block;
 
@@ -68,23 +68,17 @@ static size_t large_size(size_t n) { return (n + MAP_UNIT - 1) / MAP_UNIT * MAP_
  * defrag setting is "madvise" a fault may stall on compaction. */
 static bool huge_pages_on(void)
 {
-    static atomic_int on = -1; /* racing first calls all compute the same value */
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("HG_HUGEPAGES");
-        v = e && *e && strcmp(e, "0") != 0;
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    static atomic_int on = -1;
+    return hg_env_on_once(&on, "HG_HUGEPAGES");
 }
 
-/* A fresh zero-filled mapping of n bytes (a multiple of MAP_UNIT), or NULL. From HUGE_MIN up
+/* A fresh zero-filled mapping of n bytes (a multiple of MAP_UNIT), or NULL. From HUGE_SIZE up
  * it starts on a 2 MiB boundary, so transparent huge pages (THP "always", or HG_HUGEPAGES=1)
  * can back it: a first touch then costs one fault per 2 MiB instead of one per 4 KiB page.
  * Untouched ranges stay unbacked either way. */
 static void *map_block(size_t n)
 {
-    size_t extra = n >= HUGE_MIN ? HUGE_SIZE : 0;
+    size_t extra = n >= HUGE_SIZE ? HUGE_SIZE : 0;
     char *p = mmap(NULL, n + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
     if (!extra) return p;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "exec/plan_impl.h"
 
 void hg_plan_free(hg_plan *p)
@@ -40,16 +41,10 @@ void hg_plan_set_flags(hg_plan *p, unsigned flags)
     p->inferred = false;
 }
 
-static bool env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 unsigned hg_plan_env_flags(void)
 {
-    return (env_on("HG_NO_FUSION") ? HG_PLAN_NO_FUSION : 0) |
-           (env_on("HG_NO_MEMPLAN") ? HG_PLAN_NO_MEMPLAN : 0);
+    return (hg_env_on("HG_NO_FUSION") ? HG_PLAN_NO_FUSION : 0) |
+           (hg_env_on("HG_NO_MEMPLAN") ? HG_PLAN_NO_MEMPLAN : 0);
 }
 
 static int entry_of(const hg_plan *p, int node_pos, int index) { return p->entry[node_pos] + index; }
@@ -150,7 +145,7 @@ hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentr
     if (st == HG_OK) st = analyse(p, inputs);
     if (st == HG_OK) {
         p->flags = hg_plan_env_flags();
-        p->print = env_on("HG_PRINT_PLAN");
+        p->print = hg_env_on("HG_PRINT_PLAN");
     }
     free(head_pos);
     if (st != HG_OK) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/env.h"
 #include "../../core/parallel.h"
 #include "gemm.h"
 #include "hybridgluon/hybridgluon.h"
@@ -106,14 +107,8 @@ bool hg_winograd_pays(const hg_wino_geom *g)
 
 bool hg_winograd_enabled(void)
 {
-    static atomic_int on = -1; /* racing first calls all compute the same value */
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("HG_NO_WINOGRAD");
-        v = !(e && *e && strcmp(e, "0") != 0);
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    static atomic_int off = -1;
+    return !hg_env_on_once(&off, "HG_NO_WINOGRAD");
 }
 
 /* ---- transforms ---------------------------------------------------------------------------- */
