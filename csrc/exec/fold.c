@@ -55,12 +55,21 @@ static size_t conv_ws(const hg_plan *p, int conv)
     return round_up(op->workspace(p->nodes[conv]->attrs, p->nodes[conv]->nin, im));
 }
 
+/* Whether the folded step scales the convolution's output rather than its weights: whichever
+ * has fewer elements. The weights are rewritten at every call (they may change between calls),
+ * which at batch 1 in a deep layer (7x7 outputs, 4608 weights per filter) costs far more than
+ * the output. Either way the result is BN(conv(x, W) + b) up to rounding. */
+static bool scales_output(int64_t out_size, int64_t weight_size) { return out_size < weight_size; }
+
+/* Workspace: the convolution's, the scales and shifts (F each), then the scaled weights when
+ * the step scales the weights. */
 size_t hg_fold_workspace(const hg_plan *p, int conv)
 {
-    const hg_meta *w = &p->meta[in_entry(p, conv, 1)];
-    int64_t F = w->shape[0];
-    return conv_ws(p, conv) + round_up((size_t)hg_shape_size(w->ndim, w->shape) * 4) +
-           2 * round_up((size_t)F * 4);
+    const hg_meta *w = &p->meta[in_entry(p, conv, 1)], *y = &p->meta[p->entry[conv]];
+    int64_t wsize = hg_shape_size(w->ndim, w->shape);
+    bool out = scales_output(hg_shape_size(y->ndim, y->shape), wsize);
+    return conv_ws(p, conv) + 2 * round_up((size_t)w->shape[0] * 4) +
+           (out ? 0 : round_up((size_t)wsize * 4));
 }
 
 /* rows [b, e) of dst = src * scale[row % F] + shift[row % F] (shift NULL: 0), `per` each. */
@@ -120,9 +129,8 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     }
     const hg_tensor *w = cin[1];
     int64_t F = w->shape[0], per = F ? w->size / F : 0;
-    float *wf = (float *)(ws + cws);
-    float *bf = (float *)(ws + cws + round_up((size_t)w->size * 4));
-    float *sc = (float *)((char *)bf + round_up((size_t)F * 4));
+    float *sc = (float *)(ws + cws), *bf = (float *)(ws + cws + round_up((size_t)F * 4));
+    float *wf = (float *)((char *)bf + round_up((size_t)F * 4));
     const float *W = hg_data(w), *bias = s->pnin == 3 ? hg_data(cin[2]) : NULL;
     const float *gamma = hg_data(bin[1]), *beta = hg_data(bin[2]);
     const float *mean = hg_data(bin[3]), *var = hg_data(bin[4]);
@@ -130,17 +138,13 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     bool fix_gamma = b->attrs->v[attr(b->op, "fix_gamma")].b;
     for (int64_t f = 0; f < F; f++)
         sc[f] = (float)((fix_gamma ? 1.0 : gamma[f]) / sqrt((double)var[f] + eps));
-    /* Scale whichever is smaller, the weights or the convolution's output: the weights are
-     * rewritten at every call (they may change between calls), which at batch 1 in a deep
-     * layer (7x7 outputs, 4608 weights per filter) costs far more than the convolution's
-     * output. Either way the result is BN(conv(x, W) + b) up to rounding. */
     hg_tensor *y = bout[0];
-    int64_t N = y->shape[0], P = F && N ? y->size / (N * F) : 0;
-    if (N * P < per) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
+    if (scales_output(y->size, w->size)) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
         HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train));
         for (int64_t f = 0; f < F; f++) bf[f] = beta[f] - mean[f] * sc[f];
         float *yd = hg_data(y);
-        affine(yd, yd, sc, bf, N * F, P, F);
+        int64_t rows = y->shape[0] * F;
+        affine(yd, yd, sc, bf, rows, rows ? y->size / rows : 0, F);
         return HG_OK;
     }
     affine(wf, W, sc, NULL, F, per, F);
