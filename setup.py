@@ -107,7 +107,7 @@ class BuildExt(build_ext):
         shutil.copytree('csrc/include/hybridgluon', os.path.join(pkg, 'include', 'hybridgluon'),
                         dirs_exist_ok=True)
         if self.inplace:
-            dst = os.path.join(HERE, 'hybridgluon')
+            dst = os.path.join(HERE, 'src', 'hybridgluon')
             os.makedirs(os.path.join(dst, 'lib'), exist_ok=True)
             shutil.copy2(os.path.join(libdir, 'libhybridgluon.so'), os.path.join(dst, 'lib'))
             shutil.copytree('csrc/include/hybridgluon', os.path.join(dst, 'include', 'hybridgluon'),
