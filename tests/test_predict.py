@@ -389,6 +389,18 @@ def test_ctypes_predict_matches_python(models, lib):
         assert name.value == b'data'
 
 
+def test_ctypes_reshape_up_and_down(models, lib):
+    """The predictor's plan is static (static_alloc + static_shape) and still re-plans for every
+    new input shape: a batch larger than the first (the arena then grows), smaller, and back."""
+    json, params = _read(models.lenet_sym), _read(models.lenet_params)
+    big = np.concatenate([models.images] * 3)
+    want = np.concatenate([models.expect] * 3)
+    with _Pred(lib, json, params, [_spec('data', (1, 1, 28, 28))]) as p:
+        for n in (1, 9, 2, 9, 3):
+            assert lib.hg_predictor_reshape(p.p, 1, _spec('data', (n, 1, 28, 28))) == 0
+            np.testing.assert_allclose(p.run(big[:n]), want[:n], rtol=0, atol=TOL)
+
+
 def test_ctypes_create_from_files(models, lib):
     p = ctypes.c_void_p()
     spec = _spec('data', (2, 5))

@@ -3,6 +3,7 @@
  * backward) and their plans. */
 #include "exec/cachedop.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ typedef struct variant {
 
 struct hg_cachedop {
     atomic_long refcount;
+    pthread_mutex_t lock; /* guards variants and last (the plans have their own locks) */
     hg_symbol *sym;
     int ninputs, nheads;
     hg_sentry *inputs;   /* the input variables (node NULL: unused name) */
@@ -51,6 +53,7 @@ void hg_cachedop_release(hg_cachedop *c)
     hg_plan_free(c->plan);
     hg_symbol_free(c->sym);
     free(c->inputs);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -65,9 +68,12 @@ hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const 
 {
     if (!s || !out || ninputs < 0 || (ninputs && !input_names))
         return hg_error(HG_ERR_VALUE, "hg_cachedop_create: NULL argument");
+    if ((plan_flags & HG_PLAN_STATIC_SHAPE) && !(plan_flags & HG_PLAN_STATIC_ALLOC))
+        return hg_error(HG_ERR_VALUE, "static_alloc must be True when static_shape is True");
     hg_cachedop *c = calloc(1, sizeof *c);
     if (!c) return hg_error(HG_ERR_MEMORY, "out of memory");
     atomic_init(&c->refcount, 1);
+    pthread_mutex_init(&c->lock, NULL);
     c->ninputs = ninputs;
     c->nheads = s->n;
     c->flags = plan_flags;
@@ -159,17 +165,45 @@ static hg_status fwd_grad(hg_grad_ctx *g)
 
 /* ---- building a training variant --------------------------------------------------------- */
 
-static bool in_set(hg_snode *const *set, int n, const hg_snode *x)
+/* The forward graph's nodes, for the questions build_variant asks of every backward node:
+ * is it a forward node, and was this forward value already kept. Linear in the graph's size
+ * (a hash of the node pointers and one flag per forward value). */
+typedef struct {
+    hg_nodemap *pos;
+    int *first;  /* forward position -> its first value's index in seen */
+    bool *seen;  /* forward value already among the kept ones */
+} fwd_index;
+
+static hg_status fwd_index_new(hg_snode *const *fwd, int n, fwd_index *ix)
 {
-    for (int i = 0; i < n; i++)
-        if (set[i] == x) return true;
-    return false;
+    *ix = (fwd_index){0};
+    HG_TRY(hg_nodemap_new(fwd, n, &ix->pos));
+    ix->first = malloc(sizeof(int) * (size_t)(n + 1));
+    int total = 0;
+    for (int i = 0; ix->first && i < n; i++) {
+        ix->first[i] = total;
+        total += fwd[i]->nout;
+    }
+    ix->seen = calloc((size_t)total + 1, sizeof(bool));
+    if (!ix->first || !ix->seen) return hg_error(HG_ERR_MEMORY, "out of memory");
+    return HG_OK;
 }
 
-static hg_status add_saved(hg_sentry **saved, int *n, int *cap, hg_sentry e)
+static void fwd_index_free(fwd_index *ix)
 {
-    for (int i = 0; i < *n; i++)
-        if ((*saved)[i].node == e.node && (*saved)[i].index == e.index) return HG_OK;
+    hg_nodemap_free(ix->pos);
+    free(ix->first);
+    free(ix->seen);
+}
+
+static bool is_fwd(const fwd_index *ix, const hg_snode *x) { return hg_nodemap_get(ix->pos, x) >= 0; }
+
+/* Keeps forward value e (once). */
+static hg_status add_saved(fwd_index *ix, hg_sentry **saved, int *n, int *cap, hg_sentry e)
+{
+    bool *seen = &ix->seen[ix->first[hg_nodemap_get(ix->pos, e.node)] + e.index];
+    if (*seen) return HG_OK;
+    *seen = true;
     if (*n == *cap) {
         int nc = *cap ? *cap * 2 : 16;
         hg_sentry *t = realloc(*saved, sizeof *t * (size_t)nc);
@@ -195,6 +229,7 @@ static hg_status build_variant(hg_cachedop *c, const char *mask, variant **out)
     hg_snode **hgv = calloc((size_t)nh + 1, sizeof(hg_snode *));
     hg_sentry *hge = calloc((size_t)nh + 1, sizeof(hg_sentry)), *saved = NULL, *bin = NULL;
     hg_symbol *gsym = NULL, *fsym = NULL;
+    fwd_index ix = {0};
     hg_status st = (wrt && hgv && hge) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
     for (int k = 0; st == HG_OK && k < c->ninputs; k++)
         if (mask[k]) wrt[v->nmask++] = c->inputs[k].node;
@@ -205,17 +240,19 @@ static hg_status build_variant(hg_cachedop *c, const char *mask, variant **out)
     if (st == HG_OK) st = hg_graph_grad(nh, c->sym->heads, hge, v->nmask, wrt, &gsym);
     if (st == HG_OK) st = hg_symbol_topo(c->sym, &fwd, &nfwd);
     if (st == HG_OK) st = hg_symbol_topo(gsym, &bnodes, &nbwd);
+    if (st == HG_OK) st = fwd_index_new(fwd, nfwd, &ix);
     /* Kept activations: forward op values that backward nodes (or the gradients) read. */
     int nsaved = 0;
     for (int i = 0; st == HG_OK && i < nbwd; i++) {
-        if (in_set(fwd, nfwd, bnodes[i])) continue;
+        if (is_fwd(&ix, bnodes[i])) continue;
         for (int k = 0; st == HG_OK && k < bnodes[i]->nin; k++)
-            if (bnodes[i]->in[k].node->op && in_set(fwd, nfwd, bnodes[i]->in[k].node))
-                st = add_saved(&saved, &nsaved, &cap, bnodes[i]->in[k]);
+            if (bnodes[i]->in[k].node->op && is_fwd(&ix, bnodes[i]->in[k].node))
+                st = add_saved(&ix, &saved, &nsaved, &cap, bnodes[i]->in[k]);
     }
     for (int h = 0; st == HG_OK && h < gsym->n; h++)
-        if (gsym->heads[h].node->op && in_set(fwd, nfwd, gsym->heads[h].node))
-            st = add_saved(&saved, &nsaved, &cap, gsym->heads[h]);
+        if (gsym->heads[h].node->op && is_fwd(&ix, gsym->heads[h].node))
+            st = add_saved(&ix, &saved, &nsaved, &cap, gsym->heads[h]);
+    fwd_index_free(&ix);
     v->nsaved = nsaved;
     /* Forward plan: the block's outputs, then the kept values. */
     hg_sentry *fheads = NULL;
@@ -278,19 +315,20 @@ static hg_status build_variant(hg_cachedop *c, const char *mask, variant **out)
     return HG_OK;
 }
 
+/* The variant for this gradient mask, built on first use. Variants live as long as the op. */
 static hg_status get_variant(hg_cachedop *c, const char *mask, variant **out)
 {
-    for (variant *v = c->variants; v; v = v->next)
-        if (memcmp(v->mask, mask, (size_t)c->ninputs) == 0) {
-            *out = c->last = v;
-            return HG_OK;
-        }
-    variant *v = NULL;
-    HG_TRY(build_variant(c, mask, &v));
-    v->next = c->variants;
-    c->variants = v;
-    *out = c->last = v;
-    return HG_OK;
+    hg_status st = HG_OK;
+    pthread_mutex_lock(&c->lock);
+    variant *v = c->variants;
+    while (v && memcmp(v->mask, mask, (size_t)c->ninputs) != 0) v = v->next;
+    if (!v && (st = build_variant(c, mask, &v)) == HG_OK) {
+        v->next = c->variants;
+        c->variants = v;
+    }
+    if (st == HG_OK) *out = c->last = v;
+    pthread_mutex_unlock(&c->lock);
+    return st;
 }
 
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs)
@@ -326,12 +364,15 @@ hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor *
     return st;
 }
 
-bool hg_cachedop_train_stats(const hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
+bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
                              int *nsaved)
 {
-    if (!c->last) return false;
-    hg_plan_get_stats(c->last->fwd_plan, fwd);
-    hg_plan_get_stats(c->last->bwd_plan, bwd);
-    *nsaved = c->last->nsaved;
+    pthread_mutex_lock(&c->lock);
+    variant *v = c->last;
+    pthread_mutex_unlock(&c->lock);
+    if (!v) return false;
+    hg_plan_get_stats(v->fwd_plan, fwd);
+    hg_plan_get_stats(v->bwd_plan, bwd);
+    *nsaved = v->nsaved;
     return true;
 }

@@ -4,7 +4,9 @@
  * runs the planned backward graph (symbolic differentiation of the traced graph). Plans are
  * made per set of inputs that need gradients (data usually does not).
  *
- * Reference counted: tape nodes keep their cached op alive.
+ * Reference counted: tape nodes keep their cached op alive. Thread-safe: one cached op may be
+ * called from several threads at once (each plan serialises its own runs; the variants are
+ * built under the op's lock). static_shape requires static_alloc, as in MXNet.
  */
 #ifndef HG_EXEC_CACHEDOP_H
 #define HG_EXEC_CACHEDOP_H
@@ -24,7 +26,7 @@ int hg_cachedop_num_outputs(const hg_cachedop *c);
  * receive new tensors. */
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);
 /* Stats of the last training variant used (forward and backward plans); false if none. */
-bool hg_cachedop_train_stats(const hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
+bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
                              int *nsaved);
 
 #endif

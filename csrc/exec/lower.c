@@ -461,7 +461,7 @@ hg_status hg_plan_lower(hg_plan *p)
     return HG_OK;
 }
 
-hg_status hg_plan_describe(const hg_plan *p, char **out)
+hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
 {
     size_t cap = 256 + (size_t)p->nsteps * 160, len = 0;
     char *t = malloc(cap);

@@ -28,6 +28,7 @@ void hg_plan_free(hg_plan *p)
     free(p->uses);
     free(p->meta);
     free(p->sig);
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
@@ -36,9 +37,11 @@ int hg_plan_num_inputs(const hg_plan *p) { return p->ninputs; }
 
 void hg_plan_set_flags(hg_plan *p, unsigned flags)
 {
+    pthread_mutex_lock(&p->lock);
     if (p->flags != flags) hg_plan_clear(p);
     p->flags = flags;
     p->inferred = false;
+    pthread_mutex_unlock(&p->lock);
 }
 
 unsigned hg_plan_env_flags(void)
@@ -59,18 +62,20 @@ static int input_entry_of(const hg_plan *p, int i, int k)
 static hg_status analyse(hg_plan *p, const hg_sentry *inputs)
 {
     int n = p->n;
+    hg_nodemap *pos;
+    HG_TRY(hg_nodemap_new(p->nodes, n, &pos));
     for (int k = 0; k < p->ninputs; k++) {
         p->input_entry[k] = -1;
-        if (!inputs[k].node) continue;
-        for (int i = 0; i < n; i++)
-            if (p->nodes[i] == inputs[k].node) {
-                if (inputs[k].index < 0 || inputs[k].index >= p->nodes[i]->nout)
-                    return hg_error(HG_ERR_VALUE, "input %d: node '%s' has no output %d", k,
-                                    p->nodes[i]->name, inputs[k].index);
-                p->input_entry[k] = entry_of(p, i, inputs[k].index);
-                break;
-            }
+        int i = inputs[k].node ? hg_nodemap_get(pos, inputs[k].node) : -1;
+        if (i < 0) continue;
+        if (inputs[k].index < 0 || inputs[k].index >= p->nodes[i]->nout) {
+            hg_nodemap_free(pos);
+            return hg_error(HG_ERR_VALUE, "input %d: node '%s' has no output %d", k,
+                            p->nodes[i]->name, inputs[k].index);
+        }
+        p->input_entry[k] = entry_of(p, i, inputs[k].index);
     }
+    hg_nodemap_free(pos);
     for (int e = 0; e < p->nentries; e++) p->fed_slot[e] = -1;
     for (int k = 0; k < p->ninputs; k++)
         if (p->input_entry[k] >= 0 && p->fed_slot[p->input_entry[k]] < 0)
@@ -112,6 +117,7 @@ hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentr
         return hg_error(HG_ERR_VALUE, "hg_plan_create: NULL argument");
     hg_plan *p = calloc(1, sizeof *p);
     if (!p) return hg_error(HG_ERR_MEMORY, "out of memory");
+    pthread_mutex_init(&p->lock, NULL);
     hg_status st = hg_symbol_group(1, &s, &p->sym);
     int *head_pos = NULL;
     if (st == HG_OK) st = hg_symbol_topo(p->sym, &p->nodes, &p->n);
@@ -243,7 +249,8 @@ static bool meta_equal(const hg_meta *a, const hg_meta *b)
     return a->dtype == b->dtype && hg_shape_equal(a->ndim, a->shape, b->ndim, b->shape);
 }
 
-hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
+/* hg_plan_infer with the plan's lock held. */
+static hg_status infer_locked(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
 {
     /* The lowered signature answers without disturbing it (dynamic ops infer per call). */
     bool same = p->inferred && p->lowered;
@@ -277,12 +284,21 @@ hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
     return HG_OK;
 }
 
+hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
+{
+    pthread_mutex_lock(&p->lock);
+    hg_status st = infer_locked(p, in, out, partial);
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
 /* ---- running --------------------------------------------------------------------------- */
 
+/* Whether the lowered signature is the inputs' one. Runs before every run, static flags or
+ * not: the steps, the arena's layout and every workspace were sized from these metas. */
 static bool same_signature(const hg_plan *p, hg_tensor *const *inputs)
 {
     if (!p->inferred || !p->lowered) return false;
-    if ((p->flags & HG_PLAN_STATIC_SHAPE) && p->ran) return true;
     for (int k = 0; k < p->ninputs; k++) {
         const hg_meta *m = &p->sig[k];
         if (m->dtype != inputs[k]->dtype ||
@@ -298,7 +314,7 @@ static hg_status replan(hg_plan *p, hg_tensor *const *inputs)
     hg_meta *out = malloc(sizeof(hg_meta) * (size_t)(p->nheads + 1));
     hg_status st = (in && out) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
     for (int k = 0; st == HG_OK && k < p->ninputs; k++) in[k] = hg_meta_of(inputs[k]);
-    if (st == HG_OK) st = hg_plan_infer(p, in, out, false);
+    if (st == HG_OK) st = infer_locked(p, in, out, false);
     for (int k = 0; st == HG_OK && k < p->ninputs; k++) {
         hg_meta given = hg_meta_of(inputs[k]);
         if (p->input_entry[k] < 0) continue;
@@ -319,7 +335,7 @@ static hg_status replan(hg_plan *p, hg_tensor *const *inputs)
     st = hg_plan_lower(p);
     if (st == HG_OK && p->print) {
         char *text = NULL;
-        if (hg_plan_describe(p, &text) == HG_OK) fprintf(stderr, "%s", text);
+        if (hg_plan_describe_locked(p, &text) == HG_OK) fprintf(stderr, "%s", text);
         free(text);
     }
     return st;
@@ -390,12 +406,9 @@ static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int
     return st;
 }
 
-hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_tensor **outputs)
+static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
+                            hg_tensor **outputs)
 {
-    if (!p || (p->ninputs && !inputs) || !outputs)
-        return hg_error(HG_ERR_VALUE, "hg_plan_run: NULL argument");
-    for (int k = 0; k < p->ninputs; k++)
-        if (!inputs[k]) return hg_error(HG_ERR_VALUE, "hg_plan_run: input %d is NULL", k);
     hg_status st = HG_OK;
     if (!same_signature(p, inputs) && (st = replan(p, inputs)) != HG_OK) return st;
     if ((st = arena_acquire(p)) != HG_OK) return st;
@@ -438,8 +451,32 @@ hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_te
         }
     if (given != given_stack) free(given);
     arena_release(p);
-    p->ran = st == HG_OK;
     return st;
 }
 
-void hg_plan_get_stats(const hg_plan *p, hg_plan_stats *st) { *st = p->stats; }
+hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_tensor **outputs)
+{
+    if (!p || (p->ninputs && !inputs) || !outputs)
+        return hg_error(HG_ERR_VALUE, "hg_plan_run: NULL argument");
+    for (int k = 0; k < p->ninputs; k++)
+        if (!inputs[k]) return hg_error(HG_ERR_VALUE, "hg_plan_run: input %d is NULL", k);
+    pthread_mutex_lock(&p->lock);
+    hg_status st = run_locked(p, inputs, is_train, outputs);
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
+void hg_plan_get_stats(hg_plan *p, hg_plan_stats *st)
+{
+    pthread_mutex_lock(&p->lock);
+    *st = p->stats;
+    pthread_mutex_unlock(&p->lock);
+}
+
+hg_status hg_plan_describe(hg_plan *p, char **out)
+{
+    pthread_mutex_lock(&p->lock);
+    hg_status st = hg_plan_describe_locked(p, out);
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}

@@ -5,8 +5,15 @@
  * intermediate value a place in one arena by liveness with best-fit reuse (and in place where
  * an op allows it). Running a planned signature touches no hash table, string or Python object.
  *
- * Returned outputs are always fresh tensors, never overwritten by a later run. A plan is not
- * thread-safe: one plan per thread (plans over the same symbol may share weights).
+ * Returned outputs are always fresh tensors, never overwritten by a later run. Every run
+ * compares the inputs' shapes and dtypes with the lowered signature (a few integer compares)
+ * and re-plans on a difference, whatever the flags: no kernel ever touches a buffer sized for
+ * another call.
+ *
+ * Thread-safety: every entry point may be called from several threads on one plan. A plan
+ * holds one lowered signature and one arena, so runs (and inference, which may re-lower) are
+ * serialised by the plan's lock; different plans run concurrently. The caller keeps the input
+ * tensors alive until hg_plan_run returns.
  */
 #ifndef HG_EXEC_PLAN_H
 #define HG_EXEC_PLAN_H
@@ -17,7 +24,8 @@ typedef struct hg_plan hg_plan;
 
 enum {
     HG_PLAN_STATIC_ALLOC = 1 << 0, /* keep the arena between runs */
-    HG_PLAN_STATIC_SHAPE = 1 << 1, /* skip the signature check after the first run */
+    HG_PLAN_STATIC_SHAPE = 1 << 1, /* MXNet's flag; the signature is still checked every run
+                                    * (a changed one re-plans), so it changes nothing here */
     HG_PLAN_NO_FUSION = 1 << 2,    /* every op runs as its own kernel (also: HG_NO_FUSION=1) */
     HG_PLAN_NO_MEMPLAN = 1 << 3,   /* every value gets its own memory (also: HG_NO_MEMPLAN=1) */
 };
@@ -57,9 +65,9 @@ typedef struct hg_plan_stats {
     int64_t unplanned_bytes; /* what the same values need without reuse or fusion */
     int64_t peak_bytes, total_bytes; /* older names of planned / unplanned */
 } hg_plan_stats;
-void hg_plan_get_stats(const hg_plan *p, hg_plan_stats *st);
+void hg_plan_get_stats(hg_plan *p, hg_plan_stats *st);
 /* A readable listing of the plan's steps: "fused[exp0 _mulscalar0 relu1]", "dense0 (FC)"...
  * *out is malloc'ed. */
-hg_status hg_plan_describe(const hg_plan *p, char **out);
+hg_status hg_plan_describe(hg_plan *p, char **out);
 
 #endif

@@ -3,6 +3,8 @@
 #ifndef HG_EXEC_PLAN_IMPL_H
 #define HG_EXEC_PLAN_IMPL_H
 
+#include <pthread.h>
+
 #include "plan.h"
 
 /* One kernel launch. A plain step runs node `node`; a fused step runs the element-wise nodes
@@ -26,6 +28,8 @@ typedef struct hg_pstep {
 #define HG_FUSE_MAX 16 /* ops in one fused group (tile buffers live on the stack) */
 
 struct hg_plan {
+    pthread_mutex_t lock;     /* held by run, infer, set_flags, stats and describe: everything
+                               * below except the analysis of creation changes per signature */
     hg_symbol *sym;           /* keeps the nodes alive */
     hg_snode **nodes;
     int n;
@@ -42,7 +46,7 @@ struct hg_plan {
     hg_meta *meta;            /* per entry, for the current signature */
     hg_meta *sig;             /* input metas the current plan was made for */
     unsigned flags;
-    bool inferred, lowered, ran, print;
+    bool inferred, lowered, print;
 
     /* Lowered for the current signature (lower.c). */
     hg_pstep *steps;
@@ -62,7 +66,9 @@ struct hg_plan {
     hg_storage *arena_storage; /* storage every arena header shares; data = arena */
 };
 
+/* With the plan's lock held. */
 hg_status hg_plan_lower(hg_plan *p);
+hg_status hg_plan_describe_locked(const hg_plan *p, char **out);
 void hg_plan_clear(hg_plan *p); /* drops the lowered signature */
 hg_status hg_plan_run_fused(hg_plan *p, const hg_pstep *s, hg_tensor **cur);
 

@@ -383,6 +383,36 @@ static hg_status ptrmap_put(ptrmap *m, hg_snode *k, int v, int count)
     return HG_OK;
 }
 
+struct hg_nodemap {
+    ptrmap map;
+};
+
+hg_status hg_nodemap_new(hg_snode *const *nodes, int n, hg_nodemap **out)
+{
+    size_t cap = 64;
+    while (cap < (size_t)n * 2 + 2) cap *= 2;
+    hg_nodemap *m = malloc(sizeof *m);
+    if (m) m->map = (ptrmap){calloc(cap, sizeof(hg_snode *)), calloc(cap, sizeof(int)), cap};
+    if (!m || !m->map.keys || !m->map.vals) {
+        hg_nodemap_free(m);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        if (ptrmap_get(&m->map, nodes[i]) < 0) ptrmap_put(&m->map, nodes[i], i, i);
+    *out = m;
+    return HG_OK;
+}
+
+int hg_nodemap_get(const hg_nodemap *m, const hg_snode *x) { return ptrmap_get(&m->map, x); }
+
+void hg_nodemap_free(hg_nodemap *m)
+{
+    if (!m) return;
+    free(m->map.keys);
+    free(m->map.vals);
+    free(m);
+}
+
 /* Post-order DFS from the heads with an explicit stack. The map gives each node's index. */
 static hg_status topo(const hg_symbol *s, hg_snode ***out, int *count, ptrmap *map)
 {

@@ -75,6 +75,14 @@ void hg_symbol_free(hg_symbol *s);
  * *nodes is malloc'ed (free it); the node pointers are borrowed from s. */
 hg_status hg_symbol_topo(const hg_symbol *s, hg_snode ***nodes, int *n);
 
+/* Lookup from node pointers to their positions in an array of nodes (a hash of the pointers),
+ * for passes that ask "where is node x" many times: building is O(n), a lookup O(1). The map
+ * borrows nothing; it only compares pointers. Immutable once built (threads may share it). */
+typedef struct hg_nodemap hg_nodemap;
+hg_status hg_nodemap_new(hg_snode *const *nodes, int n, hg_nodemap **out);
+int hg_nodemap_get(const hg_nodemap *m, const hg_snode *x); /* -1: not in the array */
+void hg_nodemap_free(hg_nodemap *m);
+
 /* Topological positions of every node's inputs and of the heads, for nodes as returned by
  * hg_symbol_topo: in_idx[off[i] + k] is the position of input k of node i, off has n+1 entries,
  * head_idx[h] the position of head h. All three are malloc'ed. */

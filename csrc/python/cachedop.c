@@ -81,30 +81,40 @@ done:
     return rc;
 }
 
-static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
+/* Runs the op on the free slots' arguments (use_bound) or on every input (args). */
+static PyObject *co_run(CachedOpObject *self, PyObject *args, int use_bound)
 {
     if (!self->plan) {
         PyErr_SetString(PyExc_RuntimeError, "CachedOp is not initialised");
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    int want = self->bound ? self->nfree : self->ninputs;
+    int want = use_bound ? self->nfree : self->ninputs;
     if (n != want)
         return hgpy_raise(hg_error(HG_ERR_VALUE, "CachedOp expects %d inputs, got %zd", want,
                                    n));
     int nout = hg_plan_num_outputs(self->plan);
+    size_t nin = (size_t)self->ninputs;
     hg_tensor *in_stack[32], *out_stack[8];
-    hg_tensor **in = self->ninputs <= 32 ? in_stack
-                                         : PyMem_Malloc(sizeof(hg_tensor *) * (size_t)self->ninputs);
+    PyObject *keep_stack[32];
+    hg_tensor **in = nin <= 32 ? in_stack : PyMem_Malloc(sizeof(hg_tensor *) * nin);
+    PyObject **keep = nin <= 32 ? keep_stack : PyMem_Calloc(nin, sizeof(PyObject *));
     hg_tensor **out = nout <= 8 ? out_stack : PyMem_Malloc(sizeof(hg_tensor *) * (size_t)nout);
+    hg_cachedop *op = self->op;
     PyObject *res = NULL;
-    if (!in || !out) {
+    int nkeep = 0;
+    if (!in || !out || !keep) {
         PyErr_NoMemory();
         goto done;
     }
     for (int i = 0; i < nout; i++) out[i] = NULL;
-    for (int k = 0; self->bound && k < self->ninputs; k++)
-        if (self->bound[k]) in[k] = hgpy_tensor(self->bound[k]);
+    /* The bound arrays are held for the call: another thread may rebind (or drop the last
+     * other reference to) a parameter's array while this one runs without the GIL. */
+    for (int k = 0; use_bound && k < self->ninputs; k++)
+        if (self->bound[k]) {
+            keep[nkeep++] = Py_NewRef(self->bound[k]);
+            in[k] = hgpy_tensor(self->bound[k]);
+        }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PyTuple_GET_ITEM(args, i);
         if (!hgpy_is_ndarray(a)) {
@@ -112,17 +122,19 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
                          Py_TYPE(a)->tp_name);
             goto done;
         }
-        in[self->bound ? self->free_slot[i] : i] = hgpy_tensor(a);
+        in[use_bound ? self->free_slot[i] : i] = hgpy_tensor(a);
     }
     hg_status st;
+    hg_cachedop_retain(op); /* the block may build a new op (and drop this one) meanwhile */
     Py_BEGIN_ALLOW_THREADS
-    st = hg_cachedop_call(self->op, in, out);
+    st = hg_cachedop_call(op, in, out);
     Py_END_ALLOW_THREADS
+    hg_cachedop_release(op);
     if (st) {
         hgpy_raise(st);
         goto done;
     }
-    if (self->single && nout == 1) {
+    if (use_bound && self->single && nout == 1) {
         res = hgpy_wrap(out[0]);
         goto done;
     }
@@ -134,9 +146,23 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
         else PyList_SET_ITEM(res, i, w);
     }
 done:
+    for (int k = 0; k < nkeep; k++) Py_DECREF(keep[k]);
     if (in != in_stack) PyMem_Free(in);
+    if (keep != keep_stack) PyMem_Free(keep);
     if (out != out_stack) PyMem_Free(out);
     return res;
+}
+
+static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
+{
+    return co_run(self, args, self->bound != NULL);
+}
+
+/* _call_all(*inputs): every input given, the binding ignored; always a list. Threads that call
+ * through the binding are not disturbed. */
+static PyObject *co_call_all(CachedOpObject *self, PyObject *args)
+{
+    return co_run(self, args, 0);
 }
 
 static PyObject *meta_to_py(const hg_meta *m)
@@ -287,6 +313,8 @@ static PyObject *co_bind(CachedOpObject *self, PyObject *args)
 
 static PyMethodDef k_co_methods[] = {
     {"_bind", (PyCFunction)co_bind, METH_VARARGS, "bind fixed inputs (parameters)"},
+    {"_call_all", (PyCFunction)co_call_all, METH_VARARGS,
+     "call with every input, ignoring the binding; returns a list"},
     {"infer", (PyCFunction)co_infer, METH_VARARGS, "shape/dtype inference for input metas"},
     {"stats", (PyCFunction)co_stats, METH_NOARGS, "counters of the last run"},
     {NULL, NULL, 0, NULL},

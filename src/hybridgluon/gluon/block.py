@@ -84,6 +84,8 @@ class _BlockScope:
 
 _SYMBOL_CLASS = []
 _SYMBOL_MODULE = []
+# Held while a hybridized block traces, builds its cached op or binds it (see _call_cached_op).
+_BUILD_LOCK = threading.RLock()
 
 
 def _symbol_module():
@@ -589,8 +591,24 @@ class HybridBlock(Block):
                                          static_shape=bool(flags.get('static_shape')))
 
     def _call_cached_op(self, *args):
-        if self._cached_op is None:
-            self._build_cache(*args)
+        # Tracing, building the op, deferred initialisation and binding run under one lock
+        # (tracing uses module-level state); the call itself runs outside it, with the GIL
+        # released, so threads sharing a block compute at the same time. _call_all ignores
+        # the op's binding, so the hot path of other threads stays bound.
+        with _BUILD_LOCK:
+            if self._cached_op is None:
+                self._build_cache(*args)
+            op, out_format = self._cached_op, self._out_format
+            cargs = self._cached_op_inputs(args)
+        out = op._call_all(*cargs)
+        with _BUILD_LOCK:
+            if op is self._cached_op:
+                self._bind_fast_path()
+        return _regroup(out, out_format)
+
+    def _cached_op_inputs(self, args):
+        """The cached op's inputs for a call with `args`: data and parameter arrays in the
+        graph's order (finishing deferred initialisation first when needed)."""
         if len(args) == 1 and self._in_format == [0] and isinstance(args[0], NDArray):
             flat = args  # the common case, without walking a nested structure
         else:
@@ -601,19 +619,13 @@ class HybridBlock(Block):
                                  .format(self._in_format, fmt))
             flat = [a for a in flat if a is not None]
         try:
-            cargs = [flat[i] if is_arg else _param_array(i) for is_arg, i in self._cached_op_args]
+            return [flat[i] if is_arg else _param_array(i) for is_arg, i in self._cached_op_args]
         except DeferredInitializationError:
             self._deferred_infer_shape(*args)
             for _, p in self._cached_op_args:
                 if not isinstance(p, int):
                     p._finish_deferred_init()
-            cargs = [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
-        if self._fast_gen != -1:  # unbind: call with every input
-            self._cached_op._bind([None] * len(cargs))
-            self._fast_gen = -1
-        out = self._cached_op(*cargs)
-        self._bind_fast_path()
-        return _regroup(out, self._out_format)
+            return [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes `path-symbol.json` and `path-%04d.params` (epoch): the traced graph and the
