@@ -51,12 +51,16 @@ static bool fusable(const hg_plan *p, int i)
 }
 
 /* group[i]: the root (last node) of node i's fused group, -1 when not fusable. A producer joins
- * its consumer's group when the consumer is its only reader and the sizes agree. */
-static void find_groups(const hg_plan *p, int *group, int *gsize)
+ * its consumer's group when the consumer is its only reader and the sizes agree. Each root
+ * keeps a chain of its members (first[root], then next[member]), so a merge relabels the
+ * (at most HG_FUSE_MAX) members it moves instead of scanning the graph. */
+static void find_groups(const hg_plan *p, int *group, int *gsize, int *first, int *next)
 {
     for (int i = 0; i < p->n; i++) {
         group[i] = (p->flags & HG_PLAN_NO_FUSION) || !fusable(p, i) ? -1 : i;
         gsize[i] = group[i] >= 0 ? 1 : 0;
+        first[i] = i;
+        next[i] = -1;
     }
     if (p->flags & HG_PLAN_NO_FUSION) return;
     for (int i = 0; i < p->n; i++) {
@@ -70,8 +74,13 @@ static void find_groups(const hg_plan *p, int *group, int *gsize)
             if (hg_shape_size(m->ndim, m->shape) != size) continue;
             int from = group[src], to = group[i];
             if (from == to || gsize[from] + gsize[to] > HG_FUSE_MAX) continue;
-            for (int j = 0; j <= i; j++)
-                if (group[j] == from) group[j] = to;
+            int j = first[from];
+            for (;; j = next[j]) {
+                group[j] = to;
+                if (next[j] < 0) break;
+            }
+            next[j] = first[to];
+            first[to] = first[from];
             gsize[to] += gsize[from];
             gsize[from] = 0;
         }
@@ -194,17 +203,32 @@ static size_t node_workspace(const hg_plan *p, int i)
     return (ws + ALIGN - 1) / ALIGN * ALIGN;
 }
 
+/* The members of every group in topological order: those of root r are
+ * list[start[r]..start[r + 1]) (a counting sort of the labels; start has n + 1 entries). */
+static void group_members(const hg_plan *p, const int *group, int *start, int *list)
+{
+    for (int i = 0; i <= p->n; i++) start[i] = 0;
+    for (int i = 0; i < p->n; i++)
+        if (group[i] >= 0) start[group[i] + 1]++;
+    for (int i = 0; i < p->n; i++) start[i + 1] += start[i];
+    for (int i = 0; i < p->n; i++)
+        if (group[i] >= 0) list[start[group[i]]++] = i;
+    for (int i = p->n; i > 0; i--) start[i] = start[i - 1]; /* back to each bucket's start */
+    start[0] = 0;
+}
+
 /* For each group root: an op (with its own kernel, one output read only by the group, of the
  * group's size) that the step runs first so the group works on its output while it is in
  * cache: conv/FC + bias + activation. producer[r] = -1 when none; taken[p] marks the ops. */
-static void find_producers(const hg_plan *p, const int *group, int *producer, bool *taken)
+static void find_producers(const hg_plan *p, const int *group, const int *mstart,
+                           const int *mlist, int *producer, bool *taken)
 {
     for (int r = 0; r < p->n; r++) {
         producer[r] = -1;
         if (group[r] != r) continue;
         const hg_meta *o = &p->meta[p->entry[r]];
-        for (int j = 0; j <= r && producer[r] < 0; j++) {
-            if (group[j] != r) continue;
+        for (int m = mstart[r]; m < mstart[r + 1] && producer[r] < 0; m++) {
+            int j = mlist[m];
             for (int k = 0; k < p->nodes[j]->nin && producer[r] < 0; k++) {
                 int src = p->in_idx[p->off[j] + k], e = in_entry(p, j, k);
                 const hg_snode *pn = p->nodes[src];
@@ -220,8 +244,8 @@ static void find_producers(const hg_plan *p, const int *group, int *producer, bo
 }
 
 /* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
-static hg_status build_steps(hg_plan *p, const int *group, const int *producer,
-                             const bool *taken, const int *fold_of)
+static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, const int *mlist,
+                             const int *producer, const bool *taken, const int *fold_of)
 {
     int nin_total = 0, nout_total = 0, nsteps = 0, ngn = 0;
     for (int i = 0; i < p->n; i++) {
@@ -284,8 +308,7 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *producer,
             s->ws_bytes = node_workspace(p, q);
         }
         s->first = ng;
-        for (int j = 0; j <= i; j++)
-            if (group[j] == i) p->gnodes[ng++] = j;
+        for (int m = mstart[i]; m < mstart[i + 1]; m++) p->gnodes[ng++] = mlist[m];
         s->count = ng - s->first;
         s->nout = pe >= 0 ? 2 : 1;
         p->sout[no++] = p->entry[i];
@@ -320,6 +343,8 @@ hg_status hg_plan_lower(hg_plan *p)
     int *producer = malloc(sizeof(int) * (size_t)(p->n + 1));
     bool *taken = calloc((size_t)p->n + 1, sizeof(bool));
     int *fold_of = malloc(sizeof(int) * (size_t)(p->n + 1));
+    int *mstart = malloc(sizeof(int) * (size_t)(p->n + 1)); /* group chains, then members */
+    int *mlist = malloc(sizeof(int) * (size_t)(p->n + 1));
     int *last = malloc(sizeof(int) * (size_t)(p->nentries + 1));
     int64_t *at = malloc(sizeof(int64_t) * (size_t)(p->nentries + 1)); /* arena offset */
     char *state = calloc((size_t)p->nentries + 1, 1);
@@ -329,14 +354,16 @@ hg_status hg_plan_lower(hg_plan *p)
     p->head_owner = malloc(sizeof(int) * (size_t)(p->nheads + 1));
     arena_plan a = {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0};
     hg_status st = HG_OK;
-    if (!group || !gsize || !producer || !taken || !fold_of || !last || !at || !state || !is_head || !p->vt || !p->cur || !p->head_owner)
+    if (!group || !gsize || !producer || !taken || !fold_of || !mstart || !mlist || !last || !at ||
+        !state || !is_head || !p->vt || !p->cur || !p->head_owner)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
-        find_groups(p, group, gsize);
+        find_groups(p, group, gsize, mstart, mlist);
         for (int i = 0; i < p->n; i++) producer[i] = -1;
         for (int i = 0; i < p->n; i++) fold_of[i] = -1;
+        group_members(p, group, mstart, mlist);
         if (!(p->flags & HG_PLAN_NO_FUSION)) {
-            find_producers(p, group, producer, taken);
+            find_producers(p, group, mstart, mlist, producer, taken);
             for (int i = 0; i < p->n; i++) { /* BatchNorm after a convolution */
                 if (!p->needed[i] || group[i] >= 0 || taken[i] || !p->nodes[i]->op ||
                     p->nodes[i]->nin != 5)
@@ -350,16 +377,17 @@ hg_status hg_plan_lower(hg_plan *p)
         }
         for (int i = 0; i < p->n; i++) /* a group of one without a producer is a plain step */
             if (group[i] >= 0 && gsize[group[i]] == 1 && producer[group[i]] < 0) group[i] = -1;
-        st = build_steps(p, group, producer, taken, fold_of);
+        group_members(p, group, mstart, mlist);
+        st = build_steps(p, group, mstart, mlist, producer, taken, fold_of);
     }
+    /* The first head of each value owns it (later heads with the same value copy it); `last`
+     * serves as the value -> first head map until liveness fills it. */
+    for (int e = 0; st == HG_OK && e < p->nentries; e++) last[e] = -1;
     for (int h = 0; st == HG_OK && h < p->nheads; h++) {
-        is_head[p->head_entry[h]] = true;
-        p->head_owner[h] = h;
-        for (int g = 0; g < h; g++)
-            if (p->head_entry[g] == p->head_entry[h]) {
-                p->head_owner[h] = g;
-                break;
-            }
+        int e = p->head_entry[h];
+        is_head[e] = true;
+        if (last[e] < 0) last[e] = h;
+        p->head_owner[h] = last[e];
     }
     /* Liveness: the last step reading each value. */
     for (int e = 0; st == HG_OK && e < p->nentries; e++) {
@@ -441,6 +469,8 @@ hg_status hg_plan_lower(hg_plan *p)
     free(producer);
     free(taken);
     free(fold_of);
+    free(mstart);
+    free(mlist);
     free(last);
     free(at);
     free(state);
