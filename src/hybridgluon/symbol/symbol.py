@@ -373,8 +373,10 @@ class Symbol(_core.Symbol):
 
     # ---- files -------------------------------------------------------------------------------
     def save(self, fname, remove_amp_cast=True):
-        """Writes the JSON to `fname` (through a temporary file and a rename)."""
-        _atomic_write(fname, self.tojson())
+        """Writes the JSON to `fname` (through a temporary file and a rename, so a reader sees
+        the old file or the new one, never part of one; a symlink's target is replaced)."""
+        from ..ndarray.utils import _replace_files
+        _replace_files([(fname, 'symbol file', self.tojson().encode('utf-8'))])
 
     def __reduce__(self):
         return (load_json, (self.tojson(),))
@@ -485,20 +487,6 @@ Symbol.astype = lambda self, dtype, **kw: _fluent('astype', 'Cast')(self, dtype=
 def _node_output(sym, nodes, node, index):
     """The symbol for output `index` of node number `node` (topological order) of sym."""
     return _core.symbol_internal(sym, node, index)
-
-
-def _atomic_write(fname, text):
-    tmp = '%s.tmp.%d' % (fname, os.getpid())
-    try:
-        with open(tmp, 'w', encoding='utf-8') as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, fname)
-    except OSError as err:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise MXNetError('cannot write %s: %s' % (fname, err)) from None
 
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
