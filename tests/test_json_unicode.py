@@ -102,3 +102,35 @@ def test_internals_and_attrs_with_non_ascii_values():
     back = sym.load_json(json.dumps(json.loads(s.tojson())))
     assert back.get_internals()[0].attr('__doc__') == 'ключ 😀'
     assert back.attr_dict() == {'x': {'__doc__': 'ключ 😀'}}
+
+
+def test_c_reader_rejects_malformed_utf8_bytes():
+    # Python always hands the reader valid UTF-8; the C API (hg_predictor_create) takes raw
+    # bytes, which must be well-formed UTF-8 so every name the core returns decodes.
+    import ctypes
+    import os
+    lib = ctypes.CDLL(os.path.join(mx.get_lib_dir(), 'libhybridgluon.so'))
+    lib.hg_predictor_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
+                                        ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_int, ctypes.c_void_p,
+                                        ctypes.POINTER(ctypes.c_void_p)]
+    lib.hg_predictor_create.restype = ctypes.c_int
+    lib.hg_last_error.restype = ctypes.c_char_p
+
+    def create(name_bytes):
+        text = _with_name('N').encode().replace(b'"N"', b'"' + name_bytes + b'"')
+        out = ctypes.c_void_p()
+        st = lib.hg_predictor_create(text, len(text), None, 0, 1, 0, 0, None, ctypes.byref(out))
+        assert out.value is None or st == 0
+        if out.value:
+            lib.hg_predictor_free.argtypes = [ctypes.c_void_p]
+            lib.hg_predictor_free(out)
+        return st, lib.hg_last_error().decode('utf-8', 'replace') if st else ''
+
+    for bad in [b'\xff', b'a\xc0\xaf', b'\xed\xa0\x80', b'\xe2\x82', b'\xf4\x90\x80\x80',
+                b'\x80', b'\xf0\x9f\x98']:
+        st, msg = create(bad)
+        assert st != 0 and 'invalid UTF-8 in string' in msg, (bad, msg)
+    for good in ['données'.encode(), '😀'.encode(), '\U0010ffff'.encode()]:
+        st, msg = create(good)  # parsed; refused later, naming the variable intact
+        assert "variable '%s' is neither" % good.decode() in msg, (good, msg)

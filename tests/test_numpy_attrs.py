@@ -53,6 +53,8 @@ def test_strings_match_python_ints_under_every_op_builder():
     assert a.reshape((np.int64(2), -1)).attr('shape') == '(2, -1)'
     assert sym.var('x', shape=(np.int64(2), np.int64(3))).attr('__shape__') == '(2, 3)'
     assert sym.var('x', __foo__=(np.float32(0.5),)).attr('__foo__') == '(0.5,)'
+    s = sym.relu(a, attr={'__shape__': (np.int64(2),), '__x__': 'y'})
+    assert s.list_attr() == {'__shape__': '(2,)', '__x__': 'y'}
     assert 'np.' not in sym.transpose(a, axes=(np.int64(1), np.int64(0))).tojson()
 
 
