@@ -12,10 +12,8 @@
 #include "hybridgluon/ndlist.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/tensor.h"
+#include "fileout.h"
 
 #define LIST_MAGIC 0x112ULL
 #define REC_V1 0xF993FAC8u /* i64 dims, no storage type */
@@ -481,93 +480,44 @@ hg_status hg_ndlist_save_bytes(int n, hg_tensor *const *arrays, const char *cons
     return HG_OK;
 }
 
-/* fsync the directory holding path so the rename itself survives a crash. Best effort: some
- * file systems refuse fsync on directories, and the data is already safe in the file. */
-static void sync_parent_dir(const char *path)
+/* Writes the whole list to f's descriptor (through a stdio buffer on a duplicate of it, so f
+ * keeps its own). Checks the arguments first. */
+hg_status hg_ndlist_write_file_out(hg_file_out *f, int n, hg_tensor *const *arrays,
+                                   const char *const *names)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-/* Writes the whole list to fd and closes it. Returns 0 or the errno of the first failure. */
-static int write_fd(int fd, bool sync, int n, hg_tensor *const *arrays, const char *const *names,
-                    size_t size)
-{
-    writer w = {.fp = fdopen(fd, "wb")};
+    size_t size;
+    HG_TRY(check_save(n, arrays, names, &size));
+    int fd = dup(hg_file_out_fd(f));
+    writer w = {.fp = fd >= 0 ? fdopen(fd, "wb") : NULL};
     if (!w.fp) {
         int e = errno;
-        close(fd);
-        return e;
+        if (fd >= 0) close(fd);
+        return hg_file_out_error(f, e);
     }
     w_list(&w, n, arrays, names);
     if (!w.err && fflush(w.fp) != 0) w.err = errno;
-    if (!w.err && sync && fsync(fd) != 0) w.err = errno;
     if (fclose(w.fp) != 0 && !w.err) w.err = errno;
     if (!w.err && w.pos != size) w.err = EIO;
-    return w.err;
+    return w.err ? hg_file_out_error(f, w.err) : HG_OK;
 }
 
-/* Writes to a new temporary file next to target and renames it over target. An existing
- * target's permission bits are kept (a private 0600 file stays private). Returns an errno. */
-static int write_replace(const char *target, const struct stat *old, int n,
-                         hg_tensor *const *arrays, const char *const *names, size_t size)
+hg_status hg_ndlist_check_save(int n, hg_tensor *const *arrays, const char *const *names)
 {
-    static atomic_uint seq; /* two threads saving one path must not share a temporary file */
-    size_t tlen = strlen(target) + 48;
-    char *tmp = malloc(tlen);
-    if (!tmp) return ENOMEM;
-    int fd = -1;
-    /* O_EXCL | O_NOFOLLOW: never write through something already at the temporary name. */
-    for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, tlen, "%s.tmp.%ld.%u", target, (long)getpid(), atomic_fetch_add(&seq, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return e;
-    }
-    if (old) (void)fchmod(fd, old->st_mode & 07777);
-    int err = write_fd(fd, true, n, arrays, names, size);
-    if (!err && rename(tmp, target) != 0) err = errno;
-    if (err) unlink(tmp);
-    else sync_parent_dir(target);
-    free(tmp);
-    return err;
+    size_t size;
+    return check_save(n, arrays, names, &size);
 }
 
 hg_status hg_ndlist_save_file(const char *path, int n, hg_tensor *const *arrays,
                               const char *const *names)
 {
     if (!path) return hg_error(HG_ERR_VALUE, "hg_ndlist_save_file: path is NULL");
-    size_t size;
-    HG_TRY(check_save(n, arrays, names, &size));
-    /* Replace the file a symlink points to, not the link. */
-    const char *target = path;
-    char *resolved = NULL;
-    struct stat sb;
-    bool link = lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode);
-    if (link && (resolved = realpath(path, NULL)) != NULL) target = resolved;
-    bool exists = stat(target, &sb) == 0;
-    int err;
-    if ((exists && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) || (link && !resolved)) {
-        /* A device or FIFO (/dev/null, a pipe) cannot be replaced by a rename, and a dangling
-         * link names a file to create: write through them in place, as MXNet does. */
-        int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        err = fd < 0 ? errno : write_fd(fd, false, n, arrays, names, size);
-    } else {
-        err = write_replace(target, exists && S_ISREG(sb.st_mode) ? &sb : NULL, n, arrays, names,
-                            size);
+    HG_TRY(hg_ndlist_check_save(n, arrays, names)); /* bad input touches no file */
+    hg_file_out *f;
+    HG_TRY(hg_file_out_open(path, "NDArray file", &f));
+    hg_status st = hg_ndlist_write_file_out(f, n, arrays, names);
+    if (st) {
+        hg_file_out_discard(f);
+        return st;
     }
-    free(resolved);
-    if (err) return hg_error(HG_ERR_IO, "Cannot save NDArray file '%s': %s", path, strerror(err));
-    return HG_OK;
+    return hg_file_out_commit(f);
 }

@@ -64,31 +64,120 @@ static int hexval(char c)
     return -1;
 }
 
-static hg_status parse_string(reader *r, char **out)
+static hg_status fail_at(reader *r, const char *at, const char *what, unsigned cp)
+{
+    return hg_error(HG_ERR_IO, "malformed JSON at line %d, column %d: %s (U+%04X)", r->line,
+                    (int)(at - r->line_start) + 1, what, cp);
+}
+
+/* Four hex digits after "\u"; r->p is past them on success. */
+static hg_status read_hex4(reader *r, unsigned *cp)
+{
+    *cp = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = r->p < r->end ? hexval(*r->p) : -1;
+        if (h < 0) return fail(r, "bad \\u escape (want four hex digits)");
+        *cp = *cp * 16 + (unsigned)h;
+        r->p++;
+    }
+    return HG_OK;
+}
+
+/* A "\uXXXX" escape (r->p just past the 'u', esc at its backslash) as a code point: a UTF-16
+ * surrogate pair ("\ud83d\ude00") is one code point; half of one alone is an error. */
+static hg_status read_u_escape(reader *r, const char *esc, unsigned *cp)
+{
+    HG_TRY(read_hex4(r, cp));
+    if (*cp >= 0xDC00 && *cp <= 0xDFFF)
+        return fail_at(r, esc, "UTF-16 low surrogate without a high surrogate before it", *cp);
+    if (*cp < 0xD800 || *cp > 0xDBFF) return HG_OK;
+    unsigned lo;
+    if (r->end - r->p < 2 || r->p[0] != '\\' || r->p[1] != 'u')
+        return fail_at(r, esc, "UTF-16 high surrogate not followed by a low surrogate", *cp);
+    r->p += 2;
+    HG_TRY(read_hex4(r, &lo));
+    if (lo < 0xDC00 || lo > 0xDFFF)
+        return fail_at(r, esc, "UTF-16 high surrogate not followed by a low surrogate", *cp);
+    *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
+    return HG_OK;
+}
+
+/* UTF-8 of code point cp (at most 0x10FFFF, not a surrogate) into buf; returns its length. */
+static size_t utf8_encode(unsigned cp, char *buf)
+{
+    if (cp < 0x80) {
+        buf[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        buf[0] = (char)(0xC0 | (cp >> 6));
+        buf[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        buf[0] = (char)(0xE0 | (cp >> 12));
+        buf[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        buf[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    buf[0] = (char)(0xF0 | (cp >> 18));
+    buf[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    buf[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    buf[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (lead byte >= 0x80), or 0 when it is not one
+ * (overlong, a surrogate, past U+10FFFF, cut short): every string the reader returns is valid
+ * UTF-8, so callers (the Python binding) can decode names without a failure path of their own. */
+static size_t utf8_valid_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0], lo = 0x80, hi = 0xBF;
+    size_t k;
+    if (c >= 0xC2 && c <= 0xDF) k = 2;
+    else if (c >= 0xE0 && c <= 0xEF) k = 3;
+    else if (c >= 0xF0 && c <= 0xF4) k = 4;
+    else return 0;
+    if (c == 0xE0) lo = 0xA0;      /* overlong */
+    else if (c == 0xED) hi = 0x9F; /* surrogates */
+    else if (c == 0xF0) lo = 0x90; /* overlong */
+    else if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+    if ((size_t)(end - p) < k || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < k; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return k;
+}
+
+/* A string literal. Beyond standard JSON it takes raw control characters other than CR and LF,
+ * as MXNet writes them (its writer escapes only \r \n \\ \t and "), so our own and MXNet's
+ * files read back; NUL, raw or escaped, is an error (strings are NUL-terminated). */
+static hg_status parse_string_body(reader *r, hg_strbuf *sb)
 {
     r->p++; /* opening quote */
-    size_t cap = 16, n = 0;
-    char *s = malloc(cap);
-    if (!s) return hg_error(HG_ERR_MEMORY, "out of memory");
     for (;;) {
-        if (r->p >= r->end) {
-            free(s);
-            return fail(r, "unterminated string");
-        }
+        if (r->p >= r->end) return fail(r, "unterminated string");
+        const char *at = r->p;
         char c = *r->p++;
-        if (c == '"') break;
-        if ((unsigned char)c < 0x20) {
-            free(s);
-            return fail(r, "control character in string");
-        }
         char buf[4];
         size_t k = 1;
         buf[0] = c;
-        if (c == '\\') {
-            if (r->p >= r->end) {
-                free(s);
-                return fail(r, "unterminated escape");
+        if (c == '"') return HG_OK;
+        if (c == '\0' || c == '\n' || c == '\r') {
+            r->p = at;
+            return fail(r, c ? "line break in string" : "NUL character in string");
+        }
+        if ((unsigned char)c >= 0x80) {
+            k = utf8_valid_len((const unsigned char *)at, (const unsigned char *)r->end);
+            if (k == 0) {
+                r->p = at;
+                return fail(r, "invalid UTF-8 in string");
             }
+            hg_sb_put(sb, at, k);
+            r->p = at + k;
+            continue;
+        }
+        if (c == '\\') {
+            if (r->p >= r->end) return fail(r, "unterminated escape");
             char e = *r->p++;
             switch (e) {
             case '"': buf[0] = '"'; break;
@@ -100,52 +189,31 @@ static hg_status parse_string(reader *r, char **out)
             case 'r': buf[0] = '\r'; break;
             case 't': buf[0] = '\t'; break;
             case 'u': {
-                unsigned cp = 0;
-                for (int i = 0; i < 4; i++) {
-                    int h = r->p < r->end ? hexval(*r->p) : -1;
-                    if (h < 0) {
-                        free(s);
-                        return fail(r, "bad \\u escape");
-                    }
-                    cp = cp * 16 + (unsigned)h;
-                    r->p++;
-                }
-                if (cp == 0) {
-                    free(s);
-                    return fail(r, "NUL character in string");
-                }
-                /* UTF-8 encode the BMP code point (surrogates kept as-is: names are ASCII). */
-                if (cp < 0x80) {
-                    buf[0] = (char)cp;
-                } else if (cp < 0x800) {
-                    buf[0] = (char)(0xC0 | (cp >> 6));
-                    buf[1] = (char)(0x80 | (cp & 0x3F));
-                    k = 2;
-                } else {
-                    buf[0] = (char)(0xE0 | (cp >> 12));
-                    buf[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                    buf[2] = (char)(0x80 | (cp & 0x3F));
-                    k = 3;
-                }
+                unsigned cp;
+                HG_TRY(read_u_escape(r, at, &cp));
+                if (cp == 0) return fail_at(r, at, "NUL character in string", cp);
+                k = utf8_encode(cp, buf);
                 break;
             }
-            default: free(s); return fail(r, "unknown escape");
+            default: r->p = at; return fail(r, "unknown escape");
             }
         }
-        if (n + k + 1 > cap) {
-            cap = cap * 2 + k;
-            char *t = realloc(s, cap);
-            if (!t) {
-                free(s);
-                return hg_error(HG_ERR_MEMORY, "out of memory");
-            }
-            s = t;
-        }
-        memcpy(s + n, buf, k);
-        n += k;
+        hg_sb_put(sb, buf, k);
     }
-    s[n] = '\0';
-    *out = s;
+}
+
+static hg_status parse_string(reader *r, char **out)
+{
+    hg_strbuf sb = {0};
+    hg_sb_put(&sb, "", 0); /* an empty string is "" too, not NULL */
+    hg_status st = parse_string_body(r, &sb);
+    if (st == HG_OK && sb.oom) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st != HG_OK) {
+        free(sb.buf);
+        return st;
+    }
+    char *fit = realloc(sb.buf, sb.len + 1); /* most strings are short names */
+    *out = fit ? fit : sb.buf;
     return HG_OK;
 }
 

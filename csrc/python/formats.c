@@ -1,7 +1,8 @@
 /* Binding of the NDArray-list format (csrc/formats/ndlist.c):
- *   _core.ndlist_save(path, arrays, names_or_None)      writes a .params file
  *   _core.ndlist_save_bytes(arrays, names_or_None)      -> bytes
  *   _core.ndlist_load(path) / ndlist_load_bytes(buf)    -> (list of NDArray, list of str or None)
+ *   _core.replace_files([(path, what, payload), ...])   writes files (payload: bytes, or
+ *                                                       (arrays, names_or_None) for a .params)
  * The GIL is released around file I/O and parsing; the tensors and name strings used meanwhile
  * are pinned (retained / referenced) first, so other Python threads cannot free them.
  */
@@ -10,6 +11,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "formats/fileout.h"
 #include "hybridgluon/ndlist.h"
 
 typedef struct save_args {
@@ -92,26 +94,6 @@ fail:
     return -1;
 }
 
-static PyObject *ndlist_save(PyObject *self, PyObject *args)
-{
-    PyObject *path, *arrays, *names;
-    if (!PyArg_ParseTuple(args, "O&OO", PyUnicode_FSConverter, &path, &arrays, &names))
-        return NULL;
-    save_args a;
-    if (save_args_parse(arrays, names, &a) < 0) {
-        Py_DECREF(path);
-        return NULL;
-    }
-    hg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = hg_ndlist_save_file(PyBytes_AS_STRING(path), a.n, a.arrays, a.names);
-    Py_END_ALLOW_THREADS
-    save_args_clear(&a);
-    Py_DECREF(path);
-    if (st) return hgpy_raise(st);
-    Py_RETURN_NONE;
-}
-
 static PyObject *ndlist_save_bytes(PyObject *self, PyObject *args)
 {
     PyObject *arrays, *names;
@@ -179,7 +161,8 @@ static PyObject *ndlist_load(PyObject *self, PyObject *args)
         return hgpy_raise(st);
     }
     PyObject *src = PyUnicode_FromFormat("'%s'", PyBytes_AS_STRING(path));
-    PyObject *out = src ? ndlist_to_py(l, PyUnicode_AsUTF8(src)) : NULL;
+    const char *src_text = src ? PyUnicode_AsUTF8(src) : NULL;
+    PyObject *out = src_text ? ndlist_to_py(l, src_text) : NULL;
     Py_XDECREF(src);
     Py_DECREF(path);
     hg_ndlist_free(l);
@@ -202,9 +185,102 @@ static PyObject *ndlist_load_bytes(PyObject *self, PyObject *args)
     return out;
 }
 
+/* One file of replace_files: its arguments (alive while the GIL is released) and its writer. */
+typedef struct file_job {
+    PyObject *path;   /* bytes, from PyUnicode_FSConverter */
+    const char *what; /* UTF-8 of a str held by the jobs tuple */
+    const char *data; /* a bytes payload held by the jobs tuple, or NULL for an NDArray list */
+    Py_ssize_t len;
+    save_args arrays;
+    hg_file_out *out;
+} file_job;
+
+static int file_job_parse(PyObject *item, file_job *j)
+{
+    PyObject *path, *payload;
+    if (!PyTuple_Check(item)) {
+        PyErr_SetString(PyExc_TypeError, "replace_files: each job is a (path, what, payload) "
+                        "tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(item, "OsO", &path, &j->what, &payload) ||
+        !PyUnicode_FSConverter(path, &j->path))
+        return -1;
+    if (PyBytes_Check(payload)) {
+        j->data = PyBytes_AS_STRING(payload);
+        j->len = PyBytes_GET_SIZE(payload);
+        return 0;
+    }
+    if (!PyTuple_Check(payload) || PyTuple_GET_SIZE(payload) != 2) {
+        PyErr_SetString(PyExc_TypeError, "replace_files: a payload is bytes or a tuple "
+                        "(arrays, names_or_None)");
+        return -1;
+    }
+    return save_args_parse(PyTuple_GET_ITEM(payload, 0), PyTuple_GET_ITEM(payload, 1),
+                           &j->arrays);
+}
+
+/* Writes and flushes every file to its temporary first, then renames them over their targets
+ * in the order given; any failure before the renames leaves every target as it was. */
+static hg_status replace_files_run(Py_ssize_t n, file_job *jobs)
+{
+    hg_status st = HG_OK;
+    for (Py_ssize_t i = 0; i < n && st == HG_OK; i++) /* bad input touches no file */
+        if (!jobs[i].data)
+            st = hg_ndlist_check_save(jobs[i].arrays.n, jobs[i].arrays.arrays,
+                                      jobs[i].arrays.names);
+    for (Py_ssize_t i = 0; i < n && st == HG_OK; i++) {
+        file_job *j = &jobs[i];
+        st = hg_file_out_open(PyBytes_AS_STRING(j->path), j->what, &j->out);
+        if (st == HG_OK)
+            st = j->data ? hg_file_out_write(j->out, j->data, (size_t)j->len)
+                         : hg_ndlist_write_file_out(j->out, j->arrays.n, j->arrays.arrays,
+                                                    j->arrays.names);
+        if (st == HG_OK) st = hg_file_out_finish(j->out);
+    }
+    for (Py_ssize_t i = 0; i < n && st == HG_OK; i++) {
+        st = hg_file_out_commit(jobs[i].out);
+        jobs[i].out = NULL; /* commit frees it, on failure too */
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        hg_file_out_discard(jobs[i].out);
+        jobs[i].out = NULL;
+    }
+    return st;
+}
+
+static PyObject *replace_files(PyObject *self, PyObject *arg)
+{
+    PyObject *jobs = PySequence_Tuple(arg); /* a private copy: no thread can change it */
+    if (!jobs) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(jobs);
+    file_job *j = PyMem_Calloc(n ? (size_t)n : 1, sizeof *j);
+    PyObject *res = NULL;
+    if (!j) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (file_job_parse(PyTuple_GET_ITEM(jobs, i), &j[i]) < 0) goto done;
+    hg_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = replace_files_run(n, j);
+    Py_END_ALLOW_THREADS
+    res = st ? hgpy_raise(st) : Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t i = 0; j && i < n; i++) {
+        Py_XDECREF(j[i].path);
+        save_args_clear(&j[i].arrays);
+    }
+    PyMem_Free(j);
+    Py_DECREF(jobs);
+    return res;
+}
+
 static PyMethodDef k_methods[] = {
-    {"ndlist_save", ndlist_save, METH_VARARGS,
-     "ndlist_save(path, arrays, names_or_None): write an MXNet NDArray file (.params)"},
+    {"replace_files", replace_files, METH_O,
+     "replace_files([(path, what, payload)]): writes each file beside its target, then renames "
+     "them into place in order (payload: bytes, or (arrays, names_or_None) for a .params)"},
     {"ndlist_save_bytes", ndlist_save_bytes, METH_VARARGS,
      "ndlist_save_bytes(arrays, names_or_None) -> bytes of an MXNet NDArray file"},
     {"ndlist_load", ndlist_load, METH_VARARGS,

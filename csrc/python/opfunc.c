@@ -35,19 +35,46 @@ hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *c
     return st;
 }
 
+/* By hg_attr_type, as the docstrings and messages spell them. */
+static const char *const k_type_names[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
+                                           "dtype", "string"};
+
 static int type_error(const hg_op_def *op, int idx, PyObject *value, const char *want)
 {
     PyObject *r = PyObject_Repr(value);
+    const char *text = r ? PyUnicode_AsUTF8(r) : NULL;
+    PyErr_Clear(); /* a repr that fails is replaced by "?"; the error raised is ours */
     hgpy_raise(hg_error(HG_ERR_VALUE, "Invalid Parameter format for %s expect %s but value='%s', "
-                        "in operator %s", op->attrs[idx].name, want,
-                        r ? PyUnicode_AsUTF8(r) : "?", op->name));
+                        "in operator %s", op->attrs[idx].name, want, text ? text : "?",
+                        op->name));
     Py_XDECREF(r);
     return -1;
 }
 
+/* Parses the attribute from the text of a str; a str with no UTF-8 form (a lone surrogate) is
+ * a bad value like any other. */
+static int parse_str_attr(const hg_op_def *op, int idx, PyObject *str, hg_attrs *a)
+{
+    const char *text = PyUnicode_AsUTF8(str);
+    if (!text) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+        return type_error(op, idx, str, k_type_names[op->attrs[idx].type]);
+    }
+    hg_status st = hg_attr_parse(op, idx, text, a);
+    return st ? hgpy_raise_int(st) : 0;
+}
+
+/* NumPy's bool scalar (numpy.bool_ under 1.x, numpy.bool under 2.x): a truth value, never an
+ * integer (its __index__ warns under 1.x and raises under 2.x, so both are decided here). */
+static int is_numpy_bool(PyObject *o)
+{
+    const char *name = Py_TYPE(o)->tp_name;
+    return strcmp(name, "numpy.bool_") == 0 || strcmp(name, "numpy.bool") == 0;
+}
+
 static int to_int(PyObject *o, int64_t *out)
 {
-    if (PyBool_Check(o) || PyFloat_Check(o)) return -1;
+    if (PyBool_Check(o) || PyFloat_Check(o) || is_numpy_bool(o)) return -1;
     PyObject *idx = PyNumber_Index(o);
     if (!idx) {
         PyErr_Clear();
@@ -72,10 +99,8 @@ int hgpy_set_attr(const hg_op_def *op, int idx, PyObject *value, hg_attrs *a)
         v->is_set = true;
         return 0;
     }
-    if (PyUnicode_Check(value) && sp->type != HG_ATTR_STRING) {
-        hg_status st = hg_attr_parse(op, idx, PyUnicode_AsUTF8(value), a);
-        return st ? hgpy_raise_int(st) : 0;
-    }
+    if (PyUnicode_Check(value) && sp->type != HG_ATTR_STRING)
+        return parse_str_attr(op, idx, value, a);
     v->is_none = false;
     v->is_set = true;
     switch (sp->type) {
@@ -92,6 +117,7 @@ int hgpy_set_attr(const hg_op_def *op, int idx, PyObject *value, hg_attrs *a)
     case HG_ATTR_BOOL: {
         int64_t i;
         if (PyBool_Check(value)) v->b = value == Py_True;
+        else if (is_numpy_bool(value)) v->b = PyObject_IsTrue(value) == 1;
         else if (to_int(value, &i) == 0 && (i == 0 || i == 1)) v->b = i != 0;
         else return type_error(op, idx, value, "boolean");
         return 0;
@@ -132,16 +158,17 @@ int hgpy_set_attr(const hg_op_def *op, int idx, PyObject *value, hg_attrs *a)
         if (!g_dtype_hook) return type_error(op, idx, value, "dtype");
         PyObject *name = PyObject_CallOneArg(g_dtype_hook, value);
         if (!name) return -1;
-        hg_status st = hg_attr_parse(op, idx, PyUnicode_AsUTF8(name), a);
+        int r = PyUnicode_Check(name) ? parse_str_attr(op, idx, name, a)
+                                      : type_error(op, idx, value, "dtype");
         Py_DECREF(name);
-        return st ? hgpy_raise_int(st) : 0;
+        return r;
     }
     case HG_ATTR_STRING: {
         PyObject *s = PyObject_Str(value);
         if (!s) return -1;
-        hg_status st = hg_attr_parse(op, idx, PyUnicode_AsUTF8(s), a);
+        int r = parse_str_attr(op, idx, s, a);
         Py_DECREF(s);
-        return st ? hgpy_raise_int(st) : 0;
+        return r;
     }
     }
     return 0;
@@ -380,10 +407,15 @@ static PyObject *op_infer(OpObject *self, PyObject *const *args, Py_ssize_t narg
     if (st) return hgpy_raise(st);
     res = PyList_New(nout);
     for (int i = 0; res && i < nout; i++) {
-        PyObject *shape = PyTuple_New(om[i].ndim);
-        for (int d = 0; shape && d < om[i].ndim; d++)
-            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(om[i].shape[d]));
-        PyList_SET_ITEM(res, i, Py_BuildValue("(Ni)", shape, (int)om[i].dtype));
+        PyObject *shape = PyTuple_New(om[i].ndim), *pair = NULL;
+        for (int d = 0; shape && d < om[i].ndim; d++) {
+            PyObject *dim = PyLong_FromLongLong(om[i].shape[d]);
+            if (!dim) Py_CLEAR(shape);
+            else PyTuple_SET_ITEM(shape, d, dim);
+        }
+        if (shape) pair = Py_BuildValue("(Ni)", shape, (int)om[i].dtype);
+        if (!pair) Py_CLEAR(res);
+        else PyList_SET_ITEM(res, i, pair);
     }
     return res;
 }
@@ -415,8 +447,6 @@ static PyObject *op_get_name(OpObject *self, void *c) { return Py_NewRef(self->n
 /* The docstring, built from the registry: signature, summary, inputs and the attribute schema. */
 static PyObject *op_get_doc(OpObject *self, void *c)
 {
-    static const char *const types[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
-                                        "dtype", "string"};
     const hg_op_def *op = self->op;
     PyObject *parts = PyList_New(0), *res = NULL;
     if (!parts) return NULL;
@@ -442,7 +472,7 @@ static PyObject *op_get_doc(OpObject *self, void *c)
         ADD("\nParameters\n----------\n");
         for (int i = 0; i < op->num_attrs; i++) {
             const hg_attr_spec *sp = &op->attrs[i];
-            ADD("%s : %s%s%s%s\n    %s\n", sp->name, types[sp->type],
+            ADD("%s : %s%s%s%s\n    %s\n", sp->name, k_type_names[sp->type],
                 (sp->flags & HG_ATTR_OPTIONAL) ? " or None" : "",
                 (sp->flags & HG_ATTR_REQUIRED) ? ", required" : ", default=",
                 (sp->flags & HG_ATTR_REQUIRED) ? "" : (sp->def ? sp->def : "None"),

@@ -164,8 +164,26 @@ done:
 static PyObject *symbol_from_json(PyObject *mod, PyObject *text)
 {
     Py_ssize_t len;
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "json_str must be a str");
+        return NULL;
+    }
     const char *s = PyUnicode_AsUTF8AndSize(text, &len);
-    if (!s) return NULL;
+    if (!s) {
+        /* A str holding a lone surrogate ('\ud83d' decoded by itself) has no UTF-8 form. */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return NULL;
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        Py_ssize_t at = -1;
+        if (value) PyUnicodeEncodeError_GetStart(value, &at);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "symbol JSON: character %zd is a lone UTF-16 "
+                                   "surrogate, which is not text (decode the file's surrogate "
+                                   "pairs, or pass the JSON undecoded)", at));
+    }
     hg_symbol *sym;
     hg_status st = hg_symbol_from_json(s, (size_t)len, &sym);
     return st ? hgpy_raise(st) : wrap_symbol(sym);
@@ -266,32 +284,46 @@ static PyObject *m_graph(SymbolObject *self, PyObject *unused)
         return hgpy_raise(st);
     }
     PyObject *list = PyList_New(n), *heads = NULL, *res = NULL;
+    /* Every object built here is checked: a name that cannot be decoded raises, never leaves
+     * a NULL in a list or an exception set on a result. */
     for (int i = 0; list && i < n; i++) {
         hg_snode *nd = nodes[i];
-        PyObject *attrs = PyDict_New(), *ins = PyList_New(nd->nin);
+        PyObject *attrs = PyDict_New(), *ins = PyList_New(nd->nin), *item = NULL;
         for (int k = 0; attrs && k < nd->nattr; k++) {
             PyObject *v = PyUnicode_FromString(nd->vals[k]);
             if (!v || PyDict_SetItemString(attrs, nd->keys[k], v) < 0) Py_CLEAR(attrs);
             Py_XDECREF(v);
         }
-        for (int k = 0; ins && k < nd->nin; k++)
-            PyList_SET_ITEM(ins, k, Py_BuildValue("(iii)", in_idx[off[i] + k], nd->in[k].index,
-                                                  nd->in[k].version));
-        if (!attrs || !ins) {
+        for (int k = 0; ins && k < nd->nin; k++) {
+            PyObject *e = Py_BuildValue("(iii)", in_idx[off[i] + k], nd->in[k].index,
+                                        nd->in[k].version);
+            if (!e) Py_CLEAR(ins);
+            else PyList_SET_ITEM(ins, k, e);
+        }
+        if (attrs && ins) /* "N" takes both references, on failure too */
+            item = Py_BuildValue("(szNNii)", nd->name, nd->op ? nd->op->name : NULL, attrs, ins,
+                                 nd->nout, nd->nvisible);
+        else {
             Py_XDECREF(attrs);
             Py_XDECREF(ins);
+        }
+        if (!item) {
             Py_CLEAR(list);
             break;
         }
-        PyList_SET_ITEM(list, i, Py_BuildValue("(szNNii)", nd->name, nd->op ? nd->op->name : NULL,
-                                               attrs, ins, nd->nout, nd->nvisible));
+        PyList_SET_ITEM(list, i, item);
     }
     if (list && (heads = PyList_New(self->s->n))) {
-        for (int h = 0; h < self->s->n; h++)
-            PyList_SET_ITEM(heads, h, Py_BuildValue("(ii)", head_idx[h], self->s->heads[h].index));
-        res = Py_BuildValue("(NN)", list, heads);
-    } else {
+        for (int h = 0; heads && h < self->s->n; h++) {
+            PyObject *e = Py_BuildValue("(ii)", head_idx[h], self->s->heads[h].index);
+            if (!e) Py_CLEAR(heads);
+            else PyList_SET_ITEM(heads, h, e);
+        }
+    }
+    if (list && heads) res = Py_BuildValue("(NN)", list, heads);
+    else {
         Py_XDECREF(list);
+        Py_XDECREF(heads);
     }
     free(nodes);
     free(off);

@@ -639,7 +639,6 @@ class HybridBlock(Block):
             raise RuntimeError('Please first call block.hybridize() and then run forward with '
                                'this block at least once before calling export.')
         sym = self._cached_graph[1]
-        sym.save('%s-symbol.json' % path)
         aux = set(sym.list_auxiliary_states())
         params = {p.name: p for p in self.collect_params().values()}
         arrays = {}
@@ -647,7 +646,13 @@ class HybridBlock(Block):
             if name in params:
                 key = ('aux:%s' if name in aux else 'arg:%s') % name
                 arrays[key] = params[name]._reduce()
-        ndarray.save('%s-%04d.params' % (path, epoch), arrays)
+        # Both files are written in full before either replaces anything, then the parameters
+        # are renamed into place before the symbol: a failed export leaves the old pair, never
+        # a new graph beside old or missing parameters.
+        from ..ndarray.utils import _replace_files
+        _replace_files([('%s-%04d.params' % (path, epoch), 'NDArray file',
+                         (list(arrays.values()), list(arrays.keys()))),
+                        ('%s-symbol.json' % path, 'symbol file', sym.tojson().encode('utf-8'))])
 
     # ---- calling ----------------------------------------------------------------------
     def forward(self, x, *args):

@@ -61,7 +61,21 @@ def save(fname, data):
     """
     fname = _fspath(fname)
     arrays, names = _split(data)
-    _core.ndlist_save(fname, arrays, names)
+    _replace_files([(fname, 'NDArray file', (arrays, names))])
+
+
+def _replace_files(jobs):
+    """Writes files so that no reader ever sees one half-written: the one path of every model
+    file writer (`nd.save`, `save_parameters`, `Symbol.save`, `HybridBlock.export`).
+
+    jobs: (fname, what, payload) triples; payload is bytes or (arrays, names or None) for an
+    NDArray file; what names the kind of file in errors. Each file is written to a new
+    temporary file beside its target (a symlink's target: the link stays) with the mode of the
+    file it replaces (a new one gets open()'s, 0666 less the umask), flushed to disk; only when
+    every one is written are they renamed into place, in the order given. A failure removes
+    the temporary files and raises MXNetError("Cannot save <what> '<fname>': <reason>").
+    """
+    _core.replace_files([(_fspath(f), what, payload) for f, what, payload in jobs])
 
 
 def load(fname):

@@ -66,7 +66,7 @@ def _invoke(op_name, args, kwargs, hint=None):
                                         "operator %s" % (k, ', '.join(attr_names), op_name))
     str_attrs = {k: _attr_str(v) for k, v in attrs.items() if v is not None or k in attr_set}
     for k, v in extra.items():
-        str_attrs[k] = str(v)
+        str_attrs[k] = _attr_str(v)
     node_name = NameManager.current().get(name, hint or op_name.lower())
     if varargs:
         ins = list(args)

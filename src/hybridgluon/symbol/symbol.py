@@ -4,6 +4,7 @@ Symbols are built by `sym.var` and by calling any registered op on symbols (`sym
 `sym.FullyConnected(data=x, num_hidden=10)`); missing op inputs become variables named
 `<node>_<input>` as MXNet names them. The graph is written and read as MXNet 1.x JSON.
 """
+import numbers
 import os
 import sys
 
@@ -14,21 +15,63 @@ from ..name import NameManager, Prefix  # noqa: F401  (re-exported by sym)
 __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
 
 
+def _numpy_scalar_str(value):
+    """MXNet's spelling of a NumPy scalar (or 0-d array): what str() gives under NumPy 1.x,
+    decided from the value, so NumPy 2's repr (`np.int64(3)`) never reaches a string. None
+    when value is not one."""
+    dtype = getattr(value, 'dtype', None)
+    if getattr(value, 'shape', None) != () or not hasattr(dtype, 'kind') or \
+            not type(value).__module__.startswith('numpy'):
+        return None
+    if dtype.kind == 'b':
+        return 'True' if value else 'False'
+    if dtype.kind in 'iu':
+        return str(int(value))
+    if dtype.kind == 'f':
+        return str(value[()])  # NumPy's shortest round-trip digits for the value's precision
+    return None
+
+
+def _attr_item_str(value):
+    """One element of a tuple or list attribute, as Python's repr of the container spells it
+    under NumPy 1.x."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None:
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return _attr_seq_str(value)
+    if isinstance(value, str):
+        return repr(str(value))
+    text = _numpy_scalar_str(value)
+    return repr(value) if text is None else text
+
+
+def _attr_seq_str(value):
+    items = [_attr_item_str(v) for v in value]
+    if isinstance(value, list):
+        return '[%s]' % ', '.join(items)
+    return '(%s)' % (items[0] + ',' if len(items) == 1 else ', '.join(items))
+
+
 def _attr_str(value):
-    """MXNet's front-end rule for attribute strings: str(value), dtypes by name."""
+    """MXNet's front-end rule for attribute strings, str(value), applied to the value rather
+    than to whatever str() of a NumPy type prints: numbers (Python's or NumPy's of any kind)
+    as MXNet spells them, tuples and lists of them (nested) as Python 3 with NumPy 1.x prints
+    them, dtypes by name."""
     kind = type(value)
     if kind is int or kind is float:  # most attributes, so decided first
         return str(value)
     if isinstance(value, str):
-        return value
+        return str(value)
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (list, tuple)):
-        return str(tuple(value)) if isinstance(value, tuple) else str(list(value))
+        return _attr_seq_str(value)
     if isinstance(value, type) or hasattr(value, 'name') and hasattr(value, 'itemsize'):
         return {0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8', 4: 'int32', 5: 'int8',
                 6: 'int64', 7: 'bool'}[_dtype_flag(value)]
-    return str(value)
+    text = _numpy_scalar_str(value)
+    return str(value) if text is None else text
 
 
 _OPERATOR_HINTS = {'add': 'plus', 'sub': 'minus'}
@@ -116,6 +159,9 @@ class Symbol(_core.Symbol):
     """A symbolic graph with one or more outputs."""
     __slots__ = ()
     _hg_symbol = True  # lets the C op functions route symbol inputs here
+    # NumPy scalars defer to our reflected operators (np.float32(2) + sym), as NumPy 1.x did
+    # by luck of array conversion and NumPy 2 does only when told.
+    __array_ufunc__ = None
 
     # ---- structure -------------------------------------------------------------------------
     @property
@@ -327,8 +373,10 @@ class Symbol(_core.Symbol):
 
     # ---- files -------------------------------------------------------------------------------
     def save(self, fname, remove_amp_cast=True):
-        """Writes the JSON to `fname` (through a temporary file and a rename)."""
-        _atomic_write(fname, self.tojson())
+        """Writes the JSON to `fname` (through a temporary file and a rename, so a reader sees
+        the old file or the new one, never part of one; a symlink's target is replaced)."""
+        from ..ndarray.utils import _replace_files
+        _replace_files([(fname, 'symbol file', self.tojson().encode('utf-8'))])
 
     def __reduce__(self):
         return (load_json, (self.tojson(),))
@@ -341,7 +389,7 @@ class Symbol(_core.Symbol):
             # Names as MXNet's operators give them (_plus0), though the op broadcasts.
             hint = '_' + _OPERATOR_HINTS.get(array_op[10:], array_op[10:])
             return _invoke(array_op, (a, b), {}, hint)
-        if isinstance(other, (int, float)) and not isinstance(other, bool):
+        if isinstance(other, numbers.Number) and not isinstance(other, bool):  # NumPy's too
             name = rscalar_op if reverse and rscalar_op else scalar_op
             return _invoke(name, (self,), {'scalar': other}, '_' + name[1:].replace('_', ''))
         return NotImplemented
@@ -441,20 +489,6 @@ def _node_output(sym, nodes, node, index):
     return _core.symbol_internal(sym, node, index)
 
 
-def _atomic_write(fname, text):
-    tmp = '%s.tmp.%d' % (fname, os.getpid())
-    try:
-        with open(tmp, 'w', encoding='utf-8') as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, fname)
-    except OSError as err:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise MXNetError('cannot write %s: %s' % (fname, err)) from None
-
-
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
         stype=None, **kwargs):
     """A variable (graph input or parameter) with MXNet's annotations."""
@@ -462,7 +496,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         raise TypeError('Expect a string for variable `name`')
     attrs = dict(attr or {})
     if shape is not None:
-        attrs['__shape__'] = str(tuple(shape))
+        attrs['__shape__'] = _attr_str(tuple(shape))
     if lr_mult is not None:
         attrs['__lr_mult__'] = str(float(lr_mult))
     if wd_mult is not None:
@@ -477,7 +511,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         if not (k.startswith('__') and k.endswith('__')):
             raise ValueError('Attribute name=%s is not supported. Additional attributes must '
                              'start and end with double underscores, e.g, __yourattr__' % k)
-        attrs[k] = str(v)
+        attrs[k] = _attr_str(v)
     return _core.symbol_var(name, attrs)
 
 
