@@ -125,6 +125,32 @@ def test_split_and_load_places_slices():
     np.testing.assert_array_equal(parts[1].asnumpy(), data[:, 1:])
 
 
+@pytest.mark.parametrize('max_norm,check', [(1.0, True), (100.0, True), (2.0, False)])
+def test_clip_global_norm_over_contexts(rng, max_norm, check):
+    values = [rng.standard_normal((3, 4)).astype(np.float32),
+              rng.standard_normal(5).astype(np.float32)]
+    arrays = [nd.array(values[0], ctx=mx.cpu(1)), nd.array(values[1])]
+    norm = gluon.utils.clip_global_norm(arrays, max_norm, check_isfinite=check)
+    want = np.sqrt(sum((v.astype(np.float64) ** 2).sum() for v in values))
+    if check:
+        assert isinstance(norm, np.float32)
+    else:
+        assert norm.shape == (1,) and norm.context == mx.cpu(1)
+        norm = norm.asscalar()
+    np.testing.assert_allclose(norm, want, rtol=1e-6)
+    scale = min(1.0, max_norm / (want + 1e-8))
+    for arr, v, ctx in zip(arrays, values, [mx.cpu(1), mx.cpu(0)]):
+        assert arr.context == ctx
+        np.testing.assert_allclose(arr.asnumpy(), v * scale, rtol=1e-5)
+
+
+def test_clip_global_norm_warns_and_refuses_nothing():
+    with pytest.warns(UserWarning, match='nan or inf is detected'):
+        assert gluon.utils.clip_global_norm([nd.array([np.inf, 1.0])], 1.0) == np.inf
+    with pytest.raises(mx.MXNetError, match='arrays is empty'):
+        gluon.utils.clip_global_norm([], 1.0)
+
+
 # ---- Parameters ---------------------------------------------------------------------------
 def test_parameter_copies_per_context():
     mx.random.seed(3)

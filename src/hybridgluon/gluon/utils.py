@@ -1,8 +1,10 @@
-"""Small helpers of Gluon (MXNet's `gluon.utils`): hook handles, batch splitting, and the
-formatting helpers that the Block and Parameter messages rely on."""
+"""Small helpers of Gluon (MXNet's `gluon.utils`): hook handles, batch splitting over contexts,
+global-norm clipping, and the formatting helpers that the Block and Parameter messages rely on."""
+import math
+import warnings
 import weakref
 
-__all__ = ['split_data', 'split_and_load', 'HookHandle', 'shape_is_known']
+__all__ = ['split_data', 'split_and_load', 'clip_global_norm', 'HookHandle', 'shape_is_known']
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -39,6 +41,34 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
         return [data.as_in_context(ctx_list[0])]
     slices = split_data(data, len(ctx_list), batch_axis, even_split)
     return [i.as_in_context(ctx) for i, ctx in zip(slices, ctx_list)]
+
+
+def clip_global_norm(arrays, max_norm, check_isfinite=True):
+    """Rescales `arrays` in place so that their global 2-norm (of all their elements together)
+    is at most `max_norm`: each is multiplied by min(1, max_norm / (norm + 1e-8)). The arrays
+    may live on different contexts; the norm is computed on the first one's.
+
+    Returns the norm before rescaling: a NumPy scalar when check_isfinite (which also warns when
+    it is nan or inf), else an NDArray of shape (1,) on the first array's context.
+    """
+    from .. import ndarray as nd
+    from ..base import MXNetError
+    if not arrays:
+        raise MXNetError('clip_global_norm: arrays is empty (give a list of NDArrays)')
+    ctx = arrays[0].context
+    squares = []
+    for arr in arrays:
+        flat = arr.reshape((-1,))
+        squares.append(nd.dot(flat, flat).as_in_context(ctx))
+    total_norm = nd.sqrt(nd.add_n(*squares))
+    norm = total_norm.asscalar()
+    if check_isfinite and not math.isfinite(norm):
+        warnings.warn(UserWarning('nan or inf is detected. Clipping results will be undefined.'),
+                      stacklevel=2)
+    scale = nd.broadcast_minimum(max_norm / (total_norm + 1e-8), nd.ones((1,), ctx=ctx))
+    for arr in arrays:
+        arr *= scale.as_in_context(arr.context)
+    return norm if check_isfinite else total_norm
 
 
 def shape_is_known(shape):
