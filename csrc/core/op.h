@@ -155,7 +155,8 @@ int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a);
 int hg_op_num_visible_outputs(const hg_op_def *op, const hg_attrs *a);
 
 /* Runs an op imperatively: infers, allocates outputs (unless out[i] is given, in which case its
- * shape and dtype must match) and calls the kernel. nout must equal hg_op_num_outputs. */
+ * shape and dtype must match) and calls the kernel. nout must equal hg_op_num_outputs.
+ * Allocated outputs are on in[0]'s device (cpu(0) for an op without inputs). */
 hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int nin,
                     hg_tensor *const *in, int nout, hg_tensor **out);
 

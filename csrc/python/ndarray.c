@@ -69,7 +69,29 @@ static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
     return 0;
 }
 
+/* The device lives on the storage, so every view of an array reports the array's device. */
+static PyObject *get_device(NDArrayObject *self, void *c)
+{
+    return Py_BuildValue("(ii)", self->t->storage->device_type, self->t->storage->device_id);
+}
+
+/* _set_device(type, id): labels the array's storage as living on that device. All CPU devices
+ * share one memory, so this moves no data: it is how a fresh array (a creation function's
+ * result, a copy) is placed on cpu(i). Never call it on an array that others hold. */
+static PyObject *m_set_device(NDArrayObject *self, PyObject *args)
+{
+    int type, id;
+    if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
+    if (type != HG_DEVICE_CPU || id < 0)
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "an array can only be placed on cpu(i) with "
+                                   "i >= 0 in this build (device type %d, id %d)", type, id));
+    self->t->storage->device_type = type;
+    self->t->storage->device_id = id;
+    Py_RETURN_NONE;
+}
+
 static PyGetSetDef k_getset[] = {
+    {"_device", (getter)get_device, NULL, "(device type, device id) of the storage", NULL},
     {"shape", (getter)get_shape, NULL, "tuple of dimensions", NULL},
     {"size", (getter)get_size, NULL, "number of elements", NULL},
     {"ndim", (getter)get_ndim, NULL, "number of dimensions", NULL},
@@ -428,6 +450,7 @@ static PyMethodDef k_methods[] = {
     {"_slice0", (PyCFunction)m_slice0, METH_VARARGS, "a view of rows [begin, end)"},
     {"_at0", (PyCFunction)m_at0, METH_O, "a view of row i"},
     {"_copy_from", (PyCFunction)m_copy_from, METH_O, "copy the bytes of an equal-sized array"},
+    {"_set_device", (PyCFunction)m_set_device, METH_VARARGS, "place a fresh array on a device"},
     {"_shares_storage", (PyCFunction)m_same_storage, METH_O, "whether both views share memory"},
     {"__dlpack__", (PyCFunction)(void (*)(void))hgpy_dlpack, METH_VARARGS | METH_KEYWORDS,
      "export as a DLPack capsule (zero-copy)"},

@@ -19,6 +19,8 @@ from . import initializer as init
 from . import metric
 from . import lr_scheduler
 from . import optimizer
+from . import kvstore
+from . import kvstore as kv
 from . import gluon
 from .libinfo import get_include, get_lib_dir
 
@@ -26,4 +28,5 @@ __version__ = '0.1.0'
 
 __all__ = ['MXNetError', 'Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus',
            'nd', 'ndarray', 'random', 'sym', 'symbol', 'gluon', 'init', 'initializer', 'name',
-           'autograd', 'metric', 'optimizer', 'lr_scheduler', 'get_include', 'get_lib_dir']
+           'autograd', 'metric', 'optimizer', 'kv', 'kvstore', 'lr_scheduler', 'get_include',
+           'get_lib_dir']

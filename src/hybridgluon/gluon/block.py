@@ -14,6 +14,7 @@ runs it as one C CachedOp. Deferred parameter shapes are completed by shape infe
 the traced graph. `export` writes the graph and its parameters in MXNet's formats.
 """
 from collections import OrderedDict, defaultdict
+import operator
 import re
 import threading
 import warnings
@@ -23,10 +24,13 @@ from .. import name as _name
 from .. import ndarray
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..ndarray.ndarray import _place
 from .parameter import Parameter, ParameterDict, DeferredInitializationError, _DATA_GEN
 from .utils import _indent, _brief_print_list, HookHandle
 
 _NDARRAY = NDArray
+_CPU0 = (1, 0)  # NDArray._device of cpu(0): the only context __call__'s hot path binds
+_get_device = operator.attrgetter('_device')
 
 __all__ = ['Block', 'HybridBlock']
 
@@ -438,14 +442,16 @@ class HybridBlock(Block):
         # Hot path of a hybridized block called with one NDArray: the parameters are bound to
         # the cached op (re-bound when any Parameter's arrays change), one C call does the rest.
         if (self._fast_gen == _DATA_GEN[0] and len(args) == 1 and type(args[0]) is _NDARRAY
-                and not self._forward_hooks and not self._forward_pre_hooks):
+                and not self._forward_hooks and not self._forward_pre_hooks
+                and args[0]._device == _CPU0):
             out = self._cached_op(args[0])
             return out if self._fast_single else _regroup(out, self._out_format)
         return super().__call__(*args)
 
     def _bind_fast_path(self):
         """Binds the parameters to the cached op for __call__'s hot path, when that applies:
-        active, no hooks, one data input, every parameter on a single context."""
+        active, no hooks, one data input, every parameter on cpu(0) only (other contexts take
+        the path that checks and places them)."""
         self._fast_gen = -1
         if (not self._active or self._cached_op is None or self._forward_hooks or
                 self._forward_pre_hooks or self._in_format != [0]):
@@ -455,7 +461,7 @@ class HybridBlock(Block):
             if is_arg:
                 bound.append(None)
                 continue
-            if i._data is None or len(i._data) != 1:
+            if i._data is None or len(i._data) != 1 or i._data[0]._device != _CPU0:
                 return
             bound.append(i._data[0])
         if bound.count(None) != 1:
@@ -600,7 +606,12 @@ class HybridBlock(Block):
                 self._build_cache(*args)
             op, out_format = self._cached_op, self._out_format
             cargs = self._cached_op_inputs(args)
+        device = self._check_one_context(cargs)
         out = op._call_all(*cargs)
+        if device != _CPU0:  # the outputs live where the inputs do
+            ctx = cargs[0].context
+            for o in out:
+                _place(o, ctx)
         with _BUILD_LOCK:
             if op is self._cached_op:
                 self._bind_fast_path()
@@ -619,13 +630,29 @@ class HybridBlock(Block):
                                  .format(self._in_format, fmt))
             flat = [a for a in flat if a is not None]
         try:
-            return [flat[i] if is_arg else _param_array(i) for is_arg, i in self._cached_op_args]
+            return [flat[i] if is_arg else _param_array(i, flat)
+                    for is_arg, i in self._cached_op_args]
         except DeferredInitializationError:
             self._deferred_infer_shape(*args)
             for _, p in self._cached_op_args:
                 if not isinstance(p, int):
                     p._finish_deferred_init()
-            return [flat[i] if is_arg else i.data() for is_arg, i in self._cached_op_args]
+            return [flat[i] if is_arg else _param_array(i, flat)
+                    for is_arg, i in self._cached_op_args]
+
+    def _check_one_context(self, cargs):
+        """The device of the cached op's inputs; MXNet's error when they are not all on the
+        same context (a Parameter's only copy on another context than the data)."""
+        if not cargs:
+            return _CPU0
+        devices = list(map(_get_device, cargs))
+        if devices.count(devices[0]) != len(devices):
+            k = next(k for k, dev in enumerate(devices) if dev != devices[0])
+            names = self._cached_inputs[0]
+            raise MXNetError('CachedOp requires all inputs to live on the same context. But %s '
+                             'is on %s while %s is on %s' % (names[0], cargs[0].context, names[k],
+                                                             cargs[k].context))
+        return devices[0]
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes `path-symbol.json` and `path-%04d.params` (epoch): the traced graph and the
@@ -756,12 +783,13 @@ def _flatten(args, what):
     return flat, fmts
 
 
-def _param_array(p):
-    """A Parameter's data on its only context, without data()'s checks when there is one."""
+def _param_array(p, flat):
+    """A Parameter's data for a cached-op call on `flat` (the NDArray inputs): its only copy,
+    without data()'s checks, or the copy on the first input's context."""
     arrays = p._data
     if arrays is not None and len(arrays) == 1:
         return arrays[0]
-    return p.data()
+    return p.data(flat[0].context if flat else None)
 
 
 def _flatten_format(fmt):

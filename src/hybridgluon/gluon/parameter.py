@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import initializer
 from .. import ndarray
+from ..ndarray.ndarray import _place
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
 from .utils import _indent, _brief_print_list, shape_is_known
@@ -328,7 +329,7 @@ class Parameter:
                 dev_list.append(None)
             dev_list[ctx.device_id] = i
         if own and len(self._ctx_list) == 1 and self._ctx_list[0].device_typeid != 2:
-            self._data = [data]
+            self._data = [_place(data, self._ctx_list[0])]  # CPU contexts share one memory
         else:
             self._data = [data.copyto(ctx) for ctx in self._ctx_list]
         self._init_grad()

@@ -5,54 +5,57 @@ initial rescale_grad), reduces the gradients across contexts, and updates every 
 gradient backward wrote since the last step; a stale gradient raises MXNet's UserWarning unless
 ignore_stale_grad=True, which skips those parameters instead.
 
-There is no KVStore here: one context needs none (as in MXNet, which creates none for a single
-device), and several contexts of one process get an in-process stand-in for MXNet's 'device' /
-'local' stores: gradients are summed across contexts and, with update_on_kvstore (the default
-there), the optimizer runs once on the first context's copy, which is then copied to the others.
-Distributed kvstores and gradient compression are not supported.
+Contexts and the kvstore follow MXNet 1.9.1: one context with a kvstore type string uses no
+kvstore; several contexts use a single-process `mx.kv` store ('device' by default, or 'local'),
+which sums each parameter's gradients across its copies. With update_on_kvstore (the default
+when there is a store; False for 'local' when a parameter exceeds 16M elements, or when
+MXNET_UPDATE_ON_KVSTORE=0) the store runs the optimizer once on its own copy of the weight and
+copies the result to every context; without it every context's copy is updated with the summed
+gradient by that context's updater. kvstore=None (or one context) updates each copy with its
+own gradient. A KVStore object is always used, even for one context. Distributed kvstores and
+gradient compression are not supported.
 
 Freshness: backward sets `_fresh_grad` on a parameter's gradient buffer; the flag of the data
-array (where MXNet keeps it) counts as well. The Trainer clears both after updating.
+array (where MXNet keeps it) counts as well. The Trainer clears both after updating. As in
+MXNet, the flags are not cleared when the kvstore updates the weights.
 """
-from .. import ndarray as nd
+import os
+
 from .. import optimizer as opt
+from ..base import MXNetError
+from ..kvstore import KVStoreBase, create as _create_kvstore_of_type
 from .parameter import Parameter, ParameterDict
 
 __all__ = ['Trainer']
 
 
-class _LocalKVStore(object):
-    """The part of a single-process 'device'/'local' KVStore a Trainer uses: summing the
-    gradients of the contexts and, when it owns the optimizer, updating and broadcasting."""
-    def __init__(self, kvstore_type):
-        self.type = kvstore_type
-        self._updater = None
+class _NoKVStoreError(MXNetError, AttributeError):
+    """update_on_kvstore=True without a kvstore (MXNet raises AttributeError there)."""
 
-    def set_optimizer(self, optimizer):
-        self._updater = opt.get_updater(optimizer)
 
-    @staticmethod
-    def broadcast(src, dsts):
-        for dst in dsts:
-            if dst is not src:
-                src.copyto(dst)
-
-    @staticmethod
-    def allreduce(arrays):
-        """Every array becomes the sum of all of them."""
-        if len(arrays) < 2:
-            return
-        total = nd.add_n(*arrays)
-        for arr in arrays:
-            total.copyto(arr)
-
-    def save_optimizer_states(self, fname, dump_optimizer=False):
-        with open(fname, 'wb') as fout:
-            fout.write(self._updater.get_states(dump_optimizer))
-
-    def load_optimizer_states(self, fname):
-        with open(fname, 'rb') as f:
-            self._updater.set_states(f.read())
+def _create_kvstore(kvstore, num_device, arg_arrays):
+    """(kvstore or None, update_on_kvstore) as MXNet's `model._create_kvstore` chooses them."""
+    update_on_kvstore = bool(int(os.getenv('MXNET_UPDATE_ON_KVSTORE', '1')))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and 'dist' not in kvstore:
+            kv = None  # no need for a store with one device in one process
+        else:
+            kv = _create_kvstore_of_type(kvstore)
+            if kvstore == 'local':
+                sizes = [arr.size for arr in arg_arrays]
+                if sizes and max(sizes) > 1024 * 1024 * 16:
+                    update_on_kvstore = False
+    else:
+        raise TypeError('kvstore must be KVStore, str or None')
+    if kv is None:
+        update_on_kvstore = False
+    else:
+        update_on_kvstore &= kv.is_capable(KVStoreBase.OPTIMIZER)
+    return kv, update_on_kvstore
 
 
 def _fresh(arr, grad):
@@ -73,15 +76,17 @@ class Trainer(object):
     optimizer_params : dict
         Key-word arguments to be passed to the optimizer constructor, e.g.
         `{'learning_rate': 0.1}`.
-    kvstore : str or None
-        'device' or 'local' (several contexts: gradients summed in process) or None (each
-        context updates with its own gradients). Distributed types are not supported.
+    kvstore : str, KVStore or None
+        'device' or 'local' (with several contexts: gradients summed across them), a KVStore
+        from `mx.kv.create` (used even for one context), or None (each context updates its
+        copy with its own gradient). Distributed types are not supported.
     compression_params : dict
-        Gradient compression (not supported; accepted for a single context, where MXNet
-        creates no kvstore either).
+        Gradient compression (not supported: raises once a kvstore is used; accepted where
+        none is, as MXNet does).
     update_on_kvstore : bool, default None
-        With several contexts and a kvstore: whether the optimizer runs once on the reduced
-        gradient (True, the default) or on every context (False).
+        With a kvstore: whether the store runs the optimizer once on the summed gradient and
+        copies the weight to every context (True; the default) or every context updates its
+        copy with the summed gradient (False). True without a kvstore is an error.
 
     Properties
     ----------
@@ -152,13 +157,12 @@ class Trainer(object):
             self._optimizer.param_dict = param_dict
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        # one updater per context; each keeps the update counts of its context's device id
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
-        for k, updater in enumerate(self._updaters):
-            # all contexts of this build share one device id: keep their update counts apart
-            updater._device_id = k
 
     def _init_params(self):
-        """Broadcasts the first context's values to the others (what a KVStore does)."""
+        """Stores each initialized parameter in the kvstore (its first context's value) and
+        copies that value to every context; deferred ones wait for a later step."""
         assert self._kv_initialized, "Cannot initialize parameters in KVStore " \
                                      "when KVStore is not initialized."
         params_to_init = []
@@ -168,7 +172,9 @@ class Trainer(object):
                     params_to_init.append(param)
                 else:
                     param_arrays = param._check_and_get(param._data, list)
-                    self._kvstore.broadcast(param_arrays[0], param_arrays)
+                    # the key is the optimizer's index, as in _allreduce_grads
+                    idx = self._params.index(param)
+                    self._kvstore.broadcast(idx, param_arrays[0], param_arrays)
         self._params_to_init = params_to_init
 
     def _reset_kvstore(self):
@@ -180,31 +186,37 @@ class Trainer(object):
         self._params_to_init = [param for param in self._params]
 
     def _init_kvstore(self):
-        """Chooses the reduction as MXNet's _create_kvstore would: none for one context."""
+        """Creates the kvstore and decides update_on_kvstore, as MXNet 1.9.1 does for dense
+        weights (sparse weights are not supported)."""
         config = self._kvstore_params
-        kvstore = config['kvstore']
-        if kvstore is not None and not isinstance(kvstore, str):
-            raise TypeError('kvstore must be KVStore, str or None')
-        if isinstance(kvstore, str) and 'dist' in kvstore:
-            raise NotImplementedError("Distributed kvstore '%s' is not supported by hybridgluon"
-                                      % kvstore)
         if self._contains_sparse_weight:
-            raise NotImplementedError("Sparse weights need a kvstore, which hybridgluon "
-                                      "does not have")
-        if kvstore is None or len(self._contexts) <= 1:
+            raise NotImplementedError("Sparse weights need a kvstore with row_sparse_pull, which "
+                                      "hybridgluon does not have")
+        arg_arrays = [param.data(self._contexts[0]) for param in self._params
+                      if param._data is not None]
+        kvstore, update_on_kvstore = _create_kvstore(config['kvstore'], len(self._contexts),
+                                                     arg_arrays)
+        if self._contains_sparse_grad:
+            update_on_kvstore = False  # one process: push and pull the gradients
+        if config['update_on_kvstore'] is not None:
+            update_on_kvstore = config['update_on_kvstore']
+        if update_on_kvstore and kvstore is None:
+            why = ('kvstore=None' if config['kvstore'] is None else
+                   "kvstore=%r on %d context: a type name makes a store only for several "
+                   "contexts" % (config['kvstore'], len(self._contexts)))
+            raise _NoKVStoreError("update_on_kvstore=True needs a kvstore, but this Trainer "
+                                  "has none (%s). Use update_on_kvstore=None or False, or pass "
+                                  "a KVStore object from mx.kv.create." % why)
+        if kvstore:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
+            self._kvstore = kvstore
+            self._update_on_kvstore = bool(update_on_kvstore)
+        else:
             self._kvstore = None
             self._update_on_kvstore = None
-        else:
-            if self._compression_params:
-                raise NotImplementedError("Gradient compression is not supported by "
-                                          "hybridgluon")
-            update_on_kvstore = config['update_on_kvstore']
-            if update_on_kvstore is None:
-                update_on_kvstore = not self._contains_sparse_grad
-            self._kvstore = _LocalKVStore(kvstore)
-            if update_on_kvstore:
-                self._kvstore.set_optimizer(self._optimizer)
-            self._update_on_kvstore = bool(update_on_kvstore)
         self._distributed = False
         self._kv_initialized = True
 
@@ -272,12 +284,10 @@ class Trainer(object):
         for i, param in enumerate(self._params):
             if param.grad_req == 'null':
                 continue
-            grads = param.list_grad()
-            self._kvstore.allreduce(grads)
-            if self._update_on_kvstore:  # the store runs the optimizer and returns weights
-                data = param.list_data()
-                self._kvstore._updater(i, grads[0], data[0])
-                self._kvstore.broadcast(data[0], data)
+            if self._update_on_kvstore:  # push gradients, the store updates, pull weights
+                self._kvstore.pushpull(i, param.list_grad(), out=param.list_data(), priority=-i)
+            else:  # every gradient buffer becomes the sum
+                self._kvstore.pushpull(i, param.list_grad(), priority=-i)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Makes one step of parameter update (after `allreduce_grads()`).

@@ -5,7 +5,7 @@ import numpy as _np
 from .. import _core
 from ..base import MXNetError, _dtype_flag, _dtype_name
 from ..context import current_context, _check_available
-from .ndarray import NDArray
+from .ndarray import NDArray, _place
 from . import random  # noqa: F401
 from .utils import save, load, load_frombuffer
 
@@ -28,13 +28,19 @@ def _ctx(ctx):
     return ctx
 
 
+def _placed(out, ctx):
+    """A creation function's fresh result, put on `ctx` (default: the current context)."""
+    return _place(out, _ctx(ctx))
+
+
 def array(source_array, ctx=None, dtype=None):
     """An NDArray from a list, scalar, NumPy array or NDArray. float32 unless `dtype` is given
-    or the source is an NDArray (MXNet's rule)."""
-    _ctx(ctx)
+    or the source is an NDArray (MXNet's rule). The result is on `ctx` (default: the current
+    context, also for an NDArray source on another context)."""
+    ctx = _ctx(ctx)
     if isinstance(source_array, NDArray):
-        out = source_array.copy()
-        return out if dtype is None else out.astype(dtype)
+        out = source_array.copy() if dtype is None else source_array.astype(dtype)
+        return _place(out, ctx)
     flag = _dtype_flag(dtype) if dtype is not None else 0
     try:
         arr = _np.ascontiguousarray(source_array, dtype=_np.dtype(_dtype_name(flag)))
@@ -42,41 +48,39 @@ def array(source_array, ctx=None, dtype=None):
         raise TypeError('source_array must be array like object: %s' % err) from None
     if arr.ndim == 0:
         arr = arr.reshape((1,))
-    return _core.from_buffer(arr, flag)
+    return _place(_core.from_buffer(arr, flag), ctx)
 
 
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array."""
-    _ctx(ctx)
-    return _core.empty(_shape_tuple(shape), _dtype_flag(dtype))
+    return _placed(_core.empty(_shape_tuple(shape), _dtype_flag(dtype)), ctx)
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """An array of zeros (float32 by default). Large arrays come zeroed from the system and are
     not written here, so memory that is never used (a gradient in inference) costs nothing."""
-    _ctx(ctx)
-    return _core.zeros(_shape_tuple(shape), _dtype_flag(dtype))
+    return _placed(_core.zeros(_shape_tuple(shape), _dtype_flag(dtype)), ctx)
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones (float32 by default)."""
-    _ctx(ctx)
-    return _core.get_op('_ones')(shape=_shape_tuple(shape), dtype=_dtype_name(dtype))
+    return _placed(_core.get_op('_ones')(shape=_shape_tuple(shape), dtype=_dtype_name(dtype)),
+                   ctx)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
-    """An array filled with `val` (float32 by default)."""
-    _ctx(ctx)
-    return _core.get_op('_full')(shape=_shape_tuple(shape), value=float(val),
-                                 dtype=_dtype_name(dtype), out=out)
+    """An array filled with `val` (float32 by default; `out`, when given, keeps its context)."""
+    ctx = _ctx(ctx)
+    res = _core.get_op('_full')(shape=_shape_tuple(shape), value=float(val),
+                                dtype=_dtype_name(dtype), out=out)
+    return res if out is not None else _place(res, ctx)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop) (float32 by default), each repeated `repeat` times."""
-    _ctx(ctx)
-    return _core.get_op('_arange')(start=float(start),
-                                   stop=None if stop is None else float(stop),
-                                   step=float(step), repeat=int(repeat), dtype=_dtype_name(dtype))
+    out = _core.get_op('_arange')(start=float(start), stop=None if stop is None else float(stop),
+                                  step=float(step), repeat=int(repeat), dtype=_dtype_name(dtype))
+    return _placed(out, ctx)
 
 
 def zeros_like(data, **kwargs):

@@ -17,6 +17,16 @@ def _op(name):
     return _core.get_op(name)
 
 
+def _place(arr, ctx):
+    """Puts a fresh array (one nobody else holds) on `ctx` and returns it. CPU contexts share
+    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) all
+    become cpu(i), the context an op's output on them gets in MXNet."""
+    _check_available(ctx)
+    if arr._device != (1, ctx.device_id):
+        arr._set_device(1, ctx.device_id)
+    return arr
+
+
 class NDArray(_core.NDArray):
     """An n-dimensional array on a device. Create it with `nd.array`, `nd.zeros`, ..."""
     __slots__ = ()
@@ -30,8 +40,10 @@ class NDArray(_core.NDArray):
 
     @property
     def context(self):
-        """The device holding the array."""
-        return Context('cpu', 0)
+        """The device holding the array: where it was created (`ctx=`), where `copyto` /
+        `as_in_context` put it, or for an op's output the context of the op's first input."""
+        dev_type, dev_id = self._device
+        return Context(Context.devtype2str[dev_type], dev_id)
 
     ctx = context
 
@@ -131,7 +143,7 @@ class NDArray(_core.NDArray):
         return _op('Cast')(self, dtype=dtype)
 
     def copy(self):
-        """A deep copy."""
+        """A deep copy, on the same context."""
         return _op('_copy')(self)
 
     def copyto(self, other):
@@ -147,11 +159,11 @@ class NDArray(_core.NDArray):
             return other
         if isinstance(other, Context):
             _check_available(other)
-            return self.copy()
+            return _place(self.copy(), other)
         raise TypeError('copyto does not support type ' + str(type(other)))
 
     def as_in_context(self, context):
-        """The array on `context` (itself when already there)."""
+        """The array on `context`: itself when already there, else a copy there."""
         if context == self.context:
             return self
         return self.copyto(context)

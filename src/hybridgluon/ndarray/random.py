@@ -2,8 +2,14 @@
 from .. import _core
 from ..base import _dtype_name
 from ..context import current_context, _check_available
+from .ndarray import _place
 
 __all__ = ['uniform', 'normal', 'randint', 'shuffle']
+
+
+def _on(res, ctx, out):
+    """A sampler's result: `out` as given, else the fresh array on `ctx` (default: current)."""
+    return res if out is not None else _place(res, ctx or current_context())
 
 
 def _shape(shape):
@@ -17,22 +23,25 @@ def _shape(shape):
 def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples from U[low, high). No shape: shape (1,)."""
     _check_available(ctx or current_context())
-    return _core.get_op('_random_uniform')(low=float(low), high=float(high), shape=_shape(shape),
-                                           dtype=_dtype_name(dtype), out=out)
+    res = _core.get_op('_random_uniform')(low=float(low), high=float(high), shape=_shape(shape),
+                                          dtype=_dtype_name(dtype), out=out)
+    return _on(res, ctx, out)
 
 
 def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples from N(loc, scale^2). No shape: shape (1,)."""
     _check_available(ctx or current_context())
-    return _core.get_op('_random_normal')(loc=float(loc), scale=float(scale), shape=_shape(shape),
-                                          dtype=_dtype_name(dtype), out=out)
+    res = _core.get_op('_random_normal')(loc=float(loc), scale=float(scale), shape=_shape(shape),
+                                         dtype=_dtype_name(dtype), out=out)
+    return _on(res, ctx, out)
 
 
 def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Integers uniformly from [low, high) (int32 by default)."""
     _check_available(ctx or current_context())
-    return _core.get_op('_random_randint')(low=int(low), high=int(high), shape=_shape(shape),
-                                           dtype=_dtype_name(dtype or 'int32'), out=out)
+    res = _core.get_op('_random_randint')(low=int(low), high=int(high), shape=_shape(shape),
+                                          dtype=_dtype_name(dtype or 'int32'), out=out)
+    return _on(res, ctx, out)
 
 
 def shuffle(data, **kwargs):

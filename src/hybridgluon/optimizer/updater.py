@@ -15,7 +15,6 @@ class Updater(object):
         self.states = {}
         self.states_synced = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
-        self._device_id = None  # set by a Trainer with one updater per context
 
     def __call__(self, index, grad, weight):
         """Updates weight(s) given gradient(s) and index(es)."""
@@ -23,11 +22,8 @@ class Updater(object):
             indices, grads, weights = [index], [grad], [weight]
         else:
             indices, grads, weights = list(index), list(grad), list(weight)
-        if weights:
-            device_id = self._device_id
-            if device_id is None:
-                device_id = weights[0].context.device_id
-            self.optimizer._set_current_context(device_id)
+        if weights:  # update counts are kept per device id, as in MXNet
+            self.optimizer._set_current_context(weights[0].context.device_id)
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 indices[i] = idx = idx.decode()
