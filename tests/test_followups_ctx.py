@@ -74,3 +74,62 @@ def test_backward_buffer_keeps_context():
     y.backward()
     assert x.grad.context == mx.cpu(1)
     np.testing.assert_allclose(x.grad.asnumpy(), [3., 3.])
+
+
+# ---- nd.save: the device id goes into the file; nd.load gives cpu(0) -------------------------
+
+# nd.save(f, [nd.array([1, 2], ctx=mx.cpu(3))])
+MX_LIST_CPU3 = ('120100000000000000000000000000000100000000000000c9fa93f900000000010000000200000000'
+                '0000000100000003000000000000000000803f000000400000000000000000')
+# nd.save(f, {'w': nd.array([[1, 2], [3, 4]], ctx=mx.cpu(1)),
+#             'b': nd.array([7], ctx=mx.cpu(0), dtype='int32')})
+MX_DICT_CPU1 = ('120100000000000000000000000000000200000000000000c9fa93f90000000002000000020000000000'
+                '000002000000000000000100000001000000000000000000803f000000400000404000008040c9fa93'
+                'f900000000010000000100000000000000010000000000000004000000070000000200000000000000'
+                '010000000000000077010000000000000062')
+# x = nd.array([1, 2], ctx=mx.cpu(2)); nd.save(f, [x[0:1], x.reshape((1, 2))])
+MX_VIEWS_CPU2 = ('120100000000000000000000000000000200000000000000c9fa93f90000000001000000010000000000'
+                 '00000100000002000000000000000000803fc9fa93f900000000020000000100000000000000020000'
+                 '00000000000100000002000000000000000000803f000000400000000000000000')
+
+
+def _saved(tmp_path, data):
+    path = str(tmp_path / 'a.params')
+    nd.save(path, data)
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def test_save_writes_device_id(tmp_path):
+    assert _saved(tmp_path, [nd.array([1, 2], ctx=mx.cpu(3))]) == bytes.fromhex(MX_LIST_CPU3)
+    d = {'w': nd.array([[1, 2], [3, 4]], ctx=mx.cpu(1)),
+         'b': nd.array([7], ctx=mx.cpu(0), dtype='int32')}
+    assert _saved(tmp_path, d) == bytes.fromhex(MX_DICT_CPU1)
+
+
+def test_save_views_write_their_arrays_device(tmp_path):
+    x = nd.array([1, 2], ctx=mx.cpu(2))
+    assert _saved(tmp_path, [x[0:1], x.reshape((1, 2))]) == bytes.fromhex(MX_VIEWS_CPU2)
+
+
+def test_load_puts_arrays_on_cpu0(tmp_path):
+    path = tmp_path / 'mx.params'
+    path.write_bytes(bytes.fromhex(MX_DICT_CPU1))
+    loaded = nd.load(str(path))
+    assert {k: v.context for k, v in loaded.items()} == {'w': mx.cpu(0), 'b': mx.cpu(0)}
+    np.testing.assert_array_equal(loaded['w'].asnumpy(), [[1, 2], [3, 4]])
+    path.write_bytes(bytes.fromhex(MX_LIST_CPU3))
+    assert nd.load(str(path))[0].context == mx.cpu(0)
+
+
+def test_save_parameters_from_cpu1_writes_cpu0(tmp_path):
+    # Gluon reduces parameters to cpu(0) before saving: MXNet writes device id 0 here.
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize(mx.init.Constant(0.5), ctx=mx.cpu(1))
+    path = str(tmp_path / 'net.params')
+    net.save_parameters(path)
+    with open(path, 'rb') as f:
+        head = f.read(64)
+    # Record 1: magic, dense, ndim 2, (2, 3), device type 1, device id 0, float32 (flag 0).
+    assert head.hex() == ('120100000000000000000000000000000200000000000000c9fa93f900000000'
+                          '0200000002000000000000000300000000000000010000000000000000000000')
