@@ -133,3 +133,44 @@ def test_save_parameters_from_cpu1_writes_cpu0(tmp_path):
     # Record 1: magic, dense, ndim 2, (2, 3), device type 1, device id 0, float32 (flag 0).
     assert head.hex() == ('120100000000000000000000000000000200000000000000c9fa93f900000000'
                           '0200000002000000000000000300000000000000010000000000000000000000')
+
+
+# ---- the executor: fresh outputs on the device of the plan's first input ---------------------
+
+def _fc_group():
+    x, w = mx.sym.var('x'), mx.sym.var('w')
+    y = mx.sym.FullyConnected(x, w, num_hidden=2, no_bias=True) + 1
+    return mx.sym.Group([y, x])  # x is also an output: the executor copies it
+
+
+@pytest.mark.parametrize('record', [False, True])
+def test_cached_op_outputs_on_input_device(record):
+    from hybridgluon import _core
+    op = _core.CachedOp(_fc_group(), ['x', 'w'])
+    x, w = nd.ones((1, 3), ctx=mx.cpu(1)), nd.ones((2, 3), ctx=mx.cpu(1))
+    if record:
+        x.attach_grad()
+        with autograd.record():
+            out = op._call_all(x, w)
+    else:
+        out = op._call_all(x, w)
+    assert [o.context for o in out] == [mx.cpu(1), mx.cpu(1)]
+    np.testing.assert_allclose(out[0].asnumpy(), [[4., 4.]])
+    out = op._call_all(nd.ones((1, 3)), nd.ones((2, 3)))
+    assert [o.context for o in out] == [mx.cpu(0), mx.cpu(0)]
+
+
+@pytest.mark.parametrize('static_alloc', [False, True])
+def test_hybridized_block_on_cpu2(static_alloc):
+    # MXNet 1.9.1: a hybridized Dense initialised and called on cpu(2) answers on cpu(2), and
+    # its parameters' gradients stay there.
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize(mx.init.Constant(0.5), ctx=mx.cpu(2))
+    net.hybridize(static_alloc=static_alloc)
+    x = nd.ones((4, 3), ctx=mx.cpu(2))
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    assert y.context == mx.cpu(2)
+    assert net.weight.grad(mx.cpu(2)).context == mx.cpu(2)
+    np.testing.assert_allclose(y.asnumpy(), np.full((4, 2), 1.5))
