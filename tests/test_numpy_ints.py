@@ -141,6 +141,78 @@ def test_layers_refuse_bools_and_floats_at_forward(make, shape):
         _out_shape(layer, shape)
 
 
+# ---- creation functions ------------------------------------------------------------------------
+
+@pytest.mark.parametrize('kind', INTS)
+def test_creation_shapes_take_numpy_ints(kind):
+    for fn in (nd.zeros, nd.ones, nd.empty):
+        assert fn(kind(3)).shape == (3,)
+        assert fn((kind(2), 3)).shape == (2, 3)
+        assert fn([kind(2), kind(1)]).shape == (2, 1)
+    np.testing.assert_array_equal(nd.full(kind(2), 7).asnumpy(), [7, 7])
+    np.testing.assert_array_equal(nd.full((kind(2), kind(2)), kind(7)).asnumpy(),
+                                  np.full((2, 2), 7))
+    assert nd.zeros(np.array(3, dtype=kind)).shape == (3,)  # a 0-d array, as MXNet allows
+    np.testing.assert_array_equal(nd.zeros((kind(2),), dtype='int32').asnumpy(), [0, 0])
+
+
+def test_arange_takes_numpy_numbers():
+    # MXNet 1.9.1's results
+    np.testing.assert_array_equal(nd.arange(I(5)).asnumpy(), [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(nd.arange(I(1), I(7), I(2)).asnumpy(), [1, 3, 5])
+    np.testing.assert_array_equal(nd.arange(np.float32(0.5), np.float64(2.5)).asnumpy(),
+                                  [0.5, 1.5])
+    np.testing.assert_array_equal(nd.arange(0, I(3), repeat=I(2)).asnumpy(),
+                                  [0, 0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(nd.arange(1, 6, np.int8(2), dtype='int32').asnumpy(),
+                                  [1, 3, 5])
+    # np.float32(0.1) is read as 0.1 (MXNet spells the value as a string), not 0.10000000149
+    got = nd.arange(0, np.float32(0.35), np.float32(0.1), dtype='float64').asnumpy()
+    np.testing.assert_array_equal(got, np.arange(0, 0.35, 0.1))
+    assert nd.arange(np.float32(0.1), 1, dtype='float64').asnumpy()[0] == 0.1
+    assert nd.full((1,), np.float32(0.1), dtype='float64').asnumpy()[0] == 0.1  # MXNet: 0.1
+
+
+# MXNet 1.9.1: zeros and ones refuse bools and floats with the shape parser's error; empty and
+# full size the array through ctypes, where True is 1 and a float is a TypeError.
+@pytest.mark.parametrize('shape, shown', [
+    (True, 'True'), ((True, 2), '(True, 2)'), (np.bool_(True), 'True'),
+    ((np.bool_(True), 2), '(True, 2)'), (3.0, '3.0'), ((3.0, 2), '(3.0, 2)'),
+    (np.float64(3), '3.0')])
+def test_zeros_ones_refuse_bools_and_floats(shape, shown):
+    for fn in (nd.zeros, nd.ones):
+        with pytest.raises(mx.MXNetError) as err:
+            fn(shape)
+        assert isinstance(err.value, ValueError)
+        assert ("Invalid Parameter format for shape expect Shape(tuple) but value='%s'" % shown
+                in str(err.value))
+
+
+def test_empty_full_count_bools_as_mxnet_does():
+    assert nd.empty(True).shape == (1,)
+    assert nd.empty((True, 2)).shape == (1, 2)
+    assert nd.empty((np.bool_(True), 2)).shape == (1, 2)
+    assert nd.full(True, 1).shape == (1,)
+    assert nd.full((True, 2), 1).shape == (1, 2)
+    for fn in (nd.empty, lambda s: nd.full(s, 1)):
+        for shape in (3.0, (3.0, 2), (np.float64(3), 2), (2.0,)):
+            with pytest.raises(TypeError):
+                fn(shape)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'start': True}, "start expect double but value='True'"),
+    ({'start': np.bool_(True)}, "start expect double but value='True'"),
+    ({'start': 0, 'stop': True}, "stop expect double or None but value='True'"),
+    ({'start': 0, 'stop': 3, 'step': True}, "step expect double but value='True'"),
+    ({'start': 0, 'stop': 3, 'repeat': True}, "repeat expect int but value='True'"),
+    ({'start': 0, 'stop': 3, 'repeat': 2.0}, "repeat expect int but value='2.0'"),
+])
+def test_arange_refuses_bools_as_mxnet(kwargs, message):
+    with pytest.raises(mx.MXNetError, match='Invalid Parameter format for ' + re.escape(message)):
+        nd.arange(**kwargs)
+
+
 # ---- Parameter shapes --------------------------------------------------------------------------
 
 def test_parameter_shape_becomes_python_ints():
