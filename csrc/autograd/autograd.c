@@ -287,6 +287,18 @@ static hg_status run_planned(bw *b, bool is_train, hg_tensor **grads)
     return st;
 }
 
+/* A new array with v's values, recorded when v is part of the graph. */
+static hg_status copy_recorded(hg_tensor *v, hg_tensor **out)
+{
+    static const hg_op_def *copy;
+    if (!copy) copy = hg_registry_find("_copy");
+    hg_attrs a;
+    hg_attrs_set_defaults(copy, &a);
+    HG_TRY(hg_op_run(copy, &a, false, 1, &v, 1, out));
+    if (hg_ag_should_record(1, &v)) return hg_ag_record(copy, &a, 1, &v, 1, out, NULL, NULL, NULL);
+    return HG_OK;
+}
+
 /* Runs the gradient graph op by op with recording on, so the gradients are themselves part of
  * the graph. The kept values temporarily carry their nodes' records so that the backward ops
  * link to the forward graph. */
@@ -328,11 +340,18 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
         if (st == HG_OK && hg_ag_should_record(nd->nin, ins))
             st = hg_ag_record(nd->op, nd->attrs, nd->nin, ins, nd->nout, val[i], NULL, NULL, NULL);
     }
-    hg_ag_set_recording(was);
+    /* A gradient that is a value kept from before (a head gradient passed on unchanged) is
+     * copied: the caller gets a new array, as from MXNet, and may place it on its device. */
     for (int h = 0; h < b->gsym->n && st == HG_OK; h++) {
-        grads[h] = val[head_idx[h]][b->gsym->heads[h].index];
-        hg_tensor_retain(grads[h]);
+        hg_tensor *v = val[head_idx[h]][b->gsym->heads[h].index];
+        if (nodes[head_idx[h]]->saved) {
+            st = copy_recorded(v, &grads[h]);
+        } else {
+            grads[h] = v;
+            hg_tensor_retain(v);
+        }
     }
+    hg_ag_set_recording(was);
     for (int i = 0; val && i < n; i++)
         for (int k = 0; val[i] && k < nodes[i]->nout; k++) hg_tensor_free(val[i][k]);
     for (int i = 0; val && i < n; i++) free(val[i]);
@@ -389,6 +408,11 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
         st = create_graph ? run_recorded(&b, is_train, grads) : run_planned(&b, is_train, grads);
     for (int w = 0; w < b.nwrt && st == HG_OK; w++) {
         if (nvars) {
+            /* Both runners give fresh arrays, so relabelling moves nobody else's: the gradient
+             * lives on its variable's device, as in MXNet (cpu(1) gives cpu(1)). */
+            hg_storage *s = grads[w]->storage;
+            s->device_type = vars[w]->storage->device_type;
+            s->device_id = vars[w]->storage->device_id;
             grads_out[w] = grads[w];
             grads[w] = NULL;
         } else {

@@ -36,7 +36,8 @@ hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tenso
 
 /* Gradients of heads. head_grads[h] NULL (or head_grads NULL) means ones. nvars == 0: write
  * (or add) into every reachable variable's buffer by its grad_req. nvars > 0: the gradients
- * of those tensors are returned in grads_out (new references) and no buffer changes.
+ * of those tensors are returned in grads_out (new references to fresh arrays, each on its
+ * variable's device) and no buffer changes.
  * create_graph: the backward ops are themselves recorded (higher-order gradients).
  * Without retain_graph the values kept for backward are released afterwards. */
 hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *head_grads,

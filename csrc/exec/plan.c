@@ -406,6 +406,18 @@ static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int
     return st;
 }
 
+/* A fresh tensor for value e. As with hg_op_run, it lives on the first input's device (a block
+ * called on cpu(1) answers on cpu(1)); a plan without inputs leaves it on cpu(0). */
+static hg_status new_output(const hg_plan *p, hg_tensor *const *inputs, int e, hg_tensor **out)
+{
+    HG_TRY(hg_tensor_new_meta(&p->meta[e], out));
+    if (p->ninputs > 0) {
+        (*out)->storage->device_type = inputs[0]->storage->device_type;
+        (*out)->storage->device_id = inputs[0]->storage->device_id;
+    }
+    return HG_OK;
+}
+
 static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
                             hg_tensor **outputs)
 {
@@ -429,7 +441,7 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
     for (int h = 0; h < p->nheads && st == HG_OK; h++) {
         int e = p->head_entry[h];
         if (p->fed_slot[e] >= 0 || p->head_owner[h] != h) continue;
-        if (!given[h]) st = hg_tensor_new_meta(&p->meta[e], &outputs[h]);
+        if (!given[h]) st = new_output(p, inputs, e, &outputs[h]);
         cur[e] = outputs[h];
     }
     for (int i = 0; i < p->nsteps && st == HG_OK; i++)
@@ -439,7 +451,7 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
         int e = p->head_entry[h];
         if (p->fed_slot[e] < 0 && p->head_owner[h] == h) continue;
         hg_tensor *v = cur[e];
-        if (!given[h]) st = hg_tensor_new_meta(&p->meta[e], &outputs[h]);
+        if (!given[h]) st = new_output(p, inputs, e, &outputs[h]);
         if (st == HG_OK && outputs[h] != v)
             memcpy(hg_data(outputs[h]), hg_data(v), hg_tensor_nbytes(v));
     }

@@ -416,8 +416,10 @@ static void w_list(writer *w, int n, hg_tensor *const *arrays, const char *const
         w_u32(w, 0); /* dense storage */
         w_u32(w, (uint32_t)t->ndim);
         for (int d = 0; d < t->ndim; d++) w_u64(w, (uint64_t)t->shape[d]);
-        w_u32(w, HG_DEVICE_CPU);
-        w_u32(w, 0); /* device id: Gluon saves CPU copies */
+        /* The storage's device, as MXNet records it (cpu(1) writes 1 1); loading puts every
+         * CPU array on cpu(0) whatever the file says, as MXNet does. */
+        w_u32(w, (uint32_t)t->storage->device_type);
+        w_u32(w, (uint32_t)t->storage->device_id);
         w_u32(w, (uint32_t)t->dtype);
         w_bytes(w, hg_data(t), hg_tensor_nbytes(t));
     }

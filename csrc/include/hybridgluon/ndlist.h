@@ -3,7 +3,8 @@
  * A file holds N dense arrays and either no names (a "list file", what `nd.save(f, [a, b])`
  * writes) or one name per array (a "dict file": `nd.save(f, {'w': a})`, every Gluon .params).
  * Writing produces exactly what MXNet 1.9.1 writes in its default (legacy-shape) mode: V2
- * records, device cpu(0), so files are byte-identical to MXNet's for the same arrays and names.
+ * records, each with its array's device (cpu(i)), so files are byte-identical to MXNet's for the
+ * same arrays, devices and names. Reading puts every array on cpu(0), as MXNet's nd.load does.
  * Reading also accepts MXNet's older records (V1, pre-V1 with 32-bit dims) and V3 records
  * (NumPy-shape mode: ndim 0 is a 0-d scalar). Arrays saved from a GPU load onto the CPU.
  *

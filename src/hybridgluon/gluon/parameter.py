@@ -12,6 +12,7 @@ with `autograd.mark_variables` and initialization runs under `autograd.pause()`.
 """
 from collections import OrderedDict
 import contextlib
+import numbers
 import warnings
 
 import numpy as np
@@ -119,9 +120,7 @@ class Parameter:
         self._differentiable = differentiable
         self._allow_deferred_init = allow_deferred_init
         self._grad_req = None
-        if isinstance(shape, int):
-            shape = (shape,)
-        self._shape = tuple(shape) if shape is not None else None
+        self._shape = _shape(shape) if shape is not None else None
         self.name = name
         self._dtype = dtype
         self.lr_mult = lr_mult
@@ -180,9 +179,7 @@ class Parameter:
 
     @shape.setter
     def shape(self, new_shape):
-        if isinstance(new_shape, int):
-            new_shape = (new_shape,)
-        new_shape = tuple(new_shape)
+        new_shape = _shape(new_shape)
         if self._shape is None:
             self._shape = new_shape
             return
@@ -505,6 +502,16 @@ class Constant(Parameter):
                           'and new value "{}" is ignored.'.format(self.name, req))
 
 
+def _shape(shape):
+    """A Parameter's shape as given (an integer or a sequence) as a tuple, with NumPy integers
+    made Python ints so that it prints and compares the same under NumPy 1 and 2. Bools stay
+    bools, as MXNet keeps them."""
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    return tuple(int(d) if isinstance(d, numbers.Integral) and not isinstance(d, bool) else d
+                 for d in shape)
+
+
 def _merge_shapes(wanted, existing):
     """The shape agreeing with both (0 = unknown), or None when they conflict."""
     if len(wanted) != len(existing):
@@ -591,7 +598,7 @@ class ParameterDict:
                 setattr(param, k, v)
                 continue
             if k == 'shape':
-                v = (v,) if isinstance(v, int) else tuple(v)
+                v = _shape(v)
                 merged = _merge_shapes(v, existing)
                 if merged is not None:
                     param._shape = merged

@@ -1,9 +1,11 @@
 """The imperative `nd` namespace: NDArray, creation functions, and one function per registered op
 (generated from the C registry at import, so adding an op in C adds it here)."""
+import operator as _operator
+
 import numpy as _np
 
 from .. import _core
-from ..base import MXNetError, _dtype_flag, _dtype_name
+from ..base import MXNetError, _MXNetTypeError, _MXNetValueError, _dtype_flag, _dtype_name
 from ..context import current_context, _check_available
 from .ndarray import NDArray, _place
 from . import random  # noqa: F401
@@ -16,10 +18,37 @@ __all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'full', 'arange', 'zero
 _PYTHON_DEFINED = set(__all__)
 
 
-def _shape_tuple(shape):
-    if isinstance(shape, int):
-        return (shape,)
-    return tuple(int(d) for d in shape)
+def _dim(d, bools):
+    """d as a Python int when it is an integer (NumPy's and 0-d integer arrays too), else None.
+    A bool counts only with `bools`."""
+    if isinstance(d, (bool, _np.bool_)):
+        return int(d) if bools else None
+    try:
+        return _operator.index(d)
+    except TypeError:
+        return None
+
+
+def _shape_tuple(shape, bools=False):
+    """MXNet's `shape` argument (an integer or a sequence of them) as a tuple of Python ints.
+
+    Bools and floats are refused as MXNet's shape parser refuses them (zeros, ones), with its
+    message. `bools=True` is for empty and full, which MXNet sizes through ctypes: there True
+    is 1 and a float a TypeError."""
+    scalar = not isinstance(shape, (tuple, list, _np.ndarray)) or _np.ndim(shape) == 0
+    dims = [_dim(d, bools) for d in ((shape,) if scalar else shape)]
+    if None not in dims:
+        return tuple(dims)
+    from ..symbol.symbol import _attr_str
+    error = _MXNetTypeError if bools else _MXNetValueError
+    raise error("Invalid Parameter format for shape expect Shape(tuple) but value='%s'"
+                % _attr_str(shape if scalar else tuple(shape)))
+
+
+def _attr_number(v):
+    """A number as MXNet's op attributes read it: from its string, so that np.float32(0.1) is
+    0.1 in a double attribute (float(np.float32(0.1)) is 0.10000000149)."""
+    return float(str(v)) if isinstance(v, _np.floating) else v
 
 
 def _ctx(ctx):
@@ -53,7 +82,7 @@ def array(source_array, ctx=None, dtype=None):
 
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array."""
-    return _placed(_core.empty(_shape_tuple(shape), _dtype_flag(dtype)), ctx)
+    return _placed(_core.empty(_shape_tuple(shape, bools=True), _dtype_flag(dtype)), ctx)
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
@@ -71,15 +100,23 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
 def full(shape, val, ctx=None, dtype=None, out=None):
     """An array filled with `val` (float32 by default; `out`, when given, keeps its context)."""
     ctx = _ctx(ctx)
-    res = _core.get_op('_full')(shape=_shape_tuple(shape), value=float(val),
-                                dtype=_dtype_name(dtype), out=out)
+    res = _core.get_op('_full')(shape=_shape_tuple(shape, bools=True),
+                                value=float(_attr_number(val)), dtype=_dtype_name(dtype),
+                                out=out)
     return res if out is not None else _place(res, ctx)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop) (float32 by default), each repeated `repeat` times."""
-    out = _core.get_op('_arange')(start=float(start), stop=None if stop is None else float(stop),
-                                  step=float(step), repeat=int(repeat), dtype=_dtype_name(dtype))
+    # The values go to the op as MXNet reads them (np.float32(0.1) as 0.1), and a bad repeat
+    # gets the op's error; bools are no numbers here.
+    for name, v in (('start', start), ('stop', stop), ('step', step)):
+        if isinstance(v, (bool, _np.bool_)):
+            raise _MXNetValueError("Invalid Parameter format for %s expect double%s but "
+                                   "value='%s'" % (name, ' or None' * (name == 'stop'), v))
+    out = _core.get_op('_arange')(start=_attr_number(start), stop=_attr_number(stop),
+                                  step=_attr_number(step), repeat=repeat,
+                                  dtype=_dtype_name(dtype))
     return _placed(out, ctx)
 
 

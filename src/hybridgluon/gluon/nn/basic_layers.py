@@ -11,6 +11,7 @@ from ... import ndarray as nd
 from ... import symbol as sym
 from ..block import Block, HybridBlock
 from ..utils import _indent
+from ._args import _int
 from .activations import Activation
 
 __all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Embedding', 'Flatten',
@@ -131,6 +132,7 @@ class Dense(HybridBlock):
                  weight_initializer=None, bias_initializer='zeros', in_units=0, **kwargs):
         super().__init__(**kwargs)
         self._flatten = flatten
+        units, in_units = _int(units), _int(in_units)
         with self.name_scope():
             self._units = units
             self._in_units = in_units
@@ -168,7 +170,7 @@ class Dropout(HybridBlock):
     def __init__(self, rate, axes=(), **kwargs):
         super().__init__(**kwargs)
         self._rate = rate
-        self._axes = axes
+        self._axes = type(axes)(map(_int, axes)) if isinstance(axes, (tuple, list)) else axes
 
     def hybrid_forward(self, F, x):
         if self._rate > 0:
@@ -205,6 +207,7 @@ class Embedding(HybridBlock):
                  sparse_grad=False, **kwargs):
         super().__init__(**kwargs)
         grad_stype = 'row_sparse' if sparse_grad else 'default'
+        input_dim, output_dim = _int(input_dim), _int(output_dim)
         self._kwargs = {'input_dim': input_dim, 'output_dim': output_dim, 'dtype': dtype,
                         'sparse_grad': sparse_grad}
         self.weight = self.params.get('weight', shape=(input_dim, output_dim),

@@ -7,20 +7,12 @@ graph shape inference (the Convolution / Deconvolution shape rule fills the weig
 A convolution's weight is (channels, in_channels / groups, *kernel); a transposed convolution's
 is (in_channels, channels / groups, *kernel), as MXNet's shape rules give.
 """
-import numbers
-
 from ..block import HybridBlock
+from ._args import _int, _int_tuple, _is_number
 from .activations import Activation
 
 __all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose',
            'Conv3DTranspose', 'ReflectionPad2D']
-
-
-def _tuple(value, n):
-    """An int becomes an n-tuple; a list or tuple is kept (as a tuple)."""
-    if isinstance(value, numbers.Integral):
-        return (int(value),) * n
-    return tuple(value)
 
 
 def _weight_shape(op_name, channels, in_channels, groups, kernel, layout):
@@ -66,16 +58,18 @@ class _Conv(HybridBlock):
                  bias_initializer='zeros', op_name='Convolution', adj=None, prefix=None,
                  params=None):
         super().__init__(prefix=prefix, params=params)
+        channels, in_channels, groups = _int(channels), _int(in_channels), _int(groups)
+        kernel_size = _int_tuple(kernel_size, len(kernel_size))
         with self.name_scope():
             self._channels = channels
             self._in_channels = in_channels
             nk = len(kernel_size)
-            strides = _tuple(strides, nk)
-            padding = _tuple(padding, nk)
-            dilation = _tuple(dilation, nk)
+            strides = _int_tuple(strides, nk)
+            padding = _int_tuple(padding, nk)
+            dilation = _int_tuple(dilation, nk)
             self._op_name = op_name
             self._kwargs = {
-                'kernel': tuple(kernel_size), 'stride': strides, 'dilate': dilation,
+                'kernel': kernel_size, 'stride': strides, 'dilate': dilation,
                 'pad': padding, 'num_filter': channels, 'num_group': groups,
                 'no_bias': not use_bias, 'layout': layout}
             if adj is not None:
@@ -138,8 +132,7 @@ class Conv1D(_Conv):
                  layout='NCW', activation=None, use_bias=True, weight_initializer=None,
                  bias_initializer='zeros', in_channels=0, **kwargs):
         assert layout == 'NCW', "Only supports 'NCW' layout for now"
-        if isinstance(kernel_size, numbers.Integral):
-            kernel_size = (kernel_size,)
+        kernel_size = _int_tuple(kernel_size, 1)
         assert len(kernel_size) == 1, "kernel_size must be a number or a list of 1 ints"
         op_name = kwargs.pop('op_name', 'Convolution')
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
@@ -154,8 +147,7 @@ class Conv2D(_Conv):
                  groups=1, layout='NCHW', activation=None, use_bias=True,
                  weight_initializer=None, bias_initializer='zeros', in_channels=0, **kwargs):
         assert layout in ('NCHW', 'NHWC'), "Only supports 'NCHW' and 'NHWC' layout for now"
-        if isinstance(kernel_size, numbers.Integral):
-            kernel_size = (kernel_size,) * 2
+        kernel_size = _int_tuple(kernel_size, 2)
         assert len(kernel_size) == 2, "kernel_size must be a number or a list of 2 ints"
         op_name = kwargs.pop('op_name', 'Convolution')
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
@@ -170,8 +162,7 @@ class Conv3D(_Conv):
                  dilation=(1, 1, 1), groups=1, layout='NCDHW', activation=None, use_bias=True,
                  weight_initializer=None, bias_initializer='zeros', in_channels=0, **kwargs):
         assert layout in ('NCDHW', 'NDHWC'), "Only supports 'NCDHW' and 'NDHWC' layout for now"
-        if isinstance(kernel_size, numbers.Integral):
-            kernel_size = (kernel_size,) * 3
+        kernel_size = _int_tuple(kernel_size, 3)
         assert len(kernel_size) == 3, "kernel_size must be a number or a list of 3 ints"
         op_name = kwargs.pop('op_name', 'Convolution')
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
@@ -180,13 +171,10 @@ class Conv3D(_Conv):
 
 
 def _check_transpose(kernel_size, output_padding, n):
-    if isinstance(kernel_size, numbers.Integral):
-        kernel_size = (kernel_size,) * n
-    if isinstance(output_padding, numbers.Integral):
-        output_padding = (output_padding,) * n
+    kernel_size, output_padding = _int_tuple(kernel_size, n), _int_tuple(output_padding, n)
     assert len(kernel_size) == n, 'kernel_size must be a number or a list of %d ints' % n
     assert len(output_padding) == n, 'output_padding must be a number or a list of %d ints' % n
-    return tuple(kernel_size), tuple(output_padding)
+    return kernel_size, output_padding
 
 
 class Conv1DTranspose(_Conv):
@@ -250,9 +238,9 @@ class ReflectionPad2D(HybridBlock):
 
     def __init__(self, padding=0, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(padding, numbers.Integral):
-            padding = (0, 0, 0, 0, padding, padding, padding, padding)
-        padding = tuple(padding)
+        if _is_number(padding):
+            padding = (0, 0, 0, 0) + (padding,) * 4
+        padding = _int_tuple(padding, 8)
         assert len(padding) == 8, 'padding must be an int or a tuple of 8 ints'
         self._padding = padding
 

@@ -10,6 +10,7 @@ average is updated by the backward pass of a recorded training step.
 import numpy as np
 
 from ..block import HybridBlock
+from ._args import _int
 
 __all__ = ['BatchNorm', 'InstanceNorm', 'LayerNorm', 'GroupNorm']
 
@@ -40,6 +41,7 @@ class _BatchNorm(HybridBlock):
                  running_mean_initializer='zeros', running_variance_initializer='ones',
                  in_channels=0, **kwargs):
         super().__init__(**kwargs)
+        axis, in_channels = _int(axis), _int(in_channels)
         self._kwargs = {'axis': axis, 'eps': epsilon, 'momentum': momentum,
                         'fix_gamma': not scale, 'use_global_stats': use_global_stats}
         self._axis = axis
@@ -101,6 +103,7 @@ class InstanceNorm(HybridBlock):
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer='zeros',
                  gamma_initializer='ones', in_channels=0, **kwargs):
         super().__init__(**kwargs)
+        axis, in_channels = _int(axis), _int(in_channels)
         self._kwargs = {'eps': epsilon, 'axis': axis, 'center': center, 'scale': scale}
         self._axis = axis
         self._epsilon = epsilon
@@ -128,6 +131,7 @@ class LayerNorm(HybridBlock):
     def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer='zeros',
                  gamma_initializer='ones', in_channels=0, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
+        axis, in_channels = _int(axis), _int(in_channels)
         self._kwargs = {'eps': epsilon, 'axis': axis, 'center': center, 'scale': scale}
         self._axis = axis
         self._epsilon = epsilon
@@ -152,6 +156,7 @@ class GroupNorm(HybridBlock):
     def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
                  beta_initializer='zeros', gamma_initializer='ones', prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
+        num_groups = _int(num_groups)
         self._kwargs = {'eps': epsilon, 'num_groups': num_groups, 'center': center,
                         'scale': scale}
         self._num_groups = num_groups

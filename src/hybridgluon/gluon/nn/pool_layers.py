@@ -5,6 +5,7 @@ Each layer's automatic prefix is 'pool' (`pool0_`), as in MXNet. `Pool2D` is a c
 name (not in MXNet) for older code that writes `nn.Pool2D(kernel_size=2)`.
 """
 from ..block import HybridBlock
+from ._args import _int_tuple
 
 __all__ = ['MaxPool1D', 'MaxPool2D', 'MaxPool3D', 'AvgPool1D', 'AvgPool2D', 'AvgPool3D',
            'GlobalMaxPool1D', 'GlobalMaxPool2D', 'GlobalMaxPool3D', 'GlobalAvgPool1D',
@@ -12,9 +13,7 @@ __all__ = ['MaxPool1D', 'MaxPool2D', 'MaxPool3D', 'AvgPool1D', 'AvgPool2D', 'Avg
 
 
 def _tuple(value, n, what):
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
+    value = _int_tuple(value, n)
     assert len(value) == n, '%s must be a number or a list of %d ints' % (what, n)
     return value
 
@@ -31,12 +30,10 @@ class _Pooling(HybridBlock):
         super().__init__(**kwargs)
         if strides is None:
             strides = pool_size
-        if isinstance(strides, int):
-            strides = (strides,) * len(pool_size)
-        if isinstance(padding, int):
-            padding = (padding,) * len(pool_size)
         self._kwargs = {
-            'kernel': tuple(pool_size), 'stride': tuple(strides), 'pad': tuple(padding),
+            'kernel': _int_tuple(pool_size, len(pool_size)),
+            'stride': _int_tuple(strides, len(pool_size)),
+            'pad': _int_tuple(padding, len(pool_size)),
             'global_pool': global_pool, 'pool_type': pool_type, 'layout': layout,
             'pooling_convention': 'full' if ceil_mode else 'valid'}
         if count_include_pad is not None:
