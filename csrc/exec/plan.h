@@ -51,8 +51,9 @@ int hg_plan_num_inputs(const hg_plan *p);
  * partial: unknowns that remain are not an error. Errors name the node, its op and the shapes. */
 hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial);
 
-/* Runs the graph. An outputs[h] that is NULL receives a new tensor (owned by the caller); a
- * given one (of the output's shape and dtype) is written in place. */
+/* Runs the graph. An outputs[h] that is NULL receives a new tensor (owned by the caller) on
+ * the device of the first input (cpu(0) without inputs); a given one (of the output's shape
+ * and dtype) is written in place. */
 hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_tensor **outputs);
 
 /* Introspection of the current signature's plan (after a run). */

@@ -24,7 +24,6 @@ from .. import name as _name
 from .. import ndarray
 from ..base import MXNetError
 from ..ndarray import NDArray
-from ..ndarray.ndarray import _place
 from .parameter import Parameter, ParameterDict, DeferredInitializationError, _DATA_GEN
 from .utils import _indent, _brief_print_list, HookHandle
 
@@ -606,12 +605,8 @@ class HybridBlock(Block):
                 self._build_cache(*args)
             op, out_format = self._cached_op, self._out_format
             cargs = self._cached_op_inputs(args)
-        device = self._check_one_context(cargs)
-        out = op._call_all(*cargs)
-        if device != _CPU0:  # the outputs live where the inputs do
-            ctx = cargs[0].context
-            for o in out:
-                _place(o, ctx)
+        self._check_one_context(cargs)
+        out = op._call_all(*cargs)  # on the inputs' context (the executor's rule)
         with _BUILD_LOCK:
             if op is self._cached_op:
                 self._bind_fast_path()
@@ -641,10 +636,10 @@ class HybridBlock(Block):
                     for is_arg, i in self._cached_op_args]
 
     def _check_one_context(self, cargs):
-        """The device of the cached op's inputs; MXNet's error when they are not all on the
-        same context (a Parameter's only copy on another context than the data)."""
+        """MXNet's error when the cached op's inputs are not all on the same context (a
+        Parameter's only copy on another context than the data)."""
         if not cargs:
-            return _CPU0
+            return
         devices = list(map(_get_device, cargs))
         if devices.count(devices[0]) != len(devices):
             k = next(k for k, dev in enumerate(devices) if dev != devices[0])
@@ -652,7 +647,6 @@ class HybridBlock(Block):
             raise MXNetError('CachedOp requires all inputs to live on the same context. But %s '
                              'is on %s while %s is on %s' % (names[0], cargs[0].context, names[k],
                                                              cargs[k].context))
-        return devices[0]
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes `path-symbol.json` and `path-%04d.params` (epoch): the traced graph and the
