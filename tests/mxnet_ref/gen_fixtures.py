@@ -12,6 +12,8 @@
 --names           models_params.json: collect_params() names and shapes of every zoo model.
 --layers          layers.npz: outputs of gluon.contrib.nn layers (PixelShuffle*D,
                   HybridConcurrent with Identity) on random inputs.
+--gluon           losses.npz, initializers.npz, metrics.json: gluon.loss, mx.init and mx.metric
+                  (gen_gluon_ref.py, which also runs on its own).
 --out DIR         write under DIR instead of this folder.
 
 Fixture format (.npz, read with allow_pickle=False): 'meta' holds UTF-8 JSON as uint8; arrays
@@ -241,6 +243,7 @@ def main():
     ap.add_argument('--models', default='')
     ap.add_argument('--names', action='store_true')
     ap.add_argument('--layers', action='store_true')
+    ap.add_argument('--gluon', action='store_true')
     ap.add_argument('--out', default=HERE)
     args = ap.parse_args()
     mx.random.seed(0)
@@ -250,6 +253,9 @@ def main():
         gen_names(os.path.join(args.out, 'models_params.json'))
     if args.layers:
         gen_layers(os.path.join(args.out, 'layers.npz'))
+    if args.gluon:
+        import gen_gluon_ref
+        gen_gluon_ref.main(args.out)
     if args.models:
         names = {'all': MODELS, 'small': SMALL_MODELS}.get(args.models)
         names = names or args.models.split(',')
