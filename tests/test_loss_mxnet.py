@@ -116,3 +116,10 @@ def test_sdml_errors():
         loss(mx.nd.ones((4, 3)), mx.nd.ones((4, 2)))
     with pytest.raises(mx.MXNetError, match='at least 2 pairs'):
         loss(mx.nd.ones((1, 3)), mx.nd.ones((1, 3)))
+
+
+def test_ctc_layout_errors():
+    with pytest.raises(mx.MXNetError, match="only 'NTC' and 'TNC' layouts for pred"):
+        gloss.CTCLoss(layout='NCT')
+    with pytest.raises(mx.MXNetError, match="only 'NT' and 'TN' layouts for label"):
+        gloss.CTCLoss(label_layout='TC')

@@ -107,6 +107,23 @@ def _loss_cases(rng):
     c += [('CosineEmbeddingLoss', {}, [n(4, 5), n(4, 5), signs(4)], [0, 1]),
           ('CosineEmbeddingLoss', {'margin': 0.2}, [n(6, 3), n(6, 3), signs(6)], [0, 1]),
           ('CosineEmbeddingLoss', {'weight': 2.0}, [n(4, 5), n(4, 5), signs(4), sw(4, 1)], [0])]
+    def ctc_labels(nb, l_max, classes, lengths):  # blank_label='last': pad with -1
+        lab = np.full((nb, l_max), -1, f32)
+        for b, lb in enumerate(lengths):
+            lab[b, :lb] = rng.integers(0, classes - 1, lb)
+        return lab
+
+    lab = ctc_labels(3, 3, 5, [3, 1, 2])
+    c += [('CTCLoss', {}, [n(3, 6, 5), lab], [0]),
+          ('CTCLoss', {'layout': 'TNC'}, [n(6, 3, 5), lab], [0]),
+          ('CTCLoss', {'label_layout': 'TN'}, [n(3, 6, 5), np.ascontiguousarray(lab.T)], [0]),
+          ('CTCLoss', {}, [n(3, 6, 5), lab, np.array([6, 4, 5], f32),
+                           np.array([3, 1, 2], f32)], [0]),
+          ('CTCLoss', {}, [n(3, 6, 5), np.where(lab < 0, 1, lab).astype(f32), None,
+                           np.array([3, 1, 2], f32)], [0]),
+          ('CTCLoss', {'weight': 0.5}, [n(3, 6, 5), lab, None, None, sw(3)], [0]),
+          ('CTCLoss', {'layout': 'TNC', 'label_layout': 'TN'},
+           [n(8, 2, 4), np.ascontiguousarray(ctc_labels(2, 4, 4, [4, 2]).T)], [0])]
     c += [('SDMLLoss', {}, [n(4, 5), n(4, 5)], [0, 1]),
           ('SDMLLoss', {'smoothing_parameter': 0.1, 'weight': 2.0}, [n(6, 3), n(6, 3)], [0, 1])]
     return c

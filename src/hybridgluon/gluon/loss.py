@@ -19,7 +19,7 @@ from .block import HybridBlock
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss', 'SigmoidBCELoss',
            'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss', 'KLDivLoss', 'HuberLoss', 'HingeLoss',
            'SquaredHingeLoss', 'LogisticLoss', 'TripletLoss', 'PoissonNLLLoss',
-           'CosineEmbeddingLoss', 'SDMLLoss']
+           'CosineEmbeddingLoss', 'SDMLLoss', 'CTCLoss']
 
 _numeric_types = (int, float, _np.generic)
 
@@ -229,6 +229,37 @@ class KLDivLoss(Loss):
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         # A sum over the non-batch axes, as MXNet 1.9.1 does (the other losses average).
         return F.sum(loss, axis=self._batch_axis, exclude=True)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss (the CTCLoss op) of unnormalised activations
+    against label sequences, one loss per sequence (shape (batch,)). The blank is the last
+    class; labels are 0 .. classes - 2, and a label row ends at its first -1 unless
+    label_lengths is given. layout: 'NTC' or 'TNC' (pred); label_layout: 'NT' or 'TN'.
+    Inputs: pred, label, optional pred_lengths and label_lengths (batch,), sample_weight."""
+
+    def __init__(self, layout='NTC', label_layout='NT', weight=None, **kwargs):
+        if layout not in ('NTC', 'TNC'):
+            raise MXNetError("CTCLoss: only 'NTC' and 'TNC' layouts for pred are supported, "
+                             "got %r" % (layout,))
+        if label_layout not in ('NT', 'TN'):
+            raise MXNetError("CTCLoss: only 'NT' and 'TN' layouts for label are supported, "
+                             "got %r" % (label_layout,))
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find('N'), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == 'NTC':
+            pred = F.swapaxes(pred, dim1=0, dim2=1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, dim1=0, dim2=1)
+        # The op takes the lengths it uses, in this order (no gaps for the absent ones).
+        lengths = [v for v in (pred_lengths, label_lengths) if v is not None]
+        loss = F.CTCLoss(pred, label, *lengths, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label='last')
+        return _apply_weighting(F, loss, self._weight, sample_weight)
 
 
 class HuberLoss(Loss):
