@@ -170,7 +170,10 @@ def test_worker_killed_raises_clear_error():
     dl = DataLoader(Slow(), batch_size=4, num_workers=2)
     it = iter(dl)
     next(it)
-    os.kill(sorted(p.pid for p in multiprocessing.active_children())[1], signal.SIGKILL)
+    victim = sorted(multiprocessing.active_children(), key=lambda p: p.pid)[1]
+    os.kill(victim.pid, signal.SIGKILL)
+    while victim.is_alive():  # dead before the next call: sending it a task meets the EOF
+        time.sleep(0.01)
     try:
         for _ in it:
             pass

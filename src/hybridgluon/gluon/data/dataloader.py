@@ -131,14 +131,18 @@ class _MultiWorkerIter:
         self._pending.append(ret)
 
     def __next__(self):
-        self._push_next()
-        if not self._pending:
-            raise StopIteration
-        ret = self._pending.pop(0)
         try:
+            # Sending the next task may read results that arrived meanwhile, and so meet a
+            # worker that died: any failure here shuts the workers down too.
+            self._push_next()
+            if not self._pending:
+                raise StopIteration
+            ret = self._pending.pop(0)
             if self._thread_pool:
                 return ret.get(self._timeout)
             return _from_wire(self._pool.get(ret, self._timeout))
+        except StopIteration:
+            raise
         except (multiprocessing.TimeoutError, TimeoutError):
             msg = ('DataLoader worker timed out after %s seconds: a slow dataset or transform? '
                    'Increase `timeout` to allow slower loading in each worker.' % self._timeout)
