@@ -350,12 +350,33 @@ def _metric_cases(rng):
           (['create', ['torch'], {}], [([], [rng.uniform(0, 2, (3, 2)).astype(f32)])]),
           (['create', ['caffe'], {}], [([], [rng.uniform(0, 2, (4,)).astype(f32)])]),
           (['create', [['acc', 'f1', 'mae']], {}], cls_batches(2)),
-          (['composite', [], {}], cls_batches(2))]
+          (['composite', [], {}], cls_batches(2)),
+          # custom metrics from a NumPy function (the test defines the same functions)
+          (['np', ['label_match'], {}], cls_batches(3)),
+          (['create', ['@sum_count'], {'name': 'sc'}], cls_batches(3)),
+          (['create', ['@label_match'], {'allow_extra_outputs': True}],
+           [([labels(4, 3)], [scores(4, 3), scores(4, 3)])])]
     return c
+
+
+# Custom metric functions of the fixtures ('@name' in a create spec): one value per batch, or
+# a (sum, count) pair. tests/test_metric_mxnet.py has the same definitions.
+def label_match(label, pred):
+    return float((pred.argmax(axis=1) == label.ravel()).mean())
+
+
+def sum_count(label, pred):
+    return float(np.abs(pred.max(axis=1) - label.ravel()).sum()), label.size
+
+
+CUSTOM = {'label_match': label_match, 'sum_count': sum_count}
 
 
 def _make_metric(spec):
     kind, args, kwargs = spec
+    args = [CUSTOM[a[1:]] if isinstance(a, str) and a.startswith('@') else a for a in args]
+    if kind == 'np':
+        return mx.metric.np(CUSTOM[args[0]], **kwargs)
     if kind == 'composite':
         m = mx.metric.CompositeEvalMetric()
         m.add(mx.metric.Accuracy())
