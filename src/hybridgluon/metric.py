@@ -14,8 +14,9 @@ import numpy as _np
 from . import ndarray as nd
 from .ndarray import NDArray
 
-__all__ = ['EvalMetric', 'CompositeEvalMetric', 'Accuracy', 'TopKAccuracy', 'F1',
-           'Perplexity', 'MAE', 'MSE', 'RMSE', 'CrossEntropy', 'Loss', 'CustomMetric',
+__all__ = ['EvalMetric', 'CompositeEvalMetric', 'Accuracy', 'TopKAccuracy', 'F1', 'MCC',
+           'Perplexity', 'MAE', 'MSE', 'RMSE', 'CrossEntropy', 'NegativeLogLikelihood',
+           'PearsonCorrelation', 'PCC', 'Loss', 'Torch', 'Caffe', 'CustomMetric',
            'create', 'register', 'alias', 'np', 'check_label_shapes']
 
 _numeric_types = (int, float, _np.generic)
@@ -363,6 +364,20 @@ class _BinaryClassificationMetrics:
         return self._fscore(self.global_true_positives, self.global_false_positives,
                             self.global_false_negatives)
 
+    def matthewscc(self, use_global=False):
+        """Matthews correlation coefficient of the local (or global) counts; 0 without
+        examples. Zero factors of the denominator are left out, as MXNet does."""
+        pre = 'global_' if use_global else ''
+        tp, fp, fn, tn = (float(getattr(self, pre + k)) for k in (
+            'true_positives', 'false_positives', 'false_negatives', 'true_negatives'))
+        if tp + fp + fn + tn == 0:
+            return 0.
+        denom = 1.
+        for t in (tp + fp, tp + fn, tn + fp, tn + fn):
+            if t != 0.:
+                denom *= t
+        return (tp * tn - fp * fn) / math.sqrt(denom)
+
     @property
     def total_examples(self):
         return self.false_negatives + self.false_positives + self.true_negatives + \
@@ -419,6 +434,44 @@ class F1(EvalMetric):
     def reset_local(self):
         super().reset_local()
         self.metrics.local_reset_stats()
+
+
+@register
+class MCC(EvalMetric):
+    """Matthews correlation coefficient of a binary classification (class 1 positive; preds
+    are (N, 2) scores). average='macro' averages the per-update coefficients; 'micro' computes
+    one from the counts of all updates."""
+
+    def __init__(self, name='mcc', output_names=None, label_names=None, average='macro'):
+        self._average = average
+        self._metrics = _BinaryClassificationMetrics()
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            self._metrics.update_binary_stats(label, pred)
+        if self._average == 'macro':
+            self.sum_metric += self._metrics.matthewscc()
+            self.global_sum_metric += self._metrics.matthewscc(use_global=True)
+            self.num_inst += 1
+            self.global_num_inst += 1
+            self._metrics.reset_stats()
+        else:
+            self.sum_metric = self._metrics.matthewscc() * self._metrics.total_examples
+            self.global_sum_metric = self._metrics.matthewscc(use_global=True) * \
+                self._metrics.global_total_examples
+            self.num_inst = self._metrics.total_examples
+            self.global_num_inst = self._metrics.global_total_examples
+
+    def reset(self):
+        super().reset()
+        self._metrics.reset_stats()
+
+    def reset_local(self):
+        super().reset_local()
+        self._metrics.local_reset_stats()
 
 
 @register
@@ -546,6 +599,161 @@ class CrossEntropy(EvalMetric):
 
 
 @register
+@alias('nll_loss')
+class NegativeLogLikelihood(EvalMetric):
+    """Mean of -log(p[label] + eps) over samples, p the (N, classes) predicted probabilities
+    (the same statistic as CrossEntropy under MXNet's other name)."""
+
+    def __init__(self, eps=1e-12, name='nll-loss', output_names=None, label_names=None):
+        super().__init__(name, eps=eps, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self.eps = eps
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _as_nd(label), _as_nd(pred)
+            label = label.reshape((-1,))
+            if label.shape[0] != pred.shape[0]:
+                raise ValueError('NegativeLogLikelihood: %d labels for %d predictions'
+                                 % (label.shape[0], pred.shape[0]))
+            prob = nd.pick(pred, label.astype('int32'), axis=1)
+            self._add(_scalar(nd.sum(-nd.log(prob + self.eps))), label.shape[0])
+
+
+@register
+@alias('pearsonr')
+class PearsonCorrelation(EvalMetric):
+    """Pearson correlation of labels and predictions (flattened). average='macro' averages
+    the per-batch coefficients; 'micro' computes one coefficient over all batches from running
+    means, sums of squares and the co-moment (updated exactly batch by batch). As in MXNet
+    1.9.1, the micro statistics survive reset_local() (only reset() clears them), and
+    get_global() in micro mode gives 0.0 (MXNet never fills its global sum there)."""
+
+    def __init__(self, name='pearsonr', output_names=None, label_names=None, average='macro'):
+        self.average = average
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def reset_micro(self):
+        self._n = 0
+        self._mean_l = self._mean_p = 0.
+        self._sse_l = self._sse_p = self._conv = 0.
+
+    def reset(self):
+        super().reset()
+        if self.average == 'micro':
+            self.reset_micro()
+
+    @staticmethod
+    def _flat64(x):
+        return _as_nd(x).reshape((-1,)).astype('float64')
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _as_nd(label), _as_nd(pred)
+            check_label_shapes(label, pred, False, True)
+            label, pred = self._flat64(label), self._flat64(pred)
+            self.num_inst += 1
+            self.global_num_inst += 1
+            if self.average == 'macro':
+                dl = label - _scalar(nd.mean(label))
+                dp = pred - _scalar(nd.mean(pred))
+                r = _scalar(nd.sum(dl * dp)) / math.sqrt(
+                    _scalar(nd.sum(dl * dl)) * _scalar(nd.sum(dp * dp)))
+                self.sum_metric += r
+                self.global_sum_metric += r
+                continue
+            # Chan et al.'s update: sum((x - old mean) * (x - new mean)) adds the batch's
+            # squared deviations plus the shift of the mean; the co-moment likewise.
+            n = self._n + label.size
+            old_l, old_p = self._mean_l, self._mean_p
+            self._mean_l = old_l + _scalar(nd.sum(label - old_l)) / n
+            self._mean_p = old_p + _scalar(nd.sum(pred - old_p)) / n
+            self._sse_l += _scalar(nd.sum((label - old_l) * (label - self._mean_l)))
+            self._sse_p += _scalar(nd.sum((pred - old_p) * (pred - self._mean_p)))
+            self._conv += _scalar(nd.sum((label - self._mean_l) * (pred - old_p)))
+            self._n = n
+
+    def get(self):
+        if self.num_inst == 0:
+            return (self.name, float('nan'))
+        if self.average == 'macro':
+            return (self.name, self.sum_metric / self.num_inst)
+        denom = math.sqrt(self._sse_p * self._sse_l)
+        return (self.name, self._conv / denom if denom else float('nan'))
+
+
+@register
+class PCC(EvalMetric):
+    """Multiclass Matthews correlation (Gorodkin's R_K) from a confusion matrix accumulated
+    over the updates; preds are class scores (argmax taken) or class indices shaped like the
+    labels. The matrix grows with the largest class seen (at least 2 x 2). get() is NaN when a
+    row or column marginal makes the coefficient undefined."""
+
+    def __init__(self, name='pcc', output_names=None, label_names=None, has_global_stats=True):
+        self.k = 2
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=has_global_stats)
+
+    def _grow(self, k):
+        for attr in ('lcm', 'gcm'):
+            bigger = nd.zeros((k, k), dtype='float64')
+            bigger[:self.k, :self.k] = getattr(self, attr)
+            setattr(self, attr, bigger)
+        self.k = k
+
+    @staticmethod
+    def _calc_mcc(cmat):
+        n = _scalar(nd.sum(cmat))
+        x = nd.sum(cmat, axis=1)
+        y = nd.sum(cmat, axis=0)
+        cov_xx = _scalar(nd.sum(x * (n - x)))
+        cov_yy = _scalar(nd.sum(y * (n - y)))
+        if cov_xx == 0 or cov_yy == 0:
+            return float('nan')
+        cov_xy = _scalar(nd.sum(nd.diag(cmat) * n - x * y))
+        return cov_xy / (cov_xx * cov_yy) ** 0.5
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _as_nd(label).astype('int32'), _as_nd(pred)
+            if pred.shape != label.shape:
+                pred = nd.argmax(pred, axis=1)
+            pred = pred.astype('int32').reshape((-1,))
+            label = label.reshape((-1,))
+            n = int(max(_scalar(nd.max(pred)), _scalar(nd.max(label))))
+            if n >= self.k:
+                self._grow(n + 1)
+            # bcm[i, j]: samples predicted i with label j
+            bcm = nd.dot(nd.one_hot(pred, self.k, dtype='float64'),
+                         nd.one_hot(label, self.k, dtype='float64'), transpose_a=True)
+            self.lcm = self.lcm + bcm
+            self.gcm = self.gcm + bcm
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    @property
+    def sum_metric(self):
+        return self._calc_mcc(self.lcm) * self.num_inst
+
+    @property
+    def global_sum_metric(self):
+        return self._calc_mcc(self.gcm) * self.global_num_inst
+
+    def reset(self):
+        self.global_num_inst = 0
+        self.gcm = nd.zeros((self.k, self.k), dtype='float64')
+        self.reset_local()
+
+    def reset_local(self):
+        self.num_inst = 0
+        self.lcm = nd.zeros((self.k, self.k), dtype='float64')
+
+
+@register
 @alias('loss')
 class Loss(EvalMetric):
     """Mean of the values of the predictions (which are losses); labels are ignored."""
@@ -560,6 +768,22 @@ class Loss(EvalMetric):
         for pred in preds:
             pred = _as_nd(pred)
             self._add(_scalar(nd.sum(pred)), pred.size)
+
+
+@register
+class Torch(Loss):
+    """Loss under the name MXNet gives torch criterions."""
+
+    def __init__(self, name='torch', output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
+@register
+class Caffe(Loss):
+    """Loss under the name MXNet gives caffe losses."""
+
+    def __init__(self, name='caffe', output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
 
 
 @register

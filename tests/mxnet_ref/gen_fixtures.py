@@ -2,6 +2,8 @@
 
     /work/mxnet-venv/bin/python tests/mxnet_ref/gen_fixtures.py --ops --models small --names
 
+--ops-only LIST   --ops for these ops only (comma-separated), leaving the other files as they
+                  are (cases appended at the end of op_cases.py do not change the others).
 --ops             ops/<op>.npz: for every case of op_cases.py, the inputs, MXNet's outputs, the
                   random head gradients and MXNet's input gradients (and mutated inputs);
                   mxnet_ops.txt: every op name MXNet registers.
@@ -12,6 +14,8 @@
 --names           models_params.json: collect_params() names and shapes of every zoo model.
 --layers          layers.npz: outputs of gluon.contrib.nn layers (PixelShuffle*D,
                   HybridConcurrent with Identity) on random inputs.
+--gluon           losses.npz, initializers.npz, metrics.json: gluon.loss, mx.init and mx.metric
+                  (gen_gluon_ref.py, which also runs on its own).
 --out DIR         write under DIR instead of this folder.
 
 Fixture format (.npz, read with allow_pickle=False): 'meta' holds UTF-8 JSON as uint8; arrays
@@ -86,11 +90,13 @@ def _run_case(case, rng):
     return ys, dys, dxs, ms
 
 
-def gen_ops(out_dir):
+def gen_ops(out_dir, only=None):
     cases = op_cases.build_cases()
     by_op = {}
     for case in cases:
-        by_op.setdefault(case.op, []).append(case)
+        if only is None or case.op in only:
+            by_op.setdefault(case.op, []).append(case)
+    cases = [c for cs in by_op.values() for c in cs]
     os.makedirs(out_dir, exist_ok=True)
     total = 0
     for op, op_cases_ in sorted(by_op.items()):
@@ -238,18 +244,24 @@ def gen_layers(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--ops', action='store_true')
+    ap.add_argument('--ops-only', default='')
     ap.add_argument('--models', default='')
     ap.add_argument('--names', action='store_true')
     ap.add_argument('--layers', action='store_true')
+    ap.add_argument('--gluon', action='store_true')
     ap.add_argument('--out', default=HERE)
     args = ap.parse_args()
     mx.random.seed(0)
-    if args.ops:
-        gen_ops(os.path.join(args.out, 'ops'))
+    if args.ops or args.ops_only:
+        gen_ops(os.path.join(args.out, 'ops'),
+                set(args.ops_only.split(',')) if args.ops_only else None)
     if args.names:
         gen_names(os.path.join(args.out, 'models_params.json'))
     if args.layers:
         gen_layers(os.path.join(args.out, 'layers.npz'))
+    if args.gluon:
+        import gen_gluon_ref
+        gen_gluon_ref.main(args.out)
     if args.models:
         names = {'all': MODELS, 'small': SMALL_MODELS}.get(args.models)
         names = names or args.models.split(',')

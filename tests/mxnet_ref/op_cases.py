@@ -472,4 +472,14 @@ def build_cases(seed=20240519):
           {'num_groups': 3, 'eps': 1e-3, 'output_mean_var': True}))
     add(C('LeakyReLU', [n(3, 5, scale=3.0, dtype='float64')], {'act_type': 'selu'},
           note='float64, down to the region where MXNet\'s gradient changes sign'))
+    # CTCLoss (issue 12), after the others for the same reason.
+    add(C('CTCLoss', [n(5, 3, 4), np.array([[1, 2, 0], [3, 3, 0], [2, 1, 3]], F32)], wrt=[0],
+          note='blank first, labels end at 0'))
+    add(C('CTCLoss', [n(6, 2, 5), np.array([[0, 1, 1], [3, 2, 0]], F32),
+                      np.array([6, 4], F32), np.array([3, 1], F32)],
+          {'blank_label': 'last', 'use_data_lengths': True, 'use_label_lengths': True},
+          wrt=[0], note='blank last, data and label lengths'))
+    add(C('CTCLoss', [n(4, 2, 3), np.array([[0, -1], [1, 0]], F32), np.array([1, 2], F32)],
+          {'blank_label': 'last', 'use_label_lengths': True}, wrt=[0],
+          note='label lengths only'))
     return cases

@@ -19,7 +19,7 @@ from .block import HybridBlock
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss', 'SigmoidBCELoss',
            'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss', 'KLDivLoss', 'HuberLoss', 'HingeLoss',
            'SquaredHingeLoss', 'LogisticLoss', 'TripletLoss', 'PoissonNLLLoss',
-           'CosineEmbeddingLoss']
+           'CosineEmbeddingLoss', 'SDMLLoss', 'CTCLoss']
 
 _numeric_types = (int, float, _np.generic)
 
@@ -214,8 +214,8 @@ SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
 class KLDivLoss(Loss):
-    """label * (log(label) - pred): Kullback-Leibler divergence with pred a log-probability
-    (from_logits=True) or logits to log-softmax along `axis`."""
+    """label * (log(label) - pred) summed over the non-batch axes: Kullback-Leibler divergence
+    with pred a log-probability (from_logits=True) or logits to log-softmax along `axis`."""
 
     def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -227,7 +227,39 @@ class KLDivLoss(Loss):
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return F.mean(loss, axis=self._batch_axis, exclude=True)
+        # A sum over the non-batch axes, as MXNet 1.9.1 does (the other losses average).
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss (the CTCLoss op) of unnormalised activations
+    against label sequences, one loss per sequence (shape (batch,)). The blank is the last
+    class; labels are 0 .. classes - 2, and a label row ends at its first -1 unless
+    label_lengths is given. layout: 'NTC' or 'TNC' (pred); label_layout: 'NT' or 'TN'.
+    Inputs: pred, label, optional pred_lengths and label_lengths (batch,), sample_weight."""
+
+    def __init__(self, layout='NTC', label_layout='NT', weight=None, **kwargs):
+        if layout not in ('NTC', 'TNC'):
+            raise MXNetError("CTCLoss: only 'NTC' and 'TNC' layouts for pred are supported, "
+                             "got %r" % (layout,))
+        if label_layout not in ('NT', 'TN'):
+            raise MXNetError("CTCLoss: only 'NT' and 'TN' layouts for label are supported, "
+                             "got %r" % (label_layout,))
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find('N'), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == 'NTC':
+            pred = F.swapaxes(pred, dim1=0, dim2=1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, dim1=0, dim2=1)
+        # The op takes the lengths it uses, in this order (no gaps for the absent ones).
+        lengths = [v for v in (pred_lengths, label_lengths) if v is not None]
+        loss = F.CTCLoss(pred, label, *lengths, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label='last')
+        return _apply_weighting(F, loss, self._weight, sample_weight)
 
 
 class HuberLoss(Loss):
@@ -368,3 +400,46 @@ class CosineEmbeddingLoss(Loss):
         y_norm = F.norm(y, axis=axis).reshape((-1, 1))
         x_dot_y = F.sum(x * y, axis=axis).reshape((-1, 1))
         return x_dot_y / F._maximum_scalar(x_norm * y_norm, scalar=1e-12)
+
+
+class SDMLLoss(Loss):
+    """Batch-wise Smoothed Deep Metric Learning loss (Bonadiman et al., arXiv:1905.12786):
+    x1[i] and x2[i] (shape (batch, dim)) form a positive pair and every other row of x2 is a
+    negative for x1[i]. The loss is KLDivLoss(from_logits=True) between
+    log_softmax(-squared distances) along each row and the identity matrix smoothed to
+    1 - smoothing_parameter on the diagonal and smoothing_parameter / (batch - 1) elsewhere.
+
+    As in MXNet 1.9.1, `weight` is accepted but not applied (MXNet's inner KLDivLoss has no
+    weight), and the inputs must be NDArrays (the smoothed labels depend on the batch size):
+    the loss can be hybridized, not traced inside a larger hybridized network.
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def _labels(self, batch_size):
+        gold = ndarray._eye(batch_size)
+        s = self.smoothing_parameter
+        return gold * (1 - s) + (1 - gold) * (s / (batch_size - 1))
+
+    def forward(self, x1, x2):
+        if not (isinstance(x1, NDArray) and isinstance(x2, NDArray)):
+            raise MXNetError('SDMLLoss: x1 and x2 must be NDArrays (the smoothed labels depend '
+                             'on the batch size); got %s and %s'
+                             % (type(x1).__name__, type(x2).__name__))
+        if x1.ndim != 2 or x1.shape != x2.shape:
+            raise _LossShapeError('SDMLLoss: x1 and x2 must both have shape (batch, dim), got '
+                                  '%s and %s' % (x1.shape, x2.shape))
+        if x1.shape[0] < 2:
+            raise _LossShapeError('SDMLLoss: the batch needs at least 2 pairs (the other rows '
+                                  'are the negatives), got %d' % x1.shape[0])
+        return HybridBlock.forward(self, x1, x2, self._labels(x1.shape[0]))
+
+    def hybrid_forward(self, F, x1, x2, labels):
+        # squared Euclidean distance between every row of x1 and every row of x2
+        diff = F.broadcast_sub(F.expand_dims(x1, axis=1), F.expand_dims(x2, axis=0))
+        distances = F.sum(F.square(diff), axis=2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        return self.kl_loss(log_probabilities, labels)

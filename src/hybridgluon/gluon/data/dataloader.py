@@ -1,18 +1,17 @@
 """DataLoader (MXNet's `gluon.data.DataLoader`): batches of a Dataset, loaded in this process,
 in a thread pool, or in worker processes.
 
-Worker processes are forked (where the platform can fork) with the dataset and batchify_fn
-inherited, so neither needs to be picklable; each task sends a list of indices and gets the
-batch back with every NDArray turned into a NumPy array. The parent turns those back into
-NDArrays: the C tensors never cross a process boundary. The pool is terminated when the loader
-is collected or the interpreter exits, and an error in a worker is raised in the parent.
+Worker processes (_workers.WorkerPool) are forked (where the platform can fork) with the dataset
+and batchify_fn inherited, so neither needs to be picklable; each task sends a list of indices
+and gets the batch back with every NDArray turned into a NumPy array. The parent turns those
+back into NDArrays: the C tensors never cross a process boundary. The workers are stopped when
+the loader is collected or the interpreter exits (within seconds, batches in flight or not),
+exit by themselves when the parent dies, and an error in a worker is raised in the parent.
 """
 import multiprocessing
 import multiprocessing.pool
 import os
 import pickle
-import random as _pyrandom
-import signal
 import sys
 import threading
 
@@ -21,6 +20,7 @@ import numpy as _np
 from ... import ndarray as nd
 from ...base import MXNetError
 from ...ndarray import NDArray
+from . import _workers
 from . import sampler as _sampler
 
 __all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn']
@@ -75,27 +75,16 @@ def _from_wire(batch):
 
 
 # ---- worker side ---------------------------------------------------------------------------
-_worker_dataset = None
-_worker_batchify = None
+class _BatchWork:
+    """What a worker process runs for a task: the batch of a list of indices, its NDArrays
+    turned into NumPy arrays for the trip to the parent."""
 
+    def __init__(self, dataset, batchify_fn):
+        self.dataset = dataset
+        self.batchify_fn = batchify_fn
 
-def _worker_initializer(dataset, batchify_fn, seed):
-    """Runs once in each worker process: keeps the dataset and batchify_fn, and gives the
-    process its own random streams (forked children would otherwise all repeat the parent's
-    random transforms)."""
-    global _worker_dataset, _worker_batchify
-    _worker_dataset = dataset
-    _worker_batchify = batchify_fn
-    from ... import random as mx_random
-    seed = (seed + os.getpid() * 7919) & 0x7FFFFFFF
-    _pyrandom.seed(seed)
-    _np.random.seed(seed)
-    mx_random.seed(seed)
-
-
-def _worker_fn(samples):
-    batch = _worker_batchify([_worker_dataset[i] for i in samples])
-    return pickle.dumps(_to_wire(batch), pickle.HIGHEST_PROTOCOL)
+    def __call__(self, samples):
+        return _to_wire(self.batchify_fn([self.dataset[i] for i in samples]))
 
 
 def _thread_worker_fn(samples, batchify_fn, dataset):
@@ -119,9 +108,7 @@ class _MultiWorkerIter:
         self._batch_sampler = batch_sampler
         self._thread_pool = thread_pool
         self._timeout = timeout
-        self._buffer = {}
-        self._rcvd = 0
-        self._sent = 0
+        self._pending = []  # thread pool: AsyncResults; processes: task ids; in sampler order
         self._iter = iter(batch_sampler)
         for _ in range(prefetch):
             self._push_next()
@@ -140,18 +127,23 @@ class _MultiWorkerIter:
             ret = self._pool.apply_async(_thread_worker_fn,
                                          (indices, self._batchify_fn, self._loader._dataset))
         else:
-            ret = self._pool.apply_async(_worker_fn, (indices,))
-        self._buffer[self._sent] = ret
-        self._sent += 1
+            ret = self._pool.submit(indices)
+        self._pending.append(ret)
 
     def __next__(self):
-        self._push_next()
-        if self._rcvd == self._sent:
-            raise StopIteration
-        ret = self._buffer.pop(self._rcvd)
         try:
-            batch = ret.get(self._timeout)
-        except multiprocessing.TimeoutError:
+            # Sending the next task may read results that arrived meanwhile, and so meet a
+            # worker that died: any failure here shuts the workers down too.
+            self._push_next()
+            if not self._pending:
+                raise StopIteration
+            ret = self._pending.pop(0)
+            if self._thread_pool:
+                return ret.get(self._timeout)
+            return _from_wire(self._pool.get(ret, self._timeout))
+        except StopIteration:
+            raise
+        except (multiprocessing.TimeoutError, TimeoutError):
             msg = ('DataLoader worker timed out after %s seconds: a slow dataset or transform? '
                    'Increase `timeout` to allow slower loading in each worker.' % self._timeout)
             self._loader._shutdown()
@@ -159,12 +151,17 @@ class _MultiWorkerIter:
         except BaseException:
             self._loader._shutdown()
             raise
-        self._rcvd += 1
-        if not self._thread_pool:
-            batch = _from_wire(pickle.loads(batch))
-        return batch
 
     next = __next__
+
+    def __del__(self):
+        # Batches still in flight are not wanted any more: their results are dropped on arrival.
+        pending = getattr(self, '_pending', None)
+        if pending and not self._thread_pool:
+            try:
+                self._pool.discard(pending)
+            except Exception:  # interpreter shutdown
+                pass
 
 
 class DataLoader:
@@ -225,21 +222,14 @@ class DataLoader:
     def _start_pool(self):
         if self._thread_pool:
             return multiprocessing.pool.ThreadPool(self._num_workers)
-        ctx = _process_context()
         seed = int.from_bytes(os.urandom(4), 'little')
-        # Workers ignore Ctrl-C: the parent handles it and terminates them.
-        is_main = threading.current_thread() is threading.main_thread()
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if is_main else None
         try:
-            return ctx.Pool(self._num_workers, initializer=_worker_initializer,
-                            initargs=(self._dataset, self._batchify_fn, seed))
+            return _workers.WorkerPool(_process_context(), self._num_workers,
+                                       _BatchWork(self._dataset, self._batchify_fn), seed)
         except (pickle.PicklingError, AttributeError, TypeError) as err:
             raise MXNetError('DataLoader: cannot start worker processes: %s (with the spawn '
                              'start method the dataset and batchify_fn must be picklable)'
                              % err) from None
-        finally:
-            if is_main:
-                signal.signal(signal.SIGINT, old)
 
     def __iter__(self):
         if self._num_workers == 0:
@@ -259,12 +249,18 @@ class DataLoader:
         return len(self._batch_sampler)
 
     def _shutdown(self):
-        """Terminates the worker pool (if any) and waits for its processes to exit."""
+        """Stops the workers (if any), batches in flight or not, and waits for them to exit:
+        worker processes within a few seconds at most (see _workers.WorkerPool.shutdown);
+        threads finish the batch they are on."""
         with self._lock:
             pool, self._worker_pool = self._worker_pool, None
-        if pool is not None:
+        if pool is None:
+            return
+        if self._thread_pool:
             pool.terminate()
             pool.join()
+        else:
+            pool.shutdown()
 
     def __del__(self):
         if getattr(self, '_worker_pool', None) is not None and sys is not None:
