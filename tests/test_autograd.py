@@ -92,7 +92,8 @@ def test_grad_does_not_touch_buffers():
     with autograd.record():
         y = (x * 3).sum()
     g = autograd.grad(y, x)
-    np.testing.assert_allclose(g.asnumpy(), [3., 3.])
+    assert isinstance(g, list) and len(g) == 1  # a list for one variable too, as MXNet 1.9.1
+    np.testing.assert_allclose(g[0].asnumpy(), [3., 3.])
     np.testing.assert_allclose(x.grad.asnumpy(), [0., 0.])
 
 

@@ -132,3 +132,19 @@ def test_same_strings_as_mxnet_with_numpy_1():
     internals = s.get_internals()
     got = {n: internals[n + '_output'].list_attr() for n in MXNET_ATTRS}
     assert got == MXNET_ATTRS
+
+
+def test_narrow_numpy_floats_read_as_their_decimal_spelling():
+    """A float32/float16 NumPy scalar given as an op's double attribute is read from its
+    string, as MXNet 1.9.1 reads every attribute (str(np.float32(0.1)) is '0.1'), while
+    NDArray arithmetic converts the scalar's value, as MXNet's does too. Values observed under
+    MXNet 1.9.1: _mul_scalar(x, scalar=v) gives [0.1, 0.2, 0.30000000000000004], x * v gives
+    float(v) * x (0.10000000149011612... for float32)."""
+    x = nd.array([1.0, 2.0, 3.0], dtype='float64')
+    for v in (np.float32(0.1), np.float16(0.1), np.float64(0.1), 0.1):
+        np.testing.assert_array_equal(nd._mul_scalar(x, scalar=v).asnumpy(),
+                                      [0.1, 0.2, 0.30000000000000004])
+        np.testing.assert_array_equal(nd.full((1,), v, dtype='float64').asnumpy(), [0.1])
+        np.testing.assert_array_equal(nd.arange(0, 0.25, v, dtype='float64').asnumpy(),
+                                      [0.0, 0.1, 0.2])
+        np.testing.assert_array_equal((x * v).asnumpy(), np.array([1.0, 2.0, 3.0]) * float(v))

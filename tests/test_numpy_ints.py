@@ -241,3 +241,19 @@ def test_parameter_shape_keeps_bools_as_mxnet():
     # MXNet 1.9.1 keeps a bool dim as it is (shape (True, 3))
     p = gluon.Parameter('w', shape=(True, 3))
     assert p.shape == (True, 3) and type(p.shape[0]) is bool
+
+
+def test_random_takes_numpy_integers():
+    """mx.random.seed and nd.random's shape take NumPy integers, as MXNet 1.9.1 does (it
+    lists np.int32/np.int64 among its integer types); the seeded draws are the same."""
+    import hybridgluon as mx
+    mx.random.seed(np.int64(3))
+    a = mx.nd.random.uniform(shape=np.int64(3)).asnumpy()
+    mx.random.seed(3)
+    b = mx.nd.random.uniform(shape=3).asnumpy()
+    assert a.shape == (3,)
+    np.testing.assert_array_equal(a, b)
+    assert mx.nd.random.normal(shape=(np.int32(2), np.int64(4))).shape == (2, 4)
+    for bad in (True, 1.5, '3'):
+        with pytest.raises(ValueError):
+            mx.random.seed(bad)

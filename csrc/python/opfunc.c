@@ -72,6 +72,31 @@ static int is_numpy_bool(PyObject *o)
     return strcmp(name, "numpy.bool_") == 0 || strcmp(name, "numpy.bool") == 0;
 }
 
+/* A NumPy float scalar narrower than a double (float32, float16): MXNet reads an attribute
+ * from str(value), so np.float32(0.1) is 0.1 in a double attribute, not the 0.10000000149 its
+ * binary value is. (np.float64 is a Python float and reads as one.) */
+static int to_double(PyObject *o, double *out)
+{
+    PyObject *num = NULL;
+    if (!PyFloat_Check(o) && strncmp(Py_TYPE(o)->tp_name, "numpy.float", 11) == 0) {
+        PyObject *text = PyObject_Str(o);
+        num = text ? PyFloat_FromString(text) : NULL;
+        Py_XDECREF(text);
+        if (!num) {
+            PyErr_Clear();
+            return -1;
+        }
+        o = num;
+    }
+    *out = PyFloat_AsDouble(o);
+    Py_XDECREF(num);
+    if (*out == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
 static int to_int(PyObject *o, int64_t *out)
 {
     if (PyBool_Check(o) || PyFloat_Check(o) || is_numpy_bool(o)) return -1;
@@ -108,11 +133,7 @@ int hgpy_set_attr(const hg_op_def *op, int idx, PyObject *value, hg_attrs *a)
         if (to_int(value, &v->i) < 0) return type_error(op, idx, value, "int");
         return 0;
     case HG_ATTR_FLOAT:
-        v->f = PyFloat_AsDouble(value);
-        if (v->f == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return type_error(op, idx, value, "float");
-        }
+        if (to_double(value, &v->f) < 0) return type_error(op, idx, value, "float");
         return 0;
     case HG_ATTR_BOOL: {
         int64_t i;

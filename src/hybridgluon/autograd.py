@@ -106,10 +106,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
          train_mode=True):
-    """Returns the gradients of heads with respect to variables (new arrays; the variables'
-    gradient buffers do not change). create_graph=True records the computation of the
-    gradients so they can be differentiated again."""
-    single = not isinstance(variables, (list, tuple))
+    """Returns the list of gradients of heads with respect to variables (new arrays; the
+    variables' gradient buffers do not change), a list also for a single variable, as MXNet
+    1.9.1 returns. create_graph=True records the computation of the gradients so they can be
+    differentiated again."""
     heads, variables = _as_list(heads), _as_list(variables)
     if head_grads is not None:
         head_grads = _as_list(head_grads)
@@ -117,7 +117,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         retain_graph = create_graph
     out = _core.backward(heads, head_grads, bool(retain_graph), bool(train_mode), variables,
                          bool(create_graph))
-    return out[0] if single else out
+    return list(out)
 
 
 def get_symbol(x):

@@ -45,12 +45,6 @@ def _shape_tuple(shape, bools=False):
                 % _attr_str(shape if scalar else tuple(shape)))
 
 
-def _attr_number(v):
-    """A number as MXNet's op attributes read it: from its string, so that np.float32(0.1) is
-    0.1 in a double attribute (float(np.float32(0.1)) is 0.10000000149)."""
-    return float(str(v)) if isinstance(v, _np.floating) else v
-
-
 def _ctx(ctx):
     ctx = ctx or current_context()
     _check_available(ctx)
@@ -100,9 +94,8 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
 def full(shape, val, ctx=None, dtype=None, out=None):
     """An array filled with `val` (float32 by default; `out`, when given, keeps its context)."""
     ctx = _ctx(ctx)
-    res = _core.get_op('_full')(shape=_shape_tuple(shape, bools=True),
-                                value=float(_attr_number(val)), dtype=_dtype_name(dtype),
-                                out=out)
+    res = _core.get_op('_full')(shape=_shape_tuple(shape, bools=True), value=val,
+                                dtype=_dtype_name(dtype), out=out)
     return res if out is not None else _place(res, ctx)
 
 
@@ -114,8 +107,7 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
         if isinstance(v, (bool, _np.bool_)):
             raise _MXNetValueError("Invalid Parameter format for %s expect double%s but "
                                    "value='%s'" % (name, ' or None' * (name == 'stop'), v))
-    out = _core.get_op('_arange')(start=_attr_number(start), stop=_attr_number(stop),
-                                  step=_attr_number(step), repeat=repeat,
+    out = _core.get_op('_arange')(start=start, stop=stop, step=step, repeat=repeat,
                                   dtype=_dtype_name(dtype))
     return _placed(out, ctx)
 

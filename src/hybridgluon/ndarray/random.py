@@ -1,4 +1,6 @@
 """`nd.random`: sampling from the global generator (seeded by `mx.random.seed`)."""
+import numbers
+
 from .. import _core
 from ..base import _dtype_name
 from ..context import current_context, _check_available
@@ -13,11 +15,12 @@ def _on(res, ctx, out):
 
 
 def _shape(shape):
+    """The sample's shape: (1,) for None, an integer (Python's or NumPy's) as one dim."""
     if shape is None:
         return (1,)
-    if isinstance(shape, int):
-        return (shape,)
-    return tuple(shape)
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+        return (int(shape),)
+    return tuple(int(d) if isinstance(d, numbers.Integral) else d for d in shape)
 
 
 def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
