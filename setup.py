@@ -33,10 +33,24 @@ def _blas():
     if _flag('HG_SYSTEM_BLAS'):
         return [], [], ['openblas'], [], [('HG_SYSTEM_BLAS', '1')]
     import scipy_openblas32 as ob
-    libdir = ob.get_lib_dir()
-    # $ORIGIN-relative first (installed side by side in site-packages), absolute as fallback.
-    return ([ob.get_include_dir()], [libdir], [ob.get_library()],
-            ['$ORIGIN/../../scipy_openblas32/lib', libdir], [])
+    # Only an $ORIGIN-relative path: it finds scipy_openblas32 installed side by side in
+    # site-packages (lib/ -> hybridgluon/ -> site-packages/). An absolute path would name the
+    # build environment (pip's isolated one is deleted after the build). Where the relative path
+    # misses (an editable or in-place build, --target installs), `import hybridgluon` imports
+    # scipy_openblas32, which loads the library (libinfo._load_core), and
+    # `hybridgluon.config --libs` links C programs to it directly.
+    return ([ob.get_include_dir()], [ob.get_lib_dir()], [ob.get_library()],
+            ['$ORIGIN/../../scipy_openblas32/lib'], [])
+
+
+def _drop_rpaths(cc):
+    """Removes the interpreter's own -Wl,-rpath,<abs path> (pyenv and other shared-libpython
+    builds put it in LDSHARED) from a compiler's link commands: the binaries must not name
+    directories of the build machine."""
+    for attr in ('linker_so', 'linker_so_cxx'):
+        cmd = getattr(cc, attr, None)
+        if cmd:
+            setattr(cc, attr, [a for a in cmd if not a.startswith(('-Wl,-rpath', '-Wl,-R'))])
 
 
 def _cflags():
@@ -92,6 +106,7 @@ class BuildExt(build_ext):
         from setuptools._distutils.sysconfig import customize_compiler
         cc = new_compiler(force=self.force)
         customize_compiler(cc)
+        _drop_rpaths(cc)
         inc, libdirs, libs, rpaths, macros = _blas()
         objs = self._compile(CORE_SOURCES, ['csrc/include', 'csrc'] + inc, macros, cc)
         pkg = os.path.join(self.build_lib, 'hybridgluon')
@@ -124,6 +139,7 @@ class BuildExt(build_ext):
 
     def build_extension(self, ext):
         # Compile the binding's files in parallel too, then let setuptools link.
+        _drop_rpaths(self.compiler)
         objs = self._compile(ext.sources, ext.include_dirs, ext.define_macros)
         ext_path = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(ext_path), exist_ok=True)

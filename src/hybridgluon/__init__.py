@@ -2,7 +2,9 @@
 
 `import hybridgluon as mx` stands in for `import mxnet as mx`.
 """
-from . import _core
+from .libinfo import _load_core
+
+_core = _load_core()
 from .base import MXNetError
 from . import base
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus

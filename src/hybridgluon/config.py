@@ -4,8 +4,10 @@
 
 --cflags      the include flag for <hybridgluon/hybridgluon.h>, <hybridgluon/predict.h>, ...
 --libs        link flags: -L<libdir> -lhybridgluon and an rpath to <libdir>, so the program finds
-              the library (which finds its own OpenBLAS through its rpath) without
-              LD_LIBRARY_PATH
+              the library without LD_LIBRARY_PATH; when the library uses scipy_openblas32's
+              OpenBLAS, the same for that library (linked even if the program calls none of
+              it), so that editable and in-place builds, whose library cannot reach
+              site-packages by a relative path, work too
 --includedir  the directory holding hybridgluon/*.h
 --libdir      the directory holding libhybridgluon.so
 
@@ -14,7 +16,7 @@ Several options print their values on one line, in the order given.
 import os
 import sys
 
-from .libinfo import get_include, get_lib_dir
+from .libinfo import _needs_scipy_openblas, get_include, get_lib_dir
 
 _OPTIONS = ('--cflags', '--libs', '--includedir', '--libdir')
 
@@ -26,7 +28,14 @@ def cflags():
 
 def libs():
     """The linker flags, as one string."""
-    return '-L{0} -lhybridgluon -Wl,-rpath,{0}'.format(get_lib_dir())
+    flags = '-L{0} -lhybridgluon -Wl,-rpath,{0}'.format(get_lib_dir())
+    if _needs_scipy_openblas():
+        import scipy_openblas32 as ob
+        # A direct dependency of the program: libhybridgluon's own run path is $ORIGIN-relative
+        # and the program's run path does not apply to its libraries' dependencies.
+        flags += (' -L{0} -Wl,--push-state,--no-as-needed -l{1} -Wl,--pop-state -Wl,-rpath,{0}'
+                  .format(ob.get_lib_dir(), ob.get_library()))
+    return flags
 
 
 def _value(opt):

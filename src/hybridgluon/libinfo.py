@@ -1,7 +1,24 @@
-"""Where the C headers and libhybridgluon.so are installed (for C and C++ builds)."""
+"""Where the C headers and libhybridgluon.so are installed (for C and C++ builds), and how the
+extension finds its OpenBLAS."""
+import importlib
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_OPENBLAS = b'libscipy_openblas'
+
+
+def _load_core():
+    """Imports hybridgluon._core. libhybridgluon.so finds scipy_openblas32's library through an
+    $ORIGIN-relative run path when both are installed side by side in site-packages; where they
+    are not (an editable or in-place build, a --target or user-site install), importing
+    scipy_openblas32 first loads its library, and the loader then reuses it by its soname."""
+    try:
+        return importlib.import_module('hybridgluon._core')
+    except ImportError as e:
+        if _OPENBLAS.decode() not in str(e):
+            raise
+        import scipy_openblas32  # noqa: F401  (loads libscipy_openblas.so, RTLD_GLOBAL)
+        return importlib.import_module('hybridgluon._core')
 
 
 def get_include():
@@ -12,3 +29,12 @@ def get_include():
 def get_lib_dir():
     """Directory holding libhybridgluon.so."""
     return os.path.join(_HERE, 'lib')
+
+
+def _needs_scipy_openblas():
+    """Whether libhybridgluon.so links scipy_openblas32's library (not the system OpenBLAS)."""
+    try:
+        with open(os.path.join(get_lib_dir(), 'libhybridgluon.so'), 'rb') as f:
+            return _OPENBLAS in f.read()
+    except OSError:
+        return False
