@@ -5,7 +5,7 @@
 from .libinfo import _load_core
 
 _core = _load_core()
-from .base import MXNetError
+from .base import MXNetError, MXNetValueError, MXNetTypeError, MXNetIndexError
 from . import base
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import context
@@ -28,7 +28,7 @@ from .libinfo import get_include, get_lib_dir
 
 __version__ = '0.1.0'
 
-__all__ = ['MXNetError', 'Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus',
-           'nd', 'ndarray', 'random', 'sym', 'symbol', 'gluon', 'init', 'initializer', 'name',
-           'autograd', 'metric', 'optimizer', 'kv', 'kvstore', 'lr_scheduler', 'get_include',
-           'get_lib_dir']
+__all__ = ['MXNetError', 'MXNetValueError', 'MXNetTypeError', 'MXNetIndexError', 'Context',
+           'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus', 'nd', 'ndarray', 'random',
+           'sym', 'symbol', 'gluon', 'init', 'initializer', 'name', 'autograd', 'metric',
+           'optimizer', 'kv', 'kvstore', 'lr_scheduler', 'get_include', 'get_lib_dir']

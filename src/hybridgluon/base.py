@@ -3,23 +3,32 @@ import numpy as _np
 
 from . import _core
 
-__all__ = ['MXNetError', 'NotImplementedForSymbol']
+__all__ = ['MXNetError', 'MXNetValueError', 'MXNetTypeError', 'MXNetIndexError',
+           'NotImplementedForSymbol']
 
 
 class MXNetError(RuntimeError):
     """Error raised by the hybridgluon core (MXNet's `mxnet.base.MXNetError`)."""
 
 
-class _MXNetValueError(MXNetError, ValueError):
+# The core raises these by status; a traceback names them (hybridgluon.base.MXNetValueError),
+# so the names are public. Each is caught by `except mx.MXNetError` and by the built-in.
+class MXNetValueError(MXNetError, ValueError):
     """An MXNetError about a bad value, shape or attribute; also a ValueError."""
 
 
-class _MXNetTypeError(MXNetError, TypeError):
+class MXNetTypeError(MXNetError, TypeError):
     """An MXNetError about a wrong dtype or argument type; also a TypeError."""
 
 
-class _MXNetIndexError(MXNetError, IndexError):
+class MXNetIndexError(MXNetError, IndexError):
     """An MXNetError about an out-of-range index; also an IndexError."""
+
+
+# The names they had before (still used inside the package).
+_MXNetValueError = MXNetValueError
+_MXNetTypeError = MXNetTypeError
+_MXNetIndexError = MXNetIndexError
 
 
 class NotImplementedForSymbol(MXNetError):
@@ -41,7 +50,7 @@ class NotImplementedForSymbol(MXNetError):
         return msg
 
 
-_core._set_error_classes(MXNetError, _MXNetValueError, _MXNetTypeError, _MXNetIndexError)
+_core._set_error_classes(MXNetError, MXNetValueError, MXNetTypeError, MXNetIndexError)
 
 # MXNet type flags <-> NumPy types.
 _FLAG_TO_NP = {0: _np.float32, 1: _np.float64, 2: _np.float16, 3: _np.uint8, 4: _np.int32,
@@ -60,8 +69,8 @@ def _dtype_flag(dtype):
     try:
         return _NP_TO_FLAG[_np.dtype(dtype)]
     except (KeyError, TypeError):
-        raise _MXNetTypeError('unsupported dtype %r (supported: %s)'
-                              % (dtype, ', '.join(_FLAG_TO_NAME.values()))) from None
+        raise MXNetTypeError('unsupported dtype %r (supported: %s)'
+                             % (dtype, ', '.join(_FLAG_TO_NAME.values()))) from None
 
 
 def _dtype_name(dtype):
