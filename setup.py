@@ -5,6 +5,7 @@ Settings (environment variables):
   HG_SYSTEM_BLAS=1   link the system OpenBLAS (-lopenblas, <cblas.h>) instead of scipy-openblas32
   HG_NATIVE=1        compile with -march=native (local benchmarking; the wheel is not portable)
   HG_SANITIZE=1      AddressSanitizer + UBSan build (-O1 -g, allocator pool off)
+  HG_SANITIZE=thread ThreadSanitizer build (-O1 -g, allocator pool off)
   HG_DEBUG=1         -O0 -g
 """
 import glob
@@ -26,6 +27,14 @@ PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
 
 def _flag(name):
     return os.environ.get(name, '') not in ('', '0')
+
+
+def _sanitizer():
+    """The -fsanitize= value HG_SANITIZE asks for ('' when off)."""
+    value = os.environ.get('HG_SANITIZE', '')
+    if value in ('', '0'):
+        return ''
+    return 'thread' if value == 'thread' else 'address,undefined'
 
 
 def _blas():
@@ -59,8 +68,10 @@ def _cflags():
              '-D_GNU_SOURCE', '-fno-math-errno']
     if _flag('HG_WERROR'):
         flags.append('-Werror')
-    if _flag('HG_SANITIZE'):
-        flags += ['-O1', '-g', '-fno-omit-frame-pointer', '-fsanitize=address,undefined',
+    if _sanitizer():
+        # The allocator's pool is off so that every tensor is a real allocation the sanitizer
+        # tracks (ASan: use after free, overflows; TSan: races on reused blocks).
+        flags += ['-O1', '-g', '-fno-omit-frame-pointer', '-fsanitize=' + _sanitizer(),
                   '-DHG_NO_POOL']
     elif _flag('HG_DEBUG'):
         flags += ['-O0', '-g']
@@ -114,8 +125,8 @@ class BuildExt(build_ext):
         os.makedirs(libdir, exist_ok=True)
         link = ['-Wl,-rpath,' + r for r in rpaths] + ['-Wl,-soname,libhybridgluon.so', '-lm',
                                                      '-lpthread']
-        if _flag('HG_SANITIZE'):
-            link.append('-fsanitize=address,undefined')
+        if _sanitizer():
+            link.append('-fsanitize=' + _sanitizer())
         cc.link_shared_object(
             objs, os.path.join(libdir, 'libhybridgluon.so'), libraries=libs,
             library_dirs=libdirs, extra_postargs=link)
@@ -134,8 +145,8 @@ class BuildExt(build_ext):
             ext.libraries.append('hybridgluon')
             ext.extra_compile_args = _cflags()
             ext.extra_link_args += ['-Wl,-rpath,$ORIGIN/lib']
-            if _flag('HG_SANITIZE'):
-                ext.extra_link_args.append('-fsanitize=address,undefined')
+            if _sanitizer():
+                ext.extra_link_args.append('-fsanitize=' + _sanitizer())
 
     def build_extension(self, ext):
         # Compile the binding's files in parallel too, then let setuptools link.
