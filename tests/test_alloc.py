@@ -18,7 +18,8 @@ _SIZES = [0, 1, 7, 16, 17, 24, 25, 1000, 24575, 24576, 24577, 32767, 32768, 3276
 
 def _sanitized():
     with open('/proc/self/maps') as f:
-        return 'libasan' in f.read()
+        maps = f.read()
+    return 'libasan' in maps or 'libtsan' in maps
 
 
 def _dirty(n, dtype='float32'):
