@@ -87,14 +87,16 @@ class BuildExt(build_ext):
         self._build_core()
         super().run()
 
-    def _compile(self, sources, include_dirs, macros, cc=None):
+    def _compile(self, name, sources, include_dirs, macros, cc=None):
         cc = cc or self.compiler
         flags = _cflags()
         # Incremental: a source whose object is newer than it and than every header (and than
         # the build flags) is not compiled again. --force rebuilds everything.
         headers = glob.glob('csrc/**/*.h', recursive=True) + [__file__]
         newest = max(os.path.getmtime(h) for h in headers)
-        stamp = os.path.join(self.build_temp, 'cflags.txt')
+        # One stamp per target: with a shared one, the core's compile rewrote it first and the
+        # extension then kept its objects from the old flags (an ASan _core in a TSan build).
+        stamp = os.path.join(self.build_temp, 'cflags-%s.txt' % name)
         sig = ' '.join(flags + [str(m) for m in macros])
         stale_flags = not os.path.exists(stamp) or open(stamp).read() != sig
 
@@ -119,7 +121,8 @@ class BuildExt(build_ext):
         customize_compiler(cc)
         _drop_rpaths(cc)
         inc, libdirs, libs, rpaths, macros = _blas()
-        objs = self._compile(CORE_SOURCES, ['csrc/include', 'csrc'] + inc, macros, cc)
+        objs = self._compile('libhybridgluon', CORE_SOURCES, ['csrc/include', 'csrc'] + inc,
+                             macros, cc)
         pkg = os.path.join(self.build_lib, 'hybridgluon')
         libdir = os.path.join(pkg, 'lib')
         os.makedirs(libdir, exist_ok=True)
@@ -151,7 +154,7 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         # Compile the binding's files in parallel too, then let setuptools link.
         _drop_rpaths(self.compiler)
-        objs = self._compile(ext.sources, ext.include_dirs, ext.define_macros)
+        objs = self._compile(ext.name, ext.sources, ext.include_dirs, ext.define_macros)
         ext_path = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(ext_path), exist_ok=True)
         self.compiler.link_shared_object(
