@@ -18,7 +18,9 @@ import hybridgluon as mx
 from hybridgluon.gluon import data as gdata
 
 nd = mx.nd
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'src')
+# The directory this hybridgluon was imported from (site-packages in CI, src/ when developing):
+# a child given the checkout's src/ would import the unbuilt source tree.
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'),
                                 reason='checks processes through /proc')
 
