@@ -86,6 +86,10 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&g_mu);
         }
         unsigned long g = atomic_load(&g_gen);
+        /* Closed again (the caller is rewriting the job for the next one) between the wait and
+         * this load: wait for that one to be published. Joining an odd generation would pass
+         * the check below until the caller publishes, and read the fields it is writing. */
+        if (g & 1) continue;
         /* Entered, then checked: a caller closing the job (gen odd) after this either sees
          * this worker active and waits for it, or this worker sees the job closed and leaves.
          * A worker that arrives after the job's chunks are all done finds nothing to do. */

@@ -85,7 +85,12 @@ F(degrees, v * (180 / 3.14159265358979323846))
 F(radians, v * (3.14159265358979323846 / 180))
 F(erf_, erf(v))
 F(gamma_, tgamma(v))
-F(gammaln, lgamma(v))
+/* lgamma and lgammaf write the global signgam: the _r forms are the ones the pool's threads may
+ * call together. */
+static inline float lgammaf_ts(float v) { int sign; return lgammaf_r(v, &sign); }
+static inline double lgamma_ts(double v) { int sign; return lgamma_r(v, &sign); }
+#define LGAMMA_TS(v) _Generic((v), float: lgammaf_ts, default: lgamma_ts)(v)
+F(gammaln, LGAMMA_TS(v))
 
 /* Digamma (the derivative of gammaln), for the gradients of gamma and gammaln: reflection
  * below 0, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
