@@ -6,13 +6,17 @@ tests/mxnet_ref/metrics.json, written by tests/mxnet_ref/gen_gluon_ref.py under 
 import json
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
 
 import hybridgluon as mx
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mxnet_ref', 'metrics.json')
+REF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mxnet_ref')
+FIX = os.path.join(REF, 'metrics.json')
+sys.path.insert(0, REF)
+from metric_specs import make_metric  # noqa: E402  (the generator's constructor)
 with open(FIX) as _f:
     CASES = json.load(_f)['cases']
 
@@ -21,31 +25,6 @@ def _case_id(i):
     spec = CASES[i]['spec']
     return '%d-%s%s' % (i, spec[1][0] if spec[1] and spec[0] != 'np' else spec[0],
                         ''.join(',%s=%s' % kv for kv in sorted(spec[2].items())))
-
-
-# The custom metric functions of the fixtures (as in tests/mxnet_ref/gen_gluon_ref.py).
-def label_match(label, pred):
-    return float((pred.argmax(axis=1) == label.ravel()).mean())
-
-
-def sum_count(label, pred):
-    return float(np.abs(pred.max(axis=1) - label.ravel()).sum()), label.size
-
-
-CUSTOM = {'label_match': label_match, 'sum_count': sum_count}
-
-
-def _make(spec):
-    kind, args, kwargs = spec
-    args = [CUSTOM[a[1:]] if isinstance(a, str) and a.startswith('@') else a for a in args]
-    if kind == 'np':
-        return mx.metric.np(CUSTOM[args[0]], **kwargs)
-    if kind == 'composite':
-        m = mx.metric.CompositeEvalMetric()
-        m.add(mx.metric.Accuracy())
-        m.add(mx.metric.create('top_k_acc', top_k=2))
-        return m
-    return mx.metric.create(*args, **kwargs)
 
 
 def _same(ours, ref, what):
@@ -79,7 +58,7 @@ def _nd(batch):
 @pytest.mark.parametrize('i', range(len(CASES)), ids=_case_id)
 def test_metric_matches_mxnet(i):
     case = CASES[i]
-    m = _make(case['spec'])
+    m = make_metric(mx, case['spec'])
     assert type(m).__name__ == case['type']
     assert m.name == case['name']
     script = iter(case['script'])

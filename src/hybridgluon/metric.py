@@ -592,33 +592,21 @@ class CrossEntropy(EvalMetric):
             label, pred = _as_nd(label), _as_nd(pred)
             label = label.reshape((-1,))
             if label.shape[0] != pred.shape[0]:
-                raise ValueError('CrossEntropy: %d labels for %d predictions'
-                                 % (label.shape[0], pred.shape[0]))
+                raise ValueError('%s: %d labels for %d predictions'
+                                 % (type(self).__name__, label.shape[0], pred.shape[0]))
             prob = nd.pick(pred, label.astype('int32'), axis=1)
             self._add(_scalar(nd.sum(-nd.log(prob + self.eps))), label.shape[0])
 
 
 @register
 @alias('nll_loss')
-class NegativeLogLikelihood(EvalMetric):
+class NegativeLogLikelihood(CrossEntropy):
     """Mean of -log(p[label] + eps) over samples, p the (N, classes) predicted probabilities
     (the same statistic as CrossEntropy under MXNet's other name)."""
 
     def __init__(self, eps=1e-12, name='nll-loss', output_names=None, label_names=None):
-        super().__init__(name, eps=eps, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
-        self.eps = eps
-
-    def update(self, labels, preds):
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
-            label, pred = _as_nd(label), _as_nd(pred)
-            label = label.reshape((-1,))
-            if label.shape[0] != pred.shape[0]:
-                raise ValueError('NegativeLogLikelihood: %d labels for %d predictions'
-                                 % (label.shape[0], pred.shape[0]))
-            prob = nd.pick(pred, label.astype('int32'), axis=1)
-            self._add(_scalar(nd.sum(-nd.log(prob + self.eps))), label.shape[0])
+        super().__init__(eps=eps, name=name, output_names=output_names,
+                         label_names=label_names)
 
 
 @register

@@ -24,6 +24,8 @@ import os
 import numpy as np
 import mxnet as mx
 
+import metric_specs  # beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 gloss = mx.gluon.loss
 
@@ -359,32 +361,6 @@ def _metric_cases(rng):
     return c
 
 
-# Custom metric functions of the fixtures ('@name' in a create spec): one value per batch, or
-# a (sum, count) pair. tests/test_metric_mxnet.py has the same definitions.
-def label_match(label, pred):
-    return float((pred.argmax(axis=1) == label.ravel()).mean())
-
-
-def sum_count(label, pred):
-    return float(np.abs(pred.max(axis=1) - label.ravel()).sum()), label.size
-
-
-CUSTOM = {'label_match': label_match, 'sum_count': sum_count}
-
-
-def _make_metric(spec):
-    kind, args, kwargs = spec
-    args = [CUSTOM[a[1:]] if isinstance(a, str) and a.startswith('@') else a for a in args]
-    if kind == 'np':
-        return mx.metric.np(CUSTOM[args[0]], **kwargs)
-    if kind == 'composite':
-        m = mx.metric.CompositeEvalMetric()
-        m.add(mx.metric.Accuracy())
-        m.add(mx.metric.create('top_k_acc', top_k=2))
-        return m
-    return mx.metric.create(*args, **kwargs)
-
-
 def _state(m):
     return {'get': list(m.get()), 'get_global': list(m.get_global()),
             'name_value': m.get_name_value(), 'global_name_value': m.get_global_name_value()}
@@ -398,7 +374,7 @@ def gen_metrics(path):
     rng = np.random.default_rng(21)
     cases = []
     for spec, batches in _metric_cases(rng):
-        m = _make_metric(spec)
+        m = metric_specs.make_metric(mx, spec)
         script = [{'after': 'create', **_state(m)}]
         for labs, preds in batches:
             m.update(_nd(labs), _nd(preds))
