@@ -28,35 +28,27 @@ def _leftovers(*dirs):
     return [f for d in dirs for f in glob.glob(os.path.join(str(d), '*.tmp.*'))]
 
 
-# ----------------------------------------------------------------------------------------------
-# B4: concurrent saves in one process
-
-def test_concurrent_symbol_saves_same_and_different_paths_with_a_reader(tmp_path):
-    shared = str(tmp_path / 'shared-symbol.json')
-    symbols = [_chain(k) for k in range(8)]
-    texts = {s.tojson() for s in symbols}
-    symbols[0].save(shared)
+def _writers_and_reader(write, read, nwriters, rounds):
+    """Runs `write(k)` `rounds` times in each of `nwriters` threads while one thread calls
+    `read()` until they are done; returns (errors, number of reads)."""
     errors, loads, done = [], [0], threading.Event()
 
     def writer(k):
         try:
-            for i in range(25):
-                symbols[k].save(shared)
-                symbols[k].save(str(tmp_path / ('own%d-symbol.json' % k)))
-        except Exception as e:  # noqa: BLE001 - every failure is reported below
+            for _ in range(rounds):
+                write(k)
+        except Exception as e:  # noqa: BLE001 - every failure is reported to the test
             errors.append(('writer', k, repr(e)))
 
     def reader():
         while not done.is_set():
             try:
-                got = sym.load(shared).tojson()
-                if got not in texts:
-                    errors.append(('reader', 'unknown content', len(got)))
+                read()
                 loads[0] += 1
             except Exception as e:  # noqa: BLE001
                 errors.append(('reader', repr(e)))
 
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(nwriters)]
     r = threading.Thread(target=reader)
     r.start()
     for t in threads:
@@ -65,8 +57,29 @@ def test_concurrent_symbol_saves_same_and_different_paths_with_a_reader(tmp_path
         t.join(120)
     done.set()
     r.join(60)
+    return errors, loads[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# B4: concurrent saves in one process
+
+def test_concurrent_symbol_saves_same_and_different_paths_with_a_reader(tmp_path):
+    shared = str(tmp_path / 'shared-symbol.json')
+    symbols = [_chain(k) for k in range(8)]
+    texts = {s.tojson() for s in symbols}
+    symbols[0].save(shared)
+
+    def write(k):
+        symbols[k].save(shared)
+        symbols[k].save(str(tmp_path / ('own%d-symbol.json' % k)))
+
+    def read():
+        got = sym.load(shared).tojson()
+        assert got in texts, 'unknown content of %d bytes' % len(got)
+
+    errors, loads = _writers_and_reader(write, read, 8, 25)
     assert errors == []
-    assert loads[0] > 0
+    assert loads > 0
     assert sym.load(shared).tojson() in texts
     for k in range(8):
         assert sym.load(str(tmp_path / ('own%d-symbol.json' % k))).tojson() == \
@@ -78,33 +91,13 @@ def test_concurrent_nd_saves_with_a_reader(tmp_path):
     path = str(tmp_path / 'a.params')
     datas = [{'w': nd.full((256,), k), 'b': nd.full((3,), -k)} for k in range(6)]
     nd.save(path, datas[0])
-    errors, done = [], threading.Event()
 
-    def writer(k):
-        try:
-            for _ in range(20):
-                nd.save(path, datas[k])
-        except Exception as e:  # noqa: BLE001
-            errors.append(repr(e))
+    def read():
+        got = nd.load(path)
+        k = got['w'][0].asscalar()
+        assert (got['w'].asnumpy() == k).all() and (got['b'].asnumpy() == -k).all()
 
-    def reader():
-        while not done.is_set():
-            try:
-                got = nd.load(path)
-                k = got['w'][0].asscalar()
-                assert (got['w'].asnumpy() == k).all() and (got['b'].asnumpy() == -k).all()
-            except Exception as e:  # noqa: BLE001
-                errors.append('reader: %r' % e)
-
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(6)]
-    r = threading.Thread(target=reader)
-    r.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    done.set()
-    r.join(60)
+    errors, _ = _writers_and_reader(lambda k: nd.save(path, datas[k]), read, 6, 20)
     assert errors == []
     assert _leftovers(tmp_path) == []
 
