@@ -277,7 +277,7 @@ static hg_status build_variant(hg_cachedop *c, const char *mask, variant **out)
     }
     if (st == HG_OK) {
         hg_plan_set_flags(v->fwd_plan, c->flags);
-        hg_plan_set_flags(v->bwd_plan, c->flags & ~(unsigned)HG_PLAN_STATIC_SHAPE);
+        hg_plan_set_flags(v->bwd_plan, c->flags);
         v->fwd_def = (hg_op_def){
             .name = "_CachedOp",
             .doc = "a hybridized block (one tape node)",

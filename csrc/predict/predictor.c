@@ -109,10 +109,9 @@ static hg_status predictor_new(hg_pmodel *m, const hg_meta *dm, const char *what
         if (st != HG_OK) hg_error_prefix(st, "%s: ", what);
     }
     if (st == HG_OK) {
-        /* The inputs are ours and fixed between reshapes: keep the arena, skip the signature
-         * check on every forward. */
-        hg_plan_set_flags(p->plan, HG_PLAN_STATIC_ALLOC | HG_PLAN_STATIC_SHAPE |
-                                       hg_plan_env_flags());
+        /* The inputs are ours and fixed between reshapes: keep the arena (the plan still
+         * checks the signature on every forward, a few compares). */
+        hg_plan_set_flags(p->plan, HG_PLAN_STATIC_ALLOC | hg_plan_env_flags());
         for (int k = 0; k < m->nslots; k++) p->in[k] = m->weight[k];
         st = bind_shapes(p, dm, NULL, what);
     }
