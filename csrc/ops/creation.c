@@ -91,18 +91,20 @@ static hg_status shape_from_attr(const hg_op_def *op, const hg_tuple *t, hg_dtyp
  * _zeros, _ones, _full
  */
 
-enum { IN_SHAPE, IN_CTX, IN_DTYPE, IN_VALUE };
+enum { IN_SHAPE, IN_CTX, IN_DTYPE, IN_VALUE, IN_NATTRS };
 
 #define INIT_ATTRS                                                                              \
-    {"shape", HG_ATTR_TUPLE, 0, "()", "the shape of the output", NULL},                         \
-    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},               \
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL}
+    [IN_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()", "the shape of the output", NULL},            \
+    [IN_CTX] = {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},    \
+    [IN_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL}
 
 static const hg_attr_spec k_init_attrs[] = {INIT_ATTRS};
+_Static_assert(HG_COUNT(k_init_attrs) == IN_VALUE, "k_init_attrs: all but value");
 static const hg_attr_spec k_full_attrs[] = {
     INIT_ATTRS,
-    {"value", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "the value to fill with", NULL},
+    [IN_VALUE] = {"value", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "the value to fill with", NULL},
 };
+_Static_assert(HG_COUNT(k_full_attrs) == IN_NATTRS, "k_full_attrs must match its enum");
 
 static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
@@ -139,19 +141,22 @@ static hg_status full_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * _arange
  */
 
-enum { AR_START, AR_STOP, AR_STEP, AR_REPEAT, AR_INFER_RANGE, AR_CTX, AR_DTYPE };
+enum { AR_START, AR_STOP, AR_STEP, AR_REPEAT, AR_INFER_RANGE, AR_CTX, AR_DTYPE, AR_NATTRS };
 
 static const hg_attr_spec k_arange_attrs[] = {
-    {"start", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
-     "start of the interval (the end when stop is None; the start is then 0)", NULL},
-    {"stop", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None", "end of the interval (excluded)", NULL},
-    {"step", HG_ATTR_FLOAT, 0, "1", "spacing between values", NULL},
-    {"repeat", HG_ATTR_INT, 0, "1", "times each value is repeated", NULL},
-    {"infer_range", HG_ATTR_BOOL, 0, "False",
-     "infer the stop from the output shape in a graph (ignored imperatively)", NULL},
-    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL},
+    [AR_START] = {"start", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
+                  "start of the interval (the end when stop is None; the start is then 0)", NULL},
+    [AR_STOP] = {"stop", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None", "end of the interval (excluded)",
+                 NULL},
+    [AR_STEP] = {"step", HG_ATTR_FLOAT, 0, "1", "spacing between values", NULL},
+    [AR_REPEAT] = {"repeat", HG_ATTR_INT, 0, "1", "times each value is repeated", NULL},
+    [AR_INFER_RANGE] = {"infer_range", HG_ATTR_BOOL, 0, "False",
+                        "infer the stop from the output shape in a graph (ignored imperatively)",
+                        NULL},
+    [AR_CTX] = {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
+    [AR_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL},
 };
+_Static_assert(HG_COUNT(k_arange_attrs) == AR_NATTRS, "k_arange_attrs must match its enum");
 
 /* MXNet's reading: with stop None the interval is [0, start). */
 static void arange_bounds(const hg_attrs *a, double *start, double *stop)
@@ -246,16 +251,17 @@ static hg_status arange_forward(const hg_op_def *op, const hg_attrs *a, const hg
  * _eye
  */
 
-enum { EYE_N, EYE_M, EYE_K, EYE_CTX, EYE_DTYPE };
+enum { EYE_N, EYE_M, EYE_K, EYE_CTX, EYE_DTYPE, EYE_NATTRS };
 
 static const hg_attr_spec k_eye_attrs[] = {
-    {"N", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of rows", NULL},
-    {"M", HG_ATTR_INT, 0, "0", "number of columns (0: N)", NULL},
-    {"k", HG_ATTR_INT, 0, "0",
-     "index of the diagonal: 0 the main one, > 0 above it, < 0 below it", NULL},
-    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL},
+    [EYE_N] = {"N", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of rows", NULL},
+    [EYE_M] = {"M", HG_ATTR_INT, 0, "0", "number of columns (0: N)", NULL},
+    [EYE_K] = {"k", HG_ATTR_INT, 0, "0",
+               "index of the diagonal: 0 the main one, > 0 above it, < 0 below it", NULL},
+    [EYE_CTX] = {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
+    [EYE_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "the output dtype", NULL},
 };
+_Static_assert(HG_COUNT(k_eye_attrs) == EYE_NATTRS, "k_eye_attrs must match its enum");
 
 static hg_status eye_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                            int nout, hg_meta *out)

@@ -20,20 +20,25 @@
 #include "../core/parallel.h"
 #include "../graph/grad.h"
 
-enum { CTC_USE_DATA_LEN, CTC_USE_LABEL_LEN, CTC_BLANK };
-enum { BLANK_FIRST, BLANK_LAST };
+enum { CTC_USE_DATA_LEN, CTC_USE_LABEL_LEN, CTC_BLANK, CTC_NATTRS };
+enum { BLANK_FIRST, BLANK_LAST, BLANK_NCHOICES };
 
-static const char *const k_blank_choices[] = {"first", "last", NULL};
+static const char *const k_blank_choices[] = {
+    [BLANK_FIRST] = "first", [BLANK_LAST] = "last", [BLANK_NCHOICES] = NULL,
+};
+_Static_assert(HG_COUNT(k_blank_choices) == BLANK_NCHOICES + 1,
+               "k_blank_choices must match its enum");
 
 static const hg_attr_spec k_ctc_attrs[] = {
-    {"use_data_lengths", HG_ATTR_BOOL, 0, "False",
-     "take data_lengths (N,): the time steps of each sequence", NULL},
-    {"use_label_lengths", HG_ATTR_BOOL, 0, "False",
-     "take label_lengths (N,): the labels of each sequence (else a row ends at the padding: 0 "
-     "with blank_label='first', -1 with 'last')", NULL},
-    {"blank_label", HG_ATTR_ENUM, 0, "first",
-     "the blank class: first (0) or last (C - 1)", k_blank_choices},
+    [CTC_USE_DATA_LEN] = {"use_data_lengths", HG_ATTR_BOOL, 0, "False",
+                          "take data_lengths (N,): the time steps of each sequence", NULL},
+    [CTC_USE_LABEL_LEN] = {"use_label_lengths", HG_ATTR_BOOL, 0, "False",
+        "take label_lengths (N,): the labels of each sequence (else a row ends at the padding: 0 "
+        "with blank_label='first', -1 with 'last')", NULL},
+    [CTC_BLANK] = {"blank_label", HG_ATTR_ENUM, 0, "first",
+                   "the blank class: first (0) or last (C - 1)", k_blank_choices},
 };
+_Static_assert(HG_COUNT(k_ctc_attrs) == CTC_NATTRS, "k_ctc_attrs must match its enum");
 
 static int ctc_num_inputs(const hg_attrs *a)
 {

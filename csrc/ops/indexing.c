@@ -105,7 +105,7 @@ static void load_idx(const void *p, hg_dtype dt, int64_t begin, int64_t n, int64
     }
 }
 
-enum { MODE_CLIP, MODE_WRAP, MODE_RAISE };
+enum { MODE_CLIP, MODE_WRAP, MODE_RAISE, MODE_NMODES };
 
 /* Maps an index into [0, n) by mode; for MODE_RAISE returns -1 when it is out of range. */
 static inline int64_t fix_index(int64_t j, int64_t n, int mode)
@@ -296,14 +296,19 @@ static bool is_float(hg_dtype dt)
  * take
  * ------------------------------------------------------------------------------------------- */
 
-static const char *const k_take_modes[] = {"clip", "wrap", "raise", NULL};
-enum { TK_AXIS, TK_MODE };
-static const hg_attr_spec k_take_attrs[] = {
-    {"axis", HG_ATTR_INT, 0, "0", "the axis of the input to take from (negative counts from "
-     "the end)", NULL},
-    {"mode", HG_ATTR_ENUM, 0, "clip", "out-of-range indices: clip to the range, wrap around, or "
-     "raise an error", k_take_modes},
+static const char *const k_take_modes[] = {
+    [MODE_CLIP] = "clip", [MODE_WRAP] = "wrap", [MODE_RAISE] = "raise", [MODE_NMODES] = NULL,
 };
+_Static_assert(HG_COUNT(k_take_modes) == MODE_NMODES + 1, "k_take_modes must match its enum");
+enum { TK_AXIS, TK_MODE, TK_NATTRS };
+static const hg_attr_spec k_take_attrs[] = {
+    [TK_AXIS] = {"axis", HG_ATTR_INT, 0, "0",
+                 "the axis of the input to take from (negative counts from the end)", NULL},
+    [TK_MODE] = {"mode", HG_ATTR_ENUM, 0, "clip",
+                 "out-of-range indices: clip to the range, wrap around, or raise an error",
+                 k_take_modes},
+};
+_Static_assert(HG_COUNT(k_take_attrs) == TK_NATTRS, "k_take_attrs must match its enum");
 
 static hg_status take_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
@@ -355,15 +360,21 @@ static hg_status take_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * pick
  * ------------------------------------------------------------------------------------------- */
 
-static const char *const k_pick_modes[] = {"clip", "wrap", NULL};
-enum { PK_AXIS, PK_KEEPDIMS, PK_MODE };
-static const hg_attr_spec k_pick_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1", "the axis to pick along (None is not "
-     "supported)", NULL},
-    {"keepdims", HG_ATTR_BOOL, 0, "False", "keep the picked axis with size 1", NULL},
-    {"mode", HG_ATTR_ENUM, 0, "clip", "out-of-range indices: clip to the range or wrap around",
-     k_pick_modes},
+/* pick has no raise mode: its list is take's first two. */
+static const char *const k_pick_modes[] = {
+    [MODE_CLIP] = "clip", [MODE_WRAP] = "wrap", [MODE_RAISE] = NULL,
 };
+_Static_assert(HG_COUNT(k_pick_modes) == MODE_RAISE + 1, "k_pick_modes must match its enum");
+enum { PK_AXIS, PK_KEEPDIMS, PK_MODE, PK_NATTRS };
+static const hg_attr_spec k_pick_attrs[] = {
+    [PK_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
+                 "the axis to pick along (None is not supported)", NULL},
+    [PK_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False", "keep the picked axis with size 1",
+                     NULL},
+    [PK_MODE] = {"mode", HG_ATTR_ENUM, 0, "clip",
+                 "out-of-range indices: clip to the range or wrap around", k_pick_modes},
+};
+_Static_assert(HG_COUNT(k_pick_attrs) == PK_NATTRS, "k_pick_attrs must match its enum");
 
 static hg_status pick_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
@@ -443,13 +454,15 @@ static hg_status pick_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * one_hot
  * ------------------------------------------------------------------------------------------- */
 
-enum { OH_DEPTH, OH_ON, OH_OFF, OH_DTYPE };
+enum { OH_DEPTH, OH_ON, OH_OFF, OH_DTYPE, OH_NATTRS };
 static const hg_attr_spec k_one_hot_attrs[] = {
-    {"depth", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "size of the one-hot dimension", NULL},
-    {"on_value", HG_ATTR_FLOAT, 0, "1", "value at the index", NULL},
-    {"off_value", HG_ATTR_FLOAT, 0, "0", "value everywhere else", NULL},
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the output", NULL},
+    [OH_DEPTH] = {"depth", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "size of the one-hot dimension",
+                  NULL},
+    [OH_ON] = {"on_value", HG_ATTR_FLOAT, 0, "1", "value at the index", NULL},
+    [OH_OFF] = {"off_value", HG_ATTR_FLOAT, 0, "0", "value everywhere else", NULL},
+    [OH_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the output", NULL},
 };
+_Static_assert(HG_COUNT(k_one_hot_attrs) == OH_NATTRS, "k_one_hot_attrs must match its enum");
 
 static hg_status one_hot_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
@@ -625,11 +638,12 @@ static hg_status where_forward(const hg_op_def *op, const hg_attrs *a, const hg_
  * bound is saturated to the type's range so the conversion is defined.
  * ------------------------------------------------------------------------------------------- */
 
-enum { CL_MIN, CL_MAX };
+enum { CL_MIN, CL_MAX, CL_NATTRS };
 static const hg_attr_spec k_clip_attrs[] = {
-    {"a_min", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "minimum value", NULL},
-    {"a_max", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "maximum value", NULL},
+    [CL_MIN] = {"a_min", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "minimum value", NULL},
+    [CL_MAX] = {"a_max", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "maximum value", NULL},
 };
+_Static_assert(HG_COUNT(k_clip_attrs) == CL_NATTRS, "k_clip_attrs must match its enum");
 
 static inline double sat(double v, double lo, double hi)
 {
@@ -691,15 +705,18 @@ static hg_status clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
  * Embedding: out[..., :] = weight[clip(data[...]), :]
  * ------------------------------------------------------------------------------------------- */
 
-enum { EM_INPUT_DIM, EM_OUTPUT_DIM, EM_DTYPE, EM_SPARSE_GRAD };
+enum { EM_INPUT_DIM, EM_OUTPUT_DIM, EM_DTYPE, EM_SPARSE_GRAD, EM_NATTRS };
 static const hg_attr_spec k_embedding_attrs[] = {
-    {"input_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "vocabulary size (rows of weight)", NULL},
-    {"output_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "embedding size (columns of weight)",
-     NULL},
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of weight when it is not given", NULL},
-    {"sparse_grad", HG_ATTR_BOOL, 0, "False", "row-sparse weight gradient (computed dense here)",
-     NULL},
+    [EM_INPUT_DIM] = {"input_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                      "vocabulary size (rows of weight)", NULL},
+    [EM_OUTPUT_DIM] = {"output_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                       "embedding size (columns of weight)", NULL},
+    [EM_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of weight when it is not given",
+                  NULL},
+    [EM_SPARSE_GRAD] = {"sparse_grad", HG_ATTR_BOOL, 0, "False",
+                        "row-sparse weight gradient (computed dense here)", NULL},
 };
+_Static_assert(HG_COUNT(k_embedding_attrs) == EM_NATTRS, "k_embedding_attrs must match its enum");
 
 static hg_status embedding_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                  int nout, hg_meta *out)
@@ -753,13 +770,16 @@ static hg_status embedding_forward(const hg_op_def *op, const hg_attrs *a,
  * SequenceMask: positions at or past each sequence's length are set to `value`.
  * ------------------------------------------------------------------------------------------- */
 
-enum { SM_USE_LEN, SM_VALUE, SM_AXIS };
+enum { SM_USE_LEN, SM_VALUE, SM_AXIS, SM_NATTRS };
 static const hg_attr_spec k_seqmask_attrs[] = {
-    {"use_sequence_length", HG_ATTR_BOOL, 0, "False", "take sequence_length as a second input "
-     "(otherwise the op is the identity)", NULL},
-    {"value", HG_ATTR_FLOAT, 0, "0", "value written at masked positions", NULL},
-    {"axis", HG_ATTR_INT, 0, "0", "the time axis: 0 for (T, B, ...), 1 for (B, T, ...)", NULL},
+    [SM_USE_LEN] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",
+                    "take sequence_length as a second input (otherwise the op is the identity)",
+                    NULL},
+    [SM_VALUE] = {"value", HG_ATTR_FLOAT, 0, "0", "value written at masked positions", NULL},
+    [SM_AXIS] = {"axis", HG_ATTR_INT, 0, "0", "the time axis: 0 for (T, B, ...), 1 for (B, T, ...)",
+                 NULL},
 };
+_Static_assert(HG_COUNT(k_seqmask_attrs) == SM_NATTRS, "k_seqmask_attrs must match its enum");
 
 static int seqmask_num_inputs(const hg_attrs *a) { return a->v[SM_USE_LEN].b ? 2 : 1; }
 

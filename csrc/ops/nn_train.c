@@ -47,19 +47,25 @@ static hg_status require_float(const hg_op_def *op, const hg_meta *m)
  * Dropout
  */
 
-enum { D_P, D_MODE, D_AXES, D_CUDNN_OFF };
-enum { MODE_TRAINING, MODE_ALWAYS };
+enum { D_P, D_MODE, D_AXES, D_CUDNN_OFF, D_NATTRS };
+enum { MODE_TRAINING, MODE_ALWAYS, MODE_NMODES };
 
-static const char *const k_dropout_modes[] = {"training", "always", NULL};
+static const char *const k_dropout_modes[] = {
+    [MODE_TRAINING] = "training", [MODE_ALWAYS] = "always", [MODE_NMODES] = NULL,
+};
+_Static_assert(HG_COUNT(k_dropout_modes) == MODE_NMODES + 1, "k_dropout_modes must match its enum");
 
 static const hg_attr_spec k_dropout_attrs[] = {
-    {"p", HG_ATTR_FLOAT, 0, "0.5", "fraction of the input that gets dropped, in [0, 1]", NULL},
-    {"mode", HG_ATTR_ENUM, 0, "training",
-     "training: drop only while training; always: also at inference", k_dropout_modes},
-    {"axes", HG_ATTR_TUPLE, 0, "()",
-     "axes along which one mask value is shared (variational dropout)", NULL},
-    {"cudnn_off", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "False", "ignored (no cuDNN on CPU)", NULL},
+    [D_P] = {"p", HG_ATTR_FLOAT, 0, "0.5", "fraction of the input that gets dropped, in [0, 1]",
+             NULL},
+    [D_MODE] = {"mode", HG_ATTR_ENUM, 0, "training",
+                "training: drop only while training; always: also at inference", k_dropout_modes},
+    [D_AXES] = {"axes", HG_ATTR_TUPLE, 0, "()",
+                "axes along which one mask value is shared (variational dropout)", NULL},
+    [D_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "False",
+                     "ignored (no cuDNN on CPU)", NULL},
 };
+_Static_assert(HG_COUNT(k_dropout_attrs) == D_NATTRS, "k_dropout_attrs must match its enum");
 
 static hg_status dropout_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
@@ -175,18 +181,23 @@ static hg_status dropout_grad(hg_grad_ctx *g)
  * L2Normalization
  */
 
-enum { L2_EPS, L2_MODE };
-enum { L2_INSTANCE, L2_CHANNEL, L2_SPATIAL };
+enum { L2_EPS, L2_MODE, L2_NATTRS };
+enum { L2_INSTANCE, L2_CHANNEL, L2_SPATIAL, L2_NMODES };
 
-static const char *const k_l2_modes[] = {"instance", "channel", "spatial", NULL};
+static const char *const k_l2_modes[] = {
+    [L2_INSTANCE] = "instance", [L2_CHANNEL] = "channel", [L2_SPATIAL] = "spatial",
+    [L2_NMODES] = NULL,
+};
+_Static_assert(HG_COUNT(k_l2_modes) == L2_NMODES + 1, "k_l2_modes must match its enum");
 
 static const hg_attr_spec k_l2_attrs[] = {
-    {"eps", HG_ATTR_FLOAT, 0, "1e-10", "added to the sum of squares before the square root",
-     NULL},
-    {"mode", HG_ATTR_ENUM, 0, "instance",
-     "instance: one norm per sample; channel: across channels at each position; spatial: one "
-     "norm per (sample, channel)", k_l2_modes},
+    [L2_EPS] = {"eps", HG_ATTR_FLOAT, 0, "1e-10",
+                "added to the sum of squares before the square root", NULL},
+    [L2_MODE] = {"mode", HG_ATTR_ENUM, 0, "instance",
+        "instance: one norm per sample; channel: across channels at each position; spatial: one "
+        "norm per (sample, channel)", k_l2_modes},
 };
+_Static_assert(HG_COUNT(k_l2_attrs) == L2_NATTRS, "k_l2_attrs must match its enum");
 
 static hg_status l2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                           int nout, hg_meta *out)

@@ -34,43 +34,54 @@
 #include "../graph/grad.h"
 
 enum { BN_EPS, BN_MOMENTUM, BN_FIX_GAMMA, BN_USE_GLOBAL, BN_OUTPUT_MEAN_VAR, BN_AXIS, BN_CUDNN_OFF,
-       BN_MIN_CALIB, BN_MAX_CALIB };
-enum { LN_AXIS, LN_EPS, LN_OUTPUT_MEAN_VAR };
-enum { IN_EPS };
-enum { GN_NUM_GROUPS, GN_EPS, GN_OUTPUT_MEAN_VAR };
+       BN_MIN_CALIB, BN_MAX_CALIB, BN_NATTRS };
+enum { LN_AXIS, LN_EPS, LN_OUTPUT_MEAN_VAR, LN_NATTRS };
+enum { IN_EPS, IN_NATTRS };
+enum { GN_NUM_GROUPS, GN_EPS, GN_OUTPUT_MEAN_VAR, GN_NATTRS };
 
 static const hg_attr_spec k_bn_attrs[] = {
-    {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root", NULL},
-    {"momentum", HG_ATTR_FLOAT, 0, "0.9", "running-average momentum of the moving statistics",
-     NULL},
-    {"fix_gamma", HG_ATTR_BOOL, 0, "True", "treat gamma as 1", NULL},
-    {"use_global_stats", HG_ATTR_BOOL, 0, "False",
-     "use moving_mean / moving_var in training too (no batch statistics)", NULL},
-    {"output_mean_var", HG_ATTR_BOOL, 0, "False",
-     "also return the mean and the inverse standard deviation", NULL},
-    {"axis", HG_ATTR_INT, 0, "1", "the channel axis", NULL},
-    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "accepted for compatibility; no effect on CPU", NULL},
-    {"min_calib_range", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
-     "quantisation calibration (accepted, unused)", NULL},
-    {"max_calib_range", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
-     "quantisation calibration (accepted, unused)", NULL},
+    [BN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root",
+                NULL},
+    [BN_MOMENTUM] = {"momentum", HG_ATTR_FLOAT, 0, "0.9",
+                     "running-average momentum of the moving statistics", NULL},
+    [BN_FIX_GAMMA] = {"fix_gamma", HG_ATTR_BOOL, 0, "True", "treat gamma as 1", NULL},
+    [BN_USE_GLOBAL] = {"use_global_stats", HG_ATTR_BOOL, 0, "False",
+                       "use moving_mean / moving_var in training too (no batch statistics)", NULL},
+    [BN_OUTPUT_MEAN_VAR] = {"output_mean_var", HG_ATTR_BOOL, 0, "False",
+                            "also return the mean and the inverse standard deviation", NULL},
+    [BN_AXIS] = {"axis", HG_ATTR_INT, 0, "1", "the channel axis", NULL},
+    [BN_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False",
+                      "accepted for compatibility; no effect on CPU", NULL},
+    [BN_MIN_CALIB] = {"min_calib_range", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
+                      "quantisation calibration (accepted, unused)", NULL},
+    [BN_MAX_CALIB] = {"max_calib_range", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
+                      "quantisation calibration (accepted, unused)", NULL},
 };
+_Static_assert(HG_COUNT(k_bn_attrs) == BN_NATTRS, "k_bn_attrs must match its enum");
 
 static const hg_attr_spec k_ln_attrs[] = {
-    {"axis", HG_ATTR_INT, 0, "-1", "the axis to normalise over", NULL},
-    {"eps", HG_ATTR_FLOAT, 0, "1e-05", "added to the variance before the square root", NULL},
-    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "also return the mean and the std", NULL},
+    [LN_AXIS] = {"axis", HG_ATTR_INT, 0, "-1", "the axis to normalise over", NULL},
+    [LN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "1e-05", "added to the variance before the square root",
+                NULL},
+    [LN_OUTPUT_MEAN_VAR] = {"output_mean_var", HG_ATTR_BOOL, 0, "False",
+                            "also return the mean and the std", NULL},
 };
+_Static_assert(HG_COUNT(k_ln_attrs) == LN_NATTRS, "k_ln_attrs must match its enum");
 
 static const hg_attr_spec k_in_attrs[] = {
-    {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root", NULL},
+    [IN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root",
+                NULL},
 };
+_Static_assert(HG_COUNT(k_in_attrs) == IN_NATTRS, "k_in_attrs must match its enum");
 
 static const hg_attr_spec k_gn_attrs[] = {
-    {"num_groups", HG_ATTR_INT, 0, "1", "number of channel groups", NULL},
-    {"eps", HG_ATTR_FLOAT, 0, "1e-05", "added to the variance before the square root", NULL},
-    {"output_mean_var", HG_ATTR_BOOL, 0, "False", "also return the mean and the std", NULL},
+    [GN_NUM_GROUPS] = {"num_groups", HG_ATTR_INT, 0, "1", "number of channel groups", NULL},
+    [GN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "1e-05", "added to the variance before the square root",
+                NULL},
+    [GN_OUTPUT_MEAN_VAR] = {"output_mean_var", HG_ATTR_BOOL, 0, "False",
+                            "also return the mean and the std", NULL},
 };
+_Static_assert(HG_COUNT(k_gn_attrs) == GN_NATTRS, "k_gn_attrs must match its enum");
 
 /* output_mean_var=True shows the statistics outputs too (mean and inverse std for BatchNorm,
  * mean and std for LayerNorm / GroupNorm), as MXNet does. */

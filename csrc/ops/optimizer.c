@@ -189,11 +189,26 @@ static void job_run(opt_job *j, const hg_range_fn fns[3], hg_dtype dt, int64_t n
  * mom = momentum * mom - lr*wd * w - lr * clip(rescale_grad * g); w += mom.
  */
 
-enum { SGD_LR, SGD_WD, SGD_RG, SGD_CLIP, SGD_LAZY };
-static const hg_attr_spec k_sgd_attrs[] = {A_LR, A_WD, A_RESCALE, A_CLIP, A_LAZY};
+enum { SGD_LR, SGD_WD, SGD_RG, SGD_CLIP, SGD_LAZY, SGD_NATTRS };
+static const hg_attr_spec k_sgd_attrs[] = {
+    [SGD_LR] = A_LR,
+    [SGD_WD] = A_WD,
+    [SGD_RG] = A_RESCALE,
+    [SGD_CLIP] = A_CLIP,
+    [SGD_LAZY] = A_LAZY,
+};
+_Static_assert(HG_COUNT(k_sgd_attrs) == SGD_NATTRS, "k_sgd_attrs must match its enum");
 
-enum { SGDM_LR, SGDM_MOM, SGDM_WD, SGDM_RG, SGDM_CLIP, SGDM_LAZY };
-static const hg_attr_spec k_sgd_mom_attrs[] = {A_LR, A_MOMENTUM, A_WD, A_RESCALE, A_CLIP, A_LAZY};
+enum { SGDM_LR, SGDM_MOM, SGDM_WD, SGDM_RG, SGDM_CLIP, SGDM_LAZY, SGDM_NATTRS };
+static const hg_attr_spec k_sgd_mom_attrs[] = {
+    [SGDM_LR] = A_LR,
+    [SGDM_MOM] = A_MOMENTUM,
+    [SGDM_WD] = A_WD,
+    [SGDM_RG] = A_RESCALE,
+    [SGDM_CLIP] = A_CLIP,
+    [SGDM_LAZY] = A_LAZY,
+};
+_Static_assert(HG_COUNT(k_sgd_mom_attrs) == SGDM_NATTRS, "k_sgd_mom_attrs must match its enum");
 
 #define SGD_BODY(R, LD, ST)                                                                    \
     {                                                                                          \
@@ -256,8 +271,15 @@ OPT_FORWARD(mp_sgd_mom)
  * calls it) that is the new weight, and the mp variant uses its new master weight alike.
  */
 
-enum { NAG_LR, NAG_MOM, NAG_WD, NAG_RG, NAG_CLIP };
-static const hg_attr_spec k_nag_attrs[] = {A_LR, A_MOMENTUM, A_WD, A_RESCALE, A_CLIP};
+enum { NAG_LR, NAG_MOM, NAG_WD, NAG_RG, NAG_CLIP, NAG_NATTRS };
+static const hg_attr_spec k_nag_attrs[] = {
+    [NAG_LR] = A_LR,
+    [NAG_MOM] = A_MOMENTUM,
+    [NAG_WD] = A_WD,
+    [NAG_RG] = A_RESCALE,
+    [NAG_CLIP] = A_CLIP,
+};
+_Static_assert(HG_COUNT(k_nag_attrs) == NAG_NATTRS, "k_nag_attrs must match its enum");
 
 #define NAG_BODY(R, LD, ST)                                                                    \
     {                                                                                          \
@@ -293,14 +315,19 @@ OPT_FORWARD(mp_nag_mom)
  * folded into lr by the Python optimizer.
  */
 
-enum { ADAM_LR, ADAM_B1, ADAM_B2, ADAM_EPS, ADAM_WD, ADAM_RG, ADAM_CLIP, ADAM_LAZY };
+enum { ADAM_LR, ADAM_B1, ADAM_B2, ADAM_EPS, ADAM_WD, ADAM_RG, ADAM_CLIP, ADAM_LAZY, ADAM_NATTRS };
 static const hg_attr_spec k_adam_attrs[] = {
-    A_LR,
-    {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
-    {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added to sqrt(var) against division by 0", NULL},
-    A_WD, A_RESCALE, A_CLIP, A_LAZY,
+    [ADAM_LR] = A_LR,
+    [ADAM_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
+    [ADAM_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
+    [ADAM_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added to sqrt(var) against division by 0",
+                  NULL},
+    [ADAM_WD] = A_WD,
+    [ADAM_RG] = A_RESCALE,
+    [ADAM_CLIP] = A_CLIP,
+    [ADAM_LAZY] = A_LAZY,
 };
+_Static_assert(HG_COUNT(k_adam_attrs) == ADAM_NATTRS, "k_adam_attrs must match its enum");
 
 #define ADAM_BODY(R, LD, ST)                                                                   \
     {                                                                                          \
@@ -323,16 +350,20 @@ OPT_FORWARD(adam)
  * w' = w - eta * (lr * mean / (sqrt(var) + epsilon) + wd * w).
  */
 
-enum { ADW_LR, ADW_B1, ADW_B2, ADW_EPS, ADW_WD, ADW_ETA, ADW_CLIP, ADW_SCALE /* not an attr */ };
+enum { ADW_LR, ADW_B1, ADW_B2, ADW_EPS, ADW_WD, ADW_ETA, ADW_CLIP, ADW_NATTRS,
+       ADW_SCALE = ADW_NATTRS /* a job parameter, not an attr */ };
 static const hg_attr_spec k_adamw_attrs[] = {
-    A_LR,
-    {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
-    {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added to sqrt(var) against division by 0", NULL},
-    A_WD,
-    {"eta", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "learning rate schedule multiplier", NULL},
-    A_CLIP,
+    [ADW_LR] = A_LR,
+    [ADW_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
+    [ADW_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
+    [ADW_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added to sqrt(var) against division by 0",
+                 NULL},
+    [ADW_WD] = A_WD,
+    [ADW_ETA] = {"eta", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "learning rate schedule multiplier",
+                 NULL},
+    [ADW_CLIP] = A_CLIP,
 };
+_Static_assert(HG_COUNT(k_adamw_attrs) == ADW_NATTRS, "k_adamw_attrs must match its enum");
 
 #define ADAMW_BODY(R, LD, ST)                                                                  \
     {                                                                                          \
@@ -391,13 +422,18 @@ static hg_status adamw_forward(const hg_op_def *op, const hg_attrs *a, const hg_
  * Both then clip the weight to [-clip_weights, clip_weights] when clip_weights >= 0.
  */
 
-enum { RMS_LR, RMS_G1, RMS_EPS, RMS_WD, RMS_RG, RMS_CLIP, RMS_CLIPW };
+enum { RMS_LR, RMS_G1, RMS_EPS, RMS_WD, RMS_RG, RMS_CLIP, RMS_CLIPW, RMS_NATTRS };
 static const hg_attr_spec k_rmsprop_attrs[] = {
-    A_LR,
-    {"gamma1", HG_ATTR_FLOAT, 0, "0.95", "decay rate of the mean squared gradient", NULL},
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added under the square root", NULL},
-    A_WD, A_RESCALE, A_CLIP, A_CLIP_WEIGHTS,
+    [RMS_LR] = A_LR,
+    [RMS_G1] = {"gamma1", HG_ATTR_FLOAT, 0, "0.95", "decay rate of the mean squared gradient",
+                NULL},
+    [RMS_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added under the square root", NULL},
+    [RMS_WD] = A_WD,
+    [RMS_RG] = A_RESCALE,
+    [RMS_CLIP] = A_CLIP,
+    [RMS_CLIPW] = A_CLIP_WEIGHTS,
 };
+_Static_assert(HG_COUNT(k_rmsprop_attrs) == RMS_NATTRS, "k_rmsprop_attrs must match its enum");
 
 #define RMSPROP_BODY(R, LD, ST)                                                                \
     {                                                                                          \
@@ -414,14 +450,19 @@ static const hg_attr_spec k_rmsprop_attrs[] = {
 OPT_KERNELS(rmsprop, RMSPROP_BODY)
 OPT_FORWARD(rmsprop)
 
-enum { RMSA_LR, RMSA_G1, RMSA_G2, RMSA_EPS, RMSA_WD, RMSA_RG, RMSA_CLIP, RMSA_CLIPW };
+enum { RMSA_LR, RMSA_G1, RMSA_G2, RMSA_EPS, RMSA_WD, RMSA_RG, RMSA_CLIP, RMSA_CLIPW, RMSA_NATTRS };
 static const hg_attr_spec k_rmspropalex_attrs[] = {
-    A_LR,
-    {"gamma1", HG_ATTR_FLOAT, 0, "0.95", "decay rate of the gradient moments", NULL},
-    {"gamma2", HG_ATTR_FLOAT, 0, "0.9", "momentum of the update", NULL},
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added under the square root", NULL},
-    A_WD, A_RESCALE, A_CLIP, A_CLIP_WEIGHTS,
+    [RMSA_LR] = A_LR,
+    [RMSA_G1] = {"gamma1", HG_ATTR_FLOAT, 0, "0.95", "decay rate of the gradient moments", NULL},
+    [RMSA_G2] = {"gamma2", HG_ATTR_FLOAT, 0, "0.9", "momentum of the update", NULL},
+    [RMSA_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added under the square root", NULL},
+    [RMSA_WD] = A_WD,
+    [RMSA_RG] = A_RESCALE,
+    [RMSA_CLIP] = A_CLIP,
+    [RMSA_CLIPW] = A_CLIP_WEIGHTS,
 };
+_Static_assert(HG_COUNT(k_rmspropalex_attrs) == RMSA_NATTRS,
+               "k_rmspropalex_attrs must match its enum");
 
 #define RMSPROPALEX_BODY(R, LD, ST)                                                            \
     {                                                                                          \
@@ -447,8 +488,14 @@ OPT_FORWARD(rmspropalex)
  * w' = (1 - lr*wd_lh) * w + lr * sign(mom).
  */
 
-enum { SSGD_LR, SSGD_WD, SSGD_RG, SSGD_CLIP };
-static const hg_attr_spec k_signsgd_attrs[] = {A_LR, A_WD, A_RESCALE, A_CLIP};
+enum { SSGD_LR, SSGD_WD, SSGD_RG, SSGD_CLIP, SSGD_NATTRS };
+static const hg_attr_spec k_signsgd_attrs[] = {
+    [SSGD_LR] = A_LR,
+    [SSGD_WD] = A_WD,
+    [SSGD_RG] = A_RESCALE,
+    [SSGD_CLIP] = A_CLIP,
+};
+_Static_assert(HG_COUNT(k_signsgd_attrs) == SSGD_NATTRS, "k_signsgd_attrs must match its enum");
 
 #define SIGNSGD_BODY(R, LD, ST)                                                                \
     {                                                                                          \
@@ -458,12 +505,17 @@ static const hg_attr_spec k_signsgd_attrs[] = {A_LR, A_WD, A_RESCALE, A_CLIP};
 OPT_KERNELS(signsgd, SIGNSGD_BODY)
 OPT_FORWARD(signsgd)
 
-enum { SGNM_LR, SGNM_MOM, SGNM_WD, SGNM_RG, SGNM_CLIP, SGNM_WDLH };
+enum { SGNM_LR, SGNM_MOM, SGNM_WD, SGNM_RG, SGNM_CLIP, SGNM_WDLH, SGNM_NATTRS };
 static const hg_attr_spec k_signum_attrs[] = {
-    A_LR, A_MOMENTUM, A_WD, A_RESCALE, A_CLIP,
-    {"wd_lh", HG_ATTR_FLOAT, 0, "0",
-     "decoupled weight decay (Loshchilov & Hutter), not part of the momentum", NULL},
+    [SGNM_LR] = A_LR,
+    [SGNM_MOM] = A_MOMENTUM,
+    [SGNM_WD] = A_WD,
+    [SGNM_RG] = A_RESCALE,
+    [SGNM_CLIP] = A_CLIP,
+    [SGNM_WDLH] = {"wd_lh", HG_ATTR_FLOAT, 0, "0",
+                   "decoupled weight decay (Loshchilov & Hutter), not part of the momentum", NULL},
 };
+_Static_assert(HG_COUNT(k_signum_attrs) == SGNM_NATTRS, "k_signum_attrs must match its enum");
 
 #define SIGNUM_BODY(R, LD, ST)                                                                 \
     {                                                                                          \
@@ -485,13 +537,16 @@ OPT_FORWARD(signum)
  * w' = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) * (|z| > lamda1).
  */
 
-enum { FTRL_LR, FTRL_L1, FTRL_BETA, FTRL_WD, FTRL_RG, FTRL_CLIP };
+enum { FTRL_LR, FTRL_L1, FTRL_BETA, FTRL_WD, FTRL_RG, FTRL_CLIP, FTRL_NATTRS };
 static const hg_attr_spec k_ftrl_attrs[] = {
-    A_LR,
-    {"lamda1", HG_ATTR_FLOAT, 0, "0.01", "L1 regularisation coefficient", NULL},
-    {"beta", HG_ATTR_FLOAT, 0, "1", "per-coordinate learning rate beta", NULL},
-    A_WD, A_RESCALE, A_CLIP,
+    [FTRL_LR] = A_LR,
+    [FTRL_L1] = {"lamda1", HG_ATTR_FLOAT, 0, "0.01", "L1 regularisation coefficient", NULL},
+    [FTRL_BETA] = {"beta", HG_ATTR_FLOAT, 0, "1", "per-coordinate learning rate beta", NULL},
+    [FTRL_WD] = A_WD,
+    [FTRL_RG] = A_RESCALE,
+    [FTRL_CLIP] = A_CLIP,
 };
+_Static_assert(HG_COUNT(k_ftrl_attrs) == FTRL_NATTRS, "k_ftrl_attrs must match its enum");
 
 #define FTRL_BODY(R, LD, ST)                                                                   \
     {                                                                                          \
@@ -519,16 +574,22 @@ OPT_FORWARD(ftrl)
  * either norm is 0.
  */
 
-enum { L1_B1, L1_B2, L1_EPS, L1_T, L1_BIAS, L1_WD, L1_RG, L1_CLIP, L1_B1T, L1_B2T };
+enum { L1_B1, L1_B2, L1_EPS, L1_T, L1_BIAS, L1_WD, L1_RG, L1_CLIP, L1_NATTRS,
+       L1_B1T = L1_NATTRS, L1_B2T /* job parameters, not attrs */ };
 static const hg_attr_spec k_lamb1_attrs[] = {
-    {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
-    {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-06", "added to sqrt(var) against division by 0", NULL},
-    {"t", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "update count (for the bias correction)", NULL},
-    {"bias_correction", HG_ATTR_BOOL, 0, "True", "divide the moments by 1 - beta^t", NULL},
-    {"wd", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "weight decay", NULL},
-    A_RESCALE, A_CLIP,
+    [L1_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
+    [L1_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
+    [L1_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-06", "added to sqrt(var) against division by 0",
+                NULL},
+    [L1_T] = {"t", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "update count (for the bias correction)",
+              NULL},
+    [L1_BIAS] = {"bias_correction", HG_ATTR_BOOL, 0, "True", "divide the moments by 1 - beta^t",
+                 NULL},
+    [L1_WD] = {"wd", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "weight decay", NULL},
+    [L1_RG] = A_RESCALE,
+    [L1_CLIP] = A_CLIP,
 };
+_Static_assert(HG_COUNT(k_lamb1_attrs) == L1_NATTRS, "k_lamb1_attrs must match its enum");
 
 #define LAMB1_BODY(R, LD, ST)                                                                  \
     {                                                                                          \
@@ -564,14 +625,15 @@ static hg_status lamb1_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     return HG_OK;
 }
 
-enum { L2_LR, L2_LB, L2_UB, L2_RATE /* not an attr */ };
+enum { L2_LR, L2_LB, L2_UB, L2_NATTRS, L2_RATE = L2_NATTRS /* a job parameter, not an attr */ };
 static const hg_attr_spec k_lamb2_attrs[] = {
-    A_LR,
-    {"lower_bound", HG_ATTR_FLOAT, 0, "-1", "lower limit of the weight norm; negative: none",
-     NULL},
-    {"upper_bound", HG_ATTR_FLOAT, 0, "-1", "upper limit of the weight norm; negative: none",
-     NULL},
+    [L2_LR] = A_LR,
+    [L2_LB] = {"lower_bound", HG_ATTR_FLOAT, 0, "-1",
+               "lower limit of the weight norm; negative: none", NULL},
+    [L2_UB] = {"upper_bound", HG_ATTR_FLOAT, 0, "-1",
+               "upper limit of the weight norm; negative: none", NULL},
 };
+_Static_assert(HG_COUNT(k_lamb2_attrs) == L2_NATTRS, "k_lamb2_attrs must match its enum");
 
 #define LAMB2_BODY(R, LD, ST)                                                                  \
     {                                                                                          \
@@ -639,12 +701,16 @@ static hg_status lamb2_forward(const hg_op_def *op, const hg_attrs *a, const hg_
  *           acc_delta = rho * acc_delta + (1-rho) * d^2; w' = w - (d + wd * w).
  */
 
-enum { AG_LR, AG_EPS, AG_WD, AG_RG, AG_CLIP };
+enum { AG_LR, AG_EPS, AG_WD, AG_RG, AG_CLIP, AG_NATTRS };
 static const hg_attr_spec k_adagrad_attrs[] = {
-    A_LR,
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-07", "added to the history under the square root", NULL},
-    A_WD, A_RESCALE, A_CLIP,
+    [AG_LR] = A_LR,
+    [AG_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-07", "added to the history under the square root",
+                NULL},
+    [AG_WD] = A_WD,
+    [AG_RG] = A_RESCALE,
+    [AG_CLIP] = A_CLIP,
 };
+_Static_assert(HG_COUNT(k_adagrad_attrs) == AG_NATTRS, "k_adagrad_attrs must match its enum");
 
 #define ADAGRAD_BODY(R, LD, ST)                                                                \
     {                                                                                          \
@@ -659,12 +725,15 @@ static const hg_attr_spec k_adagrad_attrs[] = {
 OPT_KERNELS(adagrad, ADAGRAD_BODY)
 OPT_FORWARD(adagrad)
 
-enum { AD_RHO, AD_EPS, AD_WD, AD_RG, AD_CLIP };
+enum { AD_RHO, AD_EPS, AD_WD, AD_RG, AD_CLIP, AD_NATTRS };
 static const hg_attr_spec k_adadelta_attrs[] = {
-    {"rho", HG_ATTR_FLOAT, 0, "0.9", "decay rate of both accumulators", NULL},
-    {"epsilon", HG_ATTR_FLOAT, 0, "1e-05", "added under both square roots", NULL},
-    A_WD, A_RESCALE, A_CLIP,
+    [AD_RHO] = {"rho", HG_ATTR_FLOAT, 0, "0.9", "decay rate of both accumulators", NULL},
+    [AD_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-05", "added under both square roots", NULL},
+    [AD_WD] = A_WD,
+    [AD_RG] = A_RESCALE,
+    [AD_CLIP] = A_CLIP,
 };
+_Static_assert(HG_COUNT(k_adadelta_attrs) == AD_NATTRS, "k_adadelta_attrs must match its enum");
 
 #define ADADELTA_BODY(R, LD, ST)                                                               \
     {                                                                                          \

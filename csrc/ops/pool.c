@@ -24,33 +24,53 @@
 typedef uint16_t f16;
 
 enum { P_KERNEL, P_POOL_TYPE, P_GLOBAL, P_CUDNN_OFF, P_CONVENTION, P_STRIDE, P_PAD, P_P_VALUE,
-       P_COUNT_INCLUDE_PAD, P_LAYOUT };
-enum { POOL_MAX, POOL_AVG, POOL_SUM, POOL_LP };
-enum { CONV_VALID, CONV_FULL, CONV_SAME };
-enum { LAYOUT_NCW, LAYOUT_NCHW, LAYOUT_NCDHW, LAYOUT_NWC, LAYOUT_NHWC, LAYOUT_NDHWC };
+       P_COUNT_INCLUDE_PAD, P_LAYOUT, P_NATTRS };
+enum { POOL_MAX, POOL_AVG, POOL_SUM, POOL_LP, POOL_NTYPES };
+enum { CONV_VALID, CONV_FULL, CONV_SAME, CONV_NCONVENTIONS };
+enum { LAYOUT_NCW, LAYOUT_NCHW, LAYOUT_NCDHW, LAYOUT_NWC, LAYOUT_NHWC, LAYOUT_NDHWC,
+       LAYOUT_NLAYOUTS };
 
-static const char *const k_pool_types[] = {"max", "avg", "sum", "lp", NULL};
-static const char *const k_conventions[] = {"valid", "full", "same", NULL};
-static const char *const k_layouts[] = {"NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC", NULL};
+static const char *const k_pool_types[] = {
+    [POOL_MAX] = "max", [POOL_AVG] = "avg", [POOL_SUM] = "sum", [POOL_LP] = "lp",
+    [POOL_NTYPES] = NULL,
+};
+_Static_assert(HG_COUNT(k_pool_types) == POOL_NTYPES + 1, "k_pool_types must match its enum");
+static const char *const k_conventions[] = {
+    [CONV_VALID] = "valid", [CONV_FULL] = "full", [CONV_SAME] = "same", [CONV_NCONVENTIONS] = NULL,
+};
+_Static_assert(HG_COUNT(k_conventions) == CONV_NCONVENTIONS + 1,
+               "k_conventions must match its enum");
+static const char *const k_layouts[] = {
+    [LAYOUT_NCW] = "NCW", [LAYOUT_NCHW] = "NCHW", [LAYOUT_NCDHW] = "NCDHW", [LAYOUT_NWC] = "NWC",
+    [LAYOUT_NHWC] = "NHWC", [LAYOUT_NDHWC] = "NDHWC", [LAYOUT_NLAYOUTS] = NULL,
+};
+_Static_assert(HG_COUNT(k_layouts) == LAYOUT_NLAYOUTS + 1, "k_layouts must match its enum");
 
 static const hg_attr_spec k_pool_attrs[] = {
-    {"kernel", HG_ATTR_TUPLE, 0, "()",
-     "pooling kernel size: (x,), (y, x) or (d, y, x); ignored with global_pool", NULL},
-    {"pool_type", HG_ATTR_ENUM, 0, "max", "pooling type: max, avg, sum or lp", k_pool_types},
-    {"global_pool", HG_ATTR_BOOL, 0, "False",
-     "pool over the whole spatial extent (kernel, stride and pad are ignored)", NULL},
-    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "accepted for compatibility; no effect on CPU", NULL},
-    {"pooling_convention", HG_ATTR_ENUM, 0, "valid",
-     "output size rule: valid (floor), full (ceil) or same (ceil(x / stride), 1-D only)",
-     k_conventions},
-    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial axis; () means 1 on every axis", NULL},
-    {"pad", HG_ATTR_TUPLE, 0, "()", "implicit padding per spatial axis; () means 0", NULL},
-    {"p_value", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None", "p of lp pooling (1, 2 or 3)", NULL},
-    {"count_include_pad", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "None",
-     "avg pooling: count padded elements in the divisor (None means True)", NULL},
-    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-     "data layout; only channel-first (NCW, NCHW, NCDHW) is supported", k_layouts},
+    [P_KERNEL] = {"kernel", HG_ATTR_TUPLE, 0, "()",
+                  "pooling kernel size: (x,), (y, x) or (d, y, x); ignored with global_pool", NULL},
+    [P_POOL_TYPE] = {"pool_type", HG_ATTR_ENUM, 0, "max", "pooling type: max, avg, sum or lp",
+                     k_pool_types},
+    [P_GLOBAL] = {"global_pool", HG_ATTR_BOOL, 0, "False",
+                  "pool over the whole spatial extent (kernel, stride and pad are ignored)", NULL},
+    [P_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False",
+                     "accepted for compatibility; no effect on CPU", NULL},
+    [P_CONVENTION] = {"pooling_convention", HG_ATTR_ENUM, 0, "valid",
+        "output size rule: valid (floor), full (ceil) or same (ceil(x / stride), 1-D only)",
+        k_conventions},
+    [P_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()",
+                  "stride per spatial axis; () means 1 on every axis", NULL},
+    [P_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()", "implicit padding per spatial axis; () means 0",
+               NULL},
+    [P_P_VALUE] = {"p_value", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None", "p of lp pooling (1, 2 or 3)",
+                   NULL},
+    [P_COUNT_INCLUDE_PAD] = {"count_include_pad", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "None",
+                             "avg pooling: count padded elements in the divisor (None means True)",
+                             NULL},
+    [P_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                  "data layout; only channel-first (NCW, NCHW, NCDHW) is supported", k_layouts},
 };
+_Static_assert(HG_COUNT(k_pool_attrs) == P_NATTRS, "k_pool_attrs must match its enum");
 
 /* The resolved geometry, always as 3 spatial axes (leading ones padded with 1). */
 typedef struct {

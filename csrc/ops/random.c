@@ -21,7 +21,7 @@
  */
 
 /* Attribute order shared by the three samplers: two parameters, then shape, ctx, dtype. */
-enum { P0, P1, R_SHAPE, R_CTX, R_DTYPE };
+enum { P0, P1, R_SHAPE, R_CTX, R_DTYPE, R_NATTRS };
 
 static hg_status sample_shape(const hg_op_def *op, const hg_attrs *a, hg_dtype dt, hg_meta *out)
 {
@@ -70,12 +70,12 @@ static void store_floats(hg_tensor *t, int64_t i0, const double *v, int64_t m)
 }
 
 #define FLOAT_SAMPLER_ATTRS(A, ADEF, ADOC, B, BDEF, BDOC)                                       \
-    {A, HG_ATTR_FLOAT, 0, ADEF, ADOC, NULL},                                                    \
-    {B, HG_ATTR_FLOAT, 0, BDEF, BDOC, NULL},                                                    \
-    {"shape", HG_ATTR_TUPLE, 0, "()", "shape of the output; () gives (1,)", NULL},              \
-    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},               \
-    {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",                                          \
-     "float16, float32 or float64; None means float32", NULL}
+    [P0] = {A, HG_ATTR_FLOAT, 0, ADEF, ADOC, NULL},                                             \
+    [P1] = {B, HG_ATTR_FLOAT, 0, BDEF, BDOC, NULL},                                             \
+    [R_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()", "shape of the output; () gives (1,)", NULL},  \
+    [R_CTX] = {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},     \
+    [R_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",                              \
+                 "float16, float32 or float64; None means float32", NULL}
 
 /* ---------------------------------------------------------------------------------------------
  * _random_uniform
@@ -85,6 +85,7 @@ static const hg_attr_spec k_uniform_attrs[] = {
     FLOAT_SAMPLER_ATTRS("low", "0", "lower bound (included)", "high", "1",
                         "upper bound (excluded)"),
 };
+_Static_assert(HG_COUNT(k_uniform_attrs) == R_NATTRS, "k_uniform_attrs must match its enum");
 
 static hg_status uniform_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
@@ -151,6 +152,7 @@ static const hg_attr_spec k_normal_attrs[] = {
     FLOAT_SAMPLER_ATTRS("loc", "0", "mean of the distribution", "scale", "1",
                         "standard deviation of the distribution"),
 };
+_Static_assert(HG_COUNT(k_normal_attrs) == R_NATTRS, "k_normal_attrs must match its enum");
 
 static hg_status normal_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
@@ -185,12 +187,14 @@ static hg_status normal_forward(const hg_op_def *op, const hg_attrs *a, const hg
  */
 
 static const hg_attr_spec k_randint_attrs[] = {
-    {"low", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "lower bound (included)", NULL},
-    {"high", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "upper bound (excluded)", NULL},
-    {"shape", HG_ATTR_TUPLE, 0, "()", "shape of the output; () gives (1,)", NULL},
-    {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
-    {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None", "int32 or int64; None means int32", NULL},
+    [P0] = {"low", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "lower bound (included)", NULL},
+    [P1] = {"high", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "upper bound (excluded)", NULL},
+    [R_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()", "shape of the output; () gives (1,)", NULL},
+    [R_CTX] = {"ctx", HG_ATTR_STRING, 0, "", "context of the output (ignored: CPU)", NULL},
+    [R_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
+                 "int32 or int64; None means int32", NULL},
 };
+_Static_assert(HG_COUNT(k_randint_attrs) == R_NATTRS, "k_randint_attrs must match its enum");
 
 static hg_status randint_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)

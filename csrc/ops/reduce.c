@@ -41,9 +41,7 @@
 #define ACC_SZ 8      /* bytes of one accumulator (double or int64) */
 #define PART_WORK 65536 /* elements per part when one output's reduction is split */
 
-enum { K_AXIS, K_KEEPDIMS, K_EXCLUDE };          /* sum, mean, prod, nansum, nanprod, max, min */
-enum { N_ORD, N_AXIS, N_OUT_DTYPE, N_KEEPDIMS }; /* norm */
-enum { A_AXIS, A_KEEPDIMS };                     /* argmax, argmin */
+enum { A_AXIS, A_KEEPDIMS, A_NATTRS }; /* argmax, argmin (K_ and N_ positions: reduce.h) */
 
 typedef enum red_kind {
     RED_SUM, RED_MEAN, RED_PROD, RED_NANSUM, RED_NANPROD, RED_MAX, RED_MIN, RED_NORM1, RED_NORM2
@@ -1086,29 +1084,35 @@ RED_GRAD(norm, true)
 /* ---- the op table ------------------------------------------------------------------------- */
 
 static const hg_attr_spec k_axes_attrs[] = {
-    {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
-     "axis or axes to reduce; None or () reduces all into shape (1,); negative counts from the "
-     "end", NULL},
-    {"keepdims", HG_ATTR_BOOL, 0, "False", "keep the reduced axes as dimensions of size 1", NULL},
-    {"exclude", HG_ATTR_BOOL, 0, "False", "reduce the axes that are NOT in axis", NULL},
+    [K_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+        "axis or axes to reduce; None or () reduces all into shape (1,); negative counts from the "
+        "end", NULL},
+    [K_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False",
+                    "keep the reduced axes as dimensions of size 1", NULL},
+    [K_EXCLUDE] = {"exclude", HG_ATTR_BOOL, 0, "False", "reduce the axes that are NOT in axis",
+                   NULL},
 };
+_Static_assert(HG_COUNT(k_axes_attrs) == K_NATTRS, "k_axes_attrs must match its enum");
 
 static const hg_attr_spec k_norm_attrs[] = {
-    {"ord", HG_ATTR_INT, 0, "2", "order of the norm: 1 (sum of |x|) or 2 (sqrt of sum of x^2)",
-     NULL},
-    {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
-     "axis or axes to reduce; None or () reduces all into shape (1,)", NULL},
-    {"out_dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
-     "dtype of the output (None: the input's)", NULL},
-    {"keepdims", HG_ATTR_BOOL, 0, "False", "keep the reduced axes as dimensions of size 1", NULL},
+    [N_ORD] = {"ord", HG_ATTR_INT, 0, "2",
+               "order of the norm: 1 (sum of |x|) or 2 (sqrt of sum of x^2)", NULL},
+    [N_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+                "axis or axes to reduce; None or () reduces all into shape (1,)", NULL},
+    [N_OUT_DTYPE] = {"out_dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
+                     "dtype of the output (None: the input's)", NULL},
+    [N_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False",
+                    "keep the reduced axes as dimensions of size 1", NULL},
 };
+_Static_assert(HG_COUNT(k_norm_attrs) == N_NATTRS, "k_norm_attrs must match its enum");
 
 static const hg_attr_spec k_arg_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
-     "axis to search; None searches the flattened array", NULL},
-    {"keepdims", HG_ATTR_BOOL, 0, "False", "keep the reduced axis as a dimension of size 1",
-     NULL},
+    [A_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
+                "axis to search; None searches the flattened array", NULL},
+    [A_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False",
+                    "keep the reduced axis as a dimension of size 1", NULL},
 };
+_Static_assert(HG_COUNT(k_arg_attrs) == A_NATTRS, "k_arg_attrs must match its enum");
 
 #define DATA HG_NAMES("data")
 #define AXES_OP(NAME, ALIASES, FN, INFER, DOC)                                                  \

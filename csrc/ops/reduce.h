@@ -1,9 +1,15 @@
-/* What the reductions (reduce.c) share with their gradient ops (reduce_grad.c): the axis rule
- * and the conversions between any dtype and double tiles. Internal to csrc/ops. */
+/* What the reductions (reduce.c) share with their gradient ops (reduce_grad.c): the schema
+ * positions, the axis rule and the conversions between any dtype and double tiles. Internal to
+ * csrc/ops. */
 #ifndef HG_OPS_REDUCE_H
 #define HG_OPS_REDUCE_H
 
 #include "../core/op.h"
+
+/* Schema positions, the same for a reduction and its gradient op: the axes ops (sum, mean, prod,
+ * nansum, nanprod, max, min) share one schema, norm has its own. */
+enum { K_AXIS, K_KEEPDIMS, K_EXCLUDE, K_NATTRS };
+enum { N_ORD, N_AXIS, N_OUT_DTYPE, N_KEEPDIMS, N_NATTRS };
 
 /* MXNet's ReduceAxesShapeImpl: red[d] tells whether input dim d is reduced; out gets the output
  * shape (dtype untouched). Errors name op and the bad axis. */

@@ -24,10 +24,6 @@
 
 typedef enum { BK_SUM, BK_MEAN, BK_NANSUM, BK_PROD, BK_NANPROD, BK_MAXMIN, BK_NORM } bk_kind;
 
-/* Schema positions: the axes ops (sum ... min) share one schema, norm has its own. */
-enum { K_AXIS, K_KEEPDIMS, K_EXCLUDE };
-enum { N_ORD, N_AXIS, N_OUT_DTYPE, N_KEEPDIMS };
-
 typedef struct {
     bk_kind kind;
     int ord;                                   /* norm: 1 or 2 */
@@ -343,17 +339,21 @@ static hg_status bmean_grad(hg_grad_ctx *g) { return adjoint(g, "mean"); }
 /* ---- the op table ------------------------------------------------------------------------- */
 
 static const hg_attr_spec k_axes_attrs[] = {
-    {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None", "the forward reduction's axis", NULL},
-    {"keepdims", HG_ATTR_BOOL, 0, "False", "the forward reduction's keepdims", NULL},
-    {"exclude", HG_ATTR_BOOL, 0, "False", "the forward reduction's exclude", NULL},
+    [K_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None", "the forward reduction's axis",
+                NULL},
+    [K_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False", "the forward reduction's keepdims", NULL},
+    [K_EXCLUDE] = {"exclude", HG_ATTR_BOOL, 0, "False", "the forward reduction's exclude", NULL},
 };
+_Static_assert(HG_COUNT(k_axes_attrs) == K_NATTRS, "k_axes_attrs must match its enum");
 
 static const hg_attr_spec k_norm_attrs[] = {
-    {"ord", HG_ATTR_INT, 0, "2", "the forward norm's order (1 or 2)", NULL},
-    {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None", "the forward norm's axis", NULL},
-    {"out_dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None", "the forward norm's out_dtype", NULL},
-    {"keepdims", HG_ATTR_BOOL, 0, "False", "the forward norm's keepdims", NULL},
+    [N_ORD] = {"ord", HG_ATTR_INT, 0, "2", "the forward norm's order (1 or 2)", NULL},
+    [N_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None", "the forward norm's axis", NULL},
+    [N_OUT_DTYPE] = {"out_dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
+                     "the forward norm's out_dtype", NULL},
+    [N_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False", "the forward norm's keepdims", NULL},
 };
+_Static_assert(HG_COUNT(k_norm_attrs) == N_NATTRS, "k_norm_attrs must match its enum");
 
 #define BK_OP(NAME, FN, NIN, INS, ATTRS, INFER, GRAD, DOC)                                      \
     {.name = NAME, .doc = DOC, .input_names = INS, .attrs = ATTRS, .num_attrs = HG_COUNT(ATTRS), \

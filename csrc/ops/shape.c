@@ -85,17 +85,19 @@ static hg_status broadcast_forward(const hg_op_def *op, const hg_attrs *a,
 
 /* ---- Reshape ----------------------------------------------------------------------------- */
 
-enum { R_SHAPE, R_REVERSE, R_TARGET, R_KEEP };
+enum { R_SHAPE, R_REVERSE, R_TARGET, R_KEEP, R_NATTRS };
 static const hg_attr_spec k_reshape_attrs[] = {
-    {"shape", HG_ATTR_TUPLE, 0, "()",
-     "target shape; codes: 0 copy a dim, -1 infer, -2 copy the rest, -3 merge two dims, "
-     "-4 a b split a dim", NULL},
-    {"reverse", HG_ATTR_BOOL, 0, "False", "match the special codes from right to left", NULL},
-    {"target_shape", HG_ATTR_TUPLE, 0, "()",
-     "(deprecated, use shape) target shape; one 0 dim is inferred", NULL},
-    {"keep_highest", HG_ATTR_BOOL, 0, "False",
-     "(deprecated, use shape) keep the input's first dim with target_shape", NULL},
+    [R_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()",
+        "target shape; codes: 0 copy a dim, -1 infer, -2 copy the rest, -3 merge two dims, "
+        "-4 a b split a dim", NULL},
+    [R_REVERSE] = {"reverse", HG_ATTR_BOOL, 0, "False",
+                   "match the special codes from right to left", NULL},
+    [R_TARGET] = {"target_shape", HG_ATTR_TUPLE, 0, "()",
+                  "(deprecated, use shape) target shape; one 0 dim is inferred", NULL},
+    [R_KEEP] = {"keep_highest", HG_ATTR_BOOL, 0, "False",
+                "(deprecated, use shape) keep the input's first dim with target_shape", NULL},
 };
+_Static_assert(HG_COUNT(k_reshape_attrs) == R_NATTRS, "k_reshape_attrs must match its enum");
 
 #define RMAX (HG_MAX_TUPLE + HG_MAX_NDIM)
 
@@ -523,12 +525,14 @@ static hg_status tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
-enum { RP_REPEATS, RP_AXIS };
+enum { RP_REPEATS, RP_AXIS, RP_NATTRS };
 static const hg_attr_spec k_repeat_attrs[] = {
-    {"repeats", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "repetitions of each element", NULL},
-    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
-     "axis to repeat along; None repeats the flattened input into a 1-D output", NULL},
+    [RP_REPEATS] = {"repeats", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "repetitions of each element",
+                    NULL},
+    [RP_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
+                 "axis to repeat along; None repeats the flattened input into a 1-D output", NULL},
 };
+_Static_assert(HG_COUNT(k_repeat_attrs) == RP_NATTRS, "k_repeat_attrs must match its enum");
 
 static hg_status repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
@@ -677,11 +681,12 @@ static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     return HG_OK;
 }
 
-enum { BA_AXIS, BA_SIZE };
+enum { BA_AXIS, BA_SIZE, BA_NATTRS };
 static const hg_attr_spec k_baxis_attrs[] = {
-    {"axis", HG_ATTR_TUPLE, 0, "()", "the size-1 axes to broadcast", NULL},
-    {"size", HG_ATTR_TUPLE, 0, "()", "the target size of each axis", NULL},
+    [BA_AXIS] = {"axis", HG_ATTR_TUPLE, 0, "()", "the size-1 axes to broadcast", NULL},
+    [BA_SIZE] = {"size", HG_ATTR_TUPLE, 0, "()", "the target size of each axis", NULL},
 };
+_Static_assert(HG_COUNT(k_baxis_attrs) == BA_NATTRS, "k_baxis_attrs must match its enum");
 
 static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                              int nout, hg_meta *out)
@@ -711,13 +716,14 @@ static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     return HG_OK;
 }
 
-enum { BL_LHS_AXES, BL_RHS_AXES };
+enum { BL_LHS_AXES, BL_RHS_AXES, BL_NATTRS };
 static const hg_attr_spec k_blike_attrs[] = {
-    {"lhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
-     "axes of lhs to broadcast (None: all, by rhs's shape)", NULL},
-    {"rhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
-     "axes of rhs whose sizes lhs_axes take", NULL},
+    [BL_LHS_AXES] = {"lhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+                     "axes of lhs to broadcast (None: all, by rhs's shape)", NULL},
+    [BL_RHS_AXES] = {"rhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+                     "axes of rhs whose sizes lhs_axes take", NULL},
 };
+_Static_assert(HG_COUNT(k_blike_attrs) == BL_NATTRS, "k_blike_attrs must match its enum");
 
 static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                              int nout, hg_meta *out)
@@ -766,12 +772,15 @@ static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
 
 /* ---- diag -------------------------------------------------------------------------------- */
 
-enum { DG_K, DG_AXIS1, DG_AXIS2 };
+enum { DG_K, DG_AXIS1, DG_AXIS2, DG_NATTRS };
 static const hg_attr_spec k_diag_attrs[] = {
-    {"k", HG_ATTR_INT, 0, "0", "the diagonal: > 0 above the main one, < 0 below", NULL},
-    {"axis1", HG_ATTR_INT, 0, "0", "first axis of the 2-D sub-arrays (N-D input)", NULL},
-    {"axis2", HG_ATTR_INT, 0, "1", "second axis of the 2-D sub-arrays (N-D input)", NULL},
+    [DG_K] = {"k", HG_ATTR_INT, 0, "0", "the diagonal: > 0 above the main one, < 0 below", NULL},
+    [DG_AXIS1] = {"axis1", HG_ATTR_INT, 0, "0", "first axis of the 2-D sub-arrays (N-D input)",
+                  NULL},
+    [DG_AXIS2] = {"axis2", HG_ATTR_INT, 0, "1", "second axis of the 2-D sub-arrays (N-D input)",
+                  NULL},
 };
+_Static_assert(HG_COUNT(k_diag_attrs) == DG_NATTRS, "k_diag_attrs must match its enum");
 
 static hg_status diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)

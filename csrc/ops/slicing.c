@@ -191,11 +191,13 @@ static hg_status check_same_dtype(const hg_op_def *op, int nin, const hg_meta *i
 
 /* ---- Concat ---------------------------------------------------------------------------------- */
 
-enum { K_CONCAT_NUM_ARGS, K_CONCAT_DIM };
+enum { K_CONCAT_NUM_ARGS, K_CONCAT_DIM, K_CONCAT_NATTRS };
 static const hg_attr_spec k_concat_attrs[] = {
-    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "Number of inputs to be concated.", NULL},
-    {"dim", HG_ATTR_INT, 0, "1", "the dimension to be concated.", NULL},
+    [K_CONCAT_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                           "Number of inputs to be concated.", NULL},
+    [K_CONCAT_DIM] = {"dim", HG_ATTR_INT, 0, "1", "the dimension to be concated.", NULL},
 };
+_Static_assert(HG_COUNT(k_concat_attrs) == K_CONCAT_NATTRS, "k_concat_attrs must match its enum");
 
 static hg_status concat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
@@ -244,12 +246,15 @@ static hg_status concat_forward(const hg_op_def *op, const hg_attrs *a, const hg
 
 /* ---- stack ----------------------------------------------------------------------------------- */
 
-enum { K_STACK_AXIS, K_STACK_NUM_ARGS };
+enum { K_STACK_AXIS, K_STACK_NUM_ARGS, K_STACK_NATTRS };
 static const hg_attr_spec k_stack_attrs[] = {
-    {"axis", HG_ATTR_INT, 0, "0", "The axis in the result array along which the input arrays "
-     "are stacked.", NULL},
-    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "Number of inputs to be stacked.", NULL},
+    [K_STACK_AXIS] = {"axis", HG_ATTR_INT, 0, "0",
+                      "The axis in the result array along which the input arrays are stacked.",
+                      NULL},
+    [K_STACK_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                          "Number of inputs to be stacked.", NULL},
 };
+_Static_assert(HG_COUNT(k_stack_attrs) == K_STACK_NATTRS, "k_stack_attrs must match its enum");
 
 static hg_status stack_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                              int nout, hg_meta *out)
@@ -299,14 +304,17 @@ static hg_status stack_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 /* ---- SliceChannel ---------------------------------------------------------------------------- */
 
-enum { K_SPLIT_NUM_OUTPUTS, K_SPLIT_AXIS, K_SPLIT_SQUEEZE };
+enum { K_SPLIT_NUM_OUTPUTS, K_SPLIT_AXIS, K_SPLIT_SQUEEZE, K_SPLIT_NATTRS };
 static const hg_attr_spec k_split_attrs[] = {
-    {"num_outputs", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "Number of splits. Note that this "
-     "should evenly divide the length of the `axis`.", NULL},
-    {"axis", HG_ATTR_INT, 0, "1", "Axis along which to split.", NULL},
-    {"squeeze_axis", HG_ATTR_BOOL, 0, "False", "If true, Removes the axis with length 1 from the "
-     "shapes of the output arrays.", NULL},
+    [K_SPLIT_NUM_OUTPUTS] = {"num_outputs", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                             "Number of splits. Note that this "
+                             "should evenly divide the length of the `axis`.", NULL},
+    [K_SPLIT_AXIS] = {"axis", HG_ATTR_INT, 0, "1", "Axis along which to split.", NULL},
+    [K_SPLIT_SQUEEZE] = {"squeeze_axis", HG_ATTR_BOOL, 0, "False",
+                         "If true, Removes the axis with length 1 from the "
+                         "shapes of the output arrays.", NULL},
 };
+_Static_assert(HG_COUNT(k_split_attrs) == K_SPLIT_NATTRS, "k_split_attrs must match its enum");
 
 static int split_num_outputs(const hg_attrs *a)
 {
@@ -438,15 +446,17 @@ static const char *slice_base(const hg_tensor *x, const slice_range *r, int64_t 
 
 /* ---- slice ----------------------------------------------------------------------------------- */
 
-enum { K_SLICE_BEGIN, K_SLICE_END, K_SLICE_STEP };
+enum { K_SLICE_BEGIN, K_SLICE_END, K_SLICE_STEP, K_SLICE_NATTRS };
 static const hg_attr_spec k_slice_attrs[] = {
-    {"begin", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "starting indices for the slice operation, "
-     "supports negative indices.", NULL},
-    {"end", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "ending indices for the slice operation, "
-     "supports negative indices.", NULL},
-    {"step", HG_ATTR_TUPLE, 0, "()", "step for the slice operation, supports negative values.",
-     NULL},
+    [K_SLICE_BEGIN] = {"begin", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                       "starting indices for the slice operation, supports negative indices.",
+                       NULL},
+    [K_SLICE_END] = {"end", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                     "ending indices for the slice operation, supports negative indices.", NULL},
+    [K_SLICE_STEP] = {"step", HG_ATTR_TUPLE, 0, "()",
+                      "step for the slice operation, supports negative values.", NULL},
 };
+_Static_assert(HG_COUNT(k_slice_attrs) == K_SLICE_NATTRS, "k_slice_attrs must match its enum");
 
 static hg_status slice_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                              int nout, hg_meta *out)
@@ -477,15 +487,19 @@ static hg_status slice_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 /* ---- slice_axis ------------------------------------------------------------------------------ */
 
-enum { K_SAX_AXIS, K_SAX_BEGIN, K_SAX_END };
+enum { K_SAX_AXIS, K_SAX_BEGIN, K_SAX_END, K_SAX_NATTRS };
 static const hg_attr_spec k_slice_axis_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "Axis along which to be sliced, supports "
-     "negative indexes.", NULL},
-    {"begin", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "The beginning index along the axis to be "
-     "sliced, supports negative indexes.", NULL},
-    {"end", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None", "The ending index along the axis to be sliced, "
-     "supports negative indexes; None slices to the end.", NULL},
+    [K_SAX_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                    "Axis along which to be sliced, supports negative indexes.", NULL},
+    [K_SAX_BEGIN] = {"begin", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                     "The beginning index along the axis to be sliced, supports negative indexes.",
+                     NULL},
+    [K_SAX_END] = {"end", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
+                   "The ending index along the axis to be sliced, "
+                   "supports negative indexes; None slices to the end.", NULL},
 };
+_Static_assert(HG_COUNT(k_slice_axis_attrs) == K_SAX_NATTRS,
+               "k_slice_axis_attrs must match its enum");
 
 /* MXNet's GetSliceAxisParams: unlike slice, a range outside the axis or an empty range is an
  * error (on a non-empty axis). */
@@ -550,12 +564,15 @@ static hg_status slice_axis_forward(const hg_op_def *op, const hg_attrs *a, cons
 
 /* ---- slice_like ------------------------------------------------------------------------------ */
 
-enum { K_SLIKE_AXES };
+enum { K_SLIKE_AXES, K_SLIKE_NATTRS };
 static const hg_attr_spec k_slice_like_attrs[] = {
-    {"axes", HG_ATTR_TUPLE, 0, "()", "List of axes on which input data will be sliced according "
-     "to the corresponding size of the second input. By default will slice on all axes. "
-     "Negative axes are supported.", NULL},
+    [K_SLIKE_AXES] = {"axes", HG_ATTR_TUPLE, 0, "()",
+        "List of axes on which input data will be sliced according "
+        "to the corresponding size of the second input. By default will slice on all axes. "
+        "Negative axes are supported.", NULL},
 };
+_Static_assert(HG_COUNT(k_slice_like_attrs) == K_SLIKE_NATTRS,
+               "k_slice_like_attrs must match its enum");
 
 static hg_status slice_like_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                   int nout, hg_meta *out)
@@ -644,16 +661,18 @@ static hg_status slice_assign_forward(const hg_op_def *op, const hg_attrs *a,
     return HG_OK;
 }
 
-enum { K_SAS_SCALAR, K_SAS_BEGIN, K_SAS_END, K_SAS_STEP };
+enum { K_SAS_SCALAR, K_SAS_BEGIN, K_SAS_END, K_SAS_STEP, K_SAS_NATTRS };
 static const hg_attr_spec k_slice_assign_scalar_attrs[] = {
-    {"scalar", HG_ATTR_FLOAT, 0, "0", "The scalar value for assignment.", NULL},
-    {"begin", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "starting indices for the slice operation, "
-     "supports negative indices.", NULL},
-    {"end", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "ending indices for the slice operation, "
-     "supports negative indices.", NULL},
-    {"step", HG_ATTR_TUPLE, 0, "()", "step for the slice operation, supports negative values.",
-     NULL},
+    [K_SAS_SCALAR] = {"scalar", HG_ATTR_FLOAT, 0, "0", "The scalar value for assignment.", NULL},
+    [K_SAS_BEGIN] = {"begin", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                     "starting indices for the slice operation, supports negative indices.", NULL},
+    [K_SAS_END] = {"end", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                   "ending indices for the slice operation, supports negative indices.", NULL},
+    [K_SAS_STEP] = {"step", HG_ATTR_TUPLE, 0, "()",
+                    "step for the slice operation, supports negative values.", NULL},
 };
+_Static_assert(HG_COUNT(k_slice_assign_scalar_attrs) == K_SAS_NATTRS,
+               "k_slice_assign_scalar_attrs must match its enum");
 
 static hg_status slice_assign_scalar_infer(const hg_op_def *op, const hg_attrs *a, int nin,
                                            hg_meta *in, int nout, hg_meta *out)

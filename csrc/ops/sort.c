@@ -24,7 +24,7 @@
 
 #define RUN 24 /* insertion-sorted run length before merging */
 
-enum { RET_VALUE, RET_INDICES, RET_MASK, RET_BOTH };
+enum { RET_VALUE, RET_INDICES, RET_MASK, RET_BOTH, RET_NTYPES };
 
 /* One ordering job: rows are (o, i) for o < outer, i < inner; row elements are n apart by
  * inner. The first k ordered elements of each row are written to the outputs that are set. */
@@ -321,18 +321,24 @@ static void layout(const hg_tensor *x, const hg_attr_value *axis_attr, sort_job 
  * topk
  * ------------------------------------------------------------------------------------------- */
 
-static const char *const k_ret_types[] = {"value", "indices", "mask", "both", NULL};
-enum { TK_AXIS, TK_K, TK_RET, TK_ASCEND, TK_DTYPE };
-static const hg_attr_spec k_topk_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1", "axis to select along (None: the flattened "
-     "array)", NULL},
-    {"k", HG_ATTR_INT, 0, "1", "number of elements to select (k < 1: all of them)", NULL},
-    {"ret_typ", HG_ATTR_ENUM, 0, "indices", "what to return: the values, their indices, a 0/1 "
-     "mask of the input's shape, or both values and indices", k_ret_types},
-    {"is_ascend", HG_ATTR_BOOL, 0, "False", "select the k smallest instead of the k largest",
-     NULL},
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the returned indices", NULL},
+static const char *const k_ret_types[] = {
+    [RET_VALUE] = "value", [RET_INDICES] = "indices", [RET_MASK] = "mask", [RET_BOTH] = "both",
+    [RET_NTYPES] = NULL,
 };
+_Static_assert(HG_COUNT(k_ret_types) == RET_NTYPES + 1, "k_ret_types must match its enum");
+enum { TK_AXIS, TK_K, TK_RET, TK_ASCEND, TK_DTYPE, TK_NATTRS };
+static const hg_attr_spec k_topk_attrs[] = {
+    [TK_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
+                 "axis to select along (None: the flattened array)", NULL},
+    [TK_K] = {"k", HG_ATTR_INT, 0, "1", "number of elements to select (k < 1: all of them)", NULL},
+    [TK_RET] = {"ret_typ", HG_ATTR_ENUM, 0, "indices",
+                "what to return: the values, their indices, a 0/1 "
+                "mask of the input's shape, or both values and indices", k_ret_types},
+    [TK_ASCEND] = {"is_ascend", HG_ATTR_BOOL, 0, "False",
+                   "select the k smallest instead of the k largest", NULL},
+    [TK_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the returned indices", NULL},
+};
+_Static_assert(HG_COUNT(k_topk_attrs) == TK_NATTRS, "k_topk_attrs must match its enum");
 
 /* 'value' keeps the indices as a hidden second output (int32), as MXNet does, for the gradient. */
 static int topk_num_outputs(const hg_attrs *a)
@@ -410,18 +416,22 @@ static hg_status topk_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * sort and argsort
  * ------------------------------------------------------------------------------------------- */
 
-enum { SO_AXIS, SO_ASCEND, SO_DTYPE };
+enum { SO_AXIS, SO_ASCEND, SO_DTYPE, SO_NATTRS };
 static const hg_attr_spec k_sort_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1", "axis to sort along (None: the flattened "
-     "array)", NULL},
-    {"is_ascend", HG_ATTR_BOOL, 0, "True", "ascending (True) or descending order", NULL},
+    [SO_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
+                 "axis to sort along (None: the flattened array)", NULL},
+    [SO_ASCEND] = {"is_ascend", HG_ATTR_BOOL, 0, "True", "ascending (True) or descending order",
+                   NULL},
 };
+_Static_assert(HG_COUNT(k_sort_attrs) == SO_DTYPE, "k_sort_attrs: argsort's but dtype");
 static const hg_attr_spec k_argsort_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1", "axis to sort along (None: the flattened "
-     "array)", NULL},
-    {"is_ascend", HG_ATTR_BOOL, 0, "True", "ascending (True) or descending order", NULL},
-    {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the returned indices", NULL},
+    [SO_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
+                 "axis to sort along (None: the flattened array)", NULL},
+    [SO_ASCEND] = {"is_ascend", HG_ATTR_BOOL, 0, "True", "ascending (True) or descending order",
+                   NULL},
+    [SO_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the returned indices", NULL},
 };
+_Static_assert(HG_COUNT(k_argsort_attrs) == SO_NATTRS, "k_argsort_attrs must match its enum");
 
 static hg_status sort_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
