@@ -14,6 +14,7 @@
 #include "ew.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
+#include "ops_util.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers
@@ -286,11 +287,6 @@ static void gather_rows(const char *src, char *dst, const int64_t *idx, int64_t 
 }
 
 #define UNKNOWN(m) ((m).ndim < 0)
-
-static bool is_float(hg_dtype dt)
-{
-    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * take
@@ -687,7 +683,7 @@ HG_EW_BINARY(clip_bwd, f64, (r < a->v[CL_MIN].f || r > a->v[CL_MAX].f) ? 0 : l)
 static hg_status bwd_clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)
 {
-    if (!is_float(in[0].dtype))
+    if (!hg_is_float(in[0].dtype))
         return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
                         op->name, hg_dtype_name(in[0].dtype));
     return hg_infer_same(op, a, nin, in, nout, out);
@@ -869,21 +865,6 @@ static hg_status seqmask_forward(const hg_op_def *op, const hg_attrs *a, const h
  * _backward_pick stores (each position is picked once). They read data for its shape only.
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    char *p;
-} zero_job;
-
-static void zero_range(void *ctx, int64_t b, int64_t e)
-{
-    memset(((zero_job *)ctx)->p + b, 0, (size_t)(e - b));
-}
-
-static void zero_fill(hg_tensor *t)
-{
-    zero_job j = {hg_data(t)};
-    hg_parallel_for((int64_t)hg_tensor_nbytes(t), 1 << 18, zero_range, &j);
-}
-
 /* The infer of _backward_X(ograd, index, data): X's rule on (data, index) must give ograd's
  * shape; the result has data's shape and ograd's dtype. */
 static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_meta *in,
@@ -895,7 +876,7 @@ static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_met
     const hg_meta *g = &in[0];
     hg_meta fin[2] = {in[2], in[1]}, y = {.ndim = -1, .dtype = in[2].dtype};
     out[0].dtype = g->dtype;
-    if (!is_float(g->dtype))
+    if (!hg_is_float(g->dtype))
         return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
                         op->name, hg_dtype_name(g->dtype));
     if (UNKNOWN(in[2]) || UNKNOWN(in[1])) return HG_OK;
@@ -1090,7 +1071,7 @@ static hg_status bwd_pick_forward(const hg_op_def *op, const hg_attrs *a, const 
     int axis = (int)(a->v[PK_AXIS].i < 0 ? a->v[PK_AXIS].i + dx->ndim : a->v[PK_AXIS].i);
     int64_t n = dx->shape[axis], inner = 1;
     for (int d = axis + 1; d < dx->ndim; d++) inner *= dx->shape[d];
-    zero_fill(dx);
+    hg_ops_zero_fill(dx);
     if (in[0]->size == 0) return HG_OK;
     int64_t *iv = ctx->workspace;
     convert_indices(in[1], n, (int)a->v[PK_MODE].i, iv);

@@ -15,6 +15,7 @@
 #include "../core/rng.h"
 #include "../graph/grad.h"
 #include "ew.h"
+#include "ops_util.h"
 
 typedef uint16_t f16;
 
@@ -39,24 +40,19 @@ static int softmax_num_inputs(const hg_attrs *a)
     return (!a->v[SM_USE_LENGTH].is_none && a->v[SM_USE_LENGTH].b) ? 2 : 1;
 }
 
-static bool is_float_dtype(hg_dtype dt)
-{
-    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
-}
-
 static hg_status softmax_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
     (void)nin; (void)nout;
     if (softmax_num_inputs(a) == 2)
         return hg_error(HG_ERR_UNSUPPORTED, "%s: use_length=True is not supported", op->name);
-    if (!is_float_dtype(in[0].dtype))
+    if (!hg_is_float(in[0].dtype))
         return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
                         op->name, hg_dtype_name(in[0].dtype));
     hg_dtype odt = in[0].dtype;
     if (!a->v[SM_DTYPE].is_none) {
         odt = (hg_dtype)a->v[SM_DTYPE].i;
-        if (!is_float_dtype(odt))
+        if (!hg_is_float(odt))
             return hg_error(HG_ERR_TYPE, "%s: dtype must be float16, float32 or float64, got %s",
                             op->name, hg_dtype_name(odt));
     }
@@ -264,7 +260,7 @@ static hg_status softmax_bwd_infer(const hg_op_def *op, const hg_attrs *a, int n
     (void)nout;
     char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
     for (int i = 0; i < nin; i++)
-        if (in[i].ndim >= 0 && !is_float_dtype(in[i].dtype))
+        if (in[i].ndim >= 0 && !hg_is_float(in[i].dtype))
             return hg_error(HG_ERR_TYPE, "%s: input %d must be float16, float32 or float64, "
                             "got %s", op->name, i, hg_dtype_name(in[i].dtype));
     if (in[0].dtype != in[1].dtype)
@@ -512,7 +508,7 @@ static hg_status lrelu_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
     int act = (int)a->v[LR_ACT_TYPE].i;
     (void)nin;
-    if (!is_float_dtype(in[0].dtype))
+    if (!hg_is_float(in[0].dtype))
         return hg_error(HG_ERR_TYPE, "%s(act_type='%s'): data must be float16, float32 or "
                         "float64, got %s", op->name, k_lrelu_types[act],
                         hg_dtype_name(in[0].dtype));

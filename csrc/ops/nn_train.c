@@ -25,19 +25,15 @@
 #include "../core/rng.h"
 #include "../graph/grad.h"
 #include "ew.h"
+#include "ops_util.h"
 
 typedef uint16_t f16;
 
 #define RNG_CHUNK 4096
 
-static bool is_float_dtype(hg_dtype dt)
-{
-    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
-}
-
 static hg_status require_float(const hg_op_def *op, const hg_meta *m)
 {
-    if (!is_float_dtype(m->dtype))
+    if (!hg_is_float(m->dtype))
         return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
                         op->name, hg_dtype_name(m->dtype));
     return HG_OK;

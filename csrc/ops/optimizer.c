@@ -15,6 +15,7 @@
 
 #include "../core/parallel.h"
 #include "ew.h"
+#include "ops_util.h"
 
 #define OPT_MAX_IN 6
 #define OPT_GRAIN (HG_GRAIN_ELEMWISE / 4) /* ~20 flops and a square root per element */
@@ -84,11 +85,6 @@ static inline void st_f16(void *p, int64_t i, float v) { ((uint16_t *)p)[i] = hg
     {"clip_weights", HG_ATTR_FLOAT, 0, "-1",                                                   \
      "clip the new weight to [-clip_weights, clip_weights]; negative: off", NULL}
 
-static bool is_float(hg_dtype dt)
-{
-    return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F64 || dt == HG_DTYPE_F16;
-}
-
 static int type_index(hg_dtype dt) { return dt == HG_DTYPE_F32 ? 0 : dt == HG_DTYPE_F64 ? 1 : 2; }
 
 static const char *input_name(const hg_op_def *op, int k)
@@ -103,7 +99,7 @@ static hg_status check_inputs(const hg_op_def *op, hg_meta *in, int n_same, int 
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     const hg_meta *w = &in[0];
-    if (!is_float(w->dtype))
+    if (!hg_is_float(w->dtype))
         return hg_error(HG_ERR_TYPE, "%s: weight must be float16, float32 or float64, got %s",
                         op->name, hg_dtype_name(w->dtype));
     for (int k = 1; k < n_same; k++) {

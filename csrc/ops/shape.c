@@ -19,11 +19,11 @@
 #include "../core/parallel.h"
 #include "../graph/grad.h"
 #include "../kernels/cpu/strided_copy.h"
+#include "ops_util.h"
 
 #define SMAX HG_STRIDED_MAX_DIMS
 #define COPY_GRAIN_BYTES (1 << 18)
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Normalises an axis into [0, ndim); false when it is out of range. */
 static bool norm_axis(int64_t axis, int ndim, int *out)
@@ -294,10 +294,12 @@ static hg_status flatten_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     return HG_OK;
 }
 
+enum { EX_AXIS, EX_NATTRS };
 static const hg_attr_spec k_expand_attrs[] = {
-    {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-     "position of the new size-1 axis, in [-ndim-1, ndim]", NULL},
+    [EX_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                 "position of the new size-1 axis, in [-ndim-1, ndim]", NULL},
 };
+_Static_assert(HG_COUNT(k_expand_attrs) == EX_NATTRS, "k_expand_attrs must match its enum");
 
 static hg_status expand_dims_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                    int nout, hg_meta *out)
@@ -309,9 +311,9 @@ static hg_status expand_dims_infer(const hg_op_def *op, const hg_attrs *a, int n
     if (nd + 1 > HG_MAX_NDIM)
         return hg_error(HG_ERR_VALUE, "%s: input %s already has the maximum of %d dims",
                         op->name, hg_shape_str(s, nd, x->shape), HG_MAX_NDIM);
-    if (!norm_axis(a->v[0].i, nd + 1, &ax))
+    if (!norm_axis(a->v[EX_AXIS].i, nd + 1, &ax))
         return hg_error(HG_ERR_VALUE, "%s: axis must be in the range [%d, %d] (%lld provided) "
-                        "for input of shape %s", op->name, -nd - 1, nd, (long long)a->v[0].i,
+                        "for input of shape %s", op->name, -nd - 1, nd, (long long)a->v[EX_AXIS].i,
                         hg_shape_str(s, nd, x->shape));
     out[0].ndim = nd + 1;
     out[0].dtype = x->dtype;
@@ -319,10 +321,12 @@ static hg_status expand_dims_infer(const hg_op_def *op, const hg_attrs *a, int n
     return HG_OK;
 }
 
+enum { SQ_AXIS, SQ_NATTRS };
 static const hg_attr_spec k_squeeze_attrs[] = {
-    {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
-     "size-1 axes to remove; None removes all of them", NULL},
+    [SQ_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+                 "size-1 axes to remove; None removes all of them", NULL},
 };
+_Static_assert(HG_COUNT(k_squeeze_attrs) == SQ_NATTRS, "k_squeeze_attrs must match its enum");
 
 static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
@@ -332,10 +336,10 @@ static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     const hg_meta *x = &in[0];
     bool drop[HG_MAX_NDIM] = {false};
     int nd = x->ndim, m = 0;
-    if (a->v[0].is_none) {
+    if (a->v[SQ_AXIS].is_none) {
         for (int d = 0; d < nd; d++) drop[d] = x->shape[d] == 1;
     } else {
-        const hg_tuple *t = &a->v[0].t;
+        const hg_tuple *t = &a->v[SQ_AXIS].t;
         for (int i = 0; i < t->n; i++) {
             int ax;
             if (!norm_axis(t->v[i], nd, &ax))
@@ -363,16 +367,18 @@ static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
 
 /* ---- transpose, SwapAxis ----------------------------------------------------------------- */
 
+enum { TR_AXES, TR_NATTRS };
 static const hg_attr_spec k_transpose_attrs[] = {
-    {"axes", HG_ATTR_TUPLE, 0, "()", "target axis order; () reverses the axes", NULL},
+    [TR_AXES] = {"axes", HG_ATTR_TUPLE, 0, "()", "target axis order; () reverses the axes", NULL},
 };
+_Static_assert(HG_COUNT(k_transpose_attrs) == TR_NATTRS, "k_transpose_attrs must match its enum");
 
 /* The permutation of a transpose: out dim i is input dim perm[i]. */
 static hg_status transpose_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
                                 int *perm)
 {
     char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
-    const hg_tuple *ax = &a->v[0].t;
+    const hg_tuple *ax = &a->v[TR_AXES].t;
     int nd = x->ndim;
     bool seen[HG_MAX_NDIM] = {false};
     if (ax->n == 0) {
@@ -423,17 +429,19 @@ static hg_status transpose_forward(const hg_op_def *op, const hg_attrs *a,
     return HG_OK;
 }
 
+enum { SW_DIM1, SW_DIM2, SW_NATTRS };
 static const hg_attr_spec k_swap_attrs[] = {
-    {"dim1", HG_ATTR_INT, 0, "0", "the first axis to swap", NULL},
-    {"dim2", HG_ATTR_INT, 0, "0", "the second axis to swap", NULL},
+    [SW_DIM1] = {"dim1", HG_ATTR_INT, 0, "0", "the first axis to swap", NULL},
+    [SW_DIM2] = {"dim2", HG_ATTR_INT, 0, "0", "the second axis to swap", NULL},
 };
+_Static_assert(HG_COUNT(k_swap_attrs) == SW_NATTRS, "k_swap_attrs must match its enum");
 
 static hg_status swap_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, int *perm)
 {
     char s[HG_SHAPE_STR];
     int nd = x->ndim, d1, d2;
-    for (int k = 0; k < 2; k++) {
-        if (!norm_axis(a->v[k].i, nd, k ? &d2 : &d1))
+    for (int k = SW_DIM1; k <= SW_DIM2; k++) {
+        if (!norm_axis(a->v[k].i, nd, k == SW_DIM2 ? &d2 : &d1))
             return hg_error(HG_ERR_VALUE, "%s: %s=%lld is out of bounds for input of shape %s",
                             op->name, op->attrs[k].name, (long long)a->v[k].i,
                             hg_shape_str(s, nd, x->shape));
@@ -467,11 +475,13 @@ static hg_status swap_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 
 /* ---- tile, repeat, reverse --------------------------------------------------------------- */
 
+enum { TL_REPS, TL_NATTRS };
 static const hg_attr_spec k_tile_attrs[] = {
-    {"reps", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-     "repetitions per axis; the shorter of reps and the input shape is padded with leading 1s",
-     NULL},
+    [TL_REPS] = {"reps", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+        "repetitions per axis; the shorter of reps and the input shape is padded with leading 1s",
+        NULL},
 };
+_Static_assert(HG_COUNT(k_tile_attrs) == TL_NATTRS, "k_tile_attrs must match its enum");
 
 static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
@@ -479,7 +489,7 @@ static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)nin; (void)nout;
     char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
     const hg_meta *x = &in[0];
-    const hg_tuple *r = &a->v[0].t;
+    const hg_tuple *r = &a->v[TL_REPS].t;
     int nd = x->ndim, on = nd > r->n ? nd : r->n;
     hg_attr_format(op, 0, a, t, sizeof t);
     if (on > HG_MAX_NDIM)
@@ -510,7 +520,7 @@ static hg_status tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 {
     (void)op; (void)ctx; (void)nin; (void)nout;
     const hg_tensor *x = in[0];
-    const hg_tuple *r = &a->v[0].t;
+    const hg_tuple *r = &a->v[TL_REPS].t;
     int64_t str[HG_MAX_NDIM], shape[SMAX], istr[SMAX];
     int on = out[0]->ndim;
     hg_contiguous_strides(x->ndim, x->shape, str);
@@ -600,16 +610,18 @@ static hg_status repeat_forward(const hg_op_def *op, const hg_attrs *a, const hg
     return HG_OK;
 }
 
+enum { RV_AXIS, RV_NATTRS };
 static const hg_attr_spec k_reverse_attrs[] = {
-    {"axis", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "the axes to reverse", NULL},
+    [RV_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "the axes to reverse", NULL},
 };
+_Static_assert(HG_COUNT(k_reverse_attrs) == RV_NATTRS, "k_reverse_attrs must match its enum");
 
 /* flip[d]: whether dim d ends up reversed (an axis named twice reverses twice, as in MXNet). */
 static hg_status reverse_axes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
                               bool *flip)
 {
     char s[HG_SHAPE_STR];
-    const hg_tuple *t = &a->v[0].t;
+    const hg_tuple *t = &a->v[RV_AXIS].t;
     for (int d = 0; d < x->ndim; d++) flip[d] = false;
     for (int i = 0; i < t->n; i++) {
         int ax;
@@ -653,10 +665,12 @@ static hg_status reverse_forward(const hg_op_def *op, const hg_attrs *a, const h
 
 /* ---- broadcast_to, broadcast_axis, broadcast_like ---------------------------------------- */
 
+enum { BT_SHAPE, BT_NATTRS };
 static const hg_attr_spec k_bto_attrs[] = {
-    {"shape", HG_ATTR_TUPLE, 0, "()",
-     "target shape of the same rank; 0 keeps the input's dim", NULL},
+    [BT_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()",
+                  "target shape of the same rank; 0 keeps the input's dim", NULL},
 };
+_Static_assert(HG_COUNT(k_bto_attrs) == BT_NATTRS, "k_bto_attrs must match its enum");
 
 static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                            int nout, hg_meta *out)
@@ -664,7 +678,7 @@ static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     (void)nin; (void)nout;
     char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
     const hg_meta *x = &in[0];
-    const hg_tuple *sh = &a->v[0].t;
+    const hg_tuple *sh = &a->v[BT_SHAPE].t;
     hg_attr_format(op, 0, a, t, sizeof t);
     if (sh->n != x->ndim)
         return hg_error(HG_ERR_VALUE, "%s: Operand of shape %s cannot be broadcasted to %s "
@@ -883,19 +897,6 @@ static hg_status bwd_infer_via(const hg_op_def *op, const hg_attrs *a, hg_meta *
     return HG_OK;
 }
 
-/* Input 0 gets op `name` (the forward's attributes) over the incoming gradient; for a
- * _backward_X op, `name` is X. Data inputs get nothing. */
-static hg_status adjoint_grad(hg_grad_ctx *g, const char *name, bool with_data)
-{
-    hg_sentry r;
-    if (with_data)
-        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1, &r);
-    else
-        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
-    hg_g_set(g, 0, r);
-    return hg_g_status(g);
-}
-
 /* _backward_Reshape(ograd, data): ograd's bytes under data's shape. */
 static hg_status bwd_reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                    int nout, hg_meta *out)
@@ -928,7 +929,7 @@ static hg_status reshape_grad(hg_grad_ctx *g)
 /* transpose by the inverse permutation (a reversal is its own inverse). */
 static hg_status transpose_grad(hg_grad_ctx *g)
 {
-    const hg_tuple *ax = &hg_g_attrs(g)->v[0].t;
+    const hg_tuple *ax = &hg_g_attrs(g)->v[TR_AXES].t;
     hg_sentry dy = hg_g_ograd(g, 0);
     int n = ax->n, inv[HG_MAX_TUPLE];
     bool ok = true;
@@ -939,7 +940,7 @@ static hg_status transpose_grad(hg_grad_ctx *g)
         if (ok) inv[p] = d;
     }
     if (n == 0 || !ok) /* a bad axes tuple: the forward's infer reports it */
-        return adjoint_grad(g, "transpose", false);
+        return hg_ops_adjoint_grad(g, "transpose", false);
     char buf[HG_MAX_TUPLE * 4 + 8];
     size_t len = (size_t)snprintf(buf, sizeof buf, "(");
     for (int d = 0; d < n; d++)
@@ -949,14 +950,23 @@ static hg_status transpose_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
-static hg_status swap_grad(hg_grad_ctx *g) { return adjoint_grad(g, "SwapAxis", false); }
-static hg_status reverse_grad(hg_grad_ctx *g) { return adjoint_grad(g, "reverse", false); }
-static hg_status tile_grad(hg_grad_ctx *g) { return adjoint_grad(g, "_backward_tile", true); }
-static hg_status repeat_grad(hg_grad_ctx *g) { return adjoint_grad(g, "_backward_repeat", true); }
-static hg_status diag_grad(hg_grad_ctx *g) { return adjoint_grad(g, "_backward_diag", true); }
-static hg_status bwd_tile_grad(hg_grad_ctx *g) { return adjoint_grad(g, "tile", false); }
-static hg_status bwd_repeat_grad(hg_grad_ctx *g) { return adjoint_grad(g, "repeat", false); }
-static hg_status bwd_diag_grad(hg_grad_ctx *g) { return adjoint_grad(g, "diag", false); }
+static hg_status swap_grad(hg_grad_ctx *g) { return hg_ops_adjoint_grad(g, "SwapAxis", false); }
+static hg_status reverse_grad(hg_grad_ctx *g) { return hg_ops_adjoint_grad(g, "reverse", false); }
+static hg_status tile_grad(hg_grad_ctx *g)
+{
+    return hg_ops_adjoint_grad(g, "_backward_tile", true);
+}
+static hg_status repeat_grad(hg_grad_ctx *g)
+{
+    return hg_ops_adjoint_grad(g, "_backward_repeat", true);
+}
+static hg_status diag_grad(hg_grad_ctx *g)
+{
+    return hg_ops_adjoint_grad(g, "_backward_diag", true);
+}
+static hg_status bwd_tile_grad(hg_grad_ctx *g) { return hg_ops_adjoint_grad(g, "tile", false); }
+static hg_status bwd_repeat_grad(hg_grad_ctx *g) { return hg_ops_adjoint_grad(g, "repeat", false); }
+static hg_status bwd_diag_grad(hg_grad_ctx *g) { return hg_ops_adjoint_grad(g, "diag", false); }
 
 /* broadcast_to / _axis / _like: the incoming gradient summed over the broadcast axes (the ranks
  * are equal, so _sum_to_like's rule applies); broadcast_like's rhs gives only a shape. */
@@ -996,7 +1006,7 @@ typedef struct {
                 t /= s->xshape[d];                                                              \
             }                                                                                   \
             for (int64_t c0 = 0; c0 < inner; c0 += SSUM_CHUNK) {                                \
-                int64_t cnt = min64(SSUM_CHUNK, inner - c0), idx[SMAX] = {0}, roff = 0;         \
+                int64_t cnt = hg_min64(SSUM_CHUNK, inner - c0), idx[SMAX] = {0}, roff = 0;      \
                 for (int64_t i = 0; i < cnt; i++) acc[i] = 0;                                   \
                 for (int64_t k = 0; k < s->nred; k++) {                                         \
                     const T *p = g + base + c0 * is + roff;                                     \
@@ -1063,7 +1073,7 @@ static hg_status bwd_tile_forward(const hg_op_def *op, const hg_attrs *a, const 
 {
     (void)op; (void)ctx; (void)nin; (void)nout;
     const hg_tensor *dy = in[0], *x = in[1];
-    const hg_tuple *r = &a->v[0].t;
+    const hg_tuple *r = &a->v[TL_REPS].t;
     int on = dy->ndim;
     int64_t gstr[HG_MAX_NDIM];
     ssum s = {0};

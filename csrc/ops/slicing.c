@@ -23,6 +23,7 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
+#include "ops_util.h"
 
 #define NONE INT64_MIN /* a tuple entry given as None */
 #define COPY_CHUNK 32768 /* elements per work item when a row is cut for the thread pool */
@@ -736,21 +737,6 @@ static hg_status slice_assign_scalar_forward(const hg_op_def *op, const hg_attrs
  * into zeros for a slice. A _backward_X op takes (ograd, data...) and reads data for its shape
  * only; being linear in ograd, its own gradient is X again. */
 
-typedef struct {
-    char *p;
-} zero_job;
-
-static void zero_range(void *ctx, int64_t b, int64_t e)
-{
-    memset(((zero_job *)ctx)->p + b, 0, (size_t)(e - b));
-}
-
-static void zero_fill(hg_tensor *t)
-{
-    zero_job j = {hg_data(t)};
-    hg_parallel_for((int64_t)hg_tensor_nbytes(t), 1 << 18, zero_range, &j);
-}
-
 /* Checks ograd (in[0]) has the shape the forward rule `fwd` gives for the data inputs
  * in[1..nin); the caller then shapes its outputs like the data. */
 static hg_status bwd_check(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
@@ -902,27 +888,14 @@ static hg_status slice_assign_scalar_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
-/* Input 0 gets op `name` (the forward's attributes) over the incoming gradient, with input 0
- * of the forward as a second operand when `with_in0` (the data a _backward_ op shapes by). */
-static hg_status adjoint_grad(hg_grad_ctx *g, const char *name, bool with_in0)
-{
-    hg_sentry r;
-    if (with_in0)
-        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1, &r);
-    else
-        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
-    hg_g_set(g, 0, r);
-    return hg_g_status(g);
-}
-
 static hg_status slice_axis_grad(hg_grad_ctx *g)
 {
-    return adjoint_grad(g, "_backward_slice_axis", true);
+    return hg_ops_adjoint_grad(g, "_backward_slice_axis", true);
 }
 
 static hg_status bwd_slice_axis_grad(hg_grad_ctx *g)
 {
-    return adjoint_grad(g, "slice_axis", false);
+    return hg_ops_adjoint_grad(g, "slice_axis", false);
 }
 
 /* slice_like: shape_like gives only a shape. */
@@ -961,7 +934,7 @@ static hg_status bwd_slice_axis_forward(const hg_op_def *op, const hg_attrs *a,
     int64_t b, e, xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
     size_t es = hg_dtype_size(dx->dtype);
     HG_TRY(slice_axis_resolve(op, a, &m, &axis, &b, &e));
-    zero_fill(dx);
+    hg_ops_zero_fill(dx);
     hg_contiguous_strides(dx->ndim, dx->shape, xst);
     hg_contiguous_strides(dy->ndim, dy->shape, yst);
     strided_copy((char *)hg_data(dx) + (size_t)(b * xst[axis]) * es, xst, hg_data(dy), yst,
@@ -994,7 +967,7 @@ static hg_status bwd_slice_like_forward(const hg_op_def *op, const hg_attrs *a,
     const hg_tensor *dy = in[0];
     hg_tensor *dx = out[0];
     int64_t xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
-    zero_fill(dx);
+    hg_ops_zero_fill(dx);
     hg_contiguous_strides(dx->ndim, dx->shape, xst);
     hg_contiguous_strides(dy->ndim, dy->shape, yst);
     strided_copy(hg_data(dx), xst, hg_data(dy), yst, dy->ndim, dy->shape,
