@@ -1,9 +1,6 @@
-/* Value-converting ops of the shape family's kind: Cast (every dtype pair, float to int
- * truncating with defined results for NaN and out-of-range values) and add_n (the sum of any
- * number of equal-shaped inputs, accumulated in a local block so the output may alias an
- * input). Gradients: Cast's is the output gradient cast back to the input's dtype
- * (_backward_Cast, which reads data for its dtype only); add_n hands its output gradient to
- * every input. */
+/* Cast: converts between every dtype pair, float to int truncating with defined results for
+ * NaN and out-of-range values. Its gradient is the output gradient cast back to the input's
+ * dtype (_backward_Cast, which reads data for its dtype only). */
 #include <stdbool.h>
 #include <string.h>
 
@@ -15,8 +12,6 @@
 #include <immintrin.h>
 #define HG_HAVE_F16C_PATH 1
 #endif
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ---- Cast -------------------------------------------------------------------------------- */
 
@@ -182,104 +177,6 @@ static hg_status cast_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
-/* ---- add_n ------------------------------------------------------------------------------- */
-
-static const hg_attr_spec k_addn_attrs[] = {
-    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
-};
-
-static hg_status addn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
-{
-    if (nin < 1)
-        return hg_error(HG_ERR_VALUE, "%s: num_args must be at least 1 (got %d)", op->name, nin);
-    if (in[0].dtype == HG_DTYPE_BOOL)
-        return hg_error(HG_ERR_TYPE, "%s: dtype bool is not supported", op->name);
-    return hg_infer_same(op, a, nin, in, nout, out);
-}
-
-#define ADDN_BLOCK 1024 /* elements summed across all inputs before moving on: stays in L1 */
-
-typedef struct {
-    hg_tensor *const *in;
-    int nin;
-    void *out;
-    hg_dtype dt;
-} addn_job;
-
-/* Each block is summed into a local buffer before it is stored, so the output may alias any
- * input (in place, or an input given twice). Integer sums wrap (computed unsigned) instead of
- * overflowing signed arithmetic. */
-#define ADDN_FN(NAME, T, U)                                                                     \
-    static void NAME(const addn_job *j, int64_t b, int64_t e)                                   \
-    {                                                                                           \
-        T acc[ADDN_BLOCK];                                                                      \
-        T *y = j->out;                                                                          \
-        for (int64_t s = b; s < e; s += ADDN_BLOCK) {                                           \
-            int64_t n = min64(ADDN_BLOCK, e - s);                                               \
-            const T *x0 = (const T *)hg_data(j->in[0]) + s;                                     \
-            for (int64_t i = 0; i < n; i++) acc[i] = x0[i];                                     \
-            for (int k = 1; k < j->nin; k++) {                                                  \
-                const T *xk = (const T *)hg_data(j->in[k]) + s;                                 \
-                for (int64_t i = 0; i < n; i++) acc[i] = (T)((U)acc[i] + (U)xk[i]);             \
-            }                                                                                   \
-            memcpy(y + s, acc, sizeof(T) * (size_t)n);                                          \
-        }                                                                                       \
-    }
-ADDN_FN(addn_f32, float, float)
-ADDN_FN(addn_f64, double, double)
-ADDN_FN(addn_u8, uint8_t, uint8_t)
-ADDN_FN(addn_i32, int32_t, uint32_t)
-ADDN_FN(addn_i8, int8_t, uint8_t)
-ADDN_FN(addn_i64, int64_t, uint64_t)
-
-static void addn_f16(const addn_job *j, int64_t b, int64_t e)
-{
-    float acc[ADDN_BLOCK];
-    uint16_t *y = j->out;
-    for (int64_t s = b; s < e; s += ADDN_BLOCK) {
-        int64_t n = min64(ADDN_BLOCK, e - s);
-        const uint16_t *x0 = (const uint16_t *)hg_data(j->in[0]) + s;
-        for (int64_t i = 0; i < n; i++) acc[i] = hg_half_to_float(x0[i]);
-        for (int k = 1; k < j->nin; k++) {
-            const uint16_t *xk = (const uint16_t *)hg_data(j->in[k]) + s;
-            for (int64_t i = 0; i < n; i++) acc[i] += hg_half_to_float(xk[i]);
-        }
-        for (int64_t i = 0; i < n; i++) y[s + i] = hg_float_to_half(acc[i]);
-    }
-}
-
-static void addn_range(void *ctx, int64_t b, int64_t e)
-{
-    const addn_job *j = ctx;
-    switch (j->dt) {
-    case HG_DTYPE_F32: addn_f32(j, b, e); break;
-    case HG_DTYPE_F64: addn_f64(j, b, e); break;
-    case HG_DTYPE_F16: addn_f16(j, b, e); break;
-    case HG_DTYPE_U8: addn_u8(j, b, e); break;
-    case HG_DTYPE_I32: addn_i32(j, b, e); break;
-    case HG_DTYPE_I8: addn_i8(j, b, e); break;
-    case HG_DTYPE_I64: addn_i64(j, b, e); break;
-    default: break; /* bool is rejected by addn_infer */
-    }
-}
-
-static hg_status addn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    (void)op; (void)a; (void)ctx; (void)nout;
-    addn_job j = {in, nin, hg_data(out[0]), in[0]->dtype};
-    hg_parallel_for(out[0]->size, HG_GRAIN_ELEMWISE / (nin > 1 ? nin : 1) + 1, addn_range, &j);
-    return HG_OK;
-}
-
-static hg_status addn_grad(hg_grad_ctx *g)
-{
-    hg_sentry dy = hg_g_ograd(g, 0);
-    for (int k = 0; k < hg_g_nin(g); k++) hg_g_set(g, k, dy);
-    return hg_g_status(g);
-}
-
 /* ---- registration ------------------------------------------------------------------------ */
 
 const hg_op_def hg_ops_cast[] = {
@@ -290,9 +187,5 @@ const hg_op_def hg_ops_cast[] = {
     {.name = "_backward_Cast", .doc = "gradient of Cast: ograd converted to data's dtype",
      .input_names = HG_NAMES("ograd", "data"), .num_inputs = 2, .infer = cast_bwd_infer,
      .forward = cast_forward, .grad = cast_grad},
-    {.name = "add_n", .aliases = HG_NAMES("ElementWiseSum"),
-     .doc = "the element-wise sum of all inputs (equal shapes)", .input_names = HG_NAMES("args"),
-     .attrs = k_addn_attrs, .num_attrs = HG_COUNT(k_addn_attrs), .infer = addn_infer,
-     .forward = addn_forward, .flags = HG_OP_VARARGS | HG_OP_INPLACE, .grad = addn_grad},
     {0},
 };
