@@ -15,16 +15,18 @@
 
 /* ---- Cast -------------------------------------------------------------------------------- */
 
+enum { CA_DTYPE, CA_NATTRS };
 static const hg_attr_spec k_cast_attrs[] = {
-    {"dtype", HG_ATTR_DTYPE, HG_ATTR_REQUIRED, NULL, "the output dtype", NULL},
+    [CA_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_REQUIRED, NULL, "the output dtype", NULL},
 };
+_Static_assert(HG_COUNT(k_cast_attrs) == CA_NATTRS, "k_cast_attrs must match its enum");
 
 static hg_status cast_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
 {
     (void)op; (void)nin; (void)nout;
     out[0] = in[0];
-    out[0].dtype = (hg_dtype)a->v[0].i;
+    out[0].dtype = (hg_dtype)a->v[CA_DTYPE].i;
     return HG_OK;
 }
 

@@ -68,7 +68,7 @@ ARITH(lxor, (l != 0) != (r != 0), (l != 0) != (r != 0))
 #define X hg_g_in(g, 0) /* the array of a scalar op */
 #define Y hg_g_out(g, 0)
 #define DY hg_g_ograd(g, 0)
-#define SC (hg_g_attrs(g)->v[0].f)
+#define SC (hg_g_attrs(g)->v[SC_SCALAR].f)
 #define U(OP, A) hg_ew_g1(g, OP, A)
 #define B(OP, A, C) hg_ew_g2(g, OP, A, C)
 #define S(OP, A, V) hg_g_scalar(g, OP, A, V)
@@ -215,9 +215,11 @@ RULE(hypot, MUL(B("elemwise_div", X, Y)))
 
 /* ---- add_n ------------------------------------------------------------------------------- */
 
+enum { AN_NUM_ARGS, AN_NATTRS };
 static const hg_attr_spec k_addn_attrs[] = {
-    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
+    [AN_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
 };
+_Static_assert(HG_COUNT(k_addn_attrs) == AN_NATTRS, "k_addn_attrs must match its enum");
 
 static hg_status addn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                             int nout, hg_meta *out)
@@ -312,10 +314,11 @@ static hg_status addn_grad(hg_grad_ctx *g)
 }
 
 static const hg_attr_spec k_scalar_attrs[] = {
-    {"scalar", HG_ATTR_FLOAT, 0, "1", "scalar input value", NULL},
-    {"is_int", HG_ATTR_BOOL, 0, "True", "whether the scalar was an integer in the front end",
-     NULL},
+    [SC_SCALAR] = {"scalar", HG_ATTR_FLOAT, 0, "1", "scalar input value", NULL},
+    [SC_IS_INT] = {"is_int", HG_ATTR_BOOL, 0, "True",
+                   "whether the scalar was an integer in the front end", NULL},
 };
+_Static_assert(HG_COUNT(k_scalar_attrs) == SC_NATTRS, "k_scalar_attrs must match its enum");
 
 #define LHS_RHS HG_NAMES("lhs", "rhs")
 /* FL: flags; GR: the gradient rule. Comparisons and logical ops pass NG (no gradient). */
@@ -329,7 +332,8 @@ static const hg_attr_spec k_scalar_attrs[] = {
      .grad = GR}
 #define SCALAR(NAME, ALIASES, FN, DOC, FL, GR)                                                  \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = HG_NAMES("data"),             \
-     .attrs = k_scalar_attrs, .num_attrs = 2, .num_inputs = 1, .infer = hg_infer_same,          \
+     .attrs = k_scalar_attrs, .num_attrs = HG_COUNT(k_scalar_attrs), .num_inputs = 1,           \
+     .infer = hg_infer_same,                                                                    \
      .ew = HG_EW_TABLE_ALL(FN), .ew_arity = 1,                                                  \
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | (FL), .grad = GR}
 #define NG HG_OP_NO_GRAD

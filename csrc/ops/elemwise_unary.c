@@ -178,16 +178,43 @@ RULE(gammaln, MUL(U("_digamma", X)))
 RULE(copy, DY)
 RULE(make_loss, U("ones_like", X)) /* a loss head: ones, whatever flows in (as MXNet) */
 
-/* Indexed by Activation's act_type. */
-static const char *const k_act_backward[] = {"_backward_relu", "_backward_sigmoid",
-                                             "_backward_tanh", "_backward_softrelu",
-                                             "_backward_softsign"};
-enum { ACT_SOFTSIGN = 4 };
+/* Activation's act_types, in MXNet's order (the index is the parsed attribute value), with
+ * what each needs: X(ID, name, the op-def maker, the tile functions, whether the backward
+ * _backward_<name>(dy, v) takes v = the input x (else the output y)). Every per-act_type table
+ * below is built from this one list. */
+#define ACT_TYPES(X)                                                                            \
+    X(RELU, relu, UN_ALL, relu, false)                                                          \
+    X(SIGMOID, sigmoid, UN, sigmoid, false)                                                     \
+    X(TANH, tanh, UN, tanh_, false)                                                             \
+    X(SOFTRELU, softrelu, UN, softrelu, false)                                                  \
+    X(SOFTSIGN, softsign, UN, softsign, true)
+
+enum {
+#define ACT_ENUM(ID, NAME, MK, FN, BW_X) ACT_##ID,
+    ACT_TYPES(ACT_ENUM)
+#undef ACT_ENUM
+    ACT_NTYPES
+};
+enum { AC_ACT_TYPE, AC_NATTRS }; /* Activation's schema */
+
+static const char *const k_act_backward[] = {
+#define ACT_BACKWARD(ID, NAME, MK, FN, BW_X) [ACT_##ID] = "_backward_" #NAME,
+    ACT_TYPES(ACT_BACKWARD)
+#undef ACT_BACKWARD
+};
+_Static_assert(HG_COUNT(k_act_backward) == ACT_NTYPES, "k_act_backward must match ACT_TYPES");
+static const bool k_act_backward_takes_x[] = {
+#define ACT_BW_X(ID, NAME, MK, FN, BW_X) [ACT_##ID] = BW_X,
+    ACT_TYPES(ACT_BW_X)
+#undef ACT_BW_X
+};
+_Static_assert(HG_COUNT(k_act_backward_takes_x) == ACT_NTYPES,
+               "k_act_backward_takes_x must match ACT_TYPES");
 
 static hg_status activation_grad(hg_grad_ctx *g)
 {
-    int act = (int)hg_g_attrs(g)->v[0].i;
-    hg_g_set(g, 0, B(k_act_backward[act], DY, act == ACT_SOFTSIGN ? X : Y));
+    int act = (int)hg_g_attrs(g)->v[AC_ACT_TYPE].i;
+    hg_g_set(g, 0, B(k_act_backward[act], DY, k_act_backward_takes_x[act] ? X : Y));
     return hg_g_status(g);
 }
 
@@ -251,16 +278,24 @@ BW_RULE(softsign, S("_mul_scalar", B("elemwise_div", B("elemwise_mul",
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | HG_OP_NO_GRAD}
 
 /* Activation(act_type): dispatches to the matching unary op's tile functions. */
-static const char *const k_act_types[] = {"relu", "sigmoid", "tanh", "softrelu", "softsign", NULL};
+static const char *const k_act_types[] = {
+#define ACT_NAME(ID, NAME, MK, FN, BW_X) [ACT_##ID] = #NAME,
+    ACT_TYPES(ACT_NAME)
+#undef ACT_NAME
+    [ACT_NTYPES] = NULL,
+};
+_Static_assert(HG_COUNT(k_act_types) == ACT_NTYPES + 1, "k_act_types must match ACT_TYPES");
 static const hg_attr_spec k_act_attrs[] = {
-    {"act_type", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL,
-     "activation function: relu, sigmoid, tanh, softrelu or softsign", k_act_types},
+    [AC_ACT_TYPE] = {"act_type", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL,
+                     "activation function: relu, sigmoid, tanh, softrelu or softsign", k_act_types},
 };
+_Static_assert(HG_COUNT(k_act_attrs) == AC_NATTRS, "k_act_attrs must match its enum");
 static const hg_op_def k_act_impl[] = {
-    UN_ALL("relu", NULL, relu, "", 0, NULL), UN("sigmoid", NULL, sigmoid, "", 0, NULL),
-    UN("tanh", NULL, tanh_, "", 0, NULL), UN("softrelu", NULL, softrelu, "", 0, NULL),
-    UN("softsign", NULL, softsign, "", 0, NULL),
+#define ACT_IMPL(ID, NAME, MK, FN, BW_X) [ACT_##ID] = MK(#NAME, NULL, FN, "", 0, NULL),
+    ACT_TYPES(ACT_IMPL)
+#undef ACT_IMPL
 };
+_Static_assert(HG_COUNT(k_act_impl) == ACT_NTYPES, "k_act_impl must match ACT_TYPES");
 
 /* Tile functions that pick the act_type's own per tile, so Activation runs on the generic
  * element-wise driver and joins fused groups. No float16 entry: the driver then computes in
@@ -269,7 +304,7 @@ static const hg_op_def k_act_impl[] = {
     static void act_##SUF(int64_t n, const void *x, int64_t sx, const void *y, int64_t sy,      \
                           void *out, const hg_attrs *a)                                        \
     {                                                                                          \
-        k_act_impl[a->v[0].i].ew[DT](n, x, sx, y, sy, out, a);                                 \
+        k_act_impl[a->v[AC_ACT_TYPE].i].ew[DT](n, x, sx, y, sy, out, a);                       \
     }
 ACT_TILE(f32, HG_DTYPE_F32)
 ACT_TILE(f64, HG_DTYPE_F64)
@@ -281,7 +316,7 @@ ACT_TILE(i64, HG_DTYPE_I64)
 static hg_status activation_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                   int nout, hg_meta *out)
 {
-    const hg_op_def *impl = &k_act_impl[a->v[0].i];
+    const hg_op_def *impl = &k_act_impl[a->v[AC_ACT_TYPE].i];
     hg_dtype dt = in[0].dtype;
     if (!impl->ew[dt] && !(dt == HG_DTYPE_F16 && impl->ew[HG_DTYPE_F32]))
         return hg_error(HG_ERR_TYPE, "Activation(act_type='%s'): dtype %s is not supported",

@@ -1,7 +1,7 @@
 /* Macros that stamp out element-wise tile functions (see hg_ew_fn in core/op.h) per dtype.
  *
  * Unary:   HG_EW_UNARY(name, T, expr-of-v)              y[i] = expr(v = x[i])
- * Scalar:  HG_EW_SCALAR(name, T, expr-of-l-and-r)       l = x[i], r = (T)attrs[0] (`scalar`)
+ * Scalar:  HG_EW_SCALAR(name, T, expr-of-l-and-r)       l = x[i], r = (T)attrs[SC_SCALAR]
  *          HG_EW_RSCALAR: the same with l = scalar, r = x[i]
  * Binary:  HG_EW_BINARY(name, T, expr-of-l-and-r)       o[i] = expr(l = x[i*s0], r = y[i*s1])
  * The loops are written so that the compiler vectorises the stride-1 cases. Function names are
@@ -16,6 +16,9 @@
 
 #include "../core/op.h"
 #include "../graph/grad.h"
+
+/* Schema positions of the _*_scalar ops (k_scalar_attrs in elemwise_binary.c). */
+enum { SC_SCALAR, SC_IS_INT, SC_NATTRS };
 
 typedef float f32;
 typedef double f64;
@@ -47,7 +50,7 @@ typedef uint8_t u8;
     {                                                                                           \
         const T *x = (const T *)in0;                                                            \
         T *y = (T *)out;                                                                        \
-        const T s = (T)a->v[0].f;                                                               \
+        const T s = (T)a->v[SC_SCALAR].f;                                                       \
         (void)in1; (void)s1;                                                                    \
         if (s0) {                                                                               \
             for (int64_t i = 0; i < n; i++) { T v = x[i]; T l = LHS, r = RHS; y[i] = (T)(EXPR); } \

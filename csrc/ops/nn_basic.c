@@ -23,17 +23,19 @@ typedef uint16_t f16;
  * softmax / log_softmax
  */
 
-enum { SM_AXIS, SM_TEMPERATURE, SM_DTYPE, SM_USE_LENGTH };
+enum { SM_AXIS, SM_TEMPERATURE, SM_DTYPE, SM_USE_LENGTH, SM_NATTRS };
 
 static const hg_attr_spec k_softmax_attrs[] = {
-    {"axis", HG_ATTR_INT, 0, "-1", "the axis along which to compute softmax", NULL},
-    {"temperature", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
-     "temperature T: computes softmax(x / T); None means 1", NULL},
-    {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
-     "output dtype (float16, float32 or float64); None: the input's dtype", NULL},
-    {"use_length", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "False",
-     "whether to use the length input as a mask over the data (not supported)", NULL},
+    [SM_AXIS] = {"axis", HG_ATTR_INT, 0, "-1", "the axis along which to compute softmax", NULL},
+    [SM_TEMPERATURE] = {"temperature", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
+                        "temperature T: computes softmax(x / T); None means 1", NULL},
+    [SM_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
+                  "output dtype (float16, float32 or float64); None: the input's dtype", NULL},
+    [SM_USE_LENGTH] = {"use_length", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "False",
+                       "whether to use the length input as a mask over the data (not supported)",
+                       NULL},
 };
+_Static_assert(HG_COUNT(k_softmax_attrs) == SM_NATTRS, "k_softmax_attrs must match its enum");
 
 static int softmax_num_inputs(const hg_attrs *a)
 {
@@ -432,18 +434,45 @@ static hg_status log_softmax_grad(hg_grad_ctx *g)
  * LeakyReLU
  */
 
-enum { LR_ACT_TYPE, LR_SLOPE, LR_LOWER, LR_UPPER };
-enum { ACT_RRELU, ACT_LEAKY, ACT_PRELU, ACT_ELU, ACT_SELU, ACT_GELU };
+/* LeakyReLU's act_types, in MXNet's order (the index is the parsed attribute value), with their
+ * element-wise kernels: X(ID, name, forward tile functions, their arity, backward tile
+ * functions). rrelu's forward entry is its inference form (training draws the slopes); rrelu
+ * and prelu have their own backward kernels, so their backward entries are never called. Every
+ * per-act_type table below is built from this one list. */
+#define LRELU_TYPES(X)                                                                          \
+    X(RRELU, rrelu, lr_rrelu_eval, 1, lrg_leaky)                                                \
+    X(LEAKY, leaky, lr_leaky, 1, lrg_leaky)                                                     \
+    X(PRELU, prelu, lr_prelu, 2, lrg_leaky)                                                     \
+    X(ELU, elu, lr_elu, 1, lrg_elu)                                                             \
+    X(SELU, selu, lr_selu, 1, lrg_selu)                                                         \
+    X(GELU, gelu, lr_gelu, 1, lrg_gelu)
 
-static const char *const k_lrelu_types[] = {"rrelu", "leaky", "prelu", "elu", "selu", "gelu",
-                                            NULL};
-static const hg_attr_spec k_lrelu_attrs[] = {
-    {"act_type", HG_ATTR_ENUM, 0, "leaky", "activation: rrelu, leaky, prelu, elu, selu or gelu",
-     k_lrelu_types},
-    {"slope", HG_ATTR_FLOAT, 0, "0.25", "slope of the negative part (leaky and elu)", NULL},
-    {"lower_bound", HG_ATTR_FLOAT, 0, "0.125", "lower bound of the random slope (rrelu)", NULL},
-    {"upper_bound", HG_ATTR_FLOAT, 0, "0.334", "upper bound of the random slope (rrelu)", NULL},
+enum { LR_ACT_TYPE, LR_SLOPE, LR_LOWER, LR_UPPER, LR_NATTRS };
+enum {
+#define LRELU_ENUM(ID, NAME, FWD, ARITY, BWD) ACT_##ID,
+    LRELU_TYPES(LRELU_ENUM)
+#undef LRELU_ENUM
+    ACT_NTYPES
 };
+
+static const char *const k_lrelu_types[] = {
+#define LRELU_NAME(ID, NAME, FWD, ARITY, BWD) [ACT_##ID] = #NAME,
+    LRELU_TYPES(LRELU_NAME)
+#undef LRELU_NAME
+    [ACT_NTYPES] = NULL,
+};
+_Static_assert(HG_COUNT(k_lrelu_types) == ACT_NTYPES + 1, "k_lrelu_types must match LRELU_TYPES");
+static const hg_attr_spec k_lrelu_attrs[] = {
+    [LR_ACT_TYPE] = {"act_type", HG_ATTR_ENUM, 0, "leaky",
+                     "activation: rrelu, leaky, prelu, elu, selu or gelu", k_lrelu_types},
+    [LR_SLOPE] = {"slope", HG_ATTR_FLOAT, 0, "0.25", "slope of the negative part (leaky and elu)",
+                  NULL},
+    [LR_LOWER] = {"lower_bound", HG_ATTR_FLOAT, 0, "0.125",
+                  "lower bound of the random slope (rrelu)", NULL},
+    [LR_UPPER] = {"upper_bound", HG_ATTR_FLOAT, 0, "0.334",
+                  "upper bound of the random slope (rrelu)", NULL},
+};
+_Static_assert(HG_COUNT(k_lrelu_attrs) == LR_NATTRS, "k_lrelu_attrs must match its enum");
 
 /* MXNet 1.9.1 declares both constants as float, so its float64 SELU uses them rounded to
  * float32 (a relative 3e-8 away from the exact ones); float literals give the same numbers. */
@@ -476,9 +505,11 @@ HG_EW_FLOAT(HG_EW_BINARY, lr_prelu, l > 0 ? l : l * r)
     {.name = "LeakyReLU", .ew = HG_EW_TABLE_FLOAT(FN), .ew_arity = ARITY}
 /* Indexed by act_type. */
 static const hg_op_def k_lrelu_impl[] = {
-    LR_IMPL(lr_rrelu_eval, 1), LR_IMPL(lr_leaky, 1), LR_IMPL(lr_prelu, 2),
-    LR_IMPL(lr_elu, 1), LR_IMPL(lr_selu, 1), LR_IMPL(lr_gelu, 1),
+#define LRELU_IMPL(ID, NAME, FWD, ARITY, BWD) [ACT_##ID] = LR_IMPL(FWD, ARITY),
+    LRELU_TYPES(LRELU_IMPL)
+#undef LRELU_IMPL
 };
+_Static_assert(HG_COUNT(k_lrelu_impl) == ACT_NTYPES, "k_lrelu_impl must match LRELU_TYPES");
 
 static int lrelu_num_inputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == ACT_PRELU ? 2 : 1; }
 /* rrelu has a second output, visible as in MXNet: the slopes it used (drawn per element in
@@ -654,9 +685,12 @@ LR_GRAD_BOTH(lrg_gelu, 0, (elem)0.5 * (1 + erf(v * (elem)SQRT1_2)) +
 
 /* Indexed by act_type; rrelu and prelu have their own kernels below. */
 static const hg_op_def k_lrelu_grad_impl[] = {
-    LR_IMPL(lrg_leaky, 2), LR_IMPL(lrg_leaky, 2), LR_IMPL(lrg_leaky, 2),
-    LR_IMPL(lrg_elu, 2), LR_IMPL(lrg_selu, 2), LR_IMPL(lrg_gelu, 2),
+#define LRELU_GRAD_IMPL(ID, NAME, FWD, ARITY, BWD) [ACT_##ID] = LR_IMPL(BWD, 2),
+    LRELU_TYPES(LRELU_GRAD_IMPL)
+#undef LRELU_GRAD_IMPL
 };
+_Static_assert(HG_COUNT(k_lrelu_grad_impl) == ACT_NTYPES,
+               "k_lrelu_grad_impl must match LRELU_TYPES");
 
 typedef struct {
     const void *dy, *x, *k; /* k: rrelu's mask, or prelu's gamma */
