@@ -44,7 +44,8 @@
 enum { A_AXIS, A_KEEPDIMS, A_NATTRS }; /* argmax, argmin (K_ and N_ positions: reduce.h) */
 
 typedef enum red_kind {
-    RED_SUM, RED_MEAN, RED_PROD, RED_NANSUM, RED_NANPROD, RED_MAX, RED_MIN, RED_NORM1, RED_NORM2
+    RED_SUM, RED_MEAN, RED_PROD, RED_NANSUM, RED_NANPROD, RED_MAX, RED_MIN, RED_NORM1, RED_NORM2,
+    RED_NKINDS
 } red_kind;
 typedef enum { COMB_ADD, COMB_MUL, COMB_MAX, COMB_MIN } red_comb;
 typedef enum { MAP_NONE, MAP_NAN0, MAP_NAN1, MAP_ABS, MAP_SQUARE } red_map;
@@ -386,12 +387,16 @@ typedef struct red_fns {
 #define FNS_F(SUF) {rows_##SUF, lanes_##SUF, segs_##SUF, NULL}
 #define FNS_I(SUF) {rows_##SUF, lanes_##SUF, NULL, segs_##SUF}
 static const red_fns k_tile_fns[2][4] = {
-    [DOM_F] = {FNS_F(add_f), FNS_F(mul_f), FNS_F(max_f), FNS_F(min_f)},
-    [DOM_I] = {FNS_I(add_i), FNS_I(mul_i), FNS_I(max_i), FNS_I(min_i)},
+    [DOM_F] = {[COMB_ADD] = FNS_F(add_f), [COMB_MUL] = FNS_F(mul_f), [COMB_MAX] = FNS_F(max_f),
+               [COMB_MIN] = FNS_F(min_f)},
+    [DOM_I] = {[COMB_ADD] = FNS_I(add_i), [COMB_MUL] = FNS_I(mul_i), [COMB_MAX] = FNS_I(max_i),
+               [COMB_MIN] = FNS_I(min_i)},
 };
 static void (*const k_folds[2][4])(const void *, void *) = {
-    [DOM_F] = {fold_add_f, fold_mul_f, fold_max_f, fold_min_f},
-    [DOM_I] = {fold_add_i, fold_mul_i, fold_max_i, fold_min_i},
+    [DOM_F] = {[COMB_ADD] = fold_add_f, [COMB_MUL] = fold_mul_f, [COMB_MAX] = fold_max_f,
+               [COMB_MIN] = fold_min_f},
+    [DOM_I] = {[COMB_ADD] = fold_add_i, [COMB_MUL] = fold_mul_i, [COMB_MAX] = fold_max_i,
+               [COMB_MIN] = fold_min_i},
 };
 
 /* The fused kernels for (input dtype, combine, map), or NULL: use tiles. */
@@ -590,10 +595,18 @@ static void part_combine(const red_job *j)
 
 static void job_setup(red_job *j, red_kind kind, const hg_tensor *x, hg_tensor *y)
 {
-    static const red_comb comb[] = {COMB_ADD, COMB_ADD, COMB_MUL, COMB_ADD, COMB_MUL,
-                                    COMB_MAX, COMB_MIN, COMB_ADD, COMB_ADD};
-    static const red_map map[] = {MAP_NONE, MAP_NONE, MAP_NONE, MAP_NAN0, MAP_NAN1,
-                                  MAP_NONE, MAP_NONE, MAP_ABS, MAP_SQUARE};
+    static const red_comb comb[] = {
+        [RED_SUM] = COMB_ADD, [RED_MEAN] = COMB_ADD, [RED_PROD] = COMB_MUL,
+        [RED_NANSUM] = COMB_ADD, [RED_NANPROD] = COMB_MUL, [RED_MAX] = COMB_MAX,
+        [RED_MIN] = COMB_MIN, [RED_NORM1] = COMB_ADD, [RED_NORM2] = COMB_ADD,
+    };
+    _Static_assert(HG_COUNT(comb) == RED_NKINDS, "comb must match red_kind");
+    static const red_map map[] = {
+        [RED_SUM] = MAP_NONE, [RED_MEAN] = MAP_NONE, [RED_PROD] = MAP_NONE,
+        [RED_NANSUM] = MAP_NAN0, [RED_NANPROD] = MAP_NAN1, [RED_MAX] = MAP_NONE,
+        [RED_MIN] = MAP_NONE, [RED_NORM1] = MAP_ABS, [RED_NORM2] = MAP_SQUARE,
+    };
+    _Static_assert(HG_COUNT(map) == RED_NKINDS, "map must match red_kind");
     bool fl = x->dtype == HG_DTYPE_F32 || x->dtype == HG_DTYPE_F64 || x->dtype == HG_DTYPE_F16;
     j->x = hg_data(x);
     j->y = hg_data(y);
