@@ -491,7 +491,7 @@ def test_batchnorm_moving_stats_unchanged_outside_training_or_with_global_stats(
 
 
 def test_batchnorm_forward_alone_leaves_moving_stats(rng):
-    """MXNET_COMPAT 8.10: a forward-only pass, even in training mode, does not update them."""
+    """As in MXNet 1.9.1: a forward-only pass, even in training mode, does not update them."""
     vals = _bn_inputs(rng, (4, 3, 2), 1)
     arrs = [_arr(v) for v in vals]
     with training():

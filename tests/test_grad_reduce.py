@@ -1,8 +1,8 @@
-"""Gradient rules of the reductions (reduce.c), the matrix products (matrix.c), Cast and add_n
-(cast.c), sort and topk (sort.c), and the ops without a gradient (creation.c, random.c, argmax,
-argmin, argsort): symbolic gradients against float64 finite differences (gradcheck.check_grad),
-MXNet's conventions where the derivative is not unique (max ties, prod at zeros, norm at 0), and
-the _backward_* ops the rules emit against NumPy."""
+"""Gradient rules of the reductions (reduce.c), the matrix products (matrix.c), Cast (cast.c),
+add_n (elemwise_binary.c), sort and topk (sort.c), and the ops without a gradient (creation.c,
+random.c, argmax, argmin, argsort): symbolic gradients against float64 finite differences
+(gradcheck.check_grad), MXNet's conventions where the derivative is not unique (max ties, prod
+at zeros, norm at 0), and the _backward_* ops the rules emit against NumPy."""
 import numpy as np
 import pytest
 

@@ -12,15 +12,6 @@ OPS_COVERED = ['Concat', 'stack', 'SliceChannel', 'slice', 'slice_axis', 'slice_
 ALL_DTYPES = ['float32', 'float64', 'float16', 'uint8', 'int8', 'int32', 'int64']
 
 
-def _has(op):
-    return op in mx._core.list_ops()
-
-
-def _need(op):
-    if not _has(op):
-        pytest.skip('%s is not registered yet' % op)
-
-
 def rand(rng, shape, dtype='float32'):
     if np.dtype(dtype).kind == 'f':
         return rng.standard_normal(shape).astype(dtype)
@@ -405,8 +396,6 @@ def test_getitem_out_of_range():
 
 
 def test_getitem_array_index():
-    if 'take' not in mx._core.list_ops():
-        pytest.skip('take is not registered yet')
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     check(nd(x)[[0, 2]], x[[0, 2]])
     check(nd(x)[:, [1, -1]], x[:, [1, -1]])
@@ -428,8 +417,6 @@ def _setitem_cases():
 @pytest.mark.parametrize('case', range(7))
 def test_setitem(case):
     key, make, scalar = _setitem_cases()[case]
-    if make is not None:
-        _need('Reshape')  # setitem reshapes array values
     x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     X = nd(x)
     ref = x.copy()
@@ -444,7 +431,6 @@ def test_setitem(case):
 
 
 def test_setitem_numpy_value_and_int_dtype():
-    _need('Reshape')
     x = np.arange(12, dtype=np.int32).reshape(3, 4)
     X = nd(x)
     X[::2, 1:3] = np.array([[10, 11], [12, 13]], np.int32)
@@ -457,23 +443,19 @@ def test_setitem_numpy_value_and_int_dtype():
 
 def test_setitem_needs_other_ops():
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
-    if _has('_full'):
-        X = nd(x)
-        ref = x.copy()
-        X[1] = 5
-        ref[1] = 5
-        check(X, ref)
-        X[...] = 0
-        check(X, np.zeros_like(x))
-    if _has('broadcast_to'):
-        X = nd(x)
-        ref = x.copy()
-        v = np.array([1, 2, 3, 4, 5], np.float32)
-        X[::2, 1:] = nd(v)
-        ref[::2, 1:] = v
-        check(X, ref)
-    if not (_has('_full') and _has('broadcast_to')):
-        pytest.skip('_full / broadcast_to are not registered yet')
+    X = nd(x)
+    ref = x.copy()
+    X[1] = 5  # through _full
+    ref[1] = 5
+    check(X, ref)
+    X[...] = 0
+    check(X, np.zeros_like(x))
+    X = nd(x)
+    ref = x.copy()
+    v = np.array([1, 2, 3, 4, 5], np.float32)
+    X[::2, 1:] = nd(v)  # through broadcast_to
+    ref[::2, 1:] = v
+    check(X, ref)
 
 
 def test_setitem_errors():
@@ -502,6 +484,5 @@ def test_getitem_empty_negative_step(key):
 
 
 def test_getitem_numpy_array_key():
-    _need('take')
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     check(nd(x)[np.array([0, 2])], x[np.array([0, 2])])

@@ -7,12 +7,13 @@
  * BatchNorm views the data as [outer, C, inner] with C = shape[axis]; statistics are per channel,
  * so the stats pass is split over channels and the output pass over (outer, channel) rows.
  * Training (is_train and not use_global_stats) normalises with the batch statistics. As in
- * MXNet 1.9.1's CPU kernel (MXNET_COMPAT §8.10) the moving statistics are updated by the
- * backward op, _backward_BatchNorm, which receives moving_mean / moving_var as inputs it mutates:
- * moving = moving * momentum + batch * (1 - momentum), with the biased batch variance recovered
- * from the forward's inverse std (1 / inv^2 - eps, MXNet's INVSTD_TO_VARIANCE). So a forward-only
- * pass, even in training mode, leaves them unchanged, and a training step (forward + backward)
- * updates them exactly once however the backward graph is scheduled. An empty batch leaves them.
+ * MXNet 1.9.1's CPU kernel (checked by the conformance fixtures, docs/compat.md) the moving
+ * statistics are updated by the backward op, _backward_BatchNorm, which receives moving_mean /
+ * moving_var as inputs it mutates: moving = moving * momentum + batch * (1 - momentum), with
+ * the biased batch variance recovered from the forward's inverse std (1 / inv^2 - eps, MXNet's
+ * INVSTD_TO_VARIANCE). So a forward-only pass, even in training mode, leaves them unchanged, and
+ * a training step (forward + backward) updates them exactly once however the backward graph is
+ * scheduled. An empty batch leaves them.
  *
  * When the inner extent is small (channel-last data) the per-channel walk would stride through
  * memory, so the statistics are gathered instead as partial sums over chunks of the outer axis.

@@ -7,8 +7,8 @@
  *     out[i] = in[base + sum_d idx_d(i) * istr[d]]    over the output's (row-major) shape,
  * where the per-dim input strides (in elements) may be 0 (broadcast), negative (reverse),
  * permuted (transpose) or summed (diagonal). It moves bytes by element size, so every dtype
- * works (Cast and add_n, which look at values, are in cast.c). Shape rules validate everything;
- * the kernels trust them.
+ * works (Cast and add_n, which look at values, are in cast.c and elemwise_binary.c). Shape rules
+ * validate everything; the kernels trust them.
  */
 #include <stdarg.h>
 #include <stdbool.h>
