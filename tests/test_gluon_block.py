@@ -8,9 +8,6 @@ import hybridgluon as mx
 from hybridgluon import gluon
 from hybridgluon.gluon import nn
 
-needs_save = pytest.mark.skipif(not hasattr(mx.nd, 'save'), reason='mx.nd.save not available')
-needs_dropout = pytest.mark.skipif('Dropout' not in mx._core.list_ops(),
-                                   reason='Dropout op not available')
 
 
 @pytest.fixture(autouse=True)
@@ -324,7 +321,6 @@ def test_flatten_identity_activation():
     np.testing.assert_allclose(a(mx.nd.zeros((2,))).asnumpy(), [0.5, 0.5])
 
 
-@needs_dropout
 def test_dropout():
     x = mx.nd.ones((4, 5))
     drop = nn.Dropout(0.5)
@@ -408,7 +404,6 @@ def _mlp():
     return net
 
 
-@needs_save
 def test_save_load_parameters_round_trip(tmp_path):
     fname = str(tmp_path / 'net.params')
     net = _mlp()
@@ -423,7 +418,6 @@ def test_save_load_parameters_round_trip(tmp_path):
     assert fresh[0].weight.list_ctx() == [mx.cpu(0)]
 
 
-@needs_save
 def test_load_parameters_errors(tmp_path):
     fname = str(tmp_path / 'one.params')
     small = nn.HybridSequential()
@@ -451,7 +445,6 @@ def test_load_parameters_errors(tmp_path):
     small.load_parameters(fname2, ignore_extra=True)
 
 
-@needs_save
 def test_legacy_save_params_and_dedup(tmp_path):
     fname = str(tmp_path / 'legacy.params')
     d = nn.Dense(3, in_units=2)

@@ -19,7 +19,6 @@ DEFERRED_MSG = ("Parameter 'dense0_weight' has not been initialized yet because 
                 "You can also avoid deferred initialization by specifying in_units, "
                 "num_features, etc., for network layers.")
 
-needs_save = pytest.mark.skipif(not hasattr(mx.nd, 'save'), reason='mx.nd.save not available')
 
 
 def test_repr_shape_dtype():
@@ -212,7 +211,6 @@ def test_parameterdict_initialize_setattr_zero_grad_repr():
     assert repr(ParameterDict()) == '(\n\n)'
 
 
-@needs_save
 def test_parameterdict_save_load(tmp_path):
     fname = str(tmp_path / 'p.params')
     pd = ParameterDict('net_')
@@ -244,7 +242,6 @@ def test_parameterdict_save_load(tmp_path):
         pd.save(fname, strip_prefix='zz_')
 
 
-@needs_save
 def test_parameterdict_load_dtype(tmp_path):
     fname = str(tmp_path / 'd.params')
     mx.nd.save(fname, {'w': mx.nd.ones((2,), dtype='float64')})
