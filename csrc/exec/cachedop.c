@@ -61,7 +61,6 @@ static void owner_retain(void *o) { hg_cachedop_retain(o); }
 static void owner_release(void *o) { hg_cachedop_release(o); }
 
 hg_plan *hg_cachedop_plan(hg_cachedop *c) { return c->plan; }
-int hg_cachedop_num_outputs(const hg_cachedop *c) { return c->nheads; }
 
 hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
                              unsigned plan_flags, hg_cachedop **out)

@@ -21,7 +21,6 @@ void hg_cachedop_retain(hg_cachedop *c);
 void hg_cachedop_release(hg_cachedop *c);
 /* The inference plan (shape inference, stats of calls made without recording). */
 hg_plan *hg_cachedop_plan(hg_cachedop *c);
-int hg_cachedop_num_outputs(const hg_cachedop *c);
 /* Runs the graph; records it on the tape when recording and an input is recorded. outputs
  * receive new tensors. */
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);

@@ -33,7 +33,6 @@ void hg_plan_free(hg_plan *p)
 }
 
 int hg_plan_num_outputs(const hg_plan *p) { return p->nheads; }
-int hg_plan_num_inputs(const hg_plan *p) { return p->ninputs; }
 
 void hg_plan_set_flags(hg_plan *p, unsigned flags)
 {

@@ -62,11 +62,6 @@ hg_sentry hg_g_out(const hg_grad_ctx *g, int i)
     return (hg_sentry){(hg_snode *)g->node, i, 0};
 }
 
-bool hg_g_has_ograd(const hg_grad_ctx *g, int i)
-{
-    return i >= 0 && i < g->node->nout && g->ograds[i].n > 0;
-}
-
 bool hg_g_needs(const hg_grad_ctx *g, int k) { return k >= 0 && k < g->node->nin && g->needs[k]; }
 
 void hg_g_set(hg_grad_ctx *g, int k, hg_sentry grad)
