@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../kernels/cpu/blas.h"
 #include "error.h"
 
 #define MAX_THREADS 64
@@ -119,7 +118,6 @@ static void ensure_config(void)
         if (!g_threads) {
             g_threads = default_threads();
             pthread_atfork(NULL, NULL, after_fork_child);
-            hg_blas_set_threads(1); /* the pool splits BLAS calls itself (gemm.c) */
         }
         pthread_mutex_unlock(&g_mu);
     }
