@@ -84,10 +84,14 @@ static PyObject *str_list(const char *const *names)
     return l;
 }
 
+/* Attribute types by hg_attr_type, as op_info names them. */
+static const char *const k_attr_types[] = {"int",  "float", "bool",  "tuple",
+                                           "enum", "dtype", "string"};
+_Static_assert(HG_COUNT(k_attr_types) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
+
 /* Everything the Python side needs to know about an op, as plain data. */
 static PyObject *op_info(PyObject *self, PyObject *name)
 {
-    static const char *const types[] = {"int", "float", "bool", "tuple", "enum", "dtype", "string"};
     const char *s = PyUnicode_AsUTF8(name);
     if (!s) return NULL;
     const hg_op_def *op = hg_registry_find(s);
@@ -97,7 +101,7 @@ static PyObject *op_info(PyObject *self, PyObject *name)
         const hg_attr_spec *sp = &op->attrs[i];
         PyObject *choices = sp->choices ? str_list(sp->choices) : Py_NewRef(Py_None);
         PyList_SET_ITEM(attrs, i, Py_BuildValue(
-            "{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type", types[sp->type],
+            "{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type", k_attr_types[sp->type],
             "required", (sp->flags & HG_ATTR_REQUIRED) ? Py_True : Py_False, "optional",
             (sp->flags & HG_ATTR_OPTIONAL) ? Py_True : Py_False, "default", sp->def, "doc",
             sp->doc ? sp->doc : "", "choices", choices));
@@ -108,6 +112,38 @@ static PyObject *op_info(PyObject *self, PyObject *name)
         "outputs", str_list(op->output_names), "num_inputs", op->num_inputs, "num_outputs",
         op->num_outputs ? op->num_outputs : 1, "num_visible_outputs", op->num_visible_outputs,
         "flags", op->flags, "attrs", attrs, "has_grad", op->grad ? Py_True : Py_False);
+}
+
+/* Test hook: validates an op definition built from (name, [(attr name or None, type name,
+ * default or None), ...]) as the registry validates each op it lists; raises its error. */
+static PyObject *validate_op_def(PyObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "zO!", &name, &PyList_Type, &list)) return NULL;
+    hg_attr_spec specs[HG_MAX_ATTRS];
+    static const char *const choices[] = {"a", "b", NULL};
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > HG_MAX_ATTRS)
+        return PyErr_Format(PyExc_ValueError, "at most %d attributes", HG_MAX_ATTRS);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *an, *type, *def;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "zsz", &an, &type, &def)) return NULL;
+        int t = 0;
+        while (t < HG_NUM_ATTR_TYPES && strcmp(k_attr_types[t], type) != 0) t++;
+        specs[i] = (hg_attr_spec){an, (hg_attr_type)t, 0, def, NULL, choices};
+    }
+    hg_op_def op = {.name = name, .attrs = specs, .num_attrs = (int)n};
+    hg_status st = hg_op_def_validate(&op);
+    if (st) return hgpy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *registry_check(PyObject *self, PyObject *unused)
+{
+    hg_status st = hg_registry_check();
+    if (st) return hgpy_raise(st);
+    Py_RETURN_NONE;
 }
 
 /* empty(shape, dtype_flag) and zeros(shape, dtype_flag): a new array, uninitialised or zero. */
@@ -214,6 +250,8 @@ static PyMethodDef k_methods[] = {
     {"list_ops", list_ops, METH_NOARGS, "canonical names of all registered ops"},
     {"get_op", get_op, METH_O, "the callable for an op name or alias"},
     {"op_info", op_info, METH_O, "schema of an op as a dict"},
+    {"_validate_op_def", validate_op_def, METH_VARARGS, "test hook: hg_op_def_validate"},
+    {"_registry_check", registry_check, METH_NOARGS, "raises if an op definition is invalid"},
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype_flag): uninitialised array"},
     {"zeros", py_zeros, METH_VARARGS, "zeros(shape, dtype_flag): array of zeros"},
     {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
@@ -230,6 +268,8 @@ static struct PyModuleDef k_module = {PyModuleDef_HEAD_INIT, "_core", "hybridglu
 
 PyMODINIT_FUNC PyInit__core(void)
 {
+    if (hg_registry_check() != HG_OK) /* a bug in an op file: fail loudly, at import */
+        return PyErr_Format(PyExc_ImportError, "hybridgluon: %s", hg_last_error());
     PyObject *m = PyModule_Create(&k_module);
     if (!m) return NULL;
     if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0 ||
