@@ -47,3 +47,35 @@ def test_duplicate_and_nameless_are_caught():
         _core._validate_op_def('myop', [('a', 'int', '0'), ('a', 'float', '0')])
     with pytest.raises(mx.MXNetError, match='no name'):
         _core._validate_op_def(None, [])
+
+
+def test_op_flags_come_from_c():
+    """op_info gives each flag as a named boolean that agrees with the mask; the constants are
+    the C values (Python repeats no bit value)."""
+    names = {'elemwise': _core.OP_ELEMWISE, 'inplace': _core.OP_INPLACE,
+             'random': _core.OP_RANDOM, 'no_inputs': _core.OP_NO_INPUTS,
+             'varargs': _core.OP_VARARGS, 'no_grad': _core.OP_NO_GRAD}
+    assert len(set(names.values())) == len(names)
+    seen = set()
+    for op in _core.list_ops():
+        info = _core.op_info(op)
+        for key, bit in names.items():
+            assert info[key] == bool(info['flags'] & bit), (op, key)
+            if info[key]:
+                seen.add(key)
+    assert seen == set(names)
+    assert _core.op_info('add_n')['varargs'] and _core.op_info('BlockGrad')['no_grad']
+
+
+def test_python_tables_match_c_enums():
+    """The Python tables keyed by C enum values (dtype flags, grad_req) agree with C's."""
+    import numpy as np
+    from hybridgluon import autograd, base
+    assert _core.DTYPE_FLAGS == {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3,
+                                 'int32': 4, 'int8': 5, 'int64': 6, 'bool': 7}  # MXNet's flags
+    for name, flag in _core.DTYPE_FLAGS.items():
+        assert base._NP_TO_FLAG[np.dtype(name)] == flag
+        assert base._FLAG_TO_NAME[flag] == name
+    assert len(base._FLAG_TO_NP) == len(_core.DTYPE_FLAGS)
+    assert autograd._REQS == {'null': _core.GRAD_NULL, 'write': _core.GRAD_WRITE,
+                              'add': _core.GRAD_ADD, 'inplace': _core.GRAD_WRITE}

@@ -3,12 +3,13 @@
 
 #include <string.h>
 
+#include "autograd/autograd.h"
 #include "core/rng.h"
 
 PyTypeObject *hgpy_ndarray_cls = &HgNDArray_Type;
 
 /* Exception classes by status, installed from hybridgluon/base.py. */
-static PyObject *g_err[HG_ERR_INTERNAL + 1];
+static PyObject *g_err[HG_ERR_INTERNAL + 1]; /* HG_ERR_INTERNAL: the last status code */
 
 PyObject *hgpy_raise(hg_status st)
 {
@@ -89,7 +90,18 @@ static const char *const k_attr_types[] = {"int",  "float", "bool",  "tuple",
                                            "enum", "dtype", "string"};
 _Static_assert(HG_COUNT(k_attr_types) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
 
-/* Everything the Python side needs to know about an op, as plain data. */
+/* The op flags: op_info gives each as a named boolean, the module as OP_<NAME> (hg_op_def). */
+static const struct {
+    const char *key, *constant;
+    unsigned value;
+} k_op_flags[] = {
+    {"elemwise", "OP_ELEMWISE", HG_OP_ELEMWISE}, {"inplace", "OP_INPLACE", HG_OP_INPLACE},
+    {"random", "OP_RANDOM", HG_OP_RANDOM},       {"no_inputs", "OP_NO_INPUTS", HG_OP_NO_INPUTS},
+    {"varargs", "OP_VARARGS", HG_OP_VARARGS},    {"no_grad", "OP_NO_GRAD", HG_OP_NO_GRAD},
+};
+
+/* Everything the Python side needs to know about an op, as plain data. The flags come both as
+ * the bit mask and as named booleans (info['varargs']), so Python never repeats a bit value. */
 static PyObject *op_info(PyObject *self, PyObject *name)
 {
     const char *s = PyUnicode_AsUTF8(name);
@@ -106,12 +118,20 @@ static PyObject *op_info(PyObject *self, PyObject *name)
             (sp->flags & HG_ATTR_OPTIONAL) ? Py_True : Py_False, "default", sp->def, "doc",
             sp->doc ? sp->doc : "", "choices", choices));
     }
-    return Py_BuildValue(
+    PyObject *r = Py_BuildValue(
         "{s:s,s:N,s:s,s:N,s:N,s:i,s:i,s:i,s:I,s:N,s:O}", "name", op->name, "aliases",
         str_list(op->aliases), "doc", op->doc ? op->doc : "", "inputs", str_list(op->input_names),
         "outputs", str_list(op->output_names), "num_inputs", op->num_inputs, "num_outputs",
         op->num_outputs ? op->num_outputs : 1, "num_visible_outputs", op->num_visible_outputs,
         "flags", op->flags, "attrs", attrs, "has_grad", op->grad ? Py_True : Py_False);
+    if (r) {
+        for (size_t i = 0; i < HG_COUNT(k_op_flags); i++) {
+            PyObject *b = (op->flags & k_op_flags[i].value) ? Py_True : Py_False;
+            if (PyDict_SetItemString(r, k_op_flags[i].key, b) < 0) Py_CLEAR(r);
+            if (!r) break;
+        }
+    }
+    return r;
 }
 
 /* Test hook: validates an op definition built from (name, [(attr name or None, type name,
@@ -278,6 +298,23 @@ PyMODINIT_FUNC PyInit__core(void)
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "MAX_NDIM", HG_MAX_NDIM);
+    /* C enum values Python needs, from their one definition (no literal copies in Python). */
+    int bad = PyModule_AddIntConstant(m, "MAX_NDIM", HG_MAX_NDIM) < 0;
+    for (size_t i = 0; i < HG_COUNT(k_op_flags); i++)
+        bad |= PyModule_AddIntConstant(m, k_op_flags[i].constant, k_op_flags[i].value) < 0;
+    PyObject *dtypes = PyDict_New();
+    for (int i = 0; dtypes && i < HG_NUM_DTYPES; i++) {
+        PyObject *v = PyLong_FromLong(i);
+        bad |= !v || PyDict_SetItemString(dtypes, hg_dtype_name((hg_dtype)i), v) < 0;
+        Py_XDECREF(v);
+    }
+    bad |= !dtypes || PyModule_AddObject(m, "DTYPE_FLAGS", dtypes) < 0; /* name -> MXNet flag */
+    bad |= PyModule_AddIntConstant(m, "GRAD_NULL", HG_GRAD_NULL) < 0 ||
+           PyModule_AddIntConstant(m, "GRAD_WRITE", HG_GRAD_WRITE) < 0 ||
+           PyModule_AddIntConstant(m, "GRAD_ADD", HG_GRAD_ADD) < 0;
+    if (bad) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

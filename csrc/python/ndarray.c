@@ -9,7 +9,10 @@
 
 #include <string.h>
 
-static const char *const k_formats[HG_NUM_DTYPES] = {"f", "d", "e", "B", "i", "b", "q", "?"};
+static const char *const k_formats[] = {
+    [HG_DTYPE_F32] = "f", [HG_DTYPE_F64] = "d", [HG_DTYPE_F16] = "e", [HG_DTYPE_U8] = "B",
+    [HG_DTYPE_I32] = "i", [HG_DTYPE_I8] = "b",  [HG_DTYPE_I64] = "q", [HG_DTYPE_BOOL] = "?"};
+_Static_assert(HG_COUNT(k_formats) == HG_NUM_DTYPES, "a buffer format per dtype");
 
 PyObject *hgpy_wrap(hg_tensor *t)
 {
