@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "op.h"
+#include "core/op.h"
 
 static const char *const k_type_names[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
                                            "dtype", "string"};

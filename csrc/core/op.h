@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 #define HG_MAX_ATTRS 16
 #define HG_MAX_TUPLE 32

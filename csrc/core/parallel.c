@@ -1,7 +1,7 @@
 /* A small fork-safe thread pool: the caller plus (threads - 1) workers share chunks of a range.
  * Workers spin briefly for the next job before sleeping, so back-to-back kernels do not pay for
  * a wake-up each. After fork() the child starts with no workers and creates them on first use. */
-#include "parallel.h"
+#include "core/parallel.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "core/error.h"
 
 #define MAX_THREADS 64
 #define SPIN_ITERS 20000

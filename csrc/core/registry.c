@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "core/op.h"
 
 /* Every op family. Adding a family means adding one line here; adding an op to a family means
  * nothing here at all. The references are strong: a family listed here and not linked is a link

@@ -1,5 +1,5 @@
 /* The global random generator: xoshiro256** seeded through splitmix64. Same seed, same stream. */
-#include "rng.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* Tensor creation, views, reference counting and the dtype table. */
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Plans (see plan.h): graph analysis at creation (inputs, dead nodes, uses), inference, and
  * per signature the lowering to steps: element-wise fusion and the memory plan. The run loop
  * is in this file too; fused groups run tile by tile in fuse.c. */
-#include "plan.h"
+#include "exec/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#include "plan.h"
+#include "exec/plan.h"
 
 /* One kernel launch. A plain step runs node `node`; a fused step runs the element-wise nodes
  * gnodes[first..first+count) tile by tile, its inputs sin[in_base..) being the values read

@@ -1,6 +1,6 @@
 /* Symbolic differentiation: a reverse sweep over a forward graph that calls each op's
  * gradient rule and sums the gradients reaching every value (see grad.h). */
-#include "grad.h"
+#include "graph/grad.h"
 
 #include <stdarg.h>
 #include <stdio.h>

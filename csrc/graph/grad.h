@@ -19,7 +19,7 @@
 #ifndef HG_GRAPH_GRAD_H
 #define HG_GRAPH_GRAD_H
 
-#include "symbol.h"
+#include "graph/symbol.h"
 
 /* The forward node being differentiated. */
 const hg_attrs *hg_g_attrs(const hg_grad_ctx *g);

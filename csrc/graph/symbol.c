@@ -1,10 +1,10 @@
 /* Symbol construction, traversal and MXNet JSON in/out. */
-#include "symbol.h"
+#include "graph/symbol.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "graph/json.h"
 
 #define MXNET_VERSION 10901
 

@@ -1,7 +1,7 @@
 /* DLPack exchange (unversioned "dltensor" capsules): NDArray.__dlpack__ exports without copying,
  * _core.from_dlpack imports any CPU, C-contiguous DLPack producer (NumPy, PyTorch) without
  * copying. Struct layouts follow the DLPack 0.8 ABI. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdlib.h>
 #include <string.h>

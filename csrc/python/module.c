@@ -1,5 +1,5 @@
 /* The hybridgluon._core module: error mapping, registry access and module-level functions. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* _core.NDArray: the C object behind hybridgluon's NDArray. It owns one reference to an
  * hg_tensor. Arithmetic operators, comparisons, the buffer protocol and axis-0 views live here
  * so the hot paths never enter Python; everything else is in hybridgluon/ndarray/ndarray.py. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdio.h>
 

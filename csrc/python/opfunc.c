@@ -1,7 +1,7 @@
 /* _core.Op: one callable per registered op; nd.<op> are these objects. A call parses positional
  * NDArray inputs and keyword attributes against the op's schema (no string building on the way),
  * runs the op and wraps the outputs. Non-NDArray inputs (Symbols) go to a Python fallback. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include "autograd/autograd.h"
 
