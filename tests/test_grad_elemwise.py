@@ -150,7 +150,7 @@ NO_GRAD_COVERED = (['sign', 'floor', 'ceil', 'round', 'rint', 'trunc', 'fix', 'B
 
 OPS_COVERED = ['_digamma'] + list(BACKWARD)
 
-HG_OP_NO_GRAD = 1 << 5
+HG_OP_NO_GRAD = _core.OP_NO_GRAD
 
 
 # ---- every rule against finite differences -----------------------------------------------

@@ -23,7 +23,7 @@ OPS_COVERED = ['_backward_sum', '_backward_mean', '_backward_nansum', '_backward
                '_backward_dot', '_backward_batch_dot', '_backward_FullyConnected',
                '_backward_Cast', '_backward_topk']
 
-NO_GRAD_FLAG = 32
+NO_GRAD_FLAG = _core.OP_NO_GRAD
 
 
 def _arr(a):

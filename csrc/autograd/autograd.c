@@ -1,12 +1,14 @@
 /* The tape (see autograd.h): per-tensor records, recording op applications as graph nodes, and
  * backward through the gradient graph, run by a plan (or op by op while recording, for
- * higher-order gradients). */
+ * higher-order gradients). What the tape keeps per node (values for backward, a variable's
+ * gradient buffer) is its own record, hung on the node's extension slot (graph/symbol.h). */
 #include "autograd/autograd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/cachedop.h"
 #include "exec/plan.h"
 #include "graph/grad.h"
 
@@ -15,6 +17,67 @@ typedef struct ag_info {
     int index;
     bool constant;  /* an input recorded as a constant: no gradient, not a reason to record */
 } ag_info;
+
+/* The tape's record of a graph node (tape nodes only). */
+typedef struct ag_node {
+    hg_tensor **saved;  /* the outputs' values kept for backward (nout references), or NULL */
+    int nsaved;
+    hg_tensor *grad;    /* a variable's gradient buffer (a reference) and request */
+    int grad_req;
+    void *owner;        /* kept alive with the node (a hybridized block's op definition) */
+    void (*owner_release)(void *owner);
+} ag_node;
+
+static void release_saved(ag_node *r)
+{
+    if (!r || !r->saved) return;
+    for (int i = 0; i < r->nsaved; i++) hg_tensor_free(r->saved[i]);
+    free(r->saved);
+    r->saved = NULL;
+}
+
+static void ag_node_free(void *p)
+{
+    ag_node *r = p;
+    release_saved(r);
+    hg_tensor_free(r->grad);
+    if (r->owner_release) r->owner_release(r->owner);
+    free(r);
+}
+
+/* The tape's record of n, or NULL (a node the tape did not make: gradient graph, symbols). */
+static ag_node *rec_of(const hg_snode *n)
+{
+    return n->ext_release == ag_node_free ? n->ext : NULL;
+}
+
+static hg_tensor **saved_of(const hg_snode *n)
+{
+    const ag_node *r = rec_of(n);
+    return r ? r->saved : NULL;
+}
+
+static hg_tensor *grad_of(const hg_snode *n)
+{
+    const ag_node *r = rec_of(n);
+    return r ? r->grad : NULL;
+}
+
+/* Gives n a record keeping `nout` values (filled by the caller). */
+static hg_status attach_record(hg_snode *n, int nout, ag_node **out)
+{
+    ag_node *r = calloc(1, sizeof *r);
+    if (r && !(r->saved = calloc((size_t)nout, sizeof(hg_tensor *)))) {
+        free(r);
+        r = NULL;
+    }
+    if (!r) return hg_error(HG_ERR_MEMORY, "out of memory");
+    r->nsaved = nout;
+    n->ext = r;
+    n->ext_release = ag_node_free;
+    *out = r;
+    return HG_OK;
+}
 
 static _Thread_local bool g_recording, g_training;
 
@@ -46,9 +109,13 @@ static void info_release(hg_tensor *t)
     free(i);
 }
 
+static const hg_tape k_tape = {hg_ag_is_training, hg_ag_should_record, hg_ag_should_record_one,
+                               hg_ag_record};
+
 __attribute__((constructor)) static void install_hook(void)
 {
     hg_autograd_release_hook = info_release;
+    hg_cachedop_set_tape(&k_tape);
 }
 
 /* Points t at (node, index); takes a new reference to node. */
@@ -72,10 +139,10 @@ static hg_status view_of(hg_tensor *t, hg_tensor **out)
 static hg_status new_var(hg_tensor *t, const char *name, hg_snode **out)
 {
     hg_snode *n = NULL;
+    ag_node *r = NULL;
     hg_status st = hg_snode_new_var(name, &n);
-    if (st == HG_OK && !(n->saved = calloc(1, sizeof(hg_tensor *))))
-        st = hg_error(HG_ERR_MEMORY, "out of memory");
-    if (st == HG_OK) st = view_of(t, &n->saved[0]);
+    if (st == HG_OK) st = attach_record(n, 1, &r);
+    if (st == HG_OK) st = view_of(t, &r->saved[0]);
     if (st != HG_OK) {
         hg_snode_release(n);
         return st;
@@ -101,8 +168,8 @@ hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req)
     hg_snode *n = NULL;
     HG_TRY(new_var(t, "var", &n));
     if (grad) hg_tensor_retain(grad);
-    n->grad = grad;
-    n->grad_req = grad_req;
+    rec_of(n)->grad = grad;
+    rec_of(n)->grad_req = grad_req;
     hg_status st = set_info(t, n, 0, false);
     hg_snode_release(n);
     return st;
@@ -111,7 +178,7 @@ hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req)
 hg_tensor *hg_ag_grad_buffer(const hg_tensor *t)
 {
     const ag_info *i = t ? t->autograd : NULL;
-    return (i && !i->node->op && !i->constant) ? i->node->grad : NULL;
+    return (i && !i->node->op && !i->constant) ? grad_of(i->node) : NULL;
 }
 
 bool hg_ag_should_record_one(const hg_tensor *t)
@@ -156,13 +223,13 @@ hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tenso
     if (st == HG_OK && n->nout != nout)
         st = hg_error(HG_ERR_INTERNAL, "%s: recorded %d outputs, the op has %d", op->name, nout,
                       n->nout);
-    if (st == HG_OK && !(n->saved = calloc((size_t)nout, sizeof(hg_tensor *))))
-        st = hg_error(HG_ERR_MEMORY, "out of memory");
-    for (int i = 0; i < nout && st == HG_OK; i++) st = view_of(out[i], &n->saved[i]);
+    ag_node *r = NULL;
+    if (st == HG_OK) st = attach_record(n, nout, &r);
+    for (int i = 0; i < nout && st == HG_OK; i++) st = view_of(out[i], &r->saved[i]);
     if (st == HG_OK && owner) {
         retain(owner);
-        n->owner = owner;
-        n->owner_release = release;
+        r->owner = owner;
+        r->owner_release = release;
     }
     for (int i = 0; i < nout && st == HG_OK; i++) st = set_info(out[i], n, i, false);
     hg_snode_release(n);
@@ -237,7 +304,7 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
     hg_symbol view = {nheads, b->heads};
     HG_TRY(hg_symbol_topo(&view, &b->fwd, &b->nfwd));
     for (int i = 0; i < b->nfwd; i++)
-        if (b->fwd[i]->op && !b->fwd[i]->saved)
+        if (b->fwd[i]->op && !saved_of(b->fwd[i]))
             return hg_error(HG_ERR_VALUE, "the graph was freed by an earlier backward pass: "
                             "call backward(retain_graph=True) to differentiate it again");
     b->wrt = malloc(sizeof(hg_snode *) * (size_t)((nvars ? nvars : b->nfwd) + 1));
@@ -252,7 +319,8 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
         }
     } else {
         for (int i = 0; i < b->nfwd; i++)
-            if (!b->fwd[i]->op && b->fwd[i]->grad && b->fwd[i]->grad_req != HG_GRAD_NULL)
+            if (!b->fwd[i]->op && grad_of(b->fwd[i]) &&
+                rec_of(b->fwd[i])->grad_req != HG_GRAD_NULL)
                 b->wrt[b->nwrt++] = b->fwd[i];
     }
     return HG_OK;
@@ -265,17 +333,18 @@ static hg_status run_planned(bw *b, bool is_train, hg_tensor **grads)
     int n = 0, nfeed = 0;
     HG_TRY(hg_symbol_topo(b->gsym, &nodes, &n));
     int cap = 0;
-    for (int i = 0; i < n; i++) cap += nodes[i]->saved ? nodes[i]->nout : 0;
+    for (int i = 0; i < n; i++) cap += saved_of(nodes[i]) ? nodes[i]->nout : 0;
     hg_sentry *feed = malloc(sizeof *feed * (size_t)(cap + 1));
     hg_tensor **vals = malloc(sizeof *vals * (size_t)(cap + 1));
     hg_plan *plan = NULL;
     hg_status st = (feed && vals) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
     for (int i = 0; i < n && st == HG_OK; i++) {
-        if (!nodes[i]->saved) continue;
+        hg_tensor **saved = saved_of(nodes[i]);
+        if (!saved) continue;
         for (int k = 0; k < nodes[i]->nout; k++) {
-            if (!nodes[i]->saved[k]) continue;
+            if (!saved[k]) continue;
             feed[nfeed] = (hg_sentry){nodes[i], k, 0};
-            vals[nfeed++] = nodes[i]->saved[k];
+            vals[nfeed++] = saved[k];
         }
     }
     if (st == HG_OK) st = hg_plan_create_entries(b->gsym, nfeed, feed, &plan);
@@ -317,14 +386,15 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
             st = hg_error(HG_ERR_MEMORY, "out of memory");
             break;
         }
-        if (nd->saved) {
+        hg_tensor **saved = saved_of(nd);
+        if (saved) {
             for (int k = 0; k < nd->nout && st == HG_OK; k++) {
-                if (!nd->saved[k]) continue;
-                st = view_of(nd->saved[k], &val[i][k]);
+                if (!saved[k]) continue;
+                st = view_of(saved[k], &val[i][k]);
                 if (st == HG_OK && nd->op) st = set_info(val[i][k], nd, k, false);
                 if (st == HG_OK && !nd->op) {
                     /* a variable: the same record as the variable itself, if it has one */
-                    st = set_info(val[i][k], nd, 0, !nd->grad);
+                    st = set_info(val[i][k], nd, 0, !grad_of(nd));
                 }
             }
             continue;
@@ -344,7 +414,7 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
      * copied: the caller gets a new array, as from MXNet, and may place it on its device. */
     for (int h = 0; h < b->gsym->n && st == HG_OK; h++) {
         hg_tensor *v = val[head_idx[h]][b->gsym->heads[h].index];
-        if (nodes[head_idx[h]]->saved) {
+        if (saved_of(nodes[head_idx[h]])) {
             st = copy_recorded(v, &grads[h]);
         } else {
             grads[h] = v;
@@ -365,14 +435,14 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
 
 static hg_status accumulate(hg_snode *var, hg_tensor *g)
 {
-    hg_tensor *buf = var->grad;
+    hg_tensor *buf = grad_of(var);
     if (!hg_shape_equal(buf->ndim, buf->shape, g->ndim, g->shape) || buf->dtype != g->dtype) {
         char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
         return hg_error(HG_ERR_INTERNAL, "gradient of shape %s for a variable of shape %s",
                         hg_shape_str(a, g->ndim, g->shape),
                         hg_shape_str(c, buf->ndim, buf->shape));
     }
-    if (var->grad_req == HG_GRAD_WRITE) {
+    if (rec_of(var)->grad_req == HG_GRAD_WRITE) {
         memcpy(hg_data(buf), hg_data(g), hg_tensor_nbytes(g));
     } else {
         static const hg_op_def *add;
@@ -421,7 +491,7 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
     }
     if (st == HG_OK && !retain_graph)
         for (int i = 0; i < b.nfwd; i++)
-            if (b.fwd[i]->op) hg_snode_release_saved(b.fwd[i]);
+            if (b.fwd[i]->op) release_saved(rec_of(b.fwd[i]));
     for (int w = 0; grads && w < b.nwrt; w++) hg_tensor_free(grads[w]);
     free(grads);
     bw_free(&b, nheads);

@@ -6,10 +6,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "op.h"
+#include "core/op.h"
 
 static const char *const k_type_names[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
                                            "dtype", "string"};
+_Static_assert(HG_COUNT(k_type_names) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
 
 int hg_attr_index(const hg_op_def *op, const char *name)
 {

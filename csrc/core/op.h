@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 #define HG_MAX_ATTRS 16
 #define HG_MAX_TUPLE 32
@@ -28,6 +28,7 @@ typedef enum hg_attr_type {
     HG_ATTR_DTYPE,  /* a dtype name; value .i is the hg_dtype */
     HG_ATTR_STRING, /* free text, at most HG_MAX_STR-1 bytes (e.g. ctx) */
 } hg_attr_type;
+#define HG_NUM_ATTR_TYPES (HG_ATTR_STRING + 1) /* tables indexed by type assert this size */
 
 enum {
     HG_ATTR_REQUIRED = 1, /* no default: must be given */
@@ -135,6 +136,13 @@ static inline bool hg_op_mutates_input(const hg_op_def *op, int i)
 const hg_op_def *hg_registry_find(const char *name);
 int hg_registry_count(void);
 const hg_op_def *hg_registry_at(int i);
+/* Whether every registered definition passed hg_op_def_validate; the error names the first op
+ * and attribute that did not. */
+hg_status hg_registry_check(void);
+/* A definition the registry can use: a name, a schema whose entries all have a name, a known
+ * type (an enum with choices), no name twice, and defaults that parse. Errors name op and
+ * attribute. */
+hg_status hg_op_def_validate(const hg_op_def *op);
 
 /* Attributes. */
 int hg_attr_index(const hg_op_def *op, const char *name); /* -1 if unknown */

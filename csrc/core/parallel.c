@@ -1,7 +1,7 @@
 /* A small fork-safe thread pool: the caller plus (threads - 1) workers share chunks of a range.
  * Workers spin briefly for the next job before sleeping, so back-to-back kernels do not pay for
  * a wake-up each. After fork() the child starts with no workers and creates them on first use. */
-#include "parallel.h"
+#include "core/parallel.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../kernels/cpu/blas.h"
-#include "error.h"
+#include "core/error.h"
 
 #define MAX_THREADS 64
 #define SPIN_ITERS 20000
@@ -119,7 +118,6 @@ static void ensure_config(void)
         if (!g_threads) {
             g_threads = default_threads();
             pthread_atfork(NULL, NULL, after_fork_child);
-            hg_blas_set_threads(1); /* the pool splits BLAS calls itself (gemm.c) */
         }
         pthread_mutex_unlock(&g_mu);
     }

@@ -1,4 +1,5 @@
-/* The kernels' thread pool. One pool for the process; OpenBLAS is told to use the same count. */
+/* The kernels' thread pool. One pool for the process; the BLAS runs on one thread beside it
+ * (kernels/cpu/blas.h), as the pool splits large products itself. */
 #ifndef HG_CORE_PARALLEL_H
 #define HG_CORE_PARALLEL_H
 

@@ -1,19 +1,25 @@
 /* The op registry: lists the op families and indexes them by name and alias.
- * Built once, on first use, under pthread_once; read-only afterwards (so lock-free to read). */
+ * Built once, on first use, under pthread_once; read-only afterwards (so lock-free to read).
+ * Every definition is validated as it is registered (hg_op_def_validate): a schema that cannot
+ * work is a bug in an op file, reported on stderr and by hg_registry_check(), which the Python
+ * module runs at import, so it cannot pass unnoticed. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "core/op.h"
 
 /* Every op family. Adding a family means adding one line here; adding an op to a family means
- * nothing here at all. */
+ * nothing here at all. The references are strong: a family listed here and not linked is a link
+ * error, never a silently missing family. This list is the one place core names the ops layer
+ * (docs/layers.md): data it indexes, no call. */
 #define HG_FAMILIES(X)                                                                          \
     X(elemwise_unary) X(elemwise_binary) X(reduce) X(matrix) X(shape) X(slicing) X(indexing)   \
     X(nn_basic) X(creation) X(random) X(sort) X(nn_train) X(conv) X(pool) X(cast) X(resample)   \
     X(norm) X(grad_util) X(optimizer) X(reduce_grad) X(ctc)
 
-#define DECLARE(f) extern const hg_op_def hg_ops_##f[] __attribute__((weak));
+#define DECLARE(f) extern const hg_op_def hg_ops_##f[];
 HG_FAMILIES(DECLARE)
 #undef DECLARE
 
@@ -26,6 +32,7 @@ static int g_count;
 static struct { const char *key; int op; } g_table[TABLE];
 static struct { const hg_op_def *def; int op; } g_by_ptr[TABLE];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static char g_invalid[512]; /* the first definition that failed validation; "" when none */
 
 static uint64_t hash(const char *s)
 {
@@ -46,9 +53,38 @@ static void insert(const char *key, int op)
     }
 }
 
+/* Checks what the registry and the attribute parser rely on; the message names the op and the
+ * attribute. */
+hg_status hg_op_def_validate(const hg_op_def *op)
+{
+    if (!op || !op->name) return hg_error(HG_ERR_INTERNAL, "an op definition has no name");
+    if (op->num_attrs < 0 || op->num_attrs > HG_MAX_ATTRS || (op->num_attrs && !op->attrs))
+        return hg_error(HG_ERR_INTERNAL, "op %s: %d attributes (at most %d, with a schema)",
+                        op->name, op->num_attrs, HG_MAX_ATTRS);
+    for (int i = 0; i < op->num_attrs; i++) {
+        const hg_attr_spec *sp = &op->attrs[i];
+        if (!sp->name)
+            return hg_error(HG_ERR_INTERNAL, "op %s: schema entry %d of %d has no name (a gap in "
+                            "its table?)", op->name, i, op->num_attrs);
+        if ((unsigned)sp->type >= HG_NUM_ATTR_TYPES || (sp->type == HG_ATTR_ENUM && !sp->choices))
+            return hg_error(HG_ERR_INTERNAL, "op %s: attribute %s has a bad type or no choices",
+                            op->name, sp->name);
+        for (int j = 0; j < i; j++)
+            if (strcmp(op->attrs[j].name, sp->name) == 0)
+                return hg_error(HG_ERR_INTERNAL, "op %s: attribute %s is declared twice",
+                                op->name, sp->name);
+        hg_attrs a;
+        memset(&a, 0, sizeof a);
+        a.n = op->num_attrs;
+        if (sp->def && hg_attr_parse(op, i, sp->def, &a) != HG_OK)
+            return hg_error_prefix(HG_ERR_INTERNAL, "op %s: the default of attribute %s does not "
+                                   "parse: ", op->name, sp->name);
+    }
+    return HG_OK;
+}
+
 static void add_family(const hg_op_def *fam)
 {
-    if (!fam) return;
     for (; fam->name && g_count < MAX_OPS; fam++) {
         g_ops[g_count] = fam;
         insert(fam->name, g_count);
@@ -67,11 +103,24 @@ static void build(void)
     HG_FAMILIES(ADD)
 #undef ADD
     for (int i = 0; i < g_count; i++) {
-        g_defaults[i] = calloc(1, sizeof(hg_attrs));
-        /* A schema whose default does not parse is a bug in the op file; leave zeros. */
-        if (g_defaults[i] && hg_attrs_init_defaults(g_ops[i], g_defaults[i]) != HG_OK)
+        if (hg_op_def_validate(g_ops[i]) != HG_OK) {
+            if (!g_invalid[0]) {
+                snprintf(g_invalid, sizeof g_invalid, "%s", hg_last_error());
+                fprintf(stderr, "hybridgluon: invalid op definition: %s\n", g_invalid);
+            }
             hg_error_clear();
+            continue; /* no pre-parsed defaults; hg_registry_check says why */
+        }
+        g_defaults[i] = calloc(1, sizeof(hg_attrs));
+        if (g_defaults[i]) hg_attrs_init_defaults(g_ops[i], g_defaults[i]); /* validated */
     }
+}
+
+hg_status hg_registry_check(void)
+{
+    pthread_once(&g_once, build);
+    if (g_invalid[0]) return hg_error(HG_ERR_INTERNAL, "invalid op definition: %s", g_invalid);
+    return HG_OK;
 }
 
 static int find_index(const char *name)

@@ -1,5 +1,5 @@
 /* The global random generator: xoshiro256** seeded through splitmix64. Same seed, same stream. */
-#include "rng.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -80,13 +80,4 @@ void hg_rng_u64(uint64_t *out, int64_t n)
     hg_rng_acquire(&st);
     for (int64_t i = 0; i < n; i++) out[i] = hg_rng_next(&st);
     hg_rng_release(&st);
-}
-
-uint64_t hg_rng_below(uint64_t bound)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound, x;
-    do {
-        hg_rng_u64(&x, 1);
-    } while (x >= limit);
-    return x % bound;
 }

@@ -9,8 +9,6 @@
 void hg_rng_uniform(double *out, int64_t n);
 void hg_rng_normal(double *out, int64_t n);
 void hg_rng_u64(uint64_t *out, int64_t n);
-/* A uniformly distributed integer in [0, bound) (bound > 0), without modulo bias. */
-uint64_t hg_rng_below(uint64_t bound);
 
 /* Batch access for samplers that convert as they draw: hg_rng_acquire locks the generator and
  * copies its state into *st; draw with hg_rng_next / hg_rng_unit on a local copy (so the state

@@ -1,12 +1,19 @@
 /* Tensor creation, views, reference counting and the dtype table. */
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <math.h>
 #include <string.h>
 
-static const char *const k_dtype_names[HG_NUM_DTYPES] = {
-    "float32", "float64", "float16", "uint8", "int32", "int8", "int64", "bool"};
-static const size_t k_dtype_sizes[HG_NUM_DTYPES] = {4, 8, 2, 1, 4, 1, 8, 1};
+/* By hg_dtype (MXNet's type flags). The asserts catch a dtype added to the enum, not here. */
+static const char *const k_dtype_names[] = {
+    [HG_DTYPE_F32] = "float32", [HG_DTYPE_F64] = "float64", [HG_DTYPE_F16] = "float16",
+    [HG_DTYPE_U8] = "uint8",    [HG_DTYPE_I32] = "int32",   [HG_DTYPE_I8] = "int8",
+    [HG_DTYPE_I64] = "int64",   [HG_DTYPE_BOOL] = "bool"};
+static const size_t k_dtype_sizes[] = {
+    [HG_DTYPE_F32] = 4, [HG_DTYPE_F64] = 8, [HG_DTYPE_F16] = 2, [HG_DTYPE_U8] = 1,
+    [HG_DTYPE_I32] = 4, [HG_DTYPE_I8] = 1,  [HG_DTYPE_I64] = 8, [HG_DTYPE_BOOL] = 1};
+_Static_assert(sizeof k_dtype_names / sizeof *k_dtype_names == HG_NUM_DTYPES, "a name per dtype");
+_Static_assert(sizeof k_dtype_sizes / sizeof *k_dtype_sizes == HG_NUM_DTYPES, "a size per dtype");
 
 const char *hg_dtype_name(hg_dtype dt)
 {

@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/autograd.h"
 #include "graph/grad.h"
+
+static const hg_tape *g_tape;
+
+void hg_cachedop_set_tape(const hg_tape *tape) { g_tape = tape; }
 
 typedef struct variant {
     hg_op_def fwd_def, bwd_def;
@@ -61,7 +64,6 @@ static void owner_retain(void *o) { hg_cachedop_retain(o); }
 static void owner_release(void *o) { hg_cachedop_release(o); }
 
 hg_plan *hg_cachedop_plan(hg_cachedop *c) { return c->plan; }
-int hg_cachedop_num_outputs(const hg_cachedop *c) { return c->nheads; }
 
 hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
                              unsigned plan_flags, hg_cachedop **out)
@@ -335,14 +337,15 @@ hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor *
 {
     if (!c || (c->ninputs && !inputs) || !outputs)
         return hg_error(HG_ERR_VALUE, "hg_cachedop_call: NULL argument");
-    bool train = hg_ag_is_training();
-    if (!hg_ag_should_record(c->ninputs, inputs))
+    const hg_tape *tape = g_tape;
+    bool train = tape && tape->is_training();
+    if (!tape || !tape->should_record(c->ninputs, inputs))
         return hg_plan_run(c->plan, inputs, train, outputs);
     char stack[64], *mask = stack;
     if (c->ninputs > 64 && !(mask = malloc((size_t)c->ninputs)))
         return hg_error(HG_ERR_MEMORY, "out of memory");
     for (int k = 0; k < c->ninputs; k++)
-        mask[k] = c->inputs[k].node && hg_ag_should_record_one(inputs[k]);
+        mask[k] = c->inputs[k].node && tape->should_record_one(inputs[k]);
     variant *v = NULL;
     hg_status st = get_variant(c, mask, &v);
     if (mask != stack) free(mask);
@@ -353,7 +356,7 @@ hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor *
     st = hg_plan_run(v->fwd_plan, inputs, train, all);
     if (st == HG_OK) {
         hg_attrs none = {0};
-        st = hg_ag_record(&v->fwd_def, &none, c->ninputs, inputs, nout, all, c, owner_retain,
+        st = tape->record(&v->fwd_def, &none, c->ninputs, inputs, nout, all, c, owner_retain,
                           owner_release);
     }
     for (int i = 0; i < nout; i++) {

@@ -7,6 +7,10 @@
  * Reference counted: tape nodes keep their cached op alive. Thread-safe: one cached op may be
  * called from several threads at once (each plan serialises its own runs; the variants are
  * built under the op's lock). static_shape requires static_alloc, as in MXNet.
+ *
+ * The tape lives in the layer above (autograd runs its backward through plans), so the cached
+ * op reaches it through hg_tape, which autograd installs when the library loads: exec includes
+ * nothing from autograd.
  */
 #ifndef HG_EXEC_CACHEDOP_H
 #define HG_EXEC_CACHEDOP_H
@@ -15,13 +19,25 @@
 
 typedef struct hg_cachedop hg_cachedop;
 
+/* The autograd tape as a cached op uses it (see autograd.h for each function's contract). */
+typedef struct hg_tape {
+    bool (*is_training)(void);
+    bool (*should_record)(int nin, hg_tensor *const *in);
+    bool (*should_record_one)(const hg_tensor *t);
+    hg_status (*record)(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
+                        int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
+                        void (*release)(void *));
+} hg_tape;
+/* Installs the tape (autograd does, at load time; the pointer is kept). Before that, calls run
+ * in inference mode and record nothing. */
+void hg_cachedop_set_tape(const hg_tape *tape);
+
 hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
                              unsigned plan_flags, hg_cachedop **out);
 void hg_cachedop_retain(hg_cachedop *c);
 void hg_cachedop_release(hg_cachedop *c);
 /* The inference plan (shape inference, stats of calls made without recording). */
 hg_plan *hg_cachedop_plan(hg_cachedop *c);
-int hg_cachedop_num_outputs(const hg_cachedop *c);
 /* Runs the graph; records it on the tape when recording and an input is recorded. outputs
  * receive new tensors. */
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);

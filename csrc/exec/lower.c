@@ -1,27 +1,11 @@
-/* Lowering one signature's graph to steps: element-wise fusion, then the memory plan (liveness
- * over the steps, best-fit reuse of freed blocks, in place where an op allows it). */
+/* Lowering one signature's graph to steps: element-wise fusion decides the steps, the memory
+ * planner (memplan.c) places their values in one arena, and the statistics are counted from the
+ * result. Each is its own pass; hg_plan_lower runs them in that order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/plan_impl.h"
-
-#define ALIGN 64
-enum { UNSET, LIVE, DEAD };
-
-static size_t value_bytes(const hg_meta *m)
-{
-    size_t b = (size_t)hg_shape_size(m->ndim, m->shape) * hg_dtype_size(m->dtype);
-    return (b + ALIGN - 1) / ALIGN * ALIGN;
-}
-
-/* Equal element count and dtype: an input that is not broadcast (aligned byte sizes may be
- * equal for a broadcast (1, 3) input and its (4, 3) output). */
-static bool same_size(const hg_meta *a, const hg_meta *b)
-{
-    return a->dtype == b->dtype &&
-           hg_shape_size(a->ndim, a->shape) == hg_shape_size(b->ndim, b->shape);
-}
+#include "exec/memplan.h"
 
 static int in_entry(const hg_plan *p, int i, int k)
 {
@@ -87,91 +71,6 @@ static void find_groups(const hg_plan *p, int *group, int *gsize, int *first, in
     }
 }
 
-/* ---- memory planning ------------------------------------------------------------------- */
-
-/* Output 0 may take input 0's buffer: ops that say so, and every op of the generic
- * element-wise driver (element i is read before element i is written, and an input of the
- * output's byte size is not broadcast). */
-static bool may_inplace(const hg_op_def *op)
-{
-    return (op->flags & HG_OP_INPLACE) || (!op->forward && op->ew_arity > 0);
-}
-
-typedef struct block {
-    int64_t off, size;
-} block;
-
-typedef struct arena_plan {
-    block *free_list; /* sorted by offset, coalesced */
-    int nfree, capfree;
-    int64_t end;
-    bool no_reuse;
-} arena_plan;
-
-static int64_t arena_alloc(arena_plan *a, int64_t size, hg_status *st)
-{
-    if (size == 0) return 0;
-    if (!a->no_reuse) {
-        int best = -1;
-        for (int i = 0; i < a->nfree; i++)
-            if (a->free_list[i].size >= size &&
-                (best < 0 || a->free_list[i].size < a->free_list[best].size))
-                best = i;
-        if (best >= 0) {
-            int64_t off = a->free_list[best].off;
-            a->free_list[best].off += size;
-            a->free_list[best].size -= size;
-            if (a->free_list[best].size == 0) {
-                memmove(a->free_list + best, a->free_list + best + 1,
-                        sizeof(block) * (size_t)(a->nfree - best - 1));
-                a->nfree--;
-            }
-            return off;
-        }
-        /* A free block at the end grows instead of leaving a hole. */
-        if (a->nfree && a->free_list[a->nfree - 1].off + a->free_list[a->nfree - 1].size == a->end) {
-            int64_t off = a->free_list[--a->nfree].off;
-            a->end = off + size;
-            return off;
-        }
-    }
-    (void)st;
-    int64_t off = a->end;
-    a->end += size;
-    return off;
-}
-
-static void arena_free(arena_plan *a, int64_t off, int64_t size, hg_status *st)
-{
-    if (size == 0 || a->no_reuse) return;
-    if (a->nfree == a->capfree) {
-        int nc = a->capfree ? a->capfree * 2 : 16;
-        block *t = realloc(a->free_list, sizeof(block) * (size_t)nc);
-        if (!t) {
-            *st = hg_error(HG_ERR_MEMORY, "out of memory");
-            return;
-        }
-        a->free_list = t;
-        a->capfree = nc;
-    }
-    int i = 0;
-    while (i < a->nfree && a->free_list[i].off < off) i++;
-    memmove(a->free_list + i + 1, a->free_list + i, sizeof(block) * (size_t)(a->nfree - i));
-    a->free_list[i] = (block){off, size};
-    a->nfree++;
-    if (i + 1 < a->nfree && a->free_list[i].off + a->free_list[i].size == a->free_list[i + 1].off) {
-        a->free_list[i].size += a->free_list[i + 1].size;
-        memmove(a->free_list + i + 1, a->free_list + i + 2,
-                sizeof(block) * (size_t)(a->nfree - i - 2));
-        a->nfree--;
-    }
-    if (i > 0 && a->free_list[i - 1].off + a->free_list[i - 1].size == a->free_list[i].off) {
-        a->free_list[i - 1].size += a->free_list[i].size;
-        memmove(a->free_list + i, a->free_list + i + 1, sizeof(block) * (size_t)(a->nfree - i - 1));
-        a->nfree--;
-    }
-}
-
 void hg_plan_clear(hg_plan *p)
 {
     if (p->vt)
@@ -200,7 +99,7 @@ static size_t node_workspace(const hg_plan *p, int i)
     int nin = p->nodes[i]->nin < HG_MAX_IO ? p->nodes[i]->nin : HG_MAX_IO;
     for (int k = 0; k < nin; k++) im[k] = p->meta[in_entry(p, i, k)];
     size_t ws = op->workspace(p->nodes[i]->attrs, nin, im);
-    return (ws + ALIGN - 1) / ALIGN * ALIGN;
+    return (ws + HG_PLAN_ALIGN - 1) / HG_PLAN_ALIGN * HG_PLAN_ALIGN;
 }
 
 /* The members of every group in topological order: those of root r are
@@ -234,13 +133,90 @@ static void find_producers(const hg_plan *p, const int *group, const int *mstart
                 const hg_snode *pn = p->nodes[src];
                 if (!pn->op || !p->needed[src] || group[src] >= 0 || taken[src] ||
                     !pn->op->forward || pn->nout != 1 || p->uses[e] != 1 ||
-                    p->fed_slot[e] >= 0 || !same_size(&p->meta[e], o))
+                    p->fed_slot[e] >= 0 || !hg_plan_same_size(&p->meta[e], o))
                     continue;
                 producer[r] = src;
                 taken[src] = true;
             }
         }
     }
+}
+
+/* Where the next step's inputs and outputs go in p->sin / p->sout / p->gnodes. */
+typedef struct cursor {
+    int ni, no, ng;
+} cursor;
+
+/* A convolution and the BatchNorm after it (node i, fold_of q): folded in inference. */
+static void step_fold(hg_plan *p, hg_pstep *s, int i, int q, cursor *c)
+{
+    s->producer = q;
+    s->fold = true;
+    s->count = 1;
+    s->pnin = p->nodes[q]->nin;
+    for (int k = 0; k < s->pnin; k++) p->sin[c->ni++] = in_entry(p, q, k);
+    for (int k = 1; k < p->nodes[i]->nin; k++) p->sin[c->ni++] = in_entry(p, i, k);
+    s->nin = c->ni - s->in_base;
+    p->sout[c->no++] = p->entry[q];
+    for (int k = 0; k < p->nodes[i]->nout; k++) p->sout[c->no++] = p->entry[i] + k;
+    s->nout = 1 + p->nodes[i]->nout;
+    s->ws_bytes = hg_fold_workspace(p, q);
+}
+
+static void step_plain(hg_plan *p, hg_pstep *s, int i, cursor *c)
+{
+    s->count = 1;
+    s->nin = p->nodes[i]->nin;
+    s->nout = p->nodes[i]->nout;
+    for (int k = 0; k < s->nin; k++) p->sin[c->ni++] = in_entry(p, i, k);
+    for (int k = 0; k < s->nout; k++) p->sout[c->no++] = p->entry[i] + k;
+    s->ws_bytes = node_workspace(p, i);
+}
+
+/* The inputs of fused node gnodes[g] (group root r): from inside the group as a local index,
+ * from outside as a value id, each outside value once among the step's inputs. */
+static void group_inputs(hg_plan *p, hg_pstep *s, const int *group, int r, int g, int pe,
+                         cursor *c)
+{
+    int j = p->gnodes[g];
+    for (int k = 0; k < 2; k++) p->gin[2 * g + k] = 0;
+    for (int k = 0; k < p->nodes[j]->nin; k++) {
+        int src = p->in_idx[p->off[j] + k], e = in_entry(p, j, k), local = -1;
+        for (int q = s->first; q < g && group[src] == r; q++)
+            if (p->gnodes[q] == src) local = q - s->first;
+        if (local >= 0) {
+            p->gin[2 * g + k] = -(1 + local);
+            continue;
+        }
+        p->gin[2 * g + k] = e;
+        bool seen = e == pe;
+        for (int q = s->in_base + (pe >= 0 ? s->pnin : 0); q < c->ni; q++)
+            seen |= p->sin[q] == e;
+        if (!seen) p->sin[c->ni++] = e;
+    }
+}
+
+/* A fused group (root i): its nodes in topological order, inputs from outside deduplicated;
+ * with a producer, that op's inputs come first and its output is the step's first. */
+static void step_group(hg_plan *p, hg_pstep *s, int i, const int *group, const int *mstart,
+                       const int *mlist, int producer, cursor *c)
+{
+    int pe = -1;
+    if (producer >= 0) {
+        s->producer = producer;
+        s->pnin = p->nodes[producer]->nin;
+        for (int k = 0; k < s->pnin; k++) p->sin[c->ni++] = in_entry(p, producer, k);
+        pe = p->entry[producer];
+        p->sout[c->no++] = pe;
+        s->ws_bytes = node_workspace(p, producer);
+    }
+    s->first = c->ng;
+    for (int m = mstart[i]; m < mstart[i + 1]; m++) p->gnodes[c->ng++] = mlist[m];
+    s->count = c->ng - s->first;
+    s->nout = pe >= 0 ? 2 : 1;
+    p->sout[c->no++] = p->entry[i];
+    for (int g = s->first; g < c->ng; g++) group_inputs(p, s, group, i, g, pe, c);
+    s->nin = c->ni - s->in_base;
 }
 
 /* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
@@ -262,207 +238,62 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, co
     p->gin = malloc(sizeof(int) * (size_t)(2 * ngn + 2));
     if (!p->steps || !p->sin || !p->sout || !p->gnodes || !p->gin)
         return hg_error(HG_ERR_MEMORY, "out of memory");
-    int ni = 0, no = 0, ng = 0;
+    cursor c = {0, 0, 0};
     for (int i = 0; i < p->n; i++) {
         if (!p->needed[i] || (group[i] >= 0 && group[i] != i) || (group[i] < 0 && taken[i]))
             continue;
         hg_pstep *s = &p->steps[p->nsteps++];
         s->node = i;
         s->producer = -1;
-        s->in_base = ni;
-        s->out_base = no;
-        if (group[i] < 0 && fold_of[i] >= 0) { /* convolution + BatchNorm */
-            int q = fold_of[i];
-            s->producer = q;
-            s->fold = true;
-            s->count = 1;
-            s->pnin = p->nodes[q]->nin;
-            for (int k = 0; k < s->pnin; k++) p->sin[ni++] = in_entry(p, q, k);
-            for (int k = 1; k < p->nodes[i]->nin; k++) p->sin[ni++] = in_entry(p, i, k);
-            s->nin = ni - s->in_base;
-            p->sout[no++] = p->entry[q];
-            for (int k = 0; k < p->nodes[i]->nout; k++) p->sout[no++] = p->entry[i] + k;
-            s->nout = 1 + p->nodes[i]->nout;
-            s->ws_bytes = hg_fold_workspace(p, q);
-            continue;
-        }
-        if (group[i] < 0) {
-            s->count = 1;
-            s->nin = p->nodes[i]->nin;
-            s->nout = p->nodes[i]->nout;
-            for (int k = 0; k < s->nin; k++) p->sin[ni++] = in_entry(p, i, k);
-            for (int k = 0; k < s->nout; k++) p->sout[no++] = p->entry[i] + k;
-            s->ws_bytes = node_workspace(p, i);
-            continue;
-        }
-        /* A fused group: its nodes in topological order, inputs from outside deduplicated;
-         * with a producer, that op's inputs come first and its output is the step's first. */
-        int pe = -1;
-        if (producer[i] >= 0) {
-            int q = producer[i];
-            s->producer = q;
-            s->pnin = p->nodes[q]->nin;
-            for (int k = 0; k < s->pnin; k++) p->sin[ni++] = in_entry(p, q, k);
-            pe = p->entry[q];
-            p->sout[no++] = pe;
-            s->ws_bytes = node_workspace(p, q);
-        }
-        s->first = ng;
-        for (int m = mstart[i]; m < mstart[i + 1]; m++) p->gnodes[ng++] = mlist[m];
-        s->count = ng - s->first;
-        s->nout = pe >= 0 ? 2 : 1;
-        p->sout[no++] = p->entry[i];
-        for (int g = s->first; g < ng; g++) {
-            int j = p->gnodes[g];
-            for (int k = 0; k < 2; k++) p->gin[2 * g + k] = 0;
-            for (int k = 0; k < p->nodes[j]->nin; k++) {
-                int src = p->in_idx[p->off[j] + k], e = in_entry(p, j, k), local = -1;
-                for (int q = s->first; q < g && group[src] == i; q++)
-                    if (p->gnodes[q] == src) local = q - s->first;
-                if (local >= 0) {
-                    p->gin[2 * g + k] = -(1 + local);
-                    continue;
-                }
-                p->gin[2 * g + k] = e;
-                bool seen = e == pe;
-                for (int q = s->in_base + (pe >= 0 ? s->pnin : 0); q < ni; q++)
-                    seen |= p->sin[q] == e;
-                if (!seen) p->sin[ni++] = e;
-            }
-        }
-        s->nin = ni - s->in_base;
+        s->in_base = c.ni;
+        s->out_base = c.no;
+        if (group[i] < 0 && fold_of[i] >= 0) step_fold(p, s, i, fold_of[i], &c);
+        else if (group[i] < 0) step_plain(p, s, i, &c);
+        else step_group(p, s, i, group, mstart, mlist, producer[i], &c);
     }
     return HG_OK;
 }
 
-hg_status hg_plan_lower(hg_plan *p)
+/* BatchNorm nodes right after a convolution that fold into it in inference: fold_of[bn] = the
+ * convolution (taken), -1 elsewhere. */
+static void find_folds(const hg_plan *p, const int *group, bool *taken, int *fold_of)
 {
-    hg_plan_clear(p);
-    int *group = malloc(sizeof(int) * (size_t)(p->n + 1));
-    int *gsize = malloc(sizeof(int) * (size_t)(p->n + 1));
-    int *producer = malloc(sizeof(int) * (size_t)(p->n + 1));
-    bool *taken = calloc((size_t)p->n + 1, sizeof(bool));
-    int *fold_of = malloc(sizeof(int) * (size_t)(p->n + 1));
-    int *mstart = malloc(sizeof(int) * (size_t)(p->n + 1)); /* group chains, then members */
-    int *mlist = malloc(sizeof(int) * (size_t)(p->n + 1));
-    int *last = malloc(sizeof(int) * (size_t)(p->nentries + 1));
-    int64_t *at = malloc(sizeof(int64_t) * (size_t)(p->nentries + 1)); /* arena offset */
-    char *state = calloc((size_t)p->nentries + 1, 1);
-    bool *is_head = calloc((size_t)p->nentries + 1, sizeof(bool));
-    p->vt = calloc((size_t)p->nentries + 1, sizeof(hg_tensor *));
-    p->cur = calloc((size_t)p->nentries + 1, sizeof(hg_tensor *));
-    p->head_owner = malloc(sizeof(int) * (size_t)(p->nheads + 1));
-    arena_plan a = {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0};
+    for (int i = 0; i < p->n; i++) {
+        if (!p->needed[i] || group[i] >= 0 || taken[i] || !p->nodes[i]->op ||
+            p->nodes[i]->nin != 5)
+            continue;
+        int c = p->in_idx[p->off[i]];
+        if (!taken[c] && group[c] < 0 && p->needed[c] && hg_fold_match(p, i, c)) {
+            fold_of[i] = c;
+            taken[c] = true;
+        }
+    }
+}
+
+/* The fusion pass: decides groups, producers and folds, then builds p's steps. */
+static hg_status plan_fusion(hg_plan *p)
+{
+    size_t n1 = (size_t)p->n + 1;
+    int *group = malloc(sizeof(int) * n1), *gsize = malloc(sizeof(int) * n1);
+    int *producer = malloc(sizeof(int) * n1), *fold_of = malloc(sizeof(int) * n1);
+    int *mstart = malloc(sizeof(int) * n1); /* group chains, then members */
+    int *mlist = malloc(sizeof(int) * n1);
+    bool *taken = calloc(n1, sizeof(bool));
     hg_status st = HG_OK;
-    if (!group || !gsize || !producer || !taken || !fold_of || !mstart || !mlist || !last || !at ||
-        !state || !is_head || !p->vt || !p->cur || !p->head_owner)
+    if (!group || !gsize || !producer || !taken || !fold_of || !mstart || !mlist)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
         find_groups(p, group, gsize, mstart, mlist);
-        for (int i = 0; i < p->n; i++) producer[i] = -1;
-        for (int i = 0; i < p->n; i++) fold_of[i] = -1;
+        for (int i = 0; i < p->n; i++) producer[i] = fold_of[i] = -1;
         group_members(p, group, mstart, mlist);
         if (!(p->flags & HG_PLAN_NO_FUSION)) {
             find_producers(p, group, mstart, mlist, producer, taken);
-            for (int i = 0; i < p->n; i++) { /* BatchNorm after a convolution */
-                if (!p->needed[i] || group[i] >= 0 || taken[i] || !p->nodes[i]->op ||
-                    p->nodes[i]->nin != 5)
-                    continue;
-                int c = p->in_idx[p->off[i]];
-                if (!taken[c] && group[c] < 0 && p->needed[c] && hg_fold_match(p, i, c)) {
-                    fold_of[i] = c;
-                    taken[c] = true;
-                }
-            }
+            find_folds(p, group, taken, fold_of);
         }
         for (int i = 0; i < p->n; i++) /* a group of one without a producer is a plain step */
             if (group[i] >= 0 && gsize[group[i]] == 1 && producer[group[i]] < 0) group[i] = -1;
         group_members(p, group, mstart, mlist);
         st = build_steps(p, group, mstart, mlist, producer, taken, fold_of);
-    }
-    /* The first head of each value owns it (later heads with the same value copy it); `last`
-     * serves as the value -> first head map until liveness fills it. */
-    for (int e = 0; st == HG_OK && e < p->nentries; e++) last[e] = -1;
-    for (int h = 0; st == HG_OK && h < p->nheads; h++) {
-        int e = p->head_entry[h];
-        is_head[e] = true;
-        if (last[e] < 0) last[e] = h;
-        p->head_owner[h] = last[e];
-    }
-    /* Liveness: the last step reading each value. */
-    for (int e = 0; st == HG_OK && e < p->nentries; e++) {
-        last[e] = -1;
-        at[e] = -1;
-    }
-    for (int s = 0; st == HG_OK && s < p->nsteps; s++)
-        for (int k = 0; k < p->steps[s].nin; k++) last[p->sin[p->steps[s].in_base + k]] = s;
-    int64_t unplanned = 0;
-    int fused_groups = 0, fused_ops = 0, folded = 0;
-    for (int s = 0; st == HG_OK && s < p->nsteps; s++) {
-        hg_pstep *sp = &p->steps[s];
-        const hg_snode *nd = p->nodes[sp->node];
-        if (sp->fold) {
-            folded++;
-        } else if (sp->count > 1 || sp->producer >= 0) {
-            fused_groups++;
-            fused_ops += sp->count + (sp->producer >= 0);
-            for (int g = sp->first; g < sp->first + sp->count - 1; g++)
-                unplanned += (int64_t)value_bytes(&p->meta[p->entry[p->gnodes[g]]]);
-        }
-        /* Outputs: in place over input 0 when the op allows it and input 0 dies here. */
-        for (int k = 0; k < sp->nout; k++) {
-            int e = p->sout[sp->out_base + k];
-            if (is_head[e] || p->fed_slot[e] >= 0) continue;
-            int64_t b = (int64_t)value_bytes(&p->meta[e]);
-            unplanned += b;
-            int e0 = sp->nin ? p->sin[sp->in_base] : -1;
-            if (k == 1 && sp->producer >= 0) { /* the group runs in place on the producer's */
-                int pe = p->sout[sp->out_base];
-                if (!a.no_reuse && state[pe] == LIVE && same_size(&p->meta[pe], &p->meta[e])) {
-                    at[e] = at[pe];
-                    state[pe] = DEAD;
-                    state[e] = LIVE;
-                    continue;
-                }
-            }
-            if (k == 0 && sp->count == 1 && sp->producer < 0 && may_inplace(nd->op) && e0 >= 0 &&
-                !a.no_reuse && last[e0] == s && state[e0] == LIVE &&
-                same_size(&p->meta[e0], &p->meta[e])) {
-                at[e] = at[e0];
-                state[e0] = DEAD; /* its block now belongs to e */
-            } else {
-                at[e] = arena_alloc(&a, b, &st);
-            }
-            state[e] = LIVE;
-        }
-        if (sp->ws_bytes) {
-            sp->ws_off = arena_alloc(&a, (int64_t)sp->ws_bytes, &st);
-            unplanned += (int64_t)sp->ws_bytes;
-            arena_free(&a, sp->ws_off, (int64_t)sp->ws_bytes, &st);
-        }
-        /* Values whose last reader is this step, and outputs nobody reads, free their blocks. */
-        for (int k = 0; k < sp->nin + sp->nout; k++) {
-            int e = k < sp->nin ? p->sin[sp->in_base + k] : p->sout[sp->out_base + k - sp->nin];
-            if (state[e] == LIVE && last[e] <= s) {
-                arena_free(&a, at[e], (int64_t)value_bytes(&p->meta[e]), &st);
-                state[e] = DEAD;
-            }
-        }
-    }
-    /* Headers for every arena value, all sharing the arena storage. */
-    if (st == HG_OK && !p->arena_storage) {
-        p->arena_storage = hg_alloc(sizeof *p->arena_storage);
-        if (!p->arena_storage) st = hg_error(HG_ERR_MEMORY, "out of memory");
-        else {
-            memset(p->arena_storage, 0, sizeof *p->arena_storage);
-            atomic_init(&p->arena_storage->refcount, 1);
-            p->arena_storage->device_type = HG_DEVICE_CPU;
-        }
-    }
-    for (int e = 0; st == HG_OK && e < p->nentries; e++) {
-        if (at[e] < 0) continue;
-        st = hg_tensor_on_storage(p->arena_storage, (size_t)at[e], &p->meta[e], &p->vt[e]);
-        p->cur[e] = p->vt[e];
     }
     free(group);
     free(gsize);
@@ -471,22 +302,100 @@ hg_status hg_plan_lower(hg_plan *p)
     free(fold_of);
     free(mstart);
     free(mlist);
-    free(last);
-    free(at);
-    free(state);
-    free(is_head);
-    free(a.free_list);
-    if (st != HG_OK) {
-        hg_plan_clear(p);
-        return st;
+    return st;
+}
+
+/* The first head of each value owns it (later heads with the same value copy it). */
+static hg_status own_heads(hg_plan *p, bool *is_head)
+{
+    int *first = malloc(sizeof(int) * (size_t)(p->nentries + 1));
+    if (!first) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int e = 0; e < p->nentries; e++) first[e] = -1;
+    for (int h = 0; h < p->nheads; h++) {
+        int e = p->head_entry[h];
+        is_head[e] = true;
+        if (first[e] < 0) first[e] = h;
+        p->head_owner[h] = first[e];
     }
-    p->arena_bytes = (size_t)a.end;
+    free(first);
+    return HG_OK;
+}
+
+/* Headers for every arena value, all sharing the arena storage. */
+static hg_status arena_headers(hg_plan *p, const int64_t *at)
+{
+    if (!p->arena_storage) {
+        p->arena_storage = hg_alloc(sizeof *p->arena_storage);
+        if (!p->arena_storage) return hg_error(HG_ERR_MEMORY, "out of memory");
+        memset(p->arena_storage, 0, sizeof *p->arena_storage);
+        atomic_init(&p->arena_storage->refcount, 1);
+        p->arena_storage->device_type = HG_DEVICE_CPU;
+    }
+    hg_status st = HG_OK;
+    for (int e = 0; st == HG_OK && e < p->nentries; e++) {
+        if (at[e] < 0) continue;
+        st = hg_tensor_on_storage(p->arena_storage, (size_t)at[e], &p->meta[e], &p->vt[e]);
+        p->cur[e] = p->vt[e];
+    }
+    return st;
+}
+
+/* The statistics of the lowered plan: kernels, fusion, and the bytes the values would take
+ * without the planner (every internal value, fused intermediates and workspaces in their own
+ * blocks) beside the arena's. */
+static void count_stats(hg_plan *p, const bool *is_head, int64_t arena_bytes)
+{
+    int64_t unplanned = 0;
+    int fused_groups = 0, fused_ops = 0, folded = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+        const hg_pstep *sp = &p->steps[s];
+        if (sp->fold) {
+            folded++;
+        } else if (sp->count > 1 || sp->producer >= 0) {
+            fused_groups++;
+            fused_ops += sp->count + (sp->producer >= 0);
+            for (int g = sp->first; g < sp->first + sp->count - 1; g++)
+                unplanned += (int64_t)hg_plan_value_bytes(&p->meta[p->entry[p->gnodes[g]]]);
+        }
+        for (int k = 0; k < sp->nout; k++) {
+            int e = p->sout[sp->out_base + k];
+            if (!is_head[e] && p->fed_slot[e] < 0)
+                unplanned += (int64_t)hg_plan_value_bytes(&p->meta[e]);
+        }
+        unplanned += (int64_t)sp->ws_bytes;
+    }
     p->stats.kernels = p->nsteps;
     p->stats.fused_groups = fused_groups;
     p->stats.fused_ops = fused_ops;
     p->stats.folded_bn = folded;
-    p->stats.planned_bytes = p->stats.peak_bytes = a.end;
+    p->stats.planned_bytes = p->stats.peak_bytes = arena_bytes;
     p->stats.unplanned_bytes = p->stats.total_bytes = unplanned;
+}
+
+hg_status hg_plan_lower(hg_plan *p)
+{
+    hg_plan_clear(p);
+    int64_t *at = malloc(sizeof(int64_t) * (size_t)(p->nentries + 1)); /* arena offset */
+    bool *is_head = calloc((size_t)p->nentries + 1, sizeof(bool));
+    p->vt = calloc((size_t)p->nentries + 1, sizeof(hg_tensor *));
+    p->cur = calloc((size_t)p->nentries + 1, sizeof(hg_tensor *));
+    p->head_owner = malloc(sizeof(int) * (size_t)(p->nheads + 1));
+    int64_t arena_bytes = 0;
+    hg_status st = HG_OK;
+    if (!at || !is_head || !p->vt || !p->cur || !p->head_owner)
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK) st = plan_fusion(p);
+    if (st == HG_OK) st = own_heads(p, is_head);
+    if (st == HG_OK) st = hg_memplan_run(p, is_head, at, &arena_bytes);
+    if (st == HG_OK) st = arena_headers(p, at);
+    if (st == HG_OK) count_stats(p, is_head, arena_bytes);
+    free(at);
+    free(is_head);
+    if (st != HG_OK) {
+        hg_plan_clear(p);
+        return st;
+    }
+    p->arena_bytes = (size_t)arena_bytes;
     p->lowered = true;
     return HG_OK;
 }

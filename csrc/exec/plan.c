@@ -1,7 +1,7 @@
 /* Plans (see plan.h): graph analysis at creation (inputs, dead nodes, uses), inference, and
  * per signature the lowering to steps: element-wise fusion and the memory plan. The run loop
  * is in this file too; fused groups run tile by tile in fuse.c. */
-#include "plan.h"
+#include "exec/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,6 @@ void hg_plan_free(hg_plan *p)
 }
 
 int hg_plan_num_outputs(const hg_plan *p) { return p->nheads; }
-int hg_plan_num_inputs(const hg_plan *p) { return p->ninputs; }
 
 void hg_plan_set_flags(hg_plan *p, unsigned flags)
 {

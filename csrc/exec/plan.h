@@ -44,7 +44,6 @@ void hg_plan_set_flags(hg_plan *p, unsigned flags);
 /* The flags the environment asks for (HG_NO_FUSION=1, HG_NO_MEMPLAN=1). */
 unsigned hg_plan_env_flags(void);
 int hg_plan_num_outputs(const hg_plan *p);
-int hg_plan_num_inputs(const hg_plan *p);
 
 /* Shape/dtype inference. in[i].ndim == -1 (or a dim of -1) marks unknowns; on return in[] holds
  * what was inferred for the inputs (weights from data...) and out[] the outputs' metas.

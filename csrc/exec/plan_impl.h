@@ -1,11 +1,12 @@
 /* Internals shared by the plan's files: plan.c (analysis, inference, run loop), lower.c
- * (fusion and memory planning per signature) and fuse.c (running a fused group). */
+ * (fusion and statistics per signature), memplan.c (the memory plan), fuse.c (running a fused
+ * group) and fold.c (BatchNorm folding). */
 #ifndef HG_EXEC_PLAN_IMPL_H
 #define HG_EXEC_PLAN_IMPL_H
 
 #include <pthread.h>
 
-#include "plan.h"
+#include "exec/plan.h"
 
 /* One kernel launch. A plain step runs node `node`; a fused step runs the element-wise nodes
  * gnodes[first..first+count) tile by tile, its inputs sin[in_base..) being the values read

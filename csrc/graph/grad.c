@@ -1,6 +1,6 @@
 /* Symbolic differentiation: a reverse sweep over a forward graph that calls each op's
  * gradient rule and sums the gradients reaching every value (see grad.h). */
-#include "grad.h"
+#include "graph/grad.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,11 +60,6 @@ hg_sentry hg_g_in(const hg_grad_ctx *g, int k)
 hg_sentry hg_g_out(const hg_grad_ctx *g, int i)
 {
     return (hg_sentry){(hg_snode *)g->node, i, 0};
-}
-
-bool hg_g_has_ograd(const hg_grad_ctx *g, int i)
-{
-    return i >= 0 && i < g->node->nout && g->ograds[i].n > 0;
 }
 
 bool hg_g_needs(const hg_grad_ctx *g, int k) { return k >= 0 && k < g->node->nin && g->needs[k]; }

@@ -19,7 +19,7 @@
 #ifndef HG_GRAPH_GRAD_H
 #define HG_GRAPH_GRAD_H
 
-#include "symbol.h"
+#include "graph/symbol.h"
 
 /* The forward node being differentiated. */
 const hg_attrs *hg_g_attrs(const hg_grad_ctx *g);
@@ -28,9 +28,8 @@ int hg_g_nin(const hg_grad_ctx *g);
 int hg_g_nout(const hg_grad_ctx *g);
 hg_sentry hg_g_in(const hg_grad_ctx *g, int k);  /* forward input k */
 hg_sentry hg_g_out(const hg_grad_ctx *g, int i); /* forward output i (hidden outputs too) */
-/* The gradient flowing into output i; zeros_like(output i) when none flows (see has_ograd). */
+/* The gradient flowing into output i; zeros_like(output i) when none flows. */
 hg_sentry hg_g_ograd(hg_grad_ctx *g, int i);
-bool hg_g_has_ograd(const hg_grad_ctx *g, int i);
 /* Whether input k needs a gradient (a rule may skip work for the others). */
 bool hg_g_needs(const hg_grad_ctx *g, int k);
 /* Sets the gradient of input k. An input left unset gets no gradient (as from BlockGrad). */

@@ -1,10 +1,10 @@
 /* Symbol construction, traversal and MXNet JSON in/out. */
-#include "symbol.h"
+#include "graph/symbol.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "graph/json.h"
 
 #define MXNET_VERSION 10901
 
@@ -47,9 +47,7 @@ static void node_release(hg_snode *n)
         free(n->in);
         free(n->name);
         free(n->origin);
-        hg_snode_release_saved(n);
-        hg_tensor_free(n->grad);
-        if (n->owner_release) n->owner_release(n->owner);
+        if (n->ext_release) n->ext_release(n->ext);
         free(n);
         n = NULL;
     }
@@ -216,14 +214,6 @@ hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
     }
     *out = n;
     return HG_OK;
-}
-
-void hg_snode_release_saved(hg_snode *n)
-{
-    if (!n->saved) return;
-    for (int i = 0; i < n->nout; i++) hg_tensor_free(n->saved[i]);
-    free(n->saved);
-    n->saved = NULL;
 }
 
 hg_status hg_snode_new_var(const char *name, hg_snode **out)

@@ -27,14 +27,11 @@ struct hg_snode {
     hg_sentry *in;       /* each input holds a reference to its node */
     int nout, nvisible;
     char *origin; /* where the node was made ("net.features.2, model.py:31"), for errors; NULL */
-    /* Autograd (tape nodes only): the values of the node's outputs kept for backward (nout
-     * entries, each a reference), a variable's gradient buffer and request (0 null, 1 write,
-     * 2 add), and an owner kept alive with the node (a hybridized block's op definition). */
-    hg_tensor **saved;
-    hg_tensor *grad;
-    int grad_req;
-    void *owner;
-    void (*owner_release)(void *owner);
+    /* What a layer above attaches to the node (the autograd tape keeps its record here: the
+     * values kept for backward, a variable's gradient buffer); the graph never looks inside,
+     * it only calls ext_release(ext) when the node is freed. NULL: none. */
+    void *ext;
+    void (*ext_release)(void *ext);
 };
 
 typedef struct hg_symbol {
@@ -61,8 +58,6 @@ hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_at
                              const hg_sentry *in, hg_snode **out);
 /* A variable node (no op). */
 hg_status hg_snode_new_var(const char *name, hg_snode **out);
-/* Drops the saved values of n (after a backward that does not retain the graph). */
-void hg_snode_release_saved(hg_snode *n);
 void hg_snode_retain(hg_snode *n);
 void hg_snode_release(hg_snode *n);
 /* A symbol whose heads are the given entries (retained). */

@@ -1,7 +1,7 @@
 /* DLPack exchange (unversioned "dltensor" capsules): NDArray.__dlpack__ exports without copying,
  * _core.from_dlpack imports any CPU, C-contiguous DLPack producer (NumPy, PyTorch) without
  * copying. Struct layouts follow the DLPack 0.8 ABI. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +34,13 @@ typedef struct DLManagedTensorVersioned {
 
 enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6, kDLCPU = 1 };
 
-static const DLDataType k_dl_types[HG_NUM_DTYPES] = {
+static const DLDataType k_dl_types[] = {
     [HG_DTYPE_F32] = {kDLFloat, 32, 1}, [HG_DTYPE_F64] = {kDLFloat, 64, 1},
     [HG_DTYPE_F16] = {kDLFloat, 16, 1}, [HG_DTYPE_U8] = {kDLUInt, 8, 1},
     [HG_DTYPE_I32] = {kDLInt, 32, 1},   [HG_DTYPE_I8] = {kDLInt, 8, 1},
     [HG_DTYPE_I64] = {kDLInt, 64, 1},   [HG_DTYPE_BOOL] = {kDLBool, 8, 1},
 };
+_Static_assert(HG_COUNT(k_dl_types) == HG_NUM_DTYPES, "a DLPack type per dtype");
 
 typedef struct {
     DLManagedTensor m;

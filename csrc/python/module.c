@@ -1,14 +1,15 @@
 /* The hybridgluon._core module: error mapping, registry access and module-level functions. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <string.h>
 
+#include "autograd/autograd.h"
 #include "core/rng.h"
 
 PyTypeObject *hgpy_ndarray_cls = &HgNDArray_Type;
 
 /* Exception classes by status, installed from hybridgluon/base.py. */
-static PyObject *g_err[HG_ERR_INTERNAL + 1];
+static PyObject *g_err[HG_ERR_INTERNAL + 1]; /* HG_ERR_INTERNAL: the last status code */
 
 PyObject *hgpy_raise(hg_status st)
 {
@@ -84,10 +85,25 @@ static PyObject *str_list(const char *const *names)
     return l;
 }
 
-/* Everything the Python side needs to know about an op, as plain data. */
+/* Attribute types by hg_attr_type, as op_info names them. */
+static const char *const k_attr_types[] = {"int",  "float", "bool",  "tuple",
+                                           "enum", "dtype", "string"};
+_Static_assert(HG_COUNT(k_attr_types) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
+
+/* The op flags: op_info gives each as a named boolean, the module as OP_<NAME> (hg_op_def). */
+static const struct {
+    const char *key, *constant;
+    unsigned value;
+} k_op_flags[] = {
+    {"elemwise", "OP_ELEMWISE", HG_OP_ELEMWISE}, {"inplace", "OP_INPLACE", HG_OP_INPLACE},
+    {"random", "OP_RANDOM", HG_OP_RANDOM},       {"no_inputs", "OP_NO_INPUTS", HG_OP_NO_INPUTS},
+    {"varargs", "OP_VARARGS", HG_OP_VARARGS},    {"no_grad", "OP_NO_GRAD", HG_OP_NO_GRAD},
+};
+
+/* Everything the Python side needs to know about an op, as plain data. The flags come both as
+ * the bit mask and as named booleans (info['varargs']), so Python never repeats a bit value. */
 static PyObject *op_info(PyObject *self, PyObject *name)
 {
-    static const char *const types[] = {"int", "float", "bool", "tuple", "enum", "dtype", "string"};
     const char *s = PyUnicode_AsUTF8(name);
     if (!s) return NULL;
     const hg_op_def *op = hg_registry_find(s);
@@ -97,17 +113,57 @@ static PyObject *op_info(PyObject *self, PyObject *name)
         const hg_attr_spec *sp = &op->attrs[i];
         PyObject *choices = sp->choices ? str_list(sp->choices) : Py_NewRef(Py_None);
         PyList_SET_ITEM(attrs, i, Py_BuildValue(
-            "{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type", types[sp->type],
+            "{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type", k_attr_types[sp->type],
             "required", (sp->flags & HG_ATTR_REQUIRED) ? Py_True : Py_False, "optional",
             (sp->flags & HG_ATTR_OPTIONAL) ? Py_True : Py_False, "default", sp->def, "doc",
             sp->doc ? sp->doc : "", "choices", choices));
     }
-    return Py_BuildValue(
+    PyObject *r = Py_BuildValue(
         "{s:s,s:N,s:s,s:N,s:N,s:i,s:i,s:i,s:I,s:N,s:O}", "name", op->name, "aliases",
         str_list(op->aliases), "doc", op->doc ? op->doc : "", "inputs", str_list(op->input_names),
         "outputs", str_list(op->output_names), "num_inputs", op->num_inputs, "num_outputs",
         op->num_outputs ? op->num_outputs : 1, "num_visible_outputs", op->num_visible_outputs,
         "flags", op->flags, "attrs", attrs, "has_grad", op->grad ? Py_True : Py_False);
+    if (r) {
+        for (size_t i = 0; i < HG_COUNT(k_op_flags); i++) {
+            PyObject *b = (op->flags & k_op_flags[i].value) ? Py_True : Py_False;
+            if (PyDict_SetItemString(r, k_op_flags[i].key, b) < 0) Py_CLEAR(r);
+            if (!r) break;
+        }
+    }
+    return r;
+}
+
+/* Test hook: validates an op definition built from (name, [(attr name or None, type name,
+ * default or None), ...]) as the registry validates each op it lists; raises its error. */
+static PyObject *validate_op_def(PyObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "zO!", &name, &PyList_Type, &list)) return NULL;
+    hg_attr_spec specs[HG_MAX_ATTRS];
+    static const char *const choices[] = {"a", "b", NULL};
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > HG_MAX_ATTRS)
+        return PyErr_Format(PyExc_ValueError, "at most %d attributes", HG_MAX_ATTRS);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *an, *type, *def;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "zsz", &an, &type, &def)) return NULL;
+        int t = 0;
+        while (t < HG_NUM_ATTR_TYPES && strcmp(k_attr_types[t], type) != 0) t++;
+        specs[i] = (hg_attr_spec){an, (hg_attr_type)t, 0, def, NULL, choices};
+    }
+    hg_op_def op = {.name = name, .attrs = specs, .num_attrs = (int)n};
+    hg_status st = hg_op_def_validate(&op);
+    if (st) return hgpy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *registry_check(PyObject *self, PyObject *unused)
+{
+    hg_status st = hg_registry_check();
+    if (st) return hgpy_raise(st);
+    Py_RETURN_NONE;
 }
 
 /* empty(shape, dtype_flag) and zeros(shape, dtype_flag): a new array, uninitialised or zero. */
@@ -214,6 +270,8 @@ static PyMethodDef k_methods[] = {
     {"list_ops", list_ops, METH_NOARGS, "canonical names of all registered ops"},
     {"get_op", get_op, METH_O, "the callable for an op name or alias"},
     {"op_info", op_info, METH_O, "schema of an op as a dict"},
+    {"_validate_op_def", validate_op_def, METH_VARARGS, "test hook: hg_op_def_validate"},
+    {"_registry_check", registry_check, METH_NOARGS, "raises if an op definition is invalid"},
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype_flag): uninitialised array"},
     {"zeros", py_zeros, METH_VARARGS, "zeros(shape, dtype_flag): array of zeros"},
     {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
@@ -230,6 +288,8 @@ static struct PyModuleDef k_module = {PyModuleDef_HEAD_INIT, "_core", "hybridglu
 
 PyMODINIT_FUNC PyInit__core(void)
 {
+    if (hg_registry_check() != HG_OK) /* a bug in an op file: fail loudly, at import */
+        return PyErr_Format(PyExc_ImportError, "hybridgluon: %s", hg_last_error());
     PyObject *m = PyModule_Create(&k_module);
     if (!m) return NULL;
     if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0 ||
@@ -238,6 +298,23 @@ PyMODINIT_FUNC PyInit__core(void)
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "MAX_NDIM", HG_MAX_NDIM);
+    /* C enum values Python needs, from their one definition (no literal copies in Python). */
+    int bad = PyModule_AddIntConstant(m, "MAX_NDIM", HG_MAX_NDIM) < 0;
+    for (size_t i = 0; i < HG_COUNT(k_op_flags); i++)
+        bad |= PyModule_AddIntConstant(m, k_op_flags[i].constant, k_op_flags[i].value) < 0;
+    PyObject *dtypes = PyDict_New();
+    for (int i = 0; dtypes && i < HG_NUM_DTYPES; i++) {
+        PyObject *v = PyLong_FromLong(i);
+        bad |= !v || PyDict_SetItemString(dtypes, hg_dtype_name((hg_dtype)i), v) < 0;
+        Py_XDECREF(v);
+    }
+    bad |= !dtypes || PyModule_AddObject(m, "DTYPE_FLAGS", dtypes) < 0; /* name -> MXNet flag */
+    bad |= PyModule_AddIntConstant(m, "GRAD_NULL", HG_GRAD_NULL) < 0 ||
+           PyModule_AddIntConstant(m, "GRAD_WRITE", HG_GRAD_WRITE) < 0 ||
+           PyModule_AddIntConstant(m, "GRAD_ADD", HG_GRAD_ADD) < 0;
+    if (bad) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

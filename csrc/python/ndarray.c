@@ -1,7 +1,7 @@
 /* _core.NDArray: the C object behind hybridgluon's NDArray. It owns one reference to an
  * hg_tensor. Arithmetic operators, comparisons, the buffer protocol and axis-0 views live here
  * so the hot paths never enter Python; everything else is in hybridgluon/ndarray/ndarray.py. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdio.h>
 
@@ -9,7 +9,10 @@
 
 #include <string.h>
 
-static const char *const k_formats[HG_NUM_DTYPES] = {"f", "d", "e", "B", "i", "b", "q", "?"};
+static const char *const k_formats[] = {
+    [HG_DTYPE_F32] = "f", [HG_DTYPE_F64] = "d", [HG_DTYPE_F16] = "e", [HG_DTYPE_U8] = "B",
+    [HG_DTYPE_I32] = "i", [HG_DTYPE_I8] = "b",  [HG_DTYPE_I64] = "q", [HG_DTYPE_BOOL] = "?"};
+_Static_assert(HG_COUNT(k_formats) == HG_NUM_DTYPES, "a buffer format per dtype");
 
 PyObject *hgpy_wrap(hg_tensor *t)
 {

@@ -1,7 +1,7 @@
 /* _core.Op: one callable per registered op; nd.<op> are these objects. A call parses positional
  * NDArray inputs and keyword attributes against the op's schema (no string building on the way),
  * runs the op and wraps the outputs. Non-NDArray inputs (Symbols) go to a Python fallback. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include "autograd/autograd.h"
 
@@ -38,6 +38,7 @@ hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *c
 /* By hg_attr_type, as the docstrings and messages spell them. */
 static const char *const k_type_names[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
                                            "dtype", "string"};
+_Static_assert(HG_COUNT(k_type_names) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
 
 static int type_error(const hg_op_def *op, int idx, PyObject *value, const char *want)
 {

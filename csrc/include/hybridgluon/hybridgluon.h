@@ -99,7 +99,7 @@ HG_API hg_status hg_op_invoke_str(const char *op_name, int nin, hg_tensor *const
 /* Seeds the global random generator (nd.random.* and initialisers). */
 HG_API void hg_random_seed(uint64_t seed);
 
-/* Threads used by kernels (>= 1). hg_set_num_threads also sets OpenBLAS's thread count. */
+/* Threads used by kernels (>= 1). OpenBLAS stays on one thread: the pool splits its products. */
 HG_API int hg_get_num_threads(void);
 HG_API void hg_set_num_threads(int n);
 

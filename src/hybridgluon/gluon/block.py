@@ -811,10 +811,6 @@ def _regroup(args, fmt):
     return take(list(args), fmt)[0]
 
 
-def _shape_known(shape):
-    return shape is not None and all(d > 0 for d in shape)
-
-
 # ---- summary ------------------------------------------------------------------------------
 def _shape_str(args):
     """The shapes of nested outputs as MXNet prints them: `(2, 10)` or `(2, 3), (2, 4)`."""

@@ -64,7 +64,7 @@ def array(source_array, ctx=None, dtype=None):
     if isinstance(source_array, NDArray):
         out = source_array.copy() if dtype is None else source_array.astype(dtype)
         return _place(out, ctx)
-    flag = _dtype_flag(dtype) if dtype is not None else 0
+    flag = _dtype_flag(dtype) if dtype is not None else _core.DTYPE_FLAGS['float32']
     try:
         arr = _np.ascontiguousarray(source_array, dtype=_np.dtype(_dtype_name(flag)))
     except (TypeError, ValueError) as err:

@@ -94,7 +94,7 @@ def _slice_bounds(k, n):
 def _index_array(k, n):
     """An int64 NDArray of indices from an int or bool index (list, NumPy or NDArray)."""
     if isinstance(k, NDArray):
-        if k._dtype_flag == 7:
+        if k._dtype_flag == _core.DTYPE_FLAGS['bool']:
             k = k.asnumpy()
         else:
             return k

@@ -19,7 +19,7 @@ def _signature(op_name):
         info = _core.op_info(op_name)
         inputs = tuple(info['inputs'])
         attrs = tuple(a['name'] for a in info['attrs'])
-        sig = (inputs, bool(info['flags'] & 16), attrs, frozenset(inputs), frozenset(attrs))
+        sig = (inputs, info['varargs'], attrs, frozenset(inputs), frozenset(attrs))
         _SIGNATURES[op_name] = sig
     return sig
 

@@ -9,10 +9,12 @@ import os
 import sys
 
 from .. import _core
-from ..base import MXNetError, NotImplementedForSymbol, _dtype_flag
+from ..base import MXNetError, NotImplementedForSymbol, _dtype_flag, _dtype_name
 from ..name import NameManager, Prefix  # noqa: F401  (re-exported by sym)
 
 __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json']
+
+_FLOAT32 = _core.DTYPE_FLAGS['float32']  # the default dtype's MXNet type flag
 
 
 def _numpy_scalar_str(value):
@@ -68,8 +70,7 @@ def _attr_str(value):
     if isinstance(value, (list, tuple)):
         return _attr_seq_str(value)
     if isinstance(value, type) or hasattr(value, 'name') and hasattr(value, 'itemsize'):
-        return {0: 'float32', 1: 'float64', 2: 'float16', 3: 'uint8', 4: 'int32', 5: 'int8',
-                6: 'int64', 7: 'bool'}[_dtype_flag(value)]
+        return _dtype_name(value)
     text = _numpy_scalar_str(value)
     return str(value) if text is None else text
 
@@ -292,9 +293,9 @@ class Symbol(_core.Symbol):
         for name in inputs:
             v = known.get(name)
             if what == 'shape':
-                metas.append((tuple(v) if v is not None else None, 0))
+                metas.append((tuple(v) if v is not None else None, _FLOAT32))
             else:
-                metas.append((None, _dtype_flag(v) if v is not None else 0))
+                metas.append((None, _dtype_flag(v) if v is not None else _FLOAT32))
         op = _core.CachedOp(self, inputs)
         ins, outs = op.infer(metas, True)
         by_name = dict(zip(inputs, ins))
