@@ -19,6 +19,7 @@
  */
 #include <string.h>
 
+#include "../core/half.h"
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
@@ -408,16 +409,6 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
            sizeof(float) * (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P);
 }
 
-static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = hg_half_to_float(src[i]);
-}
-
-static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
-}
-
 /* Packed col blocks: image n's columns at col + i * S (S = pack_cols, row length ld). */
 #define PACK_IMPL(T, SUFFIX)                                                                    \
     static void pack_im2col_##SUFFIX(const conv_geom *g, const T *x, T *col, int64_t ld)        \
@@ -582,11 +573,11 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
         float *fx = (float *)((char *)ctx->workspace + cb), *fw = fx + g.N * g.C * g.I;
         float *fb = fw + g.F * g.K, *fy = fb + g.F;
         hg_exec_ctx sub = {ctx->is_train, cb ? ctx->workspace : NULL, cb};
-        half_to_f32(hg_data(in[0]), fx, g.N * g.C * g.I);
-        half_to_f32(hg_data(in[1]), fw, g.F * g.K);
-        if (bias) half_to_f32(bias, fb, g.F);
+        hg_half_to_f32_n(hg_data(in[0]), fx, g.N * g.C * g.I);
+        hg_half_to_f32_n(hg_data(in[1]), fw, g.F * g.K);
+        if (bias) hg_half_to_f32_n(bias, fb, g.F);
         conv_f32(&g, &sub, fx, fw, bias ? fb : NULL, fy);
-        f32_to_half(fy, hg_data(out[0]), g.N * g.F * g.P);
+        hg_f32_to_half_n(fy, hg_data(out[0]), g.N * g.F * g.P);
     }
     return HG_OK;
 }
@@ -875,13 +866,13 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     float *fdy = (float *)((char *)ctx->workspace + area), *fx = fdy + ny, *fw = fx + nx;
     float *fdx = fw + nw, *fdw = fdx + nx, *fdb = fdw + nw;
     hg_exec_ctx sub = {ctx->is_train, area ? ctx->workspace : NULL, area};
-    half_to_f32(hg_data(in[0]), fdy, ny);
-    half_to_f32(hg_data(in[1]), fx, nx);
-    half_to_f32(hg_data(in[2]), fw, nw);
+    hg_half_to_f32_n(hg_data(in[0]), fdy, ny);
+    hg_half_to_f32_n(hg_data(in[1]), fx, nx);
+    hg_half_to_f32_n(hg_data(in[2]), fw, nw);
     convbw_f32(&g, &sub, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL, db ? fdb : NULL);
-    if (dx) f32_to_half(fdx, dx, nx);
-    if (dw) f32_to_half(fdw, dw, nw);
-    if (db) f32_to_half(fdb, db, g.F);
+    if (dx) hg_f32_to_half_n(fdx, dx, nx);
+    if (dw) hg_f32_to_half_n(fdw, dw, nw);
+    if (db) hg_f32_to_half_n(fdb, db, g.F);
     return HG_OK;
 }
 
