@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../core/parallel.h"
 #include "blas.h"
@@ -256,41 +255,3 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #undef GEMM_BLAS
 #undef GEMM_GEMV
 #undef GEMM_SMALL
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double hg_gemm_time_f32(int64_t samples, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                        float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        float beta, float *C, int64_t ldc)
-{
-    /* Samples of at least ~5 us each (a clock read costs tens of ns); the median, so that a
-     * sample the scheduler interrupted does not count. */
-    if (samples < 1) samples = 1;
-    double *t = malloc(sizeof(double) * (size_t)samples);
-    if (!t) return -1;
-    double t0 = now_s();
-    hg_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    double one = now_s() - t0;
-    int64_t group = one > 5e-6 ? 1 : (one < 5e-9 ? 1000 : (int64_t)(5e-6 / one) + 1);
-    for (int64_t s = 0; s < samples; s++) {
-        t0 = now_s();
-        for (int64_t r = 0; r < group; r++)
-            hg_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        t[s] = (now_s() - t0) / (double)group;
-    }
-    qsort(t, (size_t)samples, sizeof(double), cmp_double);
-    double med = t[samples / 2];
-    free(t);
-    return med;
-}
