@@ -1,18 +1,29 @@
 """Small-side float32 GEMM: our kernels (csrc/kernels/cpu/gemm_small*.c) against OpenBLAS on the
 seeds' MLP 512-256-128-2 layer shapes, forward (x . W^T) and backward (dy . W, dy^T . x), at
-batch 1 and 8. Every variant is hg_gemm_f32 timed in C over back-to-back calls
-(hg_gemm_time_f32: the median of many short samples; operands stay in cache, as in a hybridized
-forward), the kernel set chosen with hg_gemm_set_kernel: 'ours' is the best set this CPU has, 'blas' the linked OpenBLAS
-(scipy-openblas32) as before these kernels; 'numpy' is np.dot into a preallocated output
-(NumPy's own OpenBLAS, with NumPy's call cost not subtracted). Medians over interleaved rounds;
-each variant starts after a pause, so that the BLAS threads a previous variant left spinning
-(OpenBLAS's wait for more work) have gone to sleep and do not take the pool's second core.
+batch 1 and 8. Every variant is hg_gemm_f32 timed in C over back-to-back calls (the timer of
+benchmarks/gemm_timer.c: the median of many short samples; operands stay in cache, as in a
+hybridized forward), the kernel set chosen with hg_gemm_set_kernel: 'ours' is the best set this
+CPU has, 'blas' the linked OpenBLAS (scipy-openblas32) as before these kernels; 'numpy' is np.dot
+into a preallocated output (NumPy's own OpenBLAS, with NumPy's call cost not subtracted). Medians
+over interleaved rounds; each variant starts after a pause, so that the BLAS threads a previous
+variant left spinning (OpenBLAS's wait for more work) have gone to sleep and do not take the
+pool's second core.
 
+The timer is not in libhybridgluon.so (which exports only the public API). At start this script
+links benchmarks/gemm_timer.c with the objects that the last `python setup.py build_ext
+--inplace` left in build/temp.*/csrc/ (everything but csrc/python/), with that build's compiler
+flags and BLAS, into build/bench/libhg_gemm_timer.so (relinked when an input is newer), so it
+times exactly the kernels the library was built from. Build the library first (not with
+HG_SANITIZE); CC picks the compiler (default cc).
+
+    python setup.py build_ext --inplace
     python benchmarks/bench_gemm.py [--quick] [--threads N]
 """
 import ctypes
+import glob
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -21,26 +32,64 @@ from common import fmt_time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import hybridgluon as mx  # noqa: E402
-
 KERNELS = {'blas': 0, 'portable': 1, 'avx2': 2, 'avx512': 3}
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
 F = ctypes.c_float
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _build_dir():
+    """build/temp.* of the last core build and its flags (the stamp setup.py writes)."""
+    stamps = glob.glob(os.path.join(ROOT, 'build', 'temp.*', 'cflags-libhybridgluon.txt'))
+    if not stamps:
+        sys.exit('bench_gemm: no build found; run `python setup.py build_ext --inplace` first')
+    stamp = max(stamps, key=os.path.getmtime)
+    return os.path.dirname(stamp), open(stamp).read()
+
+
+def timer_lib_path():
+    """Links (when stale) and returns build/bench/libhg_gemm_timer.so."""
+    temp, sig = _build_dir()
+    if '-fsanitize' in sig:
+        sys.exit('bench_gemm: the last build is a sanitizer build; rebuild without HG_SANITIZE')
+    objs = sorted(o for o in glob.glob(os.path.join(temp, 'csrc', '**', '*.o'), recursive=True)
+                  if os.sep + 'python' + os.sep not in o)
+    if not objs:
+        sys.exit('bench_gemm: no objects under %s; build the library first' % temp)
+    src = os.path.join(ROOT, 'benchmarks', 'gemm_timer.c')
+    out = os.path.join(ROOT, 'build', 'bench', 'libhg_gemm_timer.so')
+    if os.path.exists(out) and os.path.getmtime(out) >= max(map(os.path.getmtime, objs + [src])):
+        return out
+    flags = [f for f in sig.split() if f.startswith('-')]  # the core's compile flags
+    if 'HG_SYSTEM_BLAS' in sig:
+        blas = ['-lopenblas']
+    else:
+        import scipy_openblas32 as ob
+        blas = ['-I' + ob.get_include_dir(), '-L' + ob.get_lib_dir(), '-l' + ob.get_library(),
+                '-Wl,-rpath,' + ob.get_lib_dir()]
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    cc = os.environ.get('CC', 'cc')
+    # -Bsymbolic: the objects' calls stay inside this library even if libhybridgluon.so (the
+    # same symbols) is loaded in the process too.
+    cmd = ([cc] + flags + ['-shared', '-I' + os.path.join(ROOT, 'csrc', 'include'),
+                           '-I' + os.path.join(ROOT, 'csrc'), '-o', out, src] + objs + blas +
+           ['-lm', '-lpthread', '-Wl,-Bsymbolic'])
+    subprocess.run(cmd, check=True)
+    return out
+
+
 def lib():
-    h = ctypes.CDLL(os.path.join(os.path.dirname(mx.__file__), 'lib', 'libhybridgluon.so'))
-    h.hg_gemm_f32.argtypes = [ctypes.c_bool, ctypes.c_bool, I64, I64, I64, F, P, I64, P, I64, F,
-                              P, I64]
-    h.hg_gemm_f32.restype = None
-    h.hg_gemm_time_f32.argtypes = [I64] + h.hg_gemm_f32.argtypes
-    h.hg_gemm_time_f32.restype = ctypes.c_double
-    h.hg_gemm_set_kernel.argtypes = [ctypes.c_int]
-    h.hg_gemm_set_kernel.restype = ctypes.c_int
-    h.hg_gemm_kernel.restype = ctypes.c_int
-    h.hg_set_num_threads.argtypes = [ctypes.c_int]
-    h.hg_get_num_threads.restype = ctypes.c_int
+    h = ctypes.CDLL(timer_lib_path())
+    h.bench_gemm_time_f32.argtypes = [I64, ctypes.c_bool, ctypes.c_bool, I64, I64, I64, F, P, I64,
+                                      P, I64, F, P, I64]
+    h.bench_gemm_time_f32.restype = ctypes.c_double
+    h.bench_gemm_set_kernel.argtypes = [ctypes.c_int]
+    h.bench_gemm_set_kernel.restype = ctypes.c_int
+    h.bench_set_num_threads.argtypes = [ctypes.c_int]
+    h.bench_get_num_threads.restype = ctypes.c_int
     return h
 
 
@@ -79,14 +128,14 @@ for b in (1, 8):
 def run(quick=False, threads=None):
     h = lib()
     if threads:
-        h.hg_set_num_threads(threads)
-    best = h.hg_gemm_set_kernel(-1)
+        h.bench_set_num_threads(threads)
+    best = h.bench_gemm_set_kernel(-1)
     name = {v: k for k, v in KERNELS.items()}[best]
     variants = ['ours', 'portable', 'blas']
     rep, number = (5, 200) if quick else (9, 1000)
     rng = np.random.default_rng(0)
     lines = ['### small-side float32 GEMM, %d thread(s), ours = %s kernels (medians; numpy '
-             'includes its Python call cost)' % (h.hg_get_num_threads(), name), '',
+             'includes its Python call cost)' % (h.bench_get_num_threads(), name), '',
              '| product | ours | portable | OpenBLAS | numpy | OpenBLAS / ours |',
              '|---|---|---|---|---|---|']
     for label, ta, tb, M, N, K in SHAPES:
@@ -95,9 +144,9 @@ def run(quick=False, threads=None):
         levels = {'ours': best, 'portable': 1, 'blas': 0}
         for r in range(rep + 1):
             for v in variants:
-                h.hg_gemm_set_kernel(levels[v])
+                h.bench_gemm_set_kernel(levels[v])
                 time.sleep(PAUSE)
-                t = h.hg_gemm_time_f32(number, *args)  # median of `number` samples
+                t = h.bench_gemm_time_f32(number, *args)  # median of `number` samples
                 if r:  # round 0 warms up
                     samples[v].append(t)
             time.sleep(PAUSE)
@@ -108,11 +157,14 @@ def run(quick=False, threads=None):
         lines.append('| %s (%s) | %s | %s | %s | %s | %.2fx |' % (
             label, 'M=%d N=%d K=%d' % (M, N, K), fmt_time(med['ours']), fmt_time(med['portable']),
             fmt_time(med['blas']), fmt_time(med['numpy']), med['blas'] / med['ours']))
-    h.hg_gemm_set_kernel(-1)
+    h.bench_gemm_set_kernel(-1)
     return '\n'.join(lines)
 
 
 if __name__ == '__main__':
+    if '--help' in sys.argv or '-h' in sys.argv:
+        print(__doc__)
+        sys.exit(0)
     th = None
     if '--threads' in sys.argv:
         th = int(sys.argv[sys.argv.index('--threads') + 1])

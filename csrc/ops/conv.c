@@ -19,6 +19,7 @@
  */
 #include <string.h>
 
+#include "../core/half.h"
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
@@ -67,16 +68,8 @@ static const hg_attr_spec k_conv_bw_attrs[] = {
 
 static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
 
-/* The convolution geometry normalised to 3 spatial dims (index 0 = depth, 2 = width). */
-typedef struct conv_geom {
-    int nsp;                      /* spatial dims of the call: 1, 2 or 3 */
-    int64_t N, C, F, G;           /* batch, input channels, filters, groups */
-    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
-    int64_t Cg, Fg, K, P, I;      /* C/G, F/G, C/G*prod(k), prod(out), prod(in) */
-} conv_geom;
-
 /* Fills the attribute part of the geometry (no shapes). */
-static void geom_attrs(const hg_attrs *a, conv_geom *g)
+static void geom_attrs(const hg_attrs *a, hg_conv_geom *g)
 {
     int nsp = a->v[K_KERNEL].t.n, off = 3 - nsp;
     g->nsp = nsp;
@@ -98,7 +91,7 @@ static int64_t out_size(int64_t x, int64_t k, int64_t s, int64_t d, int64_t p)
 }
 
 /* Full geometry of a validated call from the data meta (all dims known). */
-static void geom_full(const hg_attrs *a, const hg_meta *x, conv_geom *g)
+static void geom_full(const hg_attrs *a, const hg_meta *x, hg_conv_geom *g)
 {
     geom_attrs(a, g);
     int off = 3 - g->nsp;
@@ -118,35 +111,13 @@ static void geom_full(const hg_attrs *a, const hg_meta *x, conv_geom *g)
     }
 }
 
-/* The im2col view of one group of one image: Cg channels of size in, windows on the out grid. */
-static hg_im2col_geom col_geom(const conv_geom *g)
-{
-    hg_im2col_geom c = {.C = g->Cg};
-    for (int i = 0; i < 3; i++) {
-        c.im[i] = g->in[i];
-        c.out[i] = g->out[i];
-        c.k[i] = g->k[i];
-        c.s[i] = g->s[i];
-        c.d[i] = g->d[i];
-        c.p[i] = g->p[i];
-    }
-    return c;
-}
-
-static bool is_pointwise(const conv_geom *g)
-{
-    for (int i = 0; i < 3; i++)
-        if (g->k[i] != 1 || g->s[i] != 1 || g->p[i] != 0) return false;
-    return true;
-}
-
 /* num_group == channels (MobileNet's 3x3 layers): the direct kernel of depthwise.c, no GEMM. */
-static bool is_depthwise(const conv_geom *g)
+static bool is_depthwise(const hg_conv_geom *g)
 {
     return g->G > 1 && g->Cg == 1 && g->k[2] <= HG_DW_MAX_K;
 }
 
-static hg_wino_geom wino_geom(const conv_geom *g)
+static hg_wino_geom wino_geom(const hg_conv_geom *g)
 {
     return (hg_wino_geom){.N = g->N, .C = g->C, .F = g->F, .H = g->in[1], .W = g->in[2],
                           .ph = g->p[1], .pw = g->p[2]};
@@ -155,7 +126,7 @@ static hg_wino_geom wino_geom(const conv_geom *g)
 /* float32 2-D 3x3 with stride 1, no dilation, one group, where the size rule of winograd.c says
  * it beats im2col (and HG_NO_WINOGRAD is not set): the Winograd F(2x2, 3x3) forward. The
  * gradients keep im2col. */
-static bool is_winograd(const conv_geom *g, hg_dtype dt)
+static bool is_winograd(const hg_conv_geom *g, hg_dtype dt)
 {
     if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1) return false;
     for (int i = 1; i < 3; i++)
@@ -164,7 +135,7 @@ static bool is_winograd(const conv_geom *g, hg_dtype dt)
     return hg_winograd_pays(&wg) && hg_winograd_enabled();
 }
 
-static hg_dw_geom dw_geom(const conv_geom *g)
+static hg_dw_geom dw_geom(const hg_conv_geom *g)
 {
     hg_dw_geom d = {.N = g->N, .C = g->C, .mult = g->Fg};
     for (int i = 0; i < 3; i++) {
@@ -194,7 +165,7 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)nout;
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
     HG_TRY(hg_conv_check_attrs(a, &k_conv_index));
-    conv_geom g;
+    hg_conv_geom g;
     geom_attrs(a, &g);
     int nsp = g.nsp, off = 3 - nsp;
     bool has_bias = !a->v[K_NO_BIAS].b;
@@ -307,41 +278,23 @@ typedef struct conv_plan {
  * packed they become 16 x 384 x 150. Not for pointwise layers (their image is the col matrix
  * already) nor for wide images (their own product is wide enough). The output then goes
  * through a buffer of Fg x nb*P (out_g rows are per image). */
-/* Packed 2-D images with stride 1 and no pad take "extended" columns: an output row is given
- * the input's width (the last I2 - O2 columns of each row are computed and dropped), so that
- * the col row of tap (c, k1, k2) is one contiguous run of the image, (O1 - 1) * I2 + O2 long,
- * one copy instead of O1 short ones (LeNet's rows are 8 and 24 wide: the copies' overhead cost
- * more than the wasted GEMM columns). Returns the columns per packed image: that run's length
- * when extended, else P. */
-static bool is_ext(const conv_geom *g)
+static int64_t pack_images(const hg_conv_geom *g, size_t esize)
 {
-    if (is_pointwise(g) || g->k[0] != 1 || g->in[0] != 1 || g->s[1] != 1 || g->s[2] != 1 ||
-        g->p[1] != 0 || g->p[2] != 0)
-        return false;
-    return (g->out[1] - 1) * g->in[2] + g->out[2] <= 2 * g->P; /* at most 2x the columns */
-}
-
-static int64_t pack_cols(const conv_geom *g)
-{
-    return is_ext(g) ? (g->out[1] - 1) * g->in[2] + g->out[2] : g->P;
-}
-
-static int64_t pack_images(const conv_geom *g, size_t esize)
-{
-    if (is_pointwise(g) || g->P >= 1024) return 1;
-    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * pack_cols(g));
+    if (hg_conv_is_pointwise(g) || g->P >= 1024) return 1;
+    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * hg_conv_pack_cols(g));
     if (nb > g->N) nb = g->N;
     return nb < 2 ? 1 : nb;
 }
 
-static conv_plan fwd_plan(const conv_geom *g, size_t esize)
+static conv_plan fwd_plan(const hg_conv_geom *g, size_t esize)
 {
     conv_plan pl;
     int64_t R = g->out[0] * g->out[1], O2 = g->out[2];
     int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * O2);
     int64_t rows_min = (MIN_COLS + O2 - 1) / O2;
     if (rows < rows_min) rows = rows_min;
-    if (is_pointwise(g) && (double)g->N * g->G >= MIN_UNITS) rows = R; /* no col: whole images */
+    if (hg_conv_is_pointwise(g) && (double)g->N * g->G >= MIN_UNITS)
+        rows = R; /* no col: whole images */
     if (rows > R) rows = R;
     int64_t imgs = g->N * g->G;
     if (imgs < MIN_UNITS) { /* cut fewer images finer */
@@ -360,7 +313,7 @@ static conv_plan fwd_plan(const conv_geom *g, size_t esize)
         pl.units = imgs;
     }
     pl.rows = rows;
-    pl.col_e = is_pointwise(g) ? 0 : g->K * rows * O2;
+    pl.col_e = hg_conv_is_pointwise(g) ? 0 : g->K * rows * O2;
     pl.nb = pack_images(g, esize);
     if (pl.nb > 1) { /* enough units for the threads before images are packed */
         int64_t cap = g->N * g->G / MIN_UNITS;
@@ -371,13 +324,14 @@ static conv_plan fwd_plan(const conv_geom *g, size_t esize)
         pl.rows = R;
         pl.ntiles = 1;
         pl.units = g->G * ((g->N + pl.nb - 1) / pl.nb);
-        pl.col_e = (g->K + g->Fg) * pl.nb * pack_cols(g); /* col block, then output buffer */
+        /* col block, then output buffer */
+        pl.col_e = (g->K + g->Fg) * pl.nb * hg_conv_pack_cols(g);
     }
     return pl;
 }
 
 /* Slots the forward runs in (the thread count, at most one per unit; 1 for small layers). */
-static int64_t fwd_slots(const conv_geom *g, const conv_plan *pl)
+static int64_t fwd_slots(const hg_conv_geom *g, const conv_plan *pl)
 {
     if (pl->whole || (double)g->N * g->F * g->P * g->K < SERIAL_WORK) return 1;
     int64_t t = hg_get_num_threads();
@@ -386,7 +340,7 @@ static int64_t fwd_slots(const conv_geom *g, const conv_plan *pl)
 }
 
 /* Bytes of col buffers at the start of the forward's workspace (float16 appends its copies). */
-static size_t col_bytes(const conv_geom *g, size_t esize)
+static size_t col_bytes(const hg_conv_geom *g, size_t esize)
 {
     if (is_depthwise(g)) return 0;
     conv_plan pl = fwd_plan(g, esize);
@@ -396,7 +350,7 @@ static size_t col_bytes(const conv_geom *g, size_t esize)
 static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    conv_geom g;
+    hg_conv_geom g;
     geom_full(a, &in[0], &g);
     if (is_winograd(&g, in[0].dtype)) {
         hg_wino_geom wg = wino_geom(&g);
@@ -408,157 +362,17 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
            sizeof(float) * (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P);
 }
 
-static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = hg_half_to_float(src[i]);
-}
+#define T float
+#define NAME(x) x##_f32
+#include "conv_fwd_tmpl.h"
+#undef T
+#undef NAME
 
-static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
-}
-
-/* Packed col blocks: image n's columns at col + i * S (S = pack_cols, row length ld). */
-#define PACK_IMPL(T, SUFFIX)                                                                    \
-    static void pack_im2col_##SUFFIX(const conv_geom *g, const T *x, T *col, int64_t ld)        \
-    {                                                                                           \
-        if (!is_ext(g)) {                                                                       \
-            const hg_im2col_geom cg = col_geom(g);                                              \
-            hg_im2col_rows_##SUFFIX(&cg, x, 0, g->out[0] * g->out[1], col, ld);                 \
-            return;                                                                             \
-        }                                                                                       \
-        const int64_t I2 = g->in[2], L = pack_cols(g);                                          \
-        for (int64_t c = 0; c < g->Cg; c++)                                                     \
-            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                            \
-                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                      \
-                    const T *src = x + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];             \
-                    memcpy(col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld, src,                 \
-                           sizeof(T) * (size_t)L);                                              \
-                }                                                                               \
-    }                                                                                           \
-                                                                                                \
-    /* Adjoint of pack_im2col: dx (zeroed here) += scatter of one image's columns. */           \
-    static void pack_col2im_##SUFFIX(const conv_geom *g, const T *col, int64_t ld, T *dx)       \
-    {                                                                                           \
-        memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                                     \
-        if (!is_ext(g)) {                                                                       \
-            const hg_im2col_geom cg = col_geom(g);                                              \
-            hg_col2im_rows_##SUFFIX(&cg, col, 0, g->out[0] * g->out[1], ld, dx);                \
-            return;                                                                             \
-        }                                                                                       \
-        const int64_t I2 = g->in[2], L = pack_cols(g);                                          \
-        for (int64_t c = 0; c < g->Cg; c++)                                                     \
-            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                            \
-                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                      \
-                    T *dst = dx + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];                  \
-                    const T *r = col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld;                \
-                    for (int64_t e = 0; e < L; e++) dst[e] += r[e];                             \
-                }                                                                               \
-    }
-
-PACK_IMPL(float, f32)
-PACK_IMPL(double, f64)
-
-#define CONV_IMPL(T, SUFFIX)                                                                    \
-    typedef struct {                                                                            \
-        const conv_geom *g;                                                                     \
-        conv_plan pl;                                                                           \
-        const T *x, *w, *b;                                                                     \
-        T *y, *ws;                                                                              \
-        int64_t nslots;                                                                         \
-    } conv_job_##SUFFIX;                                                                        \
-                                                                                                \
-    /* Packed unit u = (images [n0, n1), group gi): one GEMM over their side-by-side columns    \
-     * into buf, then each image's rows (+ bias) to the output. */                              \
-    static void conv_pack_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
-    {                                                                                           \
-        const conv_geom *g = j->g;                                                              \
-        const int64_t P = g->P, S = pack_cols(g), O2 = g->out[2], gi = u % g->G;                \
-        int64_t n0 = u / g->G * j->pl.nb, n1 = n0 + j->pl.nb < g->N ? n0 + j->pl.nb : g->N;     \
-        int64_t cols = (n1 - n0) * S;                                                           \
-        T *buf = col + g->K * cols;                                                             \
-        for (int64_t n = n0; n < n1; n++)                                                       \
-            pack_im2col_##SUFFIX(g, j->x + (n * g->C + gi * g->Cg) * g->I, col + (n - n0) * S,  \
-                                 cols);                                                         \
-        hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
-                         col, cols, 0, buf, cols);                                              \
-        const int64_t rs = is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */         \
-        for (int64_t n = n0; n < n1; n++)                                                       \
-            for (int64_t f = 0; f < g->Fg; f++) {                                               \
-                T *yr = j->y + (n * g->F + gi * g->Fg + f) * P;                                 \
-                const T *br = buf + f * cols + (n - n0) * S;                                    \
-                T bv = j->b ? j->b[gi * g->Fg + f] : 0;                                         \
-                for (int64_t r = 0; r < P / O2; r++, yr += O2, br += rs)                        \
-                    for (int64_t i = 0; i < O2; i++) yr[i] = br[i] + bv;                        \
-            }                                                                                   \
-    }                                                                                           \
-                                                                                                \
-    /* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */        \
-    static void conv_unit_##SUFFIX(const conv_job_##SUFFIX *j, int64_t u, T *col)               \
-    {                                                                                           \
-        const conv_geom *g = j->g;                                                              \
-        if (j->pl.nb > 1) {                                                                     \
-            conv_pack_##SUFFIX(j, u, col);                                                      \
-            return;                                                                             \
-        }                                                                                       \
-        const int64_t O2 = g->out[2], R = g->out[0] * g->out[1];                                \
-        int64_t tile = u % j->pl.ntiles, ng = u / j->pl.ntiles, gi = ng % g->G, n = ng / g->G;  \
-        int64_t r0 = tile * j->pl.rows, r1 = r0 + j->pl.rows < R ? r0 + j->pl.rows : R;         \
-        int64_t cols = (r1 - r0) * O2;                                                          \
-        T *y = j->y + (n * g->F + gi * g->Fg) * g->P + r0 * O2;                                 \
-        if (j->b)                                                                               \
-            for (int64_t f = 0; f < g->Fg; f++) {                                               \
-                T bv = j->b[gi * g->Fg + f], *yr = y + f * g->P;                                \
-                for (int64_t i = 0; i < cols; i++) yr[i] = bv;                                  \
-            }                                                                                   \
-        const T *x = j->x + (n * g->C + gi * g->Cg) * g->I, *src = x + r0 * O2;                 \
-        int64_t ld = g->P;                                                                      \
-        if (col) {                                                                              \
-            const hg_im2col_geom cg = col_geom(g);                                              \
-            if (j->pl.whole) /* split over channels on the pool */                              \
-                hg_im2col_##SUFFIX(&cg, x, col);                                                \
-            else                                                                                \
-                hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col, cols);                             \
-            src = col;                                                                          \
-            ld = cols;                                                                          \
-        }                                                                                       \
-        hg_gemm_##SUFFIX(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,    \
-                         src, ld, j->b ? 1 : 0, y, g->P);                                       \
-    }                                                                                           \
-                                                                                                \
-    /* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */   \
-    static void conv_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                      \
-    {                                                                                           \
-        const conv_job_##SUFFIX *j = ctx;                                                       \
-        for (int64_t t = begin; t < end; t++) {                                                 \
-            T *col = j->pl.col_e ? j->ws + t * j->pl.col_e : NULL;                              \
-            int64_t u0 = j->pl.units * t / j->nslots, u1 = j->pl.units * (t + 1) / j->nslots;   \
-            for (int64_t u = u0; u < u1; u++) conv_unit_##SUFFIX(j, u, col);                    \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static void conv_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *x,           \
-                              const T *w, const T *b, T *y)                                     \
-    {                                                                                           \
-        if (is_depthwise(g)) {                                                                  \
-            const hg_dw_geom dg = dw_geom(g);                                                   \
-            hg_depthwise_fwd_##SUFFIX(&dg, x, w, b, y);                                         \
-            return;                                                                             \
-        }                                                                                       \
-        conv_plan pl = fwd_plan(g, sizeof(T));                                                  \
-        int64_t nslots = fwd_slots(g, &pl);                                                     \
-        /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        if (pl.col_e && (size_t)nslots * sizeof(T) * (size_t)pl.col_e > ctx->workspace_bytes)   \
-            nslots = (int64_t)(ctx->workspace_bytes / (sizeof(T) * (size_t)pl.col_e));          \
-        if (nslots < 1) nslots = 1;                                                             \
-        conv_job_##SUFFIX j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots};                 \
-        if (nslots > 1)                                                                         \
-            hg_parallel_for(nslots, 1, conv_slots_##SUFFIX, &j);                                \
-        else                                                                                    \
-            conv_slots_##SUFFIX(&j, 0, 1);                                                      \
-    }
-CONV_IMPL(float, f32)
-CONV_IMPL(double, f64)
+#define T double
+#define NAME(x) x##_f64
+#include "conv_fwd_tmpl.h"
+#undef T
+#undef NAME
 
 static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
@@ -566,7 +380,7 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     (void)op;
     (void)nout;
     hg_meta x = hg_meta_of(in[0]);
-    conv_geom g;
+    hg_conv_geom g;
     geom_full(a, &x, &g);
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
     if (is_winograd(&g, x.dtype)) {
@@ -582,11 +396,11 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
         float *fx = (float *)((char *)ctx->workspace + cb), *fw = fx + g.N * g.C * g.I;
         float *fb = fw + g.F * g.K, *fy = fb + g.F;
         hg_exec_ctx sub = {ctx->is_train, cb ? ctx->workspace : NULL, cb};
-        half_to_f32(hg_data(in[0]), fx, g.N * g.C * g.I);
-        half_to_f32(hg_data(in[1]), fw, g.F * g.K);
-        if (bias) half_to_f32(bias, fb, g.F);
+        hg_half_to_f32_n(hg_data(in[0]), fx, g.N * g.C * g.I);
+        hg_half_to_f32_n(hg_data(in[1]), fw, g.F * g.K);
+        if (bias) hg_half_to_f32_n(bias, fb, g.F);
         conv_f32(&g, &sub, fx, fw, bias ? fb : NULL, fy);
-        f32_to_half(fy, hg_data(out[0]), g.N * g.F * g.P);
+        hg_f32_to_half_n(fy, hg_data(out[0]), g.N * g.F * g.P);
     }
     return HG_OK;
 }
@@ -598,13 +412,10 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  *     dW_g += dy_g[Fg, P] . col^T[P, K]                      (one GEMM)
  *     dcol  = W_g^T[K, Fg] . dy_g[Fg, P];  dx_g = col2im(dcol)
  *     db[f] += sum_p dy[f, p]
- * Images run in slots, one per thread, each walking its images tile by tile (a tile's col block
- * stays in cache between im2col and the GEMMs; one thread owns all of an image's tiles, so
- * col2im's overlapping rows need no locks). With fewer images than threads the products split
- * themselves over the pool. Slot 0 sums the weight and bias gradients straight into
- * the outputs, slot t > 0 into its own workspace buffers, added at the end (so the sum over
- * images is deterministic for a given thread count). grad_data / grad_weight = False skip that
- * part (the first layer's data gradient is never used) and leave zeros. */
+ * run by the backward Deconvolution shares (conv_common.h, conv_bw_tmpl.h): images in slots,
+ * one per thread, tile by tile; conv.c chooses the slots, tiles and packing (bw_plan).
+ * grad_data / grad_weight = False skip that part (the first layer's data gradient is never
+ * used) and leave zeros. */
 
 static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
@@ -631,7 +442,7 @@ static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
 
 /* Image slots of the backward: one per thread (at most one per image; 1 for small layers). With
  * fewer images than threads the products split themselves over the pool instead. */
-static int64_t num_slots(const conv_geom *g)
+static int64_t num_slots(const hg_conv_geom *g)
 {
     if (g->N < 2 || (double)g->N * (double)g->F * (double)g->P * (double)g->K < SERIAL_WORK)
         return 1;
@@ -641,17 +452,17 @@ static int64_t num_slots(const conv_geom *g)
 }
 
 /* Output rows per tile of the backward: a col block of about TILE_BYTES, as in the forward. */
-static int64_t bw_rows(const conv_geom *g, size_t esize)
+static int64_t bw_rows(const hg_conv_geom *g, size_t esize)
 {
     int64_t R = g->out[0] * g->out[1];
-    if (is_pointwise(g)) return R;
+    if (hg_conv_is_pointwise(g)) return R;
     int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * g->out[2]);
     return rows < 1 ? 1 : (rows > R ? R : rows);
 }
 
 /* Images packed per block in the backward (as in the forward; at most N / MIN_UNITS so that the
  * slots get whole blocks, and independent of the thread count as the workspace must be). */
-static int64_t bw_pack(const conv_geom *g, size_t esize)
+static int64_t bw_pack(const hg_conv_geom *g, size_t esize)
 {
     int64_t nb = pack_images(g, esize), cap = g->N / MIN_UNITS;
     return nb > cap ? (cap < 1 ? 1 : cap) : nb;
@@ -659,195 +470,64 @@ static int64_t bw_pack(const conv_geom *g, size_t esize)
 
 /* Elements of one slot's col buffer (packed: the col block, then the gathered dy block) and of
  * one slot's gradient partial sums. */
-static int64_t bw_col_elems(const conv_geom *g, size_t esize)
+static int64_t bw_col_elems(const hg_conv_geom *g, size_t esize)
 {
     int64_t nb = bw_pack(g, esize);
-    if (nb > 1) return (g->K + g->Fg) * nb * pack_cols(g);
-    return is_pointwise(g) ? 0 : g->K * bw_rows(g, esize) * g->out[2];
+    if (nb > 1) return (g->K + g->Fg) * nb * hg_conv_pack_cols(g);
+    return hg_conv_is_pointwise(g) ? 0 : g->K * bw_rows(g, esize) * g->out[2];
 }
 
-static int64_t bw_part_elems(const conv_geom *g, bool grad_w, bool bias)
+static hg_conv_bw_plan bw_plan(const hg_conv_geom *g, size_t esize)
 {
-    return (grad_w ? g->F * g->K : 0) + (bias ? g->F : 0);
+    return (hg_conv_bw_plan){.nslots = num_slots(g), .rows = bw_rows(g, esize),
+                             .col_e = bw_col_elems(g, esize), .nb = bw_pack(g, esize)};
 }
 
-static int64_t bw_slot_area(const conv_geom *g, size_t esize, int64_t nslots, bool grad_w,
-                            bool bias)
+/* Workspace elements of the backward (none for the depthwise kernel). */
+static int64_t bw_slot_area(const hg_conv_geom *g, size_t esize, bool grad_w, bool bias)
 {
     if (is_depthwise(g)) return 0;
-    return nslots * bw_col_elems(g, esize) + (nslots - 1) * bw_part_elems(g, grad_w, bias);
+    hg_conv_bw_plan pl = bw_plan(g, esize);
+    return hg_conv_bw_area(g, &pl, grad_w, bias);
 }
 
 static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    conv_geom g;
+    hg_conv_geom g;
     geom_full(a, &in[1], &g);
     bool gw = a->v[K_GRAD_WEIGHT].b, bias = !a->v[K_NO_BIAS].b;
     size_t es = in[1].dtype == HG_DTYPE_F16 ? sizeof(float) : hg_dtype_size(in[1].dtype);
-    size_t area = (size_t)bw_slot_area(&g, es, num_slots(&g), gw, bias);
+    size_t area = (size_t)bw_slot_area(&g, es, gw, bias);
     if (in[1].dtype != HG_DTYPE_F16) return es * area;
     /* float copies of ograd, data, weight and of the three gradients after the slot area */
     return sizeof(float) * (area + (size_t)(g.N * g.F * g.P + 2 * g.N * g.C * g.I +
                                             2 * g.F * g.K + g.F));
 }
 
-#define CONV_BW_IMPL(T, SUFFIX)                                                                 \
-    typedef struct {                                                                            \
-        const conv_geom *g;                                                                     \
-        const T *dy, *x, *w;                                                                    \
-        T *dx, *dw, *db; /* NULL: not computed */                                               \
-        T *ws;                                                                                  \
-        int64_t nslots, col_e, part_e, nb;                                                      \
-    } convbw_job_##SUFFIX;                                                                      \
-                                                                                                \
-    /* Images [n0, n1) packed side by side: dy gathered into one block, one GEMM per gradient. */\
-    static void convbw_pack_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n0, int64_t n1,      \
-                                     T *col, T *dw)                                             \
-    {                                                                                           \
-        const conv_geom *g = j->g;                                                              \
-        const int64_t P = g->P, S = pack_cols(g), O2 = g->out[2], cols = (n1 - n0) * S;         \
-        const int64_t rs = is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */         \
-        T *dyb = col + g->K * cols;                                                             \
-        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
-            /* dy gathered; the dropped columns of extended rows are zeros */                   \
-            if (S != P) memset(dyb, 0, sizeof(T) * (size_t)(g->Fg * cols));                     \
-            for (int64_t n = n0; n < n1; n++)                                                   \
-                for (int64_t f = 0; f < g->Fg; f++) {                                           \
-                    const T *src = j->dy + (n * g->F + gi * g->Fg + f) * P;                     \
-                    T *dst = dyb + f * cols + (n - n0) * S;                                     \
-                    for (int64_t r = 0; r < P / O2; r++, src += O2, dst += rs)                  \
-                        memcpy(dst, src, sizeof(T) * (size_t)O2);                               \
-                }                                                                               \
-            if (dw) {                                                                           \
-                for (int64_t n = n0; n < n1; n++)                                               \
-                    pack_im2col_##SUFFIX(g, j->x + (n * g->C + gi * g->Cg) * g->I,              \
-                                         col + (n - n0) * S, cols);                             \
-                hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dyb, cols, col, cols, 1,    \
-                                 dw + gi * g->Fg * g->K, g->K);                                 \
-            }                                                                                   \
-            if (j->dx) {                                                                        \
-                hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, j->w + gi * g->Fg * g->K,   \
-                                 g->K, dyb, cols, 0, col, cols);                                \
-                for (int64_t n = n0; n < n1; n++)                                               \
-                    pack_col2im_##SUFFIX(g, col + (n - n0) * S, cols,                           \
-                                         j->dx + (n * g->C + gi * g->Cg) * g->I);               \
-            }                                                                                   \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static void bias_grad_##SUFFIX(const conv_geom *g, const T *dy, int64_t n, T *db)           \
-    {                                                                                           \
-        for (int64_t f = 0; f < g->F; f++) {                                                    \
-            const T *r = dy + (n * g->F + f) * g->P;                                            \
-            T acc = 0;                                                                          \
-            for (int64_t i = 0; i < g->P; i++) acc += r[i];                                     \
-            db[f] += acc;                                                                       \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    /* One image, group by group and tile by tile (a tile's col block stays in cache). */     \
-    static void convbw_image_##SUFFIX(const convbw_job_##SUFFIX *j, int64_t n, T *col, T *dw,   \
-                                      T *db)                                                    \
-    {                                                                                           \
-        const conv_geom *g = j->g;                                                              \
-        const hg_im2col_geom cg = col_geom(g);                                                  \
-        const int64_t O2 = g->out[2], R = g->out[0] * g->out[1], rows = bw_rows(g, sizeof(T));  \
-        for (int64_t gi = 0; gi < g->G; gi++) {                                                 \
-            const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;                                 \
-            const T *dyg = j->dy + (n * g->F + gi * g->Fg) * g->P;                              \
-            const T *w = j->w + gi * g->Fg * g->K;                                              \
-            T *dx = j->dx ? j->dx + (n * g->C + gi * g->Cg) * g->I : NULL;                      \
-            if (!col) { /* pointwise: the image is the col matrix */                            \
-                if (dw)                                                                         \
-                    hg_gemm_##SUFFIX(false, true, g->Fg, g->K, g->P, 1, dyg, g->P, x, g->P, 1,  \
-                                     dw + gi * g->Fg * g->K, g->K);                             \
-                if (dx)                                                                         \
-                    hg_gemm_##SUFFIX(true, false, g->K, g->P, g->Fg, 1, w, g->K, dyg, g->P, 0,  \
-                                     dx, g->P);                                                 \
-                continue;                                                                       \
-            }                                                                                   \
-            if (dx) memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));                         \
-            for (int64_t r0 = 0; r0 < R; r0 += rows) {                                          \
-                int64_t r1 = r0 + rows < R ? r0 + rows : R, cols = (r1 - r0) * O2;              \
-                const T *dy = dyg + r0 * O2;                                                    \
-                if (dw) {                                                                       \
-                    hg_im2col_rows_##SUFFIX(&cg, x, r0, r1, col, cols);                         \
-                    hg_gemm_##SUFFIX(false, true, g->Fg, g->K, cols, 1, dy, g->P, col, cols, 1, \
-                                     dw + gi * g->Fg * g->K, g->K);                             \
-                }                                                                               \
-                if (dx) {                                                                       \
-                    hg_gemm_##SUFFIX(true, false, g->K, cols, g->Fg, 1, w, g->K, dy, g->P, 0,   \
-                                     col, cols);                                                \
-                    hg_col2im_rows_##SUFFIX(&cg, col, r0, r1, cols, dx);                        \
-                }                                                                               \
-            }                                                                                   \
-        }                                                                                       \
-        if (db) bias_grad_##SUFFIX(g, j->dy, n, db);                                            \
-    }                                                                                           \
-                                                                                                \
-    static void convbw_slots_##SUFFIX(void *ctx, int64_t begin, int64_t end)                    \
-    {                                                                                           \
-        const convbw_job_##SUFFIX *j = ctx;                                                     \
-        const conv_geom *g = j->g;                                                              \
-        for (int64_t t = begin; t < end; t++) {                                                 \
-            T *col = j->col_e ? j->ws + t * j->col_e : NULL, *dw = j->dw, *db = j->db;          \
-            if (t > 0) {                                                                        \
-                T *part = j->ws + j->nslots * j->col_e + (t - 1) * j->part_e;                   \
-                memset(part, 0, sizeof(T) * (size_t)j->part_e);                                 \
-                if (dw) {                                                                       \
-                    dw = part;                                                                  \
-                    part += g->F * g->K;                                                        \
-                }                                                                               \
-                if (db) db = part;                                                              \
-            }                                                                                   \
-            /* slot t: a contiguous run of images, nb at a time when packed */                  \
-            int64_t n0 = g->N * t / j->nslots, n1 = g->N * (t + 1) / j->nslots;                 \
-            if (j->nb > 1)                                                                      \
-                for (int64_t n = n0; n < n1; n += j->nb) {                                      \
-                    convbw_pack_##SUFFIX(j, n, n + j->nb < n1 ? n + j->nb : n1, col, dw);       \
-                    for (int64_t i = n; i < n + j->nb && i < n1 && db; i++)                     \
-                        bias_grad_##SUFFIX(g, j->dy, i, db);                                    \
-                }                                                                               \
-            else                                                                                \
-                for (int64_t n = n0; n < n1; n++) convbw_image_##SUFFIX(j, n, col, dw, db);     \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static void convbw_##SUFFIX(const conv_geom *g, const hg_exec_ctx *ctx, const T *dy,        \
-                                const T *x, const T *w, T *dx, T *dw, T *db)                    \
-    {                                                                                           \
-        if (is_depthwise(g)) {                                                                  \
-            const hg_dw_geom dg = dw_geom(g);                                                   \
-            hg_depthwise_bwd_##SUFFIX(&dg, dy, x, w, dx, dw, db);                               \
-            return;                                                                             \
-        }                                                                                       \
-        int64_t nslots = num_slots(g);                                                          \
-        /* Never more slots than the workspace holds (the thread count could have changed). */  \
-        size_t need = sizeof(T) * (size_t)bw_slot_area(g, sizeof(T), nslots, dw != NULL,        \
-                                                       db != NULL);                             \
-        if (need > ctx->workspace_bytes) nslots = 1;                                            \
-        convbw_job_##SUFFIX j = {g, dy, x, w, dx, dw, db, (T *)ctx->workspace, nslots,          \
-                                 bw_col_elems(g, sizeof(T)),                                    \
-                                 bw_part_elems(g, dw != NULL, db != NULL), bw_pack(g, sizeof(T))};\
-        if (dw) memset(dw, 0, sizeof(T) * (size_t)(g->F * g->K));                               \
-        if (db) memset(db, 0, sizeof(T) * (size_t)g->F);                                        \
-        if (nslots > 1)                                                                         \
-            hg_parallel_for(nslots, 1, convbw_slots_##SUFFIX, &j);                              \
-        else                                                                                    \
-            convbw_slots_##SUFFIX(&j, 0, 1);                                                    \
-        for (int64_t t = 1; t < nslots; t++) {                                                  \
-            const T *part = j.ws + nslots * j.col_e + (t - 1) * j.part_e;                       \
-            if (dw) {                                                                           \
-                for (int64_t i = 0; i < g->F * g->K; i++) dw[i] += part[i];                     \
-                part += g->F * g->K;                                                            \
-            }                                                                                   \
-            if (db)                                                                             \
-                for (int64_t f = 0; f < g->F; f++) db[f] += part[f];                            \
-        }                                                                                       \
+/* The backward of one float32 or float64 call: the depthwise kernel, or the shared backward of
+ * conv_common.c on conv.c's plan. */
+static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, const void *dy,
+                   const void *x, const void *w, void *dx, void *dw, void *db)
+{
+    if (is_depthwise(g)) {
+        const hg_dw_geom dg = dw_geom(g);
+        if (dt == HG_DTYPE_F32)
+            hg_depthwise_bwd_f32(&dg, dy, x, w, dx, dw, db);
+        else
+            hg_depthwise_bwd_f64(&dg, dy, x, w, dx, dw, db);
+        return;
     }
-CONV_BW_IMPL(float, f32)
-CONV_BW_IMPL(double, f64)
+    size_t es = dt == HG_DTYPE_F32 ? sizeof(float) : sizeof(double);
+    hg_conv_bw_plan pl = bw_plan(g, es);
+    /* Never more slots than the workspace holds (the thread count could have changed). */
+    if (es * (size_t)hg_conv_bw_area(g, &pl, dw != NULL, db != NULL) > ctx->workspace_bytes)
+        pl.nslots = 1;
+    if (dt == HG_DTYPE_F32)
+        hg_conv_bw_f32(g, &pl, ctx->workspace, dy, x, w, dx, NULL, dw, db);
+    else
+        hg_conv_bw_f64(g, &pl, ctx->workspace, dy, x, w, dx, NULL, dw, db);
+}
 
 static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
@@ -855,33 +535,30 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     (void)op;
     (void)nin;
     hg_meta x = hg_meta_of(in[1]);
-    conv_geom g;
+    hg_conv_geom g;
     geom_full(a, &x, &g);
     bool gd = a->v[K_GRAD_DATA].b, gw = a->v[K_GRAD_WEIGHT].b, bias = nout > 2;
     if (!gd) memset(hg_data(out[0]), 0, hg_tensor_nbytes(out[0]));
     if (!gw) memset(hg_data(out[1]), 0, hg_tensor_nbytes(out[1]));
     void *dx = gd ? hg_data(out[0]) : NULL, *dw = gw ? hg_data(out[1]) : NULL;
     void *db = bias ? hg_data(out[2]) : NULL;
-    if (x.dtype == HG_DTYPE_F32) {
-        convbw_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
+    if (x.dtype != HG_DTYPE_F16) {
+        convbw(&g, ctx, x.dtype, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
         return HG_OK;
     }
-    if (x.dtype == HG_DTYPE_F64) {
-        convbw_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
-        return HG_OK;
-    }
-    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, sizeof(float), num_slots(&g), gw, bias);
+    size_t area = sizeof(float) * (size_t)bw_slot_area(&g, sizeof(float), gw, bias);
     int64_t ny = g.N * g.F * g.P, nx = g.N * g.C * g.I, nw = g.F * g.K;
     float *fdy = (float *)((char *)ctx->workspace + area), *fx = fdy + ny, *fw = fx + nx;
     float *fdx = fw + nw, *fdw = fdx + nx, *fdb = fdw + nw;
     hg_exec_ctx sub = {ctx->is_train, area ? ctx->workspace : NULL, area};
-    half_to_f32(hg_data(in[0]), fdy, ny);
-    half_to_f32(hg_data(in[1]), fx, nx);
-    half_to_f32(hg_data(in[2]), fw, nw);
-    convbw_f32(&g, &sub, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL, db ? fdb : NULL);
-    if (dx) f32_to_half(fdx, dx, nx);
-    if (dw) f32_to_half(fdw, dw, nw);
-    if (db) f32_to_half(fdb, db, g.F);
+    hg_half_to_f32_n(hg_data(in[0]), fdy, ny);
+    hg_half_to_f32_n(hg_data(in[1]), fx, nx);
+    hg_half_to_f32_n(hg_data(in[2]), fw, nw);
+    convbw(&g, &sub, HG_DTYPE_F32, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL,
+           db ? fdb : NULL);
+    if (dx) hg_f32_to_half_n(fdx, dx, nx);
+    if (dw) hg_f32_to_half_n(fdw, dw, nw);
+    if (db) hg_f32_to_half_n(fdb, db, g.F);
     return HG_OK;
 }
 

@@ -1,5 +1,12 @@
-/* Shape-free attribute checks shared by Convolution and Deconvolution (see conv_common.h). */
+/* What Convolution and Deconvolution share (see conv_common.h): shape-free attribute checks,
+ * the packed im2col and the backward, whose body is conv_bw_tmpl.h, included once per type. */
 #include "conv_common.h"
+
+#include <string.h>
+
+#include "../core/parallel.h"
+#include "../kernels/cpu/gemm.h"
+#include "../kernels/cpu/im2col.h"
 
 const char *const hg_conv_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
 const char *const hg_conv_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
@@ -50,3 +57,29 @@ hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)
     }
     return HG_OK;
 }
+
+/* ---- backward ------------------------------------------------------------------------------ */
+
+/* Elements of one slot's partial sums of dW and db. */
+static int64_t bw_part_elems(const hg_conv_geom *g, const hg_conv_bw_plan *pl, bool grad_w,
+                             bool bias)
+{
+    return (grad_w ? g->F * g->K : 0) + (bias ? (pl->bias_of_x ? g->C : g->F) : 0);
+}
+
+int64_t hg_conv_bw_area(const hg_conv_geom *g, const hg_conv_bw_plan *pl, bool grad_w, bool bias)
+{
+    return pl->nslots * pl->col_e + (pl->nslots - 1) * bw_part_elems(g, pl, grad_w, bias);
+}
+
+#define T float
+#define NAME(x) x##_f32
+#include "conv_bw_tmpl.h"
+#undef T
+#undef NAME
+
+#define T double
+#define NAME(x) x##_f64
+#include "conv_bw_tmpl.h"
+#undef T
+#undef NAME

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "../core/half.h"
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../graph/grad.h"
@@ -61,16 +62,6 @@ static hg_status check_fits(const hg_op_def *op, int64_t m, int64_t n, int64_t k
                     (long long)n, (long long)k);
 }
 
-static void half_to_f32(const uint16_t *src, float *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = hg_half_to_float(src[i]);
-}
-
-static void f32_to_half(const float *src, uint16_t *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = hg_float_to_half(src[i]);
-}
-
 /* Shared attributes of dot and batch_dot. */
 enum { K_TA, K_TB, K_FSTYPE };
 static const hg_attr_spec k_dot_attrs[] = {
@@ -94,11 +85,11 @@ static void gemm_dispatch(hg_dtype dt, bool ta, bool tb, int64_t batch, int64_t 
         hg_gemm_batch_f32(ta, tb, batch, M, N, K, 1.0f, A, lda, sa, B, ldb, sb, 0.0f, C, N, sc);
     } else {
         float *fa = ws, *fb = fa + batch * sa, *fc = fb + batch * sb;
-        half_to_f32(A, fa, batch * sa);
-        half_to_f32(B, fb, batch * sb);
+        hg_half_to_f32_n(A, fa, batch * sa);
+        hg_half_to_f32_n(B, fb, batch * sb);
         hg_gemm_batch_f32(ta, tb, batch, M, N, K, 1.0f, fa, lda, sa, fb, ldb, sb, 0.0f, fc, N,
                           sc);
-        f32_to_half(fc, C, batch * sc);
+        hg_f32_to_half_n(fc, C, batch * sc);
     }
 }
 
@@ -494,11 +485,11 @@ static hg_status fc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
         fc_f64(M, H, K, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
     } else {
         float *fx = ctx->workspace, *fw = fx + M * K, *fo = fw + H * K, *fb = fo + M * H;
-        half_to_f32(hg_data(in[0]), fx, M * K);
-        half_to_f32(hg_data(in[1]), fw, H * K);
-        if (bias) half_to_f32(bias, fb, H);
+        hg_half_to_f32_n(hg_data(in[0]), fx, M * K);
+        hg_half_to_f32_n(hg_data(in[1]), fw, H * K);
+        if (bias) hg_half_to_f32_n(bias, fb, H);
         fc_f32(M, H, K, fx, fw, bias ? fb : NULL, fo);
-        f32_to_half(fo, hg_data(out[0]), M * H);
+        hg_f32_to_half_n(fo, hg_data(out[0]), M * H);
     }
     return HG_OK;
 }

@@ -3,7 +3,8 @@
  * input lies inside the image, computed per tap, so it carries no bounds checks and vectorises
  * (stride 1 and 2 get their own loops). The plane functions are compiled once per instruction
  * set (AVX-512, AVX2+FMA, baseline) through function attributes and picked at run time, as the
- * small-side GEMM kernels are. */
+ * small-side GEMM kernels are: depthwise_tmpl.h holds them, included once per element type and
+ * instruction set. */
 #include "depthwise.h"
 
 #include <stdbool.h>
@@ -53,161 +54,6 @@ static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int
     return (i0 * g->im[1] + i1) * g->im[2];
 }
 
-/* Plane kernels for element type T, suffix SUF, instruction set ISA (function attribute TGT):
- *   fwd_plane: one output plane y[f] from its channel x[c] and filter w[f];
- *   bwd_dw:    dw[f] += taps' sums of dy[f] * shifted x[c] over one image;
- *   bwd_dx:    dx[c] += taps of w[f] scattered from dy[f] over one image. */
-#define DW_PLANES(T, SUF, ISA, TGT)                                                             \
-    TGT static inline void fwd_rows_##SUF##_##ISA(const hg_dw_geom *g, const dw_ranges *rg,        \
-                                            const T *x, const T *w, T bias, T *y)               \
-    {                                                                                           \
-        const int64_t O2 = g->out[2], s2 = g->s[2];                                             \
-        for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                              \
-            for (int64_t o1 = 0; o1 < g->out[1]; o1++) {                                        \
-                T *restrict yr = y + (o0 * g->out[1] + o1) * O2;                                \
-                for (int64_t o = 0; o < O2; o++) yr[o] = bias;                                  \
-                for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                        \
-                    for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                  \
-                        int64_t at = dw_in_row(g, o0, o1, k0, k1);                              \
-                        if (at < 0) continue;                                                   \
-                        const T *restrict xr = x + at;                                          \
-                        const T *wk = w + (k0 * g->k[1] + k1) * g->k[2];                        \
-                        for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                              \
-                            const T wv = wk[k2];                                                \
-                            int64_t ofs = rg->ofs[k2], lo = rg->lo[k2], hi = rg->hi[k2];        \
-                            const T *restrict xs = xr + ofs;                                    \
-                            if (s2 == 1)                                                        \
-                                for (int64_t o = lo; o < hi; o++) yr[o] += wv * xs[o];          \
-                            else if (s2 == 2)                                                   \
-                                for (int64_t o = lo; o < hi; o++) yr[o] += wv * xs[2 * o];      \
-                            else                                                                \
-                                for (int64_t o = lo; o < hi; o++) yr[o] += wv * xs[o * s2];     \
-                        }                                                                       \
-                    }                                                                           \
-            }                                                                                   \
-    }                                                                                           \
-                                                                                                \
-    /* Through a zero-padded copy of the channel (buf, DW_BUF_BYTES): no range checks. With     \
-     * unit strides on the last two axes the rows (o1, .) of one o0 are a single run of the     \
-     * padded width, so each tap is one long vector loop over it (then the pad columns are     \
-     * dropped); 7x7 planes then cost 9 short loops instead of 63. */                          \
-    TGT static void fwd_plane_##SUF##_##ISA(const hg_dw_geom *g, const dw_ranges *rg,           \
-                                            const T *x, const T *w, T bias, T *y)               \
-    {                                                                                           \
-        const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];                           \
-        const int64_t I0p = g->im[0] + 2 * g->p[0], I1p = g->im[1] + 2 * g->p[1];               \
-        const int64_t I2p = g->im[2] + 2 * g->p[2], pad_e = I0p * I1p * I2p;                    \
-        const bool unit = g->s[1] == 1 && g->s[2] == 1;                                         \
-        if ((pad_e + (unit ? O1 * I2p : 0)) * (int64_t)sizeof(T) > DW_BUF_BYTES) {              \
-            fwd_rows_##SUF##_##ISA(g, rg, x, w, bias, y);                                       \
-            return;                                                                             \
-        }                                                                                       \
-        _Alignas(64) T buf[DW_BUF_BYTES / sizeof(T)];                                           \
-        T *restrict xp = buf;                                                                   \
-        memset(xp, 0, sizeof(T) * (size_t)pad_e);                                               \
-        for (int64_t i0 = 0; i0 < g->im[0]; i0++)                                               \
-            for (int64_t i1 = 0; i1 < g->im[1]; i1++)                                           \
-                memcpy(xp + ((i0 + g->p[0]) * I1p + i1 + g->p[1]) * I2p + g->p[2],              \
-                       x + (i0 * g->im[1] + i1) * g->im[2], sizeof(T) * (size_t)g->im[2]);      \
-        const int64_t K1 = g->k[1], K2 = g->k[2];                                               \
-        for (int64_t o0 = 0; o0 < O0; o0++) {                                                   \
-            if (unit) {                                                                         \
-                T *restrict ext = buf + pad_e;                                                  \
-                const int64_t L = (O1 - 1) * I2p + O2;                                          \
-                for (int64_t e = 0; e < L; e++) ext[e] = bias;                                  \
-                for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                        \
-                    for (int64_t k1 = 0; k1 < K1; k1++)                                         \
-                        for (int64_t k2 = 0; k2 < K2; k2++) {                                   \
-                            const T wv = w[(k0 * K1 + k1) * K2 + k2];                           \
-                            const T *restrict xs = xp + ((o0 * g->s[0] + k0 * g->d[0]) * I1p +  \
-                                                         k1 * g->d[1]) * I2p + k2 * g->d[2];    \
-                            for (int64_t e = 0; e < L; e++) ext[e] += wv * xs[e];               \
-                        }                                                                       \
-                for (int64_t o1 = 0; o1 < O1; o1++)                                             \
-                    memcpy(y + (o0 * O1 + o1) * O2, ext + o1 * I2p, sizeof(T) * (size_t)O2);    \
-                continue;                                                                       \
-            }                                                                                   \
-            for (int64_t o1 = 0; o1 < O1; o1++) {                                               \
-                T *restrict yr = y + (o0 * O1 + o1) * O2;                                       \
-                for (int64_t o = 0; o < O2; o++) yr[o] = bias;                                  \
-                for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                        \
-                    for (int64_t k1 = 0; k1 < K1; k1++) {                                       \
-                        const T *xr = xp + ((o0 * g->s[0] + k0 * g->d[0]) * I1p +               \
-                                            o1 * g->s[1] + k1 * g->d[1]) * I2p;                 \
-                        for (int64_t k2 = 0; k2 < K2; k2++) {                                   \
-                            const T wv = w[(k0 * K1 + k1) * K2 + k2];                           \
-                            const T *restrict xs = xr + k2 * g->d[2];                           \
-                            if (g->s[2] == 2)                                                   \
-                                for (int64_t o = 0; o < O2; o++) yr[o] += wv * xs[2 * o];       \
-                            else                                                                \
-                                for (int64_t o = 0; o < O2; o++) yr[o] += wv * xs[o * g->s[2]]; \
-                        }                                                                       \
-                    }                                                                           \
-            }                                                                                   \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    TGT static void bwd_dw_##SUF##_##ISA(const hg_dw_geom *g, const dw_ranges *rg, const T *dy,\
-                                         const T *x, T *dw)   \
-    {                                                                                           \
-        const int64_t O2 = g->out[2], s2 = g->s[2];                                             \
-        for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                              \
-            for (int64_t o1 = 0; o1 < g->out[1]; o1++) {                                        \
-                const T *restrict dr = dy + (o0 * g->out[1] + o1) * O2;                         \
-                for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                        \
-                    for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                  \
-                        int64_t at = dw_in_row(g, o0, o1, k0, k1);                              \
-                        if (at < 0) continue;                                                   \
-                        const T *restrict xr = x + at;                                          \
-                        T *dwk = dw + (k0 * g->k[1] + k1) * g->k[2];                            \
-                        for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                              \
-                            int64_t ofs = rg->ofs[k2], lo = rg->lo[k2], hi = rg->hi[k2], o = 0; \
-                            const T *restrict xs = xr + ofs;                                    \
-                            /* 8 independent partial sums: a vector of them, no reassociation   \
-                             * of one float sum needed. */                                      \
-                            T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, tail = 0;                      \
-                            if (s2 == 1)                                                        \
-                                for (o = lo; o + 8 <= hi; o += 8)                               \
-                                    for (int q = 0; q < 8; q++)                                 \
-                                        acc[q] += dr[o + q] * xs[o + q];                        \
-                            else                                                                \
-                                for (o = lo; o + 8 <= hi; o += 8)                               \
-                                    for (int q = 0; q < 8; q++)                                 \
-                                        acc[q] += dr[o + q] * xs[(o + q) * s2];                 \
-                            for (; o < hi; o++) tail += dr[o] * xs[o * s2];                  \
-                            dwk[k2] += ((acc[0] + acc[1]) + (acc[2] + acc[3])) +                \
-                                       ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;          \
-                        }                                                                       \
-                    }                                                                           \
-            }                                                                                   \
-    }                                                                                           \
-                                                                                                \
-    TGT static void bwd_dx_##SUF##_##ISA(const hg_dw_geom *g, const dw_ranges *rg, const T *dy,\
-                                         const T *w, T *dx)   \
-    {                                                                                           \
-        const int64_t O2 = g->out[2], s2 = g->s[2];                                             \
-        for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                              \
-            for (int64_t o1 = 0; o1 < g->out[1]; o1++) {                                        \
-                const T *restrict dr = dy + (o0 * g->out[1] + o1) * O2;                         \
-                for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                        \
-                    for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                  \
-                        int64_t at = dw_in_row(g, o0, o1, k0, k1);                              \
-                        if (at < 0) continue;                                                   \
-                        T *xr = dx + at;                                                        \
-                        const T *wk = w + (k0 * g->k[1] + k1) * g->k[2];                        \
-                        for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                              \
-                            const T wv = wk[k2];                                                \
-                            int64_t ofs = rg->ofs[k2], lo = rg->lo[k2], hi = rg->hi[k2];        \
-                            T *restrict xs = xr + ofs;                                          \
-                            if (s2 == 1)                                                        \
-                                for (int64_t o = lo; o < hi; o++) xs[o] += wv * dr[o];          \
-                            else                                                                \
-                                for (int64_t o = lo; o < hi; o++) xs[o * s2] += wv * dr[o];     \
-                        }                                                                       \
-                    }                                                                           \
-            }                                                                                   \
-    }
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DW_HAVE_X86 1
 #define TGT_AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -227,36 +73,68 @@ typedef struct dw_kernels_f64 {
     void (*dx)(const hg_dw_geom *, const dw_ranges *, const double *, const double *, double *);
 } dw_kernels_f64;
 
-#define DW_ISA_SETS(T, SUF)                                                                     \
-    DW_PLANES(T, SUF, base, )                                                                   \
-    DW_PLANES(T, SUF, avx2, TGT_AVX2)                                                           \
-    DW_PLANES(T, SUF, avx512, TGT_AVX512)                                                       \
-    static dw_kernels_##SUF pick_##SUF(void)                                                    \
-    {                                                                                           \
-        if (__builtin_cpu_supports("avx512f"))                                                  \
-            return (dw_kernels_##SUF){fwd_plane_##SUF##_avx512, bwd_dw_##SUF##_avx512,          \
-                                      bwd_dx_##SUF##_avx512};                                   \
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))                    \
-            return (dw_kernels_##SUF){fwd_plane_##SUF##_avx2, bwd_dw_##SUF##_avx2,              \
-                                      bwd_dx_##SUF##_avx2};                                     \
-        return (dw_kernels_##SUF){fwd_plane_##SUF##_base, bwd_dw_##SUF##_base,                  \
-                                  bwd_dx_##SUF##_base};                                         \
-    }
-#define DW_BASE_SET(T, SUF)                                                                     \
-    DW_PLANES(T, SUF, base, )                                                                   \
-    static dw_kernels_##SUF pick_##SUF(void)                                                    \
-    {                                                                                           \
-        return (dw_kernels_##SUF){fwd_plane_##SUF##_base, bwd_dw_##SUF##_base,                  \
-                                  bwd_dx_##SUF##_base};                                         \
-    }
+/* The planes of one element type: for each instruction set the CPU may have, T, NAME and TGT
+ * for depthwise_tmpl.h; then pick_<suffix>, the set this CPU runs. */
+#define DW_PICK(SUF, ISA)                                                                       \
+    return (dw_kernels_##SUF){fwd_plane_##SUF##_##ISA, bwd_dw_##SUF##_##ISA, bwd_dx_##SUF##_##ISA}
 
+#define T float
+#define TGT
+#define NAME(x) x##_f32_base
+#include "depthwise_tmpl.h"
+#undef TGT
+#undef NAME
 #ifdef DW_HAVE_X86
-DW_ISA_SETS(float, f32)
-DW_ISA_SETS(double, f64)
-#else
-DW_BASE_SET(float, f32)
-DW_BASE_SET(double, f64)
+#define TGT TGT_AVX2
+#define NAME(x) x##_f32_avx2
+#include "depthwise_tmpl.h"
+#undef TGT
+#undef NAME
+#define TGT TGT_AVX512
+#define NAME(x) x##_f32_avx512
+#include "depthwise_tmpl.h"
+#undef TGT
+#undef NAME
 #endif
+#undef T
+
+static dw_kernels_f32 pick_f32(void)
+{
+#ifdef DW_HAVE_X86
+    if (__builtin_cpu_supports("avx512f")) DW_PICK(f32, avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) DW_PICK(f32, avx2);
+#endif
+    DW_PICK(f32, base);
+}
+
+#define T double
+#define TGT
+#define NAME(x) x##_f64_base
+#include "depthwise_tmpl.h"
+#undef TGT
+#undef NAME
+#ifdef DW_HAVE_X86
+#define TGT TGT_AVX2
+#define NAME(x) x##_f64_avx2
+#include "depthwise_tmpl.h"
+#undef TGT
+#undef NAME
+#define TGT TGT_AVX512
+#define NAME(x) x##_f64_avx512
+#include "depthwise_tmpl.h"
+#undef TGT
+#undef NAME
+#endif
+#undef T
+
+static dw_kernels_f64 pick_f64(void)
+{
+#ifdef DW_HAVE_X86
+    if (__builtin_cpu_supports("avx512f")) DW_PICK(f64, avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) DW_PICK(f64, avx2);
+#endif
+    DW_PICK(f64, base);
+}
 
 /* Units per parallel chunk for units of `per` multiply-adds each. */
 static int64_t dw_grain(int64_t per)

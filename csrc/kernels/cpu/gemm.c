@@ -1,13 +1,13 @@
 /* Row-major GEMM (see gemm.h): products with one small side go to our own kernels
  * (gemm_small.h, vectorised per instruction set and chosen at run time), everything else to the
- * linked CBLAS. The only file that calls ?gemm / ?gemv. */
+ * linked CBLAS. The only file that calls ?gemm / ?gemv (through gemm_tmpl.h, the entry points'
+ * body, included once per element type). */
 #include "gemm.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../core/parallel.h"
 #include "blas.h"
@@ -232,178 +232,26 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 
 /* ---- the GEMM entry points ---------------------------------------------------------------- */
 
-#define GEMM_IMPL(T, SUFFIX, BLAS, GEMV, SMALL)                                                 \
-    /* One BLAS call on the calling thread (the BLAS runs single-threaded: see blas.h). */      \
-    static void blas_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,       \
-                              const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,   \
-                              int64_t ldc)                                                      \
-    {                                                                                           \
-        if (M == 1 || N == 1) {                                                                 \
-            /* A matrix-vector product (batch-1 Dense): gemv skips gemm's packing of the whole \
-             * matrix (gemm is 5-6x slower here on OpenBLAS 0.3.34). beta 0 must not keep NaN  \
-             * from a recycled output buffer, which some BLAS versions' gemv do. */            \
-            int64_t incy = M == 1 ? 1 : ldc;                                                    \
-            if (beta == 0)                                                                      \
-                for (int64_t i = 0; i < M + N - 1; i++) C[i * incy] = 0;                        \
-            if (M == 1) /* C^T = op(B)^T a, a = row of op(A) */                                 \
-                HG_CBLAS(GEMV)(CblasRowMajor, tb ? CblasNoTrans : CblasTrans,                   \
-                               (blasint)(tb ? N : K), (blasint)(tb ? K : N), alpha, B,          \
-                               (blasint)ldb, A, (blasint)(ta ? lda : 1), beta, C, 1);           \
-            else /* C = op(A) b, b = column of op(B) */                                         \
-                HG_CBLAS(GEMV)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,                   \
-                               (blasint)(ta ? K : M), (blasint)(ta ? M : K), alpha, A,          \
-                               (blasint)lda, B, (blasint)(tb ? 1 : ldb), beta, C,               \
-                               (blasint)ldc);                                                   \
-            return;                                                                             \
-        }                                                                                       \
-        HG_CBLAS(BLAS)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,                           \
-                       tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,      \
-                       alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);         \
-    }                                                                                           \
-                                                                                                \
-    typedef struct {                                                                            \
-        bool ta, tb, by_n;                                                                      \
-        int64_t M, N, K, lda, ldb, ldc, parts;                                                  \
-        T alpha, beta;                                                                          \
-        const T *A, *B;                                                                         \
-        T *C;                                                                                   \
-    } split_job_##SUFFIX;                                                                       \
-                                                                                                \
-    /* Parts [b, e) of a product split along the columns of C (by_n) or its rows. */            \
-    static void split_range_##SUFFIX(void *ctx, int64_t b, int64_t e)                           \
-    {                                                                                           \
-        const split_job_##SUFFIX *j = ctx;                                                      \
-        int64_t len = j->by_n ? j->N : j->M;                                                    \
-        for (int64_t p = b; p < e; p++) {                                                       \
-            /* Boundaries on multiples of 16 (whole cache lines of C); the last takes the rest */\
-            int64_t lo = len * p / j->parts / 16 * 16;                                          \
-            int64_t hi = p + 1 == j->parts ? len : len * (p + 1) / j->parts / 16 * 16;          \
-            if (hi <= lo) continue;                                                             \
-            if (j->by_n)                                                                        \
-                blas_##SUFFIX(j->ta, j->tb, j->M, hi - lo, j->K, j->alpha, j->A, j->lda,        \
-                              j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo,    \
-                              j->ldc);                                                          \
-            else                                                                                \
-                blas_##SUFFIX(j->ta, j->tb, hi - lo, j->N, j->K, j->alpha,                      \
-                              j->A + (j->ta ? lo : lo * j->lda), j->lda, j->B, j->ldb, j->beta, \
-                              j->C + lo * j->ldc, j->ldc);                                      \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    /* The BLAS runs on one thread; a product big enough to pay for it is split into one part   \
-     * per pool thread along the longer side of C, so that one pool serves every kernel (the    \
-     * BLAS's own threads spinning beside the pool's halve the speed of both on few cores). */  \
-    static void gemm_split_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, \
-                                    const T *A, int64_t lda, const T *B, int64_t ldb, T beta,   \
-                                    T *C, int64_t ldc)                                          \
-    {                                                                                           \
-        /* Also sets the BLAS to one thread before its first use (cheap after). */              \
-        int threads = hg_get_num_threads();                                                     \
-        double mnk = (double)M * (double)N * (double)K;                                         \
-        bool by_n = N >= M;                                                                     \
-        int64_t len = by_n ? N : M;                                                             \
-        int64_t parts = mnk < SPLIT_MNK ? 1 : threads;                                          \
-        if (parts > len / 32) parts = len / 32;                                                 \
-        if (parts < 2) {                                                                        \
-            blas_##SUFFIX(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                \
-            return;                                                                             \
-        }                                                                                       \
-        split_job_##SUFFIX j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts,                    \
-                                alpha, beta, A, B, C};                                          \
-        hg_parallel_for(parts, 1, split_range_##SUFFIX, &j);                                    \
-    }                                                                                           \
-                                                                                                \
-    void hg_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,           \
-                          const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,       \
-                          int64_t ldc)                                                          \
-    {                                                                                           \
-        if (M <= 0 || N <= 0) return;                                                           \
-        if (K <= 0 || alpha == 0) {                                                             \
-            /* The product is empty: C = beta * C, exact zeros for beta 0 (C may hold NaN). */  \
-            for (int64_t i = 0; i < M; i++) {                                                   \
-                T *c = C + i * ldc;                                                             \
-                if (beta == 0)                                                                  \
-                    for (int64_t j = 0; j < N; j++) c[j] = 0;                                   \
-                else if (beta != 1)                                                             \
-                    for (int64_t j = 0; j < N; j++) c[j] *= beta;                               \
-            }                                                                                   \
-            return;                                                                             \
-        }                                                                                       \
-        if (SMALL(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;                \
-        gemm_split_##SUFFIX(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);              \
-    }                                                                                           \
-                                                                                                \
-    typedef struct {                                                                            \
-        bool ta, tb;                                                                            \
-        int64_t M, N, K, lda, ldb, ldc, sa, sb, sc;                                             \
-        T alpha, beta;                                                                          \
-        const T *A, *B;                                                                         \
-        T *C;                                                                                   \
-    } batch_job_##SUFFIX;                                                                       \
-                                                                                                \
-    static void batch_range_##SUFFIX(void *ctx, int64_t begin, int64_t end)                     \
-    {                                                                                           \
-        const batch_job_##SUFFIX *j = ctx;                                                      \
-        for (int64_t i = begin; i < end; i++)                                                   \
-            hg_gemm_##SUFFIX(j->ta, j->tb, j->M, j->N, j->K, j->alpha, j->A + i * j->sa,         \
-                             j->lda, j->B + i * j->sb, j->ldb, j->beta, j->C + i * j->sc,       \
-                             j->ldc);                                                           \
-    }                                                                                           \
-                                                                                                \
-    void hg_gemm_batch_##SUFFIX(bool ta, bool tb, int64_t batch, int64_t M, int64_t N,          \
-                                int64_t K, T alpha, const T *A, int64_t lda, int64_t sa,        \
-                                const T *B, int64_t ldb, int64_t sb, T beta, T *C,              \
-                                int64_t ldc, int64_t sc)                                        \
-    {                                                                                           \
-        batch_job_##SUFFIX j = {ta, tb, M, N, K, lda, ldb, ldc, sa, sb, sc,                     \
-                                alpha, beta, A, B, C};                                          \
-        double mnk = (double)M * (double)N * (double)K;                                         \
-        if (batch > 1 && mnk < SPLIT_MNK) { /* else each product splits itself */            \
-            int64_t per = (int64_t)mnk > 0 ? (int64_t)mnk : 1;                                  \
-            hg_parallel_for(batch, (BATCH_GRAIN_WORK + per - 1) / per, batch_range_##SUFFIX,    \
-                            &j);                                                                \
-        } else {                                                                                \
-            batch_range_##SUFFIX(&j, 0, batch);                                                 \
-        }                                                                                       \
-    }
+#define T float
+#define NAME(x) x##_f32
+#define GEMM_BLAS HG_CBLAS(sgemm)
+#define GEMM_GEMV HG_CBLAS(sgemv)
+#define GEMM_SMALL small_f32
+#include "gemm_tmpl.h"
+#undef T
+#undef NAME
+#undef GEMM_BLAS
+#undef GEMM_GEMV
+#undef GEMM_SMALL
 
-GEMM_IMPL(float, f32, sgemm, sgemv, small_f32)
-GEMM_IMPL(double, f64, dgemm, dgemv, small_f64)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double hg_gemm_time_f32(int64_t samples, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                        float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        float beta, float *C, int64_t ldc)
-{
-    /* Samples of at least ~5 us each (a clock read costs tens of ns); the median, so that a
-     * sample the scheduler interrupted does not count. */
-    if (samples < 1) samples = 1;
-    double *t = malloc(sizeof(double) * (size_t)samples);
-    if (!t) return -1;
-    double t0 = now_s();
-    hg_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    double one = now_s() - t0;
-    int64_t group = one > 5e-6 ? 1 : (one < 5e-9 ? 1000 : (int64_t)(5e-6 / one) + 1);
-    for (int64_t s = 0; s < samples; s++) {
-        t0 = now_s();
-        for (int64_t r = 0; r < group; r++)
-            hg_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        t[s] = (now_s() - t0) / (double)group;
-    }
-    qsort(t, (size_t)samples, sizeof(double), cmp_double);
-    double med = t[samples / 2];
-    free(t);
-    return med;
-}
+#define T double
+#define NAME(x) x##_f64
+#define GEMM_BLAS HG_CBLAS(dgemm)
+#define GEMM_GEMV HG_CBLAS(dgemv)
+#define GEMM_SMALL small_f64
+#include "gemm_tmpl.h"
+#undef T
+#undef NAME
+#undef GEMM_BLAS
+#undef GEMM_GEMV
+#undef GEMM_SMALL

@@ -56,11 +56,4 @@ enum {
 int hg_gemm_kernel(void);
 int hg_gemm_set_kernel(int level);
 
-/* Median seconds per call of hg_gemm_f32 with these arguments over `samples` timed groups of
- * back-to-back calls (-1 when out of memory): lets benchmarks/bench_gemm.py time microsecond
- * products without Python's call overhead or the scheduler's interruptions. */
-double hg_gemm_time_f32(int64_t samples, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                        float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        float beta, float *C, int64_t ldc);
-
 #endif

@@ -1,5 +1,5 @@
 /* im2col / col2im over channel-first images, 3 spatial dims (1-D and 2-D callers set the leading
- * sizes to 1). Shared by Convolution (conv.c) and Deconvolution (resample.c), forward and backward.
+ * sizes to 1). Shared by Convolution (conv.c) and Deconvolution (deconv.c), forward and backward.
  *
  * For an image x[C, im0, im1, im2] and a grid of window positions out[3], the column matrix is
  *     col[(c, k0, k1, k2), (o0, o1, o2)] = x[c, o0*s0 - p0 + k0*d0, ...]   (0 outside the image)

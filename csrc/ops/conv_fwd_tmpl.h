@@ -1,0 +1,103 @@
+/* Convolution's forward (conv.c, "forward plan") for one element type, included once per type
+ * by conv.c, which defines before it:
+ *   T          the element type (float, double)
+ *   NAME(x)    x with the type's suffix (x##_f32): the names of the type's functions
+ * and the plan helpers it calls (fwd_plan, fwd_slots, is_depthwise, dw_geom). */
+
+typedef struct {
+    const hg_conv_geom *g;
+    conv_plan pl;
+    const T *x, *w, *b;
+    T *y, *ws;
+    int64_t nslots;
+} NAME(conv_job);
+
+/* Packed unit u = (images [n0, n1), group gi): one GEMM over their side-by-side columns
+ * into buf, then each image's rows (+ bias) to the output. */
+static void NAME(conv_pack)(const NAME(conv_job) *j, int64_t u, T *col)
+{
+    const hg_conv_geom *g = j->g;
+    const int64_t P = g->P, S = hg_conv_pack_cols(g), O2 = g->out[2], gi = u % g->G;
+    int64_t n0 = u / g->G * j->pl.nb, n1 = n0 + j->pl.nb < g->N ? n0 + j->pl.nb : g->N;
+    int64_t cols = (n1 - n0) * S;
+    T *buf = col + g->K * cols;
+    for (int64_t n = n0; n < n1; n++)
+        NAME(hg_conv_pack_im2col)(g, j->x + (n * g->C + gi * g->Cg) * g->I, col + (n - n0) * S,
+                             cols);
+    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,
+                     col, cols, 0, buf, cols);
+    const int64_t rs = hg_conv_is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t f = 0; f < g->Fg; f++) {
+            T *yr = j->y + (n * g->F + gi * g->Fg + f) * P;
+            const T *br = buf + f * cols + (n - n0) * S;
+            T bv = j->b ? j->b[gi * g->Fg + f] : 0;
+            for (int64_t r = 0; r < P / O2; r++, yr += O2, br += rs)
+                for (int64_t i = 0; i < O2; i++) yr[i] = br[i] + bv;
+        }
+}
+
+/* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */
+static void NAME(conv_unit)(const NAME(conv_job) *j, int64_t u, T *col)
+{
+    const hg_conv_geom *g = j->g;
+    if (j->pl.nb > 1) {
+        NAME(conv_pack)(j, u, col);
+        return;
+    }
+    const int64_t O2 = g->out[2], R = g->out[0] * g->out[1];
+    int64_t tile = u % j->pl.ntiles, ng = u / j->pl.ntiles, gi = ng % g->G, n = ng / g->G;
+    int64_t r0 = tile * j->pl.rows, r1 = r0 + j->pl.rows < R ? r0 + j->pl.rows : R;
+    int64_t cols = (r1 - r0) * O2;
+    T *y = j->y + (n * g->F + gi * g->Fg) * g->P + r0 * O2;
+    if (j->b)
+        for (int64_t f = 0; f < g->Fg; f++) {
+            T bv = j->b[gi * g->Fg + f], *yr = y + f * g->P;
+            for (int64_t i = 0; i < cols; i++) yr[i] = bv;
+        }
+    const T *x = j->x + (n * g->C + gi * g->Cg) * g->I, *src = x + r0 * O2;
+    int64_t ld = g->P;
+    if (col) {
+        const hg_im2col_geom cg = hg_conv_col_geom(g);
+        if (j->pl.whole) /* split over channels on the pool */
+            NAME(hg_im2col)(&cg, x, col);
+        else
+            NAME(hg_im2col_rows)(&cg, x, r0, r1, col, cols);
+        src = col;
+        ld = cols;
+    }
+    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,
+                     src, ld, j->b ? 1 : 0, y, g->P);
+}
+
+/* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */
+static void NAME(conv_slots)(void *ctx, int64_t begin, int64_t end)
+{
+    const NAME(conv_job) *j = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        T *col = j->pl.col_e ? j->ws + t * j->pl.col_e : NULL;
+        int64_t u0 = j->pl.units * t / j->nslots, u1 = j->pl.units * (t + 1) / j->nslots;
+        for (int64_t u = u0; u < u1; u++) NAME(conv_unit)(j, u, col);
+    }
+}
+
+static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x,
+                          const T *w, const T *b, T *y)
+{
+    if (is_depthwise(g)) {
+        const hg_dw_geom dg = dw_geom(g);
+        NAME(hg_depthwise_fwd)(&dg, x, w, b, y);
+        return;
+    }
+    conv_plan pl = fwd_plan(g, sizeof(T));
+    int64_t nslots = fwd_slots(g, &pl);
+    /* Never more slots than the workspace holds (the thread count could have changed). */
+    if (pl.col_e && (size_t)nslots * sizeof(T) * (size_t)pl.col_e > ctx->workspace_bytes)
+        nslots = (int64_t)(ctx->workspace_bytes / (sizeof(T) * (size_t)pl.col_e));
+    if (nslots < 1) nslots = 1;
+    NAME(conv_job) j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots};
+    if (nslots > 1)
+        hg_parallel_for(nslots, 1, NAME(conv_slots), &j);
+    else
+        NAME(conv_slots)(&j, 0, 1);
+}
