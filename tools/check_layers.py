@@ -5,9 +5,8 @@
                                formats (beside graph)
 
 A folder may include the headers of, and call the functions of, itself and the layers below it;
-the public headers (csrc/include/) are open to all. Two edges are sanctioned, and only these:
-ops include graph/grad.h and call its builder (hg_g_*) to write gradient rules (DESIGN.md), and
-core/registry.c names each family's table hg_ops_<family> (data: the family list).
+the public headers (csrc/include/) are open to all. One edge is sanctioned, and only this one:
+ops include graph/grad.h and call its builder (hg_g_*) to write gradient rules (DESIGN.md).
 
 Two scans:
 - includes: every `#include "..."` line under csrc/, resolved as the compiler does (the file's
@@ -50,13 +49,11 @@ def layer_of(rel):
 
 
 def sanctioned(src_rel, dst_layer, what):
-    """The two sanctioned exceptions. `what` is ('include', 'graph/grad.h') or ('symbol', name)."""
+    """The sanctioned exception. `what` is ('include', 'graph/grad.h') or ('symbol', name)."""
     src_layer = layer_of(src_rel)
     kind, name = what
     if src_layer == 'ops' and dst_layer == 'graph':
         return name == 'graph/grad.h' if kind == 'include' else name.startswith('hg_g_')
-    if src_rel == 'core/registry.c' and dst_layer == 'ops':
-        return kind == 'symbol' and name.startswith('hg_ops_')
     return False
 
 

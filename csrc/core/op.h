@@ -1,7 +1,7 @@
 /* The operator definition: everything about one op lives in one hg_op_def in csrc/ops/.
  *
  * A family file (csrc/ops/<family>.c) defines `const hg_op_def hg_ops_<family>[]`, terminated by
- * an entry with name == NULL, and registry.c lists the families. Nothing else names an op.
+ * an entry with name == NULL, and ops/families.c lists the families. Nothing else names an op.
  *
  * Attributes: an op declares a schema (hg_attr_spec[]); values are parsed once into hg_attrs,
  * indexed by schema position, so a kernel reads `a->v[K_AXIS].i` without any string handling.
@@ -132,7 +132,9 @@ static inline bool hg_op_mutates_input(const hg_op_def *op, int i)
     return i >= 0 && i < 32 && ((op->mutate_inputs >> i) & 1u);
 }
 
-/* Registry. */
+/* Registry. The ops layer installs its family list (NULL-terminated tables of definitions,
+ * each ended by name == NULL) at load time, before the first lookup (ops/families.c). */
+void hg_registry_install_families(const hg_op_def *const *families);
 const hg_op_def *hg_registry_find(const char *name);
 int hg_registry_count(void);
 const hg_op_def *hg_registry_at(int i);

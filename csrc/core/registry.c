@@ -1,4 +1,4 @@
-/* The op registry: lists the op families and indexes them by name and alias.
+/* The op registry: indexes the op families (ops/families.c) by name and alias.
  * Built once, on first use, under pthread_once; read-only afterwards (so lock-free to read).
  * Every definition is validated as it is registered (hg_op_def_validate): a schema that cannot
  * work is a bug in an op file, reported on stderr and by hg_registry_check(), which the Python
@@ -10,18 +10,11 @@
 
 #include "core/op.h"
 
-/* Every op family. Adding a family means adding one line here; adding an op to a family means
- * nothing here at all. The references are strong: a family listed here and not linked is a link
- * error, never a silently missing family. This list is the one place core names the ops layer
- * (docs/layers.md): data it indexes, no call. */
-#define HG_FAMILIES(X)                                                                          \
-    X(elemwise_unary) X(elemwise_binary) X(reduce) X(matrix) X(shape) X(slicing) X(indexing)   \
-    X(nn_basic) X(creation) X(random) X(sort) X(nn_train) X(conv) X(pool) X(cast) X(resample)   \
-    X(deconv) X(norm) X(grad_util) X(optimizer) X(reduce_grad) X(ctc)
+/* The op families, installed by the ops layer at load time (ops/families.c): core names no
+ * op. NULL until installed; hg_registry_check reports a registry built without them. */
+static const hg_op_def *const *g_families;
 
-#define DECLARE(f) extern const hg_op_def hg_ops_##f[];
-HG_FAMILIES(DECLARE)
-#undef DECLARE
+void hg_registry_install_families(const hg_op_def *const *families) { g_families = families; }
 
 #define MAX_OPS 1024
 #define TABLE 4096 /* hash slots for names and aliases; power of two */
@@ -99,9 +92,11 @@ static void add_family(const hg_op_def *fam)
 
 static void build(void)
 {
-#define ADD(f) add_family(hg_ops_##f);
-    HG_FAMILIES(ADD)
-#undef ADD
+    if (!g_families) {
+        snprintf(g_invalid, sizeof g_invalid, "no op families are installed (ops/families.c)");
+        return;
+    }
+    for (const hg_op_def *const *fam = g_families; *fam; fam++) add_family(*fam);
     for (int i = 0; i < g_count; i++) {
         if (hg_op_def_validate(g_ops[i]) != HG_OK) {
             if (!g_invalid[0]) {
