@@ -1,8 +1,7 @@
 /* IEEE half <-> float conversions as static inline functions (round to nearest even, NaN kept
  * quiet), so that loops converting whole arrays (float16 ops computed in float32) inline them,
  * and the array helpers the ops share. Header-only; thread-safe, no allocation.
- * The scalar bodies are those of hg_half_to_float / hg_float_to_half in tensor.c, which can
- * become one-line wrappers of these. */
+ * hg_half_to_float / hg_float_to_half (tensor.c, the exported forms) wrap these. */
 #ifndef HG_CORE_HALF_H
 #define HG_CORE_HALF_H
 

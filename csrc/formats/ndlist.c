@@ -1,7 +1,7 @@
 /* MXNet's NDArray-list format (.params): a bounds-checked reader over a file or a memory buffer
  * and a writer to a crash-safe temporary file or an exactly sized memory buffer.
  *
- * Layout (MXNET_COMPAT.md section 2), little-endian:
+ * Layout (MXNet 1.x's NDArray::Save / Load), little-endian:
  *   u64 0x112 | u64 0 | u64 N | N records | u64 K (0 or N) | K x (u64 len, len bytes)
  *   V2 record: u32 0xF993FAC9 | i32 stype | i32 ndim, ndim x i64 | i32 dev_type | i32 dev_id |
  *              i32 type_flag | data

@@ -159,6 +159,12 @@ static int resolve(binop *b)
         hgpy_raise(hg_error(HG_ERR_INTERNAL, "operator %s is not registered", b->array));
         return -1;
     }
+    /* binary() writes the scalar into attribute slot 0 without a lookup per call. */
+    if (hg_attr_index(b->op_scalar, "scalar") != 0 || hg_attr_index(b->op_rscalar, "scalar") != 0) {
+        b->op_array = NULL;
+        hgpy_raise(hg_error(HG_ERR_INTERNAL, "%s: attribute 0 is not 'scalar'", b->scalar));
+        return -1;
+    }
     return 0;
 }
 
