@@ -11,7 +11,6 @@ Settings (environment variables):
 import glob
 import os
 import shutil
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
