@@ -11,7 +11,6 @@ Settings (environment variables):
 import glob
 import os
 import shutil
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
@@ -23,6 +22,7 @@ CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
                       glob.glob('csrc/graph/*.c') + glob.glob('csrc/exec/*.c') +
                       glob.glob('csrc/autograd/*.c') + glob.glob('csrc/predict/*.c'))
 PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
+EXPORTS = 'csrc/exports.map'
 
 
 def _flag(name):
@@ -128,10 +128,16 @@ class BuildExt(build_ext):
         os.makedirs(libdir, exist_ok=True)
         link = ['-Wl,-rpath,' + r for r in rpaths] + ['-Wl,-soname,libhybridgluon.so', '-lm',
                                                      '-lpthread']
+        # Only the symbols csrc/exports.map lists are exported (the public C API and what
+        # _core needs; tools/exports.py generates it); every internal one stays local.
+        link.append('-Wl,--version-script=' + EXPORTS)
+        out = os.path.join(libdir, 'libhybridgluon.so')
+        if os.path.exists(out) and os.path.getmtime(out) < os.path.getmtime(EXPORTS):
+            os.remove(out)  # distutils relinks only when an object is newer than the library
         if _sanitizer():
             link.append('-fsanitize=' + _sanitizer())
         cc.link_shared_object(
-            objs, os.path.join(libdir, 'libhybridgluon.so'), libraries=libs,
+            objs, out, libraries=libs,
             library_dirs=libdirs, extra_postargs=link)
         shutil.copytree('csrc/include/hybridgluon', os.path.join(pkg, 'include', 'hybridgluon'),
                         dirs_exist_ok=True)

@@ -77,8 +77,8 @@ def run(quick=False):
     for k, t in tr.items():  # forward + data gradient + weight gradient: 3 products that size
         lines.append('| %s, forward + backward (data, weight, bias) | %s | %.1f | %.0f%% |'
                      % (k, fmt_time(t), 3 * FLOPS / t / 1e9, 100.0 * 3 * ref / t))
-    lines += ['', 'Target: our convolution >= 70%% of our better sgemm (%.1f GFLOP/s): mx.nd.Convolution %.0f%%, '
-              'hybridized nn.Conv2D %.0f%%.' % (
+    lines += ['', 'Target: our convolution >= 70%% of our better sgemm (%.1f GFLOP/s): '
+              'mx.nd.Convolution %.0f%%, hybridized nn.Conv2D %.0f%%.' % (
                   peak / 1e9, 100.0 * ref / res['hybridgluon mx.nd.Convolution'],
                   100.0 * ref / res['hybridgluon nn.Conv2D hybridized'])]
     return '\n'.join(lines)

@@ -67,7 +67,8 @@ ROWS = []
 
 
 def table(title, rows, peers, ours='hybridgluon'):
-    """rows: [(label, {peer: seconds}, note)]. Ratios are peer time / our time (>1: we are faster)."""
+    """rows: [(label, {peer: seconds}, note)]. Ratios are peer time / our time (>1: we are
+    faster)."""
     ROWS.extend((title, label, res, ours) for label, res, _ in rows)
     others = [p for p in peers if p != ours]
     head = '| benchmark | ' + ' | '.join(peers) + ' | ' + ' | '.join(
