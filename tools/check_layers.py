@@ -111,6 +111,12 @@ def check_includes(csrc):
         for n, written, target in includes(csrc, rel):
             if target is None:
                 continue
+            # One spelling: the path from csrc/ ("core/op.h"), or from csrc/include/ for the
+            # public headers ("hybridgluon/predict.h"); never relative to the including file.
+            canonical = target[len(PUBLIC) + 1:] if layer_of(target) == PUBLIC else target
+            if written != canonical:
+                problems.append('csrc/%s:%d: #include "%s": spell it "%s"'
+                                % (rel, n, written, canonical))
             dst = layer_of(target)
             if not allowed(rel, dst, ('include', target)):
                 problems.append('csrc/%s:%d: #include "%s": %s'

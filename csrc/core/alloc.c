@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "env.h"
-#include "tensor.h"
+#include "core/env.h"
+#include "core/tensor.h"
 
 #define HG_ALIGN 64
 #define NUM_CLASSES 48           /* classes cover 64 B .. 2^26 B with 2 classes per power of 2 */

@@ -1,5 +1,5 @@
 /* Thread-local error message storage and formatting helpers. */
-#include "error.h"
+#include "core/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * function on converted tiles. Also the shared shape rules and helpers for shape rules. */
 #include <string.h>
 
-#include "op.h"
-#include "parallel.h"
+#include "core/op.h"
+#include "core/parallel.h"
 
 #define HALF_TILE 512
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "core/op.h"
 
 int hg_op_num_inputs(const hg_op_def *op, const hg_attrs *a)
 {

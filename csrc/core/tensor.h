@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "hybridgluon/hybridgluon.h"
 
 typedef struct hg_storage {

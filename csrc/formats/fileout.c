@@ -1,6 +1,6 @@
 /* Crash-safe replacement of a file (see fileout.h): a temporary file beside the target, written,
  * fsync()ed, then rename()d over it. POSIX only, like the rest of the file I/O. */
-#include "fileout.h"
+#include "formats/fileout.h"
 
 #include <errno.h>
 #include <fcntl.h>

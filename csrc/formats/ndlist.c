@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "core/tensor.h"
-#include "fileout.h"
+#include "formats/fileout.h"
 
 #define LIST_MAGIC 0x112ULL
 #define REC_V1 0xF993FAC8u /* i64 dims, no storage type */

@@ -1,6 +1,6 @@
 /* JSON reader and string buffer. The reader is recursive descent with a depth limit of 64, so
  * deeply nested input is an error rather than a stack overflow. */
-#include "json.h"
+#include "graph/json.h"
 
 #include <stdarg.h>
 #include <stdio.h>

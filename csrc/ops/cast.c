@@ -4,9 +4,9 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -19,15 +19,15 @@
  */
 #include <string.h>
 
-#include "../core/half.h"
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "../kernels/cpu/depthwise.h"
-#include "../kernels/cpu/gemm.h"
-#include "../kernels/cpu/im2col.h"
-#include "../kernels/cpu/winograd.h"
-#include "conv_common.h"
+#include "core/half.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "kernels/cpu/depthwise.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/im2col.h"
+#include "kernels/cpu/winograd.h"
+#include "ops/conv_common.h"
 
 enum {
     K_KERNEL, K_STRIDE, K_DILATE, K_PAD, K_NUM_FILTER, K_NUM_GROUP, K_WORKSPACE, K_NO_BIAS,
@@ -364,13 +364,13 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 
 #define T float
 #define NAME(x) x##_f32
-#include "conv_fwd_tmpl.h"
+#include "ops/conv_fwd_tmpl.h"
 #undef T
 #undef NAME
 
 #define T double
 #define NAME(x) x##_f64
-#include "conv_fwd_tmpl.h"
+#include "ops/conv_fwd_tmpl.h"
 #undef T
 #undef NAME
 

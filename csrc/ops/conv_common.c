@@ -1,12 +1,12 @@
 /* What Convolution and Deconvolution share (see conv_common.h): shape-free attribute checks,
  * the packed im2col and the backward, whose body is conv_bw_tmpl.h, included once per type. */
-#include "conv_common.h"
+#include "ops/conv_common.h"
 
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "../kernels/cpu/gemm.h"
-#include "../kernels/cpu/im2col.h"
+#include "core/parallel.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/im2col.h"
 
 const char *const hg_conv_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
 const char *const hg_conv_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
@@ -74,12 +74,12 @@ int64_t hg_conv_bw_area(const hg_conv_geom *g, const hg_conv_bw_plan *pl, bool g
 
 #define T float
 #define NAME(x) x##_f32
-#include "conv_bw_tmpl.h"
+#include "ops/conv_bw_tmpl.h"
 #undef T
 #undef NAME
 
 #define T double
 #define NAME(x) x##_f64
-#include "conv_bw_tmpl.h"
+#include "ops/conv_bw_tmpl.h"
 #undef T
 #undef NAME

@@ -13,8 +13,8 @@
 #ifndef HG_OPS_CONV_COMMON_H
 #define HG_OPS_CONV_COMMON_H
 
-#include "../core/op.h"
-#include "../kernels/cpu/im2col.h"
+#include "core/op.h"
+#include "kernels/cpu/im2col.h"
 
 enum { HG_LAYOUT_NCW, HG_LAYOUT_NCHW, HG_LAYOUT_NCDHW, HG_LAYOUT_NHWC, HG_LAYOUT_NDHWC };
 

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
+#include "core/op.h"
+#include "core/parallel.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers

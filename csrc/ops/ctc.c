@@ -17,8 +17,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "../graph/grad.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
 
 enum { CTC_USE_DATA_LEN, CTC_USE_LABEL_LEN, CTC_BLANK, CTC_NATTRS };
 enum { BLANK_FIRST, BLANK_LAST, BLANK_NCHOICES };

@@ -12,12 +12,12 @@
  */
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "../kernels/cpu/gemm.h"
-#include "../kernels/cpu/im2col.h"
-#include "conv_common.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/im2col.h"
+#include "ops/conv_common.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t)
 {
@@ -266,13 +266,13 @@ static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 
 #define T float
 #define NAME(x) x##_f32
-#include "deconv_fwd_tmpl.h"
+#include "ops/deconv_fwd_tmpl.h"
 #undef T
 #undef NAME
 
 #define T double
 #define NAME(x) x##_f64
-#include "deconv_fwd_tmpl.h"
+#include "ops/deconv_fwd_tmpl.h"
 #undef T
 #undef NAME
 

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "ew.h"
-#include "ops_util.h"
+#include "core/parallel.h"
+#include "ops/ew.h"
+#include "ops/ops_util.h"
 
 /* Python-style modulo (result takes the divisor's sign); 0 when dividing by 0, as MXNet. */
 static inline double fmod_py(double l, double r)

@@ -4,8 +4,8 @@
  * ops (gradient and output, or input for softsign); the other rules compose registered ops. */
 #include <tgmath.h>
 
-#include "ew.h"
-#include "../kernels/cpu/vmath.h"
+#include "ops/ew.h"
+#include "kernels/cpu/vmath.h"
 
 #define F(NAME, EXPR) HG_EW_FLOAT(HG_EW_UNARY, NAME, EXPR)
 #define A(NAME, EXPR) HG_EW_ALL(HG_EW_UNARY, NAME, EXPR)

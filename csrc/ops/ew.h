@@ -14,8 +14,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../core/op.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "graph/grad.h"
 
 /* Schema positions of the _*_scalar ops (k_scalar_attrs in elemwise_binary.c). */
 enum { SC_SCALAR, SC_IS_INT, SC_NATTRS };

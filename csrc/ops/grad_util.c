@@ -2,8 +2,8 @@
  * down to the shape of `like`, NumPy broadcasting rules in reverse). */
 #include <string.h>
 
-#include "../core/op.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "graph/grad.h"
 
 static hg_status sum_like_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)

@@ -11,10 +11,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "ew.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "ops_util.h"
+#include "ops/ew.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "ops/ops_util.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers

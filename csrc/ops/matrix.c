@@ -16,11 +16,11 @@
  */
 #include <string.h>
 
-#include "../core/half.h"
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "../kernels/cpu/gemm.h"
+#include "core/half.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "kernels/cpu/gemm.h"
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
 

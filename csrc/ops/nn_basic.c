@@ -10,12 +10,12 @@
 #include <string.h>
 #include <tgmath.h>
 
-#include "../kernels/cpu/vmath.h"
-#include "../core/parallel.h"
-#include "../core/rng.h"
-#include "../graph/grad.h"
-#include "ew.h"
-#include "ops_util.h"
+#include "kernels/cpu/vmath.h"
+#include "core/parallel.h"
+#include "core/rng.h"
+#include "graph/grad.h"
+#include "ops/ew.h"
+#include "ops/ops_util.h"
 
 typedef uint16_t f16;
 

@@ -21,11 +21,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "../core/rng.h"
-#include "../graph/grad.h"
-#include "ew.h"
-#include "ops_util.h"
+#include "core/parallel.h"
+#include "core/rng.h"
+#include "graph/grad.h"
+#include "ops/ew.h"
+#include "ops/ops_util.h"
 
 typedef uint16_t f16;
 

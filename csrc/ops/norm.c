@@ -30,9 +30,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
 
 enum { BN_EPS, BN_MOMENTUM, BN_FIX_GAMMA, BN_USE_GLOBAL, BN_OUTPUT_MEAN_VAR, BN_AXIS, BN_CUDNN_OFF,
        BN_MIN_CALIB, BN_MAX_CALIB, BN_NATTRS };

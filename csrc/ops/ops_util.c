@@ -1,8 +1,8 @@
 /* Helpers shared by the op families (see ops_util.h). */
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "ops_util.h"
+#include "core/parallel.h"
+#include "ops/ops_util.h"
 
 typedef struct {
     char *p;

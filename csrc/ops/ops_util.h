@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/op.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "graph/grad.h"
 
 static inline int64_t hg_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 

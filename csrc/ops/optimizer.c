@@ -13,9 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "ew.h"
-#include "ops_util.h"
+#include "core/parallel.h"
+#include "ops/ew.h"
+#include "ops/ops_util.h"
 
 #define OPT_MAX_IN 6
 #define OPT_GRAIN (HG_GRAIN_ELEMWISE / 4) /* ~20 flops and a square root per element */

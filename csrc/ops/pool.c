@@ -17,9 +17,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
 
 typedef uint16_t f16;
 

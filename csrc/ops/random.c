@@ -10,9 +10,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../core/rng.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "core/rng.h"
 
 #define RNG_CHUNK 4096
 

@@ -32,9 +32,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "reduce.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "ops/reduce.h"
 
 #define TILE 1024     /* elements converted at a time; accumulators per column chunk */
 #define LANES 8       /* independent accumulators of a contiguous (inner == 1) reduction */

@@ -4,7 +4,7 @@
 #ifndef HG_OPS_REDUCE_H
 #define HG_OPS_REDUCE_H
 
-#include "../core/op.h"
+#include "core/op.h"
 
 /* Schema positions, the same for a reduction and its gradient op: the axes ops (sum, mean, prod,
  * nansum, nanprod, max, min) share one schema, norm has its own. */

@@ -16,9 +16,9 @@
  */
 #include <string.h>
 
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "reduce.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "ops/reduce.h"
 
 #define TILE 1024
 

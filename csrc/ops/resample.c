@@ -8,9 +8,9 @@
  */
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t)
 {

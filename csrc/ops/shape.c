@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "../kernels/cpu/strided_copy.h"
-#include "ops_util.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "kernels/cpu/strided_copy.h"
+#include "ops/ops_util.h"
 
 #define SMAX HG_STRIDED_MAX_DIMS
 #define COPY_GRAIN_BYTES (1 << 18)

@@ -20,10 +20,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "../core/op.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
-#include "ops_util.h"
+#include "core/op.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
+#include "ops/ops_util.h"
 
 #define NONE INT64_MIN /* a tuple entry given as None */
 #define COPY_CHUNK 32768 /* elements per work item when a row is cut for the thread pool */

@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ew.h"
-#include "../core/parallel.h"
-#include "../graph/grad.h"
+#include "ops/ew.h"
+#include "core/parallel.h"
+#include "graph/grad.h"
 
 #define RUN 24 /* insertion-sorted run length before merging */
 

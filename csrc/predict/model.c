@@ -1,7 +1,7 @@
 /* Loading a predictor's model: the symbol from JSON, the parameters matched to the graph's
  * variables by name ("arg:w", "aux:w" or "w"), the data input specs checked. Everything read
  * from the caller or a file is validated here, before a plan sees it. */
-#include "model.h"
+#include "predict/model.h"
 
 #include <errno.h>
 #include <stdio.h>

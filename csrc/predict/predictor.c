@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "exec/plan.h"
-#include "model.h"
+#include "predict/model.h"
 
 struct hg_predictor {
     hg_pmodel *model;   /* one reference */

@@ -1,6 +1,6 @@
 /* The autograd functions of _core (autograd/autograd.h): recording and training flags,
  * variables, backward and grad, detach, get_symbol. hybridgluon/autograd.py wraps them. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* _core.CachedOp: a plan over a symbol, called with NDArrays (what hybridize() builds), plus
  * shape/dtype inference for Symbol.infer_shape and Gluon's deferred initialisation. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdlib.h>
 

@@ -6,7 +6,7 @@
  * The GIL is released around file I/O and parsing; the tensors and name strings used meanwhile
  * are pinned (retained / referenced) first, so other Python threads cannot free them.
  */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <limits.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* _core.Symbol: the C symbol (graph/symbol.h) as a Python object, plus module functions to
  * build symbols (variables, op applications, groups) and to read and write MXNet JSON. The
  * Python class hybridgluon.symbol.Symbol derives from it and adds the MXNet API. */
-#include "binding.h"
+#include "python/binding.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -24,9 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "hybridgluon.h"
-#include "ndlist.h"
-#include "predict.h"
+#include "hybridgluon/hybridgluon.h"
+#include "hybridgluon/ndlist.h"
+#include "hybridgluon/predict.h"
 
 namespace hybridgluon {
 

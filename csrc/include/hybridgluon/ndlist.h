@@ -28,7 +28,7 @@
 #ifndef HYBRIDGLUON_NDLIST_H
 #define HYBRIDGLUON_NDLIST_H
 
-#include "hybridgluon.h"
+#include "hybridgluon/hybridgluon.h"
 
 #ifdef __cplusplus
 extern "C" {

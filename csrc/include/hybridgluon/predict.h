@@ -35,7 +35,7 @@
 #ifndef HYBRIDGLUON_PREDICT_H
 #define HYBRIDGLUON_PREDICT_H
 
-#include "hybridgluon.h"
+#include "hybridgluon/hybridgluon.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,12 +5,12 @@
  * set (AVX-512, AVX2+FMA, baseline) through function attributes and picked at run time, as the
  * small-side GEMM kernels are: depthwise_tmpl.h holds them, included once per element type and
  * instruction set. */
-#include "depthwise.h"
+#include "kernels/cpu/depthwise.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-#include "../../core/parallel.h"
+#include "core/parallel.h"
 
 /* Positions o in [0, n) whose input index o*s + ofs lies in [0, size). */
 static inline void dw_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t *lo,
@@ -81,18 +81,18 @@ typedef struct dw_kernels_f64 {
 #define T float
 #define TGT
 #define NAME(x) x##_f32_base
-#include "depthwise_tmpl.h"
+#include "kernels/cpu/depthwise_tmpl.h"
 #undef TGT
 #undef NAME
 #ifdef DW_HAVE_X86
 #define TGT TGT_AVX2
 #define NAME(x) x##_f32_avx2
-#include "depthwise_tmpl.h"
+#include "kernels/cpu/depthwise_tmpl.h"
 #undef TGT
 #undef NAME
 #define TGT TGT_AVX512
 #define NAME(x) x##_f32_avx512
-#include "depthwise_tmpl.h"
+#include "kernels/cpu/depthwise_tmpl.h"
 #undef TGT
 #undef NAME
 #endif
@@ -110,18 +110,18 @@ static dw_kernels_f32 pick_f32(void)
 #define T double
 #define TGT
 #define NAME(x) x##_f64_base
-#include "depthwise_tmpl.h"
+#include "kernels/cpu/depthwise_tmpl.h"
 #undef TGT
 #undef NAME
 #ifdef DW_HAVE_X86
 #define TGT TGT_AVX2
 #define NAME(x) x##_f64_avx2
-#include "depthwise_tmpl.h"
+#include "kernels/cpu/depthwise_tmpl.h"
 #undef TGT
 #undef NAME
 #define TGT TGT_AVX512
 #define NAME(x) x##_f64_avx512
-#include "depthwise_tmpl.h"
+#include "kernels/cpu/depthwise_tmpl.h"
 #undef TGT
 #undef NAME
 #endif

@@ -2,16 +2,16 @@
  * (gemm_small.h, vectorised per instruction set and chosen at run time), everything else to the
  * linked CBLAS. The only file that calls ?gemm / ?gemv (through gemm_tmpl.h, the entry points'
  * body, included once per element type). */
-#include "gemm.h"
+#include "kernels/cpu/gemm.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/parallel.h"
-#include "blas.h"
-#include "gemm_small.h"
+#include "core/parallel.h"
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/gemm_small.h"
 #include "hybridgluon/hybridgluon.h"
 
 /* Multiply-adds per chunk of a batched loop below which splitting over threads does not pay. */
@@ -237,7 +237,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_BLAS HG_CBLAS(sgemm)
 #define GEMM_GEMV HG_CBLAS(sgemv)
 #define GEMM_SMALL small_f32
-#include "gemm_tmpl.h"
+#include "kernels/cpu/gemm_tmpl.h"
 #undef T
 #undef NAME
 #undef GEMM_BLAS
@@ -249,7 +249,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_BLAS HG_CBLAS(dgemm)
 #define GEMM_GEMV HG_CBLAS(dgemv)
 #define GEMM_SMALL small_f64
-#include "gemm_tmpl.h"
+#include "kernels/cpu/gemm_tmpl.h"
 #undef T
 #undef NAME
 #undef GEMM_BLAS

@@ -1,7 +1,7 @@
 /* The small-side GEMM kernels (gemm_small.h) for AVX2 with FMA: 8 lanes, maskload/maskstore for
  * the tails. Compiled for that set through function attributes (the build targets baseline
  * x86-64); gemm.c calls them only when the CPU reports avx2 and fma. */
-#include "gemm_small.h"
+#include "kernels/cpu/gemm_small.h"
 
 #ifdef HG_GEMM_HAVE_X86
 #include <immintrin.h>
@@ -51,7 +51,7 @@ static inline HG_TGT void v_hsum4(vf a, vf b, vf c, vf d, float *out)
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
 }
 
-#include "gemm_small_tmpl.h"
+#include "kernels/cpu/gemm_small_tmpl.h"
 #else
 typedef int hg_gemm_avx2_unused; /* not an x86-64 GCC build: the kernels do not exist */
 #endif

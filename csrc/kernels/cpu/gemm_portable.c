@@ -3,7 +3,7 @@
  * CPU has neither AVX2+FMA nor AVX-512F, and the reference the tests compare the others with. */
 #include <string.h>
 
-#include "gemm_small.h"
+#include "kernels/cpu/gemm_small.h"
 
 #define HG_TGT
 #define KNAME(x) x##_portable
@@ -42,4 +42,4 @@ static inline void v_hsum4(vf a, vf b, vf c, vf d, float *out)
     out[3] = v_hsum(d);
 }
 
-#include "gemm_small_tmpl.h"
+#include "kernels/cpu/gemm_small_tmpl.h"

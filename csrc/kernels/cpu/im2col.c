@@ -2,11 +2,11 @@
  * (o0, o1) at a time: along the last axis the in-image range of positions [lo, hi) is computed
  * once per kernel offset, so the inner loops carry no bounds checks (and stride 1 is a memcpy /
  * a contiguous add). The kernels' body is im2col_tmpl.h, included once per element type. */
-#include "im2col.h"
+#include "kernels/cpu/im2col.h"
 
 #include <string.h>
 
-#include "../../core/parallel.h"
+#include "core/parallel.h"
 
 /* Positions o in [0, n) of the grid whose image index o*s + ofs lies in [0, size). */
 static void inner_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t *lo,
@@ -22,12 +22,12 @@ static void inner_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t
 
 #define T float
 #define NAME(x) x##_f32
-#include "im2col_tmpl.h"
+#include "kernels/cpu/im2col_tmpl.h"
 #undef T
 #undef NAME
 
 #define T double
 #define NAME(x) x##_f64
-#include "im2col_tmpl.h"
+#include "kernels/cpu/im2col_tmpl.h"
 #undef T
 #undef NAME

@@ -2,11 +2,11 @@
  * (csrc/ops/shape.c). The copy merges dims the input walks as one, then runs rows of memcpy /
  * fill / gather, or cache-blocked tiles when the input's unit-stride dim is not the output's
  * inner dim (any transpose). Elements move as raw words of their size, so every dtype works. */
-#include "strided_copy.h"
+#include "kernels/cpu/strided_copy.h"
 
 #include <string.h>
 
-#include "../../core/parallel.h"
+#include "core/parallel.h"
 
 #define COPY_GRAIN_BYTES (1 << 18)
 

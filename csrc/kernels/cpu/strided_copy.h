@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../core/tensor.h"
+#include "core/tensor.h"
 
 #define HG_STRIDED_MAX_DIMS (2 * HG_MAX_NDIM + 2) /* tile doubles the rank */
 

@@ -11,7 +11,7 @@
  * their second operand when either is NaN, and x is passed second. The portable version
  * clamps on the float bit patterns as integers, since float vector compares make GCC fall back
  * to scalar branches under the default -ftrapping-math. */
-#include "vmath.h"
+#include "kernels/cpu/vmath.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -10,15 +10,15 @@
  * segment's part into place, clipped at the borders. The transforms are compiled for AVX2 and
  * for baseline x86-64 through function attributes and picked at run time, as depthwise.c does.
  */
-#include "winograd.h"
+#include "kernels/cpu/winograd.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/env.h"
-#include "../../core/parallel.h"
-#include "gemm.h"
+#include "core/env.h"
+#include "core/parallel.h"
+#include "kernels/cpu/gemm.h"
 #include "hybridgluon/hybridgluon.h"
 
 /* ---- plan ---------------------------------------------------------------------------------- */

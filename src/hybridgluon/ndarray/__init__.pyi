@@ -2449,6 +2449,44 @@ def _LogicalXorScalar(data: NDArray | None = None, scalar: float = 1, is_int: bo
     ...
 
 
+def add_n(*args: NDArray, num_args: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """add_n(*args, num_args=<required>)
+
+    the element-wise sum of all inputs (equal shapes)
+
+    Inputs
+    ------
+    args : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        number of inputs
+
+    Aliases: ElementWiseSum
+    """
+    ...
+
+
+def ElementWiseSum(*args: NDArray, num_args: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """add_n(*args, num_args=<required>)
+
+    the element-wise sum of all inputs (equal shapes)
+
+    Inputs
+    ------
+    args : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        number of inputs
+
+    Aliases: ElementWiseSum
+    """
+    ...
+
+
 def sum(data: NDArray | None = None, axis: _Shape | None = None, keepdims: bool = False, exclude: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """sum(data, axis=None, keepdims=False, exclude=False)
 
@@ -4757,44 +4795,6 @@ def _backward_Cast(ograd: NDArray | None = None, data: NDArray | None = None, ou
     ------
     ograd : NDArray
     data : NDArray
-    """
-    ...
-
-
-def add_n(*args: NDArray, num_args: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """add_n(*args, num_args=<required>)
-
-    the element-wise sum of all inputs (equal shapes)
-
-    Inputs
-    ------
-    args : NDArray
-
-    Parameters
-    ----------
-    num_args : int, required
-        number of inputs
-
-    Aliases: ElementWiseSum
-    """
-    ...
-
-
-def ElementWiseSum(*args: NDArray, num_args: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """add_n(*args, num_args=<required>)
-
-    the element-wise sum of all inputs (equal shapes)
-
-    Inputs
-    ------
-    args : NDArray
-
-    Parameters
-    ----------
-    num_args : int, required
-        number of inputs
-
-    Aliases: ElementWiseSum
     """
     ...
 

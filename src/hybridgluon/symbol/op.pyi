@@ -2388,6 +2388,44 @@ def _LogicalXorScalar(data: Symbol | None = None, scalar: float = 1, is_int: boo
     ...
 
 
+def add_n(*args: Symbol, num_args: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """add_n(*args, num_args=<required>)
+
+    the element-wise sum of all inputs (equal shapes)
+
+    Inputs
+    ------
+    args : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        number of inputs
+
+    Aliases: ElementWiseSum
+    """
+    ...
+
+
+def ElementWiseSum(*args: Symbol, num_args: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """add_n(*args, num_args=<required>)
+
+    the element-wise sum of all inputs (equal shapes)
+
+    Inputs
+    ------
+    args : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        number of inputs
+
+    Aliases: ElementWiseSum
+    """
+    ...
+
+
 def sum(data: Symbol | None = None, axis: _Shape | None = None, keepdims: bool = False, exclude: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """sum(data, axis=None, keepdims=False, exclude=False)
 
@@ -4717,44 +4755,6 @@ def _backward_Cast(ograd: Symbol | None = None, data: Symbol | None = None, name
     ------
     ograd : NDArray
     data : NDArray
-    """
-    ...
-
-
-def add_n(*args: Symbol, num_args: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """add_n(*args, num_args=<required>)
-
-    the element-wise sum of all inputs (equal shapes)
-
-    Inputs
-    ------
-    args : NDArray
-
-    Parameters
-    ----------
-    num_args : int, required
-        number of inputs
-
-    Aliases: ElementWiseSum
-    """
-    ...
-
-
-def ElementWiseSum(*args: Symbol, num_args: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """add_n(*args, num_args=<required>)
-
-    the element-wise sum of all inputs (equal shapes)
-
-    Inputs
-    ------
-    args : NDArray
-
-    Parameters
-    ----------
-    num_args : int, required
-        number of inputs
-
-    Aliases: ElementWiseSum
     """
     ...
 
