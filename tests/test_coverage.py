@@ -10,7 +10,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def test_every_op_has_a_test():
     covered = set()
-    for path in glob.glob(os.path.join(HERE, 'test_ops_*.py')) + glob.glob(os.path.join(HERE, 'test_grad*.py')) + [os.path.join(HERE, 'test_random.py')]:
+    paths = (glob.glob(os.path.join(HERE, 'test_ops_*.py'))
+             + glob.glob(os.path.join(HERE, 'test_grad*.py'))
+             + [os.path.join(HERE, 'test_random.py')])
+    for path in paths:
         if not os.path.exists(path):
             continue
         spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)

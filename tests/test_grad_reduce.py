@@ -504,7 +504,8 @@ def test_no_grad_ops_give_zero_gradient(name, attrs, rng):
                                         ('_eye', {'N': 2, 'M': 3}),
                                         ('_random_uniform', {'shape': (2, 3)}),
                                         ('_random_normal', {'shape': (2, 3)}),
-                                        ('_random_randint', {'low': 0, 'high': 5, 'shape': (2, 3)})])
+                                        ('_random_randint',
+                                         {'low': 0, 'high': 5, 'shape': (2, 3)})])
 def test_creation_ops_add_no_gradient(name, attrs):
     # Used next to a variable: the variable's gradient is its head gradient alone.
     x = mx.sym.var('x')

@@ -30,7 +30,8 @@ def _sanitized():
 
 
 pytestmark = [pytest.mark.skipif(not (CC and VALGRIND), reason='needs a C compiler and valgrind'),
-              pytest.mark.skipif(_sanitized(), reason='a sanitizer build cannot run under valgrind')]
+              pytest.mark.skipif(_sanitized(),
+                                 reason='a sanitizer build cannot run under valgrind')]
 
 
 @pytest.fixture(scope='module')

@@ -20,7 +20,8 @@ import hybridgluon as mx
 from hybridgluon import initializer as I
 
 # The legacy string path is exercised on purpose: its deprecation warning is expected.
-pytestmark = pytest.mark.filterwarnings('ignore:Calling initializer with init\\(str:DeprecationWarning')
+pytestmark = pytest.mark.filterwarnings(
+    'ignore:Calling initializer with init\\(str:DeprecationWarning')
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mxnet_ref', 'initializers.npz')
 _Z = np.load(FIX, allow_pickle=False)

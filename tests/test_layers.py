@@ -1,7 +1,8 @@
 """csrc/'s layers only point down (docs/layers.md): tools/check_layers.py scans the #include
 lines and, with nm, the symbols of the objects, and fails on an edge that points up or
-sideways, or spells an include other than from csrc/. It runs on the real tree (must pass) and on small planted trees (must fail), so the
-check itself is known to work. It never skips: without built objects it compiles the sources."""
+sideways, or spells an include other than from csrc/. It runs on the real tree (must pass)
+and on small planted trees (must fail), so the check itself is known to work. It never
+skips: without built objects it compiles the sources."""
 import os
 import subprocess
 import sys

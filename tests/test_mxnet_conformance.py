@@ -3,9 +3,9 @@
 - Ops: for every op of the registry that MXNet has, each case's outputs, input gradients and
   in-place updated inputs match MXNet's, imperatively and through the Symbol path (outputs and
   gradients; a hybridized SymbolBlock). Known differences (KNOWN) are xfails that fail once
-  they disappear; parts MXNet leaves undefined are not compared (NOT_COMPARABLE). Error = max |ours - MXNet| / max |MXNet| over the
-  tensor; limits by dtype: float32 1e-5, float64 1e-12, float16 1e-3 (its precision), integer
-  and boolean results exact.
+  they disappear; parts MXNet leaves undefined are not compared (NOT_COMPARABLE).
+  Error = max |ours - MXNet| / max |MXNet| over the tensor; limits by dtype: float32 1e-5,
+  float64 1e-12, float16 1e-3 (its precision), integer and boolean results exact.
 - Model zoo: collect_params() names and shapes equal MXNet's for every model; MXNet's export of
   each model (random weights) imported with SymbolBlock.imports gives MXNet's output (1e-4); our
   zoo models load MXNet's saved parameters (export and save_parameters files) and give MXNet's

@@ -93,7 +93,7 @@ def test_pad_errors():
 # ---- UpSampling --------------------------------------------------------------------------------
 
 def up_ref(xs, scale, mode):
-    oh, ow = xs[0].shape[2] * scale, xs[0].shape[3] * scale
+    oh = xs[0].shape[2] * scale
     ups = []
     for x in xs:
         s = oh // x.shape[2]

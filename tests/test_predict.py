@@ -241,7 +241,7 @@ def test_c_example_under_valgrind(models, c_example):
     _valgrind(args, {}, 'definite,indirect')
 
 
-# ---- bad input, from C ----------------------------------------------------------------------------
+# ---- bad input, from C ---------------------------------------------------------------------------
 
 @needs_cc
 def test_c_api_bad_input_never_crashes(models, api_test):

@@ -177,7 +177,8 @@ def objects(root, csrc, tmp, verbose=False):
     if missing:
         cc = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
         if not cc:
-            raise RuntimeError('no C compiler to build %d sources for the call check' % len(missing))
+            raise RuntimeError('no C compiler to build %d sources for the call check'
+                               % len(missing))
         flags = _include_flags(csrc)
         if verbose:
             print('compiling %d of %d sources' % (len(missing), len(rels)), file=sys.stderr)

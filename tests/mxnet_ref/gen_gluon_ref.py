@@ -18,7 +18,6 @@ Random streams are NumPy's, seeded per section: a case added later changes no ot
 """
 import argparse
 import json
-import math
 import os
 
 import numpy as np

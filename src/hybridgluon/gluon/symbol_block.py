@@ -3,7 +3,6 @@
 import numpy as np
 
 from .. import symbol as _symbol
-from ..base import MXNetError
 from ..context import cpu
 from .block import HybridBlock, _flatten
 from .parameter import Parameter

@@ -58,7 +58,8 @@ def _basic(x, key):
         if _is_int(k):
             i = int(k)
             if i < -n or i >= n:
-                raise IndexError('index %d is out of bounds for axis %d with size %d' % (i, axis, n))
+                raise IndexError('index %d is out of bounds for axis %d with size %d'
+                                 % (i, axis, n))
             i = i + n if i < 0 else i
             begin.append(i)
             end.append(i + 1)
@@ -205,7 +206,8 @@ def setitem(x, key, value):
         if _is_int(k):
             i = int(k)
             if i < -n or i >= n:
-                raise IndexError('index %d is out of bounds for axis %d with size %d' % (i, axis, n))
+                raise IndexError('index %d is out of bounds for axis %d with size %d'
+                                 % (i, axis, n))
             i = i + n if i < 0 else i
             begin.append(i)
             end.append(i + 1)

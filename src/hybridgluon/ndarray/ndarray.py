@@ -8,7 +8,7 @@ import numpy as _np
 
 from .. import _core
 from ..base import MXNetError, _dtype_flag, _np_dtype
-from ..context import Context, current_context, _check_available
+from ..context import Context, current_context, _check_available  # noqa: F401 (as in MXNet)
 
 __all__ = ['NDArray']
 
