@@ -46,10 +46,7 @@ static void ag_node_free(void *p)
 }
 
 /* The tape's record of n, or NULL (a node the tape did not make: gradient graph, symbols). */
-static ag_node *rec_of(const hg_snode *n)
-{
-    return n->ext_release == ag_node_free ? n->ext : NULL;
-}
+static ag_node *rec_of(const hg_snode *n) { return n->ext_release == ag_node_free ? n->ext : NULL; }
 
 static hg_tensor **saved_of(const hg_snode *n)
 {
@@ -156,11 +153,11 @@ hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req)
     if (!t) return hg_error(HG_ERR_VALUE, "mark_variables: NULL array");
     if (grad_req < HG_GRAD_NULL || grad_req > HG_GRAD_ADD)
         return hg_error(HG_ERR_VALUE, "grad_req must be 'write', 'add' or 'null'");
-    if (grad_req != HG_GRAD_NULL &&
-        (!grad || grad->dtype != t->dtype ||
-         !hg_shape_equal(grad->ndim, grad->shape, t->ndim, t->shape))) {
+    if (grad_req != HG_GRAD_NULL && (!grad || grad->dtype != t->dtype ||
+                                     !hg_shape_equal(grad->ndim, grad->shape, t->ndim, t->shape))) {
         char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
-        return hg_error(HG_ERR_VALUE, "mark_variables: the gradient buffer (%s) must have the "
+        return hg_error(HG_ERR_VALUE,
+                        "mark_variables: the gradient buffer (%s) must have the "
                         "variable's shape %s and dtype %s",
                         grad ? hg_shape_str(a, grad->ndim, grad->shape) : "none",
                         hg_shape_str(b, t->ndim, t->shape), hg_dtype_name(t->dtype));
@@ -198,8 +195,8 @@ bool hg_ag_should_record(int nin, hg_tensor *const *in)
 }
 
 hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
-                       int nout, hg_tensor *const *out, void *owner,
-                       void (*retain)(void *), void (*release)(void *))
+                       int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
+                       void (*release)(void *))
 {
     hg_sentry stack[8] = {{0}}, *e = stack;
     if (nin > 8 && !(e = malloc(sizeof *e * (size_t)nin)))
@@ -284,9 +281,11 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
     for (int h = 0; h < nheads; h++) {
         const ag_info *i = heads[h]->autograd;
         if (!i || i->constant)
-            return hg_error(HG_ERR_VALUE, "Cannot differentiate node because it is not in a "
+            return hg_error(HG_ERR_VALUE,
+                            "Cannot differentiate node because it is not in a "
                             "computational graph: head %d was not computed under "
-                            "autograd.record() from an array with attach_grad()", h);
+                            "autograd.record() from an array with attach_grad()",
+                            h);
         b->heads[h] = (hg_sentry){i->node, i->index, 0};
         hg_tensor *g = head_grads ? head_grads[h] : NULL;
         if (!g) continue;
@@ -305,7 +304,8 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
     HG_TRY(hg_symbol_topo(&view, &b->fwd, &b->nfwd));
     for (int i = 0; i < b->nfwd; i++)
         if (b->fwd[i]->op && !saved_of(b->fwd[i]))
-            return hg_error(HG_ERR_VALUE, "the graph was freed by an earlier backward pass: "
+            return hg_error(HG_ERR_VALUE,
+                            "the graph was freed by an earlier backward pass: "
                             "call backward(retain_graph=True) to differentiate it again");
     b->wrt = malloc(sizeof(hg_snode *) * (size_t)((nvars ? nvars : b->nfwd) + 1));
     if (!b->wrt) return hg_error(HG_ERR_MEMORY, "out of memory");
@@ -313,14 +313,15 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
         for (int w = 0; w < nvars; w++) {
             const ag_info *i = vars[w]->autograd;
             if (!i || i->constant || i->node->op)
-                return hg_error(HG_ERR_VALUE, "variables[%d] is not a marked variable: call "
-                                "attach_grad() (or mark_variables) on it before recording", w);
+                return hg_error(HG_ERR_VALUE,
+                                "variables[%d] is not a marked variable: call "
+                                "attach_grad() (or mark_variables) on it before recording",
+                                w);
             b->wrt[b->nwrt++] = i->node;
         }
     } else {
         for (int i = 0; i < b->nfwd; i++)
-            if (!b->fwd[i]->op && grad_of(b->fwd[i]) &&
-                rec_of(b->fwd[i])->grad_req != HG_GRAD_NULL)
+            if (!b->fwd[i]->op && grad_of(b->fwd[i]) && rec_of(b->fwd[i])->grad_req != HG_GRAD_NULL)
                 b->wrt[b->nwrt++] = b->fwd[i];
     }
     return HG_OK;
@@ -404,8 +405,7 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
             st = hg_error(HG_ERR_VALUE, "%s: too many inputs", nd->op->name);
             break;
         }
-        for (int k = 0; k < nd->nin; k++)
-            ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
+        for (int k = 0; k < nd->nin; k++) ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
         st = hg_op_run(nd->op, nd->attrs, is_train, nd->nin, ins, nd->nout, val[i]);
         if (st == HG_OK && hg_ag_should_record(nd->nin, ins))
             st = hg_ag_record(nd->op, nd->attrs, nd->nin, ins, nd->nout, val[i], NULL, NULL, NULL);
@@ -439,8 +439,7 @@ static hg_status accumulate(hg_snode *var, hg_tensor *g)
     if (!hg_shape_equal(buf->ndim, buf->shape, g->ndim, g->shape) || buf->dtype != g->dtype) {
         char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
         return hg_error(HG_ERR_INTERNAL, "gradient of shape %s for a variable of shape %s",
-                        hg_shape_str(a, g->ndim, g->shape),
-                        hg_shape_str(c, buf->ndim, buf->shape));
+                        hg_shape_str(a, g->ndim, g->shape), hg_shape_str(c, buf->ndim, buf->shape));
     }
     if (rec_of(var)->grad_req == HG_GRAD_WRITE) {
         memcpy(hg_data(buf), hg_data(g), hg_tensor_nbytes(g));

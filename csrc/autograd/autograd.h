@@ -31,8 +31,8 @@ bool hg_ag_should_record(int nin, hg_tensor *const *in);
 /* Records one op application (outputs already computed). `owner` (may be NULL) is kept alive
  * by the node: the hybridized block behind a dynamic op definition. */
 hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
-                       int nout, hg_tensor *const *out, void *owner,
-                       void (*retain)(void *), void (*release)(void *));
+                       int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
+                       void (*release)(void *));
 
 /* Gradients of heads. head_grads[h] NULL (or head_grads NULL) means ones. nvars == 0: write
  * (or add) into every reachable variable's buffer by its grad_req. nvars > 0: the gradients

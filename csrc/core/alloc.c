@@ -30,7 +30,9 @@
 #define MAP_UNIT ((size_t)64 << 10) /* a multiple of the page size (4, 16 or 64 KiB) */
 #define HUGE_SIZE ((size_t)2 << 20) /* blocks from this size up start on such a boundary */
 
-typedef struct block { struct block *next; } block;
+typedef struct block {
+    struct block *next;
+} block;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *g_free[NUM_CLASSES];
@@ -43,9 +45,8 @@ static void count_alloc(size_t n)
 {
     size_t live = atomic_fetch_add_explicit(&g_live, n, memory_order_relaxed) + n;
     size_t peak = atomic_load_explicit(&g_peak, memory_order_relaxed);
-    while (live > peak && !atomic_compare_exchange_weak_explicit(&g_peak, &peak, live,
-                                                                 memory_order_relaxed,
-                                                                 memory_order_relaxed)) {
+    while (live > peak && !atomic_compare_exchange_weak_explicit(
+                              &g_peak, &peak, live, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
 
@@ -96,10 +97,8 @@ static void *map_block(size_t n)
 /* Gives back a block that no cache keeps: unmapped or freed as its size says it was made. */
 static void release_block(void *p, size_t bytes)
 {
-    if (bytes >= MMAP_MIN)
-        munmap(p, bytes);
-    else
-        free(p);
+    if (bytes >= MMAP_MIN) munmap(p, bytes);
+    else free(p);
 }
 
 /* A block for nbytes (> 0); *zeroed tells whether it is known to read as zero. */

@@ -8,8 +8,8 @@
 
 #include "core/op.h"
 
-static const char *const k_type_names[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
-                                           "dtype", "string"};
+static const char *const k_type_names[] = {"int",  "float", "boolean", "Shape(tuple)",
+                                           "enum", "dtype", "string"};
 _Static_assert(HG_COUNT(k_type_names) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
 
 int hg_attr_index(const hg_op_def *op, const char *name)
@@ -26,8 +26,10 @@ hg_status hg_attr_unknown(const hg_op_def *op, const char *key)
     list[0] = '\0';
     for (int i = 0; i < op->num_attrs && n < sizeof list - 64; i++)
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", op->attrs[i].name);
-    return hg_error(HG_ERR_VALUE, "Cannot find argument '%s', Possible Arguments: [%s], in "
-                    "operator %s", key, list, op->name);
+    return hg_error(HG_ERR_VALUE,
+                    "Cannot find argument '%s', Possible Arguments: [%s], in "
+                    "operator %s",
+                    key, list, op->name);
 }
 
 static bool is_none_text(const char *s)
@@ -38,8 +40,10 @@ static bool is_none_text(const char *s)
 
 static hg_status bad(const hg_op_def *op, const hg_attr_spec *sp, const char *text)
 {
-    return hg_error(HG_ERR_VALUE, "Invalid Parameter format for %s expect %s but value='%s', in "
-                    "operator %s", sp->name, k_type_names[sp->type], text, op->name);
+    return hg_error(HG_ERR_VALUE,
+                    "Invalid Parameter format for %s expect %s but value='%s', in "
+                    "operator %s",
+                    sp->name, k_type_names[sp->type], text, op->name);
 }
 
 static bool parse_int(const char *s, int64_t *out)
@@ -148,14 +152,16 @@ hg_status hg_attr_parse(const hg_op_def *op, int idx, const char *text, hg_attrs
             for (int i = 0; sp->choices[i] && n < sizeof list - 64; i++)
                 n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s'", i ? ", " : "",
                                       sp->choices[i]);
-            return hg_error(HG_ERR_VALUE, "Invalid Input: '%s', valid values are: {%s}, in "
-                            "operator %s attribute %s", text, n ? list : "", op->name, sp->name);
+            return hg_error(HG_ERR_VALUE,
+                            "Invalid Input: '%s', valid values are: {%s}, in "
+                            "operator %s attribute %s",
+                            text, n ? list : "", op->name, sp->name);
         }
     case HG_ATTR_DTYPE: {
         hg_dtype dt;
         if (hg_dtype_from_name(text, &dt) != HG_OK)
-            return hg_error(HG_ERR_TYPE, "Invalid dtype '%s' for attribute %s of operator %s",
-                            text, sp->name, op->name);
+            return hg_error(HG_ERR_TYPE, "Invalid dtype '%s' for attribute %s of operator %s", text,
+                            sp->name, op->name);
         v->i = dt;
         break;
     }
@@ -185,9 +191,10 @@ hg_status hg_attrs_finish(const hg_op_def *op, hg_attrs *a)
 {
     for (int i = 0; i < op->num_attrs; i++) {
         if ((op->attrs[i].flags & HG_ATTR_REQUIRED) && !a->v[i].is_set)
-            return hg_error(HG_ERR_VALUE, "Required parameter %s of %s is not presented, in "
-                            "operator %s", op->attrs[i].name, k_type_names[op->attrs[i].type],
-                            op->name);
+            return hg_error(HG_ERR_VALUE,
+                            "Required parameter %s of %s is not presented, in "
+                            "operator %s",
+                            op->attrs[i].name, k_type_names[op->attrs[i].type], op->name);
     }
     return HG_OK;
 }
@@ -210,10 +217,9 @@ void hg_attr_format(const hg_op_def *op, int idx, const hg_attrs *a, char *buf, 
     case HG_ATTR_TUPLE: {
         size_t n = (size_t)snprintf(buf, size, "(");
         for (int i = 0; i < v->t.n && n < size; i++)
-            n += v->t.v[i] == INT64_MIN
-                     ? (size_t)snprintf(buf + n, size - n, i ? ", None" : "None")
-                     : (size_t)snprintf(buf + n, size - n, i ? ", %lld" : "%lld",
-                                        (long long)v->t.v[i]);
+            n += v->t.v[i] == INT64_MIN ? (size_t)snprintf(buf + n, size - n, i ? ", None" : "None")
+                                        : (size_t)snprintf(buf + n, size - n, i ? ", %lld" : "%lld",
+                                                           (long long)v->t.v[i]);
         if (n < size) snprintf(buf + n, size - n, v->t.n == 1 ? ",)" : ")");
         break;
     }

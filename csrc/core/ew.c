@@ -53,10 +53,8 @@ static void ew_range(void *ctx, int64_t begin, int64_t end)
         const char *a = j->pa + oa * (int64_t)j->esz;
         const char *b = j->pb ? j->pb + ob * (int64_t)j->esz : NULL;
         char *o = j->po + begin * (int64_t)j->esz;
-        if (j->half)
-            half_tile(j, cnt, a, j->isa, b, j->isb, o);
-        else
-            j->fn(cnt, a, j->isa, b, j->isb, o, j->a);
+        if (j->half) half_tile(j, cnt, a, j->isa, b, j->isb, o);
+        else j->fn(cnt, a, j->isa, b, j->isb, o, j->a);
         begin += cnt;
     }
 }
@@ -137,7 +135,9 @@ hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *attrs, int nin
     const char *opname = op->name;
     const hg_meta *x = &in[0], *y = &in[1];
     hg_meta *out = &outs[0];
-    (void)attrs; (void)nin; (void)nout;
+    (void)attrs;
+    (void)nin;
+    (void)nout;
     if (x->ndim < 0 || y->ndim < 0) { /* graph inference: not decidable yet */
         out->ndim = -1;
         out->dtype = x->ndim < 0 ? y->dtype : x->dtype;
@@ -151,8 +151,10 @@ hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *attrs, int nin
         int dx = d - (nd - x->ndim), dy = d - (nd - y->ndim);
         int64_t sx = dx >= 0 ? x->shape[dx] : 1, sy = dy >= 0 ? y->shape[dy] : 1;
         if (sx != sy && sx != 1 && sy != 1)
-            return hg_error(HG_ERR_VALUE, "%s: operands could not be broadcast together with "
-                            "shapes %s %s", opname, hg_shape_str(a, x->ndim, x->shape),
+            return hg_error(HG_ERR_VALUE,
+                            "%s: operands could not be broadcast together with "
+                            "shapes %s %s",
+                            opname, hg_shape_str(a, x->ndim, x->shape),
                             hg_shape_str(b, y->ndim, y->shape));
         out->shape[d] = sx == 1 ? sy : sx;
     }
@@ -166,7 +168,8 @@ hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *attrs, int nin, hg_
 {
     char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
     const char *opname = op->name;
-    (void)attrs; (void)nout;
+    (void)attrs;
+    (void)nout;
     for (int i = 0; i < nin; i++) {
         if (in[i].ndim < 0) { /* graph inference: a known input decides, else unknown */
             int k = 0;
@@ -177,9 +180,10 @@ hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *attrs, int nin, hg_
     }
     for (int i = 1; i < nin; i++) {
         if (!hg_shape_equal(in[0].ndim, in[0].shape, in[i].ndim, in[i].shape))
-            return hg_error(HG_ERR_VALUE, "%s: input shapes must be equal, got %s and %s (use the "
-                            "broadcast_* ops to broadcast)", opname,
-                            hg_shape_str(a, in[0].ndim, in[0].shape),
+            return hg_error(HG_ERR_VALUE,
+                            "%s: input shapes must be equal, got %s and %s (use the "
+                            "broadcast_* ops to broadcast)",
+                            opname, hg_shape_str(a, in[0].ndim, in[0].shape),
                             hg_shape_str(b, in[i].ndim, in[i].shape));
         if (in[i].dtype != in[0].dtype)
             return hg_error(HG_ERR_TYPE, "%s: input dtypes differ: %s and %s", opname,

@@ -176,8 +176,8 @@ hg_status hg_ew_forward(const hg_op_def *op, const hg_attrs *a, int nin, hg_tens
 /* Ready-made shape rules. hg_infer_broadcast: NumPy broadcasting of in[0] and in[1] (message
  * names the op and both shapes). hg_infer_same: all inputs of equal shape and dtype, output like
  * in[0] (elemwise_*, unary maps, scalar ops). */
-hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out);
+hg_status hg_infer_broadcast(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out);
 hg_status hg_infer_same(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                         hg_meta *out);
 

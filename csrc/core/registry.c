@@ -22,8 +22,14 @@ void hg_registry_install_families(const hg_op_def *const *families) { g_families
 static const hg_op_def *g_ops[MAX_OPS];
 static hg_attrs *g_defaults[MAX_OPS];
 static int g_count;
-static struct { const char *key; int op; } g_table[TABLE];
-static struct { const hg_op_def *def; int op; } g_by_ptr[TABLE];
+static struct {
+    const char *key;
+    int op;
+} g_table[TABLE];
+static struct {
+    const hg_op_def *def;
+    int op;
+} g_by_ptr[TABLE];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static char g_invalid[512]; /* the first definition that failed validation; "" when none */
 
@@ -57,21 +63,25 @@ hg_status hg_op_def_validate(const hg_op_def *op)
     for (int i = 0; i < op->num_attrs; i++) {
         const hg_attr_spec *sp = &op->attrs[i];
         if (!sp->name)
-            return hg_error(HG_ERR_INTERNAL, "op %s: schema entry %d of %d has no name (a gap in "
-                            "its table?)", op->name, i, op->num_attrs);
+            return hg_error(HG_ERR_INTERNAL,
+                            "op %s: schema entry %d of %d has no name (a gap in "
+                            "its table?)",
+                            op->name, i, op->num_attrs);
         if ((unsigned)sp->type >= HG_NUM_ATTR_TYPES || (sp->type == HG_ATTR_ENUM && !sp->choices))
             return hg_error(HG_ERR_INTERNAL, "op %s: attribute %s has a bad type or no choices",
                             op->name, sp->name);
         for (int j = 0; j < i; j++)
             if (strcmp(op->attrs[j].name, sp->name) == 0)
-                return hg_error(HG_ERR_INTERNAL, "op %s: attribute %s is declared twice",
-                                op->name, sp->name);
+                return hg_error(HG_ERR_INTERNAL, "op %s: attribute %s is declared twice", op->name,
+                                sp->name);
         hg_attrs a;
         memset(&a, 0, sizeof a);
         a.n = op->num_attrs;
         if (sp->def && hg_attr_parse(op, i, sp->def, &a) != HG_OK)
-            return hg_error_prefix(HG_ERR_INTERNAL, "op %s: the default of attribute %s does not "
-                                   "parse: ", op->name, sp->name);
+            return hg_error_prefix(HG_ERR_INTERNAL,
+                                   "op %s: the default of attribute %s does not "
+                                   "parse: ",
+                                   op->name, sp->name);
     }
     return HG_OK;
 }

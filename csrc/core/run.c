@@ -26,14 +26,15 @@ int hg_op_num_visible_outputs(const hg_op_def *op, const hg_attrs *a)
 }
 
 static hg_status check_given_output(const hg_op_def *op, int i, const hg_tensor *t,
-                                     const hg_meta *m)
+                                    const hg_meta *m)
 {
     if (t->dtype != m->dtype || !hg_shape_equal(t->ndim, t->shape, m->ndim, m->shape)) {
         char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
-        return hg_error(HG_ERR_VALUE, "%s: out[%d] has shape %s and dtype %s, expected shape %s "
-                        "and dtype %s", op->name, i, hg_shape_str(a, t->ndim, t->shape),
-                        hg_dtype_name(t->dtype), hg_shape_str(b, m->ndim, m->shape),
-                        hg_dtype_name(m->dtype));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: out[%d] has shape %s and dtype %s, expected shape %s "
+                        "and dtype %s",
+                        op->name, i, hg_shape_str(a, t->ndim, t->shape), hg_dtype_name(t->dtype),
+                        hg_shape_str(b, m->ndim, m->shape), hg_dtype_name(m->dtype));
     }
     return HG_OK;
 }
@@ -102,10 +103,8 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         }
     }
     hg_exec_ctx ctx = {is_train, ws, ws_bytes};
-    if (op->forward)
-        st = op->forward(op, a, &ctx, nin, in, nout, out);
-    else
-        st = hg_ew_forward(op, a, nin, in, out[0]);
+    if (op->forward) st = op->forward(op, a, &ctx, nin, in, nout, out);
+    else st = hg_ew_forward(op, a, nin, in, out[0]);
 done:
     hg_free(ws, ws_bytes);
     if (st != HG_OK) {

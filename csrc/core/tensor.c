@@ -6,13 +6,13 @@
 #include <string.h>
 
 /* By hg_dtype (MXNet's type flags). The asserts catch a dtype added to the enum, not here. */
-static const char *const k_dtype_names[] = {
-    [HG_DTYPE_F32] = "float32", [HG_DTYPE_F64] = "float64", [HG_DTYPE_F16] = "float16",
-    [HG_DTYPE_U8] = "uint8",    [HG_DTYPE_I32] = "int32",   [HG_DTYPE_I8] = "int8",
-    [HG_DTYPE_I64] = "int64",   [HG_DTYPE_BOOL] = "bool"};
-static const size_t k_dtype_sizes[] = {
-    [HG_DTYPE_F32] = 4, [HG_DTYPE_F64] = 8, [HG_DTYPE_F16] = 2, [HG_DTYPE_U8] = 1,
-    [HG_DTYPE_I32] = 4, [HG_DTYPE_I8] = 1,  [HG_DTYPE_I64] = 8, [HG_DTYPE_BOOL] = 1};
+static const char *const k_dtype_names[] = {[HG_DTYPE_F32] = "float32", [HG_DTYPE_F64] = "float64",
+                                            [HG_DTYPE_F16] = "float16", [HG_DTYPE_U8] = "uint8",
+                                            [HG_DTYPE_I32] = "int32",   [HG_DTYPE_I8] = "int8",
+                                            [HG_DTYPE_I64] = "int64",   [HG_DTYPE_BOOL] = "bool"};
+static const size_t k_dtype_sizes[] = {[HG_DTYPE_F32] = 4, [HG_DTYPE_F64] = 8, [HG_DTYPE_F16] = 2,
+                                       [HG_DTYPE_U8] = 1,  [HG_DTYPE_I32] = 4, [HG_DTYPE_I8] = 1,
+                                       [HG_DTYPE_I64] = 8, [HG_DTYPE_BOOL] = 1};
 _Static_assert(sizeof k_dtype_names / sizeof *k_dtype_names == HG_NUM_DTYPES, "a name per dtype");
 _Static_assert(sizeof k_dtype_sizes / sizeof *k_dtype_sizes == HG_NUM_DTYPES, "a size per dtype");
 
@@ -32,8 +32,10 @@ hg_status hg_dtype_from_name(const char *name, hg_dtype *out)
             return HG_OK;
         }
     }
-    return hg_error(HG_ERR_TYPE, "unknown dtype '%s' (expected one of float32, float64, float16, "
-                    "uint8, int32, int8, int64, bool)", name);
+    return hg_error(HG_ERR_TYPE,
+                    "unknown dtype '%s' (expected one of float32, float64, float16, "
+                    "uint8, int32, int8, int64, bool)",
+                    name);
 }
 
 void hg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
@@ -183,10 +185,8 @@ hg_status hg_tensor_from_data(void *data, int ndim, const int64_t *shape, hg_dty
 static void storage_release(hg_storage *s)
 {
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
-    if (s->deleter)
-        s->deleter(s->deleter_ctx);
-    else
-        hg_free(s->data, s->nbytes);
+    if (s->deleter) s->deleter(s->deleter_ctx);
+    else hg_free(s->data, s->nbytes);
     hg_free(s, sizeof *s);
 }
 
@@ -240,8 +240,7 @@ hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor *
 {
     if (t->ndim < 1 || begin < 0 || end < begin || end > t->shape[0])
         return hg_error(HG_ERR_INDEX, "slice [%lld, %lld) is out of range for axis 0 of size %lld",
-                        (long long)begin, (long long)end,
-                        (long long)(t->ndim ? t->shape[0] : 0));
+                        (long long)begin, (long long)end, (long long)(t->ndim ? t->shape[0] : 0));
     int64_t shape[HG_MAX_NDIM];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     shape[0] = end - begin;

@@ -104,8 +104,8 @@ hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const 
 
 /* ---- the dynamic op definitions of a training variant ------------------------------------ */
 
-static hg_status fwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                           int nout, hg_meta *out)
+static hg_status fwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
 {
     variant *v = VARIANT_OF(op, fwd_def);
     hg_meta *copy = malloc(sizeof(hg_meta) * (size_t)(nin + 1));
@@ -123,8 +123,8 @@ static hg_status fwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
     return hg_plan_run(v->fwd_plan, in, ctx->is_train, (hg_tensor **)out);
 }
 
-static hg_status bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                           int nout, hg_meta *out)
+static hg_status bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
 {
     variant *v = VARIANT_OF(op, bwd_def);
     int base = v->owner->nheads + v->nsaved, j = 0;
@@ -198,7 +198,10 @@ static void fwd_index_free(fwd_index *ix)
     free(ix->seen);
 }
 
-static bool is_fwd(const fwd_index *ix, const hg_snode *x) { return hg_nodemap_get(ix->pos, x) >= 0; }
+static bool is_fwd(const fwd_index *ix, const hg_snode *x)
+{
+    return hg_nodemap_get(ix->pos, x) >= 0;
+}
 
 /* Keeps forward value e (once). */
 static hg_status add_saved(fwd_index *ix, hg_sentry **saved, int *n, int *cap, hg_sentry e)
@@ -367,8 +370,7 @@ hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor *
     return st;
 }
 
-bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
-                             int *nsaved)
+bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd, int *nsaved)
 {
     pthread_mutex_lock(&c->lock);
     variant *v = c->last;

@@ -42,7 +42,6 @@ hg_plan *hg_cachedop_plan(hg_cachedop *c);
  * receive new tensors. */
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);
 /* Stats of the last training variant used (forward and backward plans); false if none. */
-bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
-                             int *nsaved);
+bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd, int *nsaved);
 
 #endif

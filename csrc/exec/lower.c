@@ -119,8 +119,8 @@ static void group_members(const hg_plan *p, const int *group, int *start, int *l
 /* For each group root: an op (with its own kernel, one output read only by the group, of the
  * group's size) that the step runs first so the group works on its output while it is in
  * cache: conv/FC + bias + activation. producer[r] = -1 when none; taken[p] marks the ops. */
-static void find_producers(const hg_plan *p, const int *group, const int *mstart,
-                           const int *mlist, int *producer, bool *taken)
+static void find_producers(const hg_plan *p, const int *group, const int *mstart, const int *mlist,
+                           int *producer, bool *taken)
 {
     for (int r = 0; r < p->n; r++) {
         producer[r] = -1;
@@ -132,8 +132,8 @@ static void find_producers(const hg_plan *p, const int *group, const int *mstart
                 int src = p->in_idx[p->off[j] + k], e = in_entry(p, j, k);
                 const hg_snode *pn = p->nodes[src];
                 if (!pn->op || !p->needed[src] || group[src] >= 0 || taken[src] ||
-                    !pn->op->forward || pn->nout != 1 || p->uses[e] != 1 ||
-                    p->fed_slot[e] >= 0 || !hg_plan_same_size(&p->meta[e], o))
+                    !pn->op->forward || pn->nout != 1 || p->uses[e] != 1 || p->fed_slot[e] >= 0 ||
+                    !hg_plan_same_size(&p->meta[e], o))
                     continue;
                 producer[r] = src;
                 taken[src] = true;
@@ -175,8 +175,7 @@ static void step_plain(hg_plan *p, hg_pstep *s, int i, cursor *c)
 
 /* The inputs of fused node gnodes[g] (group root r): from inside the group as a local index,
  * from outside as a value id, each outside value once among the step's inputs. */
-static void group_inputs(hg_plan *p, hg_pstep *s, const int *group, int r, int g, int pe,
-                         cursor *c)
+static void group_inputs(hg_plan *p, hg_pstep *s, const int *group, int r, int g, int pe, cursor *c)
 {
     int j = p->gnodes[g];
     for (int k = 0; k < 2; k++) p->gin[2 * g + k] = 0;
@@ -190,8 +189,7 @@ static void group_inputs(hg_plan *p, hg_pstep *s, const int *group, int r, int g
         }
         p->gin[2 * g + k] = e;
         bool seen = e == pe;
-        for (int q = s->in_base + (pe >= 0 ? s->pnin : 0); q < c->ni; q++)
-            seen |= p->sin[q] == e;
+        for (int q = s->in_base + (pe >= 0 ? s->pnin : 0); q < c->ni; q++) seen |= p->sin[q] == e;
         if (!seen) p->sin[c->ni++] = e;
     }
 }
@@ -259,8 +257,7 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, co
 static void find_folds(const hg_plan *p, const int *group, bool *taken, int *fold_of)
 {
     for (int i = 0; i < p->n; i++) {
-        if (!p->needed[i] || group[i] >= 0 || taken[i] || !p->nodes[i]->op ||
-            p->nodes[i]->nin != 5)
+        if (!p->needed[i] || group[i] >= 0 || taken[i] || !p->nodes[i]->op || p->nodes[i]->nin != 5)
             continue;
         int c = p->in_idx[p->off[i]];
         if (!taken[c] && group[c] < 0 && p->needed[c] && hg_fold_match(p, i, c)) {
@@ -406,15 +403,14 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
     char *t = malloc(cap);
     if (!t) return hg_error(HG_ERR_MEMORY, "out of memory");
 #define PUT(...) len += (size_t)snprintf(t + len, len < cap ? cap - len : 0, __VA_ARGS__)
-    PUT("plan: %d steps, %d fused groups (%d ops), arena %lld bytes (unplanned %lld)\n",
-        p->nsteps, p->stats.fused_groups, p->stats.fused_ops, (long long)p->stats.planned_bytes,
+    PUT("plan: %d steps, %d fused groups (%d ops), arena %lld bytes (unplanned %lld)\n", p->nsteps,
+        p->stats.fused_groups, p->stats.fused_ops, (long long)p->stats.planned_bytes,
         (long long)p->stats.unplanned_bytes);
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
         if (sp->fold) {
-            PUT("  %d: %s+%s (folded in inference) -> %s\n", s,
-                p->nodes[sp->producer]->op->name, p->nodes[sp->node]->op->name,
-                p->nodes[sp->node]->name);
+            PUT("  %d: %s+%s (folded in inference) -> %s\n", s, p->nodes[sp->producer]->op->name,
+                p->nodes[sp->node]->op->name, p->nodes[sp->node]->name);
         } else if (sp->count > 1 || sp->producer >= 0) {
             if (sp->producer >= 0) PUT("  %d: %s+fused[", s, p->nodes[sp->producer]->op->name);
             else PUT("  %d: fused[", s);

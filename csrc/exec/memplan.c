@@ -48,7 +48,8 @@ static int64_t arena_alloc(arena_plan *a, int64_t size)
             return off;
         }
         /* A free block at the end grows instead of leaving a hole. */
-        if (a->nfree && a->free_list[a->nfree - 1].off + a->free_list[a->nfree - 1].size == a->end) {
+        if (a->nfree &&
+            a->free_list[a->nfree - 1].off + a->free_list[a->nfree - 1].size == a->end) {
             int64_t off = a->free_list[--a->nfree].off;
             a->end = off + size;
             return off;
@@ -121,8 +122,8 @@ static void place_outputs(walk *w, int s)
         if (k == 1 && sp->producer >= 0 && !w->a.no_reuse && w->state[pe] == LIVE &&
             hg_plan_same_size(&p->meta[pe], &p->meta[e])) {
             take_over(w, e, pe);
-        } else if (k == 0 && sp->count == 1 && sp->producer < 0 && may_inplace(nd->op) &&
-                   e0 >= 0 && !w->a.no_reuse && w->last[e0] == s && w->state[e0] == LIVE &&
+        } else if (k == 0 && sp->count == 1 && sp->producer < 0 && may_inplace(nd->op) && e0 >= 0 &&
+                   !w->a.no_reuse && w->last[e0] == s && w->state[e0] == LIVE &&
                    hg_plan_same_size(&p->meta[e0], &p->meta[e])) {
             take_over(w, e, e0);
         } else {
@@ -148,7 +149,10 @@ static void free_dead(walk *w, int s, hg_status *st)
 
 hg_status hg_memplan_run(hg_plan *p, const bool *is_head, int64_t *at, int64_t *arena_bytes)
 {
-    walk w = {p, is_head, at, malloc(sizeof(int) * (size_t)(p->nentries + 1)),
+    walk w = {p,
+              is_head,
+              at,
+              malloc(sizeof(int) * (size_t)(p->nentries + 1)),
               calloc((size_t)p->nentries + 1, 1),
               {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0}};
     hg_status st = (w.last && w.state) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");

@@ -49,7 +49,10 @@ unsigned hg_plan_env_flags(void)
            (hg_env_on("HG_NO_MEMPLAN") ? HG_PLAN_NO_MEMPLAN : 0);
 }
 
-static int entry_of(const hg_plan *p, int node_pos, int index) { return p->entry[node_pos] + index; }
+static int entry_of(const hg_plan *p, int node_pos, int index)
+{
+    return p->entry[node_pos] + index;
+}
 
 static int input_entry_of(const hg_plan *p, int i, int k)
 {
@@ -209,8 +212,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
     for (int k = 0; k < nd->nin; k++) {
         int src = p->in_idx[p->off[i] + k], e = input_entry_of(p, i, k);
         im[k] = p->meta[e];
-        upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL &&
-                            p->fed_slot[e] < 0;
+        upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL && p->fed_slot[e] < 0;
     }
     hg_meta *om = &p->meta[p->entry[i]];
     for (int k = 0; k < nd->nout; k++) {
@@ -233,8 +235,8 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
         shapes[0] = '\0';
         for (int k = 0; k < nd->nin && len < sizeof shapes - HG_SHAPE_STR; k++)
             len += (size_t)snprintf(shapes + len, sizeof shapes - len, "%s%s", k ? ", " : "",
-                                    im[k].ndim < 0 ? "?" : hg_shape_str(buf, im[k].ndim,
-                                                                       im[k].shape));
+                                    im[k].ndim < 0 ? "?"
+                                                   : hg_shape_str(buf, im[k].ndim, im[k].shape));
         hg_error_prefix(st, "Error in operator %s (%s), input shapes (%s): ", nd->name,
                         nd->op->name, shapes);
         if (nd->origin) hg_error_prefix(st, "%s: ", nd->origin);
@@ -320,10 +322,9 @@ static hg_status replan(hg_plan *p, hg_tensor *const *inputs)
         if (!hg_shape_equal(in[k].ndim, in[k].shape, given.ndim, given.shape) ||
             in[k].dtype != given.dtype) {
             char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
-            st = hg_error(HG_ERR_VALUE, "input %d has shape %s (%s) but the graph needs %s (%s)",
-                          k, hg_shape_str(a, given.ndim, given.shape),
-                          hg_dtype_name(given.dtype), hg_shape_str(b, in[k].ndim, in[k].shape),
-                          hg_dtype_name(in[k].dtype));
+            st = hg_error(HG_ERR_VALUE, "input %d has shape %s (%s) but the graph needs %s (%s)", k,
+                          hg_shape_str(a, given.ndim, given.shape), hg_dtype_name(given.dtype),
+                          hg_shape_str(b, in[k].ndim, in[k].shape), hg_dtype_name(in[k].dtype));
         }
     }
     free(in);
@@ -377,8 +378,8 @@ static hg_status run_step(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
         return hg_plan_run_fused(p, s, cur);
     }
     if (s->count > 1) return hg_plan_run_fused(p, s, cur);
-    return run_op(p, s->node, p->sin + s->in_base, s->nin, p->sout + s->out_base, s->nout, s,
-                  cur, is_train);
+    return run_op(p, s->node, p->sin + s->in_base, s->nin, p->sout + s->out_base, s->nout, s, cur,
+                  is_train);
 }
 
 static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int *outs, int nout,
@@ -395,10 +396,8 @@ static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int
     for (int k = 0; k < nout; k++) out[k] = cur[outs[k]];
     hg_exec_ctx ctx = {is_train, s->ws_bytes ? (char *)p->arena + s->ws_off : NULL, s->ws_bytes};
     hg_status st;
-    if (nd->op->forward)
-        st = nd->op->forward(nd->op, nd->attrs, &ctx, nin, in, nout, out);
-    else
-        st = hg_ew_forward(nd->op, nd->attrs, nin, in, out[0]);
+    if (nd->op->forward) st = nd->op->forward(nd->op, nd->attrs, &ctx, nin, in, nout, out);
+    else st = hg_ew_forward(nd->op, nd->attrs, nin, in, out[0]);
     if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
     if (in != in_stack) free(in);
     if (out != out_stack) free(out);

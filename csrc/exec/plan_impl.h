@@ -34,35 +34,35 @@ struct hg_plan {
     hg_symbol *sym;           /* keeps the nodes alive */
     hg_snode **nodes;
     int n;
-    int *off, *in_idx;        /* inputs of node i: in_idx[off[i]..off[i+1]) (topological positions) */
-    int *entry;               /* first value (entry) of node i; node i has nout of them */
+    int *off, *in_idx; /* inputs of node i: in_idx[off[i]..off[i+1]) (topological positions) */
+    int *entry; /* first value (entry) of node i; node i has nout of them */
     int nentries;
     int ninputs;
-    int *input_entry;         /* input slot -> entry (-1: unused by the graph) */
-    int *fed_slot;            /* entry -> input slot, or -1 */
+    int *input_entry; /* input slot -> entry (-1: unused by the graph) */
+    int *fed_slot; /* entry -> input slot, or -1 */
     int nheads;
     int *head_entry;
-    bool *needed;             /* node runs (dead-code elimination, fed values) */
-    int *uses;                /* entry -> readers among needed nodes + heads */
-    hg_meta *meta;            /* per entry, for the current signature */
-    hg_meta *sig;             /* input metas the current plan was made for */
+    bool *needed; /* node runs (dead-code elimination, fed values) */
+    int *uses; /* entry -> readers among needed nodes + heads */
+    hg_meta *meta; /* per entry, for the current signature */
+    hg_meta *sig; /* input metas the current plan was made for */
     unsigned flags;
     bool inferred, lowered, print;
 
     /* Lowered for the current signature (lower.c). */
     hg_pstep *steps;
     int nsteps;
-    int *sin, *sout;          /* step input / output value ids */
-    int *gnodes;              /* fused groups: node positions, in order */
-    int *gin;                 /* input k of fused node gnodes[j] is gin[2 * j + k]: >= 0 a value
+    int *sin, *sout; /* step input / output value ids */
+    int *gnodes; /* fused groups: node positions, in order */
+    int *gin; /* input k of fused node gnodes[j] is gin[2 * j + k]: >= 0 a value
                                * id, < 0: -(1 + group-local index of the producing node) */
-    hg_tensor **vt;           /* entry -> tensor header into the arena (internal values) */
-    hg_tensor **cur;          /* entry -> the tensor used in this run */
-    int *head_owner;          /* head h -> first head with the same entry */
+    hg_tensor **vt; /* entry -> tensor header into the arena (internal values) */
+    hg_tensor **cur; /* entry -> the tensor used in this run */
+    int *head_owner; /* head h -> first head with the same entry */
     size_t arena_bytes;
     hg_plan_stats stats;
 
-    void *arena;              /* current arena (kept with HG_PLAN_STATIC_ALLOC) */
+    void *arena; /* current arena (kept with HG_PLAN_STATIC_ALLOC) */
     size_t arena_cap;
     hg_storage *arena_storage; /* storage every arena header shares; data = arena */
 };

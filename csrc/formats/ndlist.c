@@ -146,8 +146,10 @@ static hg_status rd_record_shape(reader *r, int *ndim, int64_t *dims)
         int32_t stype;
         HG_TRY(rd_i32(r, &stype, "storage type"));
         if ((stype == 1 || stype == 2) && magic == REC_V2)
-            return rd_fail(r, HG_ERR_UNSUPPORTED, "%s storage is not supported (only dense "
-                           "arrays can be loaded)", stype == 1 ? "row_sparse" : "csr");
+            return rd_fail(r, HG_ERR_UNSUPPORTED,
+                           "%s storage is not supported (only dense "
+                           "arrays can be loaded)",
+                           stype == 1 ? "row_sparse" : "csr");
         /* -1 is MXNet's undefined storage: what an uninitialised NDArray() saves as. */
         if (stype != 0 && !(stype == -1 && magic == REC_V2))
             return rd_fail(r, HG_ERR_IO, "unknown storage type %d", stype);
@@ -161,9 +163,10 @@ static hg_status rd_record_shape(reader *r, int *ndim, int64_t *dims)
     } else {
         /* Pre-V1 records have no magic: the first word is ndim, then ndim x u32 dims. */
         if (magic > HG_MAX_NDIM)
-            return rd_fail(r, HG_ERR_IO, "unknown record type 0x%08x (not a V1/V2/V3 record "
-                           "magic, nor a pre-V1 dimension count in [0, %d])", (unsigned)magic,
-                           HG_MAX_NDIM);
+            return rd_fail(r, HG_ERR_IO,
+                           "unknown record type 0x%08x (not a V1/V2/V3 record "
+                           "magic, nor a pre-V1 dimension count in [0, %d])",
+                           (unsigned)magic, HG_MAX_NDIM);
         for (uint32_t i = 0; i < magic; i++) {
             uint32_t d;
             HG_TRY(rd_u32(r, &d, "shape"));
@@ -182,7 +185,8 @@ static hg_status rd_record(reader *r, hg_tensor **out)
     int64_t dims[HG_MAX_NDIM];
     HG_TRY(rd_record_shape(r, &ndim, dims));
     if (ndim < 0)
-        return rd_fail(r, HG_ERR_UNSUPPORTED, "none arrays are not supported (an uninitialised "
+        return rd_fail(r, HG_ERR_UNSUPPORTED,
+                       "none arrays are not supported (an uninitialised "
                        "NDArray() saved with no shape, dtype or data)");
     int32_t dev_type, dev_id, flag;
     HG_TRY(rd_i32(r, &dev_type, "device type"));
@@ -205,9 +209,11 @@ static hg_status rd_record(reader *r, hg_tensor **out)
         if (dims[i] == 0) need = 0;
     for (int i = 0; i < ndim && need; i++) {
         if ((uint64_t)dims[i] > avail / need)
-            return rd_fail(r, HG_ERR_IO, "array data of shape %s (%s) is larger than the %llu "
-                           "bytes that remain", hg_shape_str(sbuf, ndim, dims),
-                           hg_dtype_name((hg_dtype)flag), (unsigned long long)avail);
+            return rd_fail(r, HG_ERR_IO,
+                           "array data of shape %s (%s) is larger than the %llu "
+                           "bytes that remain",
+                           hg_shape_str(sbuf, ndim, dims), hg_dtype_name((hg_dtype)flag),
+                           (unsigned long long)avail);
         need *= (uint64_t)dims[i];
     }
     if (need > avail)
@@ -232,13 +238,15 @@ static hg_status rd_names(reader *r, hg_ndlist *l, uint64_t k)
     l->name_lens = calloc((size_t)k, sizeof *l->name_lens);
     if (!l->names || !l->name_lens) return hg_error(HG_ERR_MEMORY, "out of memory");
     for (uint64_t j = 0; j < k; j++) {
-        snprintf(r->where, sizeof r->where, "name %llu of %llu (byte %llu)",
-                 (unsigned long long)j, (unsigned long long)k, (unsigned long long)r->pos);
+        snprintf(r->where, sizeof r->where, "name %llu of %llu (byte %llu)", (unsigned long long)j,
+                 (unsigned long long)k, (unsigned long long)r->pos);
         uint64_t len;
         HG_TRY(rd_u64(r, &len, "name length"));
         if (len > rd_remaining(r))
-            return rd_fail(r, HG_ERR_IO, "name length %llu is larger than the %llu bytes that "
-                           "remain", (unsigned long long)len, (unsigned long long)rd_remaining(r));
+            return rd_fail(r, HG_ERR_IO,
+                           "name length %llu is larger than the %llu bytes that "
+                           "remain",
+                           (unsigned long long)len, (unsigned long long)rd_remaining(r));
         char *s = malloc((size_t)len + 1);
         if (!s) return hg_error(HG_ERR_MEMORY, "out of memory");
         l->names[j] = s;
@@ -256,16 +264,19 @@ static hg_status rd_list(reader *r, hg_ndlist **out)
     snprintf(r->where, sizeof r->where, "header");
     if ((st = rd_u64(r, &magic, "magic number")) != HG_OK) return st;
     if (magic != LIST_MAGIC)
-        return rd_fail(r, HG_ERR_IO, "magic number 0x%llx is not 0x112: this is not an NDArray "
-                       "file", (unsigned long long)magic);
+        return rd_fail(r, HG_ERR_IO,
+                       "magic number 0x%llx is not 0x112: this is not an NDArray "
+                       "file",
+                       (unsigned long long)magic);
     if ((st = rd_u64(r, &reserved, "reserved field")) != HG_OK) return st;
     if ((st = rd_u64(r, &n, "array count")) != HG_OK) return st;
     /* Each array takes at least MIN_RECORD_BYTES, and the name count 8 more. */
     uint64_t rest = rd_remaining(r);
     if (rest < 8 || n > (rest - 8) / MIN_RECORD_BYTES || n > INT_MAX)
-        return rd_fail(r, HG_ERR_IO, "array count %llu cannot fit in the %llu bytes that remain "
-                       "(truncated or corrupted file)", (unsigned long long)n,
-                       (unsigned long long)rest);
+        return rd_fail(r, HG_ERR_IO,
+                       "array count %llu cannot fit in the %llu bytes that remain "
+                       "(truncated or corrupted file)",
+                       (unsigned long long)n, (unsigned long long)rest);
 
     hg_ndlist *l = calloc(1, sizeof *l);
     if (!l || !(l->arrays = calloc(n ? (size_t)n : 1, sizeof *l->arrays))) {
@@ -432,8 +443,7 @@ static void w_list(writer *w, int n, hg_tensor *const *arrays, const char *const
 }
 
 /* Checks the arguments of a save and computes the file size (before any file is touched). */
-static hg_status check_save(int n, hg_tensor *const *arrays, const char *const *names,
-                            size_t *size)
+static hg_status check_save(int n, hg_tensor *const *arrays, const char *const *names, size_t *size)
 {
     if (n < 0 || (n > 0 && !arrays))
         return hg_error(HG_ERR_VALUE, "NDArray save: bad array count %d or NULL arrays", n);
@@ -442,15 +452,15 @@ static hg_status check_save(int n, hg_tensor *const *arrays, const char *const *
         const hg_tensor *t = arrays[i];
         if (!t) return hg_error(HG_ERR_VALUE, "NDArray save: array %d is NULL", i);
         if (t->ndim == 0)
-            return hg_error(HG_ERR_VALUE, "NDArray save: array %d is 0-d; MXNet's format reads "
+            return hg_error(HG_ERR_VALUE,
+                            "NDArray save: array %d is 0-d; MXNet's format reads "
                             "ndim 0 back as an empty 'none' array, so reshape it to (1,) first",
                             i);
         if ((unsigned)t->dtype >= HG_NUM_DTYPES || t->ndim > HG_MAX_NDIM)
             return hg_error(HG_ERR_INTERNAL, "NDArray save: array %d is malformed", i);
         if (t->storage->device_type != HG_DEVICE_CPU)
             return hg_error(HG_ERR_UNSUPPORTED, "NDArray save: array %d is not on the CPU", i);
-        if (names && !names[i])
-            return hg_error(HG_ERR_VALUE, "NDArray save: name %d is NULL", i);
+        if (names && !names[i]) return hg_error(HG_ERR_VALUE, "NDArray save: name %d is NULL", i);
         total += 24 + 8 * (uint64_t)t->ndim + hg_tensor_nbytes(t);
         if (names) total += 8 + strlen(names[i]);
         if (total > limit) return hg_error(HG_ERR_MEMORY, "NDArray save: the data is too large");
@@ -469,8 +479,7 @@ hg_status hg_ndlist_save_bytes(int n, hg_tensor *const *arrays, const char *cons
     size_t size;
     HG_TRY(check_save(n, arrays, names, &size));
     writer w = {.buf = malloc(size)};
-    if (!w.buf)
-        return hg_error(HG_ERR_MEMORY, "NDArray save: out of memory for %zu bytes", size);
+    if (!w.buf) return hg_error(HG_ERR_MEMORY, "NDArray save: out of memory for %zu bytes", size);
     w_list(&w, n, arrays, names);
     if (w.pos != size) { /* check_save and w_list disagree: a bug, not bad input */
         free(w.buf);

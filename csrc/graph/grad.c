@@ -57,10 +57,7 @@ hg_sentry hg_g_in(const hg_grad_ctx *g, int k)
     return (k >= 0 && k < g->node->nin) ? g->node->in[k] : NO_ENTRY;
 }
 
-hg_sentry hg_g_out(const hg_grad_ctx *g, int i)
-{
-    return (hg_sentry){(hg_snode *)g->node, i, 0};
-}
+hg_sentry hg_g_out(const hg_grad_ctx *g, int i) { return (hg_sentry){(hg_snode *)g->node, i, 0}; }
 
 bool hg_g_needs(const hg_grad_ctx *g, int k) { return k >= 0 && k < g->node->nin && g->needs[k]; }
 
@@ -157,8 +154,8 @@ static int split_kv(const char *const *kv, const char **keys, const char **vals,
     return n;
 }
 
-void hg_g_opn(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,
-              const char *const *kv, int nout, hg_sentry *out)
+void hg_g_opn(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in, const char *const *kv,
+              int nout, hg_sentry *out)
 {
     const char *keys[HG_MAX_ATTRS * 2], *vals[HG_MAX_ATTRS * 2];
     int nkv = split_kv(kv, keys, vals, HG_MAX_ATTRS * 2);
@@ -221,8 +218,8 @@ hg_sentry hg_g_sum_like(hg_grad_ctx *g, hg_sentry x, hg_sentry like)
 hg_sentry hg_g_ograd(hg_grad_ctx *g, int i)
 {
     if (i < 0 || i >= g->node->nout) {
-        fail(g, hg_error(HG_ERR_INTERNAL, "gradient rule asks for output %d of %d", i,
-                         g->node->nout));
+        fail(g,
+             hg_error(HG_ERR_INTERNAL, "gradient rule asks for output %d of %d", i, g->node->nout));
         return NO_ENTRY;
     }
     if (g->ograds[i].n) return g->ograds[i].v[0]; /* summed before the rule runs */
@@ -248,8 +245,8 @@ static void add_grad(hg_grad_ctx *g, gsum *s, hg_sentry e)
     s->v[s->n++] = e;
 }
 
-hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *head_grads,
-                        int nwrt, hg_snode *const *wrt, hg_symbol **out)
+hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *head_grads, int nwrt,
+                        hg_snode *const *wrt, hg_symbol **out)
 {
     if (nheads < 1 || !heads || nwrt < 0 || (nwrt && !wrt) || !out)
         return hg_error(HG_ERR_VALUE, "hg_graph_grad: bad arguments");
@@ -301,8 +298,10 @@ hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *hea
         if (!any) continue;
         if (!nd->op->grad) {
             if (nd->op->flags & HG_OP_NO_GRAD) continue;
-            st = hg_error(HG_ERR_VALUE, "cannot differentiate through node '%s': operator %s "
-                          "has no gradient", nd->name, nd->op->name);
+            st = hg_error(HG_ERR_VALUE,
+                          "cannot differentiate through node '%s': operator %s "
+                          "has no gradient",
+                          nd->name, nd->op->name);
             break;
         }
         int big = nd->nin > nd->nout ? nd->nin : nd->nout;

@@ -40,8 +40,8 @@ void hg_g_set(hg_grad_ctx *g, int k, hg_sentry grad);
 hg_sentry hg_g_op(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,
                   const char *const *kv);
 /* The same for an op with several outputs: out[0..nout) receive its outputs. */
-void hg_g_opn(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in,
-              const char *const *kv, int nout, hg_sentry *out);
+void hg_g_opn(hg_grad_ctx *g, const char *name, int nin, const hg_sentry *in, const char *const *kv,
+              int nout, hg_sentry *out);
 /* The same with an op definition instead of a name (dynamic ops: a hybridized block's). */
 void hg_g_op_def(hg_grad_ctx *g, const hg_op_def *op, int nin, const hg_sentry *in,
                  const char *const *kv, int nout, hg_sentry *out);
@@ -53,8 +53,7 @@ void hg_g_op_fwd_attrs(hg_grad_ctx *g, const char *name, int nin, const hg_sentr
  * the context. */
 const char *hg_g_attr_str(hg_grad_ctx *g, int k);
 /* printf into text that lives as long as the context (numbers for kv lists). */
-const char *hg_g_fmt(hg_grad_ctx *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+const char *hg_g_fmt(hg_grad_ctx *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Helpers used by many rules. */
 hg_sentry hg_g_scalar(hg_grad_ctx *g, const char *scalar_op, hg_sentry x, double v);
 /* Sums x down to the shape of `like` (the gradient of a broadcast). */
@@ -72,7 +71,7 @@ hg_status hg_g_status(const hg_grad_ctx *g);
  * head_grads[h].node == NULL means ones_like(head h). The result has one head per wrt node:
  * its gradient, or zeros_like(it) when no head depends on it. The result shares the forward
  * nodes it reads (activations). Errors name the node whose rule failed or is missing. */
-hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *head_grads,
-                        int nwrt, hg_snode *const *wrt, hg_symbol **out);
+hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *head_grads, int nwrt,
+                        hg_snode *const *wrt, hg_symbol **out);
 
 #endif

@@ -8,8 +8,14 @@
 
 #include "core/error.h"
 
-typedef enum { HG_JSON_NULL, HG_JSON_BOOL, HG_JSON_NUMBER, HG_JSON_STRING, HG_JSON_ARRAY,
-               HG_JSON_OBJECT } hg_json_type;
+typedef enum {
+    HG_JSON_NULL,
+    HG_JSON_BOOL,
+    HG_JSON_NUMBER,
+    HG_JSON_STRING,
+    HG_JSON_ARRAY,
+    HG_JSON_OBJECT
+} hg_json_type;
 
 typedef struct hg_json hg_json;
 struct hg_json {

@@ -176,9 +176,8 @@ static hg_status parse_node_attrs(hg_snode *n)
     return HG_OK;
 }
 
-hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
-                         const char *const *keys, const char *const *vals, int nin,
-                         const hg_sentry *in, hg_snode **out)
+hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
+                          const char *const *vals, int nin, const hg_sentry *in, hg_snode **out)
 {
     if (!op || !name || !out || (nin && !in))
         return hg_error(HG_ERR_VALUE, "hg_snode_new_op: NULL argument");
@@ -228,7 +227,7 @@ hg_status hg_snode_new_var(const char *name, hg_snode **out)
 }
 
 hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_attrs *a, int nin,
-                             const hg_sentry *in, hg_snode **out)
+                              const hg_sentry *in, hg_snode **out)
 {
     const char *keys[HG_MAX_ATTRS], *vals[HG_MAX_ATTRS];
     char text[HG_MAX_ATTRS][HG_MAX_TUPLE * 24 + 8];
@@ -273,8 +272,10 @@ hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const c
     hg_status st = HG_OK;
     for (int i = 0; i < nin; i++) {
         if (!inputs[i] || inputs[i]->n != 1) {
-            st = hg_error(HG_ERR_VALUE, "node '%s' (%s): input %d has %d outputs; select one "
-                          "output as the input", name, op->name, i, inputs[i] ? inputs[i]->n : 0);
+            st = hg_error(HG_ERR_VALUE,
+                          "node '%s' (%s): input %d has %d outputs; select one "
+                          "output as the input",
+                          name, op->name, i, inputs[i] ? inputs[i]->n : 0);
             break;
         }
         in[i] = inputs[i]->heads[0];
@@ -319,8 +320,10 @@ hg_status hg_symbol_group(int n, const hg_symbol *const *syms, hg_symbol **out)
 hg_status hg_symbol_output(const hg_symbol *s, int i, hg_symbol **out)
 {
     if (i < 0 || i >= s->n)
-        return hg_error(HG_ERR_INDEX, "output index %d is out of range for a symbol with %d "
-                        "output(s)", i, s->n);
+        return hg_error(HG_ERR_INDEX,
+                        "output index %d is out of range for a symbol with %d "
+                        "output(s)",
+                        i, s->n);
     hg_symbol *r = symbol_alloc(1);
     if (!r) return hg_error(HG_ERR_MEMORY, "out of memory");
     r->heads[0] = s->heads[i];
@@ -406,7 +409,10 @@ void hg_nodemap_free(hg_nodemap *m)
 /* Post-order DFS from the heads with an explicit stack. The map gives each node's index. */
 static hg_status topo(const hg_symbol *s, hg_snode ***out, int *count, ptrmap *map)
 {
-    typedef struct { hg_snode *n; int next; } frame;
+    typedef struct {
+        hg_snode *n;
+        int next;
+    } frame;
     frame *stack = NULL;
     hg_snode **order = NULL;
     int top = 0, scap = 0, n = 0, ocap = 0;
@@ -429,7 +435,10 @@ static hg_status topo(const hg_symbol *s, hg_snode ***out, int *count, ptrmap *m
         if (top == scap) {
             scap = scap ? scap * 2 : 64;
             frame *t = realloc(stack, sizeof *t * (size_t)scap);
-            if (!t) { st = hg_error(HG_ERR_MEMORY, "out of memory"); break; }
+            if (!t) {
+                st = hg_error(HG_ERR_MEMORY, "out of memory");
+                break;
+            }
             stack = t;
         }
         stack[top++] = (frame){root, 0};
@@ -442,7 +451,10 @@ static hg_status topo(const hg_symbol *s, hg_snode ***out, int *count, ptrmap *m
                 if (top == scap) {
                     scap *= 2;
                     frame *t = realloc(stack, sizeof *t * (size_t)scap);
-                    if (!t) { st = hg_error(HG_ERR_MEMORY, "out of memory"); break; }
+                    if (!t) {
+                        st = hg_error(HG_ERR_MEMORY, "out of memory");
+                        break;
+                    }
                     stack = t;
                 }
                 stack[top++] = (frame){c, 0};
@@ -451,7 +463,10 @@ static hg_status topo(const hg_symbol *s, hg_snode ***out, int *count, ptrmap *m
             if (n == ocap) {
                 ocap = ocap ? ocap * 2 : 64;
                 hg_snode **t = realloc(order, sizeof *t * (size_t)ocap);
-                if (!t) { st = hg_error(HG_ERR_MEMORY, "out of memory"); break; }
+                if (!t) {
+                    st = hg_error(HG_ERR_MEMORY, "out of memory");
+                    break;
+                }
                 order = t;
             }
             if ((st = ptrmap_put(map, f->n, n, n)) != HG_OK) break;
@@ -666,7 +681,10 @@ hg_status hg_symbol_to_json(const hg_symbol *s, char **out)
         hg_sb_puts(&sb, "\"inputs\": ");
         if (3 * nd->nin > tcap) {
             int *t = realloc(tmp, sizeof(int) * (size_t)(3 * nd->nin));
-            if (!t) { st = hg_error(HG_ERR_MEMORY, "out of memory"); break; }
+            if (!t) {
+                st = hg_error(HG_ERR_MEMORY, "out of memory");
+                break;
+            }
             tmp = t;
             tcap = 3 * nd->nin;
         }
@@ -757,7 +775,8 @@ static hg_status read_entry(const hg_json *e, hg_snode **nodes, int limit, int w
         !json_int(e->items[0], 0, limit - 1, &id) || !json_int(e->items[1], 0, 1 << 20, &idx) ||
         (e->n == 3 && !json_int(e->items[2], 0, 1 << 30, &ver)))
         return bad_json("an input entry must be [node_id, output_index, version] referring to an "
-                        "earlier node", where);
+                        "earlier node",
+                        where);
     if (idx >= nodes[id]->nout)
         return bad_json("input refers to an output index the node does not have", where);
     *out = (hg_sentry){nodes[id], (int32_t)idx, (int32_t)ver};
@@ -799,15 +818,23 @@ static hg_status read_attrs(const hg_json *jn, int where, int *nattr, const char
 
 static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode **out)
 {
-    static const char *const allowed[] = {"op", "name", "attrs", "attr", "param", "inputs",
-                                          "control_deps", "subgraphs", "backward_source_id",
+    static const char *const allowed[] = {"op",
+                                          "name",
+                                          "attrs",
+                                          "attr",
+                                          "param",
+                                          "inputs",
+                                          "control_deps",
+                                          "subgraphs",
+                                          "backward_source_id",
                                           NULL};
     if (!jn || jn->type != HG_JSON_OBJECT) return bad_json("a node must be an object", i);
     for (int k = 0; k < jn->n; k++) {
         bool ok = false;
         for (int a = 0; allowed[a]; a++) ok |= strcmp(jn->keys[k], allowed[a]) == 0;
-        if (!ok) return hg_error(HG_ERR_IO, "invalid symbol JSON: node %d: unknown field '%s'", i,
-                                 jn->keys[k]);
+        if (!ok)
+            return hg_error(HG_ERR_IO, "invalid symbol JSON: node %d: unknown field '%s'", i,
+                            jn->keys[k]);
     }
     const hg_json *op = hg_json_get(jn, "op"), *name = hg_json_get(jn, "name"),
                   *inputs = hg_json_get(jn, "inputs"), *sub = hg_json_get(jn, "subgraphs");
@@ -815,8 +842,10 @@ static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode 
         inputs->type != HG_JSON_ARRAY)
         return bad_json("needs string 'op', string 'name' and array 'inputs'", i);
     if (sub && sub->type == HG_JSON_ARRAY && sub->n > 0)
-        return hg_error(HG_ERR_UNSUPPORTED, "node %d ('%s'): subgraphs (control flow or "
-                        "partitioned graphs) are not supported", i, name->str);
+        return hg_error(HG_ERR_UNSUPPORTED,
+                        "node %d ('%s'): subgraphs (control flow or "
+                        "partitioned graphs) are not supported",
+                        i, name->str);
     const char **keys = NULL, **vals = NULL;
     int nattr = 0;
     hg_sentry *in = NULL;
@@ -828,8 +857,10 @@ static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode 
     } else if (st == HG_OK) {
         const hg_op_def *def = hg_registry_find(op->str);
         if (!def) {
-            st = hg_error(HG_ERR_IO, "Failed loading Op %s of type %s: operator is not "
-                          "registered in hybridgluon", name->str, op->str);
+            st = hg_error(HG_ERR_IO,
+                          "Failed loading Op %s of type %s: operator is not "
+                          "registered in hybridgluon",
+                          name->str, op->str);
         } else {
             in = calloc((size_t)(inputs->n ? inputs->n : 1), sizeof *in);
             ins = calloc((size_t)(inputs->n ? inputs->n : 1), sizeof *ins);
@@ -849,8 +880,8 @@ static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode 
             if (st == HG_OK) /* keep the versions the file recorded */
                 for (int k = 0; k < inputs->n; k++)
                     sym->heads[0].node->in[k].version = in[k].version;
-            if (st != HG_OK && def) hg_error_prefix(st, "Failed loading Op %s of type %s: ",
-                                                    name->str, op->str);
+            if (st != HG_OK && def)
+                hg_error_prefix(st, "Failed loading Op %s of type %s: ", name->str, op->str);
             for (int k = 0; ins && k < inputs->n; k++) hg_symbol_free(ins[k]);
         }
     }
@@ -871,8 +902,8 @@ hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out)
     if (!text || !out) return hg_error(HG_ERR_VALUE, "hg_symbol_from_json: NULL argument");
     hg_json *doc;
     HG_TRY(hg_json_parse(text, len, &doc));
-    static const char *const allowed[] = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs",
-                                          NULL};
+    static const char *const allowed[] = {"nodes", "arg_nodes", "node_row_ptr",
+                                          "heads", "attrs",     NULL};
     hg_status st = HG_OK;
     hg_snode **nodes = NULL;
     int n = 0;

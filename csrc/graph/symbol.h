@@ -49,13 +49,12 @@ hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const c
                        const char *const *vals, int nin, const hg_symbol *const *inputs,
                        hg_symbol **out);
 /* A new op node over entries (each retained); *out holds one reference. */
-hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr,
-                         const char *const *keys, const char *const *vals, int nin,
-                         const hg_sentry *in, hg_snode **out);
+hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
+                          const char *const *vals, int nin, const hg_sentry *in, hg_snode **out);
 /* The same from attributes already parsed (the imperative tape): the set attributes are also
  * printed to keys/vals so rules and JSON see them. */
 hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_attrs *a, int nin,
-                             const hg_sentry *in, hg_snode **out);
+                              const hg_sentry *in, hg_snode **out);
 /* A variable node (no op). */
 hg_status hg_snode_new_var(const char *name, hg_snode **out);
 void hg_snode_retain(hg_snode *n);

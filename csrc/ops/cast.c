@@ -21,10 +21,12 @@ static const hg_attr_spec k_cast_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_cast_attrs) == CA_NATTRS, "k_cast_attrs must match its enum");
 
-static hg_status cast_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status cast_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
-    (void)op; (void)nin; (void)nout;
+    (void)op;
+    (void)nin;
+    (void)nout;
     out[0] = in[0];
     out[0].dtype = (hg_dtype)a->v[CA_DTYPE].i;
     return HG_OK;
@@ -108,7 +110,7 @@ static void cast_range(void *ctx, int64_t b, int64_t e)
  * the build targets baseline x86-64). Same results as hg_float_to_half: round to nearest even,
  * overflow to inf, subnormals kept; only NaN payloads may differ. */
 __attribute__((target("avx,f16c"))) static void cast_f32_f16_f16c(const void *in, void *out,
-                                                                   int64_t b, int64_t e)
+                                                                  int64_t b, int64_t e)
 {
     const float *x = in;
     uint16_t *y = out;
@@ -120,7 +122,7 @@ __attribute__((target("avx,f16c"))) static void cast_f32_f16_f16c(const void *in
 }
 
 __attribute__((target("avx,f16c"))) static void cast_f16_f32_f16c(const void *in, void *out,
-                                                                   int64_t b, int64_t e)
+                                                                  int64_t b, int64_t e)
 {
     const uint16_t *x = in;
     float *y = out;
@@ -134,7 +136,11 @@ __attribute__((target("avx,f16c"))) static void cast_f16_f32_f16c(const void *in
 static hg_status cast_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *x = in[0];
     hg_tensor *y = out[0];
     if (x->dtype == y->dtype) {
@@ -159,7 +165,9 @@ static hg_status cast_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin,
                                 int nout, hg_meta *out)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
-    (void)a; (void)nin; (void)nout;
+    (void)a;
+    (void)nin;
+    (void)nout;
     out[0] = in[1];
     if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
     bool ok = in[0].ndim == in[1].ndim;
@@ -182,12 +190,22 @@ static hg_status cast_grad(hg_grad_ctx *g)
 /* ---- registration ------------------------------------------------------------------------ */
 
 const hg_op_def hg_ops_cast[] = {
-    {.name = "Cast", .aliases = HG_NAMES("cast"),
+    {.name = "Cast",
+     .aliases = HG_NAMES("cast"),
      .doc = "converts to another dtype (float to int truncates)",
-     .input_names = HG_NAMES("data"), .attrs = k_cast_attrs, .num_attrs = HG_COUNT(k_cast_attrs),
-     .num_inputs = 1, .infer = cast_infer, .forward = cast_forward, .grad = cast_grad},
-    {.name = "_backward_Cast", .doc = "gradient of Cast: ograd converted to data's dtype",
-     .input_names = HG_NAMES("ograd", "data"), .num_inputs = 2, .infer = cast_bwd_infer,
-     .forward = cast_forward, .grad = cast_grad},
+     .input_names = HG_NAMES("data"),
+     .attrs = k_cast_attrs,
+     .num_attrs = HG_COUNT(k_cast_attrs),
+     .num_inputs = 1,
+     .infer = cast_infer,
+     .forward = cast_forward,
+     .grad = cast_grad},
+    {.name = "_backward_Cast",
+     .doc = "gradient of Cast: ograd converted to data's dtype",
+     .input_names = HG_NAMES("ograd", "data"),
+     .num_inputs = 2,
+     .infer = cast_bwd_infer,
+     .forward = cast_forward,
+     .grad = cast_grad},
     {0},
 };

@@ -30,10 +30,18 @@
 #include "ops/conv_common.h"
 
 enum {
-    K_KERNEL, K_STRIDE, K_DILATE, K_PAD, K_NUM_FILTER, K_NUM_GROUP, K_WORKSPACE, K_NO_BIAS,
-    K_CUDNN_TUNE, K_CUDNN_OFF, K_LAYOUT
+    K_KERNEL,
+    K_STRIDE,
+    K_DILATE,
+    K_PAD,
+    K_NUM_FILTER,
+    K_NUM_GROUP,
+    K_WORKSPACE,
+    K_NO_BIAS,
+    K_CUDNN_TUNE,
+    K_CUDNN_OFF,
+    K_LAYOUT
 };
-
 
 /* Convolution's schema; _backward_Convolution adds the grad_* switches after it. */
 #define CONV_ATTR_SPECS                                                                         \
@@ -62,8 +70,10 @@ static const hg_attr_spec k_conv_bw_attrs[] = {
     CONV_ATTR_SPECS,
     {"grad_data", HG_ATTR_BOOL, 0, "True", "compute the data gradient (else output 0 is zeros)",
      NULL},
-    {"grad_weight", HG_ATTR_BOOL, 0, "True", "compute the weight gradient (else output 1 is "
-     "zeros)", NULL},
+    {"grad_weight", HG_ATTR_BOOL, 0, "True",
+     "compute the weight gradient (else output 1 is "
+     "zeros)",
+     NULL},
 };
 
 static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
@@ -119,8 +129,13 @@ static bool is_depthwise(const hg_conv_geom *g)
 
 static hg_wino_geom wino_geom(const hg_conv_geom *g)
 {
-    return (hg_wino_geom){.N = g->N, .C = g->C, .F = g->F, .H = g->in[1], .W = g->in[2],
-                          .ph = g->p[1], .pw = g->p[2]};
+    return (hg_wino_geom){.N = g->N,
+                          .C = g->C,
+                          .F = g->F,
+                          .H = g->in[1],
+                          .W = g->in[2],
+                          .ph = g->p[1],
+                          .pw = g->p[2]};
 }
 
 /* float32 2-D 3x3 with stride 1, no dilation, one group, where the size rule of winograd.c says
@@ -149,17 +164,20 @@ static hg_dw_geom dw_geom(const hg_conv_geom *g)
     return d;
 }
 
-static const char *tuple_str(char *buf, const hg_tuple *t)
-{
-    return hg_shape_str(buf, t->n, t->v);
-}
+static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
-static const hg_conv_attr_index k_conv_index = {
-    "Convolution", K_KERNEL, K_NUM_FILTER, K_NUM_GROUP, K_LAYOUT, 3,
-    {K_STRIDE, K_DILATE, K_PAD}, {"stride", "dilate", "pad"}, {true, true, false}};
+static const hg_conv_attr_index k_conv_index = {"Convolution",
+                                                K_KERNEL,
+                                                K_NUM_FILTER,
+                                                K_NUM_GROUP,
+                                                K_LAYOUT,
+                                                3,
+                                                {K_STRIDE, K_DILATE, K_PAD},
+                                                {"stride", "dilate", "pad"},
+                                                {true, true, false}};
 
-static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     (void)nin;
     (void)nout;
@@ -173,39 +191,46 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
     if (b) {
         if (!hg_meta_merge(b, dt, 1, &g.F))
-            return hg_error(HG_ERR_VALUE, "Convolution: bias shape %s does not match "
-                            "num_filter=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
-                            (long long)g.F, (long long)g.F);
+            return hg_error(HG_ERR_VALUE,
+                            "Convolution: bias shape %s does not match "
+                            "num_filter=%lld: expected [%lld]",
+                            hg_shape_str(s0, b->ndim, b->shape), (long long)g.F, (long long)g.F);
     }
     if (x->ndim < 0) return HG_OK; /* the weight's channel count needs the data shape */
     if (x->ndim != nsp + 2)
-        return hg_error(HG_ERR_VALUE, "Convolution: data shape %s does not match kernel=%s: "
+        return hg_error(HG_ERR_VALUE,
+                        "Convolution: data shape %s does not match kernel=%s: "
                         "expected %d dims (batch, channel and %d spatial)",
                         hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, &a->v[K_KERNEL].t),
                         nsp + 2, nsp);
     if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64 && x->dtype != HG_DTYPE_F16)
-        return hg_error(HG_ERR_TYPE, "Convolution: dtype %s is not supported (float32, float64 "
-                        "and float16 only)", hg_dtype_name(x->dtype));
+        return hg_error(HG_ERR_TYPE,
+                        "Convolution: dtype %s is not supported (float32, float64 "
+                        "and float16 only)",
+                        hg_dtype_name(x->dtype));
     /* An unknown channel count comes back from a known weight. */
-    if (x->shape[1] < 0 && w->ndim == nsp + 2 && w->shape[1] >= 0)
-        x->shape[1] = w->shape[1] * g.G;
+    if (x->shape[1] < 0 && w->ndim == nsp + 2 && w->shape[1] >= 0) x->shape[1] = w->shape[1] * g.G;
     int64_t C = x->shape[1];
     if (C >= 0 && C % g.G != 0)
-        return hg_error(HG_ERR_VALUE, "Convolution: input channels %lld (data shape %s) must be "
-                        "divisible by num_group=%lld", (long long)C,
-                        hg_shape_str(s0, x->ndim, x->shape), (long long)g.G);
+        return hg_error(HG_ERR_VALUE,
+                        "Convolution: input channels %lld (data shape %s) must be "
+                        "divisible by num_group=%lld",
+                        (long long)C, hg_shape_str(s0, x->ndim, x->shape), (long long)g.G);
     int64_t want_w[5] = {g.F, C >= 0 ? C / g.G : -1};
     for (int i = 0; i < nsp; i++) want_w[2 + i] = g.k[off + i];
     if (!hg_meta_merge(w, x->dtype, nsp + 2, want_w))
-        return hg_error(HG_ERR_VALUE, "Convolution: weight shape %s does not match data shape %s "
+        return hg_error(HG_ERR_VALUE,
+                        "Convolution: weight shape %s does not match data shape %s "
                         "with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
                         (long long)g.F, (long long)g.G, tuple_str(s2, &a->v[K_KERNEL].t),
                         hg_shape_str(s3, nsp + 2, want_w));
     if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
-        return hg_error(HG_ERR_TYPE, "Convolution: data, weight and bias must have the same "
-                        "dtype, got %s, %s and %s", hg_dtype_name(x->dtype),
-                        hg_dtype_name(w->dtype), b ? hg_dtype_name(b->dtype) : "(none)");
+        return hg_error(HG_ERR_TYPE,
+                        "Convolution: data, weight and bias must have the same "
+                        "dtype, got %s, %s and %s",
+                        hg_dtype_name(x->dtype), hg_dtype_name(w->dtype),
+                        b ? hg_dtype_name(b->dtype) : "(none)");
     hg_meta *o = &out[0];
     o->ndim = nsp + 2;
     o->dtype = x->dtype;
@@ -222,17 +247,19 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
         }
         int64_t span = g.d[j] * (g.k[j] - 1) + 1;
         if (xi + 2 * g.p[j] < span)
-            return hg_error(HG_ERR_VALUE, "Convolution: kernel=%s with dilate=%s and pad=%s is "
+            return hg_error(HG_ERR_VALUE,
+                            "Convolution: kernel=%s with dilate=%s and pad=%s is "
                             "larger than the padded input: data shape %s gives an output size "
-                            "below 1 on spatial dim %d", tuple_str(s0, &a->v[K_KERNEL].t),
-                            tuple_str(s1, &a->v[K_DILATE].t), tuple_str(s2, &a->v[K_PAD].t),
-                            hg_shape_str(s3, x->ndim, x->shape), i);
+                            "below 1 on spatial dim %d",
+                            tuple_str(s0, &a->v[K_KERNEL].t), tuple_str(s1, &a->v[K_DILATE].t),
+                            tuple_str(s2, &a->v[K_PAD].t), hg_shape_str(s3, x->ndim, x->shape), i);
         o->shape[2 + i] = out_size(xi, g.k[j], g.s[j], g.d[j], g.p[j]);
         if (P >= 0) P *= o->shape[2 + i];
         if (K >= 0) K *= g.k[j];
     }
     if (!hg_gemm_fits(g.F / g.G, P, K))
-        return hg_error(HG_ERR_VALUE, "Convolution: matrix product of size M=%lld, N=%lld, "
+        return hg_error(HG_ERR_VALUE,
+                        "Convolution: matrix product of size M=%lld, N=%lld, "
                         "K=%lld is too large: the BLAS takes sizes below 2^31",
                         (long long)(g.F / g.G), (long long)P, (long long)K);
     return hg_shape_check(o->ndim, o->shape, o->dtype);
@@ -430,8 +457,10 @@ static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     HG_TRY(conv_infer(op, a, has_bias ? 3 : 2, fin, 1, &fout));
     if (in[0].dtype != fout.dtype ||
         !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
-        return hg_error(HG_ERR_VALUE, "%s: output gradient %s (%s) does not match the output "
-                        "%s (%s) of data %s", op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: output gradient %s (%s) does not match the output "
+                        "%s (%s) of data %s",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
                         hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
                         hg_dtype_name(fout.dtype), hg_shape_str(s2, in[1].ndim, in[1].shape));
     out[0] = fin[0];
@@ -479,8 +508,10 @@ static int64_t bw_col_elems(const hg_conv_geom *g, size_t esize)
 
 static hg_conv_bw_plan bw_plan(const hg_conv_geom *g, size_t esize)
 {
-    return (hg_conv_bw_plan){.nslots = num_slots(g), .rows = bw_rows(g, esize),
-                             .col_e = bw_col_elems(g, esize), .nb = bw_pack(g, esize)};
+    return (hg_conv_bw_plan){.nslots = num_slots(g),
+                             .rows = bw_rows(g, esize),
+                             .col_e = bw_col_elems(g, esize),
+                             .nb = bw_pack(g, esize)};
 }
 
 /* Workspace elements of the backward (none for the depthwise kernel). */
@@ -501,8 +532,8 @@ static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     size_t area = (size_t)bw_slot_area(&g, es, gw, bias);
     if (in[1].dtype != HG_DTYPE_F16) return es * area;
     /* float copies of ograd, data, weight and of the three gradients after the slot area */
-    return sizeof(float) * (area + (size_t)(g.N * g.F * g.P + 2 * g.N * g.C * g.I +
-                                            2 * g.F * g.K + g.F));
+    return sizeof(float) *
+           (area + (size_t)(g.N * g.F * g.P + 2 * g.N * g.C * g.I + 2 * g.F * g.K + g.F));
 }
 
 /* The backward of one float32 or float64 call: the depthwise kernel, or the shared backward of
@@ -512,10 +543,8 @@ static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, c
 {
     if (is_depthwise(g)) {
         const hg_dw_geom dg = dw_geom(g);
-        if (dt == HG_DTYPE_F32)
-            hg_depthwise_bwd_f32(&dg, dy, x, w, dx, dw, db);
-        else
-            hg_depthwise_bwd_f64(&dg, dy, x, w, dx, dw, db);
+        if (dt == HG_DTYPE_F32) hg_depthwise_bwd_f32(&dg, dy, x, w, dx, dw, db);
+        else hg_depthwise_bwd_f64(&dg, dy, x, w, dx, dw, db);
         return;
     }
     size_t es = dt == HG_DTYPE_F32 ? sizeof(float) : sizeof(double);
@@ -523,10 +552,8 @@ static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, c
     /* Never more slots than the workspace holds (the thread count could have changed). */
     if (es * (size_t)hg_conv_bw_area(g, &pl, dw != NULL, db != NULL) > ctx->workspace_bytes)
         pl.nslots = 1;
-    if (dt == HG_DTYPE_F32)
-        hg_conv_bw_f32(g, &pl, ctx->workspace, dy, x, w, dx, NULL, dw, db);
-    else
-        hg_conv_bw_f64(g, &pl, ctx->workspace, dy, x, w, dx, NULL, dw, db);
+    if (dt == HG_DTYPE_F32) hg_conv_bw_f32(g, &pl, ctx->workspace, dy, x, w, dx, NULL, dw, db);
+    else hg_conv_bw_f64(g, &pl, ctx->workspace, dy, x, w, dx, NULL, dw, db);
 }
 
 static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
@@ -554,8 +581,7 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     hg_half_to_f32_n(hg_data(in[0]), fdy, ny);
     hg_half_to_f32_n(hg_data(in[1]), fx, nx);
     hg_half_to_f32_n(hg_data(in[2]), fw, nw);
-    convbw(&g, &sub, HG_DTYPE_F32, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL,
-           db ? fdb : NULL);
+    convbw(&g, &sub, HG_DTYPE_F32, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL, db ? fdb : NULL);
     if (dx) hg_f32_to_half_n(fdx, dx, nx);
     if (dw) hg_f32_to_half_n(fdw, dw, nw);
     if (db) hg_f32_to_half_n(fdb, db, g.F);
@@ -580,18 +606,30 @@ static hg_status conv_grad(hg_grad_ctx *g)
 /* ---- registry ----------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_conv[] = {
-    {.name = "Convolution", .doc = "N-D convolution (1-D, 2-D, 3-D) over channel-first data "
-     "(N, C, *spatial) with weight (num_filter, C/num_group, *kernel) and optional bias "
-     "(num_filter,); out = floor((x + 2p - d(k-1) - 1)/s) + 1 per spatial dim.",
-     .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_conv_attrs,
-     .num_attrs = HG_COUNT(k_conv_attrs), .num_inputs = 3, .get_num_inputs = conv_num_inputs,
-     .infer = conv_infer, .forward = conv_forward, .workspace = conv_workspace,
+    {.name = "Convolution",
+     .doc = "N-D convolution (1-D, 2-D, 3-D) over channel-first data "
+            "(N, C, *spatial) with weight (num_filter, C/num_group, *kernel) and optional bias "
+            "(num_filter,); out = floor((x + 2p - d(k-1) - 1)/s) + 1 per spatial dim.",
+     .input_names = HG_NAMES("data", "weight", "bias"),
+     .attrs = k_conv_attrs,
+     .num_attrs = HG_COUNT(k_conv_attrs),
+     .num_inputs = 3,
+     .get_num_inputs = conv_num_inputs,
+     .infer = conv_infer,
+     .forward = conv_forward,
+     .workspace = conv_workspace,
      .grad = conv_grad},
-    {.name = "_backward_Convolution", .doc = "Gradients of Convolution: (data, weight[, bias]) "
-     "from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
-     .input_names = HG_NAMES("ograd", "data", "weight"), .attrs = k_conv_bw_attrs,
-     .num_attrs = HG_COUNT(k_conv_bw_attrs), .num_inputs = 3, .num_outputs = 3,
-     .get_num_outputs = conv_num_inputs, .infer = conv_bw_infer, .forward = conv_bw_forward,
+    {.name = "_backward_Convolution",
+     .doc = "Gradients of Convolution: (data, weight[, bias]) "
+            "from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
+     .input_names = HG_NAMES("ograd", "data", "weight"),
+     .attrs = k_conv_bw_attrs,
+     .num_attrs = HG_COUNT(k_conv_bw_attrs),
+     .num_inputs = 3,
+     .num_outputs = 3,
+     .get_num_outputs = conv_num_inputs,
+     .infer = conv_bw_infer,
+     .forward = conv_bw_forward,
      .workspace = conv_bw_workspace},
     {0},
 };

@@ -22,8 +22,7 @@ void NAME(hg_conv_pack_im2col)(const hg_conv_geom *g, const T *x, T *col, int64_
         for (int64_t k1 = 0; k1 < g->k[1]; k1++)
             for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
                 const T *src = x + c * g->I + k1 * g->d[1] * I2 + k2 * g->d[2];
-                memcpy(col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld, src,
-                       sizeof(T) * (size_t)L);
+                memcpy(col + ((c * g->k[1] + k1) * g->k[2] + k2) * ld, src, sizeof(T) * (size_t)L);
             }
 }
 
@@ -56,7 +55,7 @@ typedef struct {
 } NAME(bw_job);
 
 /* Images [n0, n1) packed side by side: dy gathered into one block, one GEMM per gradient. */
-static void NAME(bw_pack)(const NAME(bw_job) *j, int64_t n0, int64_t n1, T *col, T *dw)
+static void NAME(bw_pack)(const NAME(bw_job) * j, int64_t n0, int64_t n1, T *col, T *dw)
 {
     const hg_conv_geom *g = j->g;
     const int64_t P = g->P, S = hg_conv_pack_cols(g), O2 = g->out[2], cols = (n1 - n0) * S;
@@ -100,17 +99,15 @@ static void NAME(bias_grad)(const T *src, int64_t ch, int64_t pos, int64_t n, T 
     }
 }
 
-static void NAME(bw_bias)(const NAME(bw_job) *j, int64_t n, T *db)
+static void NAME(bw_bias)(const NAME(bw_job) * j, int64_t n, T *db)
 {
     const hg_conv_geom *g = j->g;
-    if (j->pl->bias_of_x)
-        NAME(bias_grad)(j->x, g->C, g->I, n, db);
-    else
-        NAME(bias_grad)(j->dy, g->F, g->P, n, db);
+    if (j->pl->bias_of_x) NAME(bias_grad)(j->x, g->C, g->I, n, db);
+    else NAME(bias_grad)(j->dy, g->F, g->P, n, db);
 }
 
 /* One image, group by group and tile by tile (a tile's col block stays in cache). */
-static void NAME(bw_image)(const NAME(bw_job) *j, int64_t n, T *col, T *dw, T *db)
+static void NAME(bw_image)(const NAME(bw_job) * j, int64_t n, T *col, T *dw, T *db)
 {
     const hg_conv_geom *g = j->g;
     const hg_im2col_geom cg = hg_conv_col_geom(g);
@@ -127,10 +124,8 @@ static void NAME(bw_image)(const NAME(bw_job) *j, int64_t n, T *col, T *dw, T *d
                 NAME(hg_gemm)(false, true, g->Fg, g->K, g->P, 1, dyg, g->P, x, g->P, 1,
                               dw + gi * g->Fg * g->K, g->K);
             if (dx)
-                NAME(hg_gemm)(true, false, g->K, g->P, g->Fg, 1, w, g->K, dyg, g->P, 0, dx,
-                              g->P);
-            if (y)
-                NAME(hg_gemm)(false, false, g->Fg, g->P, g->K, 1, w, g->K, x, g->P, 0, y, g->P);
+                NAME(hg_gemm)(true, false, g->K, g->P, g->Fg, 1, w, g->K, dyg, g->P, 0, dx, g->P);
+            if (y) NAME(hg_gemm)(false, false, g->Fg, g->P, g->K, 1, w, g->K, x, g->P, 0, y, g->P);
             continue;
         }
         if (dx) memset(dx, 0, sizeof(T) * (size_t)(g->Cg * g->I));
@@ -140,8 +135,7 @@ static void NAME(bw_image)(const NAME(bw_job) *j, int64_t n, T *col, T *dw, T *d
             if (dw || y) {
                 if (j->pl->whole) /* split over channels on the pool */
                     NAME(hg_im2col)(&cg, x, col);
-                else
-                    NAME(hg_im2col_rows)(&cg, x, r0, r1, col, cols);
+                else NAME(hg_im2col_rows)(&cg, x, r0, r1, col, cols);
             }
             if (y)
                 NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, w, g->K, col, cols, 0,
@@ -150,8 +144,7 @@ static void NAME(bw_image)(const NAME(bw_job) *j, int64_t n, T *col, T *dw, T *d
                 NAME(hg_gemm)(false, true, g->Fg, g->K, cols, 1, dy, g->P, col, cols, 1,
                               dw + gi * g->Fg * g->K, g->K);
             if (dx) {
-                NAME(hg_gemm)(true, false, g->K, cols, g->Fg, 1, w, g->K, dy, g->P, 0, col,
-                              cols);
+                NAME(hg_gemm)(true, false, g->K, cols, g->Fg, 1, w, g->K, dy, g->P, 0, col, cols);
                 NAME(hg_col2im_rows)(&cg, col, r0, r1, cols, dx);
             }
         }
@@ -199,10 +192,8 @@ void NAME(hg_conv_bw)(const hg_conv_geom *g, const hg_conv_bw_plan *pl, T *ws, c
     j.part_e = bw_part_elems(g, pl, dw != NULL, db != NULL);
     if (dw) memset(dw, 0, sizeof(T) * (size_t)(g->F * g->K));
     if (db) memset(db, 0, sizeof(T) * (size_t)nbias);
-    if (pl->nslots > 1)
-        hg_parallel_for(pl->nslots, 1, NAME(bw_slots), &j);
-    else
-        NAME(bw_slots)(&j, 0, 1);
+    if (pl->nslots > 1) hg_parallel_for(pl->nslots, 1, NAME(bw_slots), &j);
+    else NAME(bw_slots)(&j, 0, 1);
     for (int64_t t = 1; t < pl->nslots; t++) {
         const T *part = j.ws + pl->nslots * pl->col_e + (t - 1) * j.part_e;
         if (dw) {

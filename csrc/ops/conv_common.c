@@ -19,8 +19,10 @@ hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)
     const hg_tuple *k = &a->v[ix->kernel].t;
     int nsp = k->n;
     if (nsp < 1 || nsp > 3)
-        return hg_error(HG_ERR_VALUE, "%s: kernel must have 1, 2 or 3 dims (1-D, 2-D or 3-D), "
-                        "got kernel=%s", ix->op, tuple_str(s0, k));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: kernel must have 1, 2 or 3 dims (1-D, 2-D or 3-D), "
+                        "got kernel=%s",
+                        ix->op, tuple_str(s0, k));
     for (int j = 0; j < ix->ntuples; j++) {
         const hg_tuple *t = &a->v[ix->tuples[j]].t;
         if (t->n != 0 && t->n != nsp)
@@ -48,12 +50,15 @@ hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)
     if (!a->v[ix->layout].is_none) {
         int64_t lay = a->v[ix->layout].i;
         if (lay == HG_LAYOUT_NHWC || lay == HG_LAYOUT_NDHWC)
-            return hg_error(HG_ERR_UNSUPPORTED, "%s: layout=%s is not supported on CPU "
-                            "(channel-first layouts NCW, NCHW and NCDHW only)", ix->op,
-                            hg_conv_layout_choices[lay]);
+            return hg_error(HG_ERR_UNSUPPORTED,
+                            "%s: layout=%s is not supported on CPU "
+                            "(channel-first layouts NCW, NCHW and NCDHW only)",
+                            ix->op, hg_conv_layout_choices[lay]);
         if (lay + 1 != nsp)
-            return hg_error(HG_ERR_VALUE, "%s: layout=%s does not match kernel=%s (%d spatial "
-                            "dims)", ix->op, hg_conv_layout_choices[lay], tuple_str(s0, k), nsp);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: layout=%s does not match kernel=%s (%d spatial "
+                            "dims)",
+                            ix->op, hg_conv_layout_choices[lay], tuple_str(s0, k), nsp);
     }
     return HG_OK;
 }

@@ -80,8 +80,8 @@ static inline bool hg_conv_is_pointwise(const hg_conv_geom *g)
  * run's length when extended, else P. */
 static inline bool hg_conv_is_ext(const hg_conv_geom *g)
 {
-    if (hg_conv_is_pointwise(g) || g->k[0] != 1 || g->in[0] != 1 || g->s[1] != 1 ||
-        g->s[2] != 1 || g->p[1] != 0 || g->p[2] != 0)
+    if (hg_conv_is_pointwise(g) || g->k[0] != 1 || g->in[0] != 1 || g->s[1] != 1 || g->s[2] != 1 ||
+        g->p[1] != 0 || g->p[2] != 0)
         return false;
     return (g->out[1] - 1) * g->in[2] + g->out[2] <= 2 * g->P; /* at most 2x the columns */
 }
@@ -102,25 +102,23 @@ void hg_conv_pack_im2col_f64(const hg_conv_geom *g, const double *x, double *col
 typedef struct hg_conv_bw_plan {
     int64_t nslots; /* image slots */
     int64_t rows;   /* output rows (o0, o1) per tile: a tile's col block stays in cache */
-    int64_t col_e;  /* elements of a slot's col buffer; 0: pointwise, the image is the col matrix */
-    int64_t nb;     /* > 1: images packed nb to a block (col_e then holds the block and a dy
+    int64_t col_e; /* elements of a slot's col buffer; 0: pointwise, the image is the col matrix */
+    int64_t nb; /* > 1: images packed nb to a block (col_e then holds the block and a dy
                      * block); needs y == NULL */
-    bool whole;     /* one tile per image, im2col split over the pool, slot t takes images t,
+    bool whole; /* one tile per image, im2col split over the pool, slot t takes images t,
                      * t + nslots, ... (else a contiguous run) */
     bool bias_of_x; /* db sums x (C channels) rather than dy (F channels) */
 } hg_conv_bw_plan;
 
 /* Elements of workspace the backward needs: the slots' col buffers, then the partial sums. */
-int64_t hg_conv_bw_area(const hg_conv_geom *g, const hg_conv_bw_plan *pl, bool grad_w,
-                        bool bias);
+int64_t hg_conv_bw_area(const hg_conv_geom *g, const hg_conv_bw_plan *pl, bool grad_w, bool bias);
 
 /* The gradients named above; NULL outputs are not computed (dW and db are zeroed first, dx per
  * image, y is overwritten). ws holds hg_conv_bw_area elements. Runs on the thread pool. */
-void hg_conv_bw_f32(const hg_conv_geom *g, const hg_conv_bw_plan *pl, float *ws,
-                    const float *dy, const float *x, const float *w, float *dx, float *y,
-                    float *dw, float *db);
-void hg_conv_bw_f64(const hg_conv_geom *g, const hg_conv_bw_plan *pl, double *ws,
-                    const double *dy, const double *x, const double *w, double *dx, double *y,
-                    double *dw, double *db);
+void hg_conv_bw_f32(const hg_conv_geom *g, const hg_conv_bw_plan *pl, float *ws, const float *dy,
+                    const float *x, const float *w, float *dx, float *y, float *dw, float *db);
+void hg_conv_bw_f64(const hg_conv_geom *g, const hg_conv_bw_plan *pl, double *ws, const double *dy,
+                    const double *x, const double *w, double *dx, double *y, double *dw,
+                    double *db);
 
 #endif

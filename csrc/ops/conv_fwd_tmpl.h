@@ -14,7 +14,7 @@ typedef struct {
 
 /* Packed unit u = (images [n0, n1), group gi): one GEMM over their side-by-side columns
  * into buf, then each image's rows (+ bias) to the output. */
-static void NAME(conv_pack)(const NAME(conv_job) *j, int64_t u, T *col)
+static void NAME(conv_pack)(const NAME(conv_job) * j, int64_t u, T *col)
 {
     const hg_conv_geom *g = j->g;
     const int64_t P = g->P, S = hg_conv_pack_cols(g), O2 = g->out[2], gi = u % g->G;
@@ -23,9 +23,9 @@ static void NAME(conv_pack)(const NAME(conv_job) *j, int64_t u, T *col)
     T *buf = col + g->K * cols;
     for (int64_t n = n0; n < n1; n++)
         NAME(hg_conv_pack_im2col)(g, j->x + (n * g->C + gi * g->Cg) * g->I, col + (n - n0) * S,
-                             cols);
-    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,
-                     col, cols, 0, buf, cols);
+                                  cols);
+    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K, col, cols, 0,
+                  buf, cols);
     const int64_t rs = hg_conv_is_ext(g) ? g->in[2] : O2; /* a row's stride in the block */
     for (int64_t n = n0; n < n1; n++)
         for (int64_t f = 0; f < g->Fg; f++) {
@@ -38,7 +38,7 @@ static void NAME(conv_pack)(const NAME(conv_job) *j, int64_t u, T *col)
 }
 
 /* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */
-static void NAME(conv_unit)(const NAME(conv_job) *j, int64_t u, T *col)
+static void NAME(conv_unit)(const NAME(conv_job) * j, int64_t u, T *col)
 {
     const hg_conv_geom *g = j->g;
     if (j->pl.nb > 1) {
@@ -61,13 +61,12 @@ static void NAME(conv_unit)(const NAME(conv_job) *j, int64_t u, T *col)
         const hg_im2col_geom cg = hg_conv_col_geom(g);
         if (j->pl.whole) /* split over channels on the pool */
             NAME(hg_im2col)(&cg, x, col);
-        else
-            NAME(hg_im2col_rows)(&cg, x, r0, r1, col, cols);
+        else NAME(hg_im2col_rows)(&cg, x, r0, r1, col, cols);
         src = col;
         ld = cols;
     }
-    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K,
-                     src, ld, j->b ? 1 : 0, y, g->P);
+    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K, src, ld,
+                  j->b ? 1 : 0, y, g->P);
 }
 
 /* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */
@@ -81,8 +80,8 @@ static void NAME(conv_slots)(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x,
-                          const T *w, const T *b, T *y)
+static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x, const T *w,
+                       const T *b, T *y)
 {
     if (is_depthwise(g)) {
         const hg_dw_geom dg = dw_geom(g);
@@ -96,8 +95,6 @@ static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x
         nslots = (int64_t)(ctx->workspace_bytes / (sizeof(T) * (size_t)pl.col_e));
     if (nslots < 1) nslots = 1;
     NAME(conv_job) j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots};
-    if (nslots > 1)
-        hg_parallel_for(nslots, 1, NAME(conv_slots), &j);
-    else
-        NAME(conv_slots)(&j, 0, 1);
+    if (nslots > 1) hg_parallel_for(nslots, 1, NAME(conv_slots), &j);
+    else NAME(conv_slots)(&j, 0, 1);
 }

@@ -25,14 +25,42 @@ static int64_t to_i64(double v)
 static void elem_from_double(hg_dtype dt, double v, void *dst)
 {
     switch (dt) {
-    case HG_DTYPE_F32: { float x = (float)v; memcpy(dst, &x, 4); break; }
+    case HG_DTYPE_F32: {
+        float x = (float)v;
+        memcpy(dst, &x, 4);
+        break;
+    }
     case HG_DTYPE_F64: memcpy(dst, &v, 8); break;
-    case HG_DTYPE_F16: { uint16_t x = hg_float_to_half((float)v); memcpy(dst, &x, 2); break; }
-    case HG_DTYPE_U8: { uint8_t x = (uint8_t)to_i64(v); memcpy(dst, &x, 1); break; }
-    case HG_DTYPE_I8: { int8_t x = (int8_t)to_i64(v); memcpy(dst, &x, 1); break; }
-    case HG_DTYPE_I32: { int32_t x = (int32_t)to_i64(v); memcpy(dst, &x, 4); break; }
-    case HG_DTYPE_I64: { int64_t x = to_i64(v); memcpy(dst, &x, 8); break; }
-    case HG_DTYPE_BOOL: { uint8_t x = v != 0; memcpy(dst, &x, 1); break; }
+    case HG_DTYPE_F16: {
+        uint16_t x = hg_float_to_half((float)v);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case HG_DTYPE_U8: {
+        uint8_t x = (uint8_t)to_i64(v);
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case HG_DTYPE_I8: {
+        int8_t x = (int8_t)to_i64(v);
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case HG_DTYPE_I32: {
+        int32_t x = (int32_t)to_i64(v);
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case HG_DTYPE_I64: {
+        int64_t x = to_i64(v);
+        memcpy(dst, &x, 8);
+        break;
+    }
+    case HG_DTYPE_BOOL: {
+        uint8_t x = v != 0;
+        memcpy(dst, &x, 1);
+        break;
+    }
     default: break;
     }
 }
@@ -74,8 +102,7 @@ static void fill_value(hg_tensor *t, double v)
     hg_parallel_for(t->size, HG_GRAIN_ELEMWISE, fill_range, &j);
 }
 
-static hg_status shape_from_attr(const hg_op_def *op, const hg_tuple *t, hg_dtype dt,
-                                 hg_meta *out)
+static hg_status shape_from_attr(const hg_op_def *op, const hg_tuple *t, hg_dtype dt, hg_meta *out)
 {
     if (t->n > HG_MAX_NDIM)
         return hg_error(HG_ERR_VALUE, "%s: shape has %d dimensions, at most %d are supported",
@@ -106,17 +133,24 @@ static const hg_attr_spec k_full_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_full_attrs) == IN_NATTRS, "k_full_attrs must match its enum");
 
-static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
-    (void)nin; (void)in; (void)nout;
+    (void)nin;
+    (void)in;
+    (void)nout;
     return shape_from_attr(op, &a->v[IN_SHAPE].t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
 }
 
 static hg_status zeros_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     fill_value(out[0], 0);
     return HG_OK;
 }
@@ -124,7 +158,12 @@ static hg_status zeros_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 static hg_status ones_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     fill_value(out[0], 1);
     return HG_OK;
 }
@@ -132,7 +171,11 @@ static hg_status ones_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 static hg_status full_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     fill_value(out[0], a->v[IN_VALUE].f);
     return HG_OK;
 }
@@ -173,7 +216,9 @@ static void arange_bounds(const hg_attrs *a, double *start, double *stop)
 static hg_status arange_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
-    (void)nin; (void)in; (void)nout;
+    (void)nin;
+    (void)in;
+    (void)nout;
     double start, stop, step = a->v[AR_STEP].f;
     int64_t repeat = a->v[AR_REPEAT].i;
     arange_bounds(a, &start, &stop);
@@ -185,11 +230,15 @@ static hg_status arange_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     double len = ceil((stop - start) / step);
     /* MXNet rejects empty ranges too: start must lie strictly before stop in step's direction. */
     if (!(len > 0))
-        return hg_error(HG_ERR_VALUE, "%s: invalid range (start, stop, step) = (%g, %g, %g): "
-                        "it has no elements", op->name, start, stop, step);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: invalid range (start, stop, step) = (%g, %g, %g): "
+                        "it has no elements",
+                        op->name, start, stop, step);
     if (len * (double)repeat > 4.0e18)
-        return hg_error(HG_ERR_VALUE, "%s: range (start, stop, step) = (%g, %g, %g) with repeat "
-                        "%lld is too long", op->name, start, stop, step, (long long)repeat);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: range (start, stop, step) = (%g, %g, %g) with repeat "
+                        "%lld is too long",
+                        op->name, start, stop, step, (long long)repeat);
     out[0].ndim = 1;
     out[0].shape[0] = (int64_t)len * repeat;
     out[0].dtype = (hg_dtype)a->v[AR_DTYPE].i;
@@ -239,7 +288,11 @@ static void arange_range(void *ctx, int64_t b, int64_t e)
 static hg_status arange_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     arange_job j = {out[0], 0, a->v[AR_STEP].f, a->v[AR_REPEAT].i};
     double stop;
     arange_bounds(a, &j.start, &stop);
@@ -263,10 +316,12 @@ static const hg_attr_spec k_eye_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_eye_attrs) == EYE_NATTRS, "k_eye_attrs must match its enum");
 
-static hg_status eye_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                           int nout, hg_meta *out)
+static hg_status eye_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
 {
-    (void)nin; (void)in; (void)nout;
+    (void)nin;
+    (void)in;
+    (void)nout;
     int64_t n = a->v[EYE_N].i, m = a->v[EYE_M].i;
     if (n < 0 || m < 0)
         return hg_error(HG_ERR_VALUE, "%s: N and M must be non-negative, got N=%lld, M=%lld",
@@ -282,7 +337,11 @@ static hg_status eye_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
 static hg_status eye_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     hg_tensor *t = out[0];
     int64_t n = t->shape[0], m = t->shape[1], k = a->v[EYE_K].i;
     size_t esz = hg_dtype_size(t->dtype);
@@ -308,7 +367,7 @@ const hg_op_def hg_ops_creation[] = {
     CREATION("_full", "an array filled with value", k_full_attrs, init_infer, full_forward),
     CREATION("_arange", "evenly spaced values in [start, stop), each repeated repeat times",
              k_arange_attrs, arange_infer, arange_forward),
-    CREATION("_eye", "a 2-D array with ones on the k-th diagonal and zeros elsewhere",
-             k_eye_attrs, eye_infer, eye_forward),
+    CREATION("_eye", "a 2-D array with ones on the k-th diagonal and zeros elsewhere", k_eye_attrs,
+             eye_infer, eye_forward),
     {0},
 };

@@ -24,7 +24,9 @@ enum { CTC_USE_DATA_LEN, CTC_USE_LABEL_LEN, CTC_BLANK, CTC_NATTRS };
 enum { BLANK_FIRST, BLANK_LAST, BLANK_NCHOICES };
 
 static const char *const k_blank_choices[] = {
-    [BLANK_FIRST] = "first", [BLANK_LAST] = "last", [BLANK_NCHOICES] = NULL,
+    [BLANK_FIRST] = "first",
+    [BLANK_LAST] = "last",
+    [BLANK_NCHOICES] = NULL,
 };
 _Static_assert(HG_COUNT(k_blank_choices) == BLANK_NCHOICES + 1,
                "k_blank_choices must match its enum");
@@ -32,9 +34,11 @@ _Static_assert(HG_COUNT(k_blank_choices) == BLANK_NCHOICES + 1,
 static const hg_attr_spec k_ctc_attrs[] = {
     [CTC_USE_DATA_LEN] = {"use_data_lengths", HG_ATTR_BOOL, 0, "False",
                           "take data_lengths (N,): the time steps of each sequence", NULL},
-    [CTC_USE_LABEL_LEN] = {"use_label_lengths", HG_ATTR_BOOL, 0, "False",
-        "take label_lengths (N,): the labels of each sequence (else a row ends at the padding: 0 "
-        "with blank_label='first', -1 with 'last')", NULL},
+    [CTC_USE_LABEL_LEN] =
+        {"use_label_lengths", HG_ATTR_BOOL, 0, "False",
+         "take label_lengths (N,): the labels of each sequence (else a row ends at the padding: 0 "
+         "with blank_label='first', -1 with 'last')",
+         NULL},
     [CTC_BLANK] = {"blank_label", HG_ATTR_ENUM, 0, "first",
                    "the blank class: first (0) or last (C - 1)", k_blank_choices},
 };
@@ -47,8 +51,7 @@ static int ctc_num_inputs(const hg_attrs *a)
 
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
 
-static hg_status check_lengths(const hg_op_def *op, const hg_meta *len, const char *what,
-                               int64_t n)
+static hg_status check_lengths(const hg_op_def *op, const hg_meta *len, const char *what, int64_t n)
 {
     char s[HG_SHAPE_STR];
     if (known(len) && (len->ndim != 1 || (n >= 0 && len->shape[0] != n)))
@@ -57,8 +60,8 @@ static hg_status check_lengths(const hg_op_def *op, const hg_meta *len, const ch
     return HG_OK;
 }
 
-static hg_status ctc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                           int nout, hg_meta *out)
+static hg_status ctc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
 {
     char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
     const hg_meta *x = &in[0], *lab = &in[1];
@@ -72,16 +75,21 @@ static hg_status ctc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     if (nout > 1) out[1].dtype = x->dtype;
     if (!known(x)) return HG_OK;
     if (x->ndim != 3)
-        return hg_error(HG_ERR_VALUE, "%s: data must be 3-D (sequence length, batch, classes), "
-                        "got shape %s", op->name, hg_shape_str(s1, x->ndim, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must be 3-D (sequence length, batch, classes), "
+                        "got shape %s",
+                        op->name, hg_shape_str(s1, x->ndim, x->shape));
     int64_t n = x->shape[1];
     if (x->shape[2] < 2)
-        return hg_error(HG_ERR_VALUE, "%s: data needs at least 2 classes (one is the blank), "
-                        "got shape %s", op->name, hg_shape_str(s1, x->ndim, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data needs at least 2 classes (one is the blank), "
+                        "got shape %s",
+                        op->name, hg_shape_str(s1, x->ndim, x->shape));
     if (known(lab) && (lab->ndim != 2 || lab->shape[0] != n))
-        return hg_error(HG_ERR_VALUE, "%s: label must have shape [%lld, max label length] for "
-                        "data of shape %s, got %s", op->name, (long long)n,
-                        hg_shape_str(s1, x->ndim, x->shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: label must have shape [%lld, max label length] for "
+                        "data of shape %s, got %s",
+                        op->name, (long long)n, hg_shape_str(s1, x->ndim, x->shape),
                         hg_shape_str(s2, lab->ndim, lab->shape));
     int k = 2;
     if (a->v[CTC_USE_DATA_LEN].b) HG_TRY(check_lengths(op, &in[k++], "data_lengths", n));
@@ -104,7 +112,8 @@ static int64_t per_seq(const hg_meta *x, const hg_meta *lab)
 
 static size_t ctc_ws(const hg_attrs *a, int nin, const hg_meta *in)
 {
-    (void)a; (void)nin;
+    (void)a;
+    (void)nin;
     return (size_t)(in[0].shape[1] * per_seq(&in[0], &in[1])) * sizeof(double);
 }
 
@@ -233,19 +242,23 @@ static hg_status ctc_check(const hg_op_def *op, const ctc_job *j)
     for (int64_t b = 0; b < j->n; b++) {
         int64_t tb = seq_steps(j, b), lb = seq_labels(j, b);
         if (j->dlen && (load_num(j->dlen, b) != (double)tb || tb < 0 || tb > j->t_max))
-            return hg_error(HG_ERR_VALUE, "%s: data_lengths[%lld] = %g must be an integer in "
-                            "[0, %lld]", op->name, (long long)b, load_num(j->dlen, b),
-                            (long long)j->t_max);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: data_lengths[%lld] = %g must be an integer in "
+                            "[0, %lld]",
+                            op->name, (long long)b, load_num(j->dlen, b), (long long)j->t_max);
         if (j->llen && (load_num(j->llen, b) != (double)lb || lb < 0 || lb > j->l_max))
-            return hg_error(HG_ERR_VALUE, "%s: label_lengths[%lld] = %g must be an integer in "
-                            "[0, %lld]", op->name, (long long)b, load_num(j->llen, b),
-                            (long long)j->l_max);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: label_lengths[%lld] = %g must be an integer in "
+                            "[0, %lld]",
+                            op->name, (long long)b, load_num(j->llen, b), (long long)j->l_max);
         for (int64_t l = 0; l < lb; l++) {
             double v = load_num(j->lab, b * j->l_max + l);
             if (v != floor(v) || v < 0 || v >= (double)j->c || v == (double)j->blank)
-                return hg_error(HG_ERR_VALUE, "%s: label[%lld, %lld] = %g is not a class in "
-                                "[0, %lld] other than the blank %lld", op->name, (long long)b,
-                                (long long)l, v, (long long)j->c - 1, (long long)j->blank);
+                return hg_error(HG_ERR_VALUE,
+                                "%s: label[%lld, %lld] = %g is not a class in "
+                                "[0, %lld] other than the blank %lld",
+                                op->name, (long long)b, (long long)l, v, (long long)j->c - 1,
+                                (long long)j->blank);
         }
     }
     return HG_OK;
@@ -255,12 +268,18 @@ static hg_status ctc_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nin;
-    if (nout < 2) return hg_error(HG_ERR_INTERNAL, "%s: called without its gradient output",
-                                  op->name);
+    if (nout < 2)
+        return hg_error(HG_ERR_INTERNAL, "%s: called without its gradient output", op->name);
     const hg_tensor *x = in[0];
     int k = 2;
-    ctc_job j = {.x = x, .lab = in[1], .loss = out[0], .grad = out[1], .ws = ctx->workspace,
-                 .t_max = x->shape[0], .n = x->shape[1], .c = x->shape[2],
+    ctc_job j = {.x = x,
+                 .lab = in[1],
+                 .loss = out[0],
+                 .grad = out[1],
+                 .ws = ctx->workspace,
+                 .t_max = x->shape[0],
+                 .n = x->shape[1],
+                 .c = x->shape[2],
                  .l_max = in[1]->shape[1]};
     if (a->v[CTC_USE_DATA_LEN].b) j.dlen = in[k++];
     if (a->v[CTC_USE_LABEL_LEN].b) j.llen = in[k++];
@@ -278,21 +297,27 @@ static hg_status ctc_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
 /* d loss_b / d data[t, b, :] is the hidden output; the head gradient scales each sequence. */
 static hg_status ctc_grad(hg_grad_ctx *g)
 {
-    hg_sentry dy = hg_g_op(g, "Reshape", HG_GIN(hg_g_ograd(g, 0)),
-                           HG_KV("shape", "(1, -1, 1)"));
+    hg_sentry dy = hg_g_op(g, "Reshape", HG_GIN(hg_g_ograd(g, 0)), HG_KV("shape", "(1, -1, 1)"));
     hg_g_set(g, 0, hg_g_op(g, "broadcast_mul", HG_GIN(dy, hg_g_out(g, 1)), NULL));
     return hg_g_status(g);
 }
 
 const hg_op_def hg_ops_ctc[] = {
-    {.name = "CTCLoss", .aliases = HG_NAMES("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
+    {.name = "CTCLoss",
+     .aliases = HG_NAMES("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
      .doc = "connectionist temporal classification loss of activations (T, N, C) against "
             "label sequences (N, L); one loss per sequence",
      .input_names = HG_NAMES("data", "label", "data_lengths", "label_lengths"),
-     .output_names = HG_NAMES("output", "grad"), .attrs = k_ctc_attrs,
-     .num_attrs = HG_COUNT(k_ctc_attrs), .num_inputs = 4, .get_num_inputs = ctc_num_inputs,
+     .output_names = HG_NAMES("output", "grad"),
+     .attrs = k_ctc_attrs,
+     .num_attrs = HG_COUNT(k_ctc_attrs),
+     .num_inputs = 4,
+     .get_num_inputs = ctc_num_inputs,
      .num_outputs = 2,
-     .num_visible_outputs = 1, .infer = ctc_infer, .forward = ctc_forward,
-     .workspace = ctc_ws, .grad = ctc_grad},
+     .num_visible_outputs = 1,
+     .infer = ctc_infer,
+     .forward = ctc_forward,
+     .workspace = ctc_ws,
+     .grad = ctc_grad},
     {.name = NULL},
 };

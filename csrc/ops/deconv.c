@@ -19,16 +19,23 @@
 #include "kernels/cpu/im2col.h"
 #include "ops/conv_common.h"
 
-static const char *tuple_str(char *buf, const hg_tuple *t)
-{
-    return hg_shape_str(buf, t->n, t->v);
-}
+static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
 enum {
-    K_KERNEL, K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET, K_NUM_FILTER, K_NUM_GROUP, K_WORKSPACE,
-    K_NO_BIAS, K_CUDNN_TUNE, K_CUDNN_OFF, K_LAYOUT
+    K_KERNEL,
+    K_STRIDE,
+    K_DILATE,
+    K_PAD,
+    K_ADJ,
+    K_TARGET,
+    K_NUM_FILTER,
+    K_NUM_GROUP,
+    K_WORKSPACE,
+    K_NO_BIAS,
+    K_CUDNN_TUNE,
+    K_CUDNN_OFF,
+    K_LAYOUT
 };
-
 
 /* Deconvolution's schema; _backward_Deconvolution adds the grad_* switches after it. */
 #define DECONV_ATTR_SPECS                                                                       \
@@ -60,8 +67,10 @@ static const hg_attr_spec k_deconv_bw_attrs[] = {
     DECONV_ATTR_SPECS,
     {"grad_data", HG_ATTR_BOOL, 0, "True", "compute the data gradient (else output 0 is zeros)",
      NULL},
-    {"grad_weight", HG_ATTR_BOOL, 0, "True", "compute the weight gradient (else output 1 is "
-     "zeros)", NULL},
+    {"grad_weight", HG_ATTR_BOOL, 0, "True",
+     "compute the weight gradient (else output 1 is "
+     "zeros)",
+     NULL},
 };
 
 static int deconv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
@@ -84,8 +93,7 @@ static bool has_target(const hg_attrs *a)
 
 /* Pad, adj and output size of one spatial dim j (of nsp) with input size x (known). MXNet's
  * InferPad: a target shape sets the total pad to full - target, split with the odd unit in adj. */
-static void dim_geom(const hg_attrs *a, int j, int64_t x, int64_t *pad, int64_t *adj,
-                     int64_t *osz)
+static void dim_geom(const hg_attrs *a, int j, int64_t x, int64_t *pad, int64_t *adj, int64_t *osz)
 {
     int64_t k = a->v[K_KERNEL].t.v[j], s = hg_conv_tuple_at(a, K_STRIDE, j, 1);
     int64_t d = hg_conv_tuple_at(a, K_DILATE, j, 1);
@@ -132,7 +140,12 @@ static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g
 }
 
 static const hg_conv_attr_index k_deconv_index = {
-    "Deconvolution", K_KERNEL, K_NUM_FILTER, K_NUM_GROUP, K_LAYOUT, 5,
+    "Deconvolution",
+    K_KERNEL,
+    K_NUM_FILTER,
+    K_NUM_GROUP,
+    K_LAYOUT,
+    5,
     {K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET},
     {"stride", "dilate", "pad", "adj", "target_shape"},
     {true, true, false, false, false}};
@@ -165,35 +178,43 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
     hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
     if (b && !hg_meta_merge(b, dt, 1, &F))
-        return hg_error(HG_ERR_VALUE, "Deconvolution: bias shape %s does not match "
-                        "num_filter=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
-                        (long long)F, (long long)F);
+        return hg_error(HG_ERR_VALUE,
+                        "Deconvolution: bias shape %s does not match "
+                        "num_filter=%lld: expected [%lld]",
+                        hg_shape_str(s0, b->ndim, b->shape), (long long)F, (long long)F);
     if (x->ndim < 0) return HG_OK;
     if (x->ndim != nsp + 2)
-        return hg_error(HG_ERR_VALUE, "Deconvolution: data shape %s does not match kernel=%s: "
+        return hg_error(HG_ERR_VALUE,
+                        "Deconvolution: data shape %s does not match kernel=%s: "
                         "expected %d dims (batch, channel and %d spatial)",
                         hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, kt), nsp + 2, nsp);
     if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64)
-        return hg_error(HG_ERR_TYPE, "Deconvolution: dtype %s is not supported (float32 and "
-                        "float64 only)", hg_dtype_name(x->dtype));
+        return hg_error(HG_ERR_TYPE,
+                        "Deconvolution: dtype %s is not supported (float32 and "
+                        "float64 only)",
+                        hg_dtype_name(x->dtype));
     if (x->shape[1] < 0 && w->ndim == nsp + 2 && w->shape[0] >= 0) x->shape[1] = w->shape[0];
     int64_t C = x->shape[1];
     if (C >= 0 && C % G != 0)
-        return hg_error(HG_ERR_VALUE, "Deconvolution: input channels %lld (data shape %s) must "
-                        "be divisible by num_group=%lld", (long long)C,
-                        hg_shape_str(s0, x->ndim, x->shape), (long long)G);
+        return hg_error(HG_ERR_VALUE,
+                        "Deconvolution: input channels %lld (data shape %s) must "
+                        "be divisible by num_group=%lld",
+                        (long long)C, hg_shape_str(s0, x->ndim, x->shape), (long long)G);
     int64_t want_w[5] = {C, F / G};
     for (int i = 0; i < nsp; i++) want_w[2 + i] = kt->v[i];
     if (!hg_meta_merge(w, x->dtype, nsp + 2, want_w))
-        return hg_error(HG_ERR_VALUE, "Deconvolution: weight shape %s does not match data shape "
+        return hg_error(HG_ERR_VALUE,
+                        "Deconvolution: weight shape %s does not match data shape "
                         "%s with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
                         (long long)F, (long long)G, tuple_str(s2, kt),
                         hg_shape_str(s3, nsp + 2, want_w));
     if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
-        return hg_error(HG_ERR_TYPE, "Deconvolution: data, weight and bias must have the same "
-                        "dtype, got %s, %s and %s", hg_dtype_name(x->dtype),
-                        hg_dtype_name(w->dtype), b ? hg_dtype_name(b->dtype) : "(none)");
+        return hg_error(HG_ERR_TYPE,
+                        "Deconvolution: data, weight and bias must have the same "
+                        "dtype, got %s, %s and %s",
+                        hg_dtype_name(x->dtype), hg_dtype_name(w->dtype),
+                        b ? hg_dtype_name(b->dtype) : "(none)");
     hg_meta *o = &out[0];
     o->ndim = nsp + 2;
     o->dtype = x->dtype;
@@ -209,25 +230,30 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
             continue;
         }
         if (xi < 1)
-            return hg_error(HG_ERR_VALUE, "Deconvolution: data shape %s has an empty spatial "
-                            "dim", hg_shape_str(s0, x->ndim, x->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "Deconvolution: data shape %s has an empty spatial "
+                            "dim",
+                            hg_shape_str(s0, x->ndim, x->shape));
         dim_geom(a, i, xi, &pad, &adj, &osz);
         if (has_target(a) && (pad < 0 || adj < 0)) /* total pad below 0 */
-            return hg_error(HG_ERR_VALUE, "Deconvolution: target_shape=%s is too big for data "
-                            "shape %s", tuple_str(s0, &a->v[K_TARGET].t),
-                            hg_shape_str(s1, x->ndim, x->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "Deconvolution: target_shape=%s is too big for data "
+                            "shape %s",
+                            tuple_str(s0, &a->v[K_TARGET].t), hg_shape_str(s1, x->ndim, x->shape));
         if (osz < 1)
-            return hg_error(HG_ERR_VALUE, "Deconvolution: pad=%s is too large for data shape %s: "
+            return hg_error(HG_ERR_VALUE,
+                            "Deconvolution: pad=%s is too large for data shape %s: "
                             "the output size on spatial dim %d is %lld",
-                            tuple_str(s0, &a->v[K_PAD].t), hg_shape_str(s1, x->ndim, x->shape),
-                            i, (long long)osz);
+                            tuple_str(s0, &a->v[K_PAD].t), hg_shape_str(s1, x->ndim, x->shape), i,
+                            (long long)osz);
         o->shape[2 + i] = osz;
         if (I >= 0) I *= xi;
     }
     if (!hg_gemm_fits(K, I, C >= 0 ? C / G : 0))
-        return hg_error(HG_ERR_VALUE, "Deconvolution: matrix product of size M=%lld, N=%lld, "
-                        "K=%lld is too large: the BLAS takes sizes below 2^31", (long long)K,
-                        (long long)I, (long long)(C / G));
+        return hg_error(HG_ERR_VALUE,
+                        "Deconvolution: matrix product of size M=%lld, N=%lld, "
+                        "K=%lld is too large: the BLAS takes sizes below 2^31",
+                        (long long)K, (long long)I, (long long)(C / G));
     return hg_shape_check(o->ndim, o->shape, o->dtype);
 }
 
@@ -290,8 +316,7 @@ static hg_status deconv_forward(const hg_op_def *op, const hg_attrs *a, const hg
         return hg_error(HG_ERR_INTERNAL, "Deconvolution: workspace missing or too small");
     if (x.dtype == HG_DTYPE_F32)
         deconv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
-    else
-        deconv_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
+    else deconv_f64(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
     return HG_OK;
 }
 
@@ -317,8 +342,10 @@ static hg_status deconv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin
     HG_TRY(deconv_infer(op, a, has_bias ? 3 : 2, fin, 1, &fout));
     if (in[0].dtype != fout.dtype ||
         !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
-        return hg_error(HG_ERR_VALUE, "%s: output gradient %s (%s) does not match the output "
-                        "%s (%s) of data %s", op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: output gradient %s (%s) does not match the output "
+                        "%s (%s) of data %s",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
                         hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
                         hg_dtype_name(fout.dtype), hg_shape_str(s2, in[1].ndim, in[1].shape));
     out[0] = fin[0];
@@ -332,8 +359,16 @@ static hg_status deconv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin
  * channels on the in grid), its weight ours ((C, F/G, *k) is its (filters, channels/G, *k)). */
 static hg_conv_geom bw_geom(const deconv_geom *g)
 {
-    hg_conv_geom c = {.nsp = g->nsp, .N = g->N, .C = g->F, .F = g->C, .G = g->G, .Cg = g->Fg,
-                      .Fg = g->Cg, .K = g->Fg * g->K, .P = g->I, .I = g->P};
+    hg_conv_geom c = {.nsp = g->nsp,
+                      .N = g->N,
+                      .C = g->F,
+                      .F = g->C,
+                      .G = g->G,
+                      .Cg = g->Fg,
+                      .Fg = g->Cg,
+                      .K = g->Fg * g->K,
+                      .P = g->I,
+                      .I = g->P};
     for (int i = 0; i < 3; i++) {
         c.in[i] = g->out[i];
         c.out[i] = g->in[i];
@@ -349,8 +384,11 @@ static hg_conv_geom bw_geom(const deconv_geom *g)
  * turn; the bias gradient sums the output gradient (that convolution's data). */
 static hg_conv_bw_plan bw_plan(const deconv_geom *g)
 {
-    return (hg_conv_bw_plan){.nslots = deconv_slots(g), .rows = g->in[0] * g->in[1],
-                             .col_e = g->Fg * g->K * g->I, .nb = 1, .whole = true,
+    return (hg_conv_bw_plan){.nslots = deconv_slots(g),
+                             .rows = g->in[0] * g->in[1],
+                             .col_e = g->Fg * g->K * g->I,
+                             .nb = 1,
+                             .whole = true,
                              .bias_of_x = true};
 }
 
@@ -365,9 +403,8 @@ static size_t deconv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
            (size_t)hg_conv_bw_area(&cg, &pl, a->v[K_GRAD_WEIGHT].b, !a->v[K_NO_BIAS].b);
 }
 
-static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a,
-                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                   int nout, hg_tensor *const *out)
+static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nin;
     hg_meta x = hg_meta_of(in[1]);
@@ -389,11 +426,11 @@ static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a,
     /* That convolution's x is our output gradient, its dy our data; our data gradient is its
      * forward output y. */
     if (x.dtype == HG_DTYPE_F32)
-        hg_conv_bw_f32(&cg, &pl, ctx->workspace, hg_data(in[1]), hg_data(in[0]),
-                       hg_data(in[2]), NULL, dx, dw, db);
+        hg_conv_bw_f32(&cg, &pl, ctx->workspace, hg_data(in[1]), hg_data(in[0]), hg_data(in[2]),
+                       NULL, dx, dw, db);
     else
-        hg_conv_bw_f64(&cg, &pl, ctx->workspace, hg_data(in[1]), hg_data(in[0]),
-                       hg_data(in[2]), NULL, dx, dw, db);
+        hg_conv_bw_f64(&cg, &pl, ctx->workspace, hg_data(in[1]), hg_data(in[0]), hg_data(in[2]),
+                       NULL, dx, dw, db);
     return HG_OK;
 }
 
@@ -414,18 +451,32 @@ static hg_status deconv_grad(hg_grad_ctx *g)
 /* ---- registry ------------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_deconv[] = {
-    {.name = "Deconvolution", .doc = "Transposed convolution (1-D, 2-D, 3-D) of channel-first "
-     "data with weight (C, num_filter/num_group, *kernel) and optional bias (num_filter,); out = "
-     "s(x-1) + d(k-1) + 1 - 2p + adj per spatial dim.",
-     .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_deconv_attrs,
-     .num_attrs = HG_COUNT(k_deconv_attrs), .num_inputs = 3, .get_num_inputs = deconv_num_inputs,
-     .infer = deconv_infer, .forward = deconv_forward, .workspace = deconv_workspace,
+    {.name = "Deconvolution",
+     .doc = "Transposed convolution (1-D, 2-D, 3-D) of channel-first "
+            "data with weight (C, num_filter/num_group, *kernel) and optional bias (num_filter,); "
+            "out = "
+            "s(x-1) + d(k-1) + 1 - 2p + adj per spatial dim.",
+     .input_names = HG_NAMES("data", "weight", "bias"),
+     .attrs = k_deconv_attrs,
+     .num_attrs = HG_COUNT(k_deconv_attrs),
+     .num_inputs = 3,
+     .get_num_inputs = deconv_num_inputs,
+     .infer = deconv_infer,
+     .forward = deconv_forward,
+     .workspace = deconv_workspace,
      .grad = deconv_grad},
-    {.name = "_backward_Deconvolution", .doc = "Gradients of Deconvolution: (data, weight[, "
-     "bias]) from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
-     .input_names = HG_NAMES("ograd", "data", "weight"), .attrs = k_deconv_bw_attrs,
-     .num_attrs = HG_COUNT(k_deconv_bw_attrs), .num_inputs = 3, .num_outputs = 3,
-     .get_num_outputs = deconv_num_inputs, .infer = deconv_bw_infer,
-     .forward = deconv_bw_forward, .workspace = deconv_bw_workspace},
+    {.name = "_backward_Deconvolution",
+     .doc =
+         "Gradients of Deconvolution: (data, weight[, "
+         "bias]) from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
+     .input_names = HG_NAMES("ograd", "data", "weight"),
+     .attrs = k_deconv_bw_attrs,
+     .num_attrs = HG_COUNT(k_deconv_bw_attrs),
+     .num_inputs = 3,
+     .num_outputs = 3,
+     .get_num_outputs = deconv_num_inputs,
+     .infer = deconv_bw_infer,
+     .forward = deconv_bw_forward,
+     .workspace = deconv_bw_workspace},
     {0},
 };

@@ -12,7 +12,7 @@ typedef struct {
     int64_t nslots;
 } NAME(deconv_job);
 
-static void NAME(deconv_image)(const NAME(deconv_job) *j, int64_t n, T *col)
+static void NAME(deconv_image)(const NAME(deconv_job) * j, int64_t n, T *col)
 {
     const deconv_geom *g = j->g;
     T *y = j->y + n * g->F * g->P;
@@ -26,8 +26,8 @@ static void NAME(deconv_image)(const NAME(deconv_job) *j, int64_t n, T *col)
     int64_t M = g->Fg * g->K;
     for (int64_t gi = 0; gi < g->G; gi++) {
         const T *x = j->x + (n * g->C + gi * g->Cg) * g->I;
-        NAME(hg_gemm)(true, false, M, g->I, g->Cg, 1, j->w + gi * g->Cg * M, M, x,
-                         g->I, 0, col, g->I);
+        NAME(hg_gemm)(true, false, M, g->I, g->Cg, 1, j->w + gi * g->Cg * M, M, x, g->I, 0, col,
+                      g->I);
         NAME(hg_col2im)(&cg, col, y + gi * g->Fg * g->P);
     }
 }
@@ -41,16 +41,14 @@ static void NAME(deconv_slots)(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-static void NAME(deconv)(const deconv_geom *g, const hg_exec_ctx *ctx, const T *x,
-                            const T *w, const T *b, T *y)
+static void NAME(deconv)(const deconv_geom *g, const hg_exec_ctx *ctx, const T *x, const T *w,
+                         const T *b, T *y)
 {
     int64_t nslots = deconv_slots(g);
     size_t per = sizeof(T) * (size_t)(g->Fg * g->K * g->I);
     /* Never more slots than the workspace holds (the thread count could have changed). */
     if ((size_t)nslots * per > ctx->workspace_bytes) nslots = 1;
     NAME(deconv_job) j = {g, x, w, b, y, (T *)ctx->workspace, nslots};
-    if (nslots > 1)
-        hg_parallel_for(nslots, 1, NAME(deconv_slots), &j);
-    else
-        NAME(deconv_slots)(&j, 0, 1);
+    if (nslots > 1) hg_parallel_for(nslots, 1, NAME(deconv_slots), &j);
+    else NAME(deconv_slots)(&j, 0, 1);
 }

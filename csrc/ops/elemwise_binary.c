@@ -41,7 +41,7 @@ static inline int64_t idiv(int64_t l, int64_t r)
 
 ARITH(add, l + r, l + r)
 ARITH(sub, l - r, l - r)
-ARITH(mul, l * r, l * r)
+ARITH(mul, l *r, l *r)
 ARITH(div, l / r, idiv(l, r))
 ARITH(mod, fmod_py(l, r), imod_py(l, r))
 ARITH(pow, pow(l, r), pow((double)l, (double)r))
@@ -117,8 +117,8 @@ static hg_status mod_rule(hg_grad_ctx *g, bool bc)
 {
     if (NEED(0)) set_in(g, bc, 0, DY);
     if (NEED(1))
-        set_in(g, bc, 1, U("negative", B("elemwise_mul", DY,
-                                         U("floor", MIX("div", "elemwise_div", L, R)))));
+        set_in(g, bc, 1,
+               U("negative", B("elemwise_mul", DY, U("floor", MIX("div", "elemwise_div", L, R)))));
     return hg_g_status(g);
 }
 
@@ -129,8 +129,8 @@ static hg_status power_rule(hg_grad_ctx *g, bool bc)
         hg_sentry p = MIX("power", "_power", L, S("_minus_scalar", R, 1));
         set_in(g, bc, 0, B("elemwise_mul", DY, MIX("mul", "elemwise_mul", p, R)));
     }
-    if (NEED(1)) set_in(g, bc, 1, MIX("mul", "elemwise_mul", B("elemwise_mul", DY, Y),
-                                      U("log", L)));
+    if (NEED(1))
+        set_in(g, bc, 1, MIX("mul", "elemwise_mul", B("elemwise_mul", DY, Y), U("log", L)));
     return hg_g_status(g);
 }
 
@@ -221,8 +221,8 @@ static const hg_attr_spec k_addn_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_addn_attrs) == AN_NATTRS, "k_addn_attrs must match its enum");
 
-static hg_status addn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status addn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     if (nin < 1)
         return hg_error(HG_ERR_VALUE, "%s: num_args must be at least 1 (got %d)", op->name, nin);
@@ -300,7 +300,10 @@ static void addn_range(void *ctx, int64_t b, int64_t e)
 static hg_status addn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nout;
     addn_job j = {in, nin, hg_data(out[0]), in[0]->dtype};
     hg_parallel_for(out[0]->size, HG_GRAIN_ELEMWISE / (nin > 1 ? nin : 1) + 1, addn_range, &j);
     return HG_OK;
@@ -339,10 +342,10 @@ _Static_assert(HG_COUNT(k_scalar_attrs) == SC_NATTRS, "k_scalar_attrs must match
 #define NG HG_OP_NO_GRAD
 
 const hg_op_def hg_ops_elemwise_binary[] = {
-    SAME("elemwise_add", HG_NAMES("_add", "_plus", "_Plus"), add, "lhs + rhs (same shapes)",
-         0, add_grad),
-    SAME("elemwise_sub", HG_NAMES("_sub", "_minus", "_Minus"), sub, "lhs - rhs (same shapes)",
-         0, sub_grad),
+    SAME("elemwise_add", HG_NAMES("_add", "_plus", "_Plus"), add, "lhs + rhs (same shapes)", 0,
+         add_grad),
+    SAME("elemwise_sub", HG_NAMES("_sub", "_minus", "_Minus"), sub, "lhs - rhs (same shapes)", 0,
+         sub_grad),
     SAME("elemwise_mul", HG_NAMES("_mul", "_Mul"), mul, "lhs * rhs (same shapes)", 0, mul_grad),
     SAME("elemwise_div", HG_NAMES("_div", "_Div"), div, "lhs / rhs (same shapes)", 0, div_grad),
     SAME("_mod", HG_NAMES("_Mod"), mod, "lhs mod rhs (same shapes)", 0, mod_grad),
@@ -360,10 +363,10 @@ const hg_op_def hg_ops_elemwise_binary[] = {
     SAME("_logical_or", NULL, lor, "lhs or rhs as 1/0 (same shapes)", NG, NULL),
     SAME("_logical_xor", NULL, lxor, "lhs xor rhs as 1/0 (same shapes)", NG, NULL),
 
-    BCAST("broadcast_add", HG_NAMES("broadcast_plus"), add,
-          "lhs + rhs, broadcasting", 0, add_bgrad),
-    BCAST("broadcast_sub", HG_NAMES("broadcast_minus"), sub,
-          "lhs - rhs, broadcasting", 0, sub_bgrad),
+    BCAST("broadcast_add", HG_NAMES("broadcast_plus"), add, "lhs + rhs, broadcasting", 0,
+          add_bgrad),
+    BCAST("broadcast_sub", HG_NAMES("broadcast_minus"), sub, "lhs - rhs, broadcasting", 0,
+          sub_bgrad),
     BCAST("broadcast_mul", NULL, mul, "lhs * rhs, broadcasting", 0, mul_bgrad),
     BCAST("broadcast_div", NULL, div, "lhs / rhs, broadcasting", 0, div_bgrad),
     BCAST("broadcast_mod", NULL, mod, "lhs mod rhs, broadcasting", 0, mod_bgrad),
@@ -391,31 +394,37 @@ const hg_op_def hg_ops_elemwise_binary[] = {
     SCALAR("_rmod_scalar", HG_NAMES("_RModScalar"), mod_rs, "scalar mod data", 0, rmod_sgrad),
     SCALAR("_power_scalar", HG_NAMES("_PowerScalar"), pow_s, "data ** scalar", 0, power_sgrad),
     SCALAR("_rpower_scalar", HG_NAMES("_RPowerScalar"), pow_rs, "scalar ** data", 0, rpower_sgrad),
-    SCALAR("_maximum_scalar", HG_NAMES("_MaximumScalar"), max_s,
-           "max(data, scalar)", 0, maximum_sgrad),
-    SCALAR("_minimum_scalar", HG_NAMES("_MinimumScalar"), min_s,
-           "min(data, scalar)", 0, minimum_sgrad),
-    SCALAR("_hypot_scalar", HG_NAMES("_HypotScalar"), hypot__s,
-           "sqrt(data^2 + scalar^2)", 0, hypot_sgrad),
+    SCALAR("_maximum_scalar", HG_NAMES("_MaximumScalar"), max_s, "max(data, scalar)", 0,
+           maximum_sgrad),
+    SCALAR("_minimum_scalar", HG_NAMES("_MinimumScalar"), min_s, "min(data, scalar)", 0,
+           minimum_sgrad),
+    SCALAR("_hypot_scalar", HG_NAMES("_HypotScalar"), hypot__s, "sqrt(data^2 + scalar^2)", 0,
+           hypot_sgrad),
     SCALAR("_equal_scalar", HG_NAMES("_EqualScalar"), eq_s, "data == scalar as 1/0", NG, NULL),
-    SCALAR("_not_equal_scalar", HG_NAMES("_NotEqualScalar"), ne_s, "data != scalar as 1/0",
-           NG, NULL),
+    SCALAR("_not_equal_scalar", HG_NAMES("_NotEqualScalar"), ne_s, "data != scalar as 1/0", NG,
+           NULL),
     SCALAR("_greater_scalar", HG_NAMES("_GreaterScalar"), gt_s, "data > scalar as 1/0", NG, NULL),
-    SCALAR("_greater_equal_scalar", HG_NAMES("_GreaterEqualScalar"), ge_s,
-           "data >= scalar as 1/0", NG, NULL),
-    SCALAR("_lesser_scalar", HG_NAMES("_LesserScalar"), lt_s, "data < scalar as 1/0", NG, NULL),
-    SCALAR("_lesser_equal_scalar", HG_NAMES("_LesserEqualScalar"), le_s,
-           "data <= scalar as 1/0", NG, NULL),
-    SCALAR("_logical_and_scalar", HG_NAMES("_LogicalAndScalar"), land_s,
-           "data and scalar as 1/0", NG, NULL),
-    SCALAR("_logical_or_scalar", HG_NAMES("_LogicalOrScalar"), lor_s, "data or scalar as 1/0",
+    SCALAR("_greater_equal_scalar", HG_NAMES("_GreaterEqualScalar"), ge_s, "data >= scalar as 1/0",
            NG, NULL),
-    SCALAR("_logical_xor_scalar", HG_NAMES("_LogicalXorScalar"), lxor_s,
-           "data xor scalar as 1/0", NG, NULL),
+    SCALAR("_lesser_scalar", HG_NAMES("_LesserScalar"), lt_s, "data < scalar as 1/0", NG, NULL),
+    SCALAR("_lesser_equal_scalar", HG_NAMES("_LesserEqualScalar"), le_s, "data <= scalar as 1/0",
+           NG, NULL),
+    SCALAR("_logical_and_scalar", HG_NAMES("_LogicalAndScalar"), land_s, "data and scalar as 1/0",
+           NG, NULL),
+    SCALAR("_logical_or_scalar", HG_NAMES("_LogicalOrScalar"), lor_s, "data or scalar as 1/0", NG,
+           NULL),
+    SCALAR("_logical_xor_scalar", HG_NAMES("_LogicalXorScalar"), lxor_s, "data xor scalar as 1/0",
+           NG, NULL),
 
-    {.name = "add_n", .aliases = HG_NAMES("ElementWiseSum"),
-     .doc = "the element-wise sum of all inputs (equal shapes)", .input_names = HG_NAMES("args"),
-     .attrs = k_addn_attrs, .num_attrs = HG_COUNT(k_addn_attrs), .infer = addn_infer,
-     .forward = addn_forward, .flags = HG_OP_VARARGS | HG_OP_INPLACE, .grad = addn_grad},
+    {.name = "add_n",
+     .aliases = HG_NAMES("ElementWiseSum"),
+     .doc = "the element-wise sum of all inputs (equal shapes)",
+     .input_names = HG_NAMES("args"),
+     .attrs = k_addn_attrs,
+     .num_attrs = HG_COUNT(k_addn_attrs),
+     .infer = addn_infer,
+     .forward = addn_forward,
+     .flags = HG_OP_VARARGS | HG_OP_INPLACE,
+     .grad = addn_grad},
     {0},
 };

@@ -4,8 +4,8 @@
  * ops (gradient and output, or input for softsign); the other rules compose registered ops. */
 #include <tgmath.h>
 
-#include "ops/ew.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/ew.h"
 
 #define F(NAME, EXPR) HG_EW_FLOAT(HG_EW_UNARY, NAME, EXPR)
 #define A(NAME, EXPR) HG_EW_ALL(HG_EW_UNARY, NAME, EXPR)
@@ -18,8 +18,8 @@ HG_EW_UNARY(exp_, f64, exp(v))
 HG_EW_UNARY(sigmoid, f64, 1 / (1 + exp(-v)))
 
 /* float32 exp and sigmoid run through the vectorised exp (libm's expf cannot vectorise). */
-static void exp__f32(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1,
-                     void *out, const hg_attrs *a)
+static void exp__f32(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1, void *out,
+                     const hg_attrs *a)
 {
     const float *x = in0;
     float *y = out;
@@ -54,7 +54,7 @@ F(sqrt_, sqrt(v))
 F(rsqrt, 1 / sqrt(v))
 F(cbrt_, cbrt(v))
 F(rcbrt, 1 / cbrt(v))
-A(square, v * v)
+A(square, v *v)
 F(abs_f, fabs(v))
 HG_EW_UNARY(abs_f, i32, v < 0 ? -v : v)
 HG_EW_UNARY(abs_f, i64, v < 0 ? -v : v)
@@ -87,8 +87,16 @@ F(erf_, erf(v))
 F(gamma_, tgamma(v))
 /* lgamma and lgammaf write the global signgam: the _r forms are the ones the pool's threads may
  * call together. */
-static inline float lgammaf_ts(float v) { int sign; return lgammaf_r(v, &sign); }
-static inline double lgamma_ts(double v) { int sign; return lgamma_r(v, &sign); }
+static inline float lgammaf_ts(float v)
+{
+    int sign;
+    return lgammaf_r(v, &sign);
+}
+static inline double lgamma_ts(double v)
+{
+    int sign;
+    return lgamma_r(v, &sign);
+}
 #define LGAMMA_TS(v) _Generic((v), float: lgammaf_ts, default: lgamma_ts)(v)
 F(gammaln, LGAMMA_TS(v))
 
@@ -105,8 +113,11 @@ static double digamma(double x)
     }
     for (; x < 10; x += 1) r -= 1 / x;
     double f = 1 / (x * x);
-    double tail = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 -
-                  f * (1.0 / 132 - f * (691.0 / 32760 - f / 12))))));
+    double tail = f *
+                  (1.0 / 12 -
+                   f * (1.0 / 120 -
+                        f * (1.0 / 252 -
+                             f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760 - f / 12))))));
     return r + log(x) - 0.5 / x - tail;
 }
 F(digamma_, digamma(v))
@@ -120,7 +131,7 @@ A(ones, 1)
 HG_EW_ALL(HG_EW_BINARY, bw_relu, r > 0 ? l : 0)
 BW(bw_sigmoid, l * r * (1 - r))
 BW(bw_tanh, l * (1 - r * r))
-BW(bw_softrelu, -l * expm1(-r)) /* 1 - exp(-y), accurate for small y */
+BW(bw_softrelu, -l *expm1(-r)) /* 1 - exp(-y), accurate for small y */
 BW(bw_softsign, l / ((1 + fabs(r)) * (1 + fabs(r))))
 
 /* ---- gradient rules ---------------------------------------------------------------------- */
@@ -193,7 +204,7 @@ enum {
 #define ACT_ENUM(ID, NAME, MK, FN, BW_X) ACT_##ID,
     ACT_TYPES(ACT_ENUM)
 #undef ACT_ENUM
-    ACT_NTYPES
+        ACT_NTYPES
 };
 enum { AC_ACT_TYPE, AC_NATTRS }; /* Activation's schema */
 
@@ -236,8 +247,11 @@ BW_RULE(sigmoid, B("elemwise_mul", DA, S("_rminus_scalar", S("_mul_scalar", V1, 
 BW_RULE(tanh, S("_mul_scalar", B("elemwise_mul", DA, V1), -2))
 BW_RULE(softrelu, B("elemwise_mul", DA, U("exp", U("negative", V1))))
 /* d/dx a / (1 + |x|)^2 = -2 a sign(x) / (1 + |x|)^3 */
-BW_RULE(softsign, S("_mul_scalar", B("elemwise_div", B("elemwise_mul",
-        B("_backward_softsign", DA, V1), U("sign", V1)), S("_plus_scalar", U("abs", V1), 1)), -2))
+BW_RULE(softsign,
+        S("_mul_scalar",
+          B("elemwise_div", B("elemwise_mul", B("_backward_softsign", DA, V1), U("sign", V1)),
+            S("_plus_scalar", U("abs", V1), 1)),
+          -2))
 #undef X
 #undef Y
 #undef DY
@@ -282,7 +296,7 @@ static const char *const k_act_types[] = {
 #define ACT_NAME(ID, NAME, MK, FN, BW_X) [ACT_##ID] = #NAME,
     ACT_TYPES(ACT_NAME)
 #undef ACT_NAME
-    [ACT_NTYPES] = NULL,
+        [ACT_NTYPES] = NULL,
 };
 _Static_assert(HG_COUNT(k_act_types) == ACT_NTYPES + 1, "k_act_types must match ACT_TYPES");
 static const hg_attr_spec k_act_attrs[] = {
@@ -374,11 +388,21 @@ const hg_op_def hg_ops_elemwise_unary[] = {
            make_loss_grad),
     UN_ALL("zeros_like", NULL, zeros, "zeros of the input's shape and dtype", HG_OP_NO_GRAD, NULL),
     UN_ALL("ones_like", NULL, ones, "ones of the input's shape and dtype", HG_OP_NO_GRAD, NULL),
-    {.name = "Activation", .doc = "element-wise activation function", .input_names = DATA,
-     .attrs = k_act_attrs, .num_attrs = 1, .num_inputs = 1, .infer = activation_infer,
-     .ew = {[HG_DTYPE_F32] = act_f32, [HG_DTYPE_F64] = act_f64, [HG_DTYPE_U8] = act_u8,
-            [HG_DTYPE_I8] = act_i8, [HG_DTYPE_I32] = act_i32, [HG_DTYPE_I64] = act_i64},
-     .ew_arity = 1, .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
+    {.name = "Activation",
+     .doc = "element-wise activation function",
+     .input_names = DATA,
+     .attrs = k_act_attrs,
+     .num_attrs = 1,
+     .num_inputs = 1,
+     .infer = activation_infer,
+     .ew = {[HG_DTYPE_F32] = act_f32,
+            [HG_DTYPE_F64] = act_f64,
+            [HG_DTYPE_U8] = act_u8,
+            [HG_DTYPE_I8] = act_i8,
+            [HG_DTYPE_I32] = act_i32,
+            [HG_DTYPE_I64] = act_i64},
+     .ew_arity = 1,
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
      .grad = activation_grad},
     UN("_digamma", NULL, digamma_, "digamma function, d gammaln / dx (for gradient rules)", 0,
        NULL),
@@ -390,7 +414,7 @@ const hg_op_def hg_ops_elemwise_unary[] = {
           bw_tanh_grad),
     UN_BW("_backward_softrelu", HG_EW_TABLE_FLOAT(bw_softrelu), "output",
           "ograd * (1 - exp(-output))", bw_softrelu_grad),
-    UN_BW("_backward_softsign", HG_EW_TABLE_FLOAT(bw_softsign), "data",
-          "ograd / (1 + |data|)^2", bw_softsign_grad),
+    UN_BW("_backward_softsign", HG_EW_TABLE_FLOAT(bw_softsign), "data", "ograd / (1 + |data|)^2",
+          bw_softsign_grad),
     {0},
 };

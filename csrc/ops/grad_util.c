@@ -8,7 +8,9 @@
 static hg_status sum_like_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)
 {
-    (void)a; (void)nin; (void)nout;
+    (void)a;
+    (void)nin;
+    (void)nout;
     if (in[0].ndim < 0 || in[1].ndim < 0) {
         out[0].ndim = -1;
         return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
@@ -24,8 +26,8 @@ static hg_status sum_like_infer(const hg_op_def *op, const hg_attrs *a, int nin,
         return hg_error(HG_ERR_VALUE, "%s: cannot sum shape %s down to %s", op->name,
                         hg_shape_str(sa, x->ndim, x->shape), hg_shape_str(sb, l->ndim, l->shape));
     if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64 && x->dtype != HG_DTYPE_F16)
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
-                        op->name, hg_dtype_name(x->dtype));
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)", op->name,
+                        hg_dtype_name(x->dtype));
     out[0] = *l;
     out[0].dtype = x->dtype;
     return HG_OK;
@@ -73,10 +75,13 @@ SUM_LIKE(sum_like_f64, double, double, ID, ID)
 SUM_LIKE(sum_like_f16, uint16_t, float, hg_half_to_float, F2H)
 
 static hg_status sum_like_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                  int nin, hg_tensor *const *in, int nout,
-                                  hg_tensor *const *out)
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *x = in[0];
     hg_tensor *y = out[0];
     if (x->size == y->size) { /* nothing to reduce (only size-1 dims differ) */

@@ -11,9 +11,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "ops/ew.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "ops/ew.h"
 #include "ops/ops_util.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -48,9 +48,11 @@ static hg_status norm_axis(const char *op, const char *attr, int64_t axis, const
 {
     char s[HG_SHAPE_STR];
     if (axis < -m->ndim || axis >= m->ndim || m->ndim == 0)
-        return hg_error(HG_ERR_VALUE, "%s: %s=%lld is out of range for input of shape %s (%d-d; "
-                        "%s must be in [%d, %d])", op, attr, (long long)axis,
-                        hg_shape_str(s, m->ndim, m->shape), m->ndim, attr, -m->ndim, m->ndim - 1);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: %s=%lld is out of range for input of shape %s (%d-d; "
+                        "%s must be in [%d, %d])",
+                        op, attr, (long long)axis, hg_shape_str(s, m->ndim, m->shape), m->ndim,
+                        attr, -m->ndim, m->ndim - 1);
     *out = (int)(axis < 0 ? axis + m->ndim : axis);
     return HG_OK;
 }
@@ -190,13 +192,17 @@ static void store_value(void *dst, hg_dtype dt, double v)
     case HG_DTYPE_F64: *(double *)dst = v; break;
     case HG_DTYPE_F16: *(uint16_t *)dst = hg_float_to_half((float)v); break;
     case HG_DTYPE_I32:
-        *(int32_t *)dst = v != v ? 0 : v <= INT32_MIN ? INT32_MIN
-                        : v >= INT32_MAX ? INT32_MAX : (int32_t)v;
+        *(int32_t *)dst = v != v           ? 0
+                          : v <= INT32_MIN ? INT32_MIN
+                          : v >= INT32_MAX ? INT32_MAX
+                                           : (int32_t)v;
         break;
     case HG_DTYPE_I64: *(int64_t *)dst = v != v ? 0 : f2i(v); break;
     case HG_DTYPE_I8:
-        *(int8_t *)dst = v != v ? 0 : v <= INT8_MIN ? INT8_MIN
-                       : v >= INT8_MAX ? INT8_MAX : (int8_t)v;
+        *(int8_t *)dst = v != v          ? 0
+                         : v <= INT8_MIN ? INT8_MIN
+                         : v >= INT8_MAX ? INT8_MAX
+                                         : (int8_t)v;
         break;
     case HG_DTYPE_U8:
         *(uint8_t *)dst = v != v ? 0 : v <= 0 ? 0 : v >= UINT8_MAX ? UINT8_MAX : (uint8_t)v;
@@ -293,7 +299,10 @@ static void gather_rows(const char *src, char *dst, const int64_t *idx, int64_t 
  * ------------------------------------------------------------------------------------------- */
 
 static const char *const k_take_modes[] = {
-    [MODE_CLIP] = "clip", [MODE_WRAP] = "wrap", [MODE_RAISE] = "raise", [MODE_NMODES] = NULL,
+    [MODE_CLIP] = "clip",
+    [MODE_WRAP] = "wrap",
+    [MODE_RAISE] = "raise",
+    [MODE_NMODES] = NULL,
 };
 _Static_assert(HG_COUNT(k_take_modes) == MODE_NMODES + 1, "k_take_modes must match its enum");
 enum { TK_AXIS, TK_MODE, TK_NATTRS };
@@ -306,8 +315,8 @@ static const hg_attr_spec k_take_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_take_attrs) == TK_NATTRS, "k_take_attrs must match its enum");
 
-static hg_status take_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status take_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     const hg_meta *x = &in[0], *idx = &in[1];
     char s[HG_SHAPE_STR];
@@ -344,7 +353,8 @@ static hg_status take_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     int64_t *iv = ctx->workspace;
     int64_t bad = convert_indices(idx, n, mode, iv);
     if (bad >= 0)
-        return hg_error(HG_ERR_INDEX, "take: indices contain an index out of bounds (%g at "
+        return hg_error(HG_ERR_INDEX,
+                        "take: indices contain an index out of bounds (%g at "
                         "position %lld; axis %d has size %lld, mode='raise')",
                         index_value(idx, bad), (long long)bad, axis, (long long)n);
     size_t esz = hg_dtype_size(x->dtype);
@@ -358,7 +368,9 @@ static hg_status take_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 
 /* pick has no raise mode: its list is take's first two. */
 static const char *const k_pick_modes[] = {
-    [MODE_CLIP] = "clip", [MODE_WRAP] = "wrap", [MODE_RAISE] = NULL,
+    [MODE_CLIP] = "clip",
+    [MODE_WRAP] = "wrap",
+    [MODE_RAISE] = NULL,
 };
 _Static_assert(HG_COUNT(k_pick_modes) == MODE_RAISE + 1, "k_pick_modes must match its enum");
 enum { PK_AXIS, PK_KEEPDIMS, PK_MODE, PK_NATTRS };
@@ -372,8 +384,8 @@ static const hg_attr_spec k_pick_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_pick_attrs) == PK_NATTRS, "k_pick_attrs must match its enum");
 
-static hg_status pick_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status pick_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     hg_meta *x = &in[0], *idx = &in[1];
     char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR], s4[HG_SHAPE_STR];
@@ -398,12 +410,12 @@ static hg_status pick_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
         *idx = o;
         idx->dtype = dt;
     } else if (!shape_match(idx, &dropped) && !shape_match(idx, &kept)) {
-        return hg_error(HG_ERR_VALUE, "pick: index shape %s does not match the data shape %s "
-                        "without axis %d (%s) or with it kept as 1 (%s)",
-                        hg_shape_str(s1, idx->ndim, idx->shape),
-                        hg_shape_str(s3, x->ndim, x->shape), axis,
-                        hg_shape_str(s2, dropped.ndim, dropped.shape),
-                        hg_shape_str(s4, kept.ndim, kept.shape));
+        return hg_error(
+            HG_ERR_VALUE,
+            "pick: index shape %s does not match the data shape %s "
+            "without axis %d (%s) or with it kept as 1 (%s)",
+            hg_shape_str(s1, idx->ndim, idx->shape), hg_shape_str(s3, x->ndim, x->shape), axis,
+            hg_shape_str(s2, dropped.ndim, dropped.shape), hg_shape_str(s4, kept.ndim, kept.shape));
     }
     if (x->shape[axis] == 0 && dims_size(&o, 0, o.ndim) != 0)
         return hg_error(HG_ERR_INDEX, "pick: cannot pick from axis %d of size 0 (data shape %s)",
@@ -467,7 +479,7 @@ static hg_status one_hot_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     out[0].dtype = (hg_dtype)a->v[OH_DTYPE].i;
     if (out[0].dtype == HG_DTYPE_BOOL)
         return hg_error(HG_ERR_TYPE, "one_hot: dtype bool is not supported (use float32, "
-                        "float64, float16, uint8, int8, int32 or int64)");
+                                     "float64, float16, uint8, int8, int32 or int64)");
     if (depth < 0)
         return hg_error(HG_ERR_VALUE, "one_hot: depth must be >= 0, got %lld", (long long)depth);
     if (UNKNOWN(in[0])) return HG_OK;
@@ -506,7 +518,9 @@ static void one_hot_range(void *ctx, int64_t begin, int64_t end)
 static hg_status one_hot_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    one_hot_job j = {.idx = in[0], .dst = hg_data(out[0]), .depth = a->v[OH_DEPTH].i,
+    one_hot_job j = {.idx = in[0],
+                     .dst = hg_data(out[0]),
+                     .depth = a->v[OH_DEPTH].i,
                      .esz = hg_dtype_size(out[0]->dtype)};
     store_value(j.on, out[0]->dtype, a->v[OH_ON].f);
     store_value(j.off, out[0]->dtype, a->v[OH_OFF].f);
@@ -519,8 +533,8 @@ static hg_status one_hot_forward(const hg_op_def *op, const hg_attrs *a, const h
  * where
  * ------------------------------------------------------------------------------------------- */
 
-static hg_status where_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status where_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
     const hg_meta *c = &in[0], *x = &in[1], *y = &in[2];
     char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
@@ -534,7 +548,8 @@ static hg_status where_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
                         hg_shape_str(s1, x->ndim, x->shape), hg_shape_str(s2, y->ndim, y->shape));
     if (!UNKNOWN(*c) && !shape_match(c, x) &&
         !(c->ndim == 1 && x->ndim >= 1 && dim_match(c->shape[0], x->shape[0])))
-        return hg_error(HG_ERR_VALUE, "where: condition shape %s must equal the shape of x %s "
+        return hg_error(HG_ERR_VALUE,
+                        "where: condition shape %s must equal the shape of x %s "
                         "or be 1-D of length x.shape[0] (y shape %s)",
                         hg_shape_str(s1, c->ndim, c->shape), hg_shape_str(s2, x->ndim, x->shape),
                         hg_shape_str(s3, y->ndim, y->shape));
@@ -684,13 +699,13 @@ static hg_status bwd_clip_infer(const hg_op_def *op, const hg_attrs *a, int nin,
                                 int nout, hg_meta *out)
 {
     if (!hg_is_float(in[0].dtype))
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
-                        op->name, hg_dtype_name(in[0].dtype));
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)", op->name,
+                        hg_dtype_name(in[0].dtype));
     return hg_infer_same(op, a, nin, in, nout, out);
 }
 
-static hg_status clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     if (in[0].dtype == HG_DTYPE_BOOL)
         return hg_error(HG_ERR_TYPE, "clip: dtype bool is not supported");
@@ -721,15 +736,18 @@ static hg_status embedding_infer(const hg_op_def *op, const hg_attrs *a, int nin
     hg_meta *w = &in[1];
     char s[HG_SHAPE_STR];
     if (din < 1 || dout < 1)
-        return hg_error(HG_ERR_VALUE, "Embedding: input_dim and output_dim must be >= 1, got "
-                        "input_dim=%lld, output_dim=%lld", (long long)din, (long long)dout);
+        return hg_error(HG_ERR_VALUE,
+                        "Embedding: input_dim and output_dim must be >= 1, got "
+                        "input_dim=%lld, output_dim=%lld",
+                        (long long)din, (long long)dout);
     if (UNKNOWN(*w)) {
         w->ndim = 2;
         w->dtype = (hg_dtype)a->v[EM_DTYPE].i;
     } else if (w->ndim != 2 || !dim_match(w->shape[0], din) || !dim_match(w->shape[1], dout)) {
-        return hg_error(HG_ERR_VALUE, "Embedding: weight shape %s does not match (input_dim, "
-                        "output_dim) = [%lld,%lld]", hg_shape_str(s, w->ndim, w->shape),
-                        (long long)din, (long long)dout);
+        return hg_error(HG_ERR_VALUE,
+                        "Embedding: weight shape %s does not match (input_dim, "
+                        "output_dim) = [%lld,%lld]",
+                        hg_shape_str(s, w->ndim, w->shape), (long long)din, (long long)dout);
     }
     w->shape[0] = din;
     w->shape[1] = dout;
@@ -744,14 +762,10 @@ static hg_status embedding_infer(const hg_op_def *op, const hg_attrs *a, int nin
     return HG_OK;
 }
 
-static size_t embedding_ws(const hg_attrs *a, int nin, const hg_meta *in)
-{
-    return idx_ws(&in[0]);
-}
+static size_t embedding_ws(const hg_attrs *a, int nin, const hg_meta *in) { return idx_ws(&in[0]); }
 
-static hg_status embedding_forward(const hg_op_def *op, const hg_attrs *a,
-                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                   int nout, hg_tensor *const *out)
+static hg_status embedding_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *w = in[1];
     int64_t *iv = ctx->workspace;
@@ -791,8 +805,10 @@ static hg_status seqmask_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
                         (long long)axis);
     if (UNKNOWN(*x)) return HG_OK;
     if (x->ndim < 2)
-        return hg_error(HG_ERR_VALUE, "SequenceMask: data must have at least 2 dimensions, got "
-                        "shape %s", hg_shape_str(s1, x->ndim, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "SequenceMask: data must have at least 2 dimensions, got "
+                        "shape %s",
+                        hg_shape_str(s1, x->ndim, x->shape));
     if (a->v[SM_USE_LEN].b) {
         hg_meta *len = &in[1];
         int64_t batch = x->shape[1 - axis];
@@ -800,7 +816,8 @@ static hg_status seqmask_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
             len->ndim = 1;
             len->shape[0] = batch;
         } else if (len->ndim != 1 || !dim_match(len->shape[0], batch)) {
-            return hg_error(HG_ERR_VALUE, "SequenceMask: sequence_length shape %s must be [%lld] "
+            return hg_error(HG_ERR_VALUE,
+                            "SequenceMask: sequence_length shape %s must be [%lld] "
                             "(the batch axis %d of data shape %s)",
                             hg_shape_str(s1, len->ndim, len->shape), (long long)batch,
                             (int)(1 - axis), hg_shape_str(s2, x->ndim, x->shape));
@@ -848,8 +865,12 @@ static hg_status seqmask_forward(const hg_op_def *op, const hg_attrs *a, const h
         return HG_OK;
     }
     int axis = (int)a->v[SM_AXIS].i;
-    seqmask_job j = {.src = hg_data(x), .dst = hg_data(out[0]), .len = ctx->workspace,
-                     .t_len = x->shape[axis], .batch = x->shape[1 - axis], .axis = axis,
+    seqmask_job j = {.src = hg_data(x),
+                     .dst = hg_data(out[0]),
+                     .len = ctx->workspace,
+                     .t_len = x->shape[axis],
+                     .batch = x->shape[1 - axis],
+                     .axis = axis,
                      .esz = hg_dtype_size(x->dtype)};
     j.rest = x->size / (j.t_len * j.batch);
     load_idx(hg_data(in[1]), in[1]->dtype, 0, in[1]->size, (int64_t *)ctx->workspace);
@@ -867,8 +888,7 @@ static hg_status seqmask_forward(const hg_op_def *op, const hg_attrs *a, const h
 
 /* The infer of _backward_X(ograd, index, data): X's rule on (data, index) must give ograd's
  * shape; the result has data's shape and ograd's dtype. */
-static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_meta *in,
-                                  hg_meta *out,
+static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_meta *in, hg_meta *out,
                                   hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int,
                                                    hg_meta *, int, hg_meta *))
 {
@@ -877,16 +897,17 @@ static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_met
     hg_meta fin[2] = {in[2], in[1]}, y = {.ndim = -1, .dtype = in[2].dtype};
     out[0].dtype = g->dtype;
     if (!hg_is_float(g->dtype))
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
-                        op->name, hg_dtype_name(g->dtype));
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)", op->name,
+                        hg_dtype_name(g->dtype));
     if (UNKNOWN(in[2]) || UNKNOWN(in[1])) return HG_OK;
     hg_status st = fwd(op, a, 2, fin, 1, &y);
     if (st != HG_OK) return hg_error_prefix(st, "%s: ", op->name);
     if (!UNKNOWN(*g) && !shape_match(g, &y))
-        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s but the forward output for data "
-                        "of shape %s and index of shape %s has shape %s", op->name,
-                        hg_shape_str(s0, g->ndim, g->shape), hg_shape_str(s1, in[2].ndim,
-                                                                          in[2].shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: ograd has shape %s but the forward output for data "
+                        "of shape %s and index of shape %s has shape %s",
+                        op->name, hg_shape_str(s0, g->ndim, g->shape),
+                        hg_shape_str(s1, in[2].ndim, in[2].shape),
                         hg_shape_str(s2, in[1].ndim, in[1].shape),
                         hg_shape_str(s3, y.ndim, y.shape));
     out[0] = in[2];
@@ -948,9 +969,9 @@ static hg_status where_grad(hg_grad_ctx *g)
 /* Embedding is take(weight, data, axis=0, mode='clip'): the weight gets the row scatter. */
 static hg_status embedding_grad(hg_grad_ctx *g)
 {
-    hg_g_set(g, 1, hg_g_op(g, "_backward_take", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0),
-                                                       hg_g_in(g, 1)),
-                           HG_KV("axis", "0", "mode", "clip")));
+    hg_g_set(g, 1,
+             hg_g_op(g, "_backward_take", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)),
+                     HG_KV("axis", "0", "mode", "clip")));
     return hg_g_status(g);
 }
 
@@ -1028,9 +1049,10 @@ static hg_status bwd_take_forward(const hg_op_def *op, const hg_attrs *a, const 
     int64_t *iv = ctx->workspace;
     int64_t bad = convert_indices(idx, n, (int)a->v[TK_MODE].i, iv);
     if (bad >= 0)
-        return hg_error(HG_ERR_INDEX, "%s: indices contain an index out of bounds (%g at "
-                        "position %lld; axis %d has size %lld, mode='raise')", op->name,
-                        index_value(idx, bad), (long long)bad, axis, (long long)n);
+        return hg_error(HG_ERR_INDEX,
+                        "%s: indices contain an index out of bounds (%g at "
+                        "position %lld; axis %d has size %lld, mode='raise')",
+                        op->name, index_value(idx, bad), (long long)bad, axis, (long long)n);
     /* Splitting a's rows costs: every range re-reads all the indices and finds its ograd rows
      * scattered (a single range streams ograd in order). So split only as far as the threads
      * need work, and not for small jobs. */
@@ -1085,49 +1107,110 @@ static hg_status bwd_pick_forward(const hg_op_def *op, const hg_attrs *a, const 
  * ------------------------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_indexing[] = {
-    {.name = "take", .doc = "elements of a along axis at the given indices",
-     .input_names = HG_NAMES("a", "indices"), .attrs = k_take_attrs,
-     .num_attrs = HG_COUNT(k_take_attrs), .num_inputs = 2, .infer = take_infer,
-     .forward = take_forward, .workspace = take_ws, .grad = take_grad},
-    {.name = "pick", .aliases = HG_NAMES("choose_element_0index"),
+    {.name = "take",
+     .doc = "elements of a along axis at the given indices",
+     .input_names = HG_NAMES("a", "indices"),
+     .attrs = k_take_attrs,
+     .num_attrs = HG_COUNT(k_take_attrs),
+     .num_inputs = 2,
+     .infer = take_infer,
+     .forward = take_forward,
+     .workspace = take_ws,
+     .grad = take_grad},
+    {.name = "pick",
+     .aliases = HG_NAMES("choose_element_0index"),
      .doc = "one element per position along axis, chosen by index",
-     .input_names = HG_NAMES("data", "index"), .attrs = k_pick_attrs,
-     .num_attrs = HG_COUNT(k_pick_attrs), .num_inputs = 2, .infer = pick_infer,
-     .forward = pick_forward, .workspace = pick_ws, .grad = pick_grad},
-    {.name = "one_hot", .doc = "one-hot encoding of integer indices (a new last axis of depth)",
-     .input_names = HG_NAMES("indices"), .attrs = k_one_hot_attrs,
-     .num_attrs = HG_COUNT(k_one_hot_attrs), .num_inputs = 1, .infer = one_hot_infer,
-     .forward = one_hot_forward, .flags = HG_OP_NO_GRAD},
-    {.name = "where", .doc = "x where condition is nonzero, else y (condition same shape as x, "
-     "or 1-D selecting rows)", .input_names = HG_NAMES("condition", "x", "y"), .num_inputs = 3,
-     .infer = where_infer, .forward = where_forward, .grad = where_grad},
-    {.name = "clip", .doc = "values limited to [a_min, a_max]", .input_names = HG_NAMES("data"),
-     .attrs = k_clip_attrs, .num_attrs = HG_COUNT(k_clip_attrs), .num_inputs = 1,
-     .infer = clip_infer, .ew = HG_EW_TABLE_ALL(clip), .ew_arity = 1,
-     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE, .grad = clip_grad},
-    {.name = "Embedding", .doc = "rows of weight looked up by integer indices",
-     .input_names = HG_NAMES("data", "weight"), .attrs = k_embedding_attrs,
-     .num_attrs = HG_COUNT(k_embedding_attrs), .num_inputs = 2, .infer = embedding_infer,
-     .forward = embedding_forward, .workspace = embedding_ws, .grad = embedding_grad},
-    {.name = "SequenceMask", .doc = "sets positions beyond each sequence's length to value",
-     .input_names = HG_NAMES("data", "sequence_length"), .attrs = k_seqmask_attrs,
-     .num_attrs = HG_COUNT(k_seqmask_attrs), .num_inputs = 2,
-     .get_num_inputs = seqmask_num_inputs, .infer = seqmask_infer, .forward = seqmask_forward,
-     .workspace = seqmask_ws, .flags = HG_OP_INPLACE, .grad = seqmask_grad},
-    {.name = "_backward_take", .doc = "the gradient of take (and Embedding): zeros of a's shape "
-     "with ograd's rows added at the indices (repeats accumulate)",
-     .input_names = HG_NAMES("ograd", "indices", "a"), .attrs = k_take_attrs,
-     .num_attrs = HG_COUNT(k_take_attrs), .num_inputs = 3, .infer = bwd_take_infer,
-     .forward = bwd_take_forward, .workspace = bwd_idx_ws, .grad = bwd_take_grad},
-    {.name = "_backward_pick", .doc = "the gradient of pick: zeros of data's shape with ograd "
-     "at the picked positions", .input_names = HG_NAMES("ograd", "index", "data"),
-     .attrs = k_pick_attrs, .num_attrs = HG_COUNT(k_pick_attrs), .num_inputs = 3,
-     .infer = bwd_pick_infer, .forward = bwd_pick_forward, .workspace = bwd_idx_ws,
+     .input_names = HG_NAMES("data", "index"),
+     .attrs = k_pick_attrs,
+     .num_attrs = HG_COUNT(k_pick_attrs),
+     .num_inputs = 2,
+     .infer = pick_infer,
+     .forward = pick_forward,
+     .workspace = pick_ws,
+     .grad = pick_grad},
+    {.name = "one_hot",
+     .doc = "one-hot encoding of integer indices (a new last axis of depth)",
+     .input_names = HG_NAMES("indices"),
+     .attrs = k_one_hot_attrs,
+     .num_attrs = HG_COUNT(k_one_hot_attrs),
+     .num_inputs = 1,
+     .infer = one_hot_infer,
+     .forward = one_hot_forward,
+     .flags = HG_OP_NO_GRAD},
+    {.name = "where",
+     .doc = "x where condition is nonzero, else y (condition same shape as x, "
+            "or 1-D selecting rows)",
+     .input_names = HG_NAMES("condition", "x", "y"),
+     .num_inputs = 3,
+     .infer = where_infer,
+     .forward = where_forward,
+     .grad = where_grad},
+    {.name = "clip",
+     .doc = "values limited to [a_min, a_max]",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_clip_attrs,
+     .num_attrs = HG_COUNT(k_clip_attrs),
+     .num_inputs = 1,
+     .infer = clip_infer,
+     .ew = HG_EW_TABLE_ALL(clip),
+     .ew_arity = 1,
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
+     .grad = clip_grad},
+    {.name = "Embedding",
+     .doc = "rows of weight looked up by integer indices",
+     .input_names = HG_NAMES("data", "weight"),
+     .attrs = k_embedding_attrs,
+     .num_attrs = HG_COUNT(k_embedding_attrs),
+     .num_inputs = 2,
+     .infer = embedding_infer,
+     .forward = embedding_forward,
+     .workspace = embedding_ws,
+     .grad = embedding_grad},
+    {.name = "SequenceMask",
+     .doc = "sets positions beyond each sequence's length to value",
+     .input_names = HG_NAMES("data", "sequence_length"),
+     .attrs = k_seqmask_attrs,
+     .num_attrs = HG_COUNT(k_seqmask_attrs),
+     .num_inputs = 2,
+     .get_num_inputs = seqmask_num_inputs,
+     .infer = seqmask_infer,
+     .forward = seqmask_forward,
+     .workspace = seqmask_ws,
+     .flags = HG_OP_INPLACE,
+     .grad = seqmask_grad},
+    {.name = "_backward_take",
+     .doc = "the gradient of take (and Embedding): zeros of a's shape "
+            "with ograd's rows added at the indices (repeats accumulate)",
+     .input_names = HG_NAMES("ograd", "indices", "a"),
+     .attrs = k_take_attrs,
+     .num_attrs = HG_COUNT(k_take_attrs),
+     .num_inputs = 3,
+     .infer = bwd_take_infer,
+     .forward = bwd_take_forward,
+     .workspace = bwd_idx_ws,
+     .grad = bwd_take_grad},
+    {.name = "_backward_pick",
+     .doc = "the gradient of pick: zeros of data's shape with ograd "
+            "at the picked positions",
+     .input_names = HG_NAMES("ograd", "index", "data"),
+     .attrs = k_pick_attrs,
+     .num_attrs = HG_COUNT(k_pick_attrs),
+     .num_inputs = 3,
+     .infer = bwd_pick_infer,
+     .forward = bwd_pick_forward,
+     .workspace = bwd_idx_ws,
      .grad = bwd_pick_grad},
-    {.name = "_backward_clip", .doc = "the gradient of clip: ograd where a_min <= data <= a_max, "
-     "else 0", .input_names = HG_NAMES("ograd", "data"), .attrs = k_clip_attrs,
-     .num_attrs = HG_COUNT(k_clip_attrs), .num_inputs = 2, .infer = bwd_clip_infer,
-     .ew = HG_EW_TABLE_FLOAT(clip_bwd), .ew_arity = 2, .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
+    {.name = "_backward_clip",
+     .doc = "the gradient of clip: ograd where a_min <= data <= a_max, "
+            "else 0",
+     .input_names = HG_NAMES("ograd", "data"),
+     .attrs = k_clip_attrs,
+     .num_attrs = HG_COUNT(k_clip_attrs),
+     .num_inputs = 2,
+     .infer = bwd_clip_infer,
+     .ew = HG_EW_TABLE_FLOAT(clip_bwd),
+     .ew_arity = 2,
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
      .grad = bwd_clip_grad},
     {0},
 };

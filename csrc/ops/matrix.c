@@ -48,8 +48,10 @@ static hg_status check_dtypes(const hg_op_def *op, const char *na, hg_dtype a, c
         return hg_error(HG_ERR_TYPE, "%s: %s and %s must have the same dtype, got %s and %s",
                         op->name, na, nb, hg_dtype_name(a), hg_dtype_name(b));
     if (!is_float(a))
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float32, float64 and "
-                        "float16 only)", op->name, hg_dtype_name(a));
+        return hg_error(HG_ERR_TYPE,
+                        "%s: dtype %s is not supported (float32, float64 and "
+                        "float16 only)",
+                        op->name, hg_dtype_name(a));
     return HG_OK;
 }
 
@@ -57,9 +59,10 @@ static hg_status check_dtypes(const hg_op_def *op, const char *na, hg_dtype a, c
 static hg_status check_fits(const hg_op_def *op, int64_t m, int64_t n, int64_t k)
 {
     if (hg_gemm_fits(m, n, k)) return HG_OK;
-    return hg_error(HG_ERR_VALUE, "%s: matrix product of size M=%lld, N=%lld, K=%lld is too "
-                    "large: the BLAS takes sizes below 2^31", op->name, (long long)m,
-                    (long long)n, (long long)k);
+    return hg_error(HG_ERR_VALUE,
+                    "%s: matrix product of size M=%lld, N=%lld, K=%lld is too "
+                    "large: the BLAS takes sizes below 2^31",
+                    op->name, (long long)m, (long long)n, (long long)k);
 }
 
 /* Shared attributes of dot and batch_dot. */
@@ -87,8 +90,7 @@ static void gemm_dispatch(hg_dtype dt, bool ta, bool tb, int64_t batch, int64_t 
         float *fa = ws, *fb = fa + batch * sa, *fc = fb + batch * sb;
         hg_half_to_f32_n(A, fa, batch * sa);
         hg_half_to_f32_n(B, fb, batch * sb);
-        hg_gemm_batch_f32(ta, tb, batch, M, N, K, 1.0f, fa, lda, sa, fb, ldb, sb, 0.0f, fc, N,
-                          sc);
+        hg_gemm_batch_f32(ta, tb, batch, M, N, K, 1.0f, fa, lda, sa, fb, ldb, sb, 0.0f, fc, N, sc);
         hg_f32_to_half_n(fc, C, batch * sc);
     }
 }
@@ -99,18 +101,13 @@ static void gemm_dispatch(hg_dtype dt, bool ta, bool tb, int64_t batch, int64_t 
  *   dB = op(A)^T dC, stored transposed (dC^T op(A)) when tb.
  * The three matrices are a permutation of the forward's, so the forward's float16 workspace
  * size serves. */
-static void gemm_grad(hg_dtype dt, int wrt, bool ta, bool tb, int64_t batch, int64_t M,
-                      int64_t N, int64_t K, const void *dC, const void *A, const void *B,
-                      void *out, void *ws)
+static void gemm_grad(hg_dtype dt, int wrt, bool ta, bool tb, int64_t batch, int64_t M, int64_t N,
+                      int64_t K, const void *dC, const void *A, const void *B, void *out, void *ws)
 {
-    if (wrt == 0 && !ta)
-        gemm_dispatch(dt, false, !tb, batch, M, K, N, dC, B, out, ws);
-    else if (wrt == 0)
-        gemm_dispatch(dt, tb, true, batch, K, M, N, B, dC, out, ws);
-    else if (!tb)
-        gemm_dispatch(dt, !ta, false, batch, K, N, M, A, dC, out, ws);
-    else
-        gemm_dispatch(dt, true, ta, batch, N, K, M, dC, A, out, ws);
+    if (wrt == 0 && !ta) gemm_dispatch(dt, false, !tb, batch, M, K, N, dC, B, out, ws);
+    else if (wrt == 0) gemm_dispatch(dt, tb, true, batch, K, M, N, B, dC, out, ws);
+    else if (!tb) gemm_dispatch(dt, !ta, false, batch, K, N, M, A, dC, out, ws);
+    else gemm_dispatch(dt, true, ta, batch, N, K, M, dC, A, out, ws);
 }
 
 /* Shape rule of a _backward_X(dy, operands...): X's own rule on copies of the operands must
@@ -125,8 +122,8 @@ static hg_status bwd_infer(const hg_op_def *op, infer_fn fwd, const char *fwd_na
     hg_meta ops[3], y;
     int nops = nin - 1;
     if (wrt < 0 || wrt >= nops)
-        return hg_error(HG_ERR_VALUE, "%s: wrt=%d must name one of the %d operands", op->name,
-                        wrt, nops);
+        return hg_error(HG_ERR_VALUE, "%s: wrt=%d must name one of the %d operands", op->name, wrt,
+                        nops);
     out[0].ndim = -1;
     for (int k = 0; k < nops; k++) {
         if (in[1 + k].ndim < 0) return HG_OK;
@@ -140,14 +137,14 @@ static hg_status bwd_infer(const hg_op_def *op, infer_fn fwd, const char *fwd_na
         for (int d = 0; ok && d < y.ndim; d++)
             ok = y.shape[d] < 0 || dy->shape[d] < 0 || y.shape[d] == dy->shape[d];
         if (!ok)
-            return hg_error(HG_ERR_VALUE, "%s: the output gradient has shape %s, but %s of these "
-                            "operands has shape %s", op->name,
-                            hg_shape_str(s0, dy->ndim, dy->shape), fwd_name,
+            return hg_error(HG_ERR_VALUE,
+                            "%s: the output gradient has shape %s, but %s of these "
+                            "operands has shape %s",
+                            op->name, hg_shape_str(s0, dy->ndim, dy->shape), fwd_name,
                             hg_shape_str(s1, y.ndim, y.shape));
         if (dy->dtype != y.dtype)
             return hg_error(HG_ERR_TYPE, "%s: the output gradient has dtype %s, %s gives %s",
-                            op->name, hg_dtype_name(dy->dtype), fwd_name,
-                            hg_dtype_name(y.dtype));
+                            op->name, hg_dtype_name(dy->dtype), fwd_name, hg_dtype_name(y.dtype));
     }
     out[0] = in[1 + wrt];
     return HG_OK;
@@ -183,8 +180,10 @@ static hg_status bwd_matmul_grad(hg_grad_ctx *g, const char *fwd, const char *bw
     hg_sentry ops[2] = {in[1], in[2]}, r;
     ops[w] = G;
     if (hg_g_needs(g, 0))
-        hg_g_set(g, 0, hg_g_op(g, fwd, 2, ops, HG_KV("transpose_a", hg_g_attr_str(g, ta_k),
-                                                      "transpose_b", hg_g_attr_str(g, tb_k))));
+        hg_g_set(g, 0,
+                 hg_g_op(g, fwd, 2, ops,
+                         HG_KV("transpose_a", hg_g_attr_str(g, ta_k), "transpose_b",
+                               hg_g_attr_str(g, tb_k))));
     if (hg_g_needs(g, 2 - w)) {
         hg_sentry bin[3] = {in[0], ops[0], ops[1]};
         hg_g_op_fwd_attrs(g, bwd, 3, bin, HG_KV("wrt", w ? "0" : "1"), 1, &r);
@@ -237,25 +236,31 @@ static hg_status dot_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     if (l->ndim < 0 || r->ndim < 0) return HG_OK; /* not known yet */
     HG_TRY(check_dtypes(op, "lhs", l->dtype, "rhs", r->dtype));
     if (l->ndim == 0 || r->ndim == 0)
-        return hg_error(HG_ERR_VALUE, "dot: scalar tensors are not supported, got lhs %s and "
-                        "rhs %s", hg_shape_str(sl, l->ndim, l->shape),
-                        hg_shape_str(sr, r->ndim, r->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "dot: scalar tensors are not supported, got lhs %s and "
+                        "rhs %s",
+                        hg_shape_str(sl, l->ndim, l->shape), hg_shape_str(sr, r->ndim, r->shape));
     if (l->ndim == 1 && r->ndim == 1 && (ta || tb))
-        return hg_error(HG_ERR_VALUE, "dot: cannot transpose vectors (lhs %s, rhs %s, "
-                        "transpose_a=%d, transpose_b=%d)", hg_shape_str(sl, l->ndim, l->shape),
-                        hg_shape_str(sr, r->ndim, r->shape), (int)ta, (int)tb);
+        return hg_error(HG_ERR_VALUE,
+                        "dot: cannot transpose vectors (lhs %s, rhs %s, "
+                        "transpose_a=%d, transpose_b=%d)",
+                        hg_shape_str(sl, l->ndim, l->shape), hg_shape_str(sr, r->ndim, r->shape),
+                        (int)ta, (int)tb);
     dot_dims d = dot_dims_of(l, r, ta, tb);
     if (d.K >= 0 && d.Kr >= 0 && d.K != d.Kr)
-        return hg_error(HG_ERR_VALUE, "dot: shape mismatch: lhs %s X rhs %s with transpose_a=%s, "
+        return hg_error(HG_ERR_VALUE,
+                        "dot: shape mismatch: lhs %s X rhs %s with transpose_a=%s, "
                         "transpose_b=%s: contracted sizes %lld and %lld differ",
                         hg_shape_str(sl, l->ndim, l->shape), hg_shape_str(sr, r->ndim, r->shape),
                         ta ? "True" : "False", tb ? "True" : "False", (long long)d.K,
                         (long long)d.Kr);
     int nd = (l->ndim > 1 ? l->ndim - 1 : 0) + (r->ndim > 1 ? r->ndim - 1 : 0);
     if (nd > HG_MAX_NDIM)
-        return hg_error(HG_ERR_VALUE, "dot: result of lhs %s X rhs %s would have %d dimensions, "
-                        "more than %d", hg_shape_str(sl, l->ndim, l->shape),
-                        hg_shape_str(sr, r->ndim, r->shape), nd, HG_MAX_NDIM);
+        return hg_error(HG_ERR_VALUE,
+                        "dot: result of lhs %s X rhs %s would have %d dimensions, "
+                        "more than %d",
+                        hg_shape_str(sl, l->ndim, l->shape), hg_shape_str(sr, r->ndim, r->shape),
+                        nd, HG_MAX_NDIM);
     HG_TRY(check_fits(op, d.M, d.N, d.K >= 0 ? d.K : d.Kr));
     hg_meta *o = &out[0];
     o->dtype = l->dtype;
@@ -318,17 +323,22 @@ static hg_status batch_dot_infer(const hg_op_def *op, const hg_attrs *a, int nin
     hg_shape_str(sl, l->ndim, l->shape);
     hg_shape_str(sr, r->ndim, r->shape);
     if (l->ndim < 3 || l->ndim != r->ndim)
-        return hg_error(HG_ERR_VALUE, "batch_dot: lhs and rhs must have the same number of "
-                        "dimensions, at least 3; got lhs %s and rhs %s", sl, sr);
+        return hg_error(HG_ERR_VALUE,
+                        "batch_dot: lhs and rhs must have the same number of "
+                        "dimensions, at least 3; got lhs %s and rhs %s",
+                        sl, sr);
     int n = l->ndim;
     for (int i = 0; i < n - 2; i++) {
         if (l->shape[i] >= 0 && r->shape[i] >= 0 && l->shape[i] != r->shape[i])
-            return hg_error(HG_ERR_VALUE, "batch_dot: the leading batch dimensions must be "
-                            "equal, got lhs %s X rhs %s", sl, sr);
+            return hg_error(HG_ERR_VALUE,
+                            "batch_dot: the leading batch dimensions must be "
+                            "equal, got lhs %s X rhs %s",
+                            sl, sr);
     }
     dot_dims d = batch_dims_of(l, r, ta, tb);
     if (d.K >= 0 && d.Kr >= 0 && d.K != d.Kr)
-        return hg_error(HG_ERR_VALUE, "batch_dot: shape mismatch: lhs %s X rhs %s with "
+        return hg_error(HG_ERR_VALUE,
+                        "batch_dot: shape mismatch: lhs %s X rhs %s with "
                         "transpose_a=%s, transpose_b=%s: contracted sizes %lld and %lld differ",
                         sl, sr, ta ? "True" : "False", tb ? "True" : "False", (long long)d.K,
                         (long long)d.Kr);
@@ -351,8 +361,7 @@ static size_t batch_dot_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 }
 
 static hg_status batch_dot_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                   int nin, hg_tensor *const *in, int nout,
-                                   hg_tensor *const *out)
+                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     bool ta = a->v[K_TA].b, tb = a->v[K_TB].b;
     hg_meta l = hg_meta_of(in[0]), r = hg_meta_of(in[1]);
@@ -419,20 +428,22 @@ static hg_status fc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         int64_t want[2] = {nh, 1};
         hg_dtype bdt = x->ndim >= 0 ? x->dtype : b->dtype;
         if (!hg_meta_merge(b, bdt, b->ndim == 2 ? 2 : 1, want))
-            return hg_error(HG_ERR_VALUE, "FullyConnected: bias shape %s does not match "
-                            "num_hidden=%lld: expected [%lld]", hg_shape_str(s0, b->ndim, b->shape),
-                            (long long)nh, (long long)nh);
+            return hg_error(HG_ERR_VALUE,
+                            "FullyConnected: bias shape %s does not match "
+                            "num_hidden=%lld: expected [%lld]",
+                            hg_shape_str(s0, b->ndim, b->shape), (long long)nh, (long long)nh);
     }
     if (x->ndim < 0) return HG_OK; /* the weight's inner size needs the data shape */
     if (x->ndim == 0)
         return hg_error(HG_ERR_VALUE, "FullyConnected: data must have at least one dimension, "
-                        "got shape []");
+                                      "got shape []");
     if (w->ndim == 2 && w->shape[1] >= 0) fc_backfill_data(x, flatten, w->shape[1]);
     int64_t M, K;
     fc_rows(x, flatten, &M, &K);
     int64_t want_w[2] = {nh, K};
     if (!hg_meta_merge(w, x->dtype, 2, want_w))
-        return hg_error(HG_ERR_VALUE, "FullyConnected: weight shape %s does not match data "
+        return hg_error(HG_ERR_VALUE,
+                        "FullyConnected: weight shape %s does not match data "
                         "shape %s with num_hidden=%lld, flatten=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
                         (long long)nh, flatten ? "True" : "False", hg_shape_str(s2, 2, want_w));
@@ -472,8 +483,8 @@ static size_t fc_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 FC_IMPL(float, f32)
 FC_IMPL(double, f64)
 
-static hg_status fc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status fc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     hg_meta x = hg_meta_of(in[0]);
     int64_t M, K, H = a->v[K_NUM_HIDDEN].i;
@@ -552,8 +563,8 @@ static hg_status dot_bwd_forward(const hg_op_def *op, const hg_attrs *a, const h
     bool ta = a->v[K_TA].b, tb = a->v[K_TB].b;
     hg_meta l = hg_meta_of(in[1]), r = hg_meta_of(in[2]);
     dot_dims d = dot_dims_of(&l, &r, ta, tb);
-    gemm_grad(l.dtype, (int)a->v[K_WRT].i, ta, tb, 1, d.M, d.N, d.K, hg_data(in[0]),
-              hg_data(in[1]), hg_data(in[2]), hg_data(out[0]), ctx->workspace);
+    gemm_grad(l.dtype, (int)a->v[K_WRT].i, ta, tb, 1, d.M, d.N, d.K, hg_data(in[0]), hg_data(in[1]),
+              hg_data(in[2]), hg_data(out[0]), ctx->workspace);
     return HG_OK;
 }
 
@@ -617,13 +628,13 @@ static hg_status fc_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
     if (wrt == 2) { /* the bias: dy summed over the batch rows */
         colsum_job j = {hg_data(in[0]), hg_data(out[0]), x.dtype, M, H};
         int64_t nblk = (H + COLSUM_W - 1) / COLSUM_W, per = M * COLSUM_W;
-        hg_parallel_for(nblk, per >= HG_GRAIN_ELEMWISE ? 1 : HG_GRAIN_ELEMWISE / per,
-                        colsum_range, &j);
+        hg_parallel_for(nblk, per >= HG_GRAIN_ELEMWISE ? 1 : HG_GRAIN_ELEMWISE / per, colsum_range,
+                        &j);
         return HG_OK;
     }
     /* out = data2 (M x K) . weight^T (H x K)^T: transpose_b */
-    gemm_grad(x.dtype, wrt, false, true, 1, M, H, K, hg_data(in[0]), hg_data(in[1]),
-              hg_data(in[2]), hg_data(out[0]), ctx->workspace);
+    gemm_grad(x.dtype, wrt, false, true, 1, M, H, K, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]),
+              hg_data(out[0]), ctx->workspace);
     return HG_OK;
 }
 
@@ -647,8 +658,10 @@ static hg_status fc_bwd_grad(hg_grad_ctx *g)
 {
     int w = (int)hg_g_attrs(g)->v[K_WRT].i, nin = hg_g_nin(g);
     if (w < 0 || w >= nin - 1)
-        return hg_error(HG_ERR_VALUE, "_backward_FullyConnected: wrt=%d must name one of the %d "
-                        "operands", w, nin - 1);
+        return hg_error(HG_ERR_VALUE,
+                        "_backward_FullyConnected: wrt=%d must name one of the %d "
+                        "operands",
+                        w, nin - 1);
     hg_sentry G = hg_g_ograd(g, 0), in[4], r;
     for (int k = 0; k < nin; k++) in[k] = hg_g_in(g, k);
     if (w == 2) {
@@ -661,13 +674,14 @@ static hg_status fc_bwd_grad(hg_grad_ctx *g)
     hg_sentry ops[2] = {in[1], in[2]};
     ops[w] = G;
     if (hg_g_needs(g, 0))
-        hg_g_set(g, 0, hg_g_op(g, "FullyConnected", 2, ops,
-                               HG_KV("num_hidden", hg_g_attr_str(g, K_NUM_HIDDEN), "no_bias",
-                                     "True", "flatten", hg_g_attr_str(g, K_FLATTEN))));
+        hg_g_set(g, 0,
+                 hg_g_op(g, "FullyConnected", 2, ops,
+                         HG_KV("num_hidden", hg_g_attr_str(g, K_NUM_HIDDEN), "no_bias", "True",
+                               "flatten", hg_g_attr_str(g, K_FLATTEN))));
     if (hg_g_needs(g, 2 - w)) {
         in[1 + w] = G;
-        hg_g_op_fwd_attrs(g, "_backward_FullyConnected", nin, in,
-                          HG_KV("wrt", w ? "0" : "1"), 1, &r);
+        hg_g_op_fwd_attrs(g, "_backward_FullyConnected", nin, in, HG_KV("wrt", w ? "0" : "1"), 1,
+                          &r);
         hg_g_set(g, 2 - w, r);
     }
     return hg_g_status(g);
@@ -676,36 +690,70 @@ static hg_status fc_bwd_grad(hg_grad_ctx *g)
 /* ---- registry ----------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_matrix[] = {
-    {.name = "dot", .doc = "Dot product of two arrays: 1-D . 1-D gives shape (1,); N-D contracts "
-     "lhs's last axis (first if transpose_a) with rhs's first axis (last if transpose_b).",
-     .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_dot_attrs,
-     .num_attrs = HG_COUNT(k_dot_attrs), .num_inputs = 2, .infer = dot_infer,
-     .forward = dot_forward, .workspace = dot_workspace, .grad = dot_grad},
-    {.name = "batch_dot", .doc = "Batched matrix product: (B..., N, M) . (B..., M, K) -> "
-     "(B..., N, K), with optional transposes of each operand's last two axes.",
-     .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_dot_attrs,
-     .num_attrs = HG_COUNT(k_dot_attrs), .num_inputs = 2, .infer = batch_dot_infer,
-     .forward = batch_dot_forward, .workspace = batch_dot_workspace, .grad = batch_dot_grad},
-    {.name = "FullyConnected", .doc = "Fully connected layer: out = data . weight^T + bias, "
-     "weight of shape (num_hidden, K).",
-     .input_names = HG_NAMES("data", "weight", "bias"), .attrs = k_fc_attrs,
-     .num_attrs = HG_COUNT(k_fc_attrs), .num_inputs = 3, .get_num_inputs = fc_num_inputs,
-     .infer = fc_infer, .forward = fc_forward, .workspace = fc_workspace, .grad = fc_grad},
-    {.name = "_backward_dot", .doc = "gradient of dot with respect to lhs (wrt=0) or rhs (wrt=1)",
-     .input_names = HG_NAMES("ograd", "lhs", "rhs"), .attrs = k_dot_bwd_attrs,
-     .num_attrs = HG_COUNT(k_dot_bwd_attrs), .num_inputs = 3, .infer = dot_bwd_infer,
-     .forward = dot_bwd_forward, .workspace = dot_bwd_workspace, .grad = dot_bwd_grad},
+    {.name = "dot",
+     .doc = "Dot product of two arrays: 1-D . 1-D gives shape (1,); N-D contracts "
+            "lhs's last axis (first if transpose_a) with rhs's first axis (last if transpose_b).",
+     .input_names = HG_NAMES("lhs", "rhs"),
+     .attrs = k_dot_attrs,
+     .num_attrs = HG_COUNT(k_dot_attrs),
+     .num_inputs = 2,
+     .infer = dot_infer,
+     .forward = dot_forward,
+     .workspace = dot_workspace,
+     .grad = dot_grad},
+    {.name = "batch_dot",
+     .doc = "Batched matrix product: (B..., N, M) . (B..., M, K) -> "
+            "(B..., N, K), with optional transposes of each operand's last two axes.",
+     .input_names = HG_NAMES("lhs", "rhs"),
+     .attrs = k_dot_attrs,
+     .num_attrs = HG_COUNT(k_dot_attrs),
+     .num_inputs = 2,
+     .infer = batch_dot_infer,
+     .forward = batch_dot_forward,
+     .workspace = batch_dot_workspace,
+     .grad = batch_dot_grad},
+    {.name = "FullyConnected",
+     .doc = "Fully connected layer: out = data . weight^T + bias, "
+            "weight of shape (num_hidden, K).",
+     .input_names = HG_NAMES("data", "weight", "bias"),
+     .attrs = k_fc_attrs,
+     .num_attrs = HG_COUNT(k_fc_attrs),
+     .num_inputs = 3,
+     .get_num_inputs = fc_num_inputs,
+     .infer = fc_infer,
+     .forward = fc_forward,
+     .workspace = fc_workspace,
+     .grad = fc_grad},
+    {.name = "_backward_dot",
+     .doc = "gradient of dot with respect to lhs (wrt=0) or rhs (wrt=1)",
+     .input_names = HG_NAMES("ograd", "lhs", "rhs"),
+     .attrs = k_dot_bwd_attrs,
+     .num_attrs = HG_COUNT(k_dot_bwd_attrs),
+     .num_inputs = 3,
+     .infer = dot_bwd_infer,
+     .forward = dot_bwd_forward,
+     .workspace = dot_bwd_workspace,
+     .grad = dot_bwd_grad},
     {.name = "_backward_batch_dot",
      .doc = "gradient of batch_dot with respect to lhs (wrt=0) or rhs (wrt=1)",
-     .input_names = HG_NAMES("ograd", "lhs", "rhs"), .attrs = k_dot_bwd_attrs,
-     .num_attrs = HG_COUNT(k_dot_bwd_attrs), .num_inputs = 3, .infer = batch_dot_bwd_infer,
-     .forward = batch_dot_bwd_forward, .workspace = batch_dot_bwd_workspace,
+     .input_names = HG_NAMES("ograd", "lhs", "rhs"),
+     .attrs = k_dot_bwd_attrs,
+     .num_attrs = HG_COUNT(k_dot_bwd_attrs),
+     .num_inputs = 3,
+     .infer = batch_dot_bwd_infer,
+     .forward = batch_dot_bwd_forward,
+     .workspace = batch_dot_bwd_workspace,
      .grad = batch_dot_bwd_grad},
     {.name = "_backward_FullyConnected",
      .doc = "gradient of FullyConnected with respect to data (wrt=0), weight (1) or bias (2)",
-     .input_names = HG_NAMES("ograd", "data", "weight", "bias"), .attrs = k_fc_bwd_attrs,
-     .num_attrs = HG_COUNT(k_fc_bwd_attrs), .num_inputs = 4,
-     .get_num_inputs = fc_bwd_num_inputs, .infer = fc_bwd_infer, .forward = fc_bwd_forward,
-     .workspace = fc_bwd_workspace, .grad = fc_bwd_grad},
+     .input_names = HG_NAMES("ograd", "data", "weight", "bias"),
+     .attrs = k_fc_bwd_attrs,
+     .num_attrs = HG_COUNT(k_fc_bwd_attrs),
+     .num_inputs = 4,
+     .get_num_inputs = fc_bwd_num_inputs,
+     .infer = fc_bwd_infer,
+     .forward = fc_bwd_forward,
+     .workspace = fc_bwd_workspace,
+     .grad = fc_bwd_grad},
     {0},
 };

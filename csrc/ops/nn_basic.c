@@ -10,10 +10,10 @@
 #include <string.h>
 #include <tgmath.h>
 
-#include "kernels/cpu/vmath.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "graph/grad.h"
+#include "kernels/cpu/vmath.h"
 #include "ops/ew.h"
 #include "ops/ops_util.h"
 
@@ -45,7 +45,8 @@ static int softmax_num_inputs(const hg_attrs *a)
 static hg_status softmax_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     if (softmax_num_inputs(a) == 2)
         return hg_error(HG_ERR_UNSUPPORTED, "%s: use_length=True is not supported", op->name);
     if (!hg_is_float(in[0].dtype))
@@ -233,15 +234,20 @@ static hg_status softmax_run(const hg_attrs *a, hg_tensor *x, hg_tensor *y, bool
 static hg_status softmax_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     return softmax_run(a, in[0], out[0], false);
 }
 
-static hg_status log_softmax_forward(const hg_op_def *op, const hg_attrs *a,
-                                     const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                     int nout, hg_tensor *const *out)
+static hg_status log_softmax_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                     int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     return softmax_run(a, in[0], out[0], true);
 }
 
@@ -263,8 +269,10 @@ static hg_status softmax_bwd_infer(const hg_op_def *op, const hg_attrs *a, int n
     char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
     for (int i = 0; i < nin; i++)
         if (in[i].ndim >= 0 && !hg_is_float(in[i].dtype))
-            return hg_error(HG_ERR_TYPE, "%s: input %d must be float16, float32 or float64, "
-                            "got %s", op->name, i, hg_dtype_name(in[i].dtype));
+            return hg_error(HG_ERR_TYPE,
+                            "%s: input %d must be float16, float32 or float64, "
+                            "got %s",
+                            op->name, i, hg_dtype_name(in[i].dtype));
     if (in[0].dtype != in[1].dtype)
         return hg_error(HG_ERR_TYPE, "%s: ograd dtype %s differs from output dtype %s", op->name,
                         hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
@@ -386,15 +394,22 @@ SOFTMAX_BWD_KERNELS(f16, f16, float)
 static const hg_range_fn k_smb_last[3][3] = {SMB_ROW(f32), SMB_ROW(f64), SMB_ROW(f16)};
 static const hg_range_fn k_smb_mid[3][3] = {SMB_MID(f32), SMB_MID(f64), SMB_MID(f16)};
 
-static hg_status softmax_bwd_forward(const hg_op_def *op, const hg_attrs *a,
-                                     const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                     int nout, hg_tensor *const *out)
+static hg_status softmax_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                     int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *y = in[1];
     hg_tensor *dx = out[0];
     int nd = y->ndim, axis = (int)(a->v[SM_AXIS].i < 0 ? a->v[SM_AXIS].i + nd : a->v[SM_AXIS].i);
-    smb_job j = {hg_data(in[0]), hg_data(y), hg_data(dx), y->shape[axis], 1, 1, 1.0,
+    smb_job j = {hg_data(in[0]),
+                 hg_data(y),
+                 hg_data(dx),
+                 y->shape[axis],
+                 1,
+                 1,
+                 1.0,
                  strcmp(op->name, "_backward_log_softmax") == 0};
     for (int d = axis + 1; d < nd; d++) j.inner *= y->shape[d];
     if (!a->v[SM_TEMPERATURE].is_none) j.t = 1.0 / a->v[SM_TEMPERATURE].f;
@@ -452,14 +467,14 @@ enum {
 #define LRELU_ENUM(ID, NAME, FWD, ARITY, BWD) ACT_##ID,
     LRELU_TYPES(LRELU_ENUM)
 #undef LRELU_ENUM
-    ACT_NTYPES
+        ACT_NTYPES
 };
 
 static const char *const k_lrelu_types[] = {
 #define LRELU_NAME(ID, NAME, FWD, ARITY, BWD) [ACT_##ID] = #NAME,
     LRELU_TYPES(LRELU_NAME)
 #undef LRELU_NAME
-    [ACT_NTYPES] = NULL,
+        [ACT_NTYPES] = NULL,
 };
 _Static_assert(HG_COUNT(k_lrelu_types) == ACT_NTYPES + 1, "k_lrelu_types must match LRELU_TYPES");
 static const hg_attr_spec k_lrelu_attrs[] = {
@@ -497,7 +512,7 @@ _Static_assert(HG_COUNT(k_lrelu_attrs) == LR_NATTRS, "k_lrelu_attrs must match i
 LR_BOTH(lr_leaky, a->v[LR_SLOPE].f, v > 0 ? v : k * v)
 LR_BOTH(lr_rrelu_eval, (a->v[LR_LOWER].f + a->v[LR_UPPER].f) / 2, v > 0 ? v : k * v)
 LR_BOTH(lr_elu, a->v[LR_SLOPE].f, v > 0 ? v : k * expm1(v))
-LR_BOTH(lr_selu, 0, (elem)SELU_LAMBDA * (v > 0 ? v : (elem)SELU_ALPHA * expm1(v)))
+LR_BOTH(lr_selu, 0, (elem)SELU_LAMBDA *(v > 0 ? v : (elem)SELU_ALPHA * expm1(v)))
 LR_BOTH(lr_gelu, 0, (elem)0.5 * v * (1 + erf(v * (elem)0.70710678118654752440)))
 HG_EW_FLOAT(HG_EW_BINARY, lr_prelu, l > 0 ? l : l * r)
 
@@ -514,10 +529,7 @@ _Static_assert(HG_COUNT(k_lrelu_impl) == ACT_NTYPES, "k_lrelu_impl must match LR
 static int lrelu_num_inputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == ACT_PRELU ? 2 : 1; }
 /* rrelu has a second output, visible as in MXNet: the slopes it used (drawn per element in
  * training, the mean slope otherwise). */
-static int lrelu_num_outputs(const hg_attrs *a)
-{
-    return a->v[LR_ACT_TYPE].i == ACT_RRELU ? 2 : 1;
-}
+static int lrelu_num_outputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == ACT_RRELU ? 2 : 1; }
 
 /* Where gamma's dims land in data's shape (MXNet's rule): from the right, gamma's dims match
  * data axes 1 and 0 (only those), equal or 1; other axes get 1. Returns false if it cannot. */
@@ -527,29 +539,33 @@ static bool prelu_gamma_shape(const hg_meta *data, const hg_meta *gamma, int64_t
     for (int i = data->ndim - 1; i >= 0; i--) {
         if (s >= 0 && i <= 1 && (gamma->shape[s] == data->shape[i] || gamma->shape[s] == 1))
             shape[i] = gamma->shape[s--];
-        else
-            shape[i] = 1;
+        else shape[i] = 1;
     }
     return s == -1;
 }
 
-static hg_status lrelu_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status lrelu_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
     char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
     int act = (int)a->v[LR_ACT_TYPE].i;
     (void)nin;
     if (!hg_is_float(in[0].dtype))
-        return hg_error(HG_ERR_TYPE, "%s(act_type='%s'): data must be float16, float32 or "
-                        "float64, got %s", op->name, k_lrelu_types[act],
-                        hg_dtype_name(in[0].dtype));
+        return hg_error(HG_ERR_TYPE,
+                        "%s(act_type='%s'): data must be float16, float32 or "
+                        "float64, got %s",
+                        op->name, k_lrelu_types[act], hg_dtype_name(in[0].dtype));
     if (act == ACT_RRELU && !(a->v[LR_LOWER].f <= a->v[LR_UPPER].f))
-        return hg_error(HG_ERR_VALUE, "%s(act_type='rrelu'): lower_bound %g must not exceed "
-                        "upper_bound %g", op->name, a->v[LR_LOWER].f, a->v[LR_UPPER].f);
+        return hg_error(HG_ERR_VALUE,
+                        "%s(act_type='rrelu'): lower_bound %g must not exceed "
+                        "upper_bound %g",
+                        op->name, a->v[LR_LOWER].f, a->v[LR_UPPER].f);
     if (act == ACT_PRELU && in[0].ndim >= 0) {
         if (in[0].ndim == 0)
-            return hg_error(HG_ERR_VALUE, "%s(act_type='prelu'): data must have at least one "
-                            "dimension, got shape []", op->name);
+            return hg_error(HG_ERR_VALUE,
+                            "%s(act_type='prelu'): data must have at least one "
+                            "dimension, got shape []",
+                            op->name);
         if (in[1].ndim < 0) { /* a weight not created yet: one slope per channel */
             in[1].ndim = 1;
             in[1].shape[0] = in[0].ndim > 1 ? in[0].shape[1] : in[0].shape[0];
@@ -557,14 +573,16 @@ static hg_status lrelu_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
         }
         int64_t g[HG_MAX_NDIM];
         if (in[1].ndim > in[0].ndim || !prelu_gamma_shape(&in[0], &in[1], g))
-            return hg_error(HG_ERR_VALUE, "%s(act_type='prelu'): cannot broadcast gamma of shape "
-                            "%s along axis 1 of data of shape %s", op->name,
-                            hg_shape_str(b1, in[1].ndim, in[1].shape),
+            return hg_error(HG_ERR_VALUE,
+                            "%s(act_type='prelu'): cannot broadcast gamma of shape "
+                            "%s along axis 1 of data of shape %s",
+                            op->name, hg_shape_str(b1, in[1].ndim, in[1].shape),
                             hg_shape_str(b2, in[0].ndim, in[0].shape));
         if (in[1].dtype != in[0].dtype)
-            return hg_error(HG_ERR_TYPE, "%s(act_type='prelu'): gamma dtype %s differs from data "
-                            "dtype %s", op->name, hg_dtype_name(in[1].dtype),
-                            hg_dtype_name(in[0].dtype));
+            return hg_error(HG_ERR_TYPE,
+                            "%s(act_type='prelu'): gamma dtype %s differs from data "
+                            "dtype %s",
+                            op->name, hg_dtype_name(in[1].dtype), hg_dtype_name(in[0].dtype));
     }
     for (int i = 0; i < nout; i++) out[i] = in[0];
     return HG_OK;
@@ -626,7 +644,8 @@ static void fill_slope(hg_tensor *t, double v)
 static hg_status lrelu_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)nin;
+    (void)op;
+    (void)nin;
     int act = (int)a->v[LR_ACT_TYPE].i;
     if (act == ACT_RRELU) {
         if (ctx->is_train) {
@@ -679,9 +698,10 @@ static hg_status lrelu_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 LR_GRAD_BOTH(lrg_leaky, a->v[LR_SLOPE].f, v > 0 ? (elem)1 : k)
 LR_GRAD_BOTH(lrg_elu, a->v[LR_SLOPE].f, v > 0 ? (elem)1 : k * exp(v))
-LR_GRAD_BOTH(lrg_selu, 0, (elem)SELU_LAMBDA * (v > 0 ? (elem)1 : (elem)SELU_ALPHA * exp(v)))
-LR_GRAD_BOTH(lrg_gelu, 0, (elem)0.5 * (1 + erf(v * (elem)SQRT1_2)) +
-                              v * exp(v * v * (elem)-0.5) * (elem)INV_SQRT_2PI)
+LR_GRAD_BOTH(lrg_selu, 0, (elem)SELU_LAMBDA *(v > 0 ? (elem)1 : (elem)SELU_ALPHA * exp(v)))
+LR_GRAD_BOTH(lrg_gelu, 0,
+             (elem)0.5 * (1 + erf(v * (elem)SQRT1_2)) +
+                 v * exp(v * v * (elem)-0.5) * (elem)INV_SQRT_2PI)
 
 /* Indexed by act_type; rrelu and prelu have their own kernels below. */
 static const hg_op_def k_lrelu_grad_impl[] = {
@@ -778,8 +798,14 @@ static hg_status prelu_backward(hg_tensor *const *in, hg_tensor *const *out)
     int64_t gs[HG_MAX_NDIM];
     prelu_gamma_shape(&dm, &gm, gs);
     const int64_t A = x->shape[0], B = x->ndim > 1 ? x->shape[1] : 1;
-    lrb_job j = {hg_data(in[0]), hg_data(x), hg_data(gamma), hg_data(out[0]), NULL, B,
-                 hg_shape_size(x->ndim > 2 ? x->ndim - 2 : 0, x->shape + 2), gs[0],
+    lrb_job j = {hg_data(in[0]),
+                 hg_data(x),
+                 hg_data(gamma),
+                 hg_data(out[0]),
+                 NULL,
+                 B,
+                 hg_shape_size(x->ndim > 2 ? x->ndim - 2 : 0, x->shape + 2),
+                 gs[0],
                  x->ndim > 1 ? gs[1] : 1};
     const size_t bytes = sizeof(double) * (size_t)(A * B + 1);
     if (!(j.rows = hg_alloc(bytes))) return hg_error(HG_ERR_MEMORY, "LeakyReLU: out of memory");
@@ -808,17 +834,18 @@ static hg_status prelu_backward(hg_tensor *const *in, hg_tensor *const *out)
     return HG_OK;
 }
 
-static hg_status lrelu_grad_forward(const hg_op_def *op, const hg_attrs *a,
-                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                    int nout, hg_tensor *const *out)
+static hg_status lrelu_grad_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     int act = (int)a->v[LR_ACT_TYPE].i;
     if (act == ACT_PRELU) return prelu_backward(in, out);
     if (act == ACT_RRELU) {
         const hg_tensor *x = in[1];
-        lrb_job j = {hg_data(in[0]), hg_data(x), hg_data(in[2]), hg_data(out[0]), NULL, 0, 0,
-                     0, 0};
+        lrb_job j = {hg_data(in[0]), hg_data(x), hg_data(in[2]), hg_data(out[0]), NULL, 0, 0, 0, 0};
         hg_range_fn fn = x->dtype == HG_DTYPE_F32   ? rrelu_bwd_f32
                          : x->dtype == HG_DTYPE_F64 ? rrelu_bwd_f64
                                                     : rrelu_bwd_f16;
@@ -845,43 +872,76 @@ static hg_status lrelu_grad(hg_grad_ctx *g)
 }
 
 const hg_op_def hg_ops_nn_basic[] = {
-    {.name = "softmax", .doc = "softmax(x / temperature) along axis (numerically stable)",
-     .input_names = HG_NAMES("data", "length"), .attrs = k_softmax_attrs,
-     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 2, .num_outputs = 1,
-     .get_num_inputs = softmax_num_inputs, .infer = softmax_infer, .forward = softmax_forward,
+    {.name = "softmax",
+     .doc = "softmax(x / temperature) along axis (numerically stable)",
+     .input_names = HG_NAMES("data", "length"),
+     .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs),
+     .num_inputs = 2,
+     .num_outputs = 1,
+     .get_num_inputs = softmax_num_inputs,
+     .infer = softmax_infer,
+     .forward = softmax_forward,
      .grad = softmax_grad},
-    {.name = "log_softmax", .doc = "log(softmax(x / temperature)) along axis",
-     .input_names = HG_NAMES("data", "length"), .attrs = k_softmax_attrs,
-     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 2, .num_outputs = 1,
-     .get_num_inputs = softmax_num_inputs, .infer = softmax_infer,
-     .forward = log_softmax_forward, .grad = log_softmax_grad},
+    {.name = "log_softmax",
+     .doc = "log(softmax(x / temperature)) along axis",
+     .input_names = HG_NAMES("data", "length"),
+     .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs),
+     .num_inputs = 2,
+     .num_outputs = 1,
+     .get_num_inputs = softmax_num_inputs,
+     .infer = softmax_infer,
+     .forward = log_softmax_forward,
+     .grad = log_softmax_grad},
     {.name = "_backward_softmax",
      .doc = "gradient of softmax: t * y * (dy - sum(dy * y)) along axis (t = 1 / temperature)",
-     .input_names = HG_NAMES("ograd", "output", "data"), .attrs = k_softmax_attrs,
-     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 3, .num_outputs = 1,
-     .get_num_inputs = softmax_bwd_num_inputs, .infer = softmax_bwd_infer,
+     .input_names = HG_NAMES("ograd", "output", "data"),
+     .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs),
+     .num_inputs = 3,
+     .num_outputs = 1,
+     .get_num_inputs = softmax_bwd_num_inputs,
+     .infer = softmax_bwd_infer,
      .forward = softmax_bwd_forward},
     {.name = "_backward_log_softmax",
      .doc = "gradient of log_softmax: t * (dy - exp(y) * sum(dy)) along axis",
-     .input_names = HG_NAMES("ograd", "output", "data"), .attrs = k_softmax_attrs,
-     .num_attrs = HG_COUNT(k_softmax_attrs), .num_inputs = 3, .num_outputs = 1,
-     .get_num_inputs = softmax_bwd_num_inputs, .infer = softmax_bwd_infer,
+     .input_names = HG_NAMES("ograd", "output", "data"),
+     .attrs = k_softmax_attrs,
+     .num_attrs = HG_COUNT(k_softmax_attrs),
+     .num_inputs = 3,
+     .num_outputs = 1,
+     .get_num_inputs = softmax_bwd_num_inputs,
+     .infer = softmax_bwd_infer,
      .forward = softmax_bwd_forward},
     {.name = "LeakyReLU",
      .doc = "leaky ReLU family: leaky, prelu (gamma per channel on axis 1), rrelu (random "
             "slope when training), elu, selu, gelu",
-     .input_names = HG_NAMES("data", "gamma"), .output_names = HG_NAMES("output", "mask"),
-     .attrs = k_lrelu_attrs, .num_attrs = HG_COUNT(k_lrelu_attrs), .num_inputs = 2,
-     .num_outputs = 1, .flags = HG_OP_INPLACE, .get_num_inputs = lrelu_num_inputs,
-     .get_num_outputs = lrelu_num_outputs, .get_num_visible_outputs = lrelu_num_outputs,
-     .infer = lrelu_infer, .forward = lrelu_forward, .grad = lrelu_grad},
+     .input_names = HG_NAMES("data", "gamma"),
+     .output_names = HG_NAMES("output", "mask"),
+     .attrs = k_lrelu_attrs,
+     .num_attrs = HG_COUNT(k_lrelu_attrs),
+     .num_inputs = 2,
+     .num_outputs = 1,
+     .flags = HG_OP_INPLACE,
+     .get_num_inputs = lrelu_num_inputs,
+     .get_num_outputs = lrelu_num_outputs,
+     .get_num_visible_outputs = lrelu_num_outputs,
+     .infer = lrelu_infer,
+     .forward = lrelu_forward,
+     .grad = lrelu_grad},
     {.name = "_backward_LeakyReLU",
      .doc = "gradient of LeakyReLU: dx = dy * f'(data); prelu also gives gamma's gradient; "
             "rrelu reads the forward's mask (the slopes it used)",
      .input_names = HG_NAMES("ograd", "data", "gamma_or_mask"),
-     .output_names = HG_NAMES("data_grad", "gamma_grad"), .attrs = k_lrelu_attrs,
-     .num_attrs = HG_COUNT(k_lrelu_attrs), .num_inputs = 3, .num_outputs = 2,
-     .get_num_inputs = lrelu_grad_num_inputs, .get_num_outputs = lrelu_grad_num_outputs,
-     .infer = lrelu_grad_infer, .forward = lrelu_grad_forward},
+     .output_names = HG_NAMES("data_grad", "gamma_grad"),
+     .attrs = k_lrelu_attrs,
+     .num_attrs = HG_COUNT(k_lrelu_attrs),
+     .num_inputs = 3,
+     .num_outputs = 2,
+     .get_num_inputs = lrelu_grad_num_inputs,
+     .get_num_outputs = lrelu_grad_num_outputs,
+     .infer = lrelu_grad_infer,
+     .forward = lrelu_grad_forward},
     {0},
 };

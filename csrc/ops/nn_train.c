@@ -47,7 +47,9 @@ enum { D_P, D_MODE, D_AXES, D_CUDNN_OFF, D_NATTRS };
 enum { MODE_TRAINING, MODE_ALWAYS, MODE_NMODES };
 
 static const char *const k_dropout_modes[] = {
-    [MODE_TRAINING] = "training", [MODE_ALWAYS] = "always", [MODE_NMODES] = NULL,
+    [MODE_TRAINING] = "training",
+    [MODE_ALWAYS] = "always",
+    [MODE_NMODES] = NULL,
 };
 _Static_assert(HG_COUNT(k_dropout_modes) == MODE_NMODES + 1, "k_dropout_modes must match its enum");
 
@@ -70,8 +72,8 @@ static hg_status dropout_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     double p = a->v[D_P].f;
     /* MXNet's DropoutParam range is [0, 1] inclusive; p == 1 drops everything. */
     if (!(p >= 0 && p <= 1))
-        return hg_error(HG_ERR_VALUE, "%s: value %g for Parameter p exceed bound [0,1]",
-                        op->name, p);
+        return hg_error(HG_ERR_VALUE, "%s: value %g for Parameter p exceed bound [0,1]", op->name,
+                        p);
     HG_TRY(require_float(op, &in[0]));
     out[0] = in[0];
     if (nout > 1) out[1] = in[0];
@@ -81,9 +83,10 @@ static hg_status dropout_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
         int64_t k = ax->v[i], nd = in[0].ndim;
         if (k < -nd || k >= nd) {
             char buf[HG_SHAPE_STR];
-            return hg_error(HG_ERR_INDEX, "%s: axes entry %lld is out of range for data of "
-                            "shape %s", op->name, (long long)k,
-                            hg_shape_str(buf, in[0].ndim, in[0].shape));
+            return hg_error(HG_ERR_INDEX,
+                            "%s: axes entry %lld is out of range for data of "
+                            "shape %s",
+                            op->name, (long long)k, hg_shape_str(buf, in[0].ndim, in[0].shape));
         }
         if (nout > 1) out[1].shape[k < 0 ? k + nd : k] = 1;
     }
@@ -91,7 +94,7 @@ static hg_status dropout_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
 }
 
 /* output = data * mask, the mask broadcast along the shared axes. */
-HG_EW_FLOAT(HG_EW_BINARY, dropout_mul, l * r)
+HG_EW_FLOAT(HG_EW_BINARY, dropout_mul, l *r)
 static const hg_op_def k_dropout_mul = {
     .name = "Dropout", .ew = HG_EW_TABLE_FLOAT(dropout_mul), .ew_arity = 2};
 
@@ -150,7 +153,8 @@ static void fill_ones(hg_tensor *t)
 static hg_status dropout_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)nin;
+    (void)op;
+    (void)nin;
     const double p = a->v[D_P].f;
     const bool active = p > 0 && (ctx->is_train || a->v[D_MODE].i == MODE_ALWAYS);
     hg_tensor *x = in[0], *y = out[0], *mask = nout > 1 ? out[1] : NULL;
@@ -181,7 +185,9 @@ enum { L2_EPS, L2_MODE, L2_NATTRS };
 enum { L2_INSTANCE, L2_CHANNEL, L2_SPATIAL, L2_NMODES };
 
 static const char *const k_l2_modes[] = {
-    [L2_INSTANCE] = "instance", [L2_CHANNEL] = "channel", [L2_SPATIAL] = "spatial",
+    [L2_INSTANCE] = "instance",
+    [L2_CHANNEL] = "channel",
+    [L2_SPATIAL] = "spatial",
     [L2_NMODES] = NULL,
 };
 _Static_assert(HG_COUNT(k_l2_modes) == L2_NMODES + 1, "k_l2_modes must match its enum");
@@ -189,14 +195,16 @@ _Static_assert(HG_COUNT(k_l2_modes) == L2_NMODES + 1, "k_l2_modes must match its
 static const hg_attr_spec k_l2_attrs[] = {
     [L2_EPS] = {"eps", HG_ATTR_FLOAT, 0, "1e-10",
                 "added to the sum of squares before the square root", NULL},
-    [L2_MODE] = {"mode", HG_ATTR_ENUM, 0, "instance",
-        "instance: one norm per sample; channel: across channels at each position; spatial: one "
-        "norm per (sample, channel)", k_l2_modes},
+    [L2_MODE] =
+        {"mode", HG_ATTR_ENUM, 0, "instance",
+         "instance: one norm per sample; channel: across channels at each position; spatial: one "
+         "norm per (sample, channel)",
+         k_l2_modes},
 };
 _Static_assert(HG_COUNT(k_l2_attrs) == L2_NATTRS, "k_l2_attrs must match its enum");
 
-static hg_status l2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                          int nout, hg_meta *out)
+static hg_status l2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
 {
     (void)nin;
     int mode = (int)a->v[L2_MODE].i;
@@ -207,9 +215,11 @@ static hg_status l2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     int need = mode == L2_INSTANCE ? 1 : 3;
     if (in[0].ndim < need) {
         char buf[HG_SHAPE_STR];
-        return hg_error(HG_ERR_VALUE, "%s: at least %d dimension%s required in %s mode, got "
-                        "data of shape %s", op->name, need, need > 1 ? "s" : "",
-                        k_l2_modes[mode], hg_shape_str(buf, in[0].ndim, in[0].shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: at least %d dimension%s required in %s mode, got "
+                        "data of shape %s",
+                        op->name, need, need > 1 ? "s" : "", k_l2_modes[mode],
+                        hg_shape_str(buf, in[0].ndim, in[0].shape));
     }
     if (nout < 2) return HG_OK;
     hg_meta *n = &out[1];
@@ -310,14 +320,18 @@ L2_CHANNEL(f32)
 L2_CHANNEL(f64)
 L2_CHANNEL(f16)
 
-static hg_status l2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status l2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin;
+    (void)op;
+    (void)ctx;
+    (void)nin;
     const hg_tensor *x = in[0];
     int mode = (int)a->v[L2_MODE].i;
-    l2_job j = {.x = hg_data(x), .y = hg_data(out[0]),
-                .norm = nout > 1 ? hg_data(out[1]) : NULL, .eps = a->v[L2_EPS].f};
+    l2_job j = {.x = hg_data(x),
+                .y = hg_data(out[0]),
+                .norm = nout > 1 ? hg_data(out[1]) : NULL,
+                .eps = a->v[L2_EPS].f};
     int ti = x->dtype == HG_DTYPE_F32 ? 0 : x->dtype == HG_DTYPE_F64 ? 1 : 2;
     if (mode == L2_CHANNEL) {
         static const hg_range_fn fns[] = {l2_channel_f32, l2_channel_f64, l2_channel_f16};
@@ -327,8 +341,8 @@ static hg_status l2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
         if (j.rows == 0 || j.s == 0) return HG_OK; /* no norm to write either */
         j.nsblk = (j.s + L2_SBLK - 1) / L2_SBLK;
         int64_t work = j.c * (j.s < L2_SBLK ? j.s : L2_SBLK);
-        hg_parallel_for(j.rows * j.nsblk, HG_GRAIN_ELEMWISE / (work > 0 ? work : 1) + 1,
-                        fns[ti], &j);
+        hg_parallel_for(j.rows * j.nsblk, HG_GRAIN_ELEMWISE / (work > 0 ? work : 1) + 1, fns[ti],
+                        &j);
         return HG_OK;
     }
     static const hg_range_fn fns[] = {l2_rows_f32, l2_rows_f64, l2_rows_f16};
@@ -397,7 +411,8 @@ L2_BWD(f16)
 static hg_status l2_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char b1[HG_SHAPE_STR], b2[HG_SHAPE_STR];
     hg_meta fwd[2] = {{.ndim = -1}, {.ndim = -1}};
     HG_TRY(l2_infer(op, a, 1, &in[1], 2, fwd)); /* the forward's rule: y is data-shaped */
@@ -406,11 +421,12 @@ static hg_status l2_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
         if (in[i].ndim < 0 || want[i]->ndim < 0) continue;
         if (in[i].dtype != in[1].dtype ||
             !hg_shape_equal(in[i].ndim, in[i].shape, want[i]->ndim, want[i]->shape))
-            return hg_error(HG_ERR_VALUE, "%s: input %d has shape %s and dtype %s, expected %s "
-                            "and %s", op->name, i, hg_shape_str(b1, in[i].ndim, in[i].shape),
-                            hg_dtype_name(in[i].dtype),
-                            hg_shape_str(b2, want[i]->ndim, want[i]->shape),
-                            hg_dtype_name(in[1].dtype));
+            return hg_error(
+                HG_ERR_VALUE,
+                "%s: input %d has shape %s and dtype %s, expected %s "
+                "and %s",
+                op->name, i, hg_shape_str(b1, in[i].ndim, in[i].shape), hg_dtype_name(in[i].dtype),
+                hg_shape_str(b2, want[i]->ndim, want[i]->shape), hg_dtype_name(in[1].dtype));
     }
     out[0] = in[1];
     return HG_OK;
@@ -419,11 +435,14 @@ static hg_status l2_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
 static hg_status l2_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *y = in[1];
     int mode = (int)a->v[L2_MODE].i;
-    l2b_job j = {.dy = hg_data(in[0]), .y = hg_data(y), .norm = hg_data(in[2]),
-                 .dx = hg_data(out[0])};
+    l2b_job j = {
+        .dy = hg_data(in[0]), .y = hg_data(y), .norm = hg_data(in[2]), .dx = hg_data(out[0])};
     int ti = y->dtype == HG_DTYPE_F32 ? 0 : y->dtype == HG_DTYPE_F64 ? 1 : 2;
     if (mode == L2_CHANNEL) {
         static const hg_range_fn fns[] = {l2b_channel_f32, l2b_channel_f64, l2b_channel_f16};
@@ -433,8 +452,8 @@ static hg_status l2_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
         if (j.rows == 0 || j.s == 0) return HG_OK;
         j.nsblk = (j.s + L2_SBLK - 1) / L2_SBLK;
         int64_t work = j.c * (j.s < L2_SBLK ? j.s : L2_SBLK);
-        hg_parallel_for(j.rows * j.nsblk, HG_GRAIN_ELEMWISE / (work > 0 ? work : 1) + 1,
-                        fns[ti], &j);
+        hg_parallel_for(j.rows * j.nsblk, HG_GRAIN_ELEMWISE / (work > 0 ? work : 1) + 1, fns[ti],
+                        &j);
         return HG_OK;
     }
     static const hg_range_fn fns[] = {l2b_rows_f32, l2b_rows_f64, l2b_rows_f16};
@@ -469,8 +488,8 @@ HG_EW_BINARY(log_sigmoid_grad, f64, l / (1.0 + exp(r)))
 
 static hg_status log_sigmoid_grad(hg_grad_ctx *g)
 {
-    hg_g_set(g, 0, hg_g_op(g, "_backward_log_sigmoid", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)),
-                           NULL));
+    hg_g_set(g, 0,
+             hg_g_op(g, "_backward_log_sigmoid", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL));
     return hg_g_status(g);
 }
 
@@ -485,28 +504,55 @@ const hg_op_def hg_ops_nn_train[] = {
     {.name = "Dropout",
      .doc = "randomly zeroes elements with probability p while training and scales the rest by "
             "1/(1-p); identity at inference unless mode='always'",
-     .input_names = HG_NAMES("data"), .output_names = HG_NAMES("output", "mask"),
-     .attrs = k_dropout_attrs, .num_attrs = HG_COUNT(k_dropout_attrs), .num_inputs = 1,
-     .num_outputs = 2, .num_visible_outputs = 1, .flags = HG_OP_INPLACE | HG_OP_RANDOM,
-     .infer = dropout_infer, .forward = dropout_forward, .grad = dropout_grad},
+     .input_names = HG_NAMES("data"),
+     .output_names = HG_NAMES("output", "mask"),
+     .attrs = k_dropout_attrs,
+     .num_attrs = HG_COUNT(k_dropout_attrs),
+     .num_inputs = 1,
+     .num_outputs = 2,
+     .num_visible_outputs = 1,
+     .flags = HG_OP_INPLACE | HG_OP_RANDOM,
+     .infer = dropout_infer,
+     .forward = dropout_forward,
+     .grad = dropout_grad},
     {.name = "L2Normalization",
      .doc = "divides the data by its L2 norm: per sample (instance), across channels (channel) "
             "or per sample and channel (spatial)",
-     .input_names = HG_NAMES("data"), .output_names = HG_NAMES("output", "norm"),
-     .attrs = k_l2_attrs, .num_attrs = HG_COUNT(k_l2_attrs), .num_inputs = 1, .num_outputs = 2,
-     .num_visible_outputs = 1, .infer = l2_infer, .forward = l2_forward, .grad = l2_grad},
+     .input_names = HG_NAMES("data"),
+     .output_names = HG_NAMES("output", "norm"),
+     .attrs = k_l2_attrs,
+     .num_attrs = HG_COUNT(k_l2_attrs),
+     .num_inputs = 1,
+     .num_outputs = 2,
+     .num_visible_outputs = 1,
+     .infer = l2_infer,
+     .forward = l2_forward,
+     .grad = l2_grad},
     {.name = "_backward_L2Normalization",
      .doc = "gradient of L2Normalization from (ograd, output, norm): (dy - y * sum(dy * y)) / norm",
-     .input_names = HG_NAMES("ograd", "output", "norm"), .attrs = k_l2_attrs,
-     .num_attrs = HG_COUNT(k_l2_attrs), .num_inputs = 3, .num_outputs = 1,
-     .infer = l2_bwd_infer, .forward = l2_bwd_forward},
-    {.name = "log_sigmoid", .doc = "log(sigmoid(x)), computed without overflow",
-     .input_names = HG_NAMES("data"), .num_inputs = 1, .infer = float_infer_same,
-     .ew = HG_EW_TABLE_FLOAT(log_sigmoid), .ew_arity = 1,
-     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE, .grad = log_sigmoid_grad},
-    {.name = "_backward_log_sigmoid", .doc = "gradient of log_sigmoid: ograd / (1 + exp(data))",
-     .input_names = HG_NAMES("ograd", "data"), .num_inputs = 2, .infer = float_infer_same,
-     .ew = HG_EW_TABLE_FLOAT(log_sigmoid_grad), .ew_arity = 2,
+     .input_names = HG_NAMES("ograd", "output", "norm"),
+     .attrs = k_l2_attrs,
+     .num_attrs = HG_COUNT(k_l2_attrs),
+     .num_inputs = 3,
+     .num_outputs = 1,
+     .infer = l2_bwd_infer,
+     .forward = l2_bwd_forward},
+    {.name = "log_sigmoid",
+     .doc = "log(sigmoid(x)), computed without overflow",
+     .input_names = HG_NAMES("data"),
+     .num_inputs = 1,
+     .infer = float_infer_same,
+     .ew = HG_EW_TABLE_FLOAT(log_sigmoid),
+     .ew_arity = 1,
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
+     .grad = log_sigmoid_grad},
+    {.name = "_backward_log_sigmoid",
+     .doc = "gradient of log_sigmoid: ograd / (1 + exp(data))",
+     .input_names = HG_NAMES("ograd", "data"),
+     .num_inputs = 2,
+     .infer = float_infer_same,
+     .ew = HG_EW_TABLE_FLOAT(log_sigmoid_grad),
+     .ew_arity = 2,
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE},
     {0},
 };

@@ -34,8 +34,18 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 
-enum { BN_EPS, BN_MOMENTUM, BN_FIX_GAMMA, BN_USE_GLOBAL, BN_OUTPUT_MEAN_VAR, BN_AXIS, BN_CUDNN_OFF,
-       BN_MIN_CALIB, BN_MAX_CALIB, BN_NATTRS };
+enum {
+    BN_EPS,
+    BN_MOMENTUM,
+    BN_FIX_GAMMA,
+    BN_USE_GLOBAL,
+    BN_OUTPUT_MEAN_VAR,
+    BN_AXIS,
+    BN_CUDNN_OFF,
+    BN_MIN_CALIB,
+    BN_MAX_CALIB,
+    BN_NATTRS
+};
 enum { LN_AXIS, LN_EPS, LN_OUTPUT_MEAN_VAR, LN_NATTRS };
 enum { IN_EPS, IN_NATTRS };
 enum { GN_NUM_GROUPS, GN_EPS, GN_OUTPUT_MEAN_VAR, GN_NATTRS };
@@ -110,14 +120,14 @@ static hg_status infer_params(const hg_op_def *op, int nin, hg_meta *in, int fir
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     for (int i = first; i < nin; i++) {
         if (!hg_meta_merge(&in[i], in[0].dtype, 1, &n))
-            return hg_error(HG_ERR_VALUE, "%s: %s shape %s does not match data shape %s: "
-                            "expected [%lld] (%s)", op->name, bn_names[i],
-                            hg_shape_str(s0, in[i].ndim, in[i].shape),
+            return hg_error(HG_ERR_VALUE,
+                            "%s: %s shape %s does not match data shape %s: "
+                            "expected [%lld] (%s)",
+                            op->name, bn_names[i], hg_shape_str(s0, in[i].ndim, in[i].shape),
                             hg_shape_str(s1, in[0].ndim, in[0].shape), (long long)n, what);
         if (in[i].dtype != in[0].dtype)
-            return hg_error(HG_ERR_TYPE, "%s: %s dtype %s does not match data dtype %s",
-                            op->name, bn_names[i], hg_dtype_name(in[i].dtype),
-                            hg_dtype_name(in[0].dtype));
+            return hg_error(HG_ERR_TYPE, "%s: %s dtype %s does not match data dtype %s", op->name,
+                            bn_names[i], hg_dtype_name(in[i].dtype), hg_dtype_name(in[0].dtype));
     }
     return HG_OK;
 }
@@ -161,8 +171,8 @@ static hg_status data_axis(const hg_op_def *op, int64_t axis, int nin, hg_meta *
     char s0[HG_SHAPE_STR];
     HG_TRY(check_float(op, in[0].dtype));
     if (in[0].ndim < 1)
-        return hg_error(HG_ERR_VALUE, "%s: data must have at least 1 dim, got shape %s",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape));
+        return hg_error(HG_ERR_VALUE, "%s: data must have at least 1 dim, got shape %s", op->name,
+                        hg_shape_str(s0, in[0].ndim, in[0].shape));
     HG_TRY(norm_axis(op, axis, &in[0], ax));
     *size = in[0].shape[*ax];
     for (int i = 1; i < nin && *size < 0; i++)
@@ -379,17 +389,25 @@ static hg_status bn_chunked_stats(const hg_op_def *op, bn_job *j, bool f32)
     return HG_OK;
 }
 
-static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[0]);
     int ax = 0;
     HG_TRY(norm_axis(op, a->v[BN_AXIS].i, &m, &ax));
-    bn_job j = {.x = hg_data(in[0]), .gamma = hg_data(in[1]), .beta = hg_data(in[2]),
-                .rmean = hg_data(in[3]), .rvar = hg_data(in[4]), .y = hg_data(out[0]),
-                .mean = hg_data(out[1]), .var = hg_data(out[2]),
-                .O = prod(m.shape, 0, ax), .C = m.shape[ax], .I = prod(m.shape, ax + 1, m.ndim),
+    bn_job j = {.x = hg_data(in[0]),
+                .gamma = hg_data(in[1]),
+                .beta = hg_data(in[2]),
+                .rmean = hg_data(in[3]),
+                .rvar = hg_data(in[4]),
+                .y = hg_data(out[0]),
+                .mean = hg_data(out[1]),
+                .var = hg_data(out[2]),
+                .O = prod(m.shape, 0, ax),
+                .C = m.shape[ax],
+                .I = prod(m.shape, ax + 1, m.ndim),
                 .eps = a->v[BN_EPS].f,
                 .batch_stats = ctx->is_train && !a->v[BN_USE_GLOBAL].b,
                 .fix_gamma = a->v[BN_FIX_GAMMA].b};
@@ -407,8 +425,8 @@ static hg_status bn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
             return st;
         }
     } else {
-        hg_parallel_for(j.C, imax(1, HG_GRAIN_ELEMWISE / per_c),
-                        f32 ? bn_stats_f32 : bn_stats_f64, &j);
+        hg_parallel_for(j.C, imax(1, HG_GRAIN_ELEMWISE / per_c), f32 ? bn_stats_f32 : bn_stats_f64,
+                        &j);
     }
     if (j.I == 1)
         hg_parallel_for(j.O, imax(1, HG_GRAIN_ELEMWISE / j.C),
@@ -551,8 +569,8 @@ static hg_status check_vectors(const hg_op_def *op, int nin, hg_meta *in, int fi
 static hg_status check_ograd(const hg_op_def *op, const hg_meta *dy, const hg_meta *x)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
-    if (dy->ndim >= 0 && (dy->dtype != x->dtype ||
-                          !hg_shape_equal(dy->ndim, dy->shape, x->ndim, x->shape)))
+    if (dy->ndim >= 0 &&
+        (dy->dtype != x->dtype || !hg_shape_equal(dy->ndim, dy->shape, x->ndim, x->shape)))
         return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s and dtype %s, data %s and %s",
                         op->name, hg_shape_str(s0, dy->ndim, dy->shape), hg_dtype_name(dy->dtype),
                         hg_shape_str(s1, x->ndim, x->shape), hg_dtype_name(x->dtype));
@@ -562,8 +580,8 @@ static hg_status check_ograd(const hg_op_def *op, const hg_meta *dy, const hg_me
 static hg_status bn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
-    static const char *const names[] = {"ograd", "data", "gamma", "mean", "var", "moving_mean",
-                                        "moving_var"};
+    static const char *const names[] = {"ograd", "data",        "gamma",     "mean",
+                                        "var",   "moving_mean", "moving_var"};
     (void)nout;
     if (in[1].ndim < 0) {
         for (int i = 0; i < 3; i++) out[i].ndim = -1;
@@ -596,15 +614,19 @@ static void bn_update_moving(hg_tensor *const *in, const double *m, int64_t C, d
 static hg_status bn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     hg_meta mx = hg_meta_of(in[1]);
     int ax = 0;
     HG_TRY(norm_axis(op, a->v[BN_AXIS].i, &mx, &ax));
     const bool f32 = mx.dtype == HG_DTYPE_F32, fix_gamma = a->v[BN_FIX_GAMMA].b;
     const bool batch = ctx->is_train && !a->v[BN_USE_GLOBAL].b;
     const double eps = a->v[BN_EPS].f;
-    bnb_job j = {.dy = hg_data(in[0]), .x = hg_data(in[1]), .dx = hg_data(out[0]),
-                 .O = prod(mx.shape, 0, ax), .C = mx.shape[ax],
+    bnb_job j = {.dy = hg_data(in[0]),
+                 .x = hg_data(in[1]),
+                 .dx = hg_data(out[0]),
+                 .O = prod(mx.shape, 0, ax),
+                 .C = mx.shape[ax],
                  .I = prod(mx.shape, ax + 1, mx.ndim)};
     if (j.C == 0) return HG_OK;
     const int64_t n = j.O * j.I;
@@ -664,7 +686,8 @@ static hg_status bn_grad(hg_grad_ctx *g)
     hg_sentry out[3];
     hg_g_op_fwd_attrs(g, "_backward_BatchNorm",
                       HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
-                             hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)), NULL, 3, out);
+                             hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)),
+                      NULL, 3, out);
     for (int k = 0; k < 3; k++) hg_g_set(g, k, out[k]);
     return hg_g_status(g);
 }
@@ -788,17 +811,26 @@ static hg_status ln_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     return HG_OK;
 }
 
-static hg_status ln_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status ln_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[0]);
     int ax = 0;
     HG_TRY(norm_axis(op, a->v[LN_AXIS].i, &m, &ax));
-    row_job j = {.x = hg_data(in[0]), .gamma = hg_data(in[1]), .beta = hg_data(in[2]),
-                 .y = hg_data(out[0]), .mean = hg_data(out[1]), .stat = hg_data(out[2]),
-                 .R = m.shape[ax], .I = prod(m.shape, ax + 1, m.ndim), .pgroups = 0,
-                 .eps = a->v[LN_EPS].f, .store_var = false};
+    row_job j = {.x = hg_data(in[0]),
+                 .gamma = hg_data(in[1]),
+                 .beta = hg_data(in[2]),
+                 .y = hg_data(out[0]),
+                 .mean = hg_data(out[1]),
+                 .stat = hg_data(out[2]),
+                 .R = m.shape[ax],
+                 .I = prod(m.shape, ax + 1, m.ndim),
+                 .pgroups = 0,
+                 .eps = a->v[LN_EPS].f,
+                 .store_var = false};
     const int64_t O = prod(m.shape, 0, ax);
     if (j.I > 1 && O * j.I > 0) {
         const int64_t tasks = O * ((j.I + LN_BLOCK - 1) / LN_BLOCK);
@@ -816,8 +848,10 @@ static hg_status channel_data(const hg_op_def *op, const hg_meta *x)
 {
     char s0[HG_SHAPE_STR];
     if (x->ndim < 2)
-        return hg_error(HG_ERR_VALUE, "%s: data must have at least 2 dims (batch, channel, ...), "
-                        "got shape %s", op->name, hg_shape_str(s0, x->ndim, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must have at least 2 dims (batch, channel, ...), "
+                        "got shape %s",
+                        op->name, hg_shape_str(s0, x->ndim, x->shape));
     return HG_OK;
 }
 
@@ -842,15 +876,25 @@ static hg_status in_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     return HG_OK;
 }
 
-static hg_status in_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status in_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[0]);
-    row_job j = {.x = hg_data(in[0]), .gamma = hg_data(in[1]), .beta = hg_data(in[2]),
-                 .y = hg_data(out[0]), .mean = hg_data(out[1]), .stat = hg_data(out[2]),
-                 .R = prod(m.shape, 2, m.ndim), .I = 1, .pgroups = m.shape[1],
-                 .eps = a->v[IN_EPS].f, .store_var = true};
+    row_job j = {.x = hg_data(in[0]),
+                 .gamma = hg_data(in[1]),
+                 .beta = hg_data(in[2]),
+                 .y = hg_data(out[0]),
+                 .mean = hg_data(out[1]),
+                 .stat = hg_data(out[2]),
+                 .R = prod(m.shape, 2, m.ndim),
+                 .I = 1,
+                 .pgroups = m.shape[1],
+                 .eps = a->v[IN_EPS].f,
+                 .store_var = true};
     row_run(&j, m.dtype, m.shape[0] * m.shape[1]);
     return HG_OK;
 }
@@ -870,25 +914,29 @@ static hg_status gn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     hg_dtype dt = in[0].ndim >= 0 ? in[0].dtype : HG_DTYPE_F32;
     for (int i = 1; i < nin; i++) {
         if (!hg_meta_merge(&in[i], dt, 1, &G))
-            return hg_error(HG_ERR_VALUE, "%s: %s shape %s does not match num_groups=%lld: "
-                            "expected [%lld] (one value per group)", op->name,
-                            i == 1 ? "gamma" : "beta", hg_shape_str(s0, in[i].ndim, in[i].shape),
-                            (long long)G, (long long)G);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: %s shape %s does not match num_groups=%lld: "
+                            "expected [%lld] (one value per group)",
+                            op->name, i == 1 ? "gamma" : "beta",
+                            hg_shape_str(s0, in[i].ndim, in[i].shape), (long long)G, (long long)G);
     }
     if (in[0].ndim < 0) {
         for (int i = 0; i < 3; i++) out[i].ndim = -1;
         return HG_OK;
     }
     if (in[0].ndim < 3) /* MXNet 1.x: CHECK_GE(dshape.ndim(), 3) */
-        return hg_error(HG_ERR_VALUE, "%s: data must have at least 3 dims (batch, channel, "
-                        "spatial...), got shape %s", op->name,
-                        hg_shape_str(s0, in[0].ndim, in[0].shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must have at least 3 dims (batch, channel, "
+                        "spatial...), got shape %s",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape));
     HG_TRY(infer_params(op, nin, in, 1, G, "one value per group"));
     const int64_t C = in[0].shape[1];
     if (C >= 0 && C % G != 0)
-        return hg_error(HG_ERR_VALUE, "%s: channels (%lld, data shape %s) must be divisible by "
-                        "num_groups=%lld", op->name, (long long)C,
-                        hg_shape_str(s0, in[0].ndim, in[0].shape), (long long)G);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: channels (%lld, data shape %s) must be divisible by "
+                        "num_groups=%lld",
+                        op->name, (long long)C, hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        (long long)G);
     set_meta(&out[0], in[0].dtype, in[0].ndim, in[0].shape);
     const int64_t ms[2] = {in[0].shape[0], G}; /* mean / std: (batch, num_groups) */
     set_meta(&out[1], in[0].dtype, 2, ms);
@@ -896,16 +944,26 @@ static hg_status gn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     return HG_OK;
 }
 
-static hg_status gn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status gn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[0]);
     const int64_t G = a->v[GN_NUM_GROUPS].i;
-    row_job j = {.x = hg_data(in[0]), .gamma = hg_data(in[1]), .beta = hg_data(in[2]),
-                 .y = hg_data(out[0]), .mean = hg_data(out[1]), .stat = hg_data(out[2]),
-                 .R = m.shape[1] / G * prod(m.shape, 2, m.ndim), .I = 1, .pgroups = G,
-                 .eps = a->v[GN_EPS].f, .store_var = false};
+    row_job j = {.x = hg_data(in[0]),
+                 .gamma = hg_data(in[1]),
+                 .beta = hg_data(in[2]),
+                 .y = hg_data(out[0]),
+                 .mean = hg_data(out[1]),
+                 .stat = hg_data(out[2]),
+                 .R = m.shape[1] / G * prod(m.shape, 2, m.ndim),
+                 .I = 1,
+                 .pgroups = G,
+                 .eps = a->v[GN_EPS].f,
+                 .store_var = false};
     row_run(&j, m.dtype, m.shape[0] * G);
     return HG_OK;
 }
@@ -1069,19 +1127,26 @@ static hg_status rowb_run(const hg_op_def *op, rowb_job *j, hg_dtype dt, int64_t
 static rowb_job rowb_from(hg_tensor *const *in, hg_tensor *const *out, int64_t R, int64_t I,
                           int64_t pgroups, double eps, bool stat_is_var)
 {
-    rowb_job j = {.dy = hg_data(in[0]), .x = hg_data(in[1]), .gamma = hg_data(in[2]),
-                  .mean = hg_data(in[3]), .stat = hg_data(in[4]), .dx = hg_data(out[0]),
-                  .R = R, .I = I, .P = pgroups > 0 ? pgroups : R, .pgroups = pgroups,
-                  .eps = eps, .stat_is_var = stat_is_var};
+    rowb_job j = {.dy = hg_data(in[0]),
+                  .x = hg_data(in[1]),
+                  .gamma = hg_data(in[2]),
+                  .mean = hg_data(in[3]),
+                  .stat = hg_data(in[4]),
+                  .dx = hg_data(out[0]),
+                  .R = R,
+                  .I = I,
+                  .P = pgroups > 0 ? pgroups : R,
+                  .pgroups = pgroups,
+                  .eps = eps,
+                  .stat_is_var = stat_is_var};
     return j;
 }
 
 /* Shared shape rule: data as the forward's rule sees it (in[1..3): data, gamma, beta-shaped
  * gamma), dy like data, the statistics shaped like the forward's outputs. */
-static hg_status rowb_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            hg_meta *out,
-                            hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
-                                             int, hg_meta *))
+static hg_status
+rowb_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, hg_meta *out,
+           hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *, int, hg_meta *))
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     (void)nin;
@@ -1096,8 +1161,7 @@ static hg_status rowb_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     for (int k = 3; k < 5; k++) {
         const hg_meta *want = &fout[k - 2];
         if (in[k].ndim >= 0 && (in[k].dtype != want->dtype ||
-                                !hg_shape_equal(in[k].ndim, in[k].shape, want->ndim,
-                                                want->shape)))
+                                !hg_shape_equal(in[k].ndim, in[k].shape, want->ndim, want->shape)))
             return hg_error(HG_ERR_VALUE, "%s: %s has shape %s, expected %s", op->name,
                             k == 3 ? "mean" : "the std / var input",
                             hg_shape_str(s0, in[k].ndim, in[k].shape),
@@ -1134,7 +1198,9 @@ static hg_status gn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
 static hg_status ln_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[1]);
     int ax = 0;
     HG_TRY(norm_axis(op, a->v[LN_AXIS].i, &m, &ax));
@@ -1147,7 +1213,9 @@ static hg_status ln_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
 static hg_status in_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[1]);
     const int64_t R = prod(m.shape, 2, m.ndim);
     rowb_job j = rowb_from(in, out, R, 1, m.shape[1], a->v[IN_EPS].f, true);
@@ -1158,7 +1226,9 @@ static hg_status in_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
 static hg_status gn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[1]);
     const int64_t G = a->v[GN_NUM_GROUPS].i, R = m.shape[1] / G * prod(m.shape, 2, m.ndim);
     rowb_job j = rowb_from(in, out, R, 1, G, a->v[GN_EPS].f, false);
@@ -1172,70 +1242,113 @@ static hg_status row_norm_grad(hg_grad_ctx *g)
     char name[48];
     snprintf(name, sizeof name, "_backward_%s", hg_g_node(g)->op->name);
     hg_sentry out[3];
-    hg_g_op_fwd_attrs(g, name,
-                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
-                             hg_g_out(g, 2)), NULL, 3, out);
+    hg_g_op_fwd_attrs(
+        g, name,
+        HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1), hg_g_out(g, 2)),
+        NULL, 3, out);
     for (int k = 0; k < 3; k++) hg_g_set(g, k, out[k]);
     return hg_g_status(g);
 }
 
 const hg_op_def hg_ops_norm[] = {
-    {.name = "BatchNorm", .aliases = HG_NAMES("_npx_batch_norm"),
+    {.name = "BatchNorm",
+     .aliases = HG_NAMES("_npx_batch_norm"),
      .doc = "batch normalisation over all axes but `axis`; batch statistics in training, "
             "moving statistics otherwise (moving stats are updated by the backward in training, "
             "as MXNet's CPU kernel)",
      .input_names = HG_NAMES("data", "gamma", "beta", "moving_mean", "moving_var"),
-     .output_names = HG_NAMES("output", "mean", "var"), .attrs = k_bn_attrs,
-     .num_attrs = HG_COUNT(k_bn_attrs), .num_inputs = 5, .num_outputs = 3,
-     .get_num_visible_outputs = bn_visible, .infer = bn_infer, .forward = bn_forward, .grad = bn_grad,
+     .output_names = HG_NAMES("output", "mean", "var"),
+     .attrs = k_bn_attrs,
+     .num_attrs = HG_COUNT(k_bn_attrs),
+     .num_inputs = 5,
+     .num_outputs = 3,
+     .get_num_visible_outputs = bn_visible,
+     .infer = bn_infer,
+     .forward = bn_forward,
+     .grad = bn_grad,
      .mutate_inputs = (1u << 3) | (1u << 4)},
     {.name = "_backward_BatchNorm",
      .doc = "gradient of BatchNorm from (ograd, data, gamma, mean, var = inverse std): data, "
             "gamma and beta gradients; when training and not use_global_stats, batch statistics "
             "and the in-place update of moving_mean / moving_var",
-     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var", "moving_mean",
-                             "moving_var"),
-     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_bn_attrs,
-     .num_attrs = HG_COUNT(k_bn_attrs), .num_inputs = 7, .num_outputs = 3,
-     .infer = bn_bwd_infer, .forward = bn_bwd_forward, .mutate_inputs = (1u << 5) | (1u << 6)},
-    {.name = "LayerNorm", .aliases = HG_NAMES("_npx_layer_norm"),
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var", "moving_mean", "moving_var"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"),
+     .attrs = k_bn_attrs,
+     .num_attrs = HG_COUNT(k_bn_attrs),
+     .num_inputs = 7,
+     .num_outputs = 3,
+     .infer = bn_bwd_infer,
+     .forward = bn_bwd_forward,
+     .mutate_inputs = (1u << 5) | (1u << 6)},
+    {.name = "LayerNorm",
+     .aliases = HG_NAMES("_npx_layer_norm"),
      .doc = "layer normalisation along `axis`: (x - mean) / sqrt(var + eps) * gamma + beta",
      .input_names = HG_NAMES("data", "gamma", "beta"),
-     .output_names = HG_NAMES("output", "mean", "std"), .attrs = k_ln_attrs,
-     .num_attrs = HG_COUNT(k_ln_attrs), .num_inputs = 3, .num_outputs = 3,
-     .get_num_visible_outputs = ln_visible, .infer = ln_infer, .forward = ln_forward, .grad = row_norm_grad},
+     .output_names = HG_NAMES("output", "mean", "std"),
+     .attrs = k_ln_attrs,
+     .num_attrs = HG_COUNT(k_ln_attrs),
+     .num_inputs = 3,
+     .num_outputs = 3,
+     .get_num_visible_outputs = ln_visible,
+     .infer = ln_infer,
+     .forward = ln_forward,
+     .grad = row_norm_grad},
     {.name = "_backward_LayerNorm",
      .doc = "gradient of LayerNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
             "gradients",
      .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "std"),
-     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_ln_attrs,
-     .num_attrs = HG_COUNT(k_ln_attrs), .num_inputs = 5, .num_outputs = 3,
-     .infer = ln_bwd_infer, .forward = ln_bwd_forward},
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"),
+     .attrs = k_ln_attrs,
+     .num_attrs = HG_COUNT(k_ln_attrs),
+     .num_inputs = 5,
+     .num_outputs = 3,
+     .infer = ln_bwd_infer,
+     .forward = ln_bwd_forward},
     {.name = "InstanceNorm",
      .doc = "instance normalisation: per (sample, channel) over the spatial axes",
      .input_names = HG_NAMES("data", "gamma", "beta"),
-     .output_names = HG_NAMES("output", "mean", "var"), .attrs = k_in_attrs,
-     .num_attrs = HG_COUNT(k_in_attrs), .num_inputs = 3, .num_outputs = 3,
-     .num_visible_outputs = 1, .infer = in_infer, .forward = in_forward, .grad = row_norm_grad},
+     .output_names = HG_NAMES("output", "mean", "var"),
+     .attrs = k_in_attrs,
+     .num_attrs = HG_COUNT(k_in_attrs),
+     .num_inputs = 3,
+     .num_outputs = 3,
+     .num_visible_outputs = 1,
+     .infer = in_infer,
+     .forward = in_forward,
+     .grad = row_norm_grad},
     {.name = "_backward_InstanceNorm",
      .doc = "gradient of InstanceNorm from (ograd, data, gamma, mean, var): data, gamma and "
             "beta gradients",
      .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var"),
-     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_in_attrs,
-     .num_attrs = HG_COUNT(k_in_attrs), .num_inputs = 5, .num_outputs = 3,
-     .infer = in_bwd_infer, .forward = in_bwd_forward},
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"),
+     .attrs = k_in_attrs,
+     .num_attrs = HG_COUNT(k_in_attrs),
+     .num_inputs = 5,
+     .num_outputs = 3,
+     .infer = in_bwd_infer,
+     .forward = in_bwd_forward},
     {.name = "GroupNorm",
      .doc = "group normalisation: per (sample, group of channels); gamma / beta per group",
      .input_names = HG_NAMES("data", "gamma", "beta"),
-     .output_names = HG_NAMES("output", "mean", "std"), .attrs = k_gn_attrs,
-     .num_attrs = HG_COUNT(k_gn_attrs), .num_inputs = 3, .num_outputs = 3,
-     .get_num_visible_outputs = gn_visible, .infer = gn_infer, .forward = gn_forward, .grad = row_norm_grad},
+     .output_names = HG_NAMES("output", "mean", "std"),
+     .attrs = k_gn_attrs,
+     .num_attrs = HG_COUNT(k_gn_attrs),
+     .num_inputs = 3,
+     .num_outputs = 3,
+     .get_num_visible_outputs = gn_visible,
+     .infer = gn_infer,
+     .forward = gn_forward,
+     .grad = row_norm_grad},
     {.name = "_backward_GroupNorm",
      .doc = "gradient of GroupNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
             "gradients (gamma / beta per group)",
      .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "std"),
-     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"), .attrs = k_gn_attrs,
-     .num_attrs = HG_COUNT(k_gn_attrs), .num_inputs = 5, .num_outputs = 3,
-     .infer = gn_bwd_infer, .forward = gn_bwd_forward},
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"),
+     .attrs = k_gn_attrs,
+     .num_attrs = HG_COUNT(k_gn_attrs),
+     .num_inputs = 5,
+     .num_outputs = 3,
+     .infer = gn_bwd_infer,
+     .forward = gn_bwd_forward},
     {0},
 };

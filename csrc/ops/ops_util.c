@@ -22,10 +22,8 @@ void hg_ops_zero_fill(hg_tensor *t)
 hg_status hg_ops_adjoint_grad(hg_grad_ctx *g, const char *name, bool with_in0)
 {
     hg_sentry r;
-    if (with_in0)
-        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1, &r);
-    else
-        hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
+    if (with_in0) hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1, &r);
+    else hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
     hg_g_set(g, 0, r);
     return hg_g_status(g);
 }

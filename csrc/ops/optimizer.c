@@ -117,8 +117,7 @@ static hg_status check_inputs(const hg_op_def *op, hg_meta *in, int n_same, int 
     return HG_OK;
 }
 
-static hg_status infer_result(const hg_op_def *op, hg_meta *in, hg_meta *out, int n_same,
-                              int n_w)
+static hg_status infer_result(const hg_op_def *op, hg_meta *in, hg_meta *out, int n_same, int n_w)
 {
     if (in[0].ndim < 0) { /* weight shape unknown yet (graph inference) */
         out[0] = in[0];
@@ -130,10 +129,11 @@ static hg_status infer_result(const hg_op_def *op, hg_meta *in, hg_meta *out, in
 }
 
 /* All inputs elementwise and of the weight's dtype. */
-static hg_status infer_plain(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status infer_plain(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
-    (void)a; (void)nout;
+    (void)a;
+    (void)nout;
     return infer_result(op, in, out, nin, nin);
 }
 
@@ -141,7 +141,8 @@ static hg_status infer_plain(const hg_op_def *op, const hg_attrs *a, int nin, hg
 static hg_status infer_mp(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
 {
-    (void)a; (void)nout;
+    (void)a;
+    (void)nout;
     return infer_result(op, in, out, nin, 2);
 }
 
@@ -187,22 +188,15 @@ static void job_run(opt_job *j, const hg_range_fn fns[3], hg_dtype dt, int64_t n
 
 enum { SGD_LR, SGD_WD, SGD_RG, SGD_CLIP, SGD_LAZY, SGD_NATTRS };
 static const hg_attr_spec k_sgd_attrs[] = {
-    [SGD_LR] = A_LR,
-    [SGD_WD] = A_WD,
-    [SGD_RG] = A_RESCALE,
-    [SGD_CLIP] = A_CLIP,
-    [SGD_LAZY] = A_LAZY,
+    [SGD_LR] = A_LR,     [SGD_WD] = A_WD,     [SGD_RG] = A_RESCALE,
+    [SGD_CLIP] = A_CLIP, [SGD_LAZY] = A_LAZY,
 };
 _Static_assert(HG_COUNT(k_sgd_attrs) == SGD_NATTRS, "k_sgd_attrs must match its enum");
 
 enum { SGDM_LR, SGDM_MOM, SGDM_WD, SGDM_RG, SGDM_CLIP, SGDM_LAZY, SGDM_NATTRS };
 static const hg_attr_spec k_sgd_mom_attrs[] = {
-    [SGDM_LR] = A_LR,
-    [SGDM_MOM] = A_MOMENTUM,
-    [SGDM_WD] = A_WD,
-    [SGDM_RG] = A_RESCALE,
-    [SGDM_CLIP] = A_CLIP,
-    [SGDM_LAZY] = A_LAZY,
+    [SGDM_LR] = A_LR,      [SGDM_MOM] = A_MOMENTUM, [SGDM_WD] = A_WD,
+    [SGDM_RG] = A_RESCALE, [SGDM_CLIP] = A_CLIP,    [SGDM_LAZY] = A_LAZY,
 };
 _Static_assert(HG_COUNT(k_sgd_mom_attrs) == SGDM_NATTRS, "k_sgd_mom_attrs must match its enum");
 
@@ -269,11 +263,8 @@ OPT_FORWARD(mp_sgd_mom)
 
 enum { NAG_LR, NAG_MOM, NAG_WD, NAG_RG, NAG_CLIP, NAG_NATTRS };
 static const hg_attr_spec k_nag_attrs[] = {
-    [NAG_LR] = A_LR,
-    [NAG_MOM] = A_MOMENTUM,
-    [NAG_WD] = A_WD,
-    [NAG_RG] = A_RESCALE,
-    [NAG_CLIP] = A_CLIP,
+    [NAG_LR] = A_LR,      [NAG_MOM] = A_MOMENTUM, [NAG_WD] = A_WD,
+    [NAG_RG] = A_RESCALE, [NAG_CLIP] = A_CLIP,
 };
 _Static_assert(HG_COUNT(k_nag_attrs) == NAG_NATTRS, "k_nag_attrs must match its enum");
 
@@ -346,8 +337,17 @@ OPT_FORWARD(adam)
  * w' = w - eta * (lr * mean / (sqrt(var) + epsilon) + wd * w).
  */
 
-enum { ADW_LR, ADW_B1, ADW_B2, ADW_EPS, ADW_WD, ADW_ETA, ADW_CLIP, ADW_NATTRS,
-       ADW_SCALE = ADW_NATTRS /* a job parameter, not an attr */ };
+enum {
+    ADW_LR,
+    ADW_B1,
+    ADW_B2,
+    ADW_EPS,
+    ADW_WD,
+    ADW_ETA,
+    ADW_CLIP,
+    ADW_NATTRS,
+    ADW_SCALE = ADW_NATTRS /* a job parameter, not an attr */
+};
 static const hg_attr_spec k_adamw_attrs[] = {
     [ADW_LR] = A_LR,
     [ADW_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
@@ -374,10 +374,12 @@ _Static_assert(HG_COUNT(k_adamw_attrs) == ADW_NATTRS, "k_adamw_attrs must match 
     }
 OPT_KERNELS(adamw, ADAMW_BODY)
 
-static hg_status adamw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status adamw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
-    (void)a; (void)nin; (void)nout;
+    (void)a;
+    (void)nin;
+    (void)nout;
     hg_meta *s = &in[4];
     if (s->ndim < 0) { /* graph inference: one value */
         const int64_t one = 1;
@@ -395,7 +397,8 @@ static hg_status adamw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
 static hg_status adamw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nout;
+    (void)ctx;
+    (void)nout;
     const float scale = HG_DATA(in[4], float)[0];
     if (!isfinite(scale) || scale == 0) { /* skipped step: the weight stays as it is */
         if (hg_data(out[0]) != hg_data(in[0]))
@@ -570,8 +573,19 @@ OPT_FORWARD(ftrl)
  * either norm is 0.
  */
 
-enum { L1_B1, L1_B2, L1_EPS, L1_T, L1_BIAS, L1_WD, L1_RG, L1_CLIP, L1_NATTRS,
-       L1_B1T = L1_NATTRS, L1_B2T /* job parameters, not attrs */ };
+enum {
+    L1_B1,
+    L1_B2,
+    L1_EPS,
+    L1_T,
+    L1_BIAS,
+    L1_WD,
+    L1_RG,
+    L1_CLIP,
+    L1_NATTRS,
+    L1_B1T = L1_NATTRS,
+    L1_B2T /* job parameters, not attrs */
+};
 static const hg_attr_spec k_lamb1_attrs[] = {
     [L1_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
     [L1_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
@@ -607,7 +621,8 @@ OPT_KERNELS(lamb1, LAMB1_BODY)
 static hg_status lamb1_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nout;
+    (void)ctx;
+    (void)nout;
     opt_job j;
     job_init(&j, op, a, nin, in, out[0]);
     /* MXNet: std::pow(float beta, int t), then the weight's type. */
@@ -638,10 +653,12 @@ _Static_assert(HG_COUNT(k_lamb2_attrs) == L2_NATTRS, "k_lamb2_attrs must match i
     }
 OPT_KERNELS(lamb2, LAMB2_BODY)
 
-static hg_status lamb2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status lamb2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
-    (void)a; (void)nin; (void)nout;
+    (void)a;
+    (void)nin;
+    (void)nout;
     char s0[HG_SHAPE_STR];
     for (int k = 2; k < 4; k++) {
         hg_meta *r = &in[k];
@@ -653,9 +670,8 @@ static hg_status lamb2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
             return hg_error(HG_ERR_VALUE, "%s: %s must be a norm of shape [1], got shape %s",
                             op->name, input_name(op, k), hg_shape_str(s0, r->ndim, r->shape));
         if (in[0].ndim >= 0 && r->dtype != in[0].dtype)
-            return hg_error(HG_ERR_TYPE, "%s: %s must have the weight's dtype %s, got %s",
-                            op->name, input_name(op, k), hg_dtype_name(in[0].dtype),
-                            hg_dtype_name(r->dtype));
+            return hg_error(HG_ERR_TYPE, "%s: %s must have the weight's dtype %s, got %s", op->name,
+                            input_name(op, k), hg_dtype_name(in[0].dtype), hg_dtype_name(r->dtype));
     }
     return infer_result(op, in, out, 2, 2);
 }
@@ -672,7 +688,8 @@ static double load_scalar(const hg_tensor *t)
 static hg_status lamb2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nout;
+    (void)ctx;
+    (void)nout;
     opt_job j;
     job_init(&j, op, a, nin, in, out[0]);
     const double lb = j.p[L2_LB], ub = j.p[L2_UB];
@@ -771,15 +788,22 @@ const hg_op_def hg_ops_optimizer[] = {
     OPT_OP("mp_nag_mom_update", "Nesterov accelerated gradient on a float32 master copy",
            HG_NAMES("weight", "grad", "mom", "weight32"), k_nag_attrs, infer_mp, mp_nag_mom_forward,
            (1u << 2) | (1u << 3)),
-    OPT_OP("adam_update", "Adam (bias correction folded into lr by the caller); updates mean "
-           "and var in place", HG_NAMES("weight", "grad", "mean", "var"), k_adam_attrs, infer_plain,
-           adam_forward, (1u << 2) | (1u << 3)),
-    {.name = "_adamw_update", .aliases = HG_NAMES("_contrib_adamw_update"),
+    OPT_OP("adam_update",
+           "Adam (bias correction folded into lr by the caller); updates mean "
+           "and var in place",
+           HG_NAMES("weight", "grad", "mean", "var"), k_adam_attrs, infer_plain, adam_forward,
+           (1u << 2) | (1u << 3)),
+    {.name = "_adamw_update",
+     .aliases = HG_NAMES("_contrib_adamw_update"),
      .doc = "AdamW (decoupled weight decay); rescale_grad is a one-value float32 array and a "
             "non-finite or zero value skips the update",
      .input_names = HG_NAMES("weight", "grad", "mean", "var", "rescale_grad"),
-     .attrs = k_adamw_attrs, .num_attrs = HG_COUNT(k_adamw_attrs), .num_inputs = 5,
-     .infer = adamw_infer, .forward = adamw_forward, .flags = HG_OP_NO_GRAD | HG_OP_INPLACE,
+     .attrs = k_adamw_attrs,
+     .num_attrs = HG_COUNT(k_adamw_attrs),
+     .num_inputs = 5,
+     .infer = adamw_infer,
+     .forward = adamw_forward,
+     .flags = HG_OP_NO_GRAD | HG_OP_INPLACE,
      .mutate_inputs = (1u << 2) | (1u << 3)},
     OPT_OP("rmsprop_update", "RMSProp (Tieleman & Hinton); updates n in place",
            HG_NAMES("weight", "grad", "n"), k_rmsprop_attrs, infer_plain, rmsprop_forward, 1u << 2),
@@ -795,12 +819,18 @@ const hg_op_def hg_ops_optimizer[] = {
            (1u << 2) | (1u << 3)),
     {.name = "lamb_update_phase1",
      .doc = "LAMB phase 1: updates mean and var in place and returns the update direction g",
-     .input_names = HG_NAMES("weight", "grad", "mean", "var"), .attrs = k_lamb1_attrs,
-     .num_attrs = HG_COUNT(k_lamb1_attrs), .num_inputs = 4, .infer = infer_plain,
-     .forward = lamb1_forward, .flags = HG_OP_NO_GRAD, .mutate_inputs = (1u << 2) | (1u << 3)},
-    OPT_OP("lamb_update_phase2", "LAMB phase 2: weight - lr * r1/r2 * g (trust ratio of the "
-           "norms r1 = |weight|, r2 = |g|)", HG_NAMES("weight", "g", "r1", "r2"), k_lamb2_attrs,
-           lamb2_infer, lamb2_forward, 0),
+     .input_names = HG_NAMES("weight", "grad", "mean", "var"),
+     .attrs = k_lamb1_attrs,
+     .num_attrs = HG_COUNT(k_lamb1_attrs),
+     .num_inputs = 4,
+     .infer = infer_plain,
+     .forward = lamb1_forward,
+     .flags = HG_OP_NO_GRAD,
+     .mutate_inputs = (1u << 2) | (1u << 3)},
+    OPT_OP("lamb_update_phase2",
+           "LAMB phase 2: weight - lr * r1/r2 * g (trust ratio of the "
+           "norms r1 = |weight|, r2 = |g|)",
+           HG_NAMES("weight", "g", "r1", "r2"), k_lamb2_attrs, lamb2_infer, lamb2_forward, 0),
     OPT_OP("_adagrad_update", "AdaGrad (dense); updates history in place",
            HG_NAMES("weight", "grad", "history"), k_adagrad_attrs, infer_plain, adagrad_forward,
            1u << 2),

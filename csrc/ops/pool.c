@@ -23,26 +23,48 @@
 
 typedef uint16_t f16;
 
-enum { P_KERNEL, P_POOL_TYPE, P_GLOBAL, P_CUDNN_OFF, P_CONVENTION, P_STRIDE, P_PAD, P_P_VALUE,
-       P_COUNT_INCLUDE_PAD, P_LAYOUT, P_NATTRS };
+enum {
+    P_KERNEL,
+    P_POOL_TYPE,
+    P_GLOBAL,
+    P_CUDNN_OFF,
+    P_CONVENTION,
+    P_STRIDE,
+    P_PAD,
+    P_P_VALUE,
+    P_COUNT_INCLUDE_PAD,
+    P_LAYOUT,
+    P_NATTRS
+};
 enum { POOL_MAX, POOL_AVG, POOL_SUM, POOL_LP, POOL_NTYPES };
 enum { CONV_VALID, CONV_FULL, CONV_SAME, CONV_NCONVENTIONS };
-enum { LAYOUT_NCW, LAYOUT_NCHW, LAYOUT_NCDHW, LAYOUT_NWC, LAYOUT_NHWC, LAYOUT_NDHWC,
-       LAYOUT_NLAYOUTS };
+enum {
+    LAYOUT_NCW,
+    LAYOUT_NCHW,
+    LAYOUT_NCDHW,
+    LAYOUT_NWC,
+    LAYOUT_NHWC,
+    LAYOUT_NDHWC,
+    LAYOUT_NLAYOUTS
+};
 
 static const char *const k_pool_types[] = {
-    [POOL_MAX] = "max", [POOL_AVG] = "avg", [POOL_SUM] = "sum", [POOL_LP] = "lp",
-    [POOL_NTYPES] = NULL,
+    [POOL_MAX] = "max", [POOL_AVG] = "avg",   [POOL_SUM] = "sum",
+    [POOL_LP] = "lp",   [POOL_NTYPES] = NULL,
 };
 _Static_assert(HG_COUNT(k_pool_types) == POOL_NTYPES + 1, "k_pool_types must match its enum");
 static const char *const k_conventions[] = {
-    [CONV_VALID] = "valid", [CONV_FULL] = "full", [CONV_SAME] = "same", [CONV_NCONVENTIONS] = NULL,
+    [CONV_VALID] = "valid",
+    [CONV_FULL] = "full",
+    [CONV_SAME] = "same",
+    [CONV_NCONVENTIONS] = NULL,
 };
 _Static_assert(HG_COUNT(k_conventions) == CONV_NCONVENTIONS + 1,
                "k_conventions must match its enum");
 static const char *const k_layouts[] = {
-    [LAYOUT_NCW] = "NCW", [LAYOUT_NCHW] = "NCHW", [LAYOUT_NCDHW] = "NCDHW", [LAYOUT_NWC] = "NWC",
-    [LAYOUT_NHWC] = "NHWC", [LAYOUT_NDHWC] = "NDHWC", [LAYOUT_NLAYOUTS] = NULL,
+    [LAYOUT_NCW] = "NCW",     [LAYOUT_NCHW] = "NCHW", [LAYOUT_NCDHW] = "NCDHW",
+    [LAYOUT_NWC] = "NWC",     [LAYOUT_NHWC] = "NHWC", [LAYOUT_NDHWC] = "NDHWC",
+    [LAYOUT_NLAYOUTS] = NULL,
 };
 _Static_assert(HG_COUNT(k_layouts) == LAYOUT_NLAYOUTS + 1, "k_layouts must match its enum");
 
@@ -55,9 +77,10 @@ static const hg_attr_spec k_pool_attrs[] = {
                   "pool over the whole spatial extent (kernel, stride and pad are ignored)", NULL},
     [P_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False",
                      "accepted for compatibility; no effect on CPU", NULL},
-    [P_CONVENTION] = {"pooling_convention", HG_ATTR_ENUM, 0, "valid",
-        "output size rule: valid (floor), full (ceil) or same (ceil(x / stride), 1-D only)",
-        k_conventions},
+    [P_CONVENTION] =
+        {"pooling_convention", HG_ATTR_ENUM, 0, "valid",
+         "output size rule: valid (floor), full (ceil) or same (ceil(x / stride), 1-D only)",
+         k_conventions},
     [P_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()",
                   "stride per spatial axis; () means 1 on every axis", NULL},
     [P_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()", "implicit padding per spatial axis; () means 0",
@@ -98,10 +121,11 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
         if (l >= LAYOUT_NWC)
             return hg_error(HG_ERR_UNSUPPORTED,
                             "%s: layout %s is not supported (only channel-first layouts NCW, "
-                            "NCHW and NCDHW)", op->name, layout_name(l));
+                            "NCHW and NCDHW)",
+                            op->name, layout_name(l));
         if (l + 1 != nsp)
-            return hg_error(HG_ERR_VALUE, "%s: layout %s does not match data of shape %s",
-                            op->name, layout_name(l), hg_shape_str(buf, nd, in->shape));
+            return hg_error(HG_ERR_VALUE, "%s: layout %s does not match data of shape %s", op->name,
+                            layout_name(l), hg_shape_str(buf, nd, in->shape));
     }
     if (!global) {
         if (kt->n == 0)
@@ -109,8 +133,8 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
                             "%s: kernel is required unless global_pool=True (data shape %s)",
                             op->name, hg_shape_str(buf, nd, in->shape));
         if (kt->n > 3)
-            return hg_error(HG_ERR_VALUE, "%s: %dD pooling is not supported (kernel %s)",
-                            op->name, kt->n, hg_shape_str(kb, kt->n, kt->v));
+            return hg_error(HG_ERR_VALUE, "%s: %dD pooling is not supported (kernel %s)", op->name,
+                            kt->n, hg_shape_str(kb, kt->n, kt->v));
         if (kt->n != nsp)
             return hg_error(HG_ERR_VALUE,
                             "%s: kernel %s needs %d-D data (batch, channel, ...), got shape %s",
@@ -140,7 +164,11 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
     g->nsp = nsp;
     oshape[0] = in->shape[0];
     oshape[1] = in->shape[1];
-    for (int i = 0; i < 3; i++) { g->k[i] = 1; g->s[i] = 1; g->p[i] = 0; }
+    for (int i = 0; i < 3; i++) {
+        g->k[i] = 1;
+        g->s[i] = 1;
+        g->p[i] = 0;
+    }
     for (int i = 0; i < nsp; i++) {
         const int j = 3 - nsp + i;         /* position in the padded 3-axis geometry */
         const int64_t x = in->shape[2 + i];
@@ -160,14 +188,19 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
         if (p < 0)
             return hg_error(HG_ERR_VALUE, "%s: pad %s must be non-negative", op->name,
                             hg_shape_str(kb, pt->n, pt->v));
-        if (x < 0) { oshape[2 + i] = -1; continue; } /* unknown dim (graph inference) */
+        if (x < 0) {
+            oshape[2 + i] = -1;
+            continue;
+        } /* unknown dim (graph inference) */
         if (k > x + 2 * p)
             return hg_error(HG_ERR_VALUE,
                             "%s: kernel size (%lld) exceeds input (%lld padded to %lld) on "
                             "spatial axis %d: kernel %s, data shape %s",
                             op->name, (long long)k, (long long)x, (long long)(x + 2 * p), i,
                             hg_shape_str(kb, kt->n, kt->v), hg_shape_str(buf, nd, in->shape));
-        g->k[j] = k; g->s[j] = s; g->p[j] = p;
+        g->k[j] = k;
+        g->s[j] = s;
+        g->p[j] = p;
         if (conv == CONV_VALID) oshape[2 + i] = 1 + (x + 2 * p - k) / s;
         else if (conv == CONV_FULL) oshape[2 + i] = 1 + (x + 2 * p - k + s - 1) / s;
         else oshape[2 + i] = (x + 2 * p + s - 1) / s;
@@ -175,18 +208,18 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
     return HG_OK;
 }
 
-static hg_status pool_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status pool_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     hg_dtype dt = in[0].dtype;
     if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64 && dt != HG_DTYPE_F16)
         return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
                         op->name, hg_dtype_name(dt));
     if (a->v[P_POOL_TYPE].i == POOL_LP) {
         if (a->v[P_P_VALUE].is_none)
-            return hg_error(HG_ERR_VALUE, "%s: pool_type='lp' needs p_value (1, 2 or 3)",
-                            op->name);
+            return hg_error(HG_ERR_VALUE, "%s: pool_type='lp' needs p_value (1, 2 or 3)", op->name);
         int64_t pv = a->v[P_P_VALUE].i;
         if (pv < 1 || pv > 3)
             return hg_error(HG_ERR_VALUE, "%s: p_value must be 1, 2 or 3 for lp pooling, got %lld",
@@ -490,17 +523,24 @@ POOL_MAX22(f16, float)
 static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_meta m = hg_meta_of(in[0]);
     pool_geom g;
     int64_t oshape[HG_MAX_NDIM];
     HG_TRY(pool_geometry(op, a, &m, &g, oshape));
-    pool_job j = {.x = hg_data(in[0]), .y = hg_data(out[0]), .type = (int)a->v[P_POOL_TYPE].i,
+    pool_job j = {.x = hg_data(in[0]),
+                  .y = hg_data(out[0]),
+                  .type = (int)a->v[P_POOL_TYPE].i,
                   .pv = a->v[P_P_VALUE].is_none ? 1 : (int)a->v[P_P_VALUE].i,
                   .cip = a->v[P_COUNT_INCLUDE_PAD].is_none || a->v[P_COUNT_INCLUDE_PAD].b};
     for (int i = 0; i < 3; i++) {
-        j.id[i] = 1; j.od[i] = 1;
-        j.k[i] = g.k[i]; j.s[i] = g.s[i]; j.p[i] = g.p[i];
+        j.id[i] = 1;
+        j.od[i] = 1;
+        j.k[i] = g.k[i];
+        j.s[i] = g.s[i];
+        j.p[i] = g.p[i];
     }
     for (int i = 0; i < g.nsp; i++) {
         j.id[3 - g.nsp + i] = m.shape[2 + i];
@@ -513,16 +553,19 @@ static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     const hg_dtype dt = in[0]->dtype;
     hg_range_fn fn;
     if (a->v[P_GLOBAL].b) {
-        fn = dt == HG_DTYPE_F32 ? pool_global_f32
-             : dt == HG_DTYPE_F64 ? pool_global_f64 : pool_global_f16;
+        fn = dt == HG_DTYPE_F32   ? pool_global_f32
+             : dt == HG_DTYPE_F64 ? pool_global_f64
+                                  : pool_global_f16;
     } else if (j.type == POOL_MAX && g.nsp == 2 && j.k[1] == 2 && j.k[2] == 2 && j.s[1] == 2 &&
                j.s[2] == 2 && j.p[1] == 0 && j.p[2] == 0 && 2 * j.od[1] <= j.id[1] &&
                2 * j.od[2] <= j.id[2]) {
-        fn = dt == HG_DTYPE_F32 ? pool_max22_f32
-             : dt == HG_DTYPE_F64 ? pool_max22_f64 : pool_max22_f16;
+        fn = dt == HG_DTYPE_F32   ? pool_max22_f32
+             : dt == HG_DTYPE_F64 ? pool_max22_f64
+                                  : pool_max22_f16;
     } else {
-        fn = dt == HG_DTYPE_F32 ? pool_rows_f32
-             : dt == HG_DTYPE_F64 ? pool_rows_f64 : pool_rows_f16;
+        fn = dt == HG_DTYPE_F32   ? pool_rows_f32
+             : dt == HG_DTYPE_F64 ? pool_rows_f64
+                                  : pool_rows_f16;
     }
     hg_parallel_for(planes, grain, fn, &j);
     return HG_OK;
@@ -556,8 +599,10 @@ static hg_status pool_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     for (int i = 0; i < nin; i += 2) /* ograd, and the forward output when given */
         if (in[i].dtype != fout.dtype ||
             !hg_shape_equal(in[i].ndim, in[i].shape, fout.ndim, fout.shape))
-            return hg_error(HG_ERR_VALUE, "%s: %s %s (%s) does not match the pooled shape %s "
-                            "(%s) of data %s", op->name, i ? "output" : "output gradient",
+            return hg_error(HG_ERR_VALUE,
+                            "%s: %s %s (%s) does not match the pooled shape %s "
+                            "(%s) of data %s",
+                            op->name, i ? "output" : "output gradient",
                             hg_shape_str(s0, in[i].ndim, in[i].shape), hg_dtype_name(in[i].dtype),
                             hg_shape_str(s1, fout.ndim, fout.shape), hg_dtype_name(fout.dtype),
                             hg_shape_str(s2, in[1].ndim, in[1].shape));
@@ -712,8 +757,10 @@ static hg_status pool_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     int64_t oshape[HG_MAX_NDIM];
     HG_TRY(pool_geometry(op, a, &m, &g, oshape));
     const hg_dtype dt = m.dtype;
-    poolbw_job j = {.dy = hg_data(in[0]), .x = hg_data(in[1]),
-                    .y = nin > 2 ? hg_data(in[2]) : NULL, .dx = hg_data(out[0]),
+    poolbw_job j = {.dy = hg_data(in[0]),
+                    .x = hg_data(in[1]),
+                    .y = nin > 2 ? hg_data(in[2]) : NULL,
+                    .dx = hg_data(out[0]),
                     .type = (int)a->v[P_POOL_TYPE].i,
                     .pv = a->v[P_P_VALUE].is_none ? 1 : (int)a->v[P_P_VALUE].i,
                     .cip = a->v[P_COUNT_INCLUDE_PAD].is_none || a->v[P_COUNT_INCLUDE_PAD].b};
@@ -721,8 +768,11 @@ static hg_status pool_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     if (dt == HG_DTYPE_F16 && !j.acc && out[0]->size > 0)
         return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
     for (int i = 0; i < 3; i++) {
-        j.id[i] = 1; j.od[i] = 1;
-        j.k[i] = g.k[i]; j.s[i] = g.s[i]; j.p[i] = g.p[i];
+        j.id[i] = 1;
+        j.od[i] = 1;
+        j.k[i] = g.k[i];
+        j.s[i] = g.s[i];
+        j.p[i] = g.p[i];
     }
     for (int i = 0; i < g.nsp; i++) {
         j.id[3 - g.nsp + i] = m.shape[2 + i];
@@ -731,14 +781,15 @@ static hg_status pool_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     const int64_t planes = m.shape[0] * m.shape[1];
     const int64_t ksz = j.k[0] * j.k[1] * j.k[2];
     const int64_t work = imax(1, j.od[0] * j.od[1] * j.od[2] * imax(ksz, 1) +
-                                 j.id[0] * j.id[1] * j.id[2]);
+                                     j.id[0] * j.id[1] * j.id[2]);
     const int64_t grain = imax(1, POOL_GRAIN / work);
     hg_range_fn fn;
     if (j.type == POOL_MAX && !a->v[P_GLOBAL].b && g.nsp == 2 && j.k[1] == 2 && j.k[2] == 2 &&
         j.s[1] == 2 && j.s[2] == 2 && j.p[1] == 0 && j.p[2] == 0 && 2 * j.od[1] <= j.id[1] &&
         2 * j.od[2] <= j.id[2]) {
-        fn = dt == HG_DTYPE_F32 ? poolbw_max22_f32
-             : dt == HG_DTYPE_F64 ? poolbw_max22_f64 : poolbw_max22_f16;
+        fn = dt == HG_DTYPE_F32   ? poolbw_max22_f32
+             : dt == HG_DTYPE_F64 ? poolbw_max22_f64
+                                  : poolbw_max22_f16;
     } else {
         fn = dt == HG_DTYPE_F32 ? poolbw_f32 : dt == HG_DTYPE_F64 ? poolbw_f64 : poolbw_f16;
     }
@@ -754,23 +805,35 @@ static hg_status pool_grad(hg_grad_ctx *g)
         hg_g_op_fwd_attrs(g, "_backward_Pooling",
                           HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_out(g, 0)), NULL, 1, &dx);
     else
-        hg_g_op_fwd_attrs(g, "_backward_Pooling", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL,
-                          1, &dx);
+        hg_g_op_fwd_attrs(g, "_backward_Pooling", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL, 1,
+                          &dx);
     hg_g_set(g, 0, dx);
     return hg_g_status(g);
 }
 
 const hg_op_def hg_ops_pool[] = {
-    {.name = "Pooling", .aliases = HG_NAMES("_npx_pooling"),
+    {.name = "Pooling",
+     .aliases = HG_NAMES("_npx_pooling"),
      .doc = "max / avg / sum / lp pooling over 1-D, 2-D or 3-D channel-first data",
-     .input_names = HG_NAMES("data"), .attrs = k_pool_attrs,
-     .num_attrs = HG_COUNT(k_pool_attrs), .num_inputs = 1, .num_outputs = 1,
-     .infer = pool_infer, .forward = pool_forward, .grad = pool_grad},
-    {.name = "_backward_Pooling", .doc = "Gradient of Pooling: the data gradient from (ograd, "
-     "data) and, for max and lp pooling, the forward output.",
-     .input_names = HG_NAMES("ograd", "data", "output"), .attrs = k_pool_attrs,
-     .num_attrs = HG_COUNT(k_pool_attrs), .num_inputs = 3, .num_outputs = 1,
-     .get_num_inputs = pool_bw_num_inputs, .infer = pool_bw_infer, .forward = pool_bw_forward,
+     .input_names = HG_NAMES("data"),
+     .attrs = k_pool_attrs,
+     .num_attrs = HG_COUNT(k_pool_attrs),
+     .num_inputs = 1,
+     .num_outputs = 1,
+     .infer = pool_infer,
+     .forward = pool_forward,
+     .grad = pool_grad},
+    {.name = "_backward_Pooling",
+     .doc = "Gradient of Pooling: the data gradient from (ograd, "
+            "data) and, for max and lp pooling, the forward output.",
+     .input_names = HG_NAMES("ograd", "data", "output"),
+     .attrs = k_pool_attrs,
+     .num_attrs = HG_COUNT(k_pool_attrs),
+     .num_inputs = 3,
+     .num_outputs = 1,
+     .get_num_inputs = pool_bw_num_inputs,
+     .infer = pool_bw_infer,
+     .forward = pool_bw_forward,
      .workspace = pool_bw_workspace},
     {0},
 };

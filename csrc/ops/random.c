@@ -90,11 +90,15 @@ _Static_assert(HG_COUNT(k_uniform_attrs) == R_NATTRS, "k_uniform_attrs must matc
 static hg_status uniform_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)nin; (void)in; (void)nout;
+    (void)nin;
+    (void)in;
+    (void)nout;
     double lo = a->v[P0].f, hi = a->v[P1].f;
     if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi))
-        return hg_error(HG_ERR_VALUE, "%s: low must be less than or equal to high and both "
-                        "finite, got low=%g, high=%g", op->name, lo, hi);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: low must be less than or equal to high and both "
+                        "finite, got low=%g, high=%g",
+                        op->name, lo, hi);
     hg_dtype dt;
     HG_TRY(float_dtype(op, a, &dt));
     return sample_shape(op, a, dt, &out[0]);
@@ -121,7 +125,11 @@ static void uniform_f32(float *y, int64_t n, double lo, double hi, double below_
 static hg_status uniform_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     const double lo = a->v[P0].f, hi = a->v[P1].f, span = hi - lo;
     /* low + span * u can round up to high; keep samples in [low, high) as documented. */
     const float below_f = lo < hi ? fmaxf((float)lo, nextafterf((float)hi, -INFINITY)) : (float)lo;
@@ -157,7 +165,9 @@ _Static_assert(HG_COUNT(k_normal_attrs) == R_NATTRS, "k_normal_attrs must match 
 static hg_status normal_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
-    (void)nin; (void)in; (void)nout;
+    (void)nin;
+    (void)in;
+    (void)nout;
     if (!(a->v[P1].f >= 0))
         return hg_error(HG_ERR_VALUE, "%s: scale must be non-negative, got scale=%g", op->name,
                         a->v[P1].f);
@@ -169,7 +179,11 @@ static hg_status normal_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
 static hg_status normal_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     const double loc = a->v[P0].f, scale = a->v[P1].f;
     double z[RNG_CHUNK];
     hg_tensor *t = out[0];
@@ -199,7 +213,9 @@ _Static_assert(HG_COUNT(k_randint_attrs) == R_NATTRS, "k_randint_attrs must matc
 static hg_status randint_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)nin; (void)in; (void)nout;
+    (void)nin;
+    (void)in;
+    (void)nout;
     int64_t lo = a->v[P0].i, hi = a->v[P1].i;
     hg_dtype dt = a->v[R_DTYPE].is_none ? HG_DTYPE_I32 : (hg_dtype)a->v[R_DTYPE].i;
     if (dt != HG_DTYPE_I32 && dt != HG_DTYPE_I64)
@@ -245,7 +261,11 @@ static uint64_t stream_below(u64_stream *s, uint64_t bound)
 static hg_status randint_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)in; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)in;
+    (void)nout;
     const uint64_t lo = (uint64_t)a->v[P0].i, span = (uint64_t)a->v[P1].i - lo;
     hg_tensor *t = out[0];
     u64_stream *s = hg_alloc(sizeof *s);
@@ -270,7 +290,10 @@ static hg_status randint_forward(const hg_op_def *op, const hg_attrs *a, const h
 static hg_status shuffle_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)op; (void)a; (void)nin; (void)nout;
+    (void)op;
+    (void)a;
+    (void)nin;
+    (void)nout;
     out[0] = in[0];
     return HG_OK;
 }
@@ -304,7 +327,10 @@ static void shuffle_rows(void *ctx, int64_t b, int64_t e)
 static hg_status shuffle_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)a; (void)ctx; (void)nin; (void)nout;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     hg_tensor *x = in[0], *y = out[0];
     size_t esz = hg_dtype_size(x->dtype);
     int64_t n = x->ndim ? x->shape[0] : 1;
@@ -342,17 +368,22 @@ static hg_status shuffle_forward(const hg_op_def *op, const hg_attrs *a, const h
 
 const hg_op_def hg_ops_random[] = {
     SAMPLER("_random_uniform", HG_NAMES("uniform", "random_uniform"),
-            "samples from the uniform distribution on [low, high)", k_uniform_attrs,
-            uniform_infer, uniform_forward),
+            "samples from the uniform distribution on [low, high)", k_uniform_attrs, uniform_infer,
+            uniform_forward),
     SAMPLER("_random_normal", HG_NAMES("normal", "random_normal"),
             "samples from the normal distribution N(loc, scale^2)", k_normal_attrs, normal_infer,
             normal_forward),
     SAMPLER("_random_randint", HG_NAMES("random_randint"),
             "integers drawn uniformly from [low, high)", k_randint_attrs, randint_infer,
             randint_forward),
-    {.name = "_shuffle", .aliases = HG_NAMES("shuffle"),
+    {.name = "_shuffle",
+     .aliases = HG_NAMES("shuffle"),
      .doc = "a copy of data with its rows (axis 0) randomly permuted",
-     .input_names = HG_NAMES("data"), .num_inputs = 1, .num_outputs = 1,
-     .flags = HG_OP_RANDOM | HG_OP_NO_GRAD, .infer = shuffle_infer, .forward = shuffle_forward},
+     .input_names = HG_NAMES("data"),
+     .num_inputs = 1,
+     .num_outputs = 1,
+     .flags = HG_OP_RANDOM | HG_OP_NO_GRAD,
+     .infer = shuffle_infer,
+     .forward = shuffle_forward},
     {0},
 };

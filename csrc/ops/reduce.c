@@ -44,7 +44,15 @@
 enum { A_AXIS, A_KEEPDIMS, A_NATTRS }; /* argmax, argmin (K_ and N_ positions: reduce.h) */
 
 typedef enum red_kind {
-    RED_SUM, RED_MEAN, RED_PROD, RED_NANSUM, RED_NANPROD, RED_MAX, RED_MIN, RED_NORM1, RED_NORM2,
+    RED_SUM,
+    RED_MEAN,
+    RED_PROD,
+    RED_NANSUM,
+    RED_NANPROD,
+    RED_MAX,
+    RED_MIN,
+    RED_NORM1,
+    RED_NORM2,
     RED_NKINDS
 } red_kind;
 typedef enum { COMB_ADD, COMB_MUL, COMB_MAX, COMB_MIN } red_comb;
@@ -146,20 +154,28 @@ static int64_t run_offset(const red_geom *g, int64_t grp)
 static void load_f(hg_dtype dt, const void *src, int64_t n, double *t, red_map map)
 {
     switch (dt) {
-    LOAD_CASE(HG_DTYPE_F32, float, t, s[i])
-    LOAD_CASE(HG_DTYPE_F64, double, t, s[i])
-    LOAD_CASE(HG_DTYPE_F16, uint16_t, t, hg_half_to_float(s[i]))
-    LOAD_CASE(HG_DTYPE_I32, int32_t, t, (double)s[i])
-    LOAD_CASE(HG_DTYPE_I64, int64_t, t, (double)s[i])
-    LOAD_CASE(HG_DTYPE_I8, int8_t, t, s[i])
-    LOAD_CASE(HG_DTYPE_U8, uint8_t, t, s[i])
+        LOAD_CASE(HG_DTYPE_F32, float, t, s[i])
+        LOAD_CASE(HG_DTYPE_F64, double, t, s[i])
+        LOAD_CASE(HG_DTYPE_F16, uint16_t, t, hg_half_to_float(s[i]))
+        LOAD_CASE(HG_DTYPE_I32, int32_t, t, (double)s[i])
+        LOAD_CASE(HG_DTYPE_I64, int64_t, t, (double)s[i])
+        LOAD_CASE(HG_DTYPE_I8, int8_t, t, s[i])
+        LOAD_CASE(HG_DTYPE_U8, uint8_t, t, s[i])
     default: break;
     }
     switch (map) {
-    case MAP_NAN0: for (int64_t i = 0; i < n; i++) t[i] = t[i] != t[i] ? 0.0 : t[i]; break;
-    case MAP_NAN1: for (int64_t i = 0; i < n; i++) t[i] = t[i] != t[i] ? 1.0 : t[i]; break;
-    case MAP_ABS: for (int64_t i = 0; i < n; i++) t[i] = fabs(t[i]); break;
-    case MAP_SQUARE: for (int64_t i = 0; i < n; i++) t[i] = t[i] * t[i]; break;
+    case MAP_NAN0:
+        for (int64_t i = 0; i < n; i++) t[i] = t[i] != t[i] ? 0.0 : t[i];
+        break;
+    case MAP_NAN1:
+        for (int64_t i = 0; i < n; i++) t[i] = t[i] != t[i] ? 1.0 : t[i];
+        break;
+    case MAP_ABS:
+        for (int64_t i = 0; i < n; i++) t[i] = fabs(t[i]);
+        break;
+    case MAP_SQUARE:
+        for (int64_t i = 0; i < n; i++) t[i] = t[i] * t[i];
+        break;
     default: break;
     }
 }
@@ -167,10 +183,10 @@ static void load_f(hg_dtype dt, const void *src, int64_t n, double *t, red_map m
 static void load_i(hg_dtype dt, const void *src, int64_t n, int64_t *t)
 {
     switch (dt) {
-    LOAD_CASE(HG_DTYPE_I32, int32_t, t, s[i])
-    LOAD_CASE(HG_DTYPE_I64, int64_t, t, s[i])
-    LOAD_CASE(HG_DTYPE_I8, int8_t, t, s[i])
-    LOAD_CASE(HG_DTYPE_U8, uint8_t, t, s[i])
+        LOAD_CASE(HG_DTYPE_I32, int32_t, t, s[i])
+        LOAD_CASE(HG_DTYPE_I64, int64_t, t, s[i])
+        LOAD_CASE(HG_DTYPE_I8, int8_t, t, s[i])
+        LOAD_CASE(HG_DTYPE_U8, uint8_t, t, s[i])
     default: break;
     }
 }
@@ -185,13 +201,13 @@ static void load_i(hg_dtype dt, const void *src, int64_t n, int64_t *t)
 static void store_f(hg_dtype dt, const double *v, int64_t n, void *dst)
 {
     switch (dt) {
-    STORE_CASE(HG_DTYPE_F32, float, (float)v[i])
-    STORE_CASE(HG_DTYPE_F64, double, v[i])
-    STORE_CASE(HG_DTYPE_F16, uint16_t, hg_float_to_half((float)v[i]))
-    STORE_CASE(HG_DTYPE_I32, int32_t, (int32_t)v[i])
-    STORE_CASE(HG_DTYPE_I64, int64_t, (int64_t)v[i])
-    STORE_CASE(HG_DTYPE_I8, int8_t, (int8_t)v[i])
-    STORE_CASE(HG_DTYPE_U8, uint8_t, (uint8_t)v[i])
+        STORE_CASE(HG_DTYPE_F32, float, (float)v[i])
+        STORE_CASE(HG_DTYPE_F64, double, v[i])
+        STORE_CASE(HG_DTYPE_F16, uint16_t, hg_float_to_half((float)v[i]))
+        STORE_CASE(HG_DTYPE_I32, int32_t, (int32_t)v[i])
+        STORE_CASE(HG_DTYPE_I64, int64_t, (int64_t)v[i])
+        STORE_CASE(HG_DTYPE_I8, int8_t, (int8_t)v[i])
+        STORE_CASE(HG_DTYPE_U8, uint8_t, (uint8_t)v[i])
     default: break;
     }
 }
@@ -202,10 +218,10 @@ static void store_i(hg_dtype dt, const int64_t *v, int64_t n, void *dst, int64_t
 {
 #define Q(T) (div > 1 ? (T)((T)v[i] / div) : div == 1 ? (T)v[i] : (T)0)
     switch (dt) {
-    STORE_CASE(HG_DTYPE_I32, int32_t, Q(int32_t))
-    STORE_CASE(HG_DTYPE_I64, int64_t, Q(int64_t))
-    STORE_CASE(HG_DTYPE_I8, int8_t, Q(int8_t))
-    STORE_CASE(HG_DTYPE_U8, uint8_t, Q(uint8_t))
+        STORE_CASE(HG_DTYPE_I32, int32_t, Q(int32_t))
+        STORE_CASE(HG_DTYPE_I64, int64_t, Q(int64_t))
+        STORE_CASE(HG_DTYPE_I8, int8_t, Q(int8_t))
+        STORE_CASE(HG_DTYPE_U8, uint8_t, Q(uint8_t))
     default: break;
     }
 #undef Q
@@ -387,23 +403,30 @@ typedef struct red_fns {
 #define FNS_F(SUF) {rows_##SUF, lanes_##SUF, segs_##SUF, NULL}
 #define FNS_I(SUF) {rows_##SUF, lanes_##SUF, NULL, segs_##SUF}
 static const red_fns k_tile_fns[2][4] = {
-    [DOM_F] = {[COMB_ADD] = FNS_F(add_f), [COMB_MUL] = FNS_F(mul_f), [COMB_MAX] = FNS_F(max_f),
+    [DOM_F] = {[COMB_ADD] = FNS_F(add_f),
+               [COMB_MUL] = FNS_F(mul_f),
+               [COMB_MAX] = FNS_F(max_f),
                [COMB_MIN] = FNS_F(min_f)},
-    [DOM_I] = {[COMB_ADD] = FNS_I(add_i), [COMB_MUL] = FNS_I(mul_i), [COMB_MAX] = FNS_I(max_i),
+    [DOM_I] = {[COMB_ADD] = FNS_I(add_i),
+               [COMB_MUL] = FNS_I(mul_i),
+               [COMB_MAX] = FNS_I(max_i),
                [COMB_MIN] = FNS_I(min_i)},
 };
 static void (*const k_folds[2][4])(const void *, void *) = {
-    [DOM_F] = {[COMB_ADD] = fold_add_f, [COMB_MUL] = fold_mul_f, [COMB_MAX] = fold_max_f,
+    [DOM_F] = {[COMB_ADD] = fold_add_f,
+               [COMB_MUL] = fold_mul_f,
+               [COMB_MAX] = fold_max_f,
                [COMB_MIN] = fold_min_f},
-    [DOM_I] = {[COMB_ADD] = fold_add_i, [COMB_MUL] = fold_mul_i, [COMB_MAX] = fold_max_i,
+    [DOM_I] = {[COMB_ADD] = fold_add_i,
+               [COMB_MUL] = fold_mul_i,
+               [COMB_MAX] = fold_max_i,
                [COMB_MIN] = fold_min_i},
 };
 
 /* The fused kernels for (input dtype, combine, map), or NULL: use tiles. */
 static const red_fns *fused_fns(hg_dtype dt, red_comb comb, red_map map)
 {
-    static const red_fns f32[] = {FNS_F(add_f32), FNS_F(sq_f32), FNS_F(max_f32),
-                                  FNS_F(min_f32)};
+    static const red_fns f32[] = {FNS_F(add_f32), FNS_F(sq_f32), FNS_F(max_f32), FNS_F(min_f32)};
     static const red_fns f64[] = {FNS_F(add_f), FNS_F(sq_f64), FNS_F(max_f), FNS_F(min_f)};
     const red_fns *t = dt == HG_DTYPE_F32 ? f32 : dt == HG_DTYPE_F64 ? f64 : NULL;
     if (!t) return NULL;
@@ -596,15 +619,15 @@ static void part_combine(const red_job *j)
 static void job_setup(red_job *j, red_kind kind, const hg_tensor *x, hg_tensor *y)
 {
     static const red_comb comb[] = {
-        [RED_SUM] = COMB_ADD, [RED_MEAN] = COMB_ADD, [RED_PROD] = COMB_MUL,
+        [RED_SUM] = COMB_ADD,    [RED_MEAN] = COMB_ADD,    [RED_PROD] = COMB_MUL,
         [RED_NANSUM] = COMB_ADD, [RED_NANPROD] = COMB_MUL, [RED_MAX] = COMB_MAX,
-        [RED_MIN] = COMB_MIN, [RED_NORM1] = COMB_ADD, [RED_NORM2] = COMB_ADD,
+        [RED_MIN] = COMB_MIN,    [RED_NORM1] = COMB_ADD,   [RED_NORM2] = COMB_ADD,
     };
     _Static_assert(HG_COUNT(comb) == RED_NKINDS, "comb must match red_kind");
     static const red_map map[] = {
-        [RED_SUM] = MAP_NONE, [RED_MEAN] = MAP_NONE, [RED_PROD] = MAP_NONE,
+        [RED_SUM] = MAP_NONE,    [RED_MEAN] = MAP_NONE,    [RED_PROD] = MAP_NONE,
         [RED_NANSUM] = MAP_NAN0, [RED_NANPROD] = MAP_NAN1, [RED_MAX] = MAP_NONE,
-        [RED_MIN] = MAP_NONE, [RED_NORM1] = MAP_ABS, [RED_NORM2] = MAP_SQUARE,
+        [RED_MIN] = MAP_NONE,    [RED_NORM1] = MAP_ABS,    [RED_NORM2] = MAP_SQUARE,
     };
     _Static_assert(HG_COUNT(map) == RED_NKINDS, "map must match red_kind");
     bool fl = x->dtype == HG_DTYPE_F32 || x->dtype == HG_DTYPE_F64 || x->dtype == HG_DTYPE_F16;
@@ -622,10 +645,22 @@ static void job_setup(red_job *j, red_kind kind, const hg_tensor *x, hg_tensor *
     j->fused = fused_fns(j->in_dt, j->comb, j->map);
     j->fold = k_folds[j->dom][j->comb];
     switch (j->comb) {
-    case COMB_ADD: j->ident_f = 0; j->ident_i = 0; break;
-    case COMB_MUL: j->ident_f = 1; j->ident_i = 1; break;
-    case COMB_MAX: j->ident_f = -INFINITY; j->ident_i = INT64_MIN; break;
-    case COMB_MIN: j->ident_f = INFINITY; j->ident_i = INT64_MAX; break;
+    case COMB_ADD:
+        j->ident_f = 0;
+        j->ident_i = 0;
+        break;
+    case COMB_MUL:
+        j->ident_f = 1;
+        j->ident_i = 1;
+        break;
+    case COMB_MAX:
+        j->ident_f = -INFINITY;
+        j->ident_i = INT64_MIN;
+        break;
+    case COMB_MIN:
+        j->ident_f = INFINITY;
+        j->ident_i = INT64_MAX;
+        break;
     }
 }
 
@@ -893,14 +928,16 @@ hg_status hg_reduce_axes(const hg_op_def *op, const hg_attr_value *axis, bool ke
     for (int k = 0; !all && k < axis->t.n; k++) {
         int64_t v = axis->t.v[k];
         if (v < -nd || v >= nd)
-            return hg_error(HG_ERR_VALUE, "%s: reduction axis %lld is out of range for an input "
-                            "of shape %s (ndim %d)", op->name, (long long)v,
-                            hg_shape_str(s, nd, x->shape), nd);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: reduction axis %lld is out of range for an input "
+                            "of shape %s (ndim %d)",
+                            op->name, (long long)v, hg_shape_str(s, nd, x->shape), nd);
         if (v < 0) v += nd;
         if (listed[v])
-            return hg_error(HG_ERR_VALUE, "%s: reduction axes have duplicates: axis %lld given "
-                            "twice for an input of shape %s", op->name, (long long)v,
-                            hg_shape_str(s, nd, x->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "%s: reduction axes have duplicates: axis %lld given "
+                            "twice for an input of shape %s",
+                            op->name, (long long)v, hg_shape_str(s, nd, x->shape));
         listed[v] = true;
     }
     int k = 0;
@@ -926,11 +963,12 @@ static hg_status sum_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
                            hg_meta *out)
 {
     bool red[HG_MAX_NDIM];
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     HG_TRY(check_input(op, &in[0]));
     out[0].dtype = in[0].dtype;
-    return hg_reduce_axes(op, &a->v[K_AXIS], a->v[K_KEEPDIMS].b, a->v[K_EXCLUDE].b, &in[0],
-                          &out[0], red);
+    return hg_reduce_axes(op, &a->v[K_AXIS], a->v[K_KEEPDIMS].b, a->v[K_EXCLUDE].b, &in[0], &out[0],
+                          red);
 }
 
 /* MXNet rejects max/min of an empty input (there is no identity to return). */
@@ -940,17 +978,19 @@ static hg_status minmax_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     char s[HG_SHAPE_STR];
     HG_TRY(sum_infer(op, a, nin, in, nout, out));
     if (hg_shape_size(in[0].ndim, in[0].shape) == 0)
-        return hg_error(HG_ERR_VALUE, "%s: reduction input's size should be > 0, got shape %s "
-                        "(zero-size array to a reduction with no identity)", op->name,
-                        hg_shape_str(s, in[0].ndim, in[0].shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: reduction input's size should be > 0, got shape %s "
+                        "(zero-size array to a reduction with no identity)",
+                        op->name, hg_shape_str(s, in[0].ndim, in[0].shape));
     return HG_OK;
 }
 
-static hg_status norm_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status norm_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     bool red[HG_MAX_NDIM];
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     HG_TRY(check_input(op, &in[0]));
     if (a->v[N_ORD].i != 1 && a->v[N_ORD].i != 2)
         return hg_error(HG_ERR_VALUE, "norm: ord=%lld is not supported, only ord=1 and ord=2",
@@ -960,8 +1000,10 @@ static hg_status norm_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     if (!od->is_none) {
         hg_dtype dt = (hg_dtype)od->i;
         if (dt == HG_DTYPE_U8 || !dtype_ok(dt))
-            return hg_error(HG_ERR_TYPE, "norm: out_dtype %s is not supported (float16, float32, "
-                            "float64, int32, int64 or int8)", hg_dtype_name(dt));
+            return hg_error(HG_ERR_TYPE,
+                            "norm: out_dtype %s is not supported (float16, float32, "
+                            "float64, int32, int64 or int8)",
+                            hg_dtype_name(dt));
         out[0].dtype = dt;
     }
     return hg_reduce_axes(op, &a->v[N_AXIS], a->v[N_KEEPDIMS].b, false, &in[0], &out[0], red);
@@ -976,35 +1018,43 @@ static hg_status arg_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     const hg_attr_value *ax = &a->v[A_AXIS];
     bool keep = a->v[A_KEEPDIMS].b;
     int nd = x->ndim;
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     hg_dtype dt = x->dtype;
     if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64 && dt != HG_DTYPE_F16 && dt != HG_DTYPE_I32 &&
         dt != HG_DTYPE_I64)
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (the output holds indices "
-                        "in the input dtype; use float32/float64/float16/int32/int64)", op->name,
-                        hg_dtype_name(dt));
+        return hg_error(HG_ERR_TYPE,
+                        "%s: dtype %s is not supported (the output holds indices "
+                        "in the input dtype; use float32/float64/float16/int32/int64)",
+                        op->name, hg_dtype_name(dt));
     out[0].dtype = dt;
     int64_t size = hg_shape_size(nd, x->shape);
     if (ax->is_none || nd == 0) {
         if (!ax->is_none && ax->i != 0 && ax->i != -1)
-            return hg_error(HG_ERR_VALUE, "%s: axis %lld is out of bounds for an array of "
-                            "dimension 1", op->name, (long long)ax->i);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: axis %lld is out of bounds for an array of "
+                            "dimension 1",
+                            op->name, (long long)ax->i);
         if (size == 0)
-            return hg_error(HG_ERR_VALUE, "%s: attempt to search an empty sequence (input shape "
-                            "%s)", op->name, hg_shape_str(s, nd, x->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "%s: attempt to search an empty sequence (input shape "
+                            "%s)",
+                            op->name, hg_shape_str(s, nd, x->shape));
         out[0].ndim = keep ? nd : 1;
         for (int d = 0; d < out[0].ndim; d++) out[0].shape[d] = 1;
         return HG_OK;
     }
     if (ax->i < -nd || ax->i >= nd)
-        return hg_error(HG_ERR_VALUE, "%s: axis %lld exceeds the input dimension of %d (input "
-                        "shape %s)", op->name, (long long)ax->i, nd,
-                        hg_shape_str(s, nd, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: axis %lld exceeds the input dimension of %d (input "
+                        "shape %s)",
+                        op->name, (long long)ax->i, nd, hg_shape_str(s, nd, x->shape));
     int axis = (int)(ax->i < 0 ? ax->i + nd : ax->i);
     if (x->shape[axis] == 0)
-        return hg_error(HG_ERR_VALUE, "%s: searching input tensor of shape %s along axis = %d of "
-                        "zero dim-size is not allowed", op->name, hg_shape_str(s, nd, x->shape),
-                        axis);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: searching input tensor of shape %s along axis = %d of "
+                        "zero dim-size is not allowed",
+                        op->name, hg_shape_str(s, nd, x->shape), axis);
     if (nd == 1) {
         out[0].ndim = 1;
         out[0].shape[0] = 1;
@@ -1026,8 +1076,8 @@ static hg_status axes_forward(red_kind kind, const hg_op_def *op, const hg_attrs
 {
     bool red[HG_MAX_NDIM];
     hg_meta xm = hg_meta_of(x), om;
-    HG_TRY(hg_reduce_axes(op, &a->v[axis_k], a->v[keep_k].b, excl_k >= 0 && a->v[excl_k].b,
-                          &xm, &om, red));
+    HG_TRY(hg_reduce_axes(op, &a->v[axis_k], a->v[keep_k].b, excl_k >= 0 && a->v[excl_k].b, &xm,
+                          &om, red));
     return reduce_run(kind, red, x, y);
 }
 
@@ -1050,7 +1100,9 @@ RED_FORWARD(min, RED_MIN)
 static hg_status norm_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     red_kind kind = a->v[N_ORD].i == 1 ? RED_NORM1 : RED_NORM2;
     return axes_forward(kind, op, a, N_AXIS, N_KEEPDIMS, -1, in[0], out[0]);
 }
@@ -1058,14 +1110,20 @@ static hg_status norm_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 static hg_status argmax_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     return arg_run(false, a, in[0], out[0]);
 }
 
 static hg_status argmin_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     return arg_run(true, a, in[0], out[0]);
 }
 
@@ -1097,9 +1155,11 @@ RED_GRAD(norm, true)
 /* ---- the op table ------------------------------------------------------------------------- */
 
 static const hg_attr_spec k_axes_attrs[] = {
-    [K_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
-        "axis or axes to reduce; None or () reduces all into shape (1,); negative counts from the "
-        "end", NULL},
+    [K_AXIS] =
+        {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+         "axis or axes to reduce; None or () reduces all into shape (1,); negative counts from the "
+         "end",
+         NULL},
     [K_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False",
                     "keep the reduced axes as dimensions of size 1", NULL},
     [K_EXCLUDE] = {"exclude", HG_ATTR_BOOL, 0, "False", "reduce the axes that are NOT in axis",
@@ -1143,15 +1203,20 @@ const hg_op_def hg_ops_reduce[] = {
             "mean over the given axes (integer inputs: integer division, like MXNet)"),
     AXES_OP("prod", NULL, prod, sum_infer, "product over the given axes"),
     AXES_OP("nansum", NULL, nansum, sum_infer, "sum over the given axes, NaN counted as 0"),
-    AXES_OP("nanprod", NULL, nanprod, sum_infer,
-            "product over the given axes, NaN counted as 1"),
+    AXES_OP("nanprod", NULL, nanprod, sum_infer, "product over the given axes, NaN counted as 1"),
     AXES_OP("max", HG_NAMES("max_axis"), max, minmax_infer,
             "maximum over the given axes (NaN propagates)"),
     AXES_OP("min", HG_NAMES("min_axis"), min, minmax_infer,
             "minimum over the given axes (NaN propagates)"),
-    {.name = "norm", .doc = "L1 or L2 norm over the given axes (all: shape (1,))",
-     .input_names = DATA, .attrs = k_norm_attrs, .num_attrs = HG_COUNT(k_norm_attrs),
-     .num_inputs = 1, .num_outputs = 1, .infer = norm_infer, .forward = norm_forward,
+    {.name = "norm",
+     .doc = "L1 or L2 norm over the given axes (all: shape (1,))",
+     .input_names = DATA,
+     .attrs = k_norm_attrs,
+     .num_attrs = HG_COUNT(k_norm_attrs),
+     .num_inputs = 1,
+     .num_outputs = 1,
+     .infer = norm_infer,
+     .forward = norm_forward,
      .grad = norm_grad},
     ARG_OP("argmax", argmax,
            "index of the first maximum along axis (None: of the flattened array), in the input's "

@@ -127,13 +127,18 @@ static void bk_block(const bk_job *j, int64_t o, int64_t e, int64_t w)
         load_out(j->y, j->ty, j->ey, o, w, j->istride, y);
     switch (j->kind) {
     case BK_SUM: memcpy(g, dy, sizeof(double) * (size_t)w); break;
-    case BK_MEAN: for (int64_t i = 0; i < w; i++) g[i] = dy[i] * j->scale; break;
-    case BK_NANSUM: for (int64_t i = 0; i < w; i++) g[i] = x[i] != x[i] ? 0.0 : dy[i]; break;
-    case BK_MAXMIN: for (int64_t i = 0; i < w; i++) g[i] = x[i] == y[i] ? dy[i] : 0.0; break;
+    case BK_MEAN:
+        for (int64_t i = 0; i < w; i++) g[i] = dy[i] * j->scale;
+        break;
+    case BK_NANSUM:
+        for (int64_t i = 0; i < w; i++) g[i] = x[i] != x[i] ? 0.0 : dy[i];
+        break;
+    case BK_MAXMIN:
+        for (int64_t i = 0; i < w; i++) g[i] = x[i] == y[i] ? dy[i] : 0.0;
+        break;
     case BK_NORM:
         if (j->ord == 1) {
-            for (int64_t i = 0; i < w; i++)
-                g[i] = x[i] > 0 ? dy[i] : x[i] < 0 ? -dy[i] : 0.0;
+            for (int64_t i = 0; i < w; i++) g[i] = x[i] > 0 ? dy[i] : x[i] < 0 ? -dy[i] : 0.0;
         } else {
             for (int64_t i = 0; i < w; i++) g[i] = y[i] == 0 ? 0.0 : dy[i] * (x[i] / y[i]);
         }
@@ -243,8 +248,10 @@ static hg_status check_like(const hg_op_def *op, const char *what, const hg_meta
     for (int d = 0; ok && d < m->ndim; d++)
         ok = m->shape[d] < 0 || want->shape[d] < 0 || m->shape[d] == want->shape[d];
     if (!ok)
-        return hg_error(HG_ERR_VALUE, "%s: %s has shape %s, but reducing data of shape %s gives "
-                        "%s", op->name, what, hg_shape_str(s0, m->ndim, m->shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: %s has shape %s, but reducing data of shape %s gives "
+                        "%s",
+                        op->name, what, hg_shape_str(s0, m->ndim, m->shape),
                         hg_shape_str(s1, x->ndim, x->shape),
                         hg_shape_str(s2, want->ndim, want->shape));
     if (m->dtype == HG_DTYPE_BOOL)

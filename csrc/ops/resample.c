@@ -12,10 +12,7 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 
-static const char *tuple_str(char *buf, const hg_tuple *t)
-{
-    return hg_shape_str(buf, t->n, t->v);
-}
+static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
 static bool is_float(hg_dtype dt)
 {
@@ -32,13 +29,15 @@ static const char *const k_pad_modes[] = {"constant", "edge", "reflect", NULL};
 static const hg_attr_spec k_pad_attrs[] = {
     {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "padding type: constant, edge or reflect",
      k_pad_modes},
-    {"pad_width", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "(before, after) pad sizes per axis, "
-     "flattened; the first two axes must have 0", NULL},
+    {"pad_width", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+     "(before, after) pad sizes per axis, "
+     "flattened; the first two axes must have 0",
+     NULL},
     {"constant_value", HG_ATTR_FLOAT, 0, "0", "fill value of constant mode", NULL},
 };
 
-static hg_status pad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                           int nout, hg_meta *out)
+static hg_status pad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
 {
     (void)op;
     (void)nin;
@@ -49,18 +48,23 @@ static hg_status pad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     int64_t mode = a->v[K_PAD_MODE].i;
     if (x->ndim < 0) return HG_OK;
     if (pw->n != 2 * x->ndim)
-        return hg_error(HG_ERR_VALUE, "Pad: pad_width=%s has %d entries, but data shape %s needs "
-                        "%d (2 per axis)", tuple_str(s0, pw), pw->n,
-                        hg_shape_str(s1, x->ndim, x->shape), 2 * x->ndim);
+        return hg_error(HG_ERR_VALUE,
+                        "Pad: pad_width=%s has %d entries, but data shape %s needs "
+                        "%d (2 per axis)",
+                        tuple_str(s0, pw), pw->n, hg_shape_str(s1, x->ndim, x->shape), 2 * x->ndim);
     if (x->ndim != 4 && x->ndim != 5)
         return hg_error(HG_ERR_VALUE, "Pad: only 4-D or 5-D data is supported, got data shape %s",
                         hg_shape_str(s0, x->ndim, x->shape));
     if (pw->v[0] != 0 || pw->v[1] != 0 || pw->v[2] != 0 || pw->v[3] != 0)
-        return hg_error(HG_ERR_VALUE, "Pad: padding on the first two axes (batch and channel) "
-                        "must be zero, got pad_width=%s", tuple_str(s0, pw));
+        return hg_error(HG_ERR_VALUE,
+                        "Pad: padding on the first two axes (batch and channel) "
+                        "must be zero, got pad_width=%s",
+                        tuple_str(s0, pw));
     if (!is_float(x->dtype))
-        return hg_error(HG_ERR_TYPE, "Pad: dtype %s is not supported (float16, float32 and "
-                        "float64 only)", hg_dtype_name(x->dtype));
+        return hg_error(HG_ERR_TYPE,
+                        "Pad: dtype %s is not supported (float16, float32 and "
+                        "float64 only)",
+                        hg_dtype_name(x->dtype));
     out[0].ndim = x->ndim;
     out[0].dtype = x->dtype;
     for (int i = 0; i < x->ndim; i++) {
@@ -69,13 +73,15 @@ static hg_status pad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
             return hg_error(HG_ERR_VALUE, "Pad: pad_width=%s must be non-negative",
                             tuple_str(s0, pw));
         if (n >= 0 && mode == PAD_REFLECT && (b >= n || e >= n) && (b || e))
-            return hg_error(HG_ERR_VALUE, "Pad: reflect padding must be smaller than the input "
-                            "size: pad_width=%s, data shape %s (axis %d)", tuple_str(s0, pw),
-                            hg_shape_str(s1, x->ndim, x->shape), i);
+            return hg_error(HG_ERR_VALUE,
+                            "Pad: reflect padding must be smaller than the input "
+                            "size: pad_width=%s, data shape %s (axis %d)",
+                            tuple_str(s0, pw), hg_shape_str(s1, x->ndim, x->shape), i);
         if (n == 0 && mode == PAD_EDGE && (b || e))
-            return hg_error(HG_ERR_VALUE, "Pad: edge padding of an empty axis: pad_width=%s, data "
-                            "shape %s (axis %d)", tuple_str(s0, pw),
-                            hg_shape_str(s1, x->ndim, x->shape), i);
+            return hg_error(HG_ERR_VALUE,
+                            "Pad: edge padding of an empty axis: pad_width=%s, data "
+                            "shape %s (axis %d)",
+                            tuple_str(s0, pw), hg_shape_str(s1, x->ndim, x->shape), i);
         out[0].shape[i] = n < 0 ? -1 : n + b + e;
     }
     return hg_shape_check(out[0].ndim, out[0].shape, out[0].dtype);
@@ -190,15 +196,19 @@ static hg_status pad_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     out[0].ndim = -1;
     if (o->ndim < 0) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
     if (pw->n != 2 * o->ndim)
-        return hg_error(HG_ERR_VALUE, "%s: pad_width=%s has %d entries, but the output gradient "
-                        "%s needs %d (2 per axis)", op->name, tuple_str(s0, pw), pw->n,
-                        hg_shape_str(s1, o->ndim, o->shape), 2 * o->ndim);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: pad_width=%s has %d entries, but the output gradient "
+                        "%s needs %d (2 per axis)",
+                        op->name, tuple_str(s0, pw), pw->n, hg_shape_str(s1, o->ndim, o->shape),
+                        2 * o->ndim);
     hg_meta x = *o, fout = {.ndim = -1};
     for (int i = 0; i < o->ndim; i++) {
         x.shape[i] = o->shape[i] - pw->v[2 * i] - pw->v[2 * i + 1];
         if (x.shape[i] < 0)
-            return hg_error(HG_ERR_VALUE, "%s: pad_width=%s is larger than the output gradient "
-                            "%s", op->name, tuple_str(s0, pw), hg_shape_str(s1, o->ndim, o->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "%s: pad_width=%s is larger than the output gradient "
+                            "%s",
+                            op->name, tuple_str(s0, pw), hg_shape_str(s1, o->ndim, o->shape));
     }
     HG_TRY(pad_infer(op, a, 1, &x, 1, &fout));
     out[0] = x;
@@ -317,21 +327,24 @@ static const hg_attr_spec k_up_attrs[] = {
     {"scale", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "up-sampling scale", NULL},
     {"num_filter", HG_ATTR_INT, 0, "0", "input filter count (bilinear only)", NULL},
     {"sample_type", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "nearest or bilinear", k_up_types},
-    {"multi_input_mode", HG_ATTR_ENUM, 0, "concat", "how to combine several inputs: concat "
-     "(along channels) or sum", k_up_modes},
+    {"multi_input_mode", HG_ATTR_ENUM, 0, "concat",
+     "how to combine several inputs: concat "
+     "(along channels) or sum",
+     k_up_modes},
     {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
     {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored)", NULL},
 };
 
-static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                          int nout, hg_meta *out)
+static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
 {
     (void)op;
     (void)nout;
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     int64_t scale = a->v[K_UP_SCALE].i;
     if (a->v[K_UP_TYPE].i == UP_BILINEAR)
-        return hg_error(HG_ERR_UNSUPPORTED, "UpSampling: sample_type='bilinear' is not supported "
+        return hg_error(HG_ERR_UNSUPPORTED,
+                        "UpSampling: sample_type='bilinear' is not supported "
                         "(it needs a deconvolution weight input); use sample_type='nearest'");
     if (nin < 1) return hg_error(HG_ERR_VALUE, "UpSampling: num_args must be at least 1");
     if (scale < 1 || scale > 1000)
@@ -344,27 +357,34 @@ static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     for (int i = 0; i < nin; i++) {
         const hg_meta *x = &in[i];
         if (x->ndim != 4)
-            return hg_error(HG_ERR_VALUE, "UpSampling: input %d should be 4-D (batch, channel, y, "
-                            "x), got shape %s", i, hg_shape_str(s0, x->ndim, x->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "UpSampling: input %d should be 4-D (batch, channel, y, "
+                            "x), got shape %s",
+                            i, hg_shape_str(s0, x->ndim, x->shape));
         if (x->dtype != x0->dtype)
-            return hg_error(HG_ERR_TYPE, "UpSampling: all inputs must have the same dtype, input "
-                            "0 is %s and input %d is %s", hg_dtype_name(x0->dtype), i,
-                            hg_dtype_name(x->dtype));
+            return hg_error(HG_ERR_TYPE,
+                            "UpSampling: all inputs must have the same dtype, input "
+                            "0 is %s and input %d is %s",
+                            hg_dtype_name(x0->dtype), i, hg_dtype_name(x->dtype));
         if (x->shape[0] != x0->shape[0])
-            return hg_error(HG_ERR_VALUE, "UpSampling: inputs must have the same batch size, "
+            return hg_error(HG_ERR_VALUE,
+                            "UpSampling: inputs must have the same batch size, "
                             "input 0 has shape %s and input %d has shape %s",
                             hg_shape_str(s0, x0->ndim, x0->shape), i,
                             hg_shape_str(s1, x->ndim, x->shape));
         int64_t h = x->shape[2], w = x->shape[3];
         if (h < 1 || w < 1 || OH % h != 0 || OW % w != 0 || OH / h != OW / w)
-            return hg_error(HG_ERR_VALUE, "UpSampling: input %d of shape %s does not divide the "
-                            "output size (%lld, %lld) by one integer scale", i,
-                            hg_shape_str(s0, x->ndim, x->shape), (long long)OH, (long long)OW);
+            return hg_error(HG_ERR_VALUE,
+                            "UpSampling: input %d of shape %s does not divide the "
+                            "output size (%lld, %lld) by one integer scale",
+                            i, hg_shape_str(s0, x->ndim, x->shape), (long long)OH, (long long)OW);
         if (a->v[K_UP_MODE].i == UP_SUM) {
             if (i > 0 && x->shape[1] != chans)
-                return hg_error(HG_ERR_VALUE, "UpSampling: number of channels must be the same "
+                return hg_error(HG_ERR_VALUE,
+                                "UpSampling: number of channels must be the same "
                                 "when multi_input_mode==sum, input 0 has shape %s and input %d "
-                                "has shape %s", hg_shape_str(s0, x0->ndim, x0->shape), i,
+                                "has shape %s",
+                                hg_shape_str(s0, x0->ndim, x0->shape), i,
                                 hg_shape_str(s1, x->ndim, x->shape));
             chans = x->shape[1];
         } else {
@@ -372,8 +392,10 @@ static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         }
     }
     if (!is_float(x0->dtype))
-        return hg_error(HG_ERR_TYPE, "UpSampling: dtype %s is not supported (float16, float32 "
-                        "and float64 only)", hg_dtype_name(x0->dtype));
+        return hg_error(HG_ERR_TYPE,
+                        "UpSampling: dtype %s is not supported (float16, float32 "
+                        "and float64 only)",
+                        hg_dtype_name(x0->dtype));
     out[0].ndim = 4;
     out[0].dtype = x0->dtype;
     out[0].shape[0] = x0->shape[0];
@@ -446,8 +468,8 @@ static void up_rows(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                            int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)op;
     (void)ctx;
@@ -457,9 +479,10 @@ static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     int64_t coff = 0;
     for (int i = 0; i < nin; i++) {
         const hg_tensor *x = in[i];
-        up_job j = {hg_data(x), hg_data(y), x->shape[1], x->shape[2], x->shape[3],
-                    y->shape[2] / x->shape[2], y->shape[1], coff, hg_dtype_size(y->dtype),
-                    y->dtype, sum && i > 0};
+        up_job j = {hg_data(x),  hg_data(y),  x->shape[1],
+                    x->shape[2], x->shape[3], y->shape[2] / x->shape[2],
+                    y->shape[1], coff,        hg_dtype_size(y->dtype),
+                    y->dtype,    sum && i > 0};
         int64_t rows = x->shape[0] * x->shape[1] * x->shape[2];
         int64_t work = j.W * j.s * j.s;
         hg_parallel_for(rows, work > 0 ? HG_GRAIN_ELEMWISE / work + 1 : rows + 1, up_rows, &j);
@@ -476,8 +499,8 @@ static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
 static int up_bw_num_inputs(const hg_attrs *a) { return (int)a->v[K_UP_NUM_ARGS].i + 1; }
 static int up_bw_num_outputs(const hg_attrs *a) { return (int)a->v[K_UP_NUM_ARGS].i; }
 
-static hg_status up_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status up_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     for (int i = 0; i < nout; i++) out[i].ndim = -1;
@@ -487,10 +510,12 @@ static hg_status up_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     HG_TRY(up_infer(op, a, nin - 1, in + 1, 1, &fout));
     if (in[0].dtype != fout.dtype ||
         !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
-        return hg_error(HG_ERR_VALUE, "%s: output gradient %s (%s) does not match the "
-                        "up-sampled shape %s (%s)", op->name,
-                        hg_shape_str(s0, in[0].ndim, in[0].shape), hg_dtype_name(in[0].dtype),
-                        hg_shape_str(s1, fout.ndim, fout.shape), hg_dtype_name(fout.dtype));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: output gradient %s (%s) does not match the "
+                        "up-sampled shape %s (%s)",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
+                        hg_dtype_name(fout.dtype));
     for (int i = 0; i < nout; i++) out[i] = in[1 + i];
     return HG_OK;
 }
@@ -539,8 +564,9 @@ static hg_status up_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_
                                                  : up_bw_rows_uint16_t;
     for (int i = 0; i < nout; i++) {
         const hg_tensor *x = out[i];
-        up_bw_job j = {hg_data(dy), hg_data(x), x->shape[1], x->shape[2], x->shape[3],
-                       dy->shape[2] / x->shape[2], dy->shape[1], coff};
+        up_bw_job j = {hg_data(dy),  hg_data(x),  x->shape[1],
+                       x->shape[2],  x->shape[3], dy->shape[2] / x->shape[2],
+                       dy->shape[1], coff};
         int64_t rows = x->shape[0] * x->shape[1] * x->shape[2];
         int64_t work = j.W * j.s * j.s;
         hg_parallel_for(rows, work > 0 ? HG_GRAIN_ELEMWISE / work + 1 : rows + 1, fn, &j);
@@ -554,8 +580,10 @@ static hg_status up_grad(hg_grad_ctx *g)
     int k = hg_g_nin(g);
     hg_sentry in[HG_MAX_IO], dx[HG_MAX_IO];
     if (k + 1 > HG_MAX_IO)
-        return hg_error(HG_ERR_UNSUPPORTED, "UpSampling: the gradient supports at most %d inputs, "
-                        "got %d", HG_MAX_IO - 1, k);
+        return hg_error(HG_ERR_UNSUPPORTED,
+                        "UpSampling: the gradient supports at most %d inputs, "
+                        "got %d",
+                        HG_MAX_IO - 1, k);
     in[0] = hg_g_ograd(g, 0);
     for (int i = 0; i < k; i++) in[1 + i] = hg_g_in(g, i);
     hg_g_op_fwd_attrs(g, "_backward_UpSampling", k + 1, in, NULL, k, dx);
@@ -580,24 +608,51 @@ static hg_status up_bw_grad(hg_grad_ctx *g)
 /* ---- registry ------------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_resample[] = {
-    {.name = "Pad", .aliases = HG_NAMES("pad"), .doc = "Pads 4-D or 5-D data on its spatial axes "
-     "(constant, edge or reflect mode); pad_width holds (before, after) per axis.",
-     .input_names = HG_NAMES("data"), .attrs = k_pad_attrs, .num_attrs = HG_COUNT(k_pad_attrs),
-     .num_inputs = 1, .infer = pad_infer, .forward = pad_forward, .grad = pad_grad},
-    {.name = "_backward_Pad", .doc = "Gradient of Pad: sums the output gradient back onto the "
-     "data's elements.", .input_names = HG_NAMES("ograd"), .attrs = k_pad_attrs,
-     .num_attrs = HG_COUNT(k_pad_attrs), .num_inputs = 1, .infer = pad_bw_infer,
-     .forward = pad_bw_forward, .workspace = pad_bw_workspace, .grad = pad_bw_grad},
-    {.name = "UpSampling", .doc = "Nearest-neighbour up-sampling of 4-D inputs by an integer "
-     "scale; several inputs are brought to the first one's scaled size and concatenated along "
-     "channels or summed.", .input_names = HG_NAMES("data"), .attrs = k_up_attrs,
-     .num_attrs = HG_COUNT(k_up_attrs), .flags = HG_OP_VARARGS, .infer = up_infer,
-     .forward = up_forward, .grad = up_grad},
-    {.name = "_backward_UpSampling", .doc = "Gradient of UpSampling (nearest): one gradient per "
-     "data input from (ograd, data_0, ...); num_args counts the data inputs.",
-     .input_names = HG_NAMES("ograd"), .attrs = k_up_attrs, .num_attrs = HG_COUNT(k_up_attrs),
-     .flags = HG_OP_VARARGS, .get_num_inputs = up_bw_num_inputs,
-     .get_num_outputs = up_bw_num_outputs, .infer = up_bw_infer, .forward = up_bw_forward,
+    {.name = "Pad",
+     .aliases = HG_NAMES("pad"),
+     .doc = "Pads 4-D or 5-D data on its spatial axes "
+            "(constant, edge or reflect mode); pad_width holds (before, after) per axis.",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_pad_attrs,
+     .num_attrs = HG_COUNT(k_pad_attrs),
+     .num_inputs = 1,
+     .infer = pad_infer,
+     .forward = pad_forward,
+     .grad = pad_grad},
+    {.name = "_backward_Pad",
+     .doc = "Gradient of Pad: sums the output gradient back onto the "
+            "data's elements.",
+     .input_names = HG_NAMES("ograd"),
+     .attrs = k_pad_attrs,
+     .num_attrs = HG_COUNT(k_pad_attrs),
+     .num_inputs = 1,
+     .infer = pad_bw_infer,
+     .forward = pad_bw_forward,
+     .workspace = pad_bw_workspace,
+     .grad = pad_bw_grad},
+    {.name = "UpSampling",
+     .doc =
+         "Nearest-neighbour up-sampling of 4-D inputs by an integer "
+         "scale; several inputs are brought to the first one's scaled size and concatenated along "
+         "channels or summed.",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_up_attrs,
+     .num_attrs = HG_COUNT(k_up_attrs),
+     .flags = HG_OP_VARARGS,
+     .infer = up_infer,
+     .forward = up_forward,
+     .grad = up_grad},
+    {.name = "_backward_UpSampling",
+     .doc = "Gradient of UpSampling (nearest): one gradient per "
+            "data input from (ograd, data_0, ...); num_args counts the data inputs.",
+     .input_names = HG_NAMES("ograd"),
+     .attrs = k_up_attrs,
+     .num_attrs = HG_COUNT(k_up_attrs),
+     .flags = HG_OP_VARARGS,
+     .get_num_inputs = up_bw_num_inputs,
+     .get_num_outputs = up_bw_num_outputs,
+     .infer = up_bw_infer,
+     .forward = up_bw_forward,
      .grad = up_bw_grad},
     {0},
 };

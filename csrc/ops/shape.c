@@ -24,7 +24,6 @@
 #define SMAX HG_STRIDED_MAX_DIMS
 #define COPY_GRAIN_BYTES (1 << 18)
 
-
 /* Normalises an axis into [0, ndim); false when it is out of range. */
 static bool norm_axis(int64_t axis, int ndim, int *out)
 {
@@ -58,7 +57,11 @@ static void par_copy(void *dst, const void *src, size_t nbytes)
 static hg_status copy_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     par_copy(hg_data(out[0]), hg_data(in[0]), (size_t)in[0]->size * hg_dtype_size(in[0]->dtype));
     return HG_OK;
 }
@@ -71,14 +74,17 @@ static void broadcast_copy(const hg_tensor *in, hg_tensor *out)
     for (int d = 0; d < out->ndim; d++)
         if (in->shape[d] != out->shape[d]) str[d] = 0;
     hg_strided_copy(hg_data(in), hg_data(out), hg_dtype_size(in->dtype), out->ndim, out->shape, str,
-                 0);
+                    0);
 }
 
-static hg_status broadcast_forward(const hg_op_def *op, const hg_attrs *a,
-                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                   int nout, hg_tensor *const *out)
+static hg_status broadcast_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)a; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     broadcast_copy(in[0], out[0]);
     return HG_OK;
 }
@@ -87,9 +93,11 @@ static hg_status broadcast_forward(const hg_op_def *op, const hg_attrs *a,
 
 enum { R_SHAPE, R_REVERSE, R_TARGET, R_KEEP, R_NATTRS };
 static const hg_attr_spec k_reshape_attrs[] = {
-    [R_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()",
-        "target shape; codes: 0 copy a dim, -1 infer, -2 copy the rest, -3 merge two dims, "
-        "-4 a b split a dim", NULL},
+    [R_SHAPE] =
+        {"shape", HG_ATTR_TUPLE, 0, "()",
+         "target shape; codes: 0 copy a dim, -1 infer, -2 copy the rest, -3 merge two dims, "
+         "-4 a b split a dim",
+         NULL},
     [R_REVERSE] = {"reverse", HG_ATTR_BOOL, 0, "False",
                    "match the special codes from right to left", NULL},
     [R_TARGET] = {"target_shape", HG_ATTR_TUPLE, 0, "()",
@@ -101,8 +109,8 @@ _Static_assert(HG_COUNT(k_reshape_attrs) == R_NATTRS, "k_reshape_attrs must matc
 
 #define RMAX (HG_MAX_TUPLE + HG_MAX_NDIM)
 
-static hg_status HG_PRINTF(4, 5) reshape_fail(const hg_op_def *op, const hg_attrs *a,
-                                              const hg_meta *x, const char *fmt, ...)
+static hg_status HG_PRINTF(4, 5)
+    reshape_fail(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, const char *fmt, ...)
 {
     char why[256], s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
     va_list ap;
@@ -111,8 +119,8 @@ static hg_status HG_PRINTF(4, 5) reshape_fail(const hg_op_def *op, const hg_attr
     va_end(ap);
     int k = a->v[R_SHAPE].t.n || !a->v[R_TARGET].is_set ? R_SHAPE : R_TARGET;
     hg_attr_format(op, k, a, t, sizeof t);
-    return hg_error(HG_ERR_VALUE, "%s: cannot reshape input of shape %s with %s=%s%s: %s",
-                    op->name, hg_shape_str(s, x->ndim, x->shape), op->attrs[k].name, t,
+    return hg_error(HG_ERR_VALUE, "%s: cannot reshape input of shape %s with %s=%s%s: %s", op->name,
+                    hg_shape_str(s, x->ndim, x->shape), op->attrs[k].name, t,
                     a->v[R_REVERSE].b ? ", reverse=True" : "", why);
 }
 
@@ -147,7 +155,8 @@ static hg_status reshape_finish(const hg_op_def *op, const hg_attrs *a, const hg
         if (size < 0 || rest < 0) {
             tmp[inf] = -1; /* graph inference with unknown dims: stays unknown */
         } else if (rest == 0) {
-            return reshape_fail(op, a, x, "cannot infer the -1 dim: the other target dims "
+            return reshape_fail(op, a, x,
+                                "cannot infer the -1 dim: the other target dims "
                                 "have zero size");
         } else {
             tmp[inf] = size / rest;
@@ -155,7 +164,8 @@ static hg_status reshape_finish(const hg_op_def *op, const hg_attrs *a, const hg
         }
     }
     if (size >= 0 && rest >= 0 && size != rest)
-        return reshape_fail(op, a, x, "Target shape size is different to source. Target: %s "
+        return reshape_fail(op, a, x,
+                            "Target shape size is different to source. Target: %s "
                             "(%lld elements), source has %lld elements",
                             hg_shape_str(ts, m, tmp), (long long)rest, (long long)size);
     o->ndim = m;
@@ -165,8 +175,7 @@ static hg_status reshape_finish(const hg_op_def *op, const hg_attrs *a, const hg
 }
 
 /* The special codes, as MXNet's InferReshapeShape reads them (reverse: both lists reversed). */
-static hg_status reshape_codes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
-                               hg_meta *o)
+static hg_status reshape_codes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, hg_meta *o)
 {
     const hg_tuple *sh = &a->v[R_SHAPE].t;
     bool rev = a->v[R_REVERSE].b;
@@ -181,8 +190,7 @@ static hg_status reshape_codes(const hg_op_def *op, const hg_attrs *a, const hg_
             si++;
         } else if (c == 0) {
             if (si >= nd)
-                return reshape_fail(op, a, x, "code 0 at position %d has no input dim to copy",
-                                    i);
+                return reshape_fail(op, a, x, "code 0 at position %d has no input dim to copy", i);
             tmp[m++] = src[si++];
         } else if (c == -1) {
             if (inf >= 0) return reshape_fail(op, a, x, "One and only one dim can be inferred");
@@ -197,15 +205,18 @@ static hg_status reshape_codes(const hg_op_def *op, const hg_attrs *a, const hg_
             int64_t d1 = src[si++], d2 = src[si++];
             tmp[m++] = d1 < 0 || d2 < 0 ? -1 : d1 * d2;
         } else if (c == -4) {
-            if (i + 2 >= n)
-                return reshape_fail(op, a, x, "code -4 must be followed by two dims");
+            if (i + 2 >= n) return reshape_fail(op, a, x, "code -4 must be followed by two dims");
             if (si >= nd)
-                return reshape_fail(op, a, x, "code -4 at position %d has no input dim to "
-                                    "split", i);
+                return reshape_fail(op, a, x,
+                                    "code -4 at position %d has no input dim to "
+                                    "split",
+                                    i);
             int64_t d0 = src[si++], d1 = par[++i], d2 = par[++i];
             if (d1 < -1 || d2 < -1 || (d1 == -1 && d2 == -1))
-                return reshape_fail(op, a, x, "the dims after -4 must be >= 0, one may be -1 "
-                                    "(got %lld, %lld)", (long long)d1, (long long)d2);
+                return reshape_fail(op, a, x,
+                                    "the dims after -4 must be >= 0, one may be -1 "
+                                    "(got %lld, %lld)",
+                                    (long long)d1, (long long)d2);
             if (d0 >= 0) {
                 if ((d1 == -1 && d2 == 0) || (d2 == -1 && d1 == 0))
                     return reshape_fail(op, a, x, "cannot split dim %lld into %lld x %lld",
@@ -214,15 +225,18 @@ static hg_status reshape_codes(const hg_op_def *op, const hg_attrs *a, const hg_
                 if (d2 == -1) d2 = d0 / d1;
                 int64_t pr;
                 if (__builtin_mul_overflow(d1, d2, &pr) || pr != d0)
-                    return reshape_fail(op, a, x, "Split dims %lld, %lld do not divide "
-                                        "original dim %lld", (long long)d1, (long long)d2,
-                                        (long long)d0);
+                    return reshape_fail(op, a, x,
+                                        "Split dims %lld, %lld do not divide "
+                                        "original dim %lld",
+                                        (long long)d1, (long long)d2, (long long)d0);
             }
             tmp[m++] = d1;
             tmp[m++] = d2;
         } else {
-            return reshape_fail(op, a, x, "invalid value %lld in shape (codes are 0, -1, -2, "
-                                "-3, -4 or positive dims)", (long long)c);
+            return reshape_fail(op, a, x,
+                                "invalid value %lld in shape (codes are 0, -1, -2, "
+                                "-3, -4 or positive dims)",
+                                (long long)c);
         }
     }
     if (rev) {
@@ -246,8 +260,7 @@ static hg_status reshape_target(const hg_op_def *op, const hg_attrs *a, const hg
     int m = ts->n, zeros = 0, inf = -1;
     for (int i = 0; i < m; i++) {
         if (ts->v[i] < 0)
-            return reshape_fail(op, a, x, "negative dim %lld in target_shape",
-                                (long long)ts->v[i]);
+            return reshape_fail(op, a, x, "negative dim %lld in target_shape", (long long)ts->v[i]);
         tmp[i] = ts->v[i];
     }
     if (keep) {
@@ -261,17 +274,16 @@ static hg_status reshape_target(const hg_op_def *op, const hg_attrs *a, const hg
             inf = i;
         }
     }
-    if (zeros == 1)
-        tmp[inf] = 1;
-    else
-        inf = -1;
+    if (zeros == 1) tmp[inf] = 1;
+    else inf = -1;
     return reshape_finish(op, a, x, m, tmp, inf, o);
 }
 
 static hg_status reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     if (in[0].ndim < 0) return hg_error(HG_ERR_VALUE, "%s: the input shape is unknown", op->name);
     if (a->v[R_SHAPE].t.n > 0) return reshape_codes(op, a, &in[0], &out[0]);
     if (a->v[R_TARGET].is_set) return reshape_target(op, a, &in[0], &out[0]);
@@ -283,7 +295,10 @@ static hg_status reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
 static hg_status flatten_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)op; (void)a; (void)nin; (void)nout;
+    (void)op;
+    (void)a;
+    (void)nin;
+    (void)nout;
     const hg_meta *x = &in[0];
     int64_t rest = 1;
     for (int d = 1; d < x->ndim; d++) rest = x->shape[d] < 0 || rest < 0 ? -1 : rest * x->shape[d];
@@ -304,16 +319,19 @@ _Static_assert(HG_COUNT(k_expand_attrs) == EX_NATTRS, "k_expand_attrs must match
 static hg_status expand_dims_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                    int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR];
     const hg_meta *x = &in[0];
     int nd = x->ndim, ax;
     if (nd + 1 > HG_MAX_NDIM)
-        return hg_error(HG_ERR_VALUE, "%s: input %s already has the maximum of %d dims",
-                        op->name, hg_shape_str(s, nd, x->shape), HG_MAX_NDIM);
+        return hg_error(HG_ERR_VALUE, "%s: input %s already has the maximum of %d dims", op->name,
+                        hg_shape_str(s, nd, x->shape), HG_MAX_NDIM);
     if (!norm_axis(a->v[EX_AXIS].i, nd + 1, &ax))
-        return hg_error(HG_ERR_VALUE, "%s: axis must be in the range [%d, %d] (%lld provided) "
-                        "for input of shape %s", op->name, -nd - 1, nd, (long long)a->v[EX_AXIS].i,
+        return hg_error(HG_ERR_VALUE,
+                        "%s: axis must be in the range [%d, %d] (%lld provided) "
+                        "for input of shape %s",
+                        op->name, -nd - 1, nd, (long long)a->v[EX_AXIS].i,
                         hg_shape_str(s, nd, x->shape));
     out[0].ndim = nd + 1;
     out[0].dtype = x->dtype;
@@ -331,7 +349,8 @@ _Static_assert(HG_COUNT(k_squeeze_attrs) == SQ_NATTRS, "k_squeeze_attrs must mat
 static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR];
     const hg_meta *x = &in[0];
     bool drop[HG_MAX_NDIM] = {false};
@@ -343,11 +362,13 @@ static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
         for (int i = 0; i < t->n; i++) {
             int ax;
             if (!norm_axis(t->v[i], nd, &ax))
-                return hg_error(HG_ERR_VALUE, "%s: axis %lld is out of bounds for array of "
-                                "dimension %d (shape %s)", op->name, (long long)t->v[i], nd,
-                                hg_shape_str(s, nd, x->shape));
+                return hg_error(HG_ERR_VALUE,
+                                "%s: axis %lld is out of bounds for array of "
+                                "dimension %d (shape %s)",
+                                op->name, (long long)t->v[i], nd, hg_shape_str(s, nd, x->shape));
             if (x->shape[ax] != 1)
-                return hg_error(HG_ERR_VALUE, "%s: cannot select an axis to squeeze out which "
+                return hg_error(HG_ERR_VALUE,
+                                "%s: cannot select an axis to squeeze out which "
                                 "has size=%lld not equal to one (axis %lld of shape %s)",
                                 op->name, (long long)x->shape[ax], (long long)t->v[i],
                                 hg_shape_str(s, nd, x->shape));
@@ -374,8 +395,7 @@ static const hg_attr_spec k_transpose_attrs[] = {
 _Static_assert(HG_COUNT(k_transpose_attrs) == TR_NATTRS, "k_transpose_attrs must match its enum");
 
 /* The permutation of a transpose: out dim i is input dim perm[i]. */
-static hg_status transpose_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
-                                int *perm)
+static hg_status transpose_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, int *perm)
 {
     char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
     const hg_tuple *ax = &a->v[TR_AXES].t;
@@ -393,14 +413,17 @@ static hg_status transpose_perm(const hg_op_def *op, const hg_attrs *a, const hg
     return HG_OK;
 bad:
     hg_attr_format(op, 0, a, t, sizeof t);
-    return hg_error(HG_ERR_VALUE, "%s: axes=%s is not a permutation of the %d axes of the input "
-                    "(shape %s)", op->name, t, nd, hg_shape_str(s, nd, x->shape));
+    return hg_error(HG_ERR_VALUE,
+                    "%s: axes=%s is not a permutation of the %d axes of the input "
+                    "(shape %s)",
+                    op->name, t, nd, hg_shape_str(s, nd, x->shape));
 }
 
 static hg_status transpose_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                  int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     int perm[HG_MAX_NDIM];
     HG_TRY(transpose_perm(op, a, &in[0], perm));
     out[0].ndim = in[0].ndim;
@@ -417,11 +440,12 @@ static void permute_copy(const hg_tensor *x, hg_tensor *y, const int *perm)
     hg_strided_copy(hg_data(x), hg_data(y), hg_dtype_size(x->dtype), y->ndim, y->shape, istr, 0);
 }
 
-static hg_status transpose_forward(const hg_op_def *op, const hg_attrs *a,
-                                   const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                   int nout, hg_tensor *const *out)
+static hg_status transpose_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     int perm[HG_MAX_NDIM];
     hg_meta m = hg_meta_of(in[0]);
     HG_TRY(transpose_perm(op, a, &m, perm));
@@ -450,10 +474,11 @@ static hg_status swap_perm(const hg_op_def *op, const hg_attrs *a, const hg_meta
     return HG_OK;
 }
 
-static hg_status swap_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status swap_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     int perm[HG_MAX_NDIM];
     HG_TRY(swap_perm(op, a, &in[0], perm));
     out[0].ndim = in[0].ndim;
@@ -465,7 +490,9 @@ static hg_status swap_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 static hg_status swap_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     int perm[HG_MAX_NDIM];
     hg_meta m = hg_meta_of(in[0]);
     HG_TRY(swap_perm(op, a, &m, perm));
@@ -477,16 +504,18 @@ static hg_status swap_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 
 enum { TL_REPS, TL_NATTRS };
 static const hg_attr_spec k_tile_attrs[] = {
-    [TL_REPS] = {"reps", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-        "repetitions per axis; the shorter of reps and the input shape is padded with leading 1s",
-        NULL},
+    [TL_REPS] =
+        {"reps", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+         "repetitions per axis; the shorter of reps and the input shape is padded with leading 1s",
+         NULL},
 };
 _Static_assert(HG_COUNT(k_tile_attrs) == TL_NATTRS, "k_tile_attrs must match its enum");
 
-static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
     const hg_meta *x = &in[0];
     const hg_tuple *r = &a->v[TL_REPS].t;
@@ -497,8 +526,8 @@ static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                         HG_MAX_NDIM);
     for (int i = 0; i < r->n; i++)
         if (r->v[i] < 0)
-            return hg_error(HG_ERR_VALUE, "%s: reps=%s must hold non-negative integers",
-                            op->name, t);
+            return hg_error(HG_ERR_VALUE, "%s: reps=%s must hold non-negative integers", op->name,
+                            t);
     for (int i = 0; i < on; i++) {
         int xi = i - (on - nd), ri = i - (on - r->n);
         int64_t dim = xi >= 0 ? x->shape[xi] : 1, rep = ri >= 0 ? r->v[ri] : 1;
@@ -518,7 +547,10 @@ static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 static hg_status tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *x = in[0];
     const hg_tuple *r = &a->v[TL_REPS].t;
     int64_t str[HG_MAX_NDIM], shape[SMAX], istr[SMAX];
@@ -547,7 +579,8 @@ _Static_assert(HG_COUNT(k_repeat_attrs) == RP_NATTRS, "k_repeat_attrs must match
 static hg_status repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR];
     const hg_meta *x = &in[0];
     int64_t rep = a->v[RP_REPEATS].i, size;
@@ -568,8 +601,8 @@ static hg_status repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
         out[0].ndim = 1;
         if (!shape_prod(x->ndim, x->shape, &size) ||
             (size >= 0 && __builtin_mul_overflow(size, rep, &out[0].shape[0])))
-            return hg_error(HG_ERR_VALUE, "%s: repeating shape %s %lld times overflows",
-                            op->name, hg_shape_str(s, x->ndim, x->shape), (long long)rep);
+            return hg_error(HG_ERR_VALUE, "%s: repeating shape %s %lld times overflows", op->name,
+                            hg_shape_str(s, x->ndim, x->shape), (long long)rep);
         if (size < 0) out[0].shape[0] = -1;
         return HG_OK;
     }
@@ -584,7 +617,10 @@ static hg_status repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
 static hg_status repeat_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *x = in[0];
     int64_t rep = a->v[RP_REPEATS].i, str[HG_MAX_NDIM], shape[SMAX], istr[SMAX];
     int m = 0, ax = 0;
@@ -617,8 +653,7 @@ static const hg_attr_spec k_reverse_attrs[] = {
 _Static_assert(HG_COUNT(k_reverse_attrs) == RV_NATTRS, "k_reverse_attrs must match its enum");
 
 /* flip[d]: whether dim d ends up reversed (an axis named twice reverses twice, as in MXNet). */
-static hg_status reverse_axes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
-                              bool *flip)
+static hg_status reverse_axes(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, bool *flip)
 {
     char s[HG_SHAPE_STR];
     const hg_tuple *t = &a->v[RV_AXIS].t;
@@ -636,7 +671,8 @@ static hg_status reverse_axes(const hg_op_def *op, const hg_attrs *a, const hg_m
 static hg_status reverse_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     bool flip[HG_MAX_NDIM];
     HG_TRY(reverse_axes(op, a, &in[0], flip));
     out[0] = in[0];
@@ -646,7 +682,9 @@ static hg_status reverse_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
 static hg_status reverse_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx; (void)nin; (void)nout;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *x = in[0];
     bool flip[HG_MAX_NDIM];
     int64_t str[HG_MAX_NDIM], base = 0;
@@ -659,7 +697,7 @@ static hg_status reverse_forward(const hg_op_def *op, const hg_attrs *a, const h
         str[d] = -str[d];
     }
     hg_strided_copy(hg_data(x), hg_data(out[0]), hg_dtype_size(x->dtype), x->ndim, x->shape, str,
-                 base);
+                    base);
     return HG_OK;
 }
 
@@ -672,22 +710,25 @@ static const hg_attr_spec k_bto_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_bto_attrs) == BT_NATTRS, "k_bto_attrs must match its enum");
 
-static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                           int nout, hg_meta *out)
+static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
     const hg_meta *x = &in[0];
     const hg_tuple *sh = &a->v[BT_SHAPE].t;
     hg_attr_format(op, 0, a, t, sizeof t);
     if (sh->n != x->ndim)
-        return hg_error(HG_ERR_VALUE, "%s: Operand of shape %s cannot be broadcasted to %s "
-                        "(the ranks differ)", op->name, hg_shape_str(s, x->ndim, x->shape), t);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: Operand of shape %s cannot be broadcasted to %s "
+                        "(the ranks differ)",
+                        op->name, hg_shape_str(s, x->ndim, x->shape), t);
     for (int d = 0; d < x->ndim; d++) {
         int64_t want = sh->v[d];
         if (want < 0 || (want != 0 && x->shape[d] != want && x->shape[d] != 1))
-            return hg_error(HG_ERR_VALUE, "%s: Array cannot be broadcasted from %s to %s",
-                            op->name, hg_shape_str(s, x->ndim, x->shape), t);
+            return hg_error(HG_ERR_VALUE, "%s: Array cannot be broadcasted from %s to %s", op->name,
+                            hg_shape_str(s, x->ndim, x->shape), t);
         out[0].shape[d] = want == 0 ? x->shape[d] : want;
     }
     out[0].ndim = x->ndim;
@@ -702,10 +743,11 @@ static const hg_attr_spec k_baxis_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_baxis_attrs) == BA_NATTRS, "k_baxis_attrs must match its enum");
 
-static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR];
     const hg_meta *x = &in[0];
     const hg_tuple *ax = &a->v[BA_AXIS].t, *sz = &a->v[BA_SIZE].t;
@@ -719,9 +761,10 @@ static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
             return hg_error(HG_ERR_VALUE, "%s: Invalid broadcast axis %lld for input of shape %s",
                             op->name, (long long)ax->v[i], hg_shape_str(s, x->ndim, x->shape));
         if (out[0].shape[d] != 1)
-            return hg_error(HG_ERR_VALUE, "%s: Broadcasting axis must have size 1, received "
-                            "input shape %s (axis %lld)", op->name,
-                            hg_shape_str(s, x->ndim, x->shape), (long long)ax->v[i]);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: Broadcasting axis must have size 1, received "
+                            "input shape %s (axis %lld)",
+                            op->name, hg_shape_str(s, x->ndim, x->shape), (long long)ax->v[i]);
         if (sz->v[i] < 0)
             return hg_error(HG_ERR_VALUE, "%s: size %lld must be non-negative", op->name,
                             (long long)sz->v[i]);
@@ -739,10 +782,11 @@ static const hg_attr_spec k_blike_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_blike_attrs) == BL_NATTRS, "k_blike_attrs must match its enum");
 
-static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR], t[HG_SHAPE_STR];
     const hg_meta *l = &in[0], *r = &in[1];
     const hg_attr_value *la = &a->v[BL_LHS_AXES], *ra = &a->v[BL_RHS_AXES];
@@ -750,8 +794,7 @@ static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     hg_shape_str(t, r->ndim, r->shape);
     out[0] = *l;
     if (la->is_none != ra->is_none)
-        return hg_error(HG_ERR_VALUE, "%s: give both lhs_axes and rhs_axes or neither",
-                        op->name);
+        return hg_error(HG_ERR_VALUE, "%s: give both lhs_axes and rhs_axes or neither", op->name);
     if (la->is_none) {
         if (l->ndim != r->ndim)
             return hg_error(HG_ERR_VALUE, "%s: Operand of shape %s cannot be broadcasted to %s",
@@ -770,15 +813,20 @@ static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     for (int i = 0; i < la->t.n; i++) {
         int dl, dr;
         if (!norm_axis(la->t.v[i], l->ndim, &dl))
-            return hg_error(HG_ERR_VALUE, "%s: lhs_axes entry %lld is out of bounds for lhs of "
-                            "shape %s", op->name, (long long)la->t.v[i], s);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: lhs_axes entry %lld is out of bounds for lhs of "
+                            "shape %s",
+                            op->name, (long long)la->t.v[i], s);
         if (!norm_axis(ra->t.v[i], r->ndim, &dr))
-            return hg_error(HG_ERR_VALUE, "%s: rhs_axes entry %lld is out of bounds for rhs of "
-                            "shape %s", op->name, (long long)ra->t.v[i], t);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: rhs_axes entry %lld is out of bounds for rhs of "
+                            "shape %s",
+                            op->name, (long long)ra->t.v[i], t);
         if (out[0].shape[dl] != 1 && out[0].shape[dl] != r->shape[dr])
-            return hg_error(HG_ERR_VALUE, "%s: Broadcasting axis must have size 1, received "
-                            "lhs shape %s (axis %d) and rhs shape %s (axis %d)", op->name, s, dl,
-                            t, dr);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: Broadcasting axis must have size 1, received "
+                            "lhs shape %s (axis %d) and rhs shape %s (axis %d)",
+                            op->name, s, dl, t, dr);
         out[0].shape[dl] = r->shape[dr];
     }
     return HG_OK;
@@ -796,10 +844,11 @@ static const hg_attr_spec k_diag_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_diag_attrs) == DG_NATTRS, "k_diag_attrs must match its enum");
 
-static hg_status diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     char s[HG_SHAPE_STR];
     const hg_meta *x = &in[0];
     int64_t k = a->v[DG_K].i;
@@ -817,19 +866,24 @@ static hg_status diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
         return HG_OK;
     }
     if (!norm_axis(a->v[DG_AXIS1].i, nd, &x1) || !norm_axis(a->v[DG_AXIS2].i, nd, &x2))
-        return hg_error(HG_ERR_VALUE, "%s: axis1=%lld / axis2=%lld out of bounds for input of "
-                        "shape %s", op->name, (long long)a->v[DG_AXIS1].i,
-                        (long long)a->v[DG_AXIS2].i, s);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: axis1=%lld / axis2=%lld out of bounds for input of "
+                        "shape %s",
+                        op->name, (long long)a->v[DG_AXIS1].i, (long long)a->v[DG_AXIS2].i, s);
     if (x1 == x2)
-        return hg_error(HG_ERR_VALUE, "%s: axis1 and axis2 cannot refer to the same axis %d "
-                        "(input shape %s)", op->name, x1, s);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: axis1 and axis2 cannot refer to the same axis %d "
+                        "(input shape %s)",
+                        op->name, x1, s);
     int64_t h = x->shape[x1], w = x->shape[x2];
     if (k > 0) w -= k;
     if (k < 0) h += k;
     int64_t len = h < w ? h : w;
     if (len < 0)
-        return hg_error(HG_ERR_VALUE, "%s: Diagonal does not exist: k=%lld for input of shape %s "
-                        "(axis1=%d, axis2=%d)", op->name, (long long)k, s, x1, x2);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: Diagonal does not exist: k=%lld for input of shape %s "
+                        "(axis1=%d, axis2=%d)",
+                        op->name, (long long)k, s, x1, x2);
     int m = 0;
     for (int d = 0; d < nd; d++)
         if (d != x1 && d != x2) out[0].shape[m++] = x->shape[d];
@@ -841,7 +895,10 @@ static hg_status diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 static hg_status diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *x = in[0];
     hg_tensor *y = out[0];
     int64_t k = a->v[DG_K].i, esz = (int64_t)hg_dtype_size(x->dtype);
@@ -876,21 +933,23 @@ static hg_status diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 /* The shared infer of _backward_X(ograd, data): X's rule on data must give ograd's shape; the
  * result has data's shape and ograd's dtype (a float type: the kernels add). */
 static hg_status bwd_infer_via(const hg_op_def *op, const hg_attrs *a, hg_meta *in, hg_meta *out,
-                               hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int,
-                                                hg_meta *, int, hg_meta *))
+                               hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
+                                                int, hg_meta *))
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
     const hg_meta *g = &in[0];
     hg_meta x = in[1], y = {.ndim = -1, .dtype = x.dtype};
     out[0].dtype = g->dtype;
     if (g->dtype != HG_DTYPE_F32 && g->dtype != HG_DTYPE_F64 && g->dtype != HG_DTYPE_F16)
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)",
-                        op->name, hg_dtype_name(g->dtype));
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)", op->name,
+                        hg_dtype_name(g->dtype));
     if (x.ndim < 0) return HG_OK;
     HG_TRY(fwd(op, a, 1, &x, 1, &y));
     if (g->ndim >= 0 && !hg_shape_equal(g->ndim, g->shape, y.ndim, y.shape))
-        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s but the forward output for data "
-                        "of shape %s has shape %s", op->name, hg_shape_str(s0, g->ndim, g->shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: ograd has shape %s but the forward output for data "
+                        "of shape %s has shape %s",
+                        op->name, hg_shape_str(s0, g->ndim, g->shape),
                         hg_shape_str(s1, x.ndim, x.shape), hg_shape_str(s2, y.ndim, y.shape));
     out[0] = in[1];
     out[0].dtype = g->dtype;
@@ -901,17 +960,21 @@ static hg_status bwd_infer_via(const hg_op_def *op, const hg_attrs *a, hg_meta *
 static hg_status bwd_reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                    int nout, hg_meta *out)
 {
-    (void)a; (void)nin; (void)nout;
+    (void)a;
+    (void)nin;
+    (void)nout;
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     const hg_meta *g = &in[0], *x = &in[1];
     int64_t gn = -1, xn = -1;
     out[0].dtype = g->dtype;
     if (x->ndim < 0) return HG_OK;
-    if (g->ndim >= 0 && shape_prod(g->ndim, g->shape, &gn) && shape_prod(x->ndim, x->shape, &xn)
-        && gn >= 0 && xn >= 0 && gn != xn)
-        return hg_error(HG_ERR_VALUE, "%s: ograd of shape %s has %lld elements but data of "
-                        "shape %s has %lld", op->name, hg_shape_str(s0, g->ndim, g->shape),
-                        (long long)gn, hg_shape_str(s1, x->ndim, x->shape), (long long)xn);
+    if (g->ndim >= 0 && shape_prod(g->ndim, g->shape, &gn) && shape_prod(x->ndim, x->shape, &xn) &&
+        gn >= 0 && xn >= 0 && gn != xn)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: ograd of shape %s has %lld elements but data of "
+                        "shape %s has %lld",
+                        op->name, hg_shape_str(s0, g->ndim, g->shape), (long long)gn,
+                        hg_shape_str(s1, x->ndim, x->shape), (long long)xn);
     out[0] = *x;
     out[0].dtype = g->dtype;
     return HG_OK;
@@ -921,8 +984,7 @@ static hg_status bwd_reshape_infer(const hg_op_def *op, const hg_attrs *a, int n
  * is the incoming gradient under input 0's shape. */
 static hg_status reshape_grad(hg_grad_ctx *g)
 {
-    hg_g_set(g, 0, hg_g_op(g, "_backward_Reshape", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)),
-                           NULL));
+    hg_g_set(g, 0, hg_g_op(g, "_backward_Reshape", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL));
     return hg_g_status(g);
 }
 
@@ -1063,7 +1125,8 @@ static void strided_sum(ssum *s, const hg_tensor *g, hg_tensor *x)
 static hg_status bwd_tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     return bwd_infer_via(op, a, in, out, tile_infer);
 }
 
@@ -1071,7 +1134,10 @@ static hg_status bwd_tile_infer(const hg_op_def *op, const hg_attrs *a, int nin,
 static hg_status bwd_tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *dy = in[0], *x = in[1];
     const hg_tuple *r = &a->v[TL_REPS].t;
     int on = dy->ndim;
@@ -1094,16 +1160,19 @@ static hg_status bwd_tile_forward(const hg_op_def *op, const hg_attrs *a, const 
 static hg_status bwd_repeat_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                   int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     return bwd_infer_via(op, a, in, out, repeat_infer);
 }
 
 /* The repeated axis of the output is (dim, repeats) with strides (repeats * S, S). */
-static hg_status bwd_repeat_forward(const hg_op_def *op, const hg_attrs *a,
-                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                    int nout, hg_tensor *const *out)
+static hg_status bwd_repeat_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *dy = in[0], *x = in[1];
     int64_t rep = a->v[RP_REPEATS].i, gstr[HG_MAX_NDIM];
     ssum s = {0};
@@ -1132,7 +1201,8 @@ static hg_status bwd_repeat_forward(const hg_op_def *op, const hg_attrs *a,
 static hg_status bwd_diag_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)
 {
-    (void)nin; (void)nout;
+    (void)nin;
+    (void)nout;
     return bwd_infer_via(op, a, in, out, diag_infer);
 }
 
@@ -1140,7 +1210,10 @@ static hg_status bwd_diag_infer(const hg_op_def *op, const hg_attrs *a, int nin,
 static hg_status bwd_diag_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op; (void)ctx; (void)nin; (void)nout;
+    (void)op;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
     const hg_tensor *dy = in[0], *x = in[1];
     hg_tensor *dx = out[0];
     int64_t k = a->v[DG_K].i, esz = (int64_t)hg_dtype_size(dx->dtype);
@@ -1196,14 +1269,14 @@ const hg_op_def hg_ops_shape[] = {
               flatten_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
     OP("transpose", NULL, "permutes the axes (reverses them by default)", k_transpose_attrs,
        transpose_infer, transpose_forward, 0, transpose_grad),
-    OP("expand_dims", NULL, "inserts a size-1 axis at `axis`", k_expand_attrs,
-       expand_dims_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
-    OP("squeeze", NULL, "removes size-1 axes (the result keeps at least one dim)",
-       k_squeeze_attrs, squeeze_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
+    OP("expand_dims", NULL, "inserts a size-1 axis at `axis`", k_expand_attrs, expand_dims_infer,
+       copy_forward, HG_OP_INPLACE, reshape_grad),
+    OP("squeeze", NULL, "removes size-1 axes (the result keeps at least one dim)", k_squeeze_attrs,
+       squeeze_infer, copy_forward, HG_OP_INPLACE, reshape_grad),
     OP("SwapAxis", HG_NAMES("swapaxes"), "interchanges two axes", k_swap_attrs, swap_infer,
        swap_forward, 0, swap_grad),
-    OP("tile", NULL, "repeats the whole array reps times along each axis", k_tile_attrs,
-       tile_infer, tile_forward, 0, tile_grad),
+    OP("tile", NULL, "repeats the whole array reps times along each axis", k_tile_attrs, tile_infer,
+       tile_forward, 0, tile_grad),
     OP("repeat", NULL, "repeats each element `repeats` times along axis (or flattened)",
        k_repeat_attrs, repeat_infer, repeat_forward, 0, repeat_grad),
     OP("reverse", HG_NAMES("flip"), "reverses the order of elements along the given axes",
@@ -1212,20 +1285,30 @@ const hg_op_def hg_ops_shape[] = {
        k_bto_attrs, bto_infer, broadcast_forward, 0, broadcast_grad),
     OP("broadcast_axis", HG_NAMES("broadcast_axes"), "broadcasts size-1 axes to the given sizes",
        k_baxis_attrs, baxis_infer, broadcast_forward, 0, broadcast_grad),
-    {.name = "broadcast_like", .doc = "broadcasts lhs to the shape of rhs (or of rhs's axes)",
-     .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_blike_attrs,
-     .num_attrs = HG_COUNT(k_blike_attrs), .num_inputs = 2, .infer = blike_infer,
-     .forward = broadcast_forward, .grad = broadcast_grad},
+    {.name = "broadcast_like",
+     .doc = "broadcasts lhs to the shape of rhs (or of rhs's axes)",
+     .input_names = HG_NAMES("lhs", "rhs"),
+     .attrs = k_blike_attrs,
+     .num_attrs = HG_COUNT(k_blike_attrs),
+     .num_inputs = 2,
+     .infer = blike_infer,
+     .forward = broadcast_forward,
+     .grad = broadcast_grad},
     OP("diag", NULL, "a 2-D matrix from a 1-D diagonal, or the k-th diagonal of an N-D array",
        k_diag_attrs, diag_infer, diag_forward, 0, diag_grad),
-    {.name = "_backward_Reshape", .doc = "ograd's elements under data's shape (the gradient of "
-     "Reshape, Flatten, expand_dims and squeeze)", .input_names = BWD_IN, .num_inputs = 2,
-     .infer = bwd_reshape_infer, .forward = copy_forward, .flags = HG_OP_INPLACE,
+    {.name = "_backward_Reshape",
+     .doc = "ograd's elements under data's shape (the gradient of "
+            "Reshape, Flatten, expand_dims and squeeze)",
+     .input_names = BWD_IN,
+     .num_inputs = 2,
+     .infer = bwd_reshape_infer,
+     .forward = copy_forward,
+     .flags = HG_OP_INPLACE,
      .grad = reshape_grad},
-    BWD("_backward_tile", "the gradient of tile: ograd summed over the repetitions",
-        k_tile_attrs, bwd_tile_infer, bwd_tile_forward, bwd_tile_grad),
-    BWD("_backward_repeat", "the gradient of repeat: ograd summed over the repeats",
-        k_repeat_attrs, bwd_repeat_infer, bwd_repeat_forward, bwd_repeat_grad),
+    BWD("_backward_tile", "the gradient of tile: ograd summed over the repetitions", k_tile_attrs,
+        bwd_tile_infer, bwd_tile_forward, bwd_tile_grad),
+    BWD("_backward_repeat", "the gradient of repeat: ograd summed over the repeats", k_repeat_attrs,
+        bwd_repeat_infer, bwd_repeat_forward, bwd_repeat_grad),
     BWD("_backward_diag", "the gradient of diag: ograd put back on (or taken from) the diagonal",
         k_diag_attrs, bwd_diag_infer, bwd_diag_forward, bwd_diag_grad),
     {0},

@@ -16,8 +16,8 @@
  * entries are taken whole. slice_axis keeps MXNet's stricter checks (end <= size, begin < end).
  */
 #include <math.h>
-#include <stdlib.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/op.h"
@@ -173,9 +173,11 @@ static hg_status check_axis(const hg_op_def *op, const char *attr, int64_t axis,
 {
     char s[HG_SHAPE_STR];
     if (ndim <= 0 || axis < -ndim || axis >= ndim)
-        return hg_error(HG_ERR_VALUE, "%s: %s=%lld is out of range for an input of shape %s "
-                        "(valid range [%d, %d))", op->name, attr, (long long)axis,
-                        hg_shape_str(s, m->ndim, m->shape), -ndim, ndim);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: %s=%lld is out of range for an input of shape %s "
+                        "(valid range [%d, %d))",
+                        op->name, attr, (long long)axis, hg_shape_str(s, m->ndim, m->shape), -ndim,
+                        ndim);
     *out = (int)(axis < 0 ? axis + ndim : axis);
     return HG_OK;
 }
@@ -184,9 +186,10 @@ static hg_status check_same_dtype(const hg_op_def *op, int nin, const hg_meta *i
 {
     for (int i = 1; i < nin; i++)
         if (in[i].dtype != in[0].dtype)
-            return hg_error(HG_ERR_TYPE, "%s: all inputs must have the same dtype, input 0 is %s "
-                            "but input %d is %s", op->name, hg_dtype_name(in[0].dtype), i,
-                            hg_dtype_name(in[i].dtype));
+            return hg_error(HG_ERR_TYPE,
+                            "%s: all inputs must have the same dtype, input 0 is %s "
+                            "but input %d is %s",
+                            op->name, hg_dtype_name(in[0].dtype), i, hg_dtype_name(in[i].dtype));
     return HG_OK;
 }
 
@@ -216,7 +219,8 @@ static hg_status concat_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
             ok = d == axis || in[i].shape[d] == in[0].shape[d] || in[i].shape[d] < 0 ||
                  in[0].shape[d] < 0;
         if (!ok)
-            return hg_error(HG_ERR_VALUE, "%s: the shapes of all inputs must match except on "
+            return hg_error(HG_ERR_VALUE,
+                            "%s: the shapes of all inputs must match except on "
                             "dim %d, but input 0 has shape %s and input %d has shape %s",
                             op->name, axis, hg_shape_str(s0, in[0].ndim, in[0].shape), i,
                             hg_shape_str(s1, in[i].ndim, in[i].shape));
@@ -230,8 +234,8 @@ static hg_status concat_forward(const hg_op_def *op, const hg_attrs *a, const hg
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *y = out[0];
-    int nd = y->ndim, axis = (int)(a->v[K_CONCAT_DIM].i < 0 ? a->v[K_CONCAT_DIM].i + nd
-                                                            : a->v[K_CONCAT_DIM].i);
+    int nd = y->ndim,
+        axis = (int)(a->v[K_CONCAT_DIM].i < 0 ? a->v[K_CONCAT_DIM].i + nd : a->v[K_CONCAT_DIM].i);
     size_t es = hg_dtype_size(y->dtype);
     int64_t yst[HG_MAX_NDIM], xst[HG_MAX_NDIM], off = 0;
     hg_contiguous_strides(nd, y->shape, yst);
@@ -257,8 +261,8 @@ static const hg_attr_spec k_stack_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_stack_attrs) == K_STACK_NATTRS, "k_stack_attrs must match its enum");
 
-static hg_status stack_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status stack_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     int axis = 0;
@@ -267,19 +271,21 @@ static hg_status stack_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     HG_TRY(check_same_dtype(op, nin, in));
     for (int i = 1; i < nin; i++)
         if (!hg_shape_equal(in[0].ndim, in[0].shape, in[i].ndim, in[i].shape))
-            return hg_error(HG_ERR_VALUE, "%s: all inputs must have the same shape, but input 0 "
-                            "has shape %s and input %d has shape %s", op->name,
-                            hg_shape_str(s0, in[0].ndim, in[0].shape), i,
+            return hg_error(HG_ERR_VALUE,
+                            "%s: all inputs must have the same shape, but input 0 "
+                            "has shape %s and input %d has shape %s",
+                            op->name, hg_shape_str(s0, in[0].ndim, in[0].shape), i,
                             hg_shape_str(s1, in[i].ndim, in[i].shape));
     int nd = in[0].ndim;
     if (nd + 1 > HG_MAX_NDIM)
-        return hg_error(HG_ERR_VALUE, "%s: the result would have %d dimensions, more than the "
-                        "%d supported", op->name, nd + 1, HG_MAX_NDIM);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: the result would have %d dimensions, more than the "
+                        "%d supported",
+                        op->name, nd + 1, HG_MAX_NDIM);
     HG_TRY(check_axis(op, "axis", a->v[K_STACK_AXIS].i, &in[0], nd + 1, &axis));
     out[0].ndim = nd + 1;
     out[0].dtype = in[0].dtype;
-    for (int d = 0, k = 0; d < nd + 1; d++)
-        out[0].shape[d] = d == axis ? nin : in[0].shape[k++];
+    for (int d = 0, k = 0; d < nd + 1; d++) out[0].shape[d] = d == axis ? nin : in[0].shape[k++];
     return HG_OK;
 }
 
@@ -287,8 +293,8 @@ static hg_status stack_forward(const hg_op_def *op, const hg_attrs *a, const hg_
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *y = out[0];
-    int nd = y->ndim, axis = (int)(a->v[K_STACK_AXIS].i < 0 ? a->v[K_STACK_AXIS].i + nd
-                                                            : a->v[K_STACK_AXIS].i);
+    int nd = y->ndim,
+        axis = (int)(a->v[K_STACK_AXIS].i < 0 ? a->v[K_STACK_AXIS].i + nd : a->v[K_STACK_AXIS].i);
     size_t es = hg_dtype_size(y->dtype);
     int64_t yst[HG_MAX_NDIM], dst_st[HG_MAX_NDIM], xst[HG_MAX_NDIM];
     hg_contiguous_strides(nd, y->shape, yst);
@@ -309,11 +315,13 @@ enum { K_SPLIT_NUM_OUTPUTS, K_SPLIT_AXIS, K_SPLIT_SQUEEZE, K_SPLIT_NATTRS };
 static const hg_attr_spec k_split_attrs[] = {
     [K_SPLIT_NUM_OUTPUTS] = {"num_outputs", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                              "Number of splits. Note that this "
-                             "should evenly divide the length of the `axis`.", NULL},
+                             "should evenly divide the length of the `axis`.",
+                             NULL},
     [K_SPLIT_AXIS] = {"axis", HG_ATTR_INT, 0, "1", "Axis along which to split.", NULL},
     [K_SPLIT_SQUEEZE] = {"squeeze_axis", HG_ATTR_BOOL, 0, "False",
                          "If true, Removes the axis with length 1 from the "
-                         "shapes of the output arrays.", NULL},
+                         "shapes of the output arrays.",
+                         NULL},
 };
 _Static_assert(HG_COUNT(k_split_attrs) == K_SPLIT_NATTRS, "k_split_attrs must match its enum");
 
@@ -323,8 +331,8 @@ static int split_num_outputs(const hg_attrs *a)
     return n < 1 || n > (1 << 20) ? 1 : (int)n; /* bad counts are reported by infer */
 }
 
-static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
     char s[HG_SHAPE_STR];
     int64_t n = a->v[K_SPLIT_NUM_OUTPUTS].i;
@@ -337,15 +345,17 @@ static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     HG_TRY(check_axis(op, "axis", a->v[K_SPLIT_AXIS].i, x, x->ndim, &axis));
     int64_t len = x->shape[axis];
     if (len >= 0 && len % n != 0)
-        return hg_error(HG_ERR_VALUE, "%s: cannot split axis %d of the input of shape %s into "
+        return hg_error(HG_ERR_VALUE,
+                        "%s: cannot split axis %d of the input of shape %s into "
                         "num_outputs=%lld evenly sized chunks: %lld does not divide %lld",
                         op->name, axis, hg_shape_str(s, x->ndim, x->shape), (long long)n,
                         (long long)n, (long long)len);
     bool squeeze = a->v[K_SPLIT_SQUEEZE].b;
     if (squeeze && len >= 0 && len != n)
-        return hg_error(HG_ERR_VALUE, "%s: with squeeze_axis=True the size of the split axis must "
-                        "equal num_outputs; input shape %s, axis=%d, num_outputs=%lld", op->name,
-                        hg_shape_str(s, x->ndim, x->shape), axis, (long long)n);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: with squeeze_axis=True the size of the split axis must "
+                        "equal num_outputs; input shape %s, axis=%d, num_outputs=%lld",
+                        op->name, hg_shape_str(s, x->ndim, x->shape), axis, (long long)n);
     for (int i = 0; i < nout; i++) {
         out[i] = *x;
         out[i].shape[axis] = len < 0 ? -1 : len / n;
@@ -362,8 +372,8 @@ static hg_status split_forward(const hg_op_def *op, const hg_attrs *a, const hg_
                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *x = in[0];
-    int nd = x->ndim, axis = (int)(a->v[K_SPLIT_AXIS].i < 0 ? a->v[K_SPLIT_AXIS].i + nd
-                                                            : a->v[K_SPLIT_AXIS].i);
+    int nd = x->ndim,
+        axis = (int)(a->v[K_SPLIT_AXIS].i < 0 ? a->v[K_SPLIT_AXIS].i + nd : a->v[K_SPLIT_AXIS].i);
     size_t es = hg_dtype_size(x->dtype);
     int64_t xst[HG_MAX_NDIM], shape[HG_MAX_NDIM], yst[HG_MAX_NDIM];
     hg_contiguous_strides(nd, x->shape, xst);
@@ -372,8 +382,8 @@ static hg_status split_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     hg_contiguous_strides(nd, shape, yst); /* the output as if not squeezed: same bytes */
     for (int i = 0; i < nout; i++)
         strided_copy(hg_data(out[i]), yst,
-                     (const char *)hg_data(x) + (size_t)(i * shape[axis] * xst[axis]) * es, xst,
-                     nd, shape, es);
+                     (const char *)hg_data(x) + (size_t)(i * shape[axis] * xst[axis]) * es, xst, nd,
+                     shape, es);
     return HG_OK;
 }
 
@@ -390,18 +400,20 @@ static hg_status slice_resolve(const hg_op_def *op, const hg_tuple *tb, const hg
 {
     char s[HG_SHAPE_STR];
     int nd = x->ndim;
-    if (nd < 1) return hg_error(HG_ERR_VALUE, "%s: slicing needs an input with ndim > 0",
-                                op->name);
+    if (nd < 1) return hg_error(HG_ERR_VALUE, "%s: slicing needs an input with ndim > 0", op->name);
     if (tb->n > nd || te->n > nd)
-        return hg_error(HG_ERR_VALUE, "%s: begin has %d and end has %d entries, more than the %d "
-                        "dimensions of the input of shape %s", op->name, tb->n, te->n, nd,
-                        hg_shape_str(s, x->ndim, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: begin has %d and end has %d entries, more than the %d "
+                        "dimensions of the input of shape %s",
+                        op->name, tb->n, te->n, nd, hg_shape_str(s, x->ndim, x->shape));
     if (tb->n != te->n)
         return hg_error(HG_ERR_VALUE, "%s: begin and end must have the same length, got %d and %d",
                         op->name, tb->n, te->n);
     if (ts->n != 0 && ts->n != tb->n)
-        return hg_error(HG_ERR_VALUE, "%s: step must be empty or as long as begin (%d), got %d "
-                        "entries", op->name, tb->n, ts->n);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: step must be empty or as long as begin (%d), got %d "
+                        "entries",
+                        op->name, tb->n, ts->n);
     for (int d = 0; d < nd; d++) {
         int64_t len = x->shape[d], st = d < ts->n && ts->v[d] != NONE ? ts->v[d] : 1;
         r->begin[d] = 0;
@@ -459,8 +471,8 @@ static const hg_attr_spec k_slice_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_slice_attrs) == K_SLICE_NATTRS, "k_slice_attrs must match its enum");
 
-static hg_status slice_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                             int nout, hg_meta *out)
+static hg_status slice_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
 {
     slice_range r;
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
@@ -497,7 +509,8 @@ static const hg_attr_spec k_slice_axis_attrs[] = {
                      NULL},
     [K_SAX_END] = {"end", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
                    "The ending index along the axis to be sliced, "
-                   "supports negative indexes; None slices to the end.", NULL},
+                   "supports negative indexes; None slices to the end.",
+                   NULL},
 };
 _Static_assert(HG_COUNT(k_slice_axis_attrs) == K_SAX_NATTRS,
                "k_slice_axis_attrs must match its enum");
@@ -521,9 +534,10 @@ static hg_status slice_axis_resolve(const hg_op_def *op, const hg_attrs *a, cons
         e = has_e ? a->v[K_SAX_END].i : len;
         if (e < 0) e += len;
         if (e > len || b >= e || b < 0 || e < 0)
-            return hg_error(HG_ERR_VALUE, "%s: invalid begin=%lld, end=%s%lld for axis %d of size "
-                            "%lld (input shape %s): need 0 <= begin < end <= size", op->name,
-                            (long long)a->v[K_SAX_BEGIN].i, has_e ? "" : "None -> ",
+            return hg_error(HG_ERR_VALUE,
+                            "%s: invalid begin=%lld, end=%s%lld for axis %d of size "
+                            "%lld (input shape %s): need 0 <= begin < end <= size",
+                            op->name, (long long)a->v[K_SAX_BEGIN].i, has_e ? "" : "None -> ",
                             (long long)(has_e ? a->v[K_SAX_END].i : len), *axis, (long long)len,
                             hg_shape_str(s, x->ndim, x->shape));
     } else {
@@ -547,8 +561,7 @@ static hg_status slice_axis_infer(const hg_op_def *op, const hg_attrs *a, int ni
 }
 
 static hg_status slice_axis_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                    int nin, hg_tensor *const *in, int nout,
-                                    hg_tensor *const *out)
+                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *x = in[0], *y = out[0];
     hg_meta m = hg_meta_of(x);
@@ -567,10 +580,12 @@ static hg_status slice_axis_forward(const hg_op_def *op, const hg_attrs *a, cons
 
 enum { K_SLIKE_AXES, K_SLIKE_NATTRS };
 static const hg_attr_spec k_slice_like_attrs[] = {
-    [K_SLIKE_AXES] = {"axes", HG_ATTR_TUPLE, 0, "()",
-        "List of axes on which input data will be sliced according "
-        "to the corresponding size of the second input. By default will slice on all axes. "
-        "Negative axes are supported.", NULL},
+    [K_SLIKE_AXES] =
+        {"axes", HG_ATTR_TUPLE, 0, "()",
+         "List of axes on which input data will be sliced according "
+         "to the corresponding size of the second input. By default will slice on all axes. "
+         "Negative axes are supported.",
+         NULL},
 };
 _Static_assert(HG_COUNT(k_slice_like_attrs) == K_SLIKE_NATTRS,
                "k_slice_like_attrs must match its enum");
@@ -584,24 +599,27 @@ static hg_status slice_like_infer(const hg_op_def *op, const hg_attrs *a, int ni
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
     out[0] = *x;
     if (axes->n == 0 && x->ndim != like->ndim)
-        return hg_error(HG_ERR_VALUE, "%s: without axes every axis is sliced, so data and "
-                        "shape_like need the same ndim, got shapes %s and %s", op->name,
-                        hg_shape_str(s0, x->ndim, x->shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: without axes every axis is sliced, so data and "
+                        "shape_like need the same ndim, got shapes %s and %s",
+                        op->name, hg_shape_str(s0, x->ndim, x->shape),
                         hg_shape_str(s1, like->ndim, like->shape));
     int n = axes->n ? axes->n : x->ndim;
     for (int i = 0; i < n; i++) {
         int64_t ax = axes->n ? axes->v[i] : i;
         if (ax < 0) ax += x->ndim;
         if (ax < 0 || ax >= x->ndim || ax >= like->ndim)
-            return hg_error(HG_ERR_VALUE, "%s: axis %lld is out of range for data of shape %s and "
-                            "shape_like of shape %s", op->name, (long long)axes->v[i],
-                            hg_shape_str(s0, x->ndim, x->shape),
+            return hg_error(HG_ERR_VALUE,
+                            "%s: axis %lld is out of range for data of shape %s and "
+                            "shape_like of shape %s",
+                            op->name, (long long)axes->v[i], hg_shape_str(s0, x->ndim, x->shape),
                             hg_shape_str(s1, like->ndim, like->shape));
         if (x->shape[ax] >= 0 && like->shape[ax] > x->shape[ax])
-            return hg_error(HG_ERR_VALUE, "%s: axis %lld of shape_like (size %lld) exceeds the "
-                            "data's size %lld; shapes %s and %s", op->name, (long long)ax,
-                            (long long)like->shape[ax], (long long)x->shape[ax],
-                            hg_shape_str(s0, x->ndim, x->shape),
+            return hg_error(HG_ERR_VALUE,
+                            "%s: axis %lld of shape_like (size %lld) exceeds the "
+                            "data's size %lld; shapes %s and %s",
+                            op->name, (long long)ax, (long long)like->shape[ax],
+                            (long long)x->shape[ax], hg_shape_str(s0, x->ndim, x->shape),
                             hg_shape_str(s1, like->ndim, like->shape));
         out[0].shape[ax] = like->shape[ax];
     }
@@ -609,8 +627,7 @@ static hg_status slice_like_infer(const hg_op_def *op, const hg_attrs *a, int ni
 }
 
 static hg_status slice_like_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                    int nin, hg_tensor *const *in, int nout,
-                                    hg_tensor *const *out)
+                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *x = in[0], *y = out[0];
     int64_t xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
@@ -635,8 +652,10 @@ static hg_status slice_assign_infer(const hg_op_def *op, const hg_attrs *a, int 
         memcpy(in[1].shape, r.len, sizeof(int64_t) * (size_t)in[0].ndim);
     }
     if (!hg_shape_equal(in[1].ndim, in[1].shape, in[0].ndim, r.len))
-        return hg_error(HG_ERR_VALUE, "%s: rhs has shape %s but the slice of lhs (shape %s) has "
-                        "shape %s", op->name, hg_shape_str(s0, in[1].ndim, in[1].shape),
+        return hg_error(HG_ERR_VALUE,
+                        "%s: rhs has shape %s but the slice of lhs (shape %s) has "
+                        "shape %s",
+                        op->name, hg_shape_str(s0, in[1].ndim, in[1].shape),
                         hg_shape_str(s1, in[0].ndim, in[0].shape),
                         hg_shape_str(s2, in[0].ndim, r.len));
     HG_TRY(check_same_dtype(op, nin, in));
@@ -680,8 +699,8 @@ static hg_status slice_assign_scalar_infer(const hg_op_def *op, const hg_attrs *
 {
     slice_range r;
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
-    HG_TRY(slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t,
-                         &in[0], &r));
+    HG_TRY(slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t, &in[0],
+                         &r));
     out[0] = in[0];
     return HG_OK;
 }
@@ -698,7 +717,15 @@ static int64_t saturate_i64(double v)
 /* Writes v converted to dtype dt into buf (one element). */
 static void scalar_bytes(double v, hg_dtype dt, void *buf)
 {
-    union { float f; double d; uint16_t h; uint8_t u; int8_t i8; int32_t i32; int64_t i64; } x;
+    union {
+        float f;
+        double d;
+        uint16_t h;
+        uint8_t u;
+        int8_t i8;
+        int32_t i32;
+        int64_t i64;
+    } x;
     memset(&x, 0, sizeof x);
     switch (dt) {
     case HG_DTYPE_F32: x.f = (float)v; break;
@@ -715,16 +742,16 @@ static void scalar_bytes(double v, hg_dtype dt, void *buf)
 }
 
 static hg_status slice_assign_scalar_forward(const hg_op_def *op, const hg_attrs *a,
-                                             const hg_exec_ctx *ctx, int nin,
-                                             hg_tensor *const *in, int nout, hg_tensor *const *out)
+                                             const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                                             int nout, hg_tensor *const *out)
 {
     hg_tensor *y = out[0];
     hg_meta m = hg_meta_of(in[0]);
     slice_range r;
     int64_t yst[HG_MAX_NDIM], zero[HG_MAX_NDIM] = {0};
     unsigned char value[16];
-    HG_TRY(slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t, &m,
-                         &r));
+    HG_TRY(
+        slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t, &m, &r));
     copy_whole(y, in[0]);
     scalar_bytes(a->v[K_SAS_SCALAR].f, y->dtype, value);
     char *dst = (char *)slice_base(y, &r, yst);
@@ -740,19 +767,19 @@ static hg_status slice_assign_scalar_forward(const hg_op_def *op, const hg_attrs
 /* Checks ograd (in[0]) has the shape the forward rule `fwd` gives for the data inputs
  * in[1..nin); the caller then shapes its outputs like the data. */
 static hg_status bwd_check(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                          hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
-                                           int, hg_meta *))
+                           hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
+                                            int, hg_meta *))
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
     hg_meta y = {.ndim = -1, .dtype = in[0].dtype};
     HG_TRY(fwd(op, a, nin - 1, in + 1, 1, &y));
-    if (in[0].ndim >= 0 && y.ndim >= 0 &&
-        !hg_shape_equal(in[0].ndim, in[0].shape, y.ndim, y.shape))
-        return hg_error(HG_ERR_VALUE, "%s: ograd has shape %s but the forward output for data "
-                        "of shape %s has shape %s", op->name,
-                        hg_shape_str(s0, in[0].ndim, in[0].shape),
-                        hg_shape_str(s1, in[1].ndim, in[1].shape), hg_shape_str(s2, y.ndim,
-                                                                                  y.shape));
+    if (in[0].ndim >= 0 && y.ndim >= 0 && !hg_shape_equal(in[0].ndim, in[0].shape, y.ndim, y.shape))
+        return hg_error(HG_ERR_VALUE,
+                        "%s: ograd has shape %s but the forward output for data "
+                        "of shape %s has shape %s",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_shape_str(s1, in[1].ndim, in[1].shape),
+                        hg_shape_str(s2, y.ndim, y.shape));
     return HG_OK;
 }
 
@@ -763,8 +790,10 @@ static hg_status join_grads(hg_grad_ctx *g, const char *name, const char *axis_k
     hg_sentry *dys = malloc(sizeof(hg_sentry) * (size_t)n);
     if (!dys) return hg_error(HG_ERR_MEMORY, "out of memory");
     for (int i = 0; i < n; i++) dys[i] = hg_g_ograd(g, i);
-    hg_g_set(g, 0, hg_g_op(g, name, n, dys, HG_KV("num_args", hg_g_fmt(g, "%d", n), axis_key,
-                                                  hg_g_attr_str(g, axis_attr))));
+    hg_g_set(
+        g, 0,
+        hg_g_op(g, name, n, dys,
+                HG_KV("num_args", hg_g_fmt(g, "%d", n), axis_key, hg_g_attr_str(g, axis_attr))));
     free(dys);
     return hg_g_status(g);
 }
@@ -798,8 +827,8 @@ static hg_status bwd_concat_infer(const hg_op_def *op, const hg_attrs *a, int ni
                                   int nout, hg_meta *out)
 {
     if (a->v[K_CONCAT_NUM_ARGS].i != nin - 1 || nout != nin - 1)
-        return hg_error(HG_ERR_VALUE, "%s: num_args=%lld but %d data inputs were given",
-                        op->name, (long long)a->v[K_CONCAT_NUM_ARGS].i, nin - 1);
+        return hg_error(HG_ERR_VALUE, "%s: num_args=%lld but %d data inputs were given", op->name,
+                        (long long)a->v[K_CONCAT_NUM_ARGS].i, nin - 1);
     if (any_unknown(nin - 1, in + 1)) return unknown_out(nin, in, nout, out);
     HG_TRY(bwd_check(op, a, nin, in, concat_infer));
     for (int i = 0; i < nout; i++) {
@@ -809,13 +838,12 @@ static hg_status bwd_concat_infer(const hg_op_def *op, const hg_attrs *a, int ni
     return HG_OK;
 }
 
-static hg_status bwd_concat_forward(const hg_op_def *op, const hg_attrs *a,
-                                    const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                    int nout, hg_tensor *const *out)
+static hg_status bwd_concat_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     const hg_tensor *dy = in[0];
-    int nd = dy->ndim, axis = (int)(a->v[K_CONCAT_DIM].i < 0 ? a->v[K_CONCAT_DIM].i + nd
-                                                             : a->v[K_CONCAT_DIM].i);
+    int nd = dy->ndim,
+        axis = (int)(a->v[K_CONCAT_DIM].i < 0 ? a->v[K_CONCAT_DIM].i + nd : a->v[K_CONCAT_DIM].i);
     size_t es = hg_dtype_size(dy->dtype);
     int64_t yst[HG_MAX_NDIM], xst[HG_MAX_NDIM], off = 0;
     hg_contiguous_strides(nd, dy->shape, yst);
@@ -841,8 +869,9 @@ static hg_status stack_grad(hg_grad_ctx *g)
     hg_sentry *outs = malloc(sizeof(hg_sentry) * (size_t)n);
     if (!outs) return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_g_opn(g, "SliceChannel", HG_GIN(hg_g_ograd(g, 0)),
-             HG_KV("num_outputs", hg_g_fmt(g, "%d", n), "axis",
-                   hg_g_attr_str(g, K_STACK_AXIS), "squeeze_axis", "True"), n, outs);
+             HG_KV("num_outputs", hg_g_fmt(g, "%d", n), "axis", hg_g_attr_str(g, K_STACK_AXIS),
+                   "squeeze_axis", "True"),
+             n, outs);
     for (int i = 0; i < n; i++) hg_g_set(g, i, outs[i]);
     free(outs);
     return hg_g_status(g);
@@ -882,8 +911,8 @@ static hg_status slice_assign_grad(hg_grad_ctx *g)
 static hg_status slice_assign_scalar_grad(hg_grad_ctx *g)
 {
     hg_sentry r;
-    hg_g_op_fwd_attrs(g, "_slice_assign_scalar", HG_GIN(hg_g_ograd(g, 0)), HG_KV("scalar", "0"),
-                      1, &r);
+    hg_g_op_fwd_attrs(g, "_slice_assign_scalar", HG_GIN(hg_g_ograd(g, 0)), HG_KV("scalar", "0"), 1,
+                      &r);
     hg_g_set(g, 0, r);
     return hg_g_status(g);
 }
@@ -901,8 +930,8 @@ static hg_status bwd_slice_axis_grad(hg_grad_ctx *g)
 /* slice_like: shape_like gives only a shape. */
 static hg_status slice_like_grad(hg_grad_ctx *g)
 {
-    hg_g_set(g, 0, hg_g_op(g, "_backward_slice_like", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)),
-                           NULL));
+    hg_g_set(g, 0,
+             hg_g_op(g, "_backward_slice_like", HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0)), NULL));
     return hg_g_status(g);
 }
 
@@ -912,8 +941,8 @@ static hg_status bwd_slice_like_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
-static hg_status bwd_slice_axis_infer(const hg_op_def *op, const hg_attrs *a, int nin,
-                                      hg_meta *in, int nout, hg_meta *out)
+static hg_status bwd_slice_axis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                      int nout, hg_meta *out)
 {
     if (any_unknown(1, in + 1)) return unknown_out(nin, in, nout, out);
     HG_TRY(bwd_check(op, a, nin, in, slice_axis_infer));
@@ -942,8 +971,8 @@ static hg_status bwd_slice_axis_forward(const hg_op_def *op, const hg_attrs *a,
     return HG_OK;
 }
 
-static hg_status bwd_slice_like_infer(const hg_op_def *op, const hg_attrs *a, int nin,
-                                      hg_meta *in, int nout, hg_meta *out)
+static hg_status bwd_slice_like_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                      int nout, hg_meta *out)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     const hg_meta *dy = &in[0], *x = &in[1];
@@ -951,9 +980,11 @@ static hg_status bwd_slice_like_infer(const hg_op_def *op, const hg_attrs *a, in
     bool ok = dy->ndim == x->ndim;
     for (int d = 0; ok && d < x->ndim; d++) ok = dy->shape[d] <= x->shape[d];
     if (!ok)
-        return hg_error(HG_ERR_VALUE, "%s: ograd of shape %s does not fit in data of shape %s "
-                        "(same ndim, no dim larger)", op->name,
-                        hg_shape_str(s0, dy->ndim, dy->shape), hg_shape_str(s1, x->ndim, x->shape));
+        return hg_error(HG_ERR_VALUE,
+                        "%s: ograd of shape %s does not fit in data of shape %s "
+                        "(same ndim, no dim larger)",
+                        op->name, hg_shape_str(s0, dy->ndim, dy->shape),
+                        hg_shape_str(s1, x->ndim, x->shape));
     out[0] = *x;
     out[0].dtype = dy->dtype;
     return HG_OK;
@@ -970,65 +1001,124 @@ static hg_status bwd_slice_like_forward(const hg_op_def *op, const hg_attrs *a,
     hg_ops_zero_fill(dx);
     hg_contiguous_strides(dx->ndim, dx->shape, xst);
     hg_contiguous_strides(dy->ndim, dy->shape, yst);
-    strided_copy(hg_data(dx), xst, hg_data(dy), yst, dy->ndim, dy->shape,
-                 hg_dtype_size(dx->dtype));
+    strided_copy(hg_data(dx), xst, hg_data(dy), yst, dy->ndim, dy->shape, hg_dtype_size(dx->dtype));
     return HG_OK;
 }
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const hg_op_def hg_ops_slicing[] = {
-    {.name = "Concat", .aliases = HG_NAMES("concat"),
+    {.name = "Concat",
+     .aliases = HG_NAMES("concat"),
      .doc = "Joins input arrays along a given axis (dim). Shapes must match except on dim.",
-     .input_names = HG_NAMES("data"), .attrs = k_concat_attrs, .num_attrs = 2,
-     .flags = HG_OP_VARARGS, .infer = concat_infer, .forward = concat_forward,
+     .input_names = HG_NAMES("data"),
+     .attrs = k_concat_attrs,
+     .num_attrs = 2,
+     .flags = HG_OP_VARARGS,
+     .infer = concat_infer,
+     .forward = concat_forward,
      .grad = concat_grad},
-    {.name = "stack", .doc = "Joins a sequence of arrays of the same shape along a new axis.",
-     .input_names = HG_NAMES("data"), .attrs = k_stack_attrs, .num_attrs = 2,
-     .flags = HG_OP_VARARGS, .infer = stack_infer, .forward = stack_forward,
+    {.name = "stack",
+     .doc = "Joins a sequence of arrays of the same shape along a new axis.",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_stack_attrs,
+     .num_attrs = 2,
+     .flags = HG_OP_VARARGS,
+     .infer = stack_infer,
+     .forward = stack_forward,
      .grad = stack_grad},
-    {.name = "SliceChannel", .aliases = HG_NAMES("split"),
+    {.name = "SliceChannel",
+     .aliases = HG_NAMES("split"),
      .doc = "Splits an array along an axis into num_outputs equal parts (outputs output<i>).",
-     .input_names = HG_NAMES("data"), .attrs = k_split_attrs, .num_attrs = 3, .num_inputs = 1,
-     .get_num_outputs = split_num_outputs, .infer = split_infer, .forward = split_forward,
+     .input_names = HG_NAMES("data"),
+     .attrs = k_split_attrs,
+     .num_attrs = 3,
+     .num_inputs = 1,
+     .get_num_outputs = split_num_outputs,
+     .infer = split_infer,
+     .forward = split_forward,
      .grad = split_grad},
-    {.name = "slice", .aliases = HG_NAMES("crop"),
+    {.name = "slice",
+     .aliases = HG_NAMES("crop"),
      .doc = "Slices a region of the array: begin/end/step per axis (None: the default; axes "
             "past the given entries are taken whole).",
-     .input_names = HG_NAMES("data"), .attrs = k_slice_attrs, .num_attrs = 3, .num_inputs = 1,
-     .infer = slice_infer, .forward = slice_forward, .grad = slice_grad},
-    {.name = "slice_axis", .doc = "Slices [begin, end) along one axis.",
-     .input_names = HG_NAMES("data"), .attrs = k_slice_axis_attrs, .num_attrs = 3,
-     .num_inputs = 1, .infer = slice_axis_infer, .forward = slice_axis_forward,
+     .input_names = HG_NAMES("data"),
+     .attrs = k_slice_attrs,
+     .num_attrs = 3,
+     .num_inputs = 1,
+     .infer = slice_infer,
+     .forward = slice_forward,
+     .grad = slice_grad},
+    {.name = "slice_axis",
+     .doc = "Slices [begin, end) along one axis.",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_slice_axis_attrs,
+     .num_attrs = 3,
+     .num_inputs = 1,
+     .infer = slice_axis_infer,
+     .forward = slice_axis_forward,
      .grad = slice_axis_grad},
-    {.name = "slice_like", .doc = "Slices data to the shape of shape_like on the given axes "
-                                  "(all axes by default), starting at index 0.",
-     .input_names = HG_NAMES("data", "shape_like"), .attrs = k_slice_like_attrs, .num_attrs = 1,
-     .num_inputs = 2, .infer = slice_like_infer, .forward = slice_like_forward,
+    {.name = "slice_like",
+     .doc = "Slices data to the shape of shape_like on the given axes "
+            "(all axes by default), starting at index 0.",
+     .input_names = HG_NAMES("data", "shape_like"),
+     .attrs = k_slice_like_attrs,
+     .num_attrs = 1,
+     .num_inputs = 2,
+     .infer = slice_like_infer,
+     .forward = slice_like_forward,
      .grad = slice_like_grad},
-    {.name = "_slice_assign", .aliases = HG_NAMES("_crop_assign"),
+    {.name = "_slice_assign",
+     .aliases = HG_NAMES("_crop_assign"),
      .doc = "A copy of lhs with the region begin/end/step replaced by rhs.",
-     .input_names = HG_NAMES("lhs", "rhs"), .attrs = k_slice_attrs, .num_attrs = 3,
-     .num_inputs = 2, .flags = HG_OP_INPLACE, .infer = slice_assign_infer,
-     .forward = slice_assign_forward, .grad = slice_assign_grad},
-    {.name = "_slice_assign_scalar", .aliases = HG_NAMES("_crop_assign_scalar"),
+     .input_names = HG_NAMES("lhs", "rhs"),
+     .attrs = k_slice_attrs,
+     .num_attrs = 3,
+     .num_inputs = 2,
+     .flags = HG_OP_INPLACE,
+     .infer = slice_assign_infer,
+     .forward = slice_assign_forward,
+     .grad = slice_assign_grad},
+    {.name = "_slice_assign_scalar",
+     .aliases = HG_NAMES("_crop_assign_scalar"),
      .doc = "A copy of data with the region begin/end/step set to scalar.",
-     .input_names = HG_NAMES("data"), .attrs = k_slice_assign_scalar_attrs, .num_attrs = 4,
-     .num_inputs = 1, .flags = HG_OP_INPLACE, .infer = slice_assign_scalar_infer,
-     .forward = slice_assign_scalar_forward, .grad = slice_assign_scalar_grad},
-    {.name = "_backward_Concat", .doc = "The gradient of Concat: ograd cut into the shapes of "
-     "the data inputs (read for their shapes only).", .input_names = HG_NAMES("data"),
-     .attrs = k_concat_attrs, .num_attrs = 2, .flags = HG_OP_VARARGS,
-     .get_num_inputs = bwd_concat_num_inputs, .get_num_outputs = bwd_concat_num_outputs,
-     .infer = bwd_concat_infer, .forward = bwd_concat_forward, .grad = bwd_concat_grad},
-    {.name = "_backward_slice_axis", .doc = "The gradient of slice_axis: zeros of data's shape "
-     "with ograd in the sliced range.", .input_names = HG_NAMES("ograd", "data"),
-     .attrs = k_slice_axis_attrs, .num_attrs = 3, .num_inputs = 2,
-     .infer = bwd_slice_axis_infer, .forward = bwd_slice_axis_forward,
+     .input_names = HG_NAMES("data"),
+     .attrs = k_slice_assign_scalar_attrs,
+     .num_attrs = 4,
+     .num_inputs = 1,
+     .flags = HG_OP_INPLACE,
+     .infer = slice_assign_scalar_infer,
+     .forward = slice_assign_scalar_forward,
+     .grad = slice_assign_scalar_grad},
+    {.name = "_backward_Concat",
+     .doc = "The gradient of Concat: ograd cut into the shapes of "
+            "the data inputs (read for their shapes only).",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_concat_attrs,
+     .num_attrs = 2,
+     .flags = HG_OP_VARARGS,
+     .get_num_inputs = bwd_concat_num_inputs,
+     .get_num_outputs = bwd_concat_num_outputs,
+     .infer = bwd_concat_infer,
+     .forward = bwd_concat_forward,
+     .grad = bwd_concat_grad},
+    {.name = "_backward_slice_axis",
+     .doc = "The gradient of slice_axis: zeros of data's shape "
+            "with ograd in the sliced range.",
+     .input_names = HG_NAMES("ograd", "data"),
+     .attrs = k_slice_axis_attrs,
+     .num_attrs = 3,
+     .num_inputs = 2,
+     .infer = bwd_slice_axis_infer,
+     .forward = bwd_slice_axis_forward,
      .grad = bwd_slice_axis_grad},
-    {.name = "_backward_slice_like", .doc = "The gradient of slice_like: zeros of data's shape "
-     "with ograd in the leading corner.", .input_names = HG_NAMES("ograd", "data"),
-     .num_inputs = 2, .infer = bwd_slice_like_infer, .forward = bwd_slice_like_forward,
+    {.name = "_backward_slice_like",
+     .doc = "The gradient of slice_like: zeros of data's shape "
+            "with ograd in the leading corner.",
+     .input_names = HG_NAMES("ograd", "data"),
+     .num_inputs = 2,
+     .infer = bwd_slice_like_infer,
+     .forward = bwd_slice_like_forward,
      .grad = bwd_slice_like_grad},
     {0},
 };

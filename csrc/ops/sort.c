@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/ew.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "ops/ew.h"
 
 #define RUN 24 /* insertion-sorted run length before merging */
 
@@ -243,8 +243,10 @@ static hg_status plan_rows(const char *opname, const hg_attr_value *axis_attr, c
 {
     char s[HG_SHAPE_STR];
     if (x->dtype == HG_DTYPE_F16 || x->dtype == HG_DTYPE_BOOL)
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (use float32, float64, "
-                        "int32, int64, int8 or uint8)", opname, hg_dtype_name(x->dtype));
+        return hg_error(HG_ERR_TYPE,
+                        "%s: dtype %s is not supported (use float32, float64, "
+                        "int32, int64, int8 or uint8)",
+                        opname, hg_dtype_name(x->dtype));
     if (axis_attr->is_none) {
         p->axis = -1;
         p->n = hg_shape_size(x->ndim, x->shape);
@@ -253,15 +255,19 @@ static hg_status plan_rows(const char *opname, const hg_attr_value *axis_attr, c
     } else {
         int64_t axis = axis_attr->i;
         if (x->ndim == 0 || axis < -x->ndim || axis >= x->ndim)
-            return hg_error(HG_ERR_VALUE, "%s: axis=%lld is out of range for input of shape %s "
-                            "(%d-d; axis must be in [%d, %d] or None)", opname, (long long)axis,
-                            hg_shape_str(s, x->ndim, x->shape), x->ndim, -x->ndim, x->ndim - 1);
+            return hg_error(HG_ERR_VALUE,
+                            "%s: axis=%lld is out of range for input of shape %s "
+                            "(%d-d; axis must be in [%d, %d] or None)",
+                            opname, (long long)axis, hg_shape_str(s, x->ndim, x->shape), x->ndim,
+                            -x->ndim, x->ndim - 1);
         p->axis = (int)(axis < 0 ? axis + x->ndim : axis);
         p->n = x->shape[p->axis];
     }
     if (p->n > INT32_MAX)
-        return hg_error(HG_ERR_VALUE, "%s: %lld elements along the axis is more than the %d "
-                        "supported", opname, (long long)p->n, INT32_MAX);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: %lld elements along the axis is more than the %d "
+                        "supported",
+                        opname, (long long)p->n, INT32_MAX);
     return HG_OK;
 }
 
@@ -290,13 +296,16 @@ static hg_status check_index_dtype(const char *opname, hg_dtype dt, int64_t n)
     case HG_DTYPE_F64:
     case HG_DTYPE_I64: max = INT64_MAX; break;
     default:
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported for indices (use uint8, "
-                        "int32, int64, float16, float32 or float64)", opname, hg_dtype_name(dt));
+        return hg_error(HG_ERR_TYPE,
+                        "%s: dtype %s is not supported for indices (use uint8, "
+                        "int32, int64, float16, float32 or float64)",
+                        opname, hg_dtype_name(dt));
     }
     if (n > max)
-        return hg_error(HG_ERR_VALUE, "%s: dtype %s cannot represent the indices of %lld elements "
-                        "exactly (at most %lld)", opname, hg_dtype_name(dt), (long long)n,
-                        (long long)max);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: dtype %s cannot represent the indices of %lld elements "
+                        "exactly (at most %lld)",
+                        opname, hg_dtype_name(dt), (long long)n, (long long)max);
     return HG_OK;
 }
 
@@ -322,8 +331,8 @@ static void layout(const hg_tensor *x, const hg_attr_value *axis_attr, sort_job 
  * ------------------------------------------------------------------------------------------- */
 
 static const char *const k_ret_types[] = {
-    [RET_VALUE] = "value", [RET_INDICES] = "indices", [RET_MASK] = "mask", [RET_BOTH] = "both",
-    [RET_NTYPES] = NULL,
+    [RET_VALUE] = "value", [RET_INDICES] = "indices", [RET_MASK] = "mask",
+    [RET_BOTH] = "both",   [RET_NTYPES] = NULL,
 };
 _Static_assert(HG_COUNT(k_ret_types) == RET_NTYPES + 1, "k_ret_types must match its enum");
 enum { TK_AXIS, TK_K, TK_RET, TK_ASCEND, TK_DTYPE, TK_NATTRS };
@@ -333,7 +342,8 @@ static const hg_attr_spec k_topk_attrs[] = {
     [TK_K] = {"k", HG_ATTR_INT, 0, "1", "number of elements to select (k < 1: all of them)", NULL},
     [TK_RET] = {"ret_typ", HG_ATTR_ENUM, 0, "indices",
                 "what to return: the values, their indices, a 0/1 "
-                "mask of the input's shape, or both values and indices", k_ret_types},
+                "mask of the input's shape, or both values and indices",
+                k_ret_types},
     [TK_ASCEND] = {"is_ascend", HG_ATTR_BOOL, 0, "False",
                    "select the k smallest instead of the k largest", NULL},
     [TK_DTYPE] = {"dtype", HG_ATTR_DTYPE, 0, "float32", "dtype of the returned indices", NULL},
@@ -358,13 +368,10 @@ static hg_dtype topk_index_dtype(const hg_attrs *a)
 }
 
 /* k after MXNet's rule (k < 1 selects the whole row); -1 when the row length is unknown. */
-static int64_t topk_k(const hg_attrs *a, int64_t n)
-{
-    return a->v[TK_K].i >= 1 ? a->v[TK_K].i : n;
-}
+static int64_t topk_k(const hg_attrs *a, int64_t n) { return a->v[TK_K].i >= 1 ? a->v[TK_K].i : n; }
 
-static hg_status topk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status topk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     const hg_meta *x = &in[0];
     int ret = (int)a->v[TK_RET].i;
@@ -380,9 +387,11 @@ static hg_status topk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     if (p.n >= 0 && (k > p.n || (k < 1 && p.n > 0))) {
         char ax[32] = "None";
         if (p.axis >= 0) snprintf(ax, sizeof ax, "%d", p.axis);
-        return hg_error(HG_ERR_VALUE, "topk: k=%lld must be in [1, %lld], the number of elements "
-                        "along the axis (input shape %s, axis=%s)", (long long)a->v[TK_K].i,
-                        (long long)p.n, hg_shape_str(s, x->ndim, x->shape), ax);
+        return hg_error(HG_ERR_VALUE,
+                        "topk: k=%lld must be in [1, %lld], the number of elements "
+                        "along the axis (input shape %s, axis=%s)",
+                        (long long)a->v[TK_K].i, (long long)p.n, hg_shape_str(s, x->ndim, x->shape),
+                        ax);
     }
     if (ret != RET_MASK) HG_TRY(check_index_dtype("topk", idt, p.n));
     if (ret == RET_MASK) {
@@ -433,8 +442,8 @@ static const hg_attr_spec k_argsort_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_argsort_attrs) == SO_NATTRS, "k_argsort_attrs must match its enum");
 
-static hg_status sort_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                            int nout, hg_meta *out)
+static hg_status sort_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
 {
     const hg_meta *x = &in[0];
     out[0].dtype = x->dtype;
@@ -521,11 +530,10 @@ static hg_status topk_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin,
         for (int d = 0; ok && d < m->ndim; d++)
             ok = m->shape[d] < 0 || want.shape[d] < 0 || m->shape[d] == want.shape[d];
         if (!ok)
-            return hg_error(HG_ERR_VALUE, "%s: %s has shape %s, topk of data %s gives %s",
-                            op->name, k ? "indices" : "the output gradient",
-                            hg_shape_str(s0, m->ndim, m->shape),
-                            hg_shape_str(s1, x->ndim, x->shape),
-                            hg_shape_str(s2, want.ndim, want.shape));
+            return hg_error(
+                HG_ERR_VALUE, "%s: %s has shape %s, topk of data %s gives %s", op->name,
+                k ? "indices" : "the output gradient", hg_shape_str(s0, m->ndim, m->shape),
+                hg_shape_str(s1, x->ndim, x->shape), hg_shape_str(s2, want.ndim, want.shape));
     }
     if (in[0].ndim >= 0 && in[0].dtype != x->dtype)
         return hg_error(HG_ERR_TYPE, "%s: the output gradient has dtype %s, data %s", op->name,
@@ -568,8 +576,7 @@ static void scatter_range(void *ctx, int64_t b, int64_t e)
             for (int64_t i = 0; i < j->inner; i++) {
                 int64_t pos = (o * j->k + r) * j->inner + i, t = read_idx(j->idx, j->idt, pos);
                 if (t >= 0 && t < j->n)
-                    memcpy(dst + (size_t)(t * j->inner + i) * esz, j->dy + (size_t)pos * esz,
-                           esz);
+                    memcpy(dst + (size_t)(t * j->inner + i) * esz, j->dy + (size_t)pos * esz, esz);
             }
     }
 }
@@ -579,8 +586,14 @@ static hg_status topk_bwd_forward(const hg_op_def *op, const hg_attrs *a, const 
 {
     sort_job l = {0};
     layout(in[2], &a->v[TK_AXIS], &l);
-    scatter_job j = {hg_data(in[0]), hg_data(in[1]), hg_data(out[0]), in[1]->dtype,
-                     hg_dtype_size(in[2]->dtype), l.n, l.inner, topk_k(a, l.n)};
+    scatter_job j = {hg_data(in[0]),
+                     hg_data(in[1]),
+                     hg_data(out[0]),
+                     in[1]->dtype,
+                     hg_dtype_size(in[2]->dtype),
+                     l.n,
+                     l.inner,
+                     topk_k(a, l.n)};
     int64_t per = l.n * l.inner > 0 ? l.n * l.inner : 1;
     hg_parallel_for(l.outer, HG_GRAIN_ELEMWISE / per + 1, scatter_range, &j);
     return HG_OK;
@@ -601,30 +614,54 @@ static hg_status topk_grad(hg_grad_ctx *g)
 static hg_status sort_grad(hg_grad_ctx *g)
 {
     hg_sentry in[3] = {hg_g_ograd(g, 0), hg_g_out(g, 1), hg_g_in(g, 0)};
-    hg_g_set(g, 0, hg_g_op(g, "_backward_topk", 3, in,
-                           HG_KV("axis", hg_g_attr_str(g, SO_AXIS), "k", "0", "ret_typ", "value",
-                                 "is_ascend", hg_g_attr_str(g, SO_ASCEND), "dtype", "int32")));
+    hg_g_set(g, 0,
+             hg_g_op(g, "_backward_topk", 3, in,
+                     HG_KV("axis", hg_g_attr_str(g, SO_AXIS), "k", "0", "ret_typ", "value",
+                           "is_ascend", hg_g_attr_str(g, SO_ASCEND), "dtype", "int32")));
     return hg_g_status(g);
 }
 
 const hg_op_def hg_ops_sort[] = {
-    {.name = "topk", .doc = "the k largest (or smallest) elements along an axis: values, "
-     "indices, a mask, or values and indices", .input_names = HG_NAMES("data"),
-     .attrs = k_topk_attrs, .num_attrs = HG_COUNT(k_topk_attrs), .num_inputs = 1,
-     .get_num_outputs = topk_num_outputs, .get_num_visible_outputs = topk_num_visible_outputs,
-     .infer = topk_infer, .forward = topk_forward, .grad = topk_grad},
-    {.name = "sort", .doc = "the input sorted along an axis (stable)",
-     .input_names = HG_NAMES("data"), .attrs = k_sort_attrs, .num_attrs = HG_COUNT(k_sort_attrs),
-     .num_inputs = 1, .num_outputs = 2, .num_visible_outputs = 1, .infer = sort_infer,
-     .forward = sort_forward, .grad = sort_grad},
-    {.name = "argsort", .doc = "indices that sort the input along an axis (stable)",
-     .input_names = HG_NAMES("data"), .attrs = k_argsort_attrs,
-     .num_attrs = HG_COUNT(k_argsort_attrs), .num_inputs = 1, .infer = argsort_infer,
-     .forward = argsort_forward, .flags = HG_OP_NO_GRAD},
-    {.name = "_backward_topk", .doc = "gradient of topk / sort values: ograd put back at the "
-     "positions given by indices, zeros elsewhere",
-     .input_names = HG_NAMES("ograd", "indices", "data"), .attrs = k_topk_attrs,
-     .num_attrs = HG_COUNT(k_topk_attrs), .num_inputs = 3, .infer = topk_bwd_infer,
+    {.name = "topk",
+     .doc = "the k largest (or smallest) elements along an axis: values, "
+            "indices, a mask, or values and indices",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_topk_attrs,
+     .num_attrs = HG_COUNT(k_topk_attrs),
+     .num_inputs = 1,
+     .get_num_outputs = topk_num_outputs,
+     .get_num_visible_outputs = topk_num_visible_outputs,
+     .infer = topk_infer,
+     .forward = topk_forward,
+     .grad = topk_grad},
+    {.name = "sort",
+     .doc = "the input sorted along an axis (stable)",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_sort_attrs,
+     .num_attrs = HG_COUNT(k_sort_attrs),
+     .num_inputs = 1,
+     .num_outputs = 2,
+     .num_visible_outputs = 1,
+     .infer = sort_infer,
+     .forward = sort_forward,
+     .grad = sort_grad},
+    {.name = "argsort",
+     .doc = "indices that sort the input along an axis (stable)",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_argsort_attrs,
+     .num_attrs = HG_COUNT(k_argsort_attrs),
+     .num_inputs = 1,
+     .infer = argsort_infer,
+     .forward = argsort_forward,
+     .flags = HG_OP_NO_GRAD},
+    {.name = "_backward_topk",
+     .doc = "gradient of topk / sort values: ograd put back at the "
+            "positions given by indices, zeros elsewhere",
+     .input_names = HG_NAMES("ograd", "indices", "data"),
+     .attrs = k_topk_attrs,
+     .num_attrs = HG_COUNT(k_topk_attrs),
+     .num_inputs = 3,
+     .infer = topk_bwd_infer,
      .forward = topk_bwd_forward},
     {0},
 };

@@ -42,8 +42,10 @@ hg_status hg_pmodel_spec_meta(const hg_input_spec *spec, const char *what, hg_me
         if (spec->shape[d] <= 0) {
             char buf[HG_SHAPE_STR];
             /* MXNet reads a 0 dim as "unknown"; an input must be fully known. */
-            return hg_error(HG_ERR_VALUE, "%s: input '%s' has shape %s: every dimension must be "
-                            ">= 1", what, spec->name, hg_shape_str(buf, spec->ndim, spec->shape));
+            return hg_error(HG_ERR_VALUE,
+                            "%s: input '%s' has shape %s: every dimension must be "
+                            ">= 1",
+                            what, spec->name, hg_shape_str(buf, spec->ndim, spec->shape));
         }
     hg_status st = hg_shape_check(spec->ndim, spec->shape, spec->dtype);
     if (st != HG_OK) return hg_error_prefix(st, "%s: input '%s': ", what, spec->name);
@@ -128,19 +130,20 @@ static hg_status match_variables(hg_pmodel *m, hg_ndlist *params, const char *wh
         for (int k = 0; k < m->nslots; k++)
             if (strcmp(m->slot_name[k], m->data_name[d]) == 0) m->data_slot[d] = k;
         if (m->data_slot[d] < 0)
-            st = hg_error(HG_ERR_VALUE, "%s: input '%s' is not a variable of the graph (its "
-                          "variables: %s)", what, m->data_name[d],
-                          list_slots(m, buf, sizeof buf));
+            st = hg_error(HG_ERR_VALUE,
+                          "%s: input '%s' is not a variable of the graph (its "
+                          "variables: %s)",
+                          what, m->data_name[d], list_slots(m, buf, sizeof buf));
     }
     for (int k = 0; st == HG_OK && k < m->nslots; k++) {
         if (hg_pmodel_find_data(m, m->slot_name[k]) >= 0) continue;
         int pi = find_param(params, m->slot_name[k]);
         if (pi < 0)
-            st = hg_error(HG_ERR_VALUE, "%s: the graph's variable '%s' is neither a data input "
-                          "nor in the parameters (%d arrays)", what, m->slot_name[k],
-                          params ? hg_ndlist_count(params) : 0);
-        else
-            st = hg_ndlist_get(params, pi, &m->weight[k]);
+            st = hg_error(HG_ERR_VALUE,
+                          "%s: the graph's variable '%s' is neither a data input "
+                          "nor in the parameters (%d arrays)",
+                          what, m->slot_name[k], params ? hg_ndlist_count(params) : 0);
+        else st = hg_ndlist_get(params, pi, &m->weight[k]);
     }
     return st;
 }
@@ -171,7 +174,8 @@ hg_status hg_pmodel_load(const char *json, size_t json_len, hg_ndlist *params, i
     static const char what[] = "hg_predictor_create";
     *out = NULL;
     if (params && hg_ndlist_count(params) > 0 && !hg_ndlist_has_names(params))
-        return hg_error(HG_ERR_VALUE, "%s: the params file holds a list of %d arrays without "
+        return hg_error(HG_ERR_VALUE,
+                        "%s: the params file holds a list of %d arrays without "
                         "names; a model's params file (export, save_parameters) names them",
                         what, hg_ndlist_count(params));
     hg_pmodel *m = calloc(1, sizeof *m);
@@ -202,8 +206,7 @@ hg_status hg_read_file(const char *path, char **out, size_t *len)
     char *buf = NULL;
     if (fstat(fileno(fp), &sb) != 0)
         st = hg_error(HG_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode))
-        st = hg_error(HG_ERR_IO, "'%s' is not a regular file", path);
+    else if (!S_ISREG(sb.st_mode)) st = hg_error(HG_ERR_IO, "'%s' is not a regular file", path);
     else if ((uint64_t)sb.st_size > MAX_FILE_BYTES)
         st = hg_error(HG_ERR_IO, "'%s' is too large (%lld bytes) for a symbol file", path,
                       (long long)sb.st_size);

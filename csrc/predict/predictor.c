@@ -159,8 +159,7 @@ hg_status hg_predictor_create(const char *json, size_t json_len, const void *par
     HG_TRY(check_create_args(dev_type, dev_id, ninputs, inputs, out, what));
     if (!json) return hg_error(HG_ERR_VALUE, "%s: json is NULL", what);
     if (!params && params_len)
-        return hg_error(HG_ERR_VALUE, "%s: params is NULL but params_len is %zu", what,
-                        params_len);
+        return hg_error(HG_ERR_VALUE, "%s: params is NULL but params_len is %zu", what, params_len);
     hg_ndlist *list = NULL;
     if (params) {
         hg_status st = hg_ndlist_load_bytes(params, params_len, &list);
@@ -232,8 +231,7 @@ static hg_status check_index(const hg_predictor *p, int index, int n, const char
 static hg_status copy_shape(const hg_tensor *t, int64_t *shape, int capacity, int *ndim,
                             const char *what)
 {
-    if (!ndim || (!shape && capacity > 0))
-        return hg_error(HG_ERR_VALUE, "%s: NULL argument", what);
+    if (!ndim || (!shape && capacity > 0)) return hg_error(HG_ERR_VALUE, "%s: NULL argument", what);
     *ndim = t->ndim;
     if (capacity < t->ndim)
         return hg_error(HG_ERR_VALUE, "%s: the shape has %d dimensions but room was given for %d",
@@ -259,8 +257,8 @@ hg_status hg_predictor_input_name(const hg_predictor *p, int index, const char *
     return HG_OK;
 }
 
-hg_status hg_predictor_input_shape(const hg_predictor *p, int index, int64_t *shape,
-                                   int capacity, int *ndim)
+hg_status hg_predictor_input_shape(const hg_predictor *p, int index, int64_t *shape, int capacity,
+                                   int *ndim)
 {
     static const char what[] = "hg_predictor_input_shape";
     HG_TRY(check_index(p, index, p ? p->model->ndata : 0, "input", what));
@@ -284,8 +282,8 @@ hg_status hg_predictor_num_outputs(const hg_predictor *p, int *out)
     return HG_OK;
 }
 
-hg_status hg_predictor_output_shape(const hg_predictor *p, int index, int64_t *shape,
-                                    int capacity, int *ndim)
+hg_status hg_predictor_output_shape(const hg_predictor *p, int index, int64_t *shape, int capacity,
+                                    int *ndim)
 {
     static const char what[] = "hg_predictor_output_shape";
     HG_TRY(check_index(p, index, p ? p->nout : 0, "output", what));
@@ -312,8 +310,7 @@ hg_status hg_predictor_output_nbytes(const hg_predictor *p, int index, size_t *o
 
 /* ---- running ---------------------------------------------------------------------------- */
 
-hg_status hg_predictor_set_input(hg_predictor *p, const char *name, const void *data,
-                                 size_t nbytes)
+hg_status hg_predictor_set_input(hg_predictor *p, const char *name, const void *data, size_t nbytes)
 {
     static const char what[] = "hg_predictor_set_input";
     CHECK_P(p, what);
@@ -346,9 +343,11 @@ hg_status hg_predictor_get_output(const hg_predictor *p, int index, void *dst, s
     if (!dst && nbytes) return hg_error(HG_ERR_VALUE, "%s: dst is NULL", what);
     if (nbytes != hg_tensor_nbytes(t)) {
         char buf[HG_SHAPE_STR];
-        return hg_error(HG_ERR_VALUE, "%s: output %d of shape %s (%s) has %zu bytes, the buffer "
-                        "%zu", what, index, hg_shape_str(buf, t->ndim, t->shape),
-                        hg_dtype_name(t->dtype), hg_tensor_nbytes(t), nbytes);
+        return hg_error(HG_ERR_VALUE,
+                        "%s: output %d of shape %s (%s) has %zu bytes, the buffer "
+                        "%zu",
+                        what, index, hg_shape_str(buf, t->ndim, t->shape), hg_dtype_name(t->dtype),
+                        hg_tensor_nbytes(t), nbytes);
     }
     if (nbytes) memcpy(dst, hg_tensor_data(t), nbytes);
     return HG_OK;

@@ -74,7 +74,7 @@ static PyObject *mark_variables(PyObject *self, PyObject *args)
     if (!r) goto done;
     if (ng != nv || PySequence_Fast_GET_SIZE(r) != nv) {
         PyErr_SetString(PyExc_ValueError, "mark_variables: variables, gradients and grad_reqs "
-                        "must have the same length");
+                                          "must have the same length");
         Py_DECREF(r);
         goto done;
     }
@@ -117,10 +117,10 @@ static PyObject *backward(PyObject *self, PyObject *args)
         goto done;
     }
     hg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = hg_ag_backward((int)nh, h, hg, (int)nv, v, retain, create, train, out);
-    Py_END_ALLOW_THREADS
-    if (st) {
+    Py_BEGIN_ALLOW_THREADS st = hg_ag_backward((int)nh, h, hg, (int)nv, v, retain, create, train,
+                                               out);
+    Py_END_ALLOW_THREADS if (st)
+    {
         hgpy_raise(st);
         goto done;
     }
@@ -186,7 +186,4 @@ static PyMethodDef k_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int hgpy_init_autograd(PyObject *m)
-{
-    return PyModule_AddFunctions(m, k_functions);
-}
+int hgpy_init_autograd(PyObject *m) { return PyModule_AddFunctions(m, k_functions); }

@@ -8,8 +8,7 @@
 #include "core/op.h"
 
 typedef struct {
-    PyObject_HEAD
-    hg_tensor *t;
+    PyObject_HEAD hg_tensor *t;
 } NDArrayObject;
 
 extern PyTypeObject HgNDArray_Type;  /* _core.NDArray, the base the Python class derives from */
@@ -28,8 +27,8 @@ int hgpy_raise_int(hg_status st);
 
 /* Runs an op on NDArray inputs with attrs already parsed; returns the output list
  * (new references, *nout entries) in outs. */
-hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
-                   int nout, hg_tensor **out);
+hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in, int nout,
+                   hg_tensor **out);
 /* Converts one Python value to attribute slot idx of op. Returns 0 or -1 with an exception. */
 int hgpy_set_attr(const hg_op_def *op, int idx, PyObject *value, hg_attrs *a);
 /* Op callable object for an op def (new reference). */

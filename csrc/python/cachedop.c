@@ -7,8 +7,7 @@
 #include "exec/cachedop.h"
 
 typedef struct {
-    PyObject_HEAD
-    hg_cachedop *op;
+    PyObject_HEAD hg_cachedop *op;
     hg_plan *plan; /* the op's inference plan (borrowed) */
     int ninputs;
     /* _bind(): inputs fixed between calls (parameters); the call's arguments fill the other
@@ -40,7 +39,7 @@ static void co_dealloc(CachedOpObject *self)
 
 static int co_init(CachedOpObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"symbol", "input_names", "static_alloc", "static_shape", "fusion",
+    static char *kwlist[] = {"symbol",  "input_names", "static_alloc", "static_shape", "fusion",
                              "memplan", NULL};
     PyObject *symobj, *names;
     int static_alloc = 0, static_shape = 0, fusion = 1, memplan = 1;
@@ -64,8 +63,8 @@ static int co_init(CachedOpObject *self, PyObject *args, PyObject *kw)
     self->op = NULL;
     self->plan = NULL;
     unsigned flags = (static_alloc ? HG_PLAN_STATIC_ALLOC : 0) |
-                     (static_shape ? HG_PLAN_STATIC_SHAPE : 0) |
-                     (fusion ? 0 : HG_PLAN_NO_FUSION) | (memplan ? 0 : HG_PLAN_NO_MEMPLAN);
+                     (static_shape ? HG_PLAN_STATIC_SHAPE : 0) | (fusion ? 0 : HG_PLAN_NO_FUSION) |
+                     (memplan ? 0 : HG_PLAN_NO_MEMPLAN);
     /* The environment switches (HG_NO_FUSION, HG_NO_MEMPLAN) stay on when set. */
     hg_status st = hg_cachedop_create(s, (int)n, cn, flags | hg_plan_env_flags(), &self->op);
     if (st) {
@@ -91,8 +90,7 @@ static PyObject *co_run(CachedOpObject *self, PyObject *args, int use_bound)
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     int want = use_bound ? self->nfree : self->ninputs;
     if (n != want)
-        return hgpy_raise(hg_error(HG_ERR_VALUE, "CachedOp expects %d inputs, got %zd", want,
-                                   n));
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "CachedOp expects %d inputs, got %zd", want, n));
     int nout = hg_plan_num_outputs(self->plan);
     size_t nin = (size_t)self->ninputs;
     hg_tensor *in_stack[32], *out_stack[8];
@@ -126,10 +124,8 @@ static PyObject *co_run(CachedOpObject *self, PyObject *args, int use_bound)
     }
     hg_status st;
     hg_cachedop_retain(op); /* the block may build a new op (and drop this one) meanwhile */
-    Py_BEGIN_ALLOW_THREADS
-    st = hg_cachedop_call(op, in, out);
-    Py_END_ALLOW_THREADS
-    hg_cachedop_release(op);
+    Py_BEGIN_ALLOW_THREADS st = hg_cachedop_call(op, in, out);
+    Py_END_ALLOW_THREADS hg_cachedop_release(op);
     if (st) {
         hgpy_raise(st);
         goto done;
@@ -160,10 +156,7 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
 
 /* _call_all(*inputs): every input given, the binding ignored; always a list. Threads that call
  * through the binding are not disturbed. */
-static PyObject *co_call_all(CachedOpObject *self, PyObject *args)
-{
-    return co_run(self, args, 0);
-}
+static PyObject *co_call_all(CachedOpObject *self, PyObject *args) { return co_run(self, args, 0); }
 
 static PyObject *meta_to_py(const hg_meta *m)
 {
@@ -252,21 +245,21 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
     if (st) return hgpy_raise(st);
     PyObject *r = Py_BuildValue(
         "{s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:s}", "kernels", s.kernels, "folded_batchnorm",
-        s.folded_bn, "fused_groups", s.fused_groups,
-        "fused_ops", s.fused_ops, "planned_internal_bytes", (long long)s.planned_bytes,
-        "unplanned_internal_bytes", (long long)s.unplanned_bytes, "peak_internal_bytes",
-        (long long)s.peak_bytes, "total_internal_bytes", (long long)s.total_bytes, "plan", text);
+        s.folded_bn, "fused_groups", s.fused_groups, "fused_ops", s.fused_ops,
+        "planned_internal_bytes", (long long)s.planned_bytes, "unplanned_internal_bytes",
+        (long long)s.unplanned_bytes, "peak_internal_bytes", (long long)s.peak_bytes,
+        "total_internal_bytes", (long long)s.total_bytes, "plan", text);
     free(text);
     hg_plan_stats f, b;
     int nsaved;
     if (r && hg_cachedop_train_stats(self->op, &f, &b, &nsaved)) {
         PyObject *t = Py_BuildValue(
-            "{s:i,s:i,s:i,s:L,s:L,s:i,s:i,s:L,s:L}", "saved_activations", nsaved,
-            "forward_kernels", f.kernels, "forward_fused_groups", f.fused_groups,
-            "forward_planned_bytes", (long long)f.planned_bytes, "forward_unplanned_bytes",
-            (long long)f.unplanned_bytes, "backward_kernels", b.kernels, "backward_fused_groups",
-            b.fused_groups, "backward_planned_bytes", (long long)b.planned_bytes,
-            "backward_unplanned_bytes", (long long)b.unplanned_bytes);
+            "{s:i,s:i,s:i,s:L,s:L,s:i,s:i,s:L,s:L}", "saved_activations", nsaved, "forward_kernels",
+            f.kernels, "forward_fused_groups", f.fused_groups, "forward_planned_bytes",
+            (long long)f.planned_bytes, "forward_unplanned_bytes", (long long)f.unplanned_bytes,
+            "backward_kernels", b.kernels, "backward_fused_groups", b.fused_groups,
+            "backward_planned_bytes", (long long)b.planned_bytes, "backward_unplanned_bytes",
+            (long long)b.unplanned_bytes);
         if (!t || PyDict_SetItemString(r, "training", t) < 0) Py_CLEAR(r);
         Py_XDECREF(t);
     }

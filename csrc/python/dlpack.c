@@ -6,8 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { int32_t device_type, device_id; } DLDevice;
-typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    int32_t device_type, device_id;
+} DLDevice;
+typedef struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+} DLDataType;
 typedef struct {
     void *data;
     DLDevice device;
@@ -23,7 +28,9 @@ typedef struct DLManagedTensor {
 } DLManagedTensor;
 
 /* DLPack >= 1.0: versioned capsules carry a read-only flag, so NumPy 2 imports them writable. */
-typedef struct { uint32_t major, minor; } DLPackVersion;
+typedef struct {
+    uint32_t major, minor;
+} DLPackVersion;
 typedef struct DLManagedTensorVersioned {
     DLPackVersion version;
     void *manager_ctx;
@@ -155,8 +162,10 @@ static PyObject *from_dlpack(PyObject *mod, PyObject *obj)
             d->dtype.lanes == 1)
             dt = i;
     if (d->device.device_type != kDLCPU)
-        st = hg_error(HG_ERR_UNSUPPORTED, "from_dlpack: only CPU tensors can be imported (device "
-                      "type %d)", d->device.device_type);
+        st = hg_error(HG_ERR_UNSUPPORTED,
+                      "from_dlpack: only CPU tensors can be imported (device "
+                      "type %d)",
+                      d->device.device_type);
     else if (dt < 0)
         st = hg_error(HG_ERR_TYPE, "from_dlpack: unsupported dtype (code %d, %d bits, %d lanes)",
                       d->dtype.code, d->dtype.bits, d->dtype.lanes);
@@ -168,7 +177,7 @@ static PyObject *from_dlpack(PyObject *mod, PyObject *obj)
         for (int i = d->ndim - 1; i >= 0; i--) {
             if (d->shape[i] != 1 && d->strides[i] != expect) {
                 st = hg_error(HG_ERR_VALUE, "from_dlpack: the tensor is not C-contiguous; call "
-                              ".contiguous() / np.ascontiguousarray() first");
+                                            ".contiguous() / np.ascontiguousarray() first");
                 break;
             }
             expect *= d->shape[i];
@@ -176,8 +185,8 @@ static PyObject *from_dlpack(PyObject *mod, PyObject *obj)
     }
     hg_tensor *t = NULL;
     if (st == HG_OK)
-        st = hg_tensor_from_data((char *)d->data + d->byte_offset, d->ndim, d->shape,
-                                 (hg_dtype)dt, import_deleter, m, &t);
+        st = hg_tensor_from_data((char *)d->data + d->byte_offset, d->ndim, d->shape, (hg_dtype)dt,
+                                 import_deleter, m, &t);
     if (st) {
         Py_DECREF(cap);
         return hgpy_raise(st);

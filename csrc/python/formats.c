@@ -34,7 +34,7 @@ static int save_args_parse(PyObject *arrays, PyObject *names, save_args *a)
 {
     memset(a, 0, sizeof *a);
     PyObject *seq = PySequence_Fast(arrays, "save only accept dict str->NDArray or list of "
-                                    "NDArray");
+                                            "NDArray");
     if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n > INT_MAX / 2) {
@@ -50,7 +50,7 @@ static int save_args_parse(PyObject *arrays, PyObject *names, save_args *a)
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
         if (!hgpy_is_ndarray(o)) {
             PyErr_SetString(PyExc_TypeError, "save only accept dict str->NDArray or list of "
-                            "NDArray");
+                                             "NDArray");
             goto fail;
         }
         a->arrays[i] = hgpy_tensor(o);
@@ -74,7 +74,7 @@ static int save_args_parse(PyObject *arrays, PyObject *names, save_args *a)
             Py_ssize_t len;
             if (!PyUnicode_Check(k)) {
                 PyErr_SetString(PyExc_TypeError, "save only accept dict str->NDArray or list "
-                                "of NDArray");
+                                                 "of NDArray");
                 goto fail;
             }
             const char *s = PyUnicode_AsUTF8AndSize(k, &len);
@@ -103,10 +103,8 @@ static PyObject *ndlist_save_bytes(PyObject *self, PyObject *args)
     void *buf;
     size_t len;
     hg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = hg_ndlist_save_bytes(a.n, a.arrays, a.names, &buf, &len);
-    Py_END_ALLOW_THREADS
-    save_args_clear(&a);
+    Py_BEGIN_ALLOW_THREADS st = hg_ndlist_save_bytes(a.n, a.arrays, a.names, &buf, &len);
+    Py_END_ALLOW_THREADS save_args_clear(&a);
     if (st) return hgpy_raise(st);
     PyObject *out = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
     hg_buffer_free(buf);
@@ -134,8 +132,10 @@ static PyObject *ndlist_to_py(const hg_ndlist *l, const char *src)
         if (!o) {
             /* A corrupted name is a malformed file, reported like every other defect. */
             PyErr_Clear();
-            hgpy_raise(hg_error(HG_ERR_IO, "Invalid NDArray file format in %s: name %d is not "
-                                "valid UTF-8", src, i));
+            hgpy_raise(hg_error(HG_ERR_IO,
+                                "Invalid NDArray file format in %s: name %d is not "
+                                "valid UTF-8",
+                                src, i));
             goto fail;
         }
         PyList_SET_ITEM(names, i, o);
@@ -153,10 +153,9 @@ static PyObject *ndlist_load(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path)) return NULL;
     hg_ndlist *l;
     hg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = hg_ndlist_load_file(PyBytes_AS_STRING(path), &l);
-    Py_END_ALLOW_THREADS
-    if (st) {
+    Py_BEGIN_ALLOW_THREADS st = hg_ndlist_load_file(PyBytes_AS_STRING(path), &l);
+    Py_END_ALLOW_THREADS if (st)
+    {
         Py_DECREF(path);
         return hgpy_raise(st);
     }
@@ -175,10 +174,8 @@ static PyObject *ndlist_load_bytes(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
     hg_ndlist *l;
     hg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = hg_ndlist_load_bytes(view.buf, (size_t)view.len, &l);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
+    Py_BEGIN_ALLOW_THREADS st = hg_ndlist_load_bytes(view.buf, (size_t)view.len, &l);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&view);
     if (st) return hgpy_raise(st);
     PyObject *out = ndlist_to_py(l, "buffer");
     hg_ndlist_free(l);
@@ -200,7 +197,7 @@ static int file_job_parse(PyObject *item, file_job *j)
     PyObject *path, *payload;
     if (!PyTuple_Check(item)) {
         PyErr_SetString(PyExc_TypeError, "replace_files: each job is a (path, what, payload) "
-                        "tuple");
+                                         "tuple");
         return -1;
     }
     if (!PyArg_ParseTuple(item, "OsO", &path, &j->what, &payload) ||
@@ -213,11 +210,10 @@ static int file_job_parse(PyObject *item, file_job *j)
     }
     if (!PyTuple_Check(payload) || PyTuple_GET_SIZE(payload) != 2) {
         PyErr_SetString(PyExc_TypeError, "replace_files: a payload is bytes or a tuple "
-                        "(arrays, names_or_None)");
+                                         "(arrays, names_or_None)");
         return -1;
     }
-    return save_args_parse(PyTuple_GET_ITEM(payload, 0), PyTuple_GET_ITEM(payload, 1),
-                           &j->arrays);
+    return save_args_parse(PyTuple_GET_ITEM(payload, 0), PyTuple_GET_ITEM(payload, 1), &j->arrays);
 }
 
 /* Writes and flushes every file to its temporary first, then renames them over their targets
@@ -263,10 +259,8 @@ static PyObject *replace_files(PyObject *self, PyObject *arg)
     for (Py_ssize_t i = 0; i < n; i++)
         if (file_job_parse(PyTuple_GET_ITEM(jobs, i), &j[i]) < 0) goto done;
     hg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = replace_files_run(n, j);
-    Py_END_ALLOW_THREADS
-    res = st ? hgpy_raise(st) : Py_NewRef(Py_None);
+    Py_BEGIN_ALLOW_THREADS st = replace_files_run(n, j);
+    Py_END_ALLOW_THREADS res = st ? hgpy_raise(st) : Py_NewRef(Py_None);
 done:
     for (Py_ssize_t i = 0; j && i < n; i++) {
         Py_XDECREF(j[i].path);

@@ -29,10 +29,14 @@ static PyObject *set_error_classes(PyObject *self, PyObject *args)
 {
     PyObject *base, *value, *type, *index;
     if (!PyArg_ParseTuple(args, "OOOO", &base, &value, &type, &index)) return NULL;
-    PyObject *by_status[HG_ERR_INTERNAL + 1] = {
-        [0] = base, [HG_ERR_VALUE] = value, [HG_ERR_TYPE] = type, [HG_ERR_INDEX] = index,
-        [HG_ERR_MEMORY] = base, [HG_ERR_IO] = base, [HG_ERR_UNSUPPORTED] = base,
-        [HG_ERR_INTERNAL] = base};
+    PyObject *by_status[HG_ERR_INTERNAL + 1] = {[0] = base,
+                                                [HG_ERR_VALUE] = value,
+                                                [HG_ERR_TYPE] = type,
+                                                [HG_ERR_INDEX] = index,
+                                                [HG_ERR_MEMORY] = base,
+                                                [HG_ERR_IO] = base,
+                                                [HG_ERR_UNSUPPORTED] = base,
+                                                [HG_ERR_INTERNAL] = base};
     for (int i = 0; i <= HG_ERR_INTERNAL; i++) {
         Py_XINCREF(by_status[i]);
         Py_XSETREF(g_err[i], by_status[i]);
@@ -112,11 +116,13 @@ static PyObject *op_info(PyObject *self, PyObject *name)
     for (int i = 0; attrs && i < op->num_attrs; i++) {
         const hg_attr_spec *sp = &op->attrs[i];
         PyObject *choices = sp->choices ? str_list(sp->choices) : Py_NewRef(Py_None);
-        PyList_SET_ITEM(attrs, i, Py_BuildValue(
-            "{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type", k_attr_types[sp->type],
-            "required", (sp->flags & HG_ATTR_REQUIRED) ? Py_True : Py_False, "optional",
-            (sp->flags & HG_ATTR_OPTIONAL) ? Py_True : Py_False, "default", sp->def, "doc",
-            sp->doc ? sp->doc : "", "choices", choices));
+        PyList_SET_ITEM(
+            attrs, i,
+            Py_BuildValue("{s:s,s:s,s:O,s:O,s:z,s:s,s:N}", "name", sp->name, "type",
+                          k_attr_types[sp->type], "required",
+                          (sp->flags & HG_ATTR_REQUIRED) ? Py_True : Py_False, "optional",
+                          (sp->flags & HG_ATTR_OPTIONAL) ? Py_True : Py_False, "default", sp->def,
+                          "doc", sp->doc ? sp->doc : "", "choices", choices));
     }
     PyObject *r = Py_BuildValue(
         "{s:s,s:N,s:s,s:N,s:N,s:i,s:i,s:i,s:I,s:N,s:O}", "name", op->name, "aliases",
@@ -178,8 +184,10 @@ static PyObject *new_array(PyObject *args, bool zeroed)
     hg_meta m = {(int)nd, (hg_dtype)dtype, {0}};
     if (nd > HG_MAX_NDIM) {
         Py_DECREF(seq);
-        return hgpy_raise(hg_error(HG_ERR_VALUE, "shape has %zd dimensions, at most %d are "
-                                   "supported", nd, HG_MAX_NDIM));
+        return hgpy_raise(hg_error(HG_ERR_VALUE,
+                                   "shape has %zd dimensions, at most %d are "
+                                   "supported",
+                                   nd, HG_MAX_NDIM));
     }
     for (Py_ssize_t i = 0; i < nd; i++) {
         m.shape[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
@@ -212,8 +220,8 @@ static PyObject *from_buffer(PyObject *self, PyObject *args)
     hg_tensor *t = NULL;
     hg_status st = HG_OK;
     if (view.ndim > HG_MAX_NDIM) {
-        st = hg_error(HG_ERR_VALUE, "array has %d dimensions, at most %d are supported",
-                      view.ndim, HG_MAX_NDIM);
+        st = hg_error(HG_ERR_VALUE, "array has %d dimensions, at most %d are supported", view.ndim,
+                      HG_MAX_NDIM);
     } else {
         for (int i = 0; i < view.ndim; i++) dims[i] = view.shape[i];
         st = hg_tensor_new(view.ndim, dims, (hg_dtype)dtype, &t);
@@ -293,8 +301,8 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m = PyModule_Create(&k_module);
     if (!m) return NULL;
     if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0 ||
-        hgpy_init_symbol(m) < 0 || hgpy_init_formats(m) < 0 ||
-        hgpy_init_cachedop(m) < 0 || hgpy_init_autograd(m) < 0) {
+        hgpy_init_symbol(m) < 0 || hgpy_init_formats(m) < 0 || hgpy_init_cachedop(m) < 0 ||
+        hgpy_init_autograd(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

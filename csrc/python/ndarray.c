@@ -86,8 +86,10 @@ static PyObject *m_set_device(NDArrayObject *self, PyObject *args)
     int type, id;
     if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
     if (type != HG_DEVICE_CPU || id < 0)
-        return hgpy_raise(hg_error(HG_ERR_VALUE, "an array can only be placed on cpu(i) with "
-                                   "i >= 0 in this build (device type %d, id %d)", type, id));
+        return hgpy_raise(hg_error(HG_ERR_VALUE,
+                                   "an array can only be placed on cpu(i) with "
+                                   "i >= 0 in this build (device type %d, id %d)",
+                                   type, id));
     self->t->storage->device_type = type;
     self->t->storage->device_id = id;
     Py_RETURN_NONE;
@@ -259,11 +261,21 @@ static int nb_bool(NDArrayObject *self)
 }
 
 static PyNumberMethods k_number = {
-    .nb_add = nb_add, .nb_subtract = nb_sub, .nb_multiply = nb_mul, .nb_true_divide = nb_div,
-    .nb_remainder = nb_mod, .nb_power = nb_pow, .nb_negative = nb_neg, .nb_positive = nb_pos,
-    .nb_absolute = nb_abs, .nb_bool = (inquiry)nb_bool, .nb_inplace_add = nb_iadd,
-    .nb_inplace_subtract = nb_isub, .nb_inplace_multiply = nb_imul,
-    .nb_inplace_true_divide = nb_idiv, .nb_inplace_remainder = nb_imod,
+    .nb_add = nb_add,
+    .nb_subtract = nb_sub,
+    .nb_multiply = nb_mul,
+    .nb_true_divide = nb_div,
+    .nb_remainder = nb_mod,
+    .nb_power = nb_pow,
+    .nb_negative = nb_neg,
+    .nb_positive = nb_pos,
+    .nb_absolute = nb_abs,
+    .nb_bool = (inquiry)nb_bool,
+    .nb_inplace_add = nb_iadd,
+    .nb_inplace_subtract = nb_isub,
+    .nb_inplace_multiply = nb_imul,
+    .nb_inplace_true_divide = nb_idiv,
+    .nb_inplace_remainder = nb_imod,
 };
 
 static PyObject *richcompare(PyObject *x, PyObject *y, int op)
@@ -320,8 +332,8 @@ static int shape_from(PyObject *obj, int *nd, int64_t *dims)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n > HG_MAX_NDIM) {
         Py_DECREF(seq);
-        hgpy_raise(hg_error(HG_ERR_VALUE, "shape has %zd dimensions, at most %d are supported",
-                            n, HG_MAX_NDIM));
+        hgpy_raise(hg_error(HG_ERR_VALUE, "shape has %zd dimensions, at most %d are supported", n,
+                            HG_MAX_NDIM));
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -411,12 +423,13 @@ static PyObject *m_at0(NDArrayObject *self, PyObject *arg)
     long long i = PyLong_AsLongLong(arg);
     if (i == -1 && PyErr_Occurred()) return NULL;
     hg_tensor *t = self->t, *row, *v;
-    if (t->ndim == 0)
-        return hgpy_raise(hg_error(HG_ERR_INDEX, "too many indices for a 0-d array"));
+    if (t->ndim == 0) return hgpy_raise(hg_error(HG_ERR_INDEX, "too many indices for a 0-d array"));
     long long n = t->shape[0];
     if (i < -n || i >= n)
-        return hgpy_raise(hg_error(HG_ERR_INDEX, "index %lld is out of bounds for axis 0 with "
-                                   "size %lld", i, n));
+        return hgpy_raise(hg_error(HG_ERR_INDEX,
+                                   "index %lld is out of bounds for axis 0 with "
+                                   "size %lld",
+                                   i, n));
     if (i < 0) i += n;
     hg_status st = hg_tensor_slice0(t, i, i + 1, &row);
     if (st) return hgpy_raise(st);
@@ -439,10 +452,11 @@ static PyObject *m_copy_from(NDArrayObject *self, PyObject *src)
     hg_tensor *s = hgpy_tensor(src), *d = self->t;
     if (s->dtype != d->dtype || s->size != d->size) {
         char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
-        return hgpy_raise(hg_error(HG_ERR_VALUE, "cannot copy an array of shape %s (%s) into one "
-                                   "of shape %s (%s)", hg_shape_str(a, s->ndim, s->shape),
-                                   hg_dtype_name(s->dtype), hg_shape_str(b, d->ndim, d->shape),
-                                   hg_dtype_name(d->dtype)));
+        return hgpy_raise(hg_error(HG_ERR_VALUE,
+                                   "cannot copy an array of shape %s (%s) into one "
+                                   "of shape %s (%s)",
+                                   hg_shape_str(a, s->ndim, s->shape), hg_dtype_name(s->dtype),
+                                   hg_shape_str(b, d->ndim, d->shape), hg_dtype_name(d->dtype)));
     }
     if (s != d && hg_tensor_nbytes(d)) memmove(hg_data(d), hg_data(s), hg_tensor_nbytes(d));
     Py_RETURN_NONE;

@@ -8,8 +8,7 @@
 #include <string.h>
 
 typedef struct {
-    PyObject_HEAD
-    const hg_op_def *op;
+    PyObject_HEAD const hg_op_def *op;
     vectorcallfunc vectorcall;
     PyObject *name;
 } OpObject;
@@ -17,16 +16,15 @@ typedef struct {
 static PyObject *g_fallback;  /* callable(op_name, args, kwargs) for non-NDArray inputs */
 static PyObject *g_dtype_hook; /* callable(obj) -> dtype name, for numpy dtypes and types */
 
-hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
-                   int nout, hg_tensor **out)
+hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in, int nout,
+                   hg_tensor **out)
 {
     hg_status st;
     bool train = hg_ag_is_training();
     if (op->forward == NULL && nin > 0 && in[0]->size < 65536) {
         st = hg_op_run(op, a, train, nin, in, nout, out);
     } else {
-        Py_BEGIN_ALLOW_THREADS
-        st = hg_op_run(op, a, train, nin, in, nout, out);
+        Py_BEGIN_ALLOW_THREADS st = hg_op_run(op, a, train, nin, in, nout, out);
         Py_END_ALLOW_THREADS
     }
     /* A recording failure (out of memory) leaves the outputs to the caller's error path. */
@@ -36,8 +34,8 @@ hg_status hgpy_run(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *c
 }
 
 /* By hg_attr_type, as the docstrings and messages spell them. */
-static const char *const k_type_names[] = {"int", "float", "boolean", "Shape(tuple)", "enum",
-                                           "dtype", "string"};
+static const char *const k_type_names[] = {"int",  "float", "boolean", "Shape(tuple)",
+                                           "enum", "dtype", "string"};
 _Static_assert(HG_COUNT(k_type_names) == HG_NUM_ATTR_TYPES, "one name per hg_attr_type");
 
 static int type_error(const hg_op_def *op, int idx, PyObject *value, const char *want)
@@ -45,9 +43,10 @@ static int type_error(const hg_op_def *op, int idx, PyObject *value, const char 
     PyObject *r = PyObject_Repr(value);
     const char *text = r ? PyUnicode_AsUTF8(r) : NULL;
     PyErr_Clear(); /* a repr that fails is replaced by "?"; the error raised is ours */
-    hgpy_raise(hg_error(HG_ERR_VALUE, "Invalid Parameter format for %s expect %s but value='%s', "
-                        "in operator %s", op->attrs[idx].name, want, text ? text : "?",
-                        op->name));
+    hgpy_raise(hg_error(HG_ERR_VALUE,
+                        "Invalid Parameter format for %s expect %s but value='%s', "
+                        "in operator %s",
+                        op->attrs[idx].name, want, text ? text : "?", op->name));
     Py_XDECREF(r);
     return -1;
 }
@@ -174,8 +173,7 @@ int hgpy_set_attr(const hg_op_def *op, int idx, PyObject *value, hg_attrs *a)
         Py_DECREF(seq);
         return 0;
     }
-    case HG_ATTR_ENUM:
-        return type_error(op, idx, value, "a string");
+    case HG_ATTR_ENUM: return type_error(op, idx, value, "a string");
     case HG_ATTR_DTYPE: {
         if (!g_dtype_hook) return type_error(op, idx, value, "dtype");
         PyObject *name = PyObject_CallOneArg(g_dtype_hook, value);
@@ -216,8 +214,9 @@ static PyObject *call_fallback(OpObject *self, PyObject *const *args, size_t nar
     for (Py_ssize_t i = 0; tuple && i < n; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
     for (Py_ssize_t i = 0; kw && kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
         PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[n + i]);
-    PyObject *res = tuple && kw ? PyObject_CallFunctionObjArgs(g_fallback, self->name, tuple, kw,
-                                                               NULL) : NULL;
+    PyObject *res = tuple && kw
+                        ? PyObject_CallFunctionObjArgs(g_fallback, self->name, tuple, kw, NULL)
+                        : NULL;
     Py_XDECREF(tuple);
     Py_XDECREF(kw);
     return res;
@@ -279,9 +278,10 @@ static int parse_call(const hg_op_def *op, PyObject *const *args, Py_ssize_t npo
          * generated functions take them (nd.clip(x, 0, 1), nd.dot(a, b, True)). */
         if (is_symbol(o)) return 0;
         if (next_attr >= op->num_attrs) {
-            hgpy_raise(hg_error(HG_ERR_TYPE, "%s takes at most %d input(s) and %d attribute(s); "
-                                "got an extra positional argument of type %s", op->name, slots,
-                                op->num_attrs, Py_TYPE(o)->tp_name));
+            hgpy_raise(hg_error(HG_ERR_TYPE,
+                                "%s takes at most %d input(s) and %d attribute(s); "
+                                "got an extra positional argument of type %s",
+                                op->name, slots, op->num_attrs, Py_TYPE(o)->tp_name));
             return -1;
         }
         if (hgpy_set_attr(op, next_attr++, o, &p->a) < 0) return -1;

@@ -10,8 +10,7 @@
 #include "graph/symbol.h"
 
 typedef struct {
-    PyObject_HEAD
-    hg_symbol *s;
+    PyObject_HEAD hg_symbol *s;
 } SymbolObject;
 
 static PyTypeObject HgSymbol_Type;
@@ -180,9 +179,11 @@ static PyObject *symbol_from_json(PyObject *mod, PyObject *text)
         Py_XDECREF(value);
         Py_XDECREF(tb);
         PyErr_Clear();
-        return hgpy_raise(hg_error(HG_ERR_VALUE, "symbol JSON: character %zd is a lone UTF-16 "
+        return hgpy_raise(hg_error(HG_ERR_VALUE,
+                                   "symbol JSON: character %zd is a lone UTF-16 "
                                    "surrogate, which is not text (decode the file's surrogate "
-                                   "pairs, or pass the JSON undecoded)", at));
+                                   "pairs, or pass the JSON undecoded)",
+                                   at));
     }
     hg_symbol *sym;
     hg_status st = hg_symbol_from_json(s, (size_t)len, &sym);
@@ -361,8 +362,8 @@ static PyObject *m_gradient(SymbolObject *self, PyObject *args)
 {
     PyObject *wrt_names, *hg_names = Py_None;
     if (!PyArg_ParseTuple(args, "O!|O", &PyList_Type, &wrt_names, &hg_names)) return NULL;
-    if (hg_names != Py_None && (!PyList_Check(hg_names) ||
-                                PyList_GET_SIZE(hg_names) != self->s->n)) {
+    if (hg_names != Py_None &&
+        (!PyList_Check(hg_names) || PyList_GET_SIZE(hg_names) != self->s->n)) {
         PyErr_Format(PyExc_ValueError, "head_grad_names must be a list of %d names", self->s->n);
         return NULL;
     }

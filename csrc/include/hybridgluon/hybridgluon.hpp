@@ -28,16 +28,20 @@
 #include "hybridgluon/ndlist.h"
 #include "hybridgluon/predict.h"
 
-namespace hybridgluon {
+namespace hybridgluon
+{
 
 /* A failed C call: what() is the C API's message, status() its status. */
-class Error : public std::runtime_error {
-public:
+class Error : public std::runtime_error
+{
+  public:
     Error(hg_status status, const std::string &message)
-        : std::runtime_error(message), status_(status) {}
+        : std::runtime_error(message), status_(status)
+    {
+    }
     hg_status status() const noexcept { return status_; }
 
-private:
+  private:
     hg_status status_;
 };
 
@@ -49,14 +53,27 @@ inline void check(hg_status st)
 
 /* The hg_dtype of a C++ element type (float -> HG_DTYPE_F32, ...). */
 template <typename T> struct dtype_of;
-template <> struct dtype_of<float> { static const hg_dtype value = HG_DTYPE_F32; };
-template <> struct dtype_of<double> { static const hg_dtype value = HG_DTYPE_F64; };
-template <> struct dtype_of<uint8_t> { static const hg_dtype value = HG_DTYPE_U8; };
-template <> struct dtype_of<int8_t> { static const hg_dtype value = HG_DTYPE_I8; };
-template <> struct dtype_of<int32_t> { static const hg_dtype value = HG_DTYPE_I32; };
-template <> struct dtype_of<int64_t> { static const hg_dtype value = HG_DTYPE_I64; };
+template <> struct dtype_of<float> {
+    static const hg_dtype value = HG_DTYPE_F32;
+};
+template <> struct dtype_of<double> {
+    static const hg_dtype value = HG_DTYPE_F64;
+};
+template <> struct dtype_of<uint8_t> {
+    static const hg_dtype value = HG_DTYPE_U8;
+};
+template <> struct dtype_of<int8_t> {
+    static const hg_dtype value = HG_DTYPE_I8;
+};
+template <> struct dtype_of<int32_t> {
+    static const hg_dtype value = HG_DTYPE_I32;
+};
+template <> struct dtype_of<int64_t> {
+    static const hg_dtype value = HG_DTYPE_I64;
+};
 
-namespace detail {
+namespace detail
+{
 template <typename T> void check_dtype(hg_dtype have, const char *what)
 {
     if (have != dtype_of<T>::value)
@@ -67,8 +84,9 @@ template <typename T> void check_dtype(hg_dtype have, const char *what)
 } // namespace detail
 
 /* A tensor (shared ownership of an hg_tensor). An empty Tensor holds NULL. */
-class Tensor {
-public:
+class Tensor
+{
+  public:
     Tensor() noexcept : t_(nullptr) {}
     /* Adopts one reference to t (as returned by the C API). */
     explicit Tensor(hg_tensor *t) noexcept : t_(t) {}
@@ -125,7 +143,10 @@ public:
         detail::check_dtype<T>(dtype(), "Tensor::data");
         return static_cast<T *>(data());
     }
-    void copy_from(const void *src, size_t nbytes) { check(hg_tensor_copy_from(valid(), src, nbytes)); }
+    void copy_from(const void *src, size_t nbytes)
+    {
+        check(hg_tensor_copy_from(valid(), src, nbytes));
+    }
     void copy_to(void *dst, size_t nbytes) const { check(hg_tensor_copy_to(valid(), dst, nbytes)); }
     template <typename T> std::vector<T> to_vector() const
     {
@@ -135,7 +156,7 @@ public:
         return v;
     }
 
-private:
+  private:
     hg_tensor *valid() const
     {
         if (!t_) throw Error(HG_ERR_VALUE, "hybridgluon::Tensor: the tensor is empty");
@@ -146,16 +167,16 @@ private:
 
 /* Runs a registered operator by name with MXNet-style string attributes, e.g.
  * invoke("Convolution", {x, w, b}, {{"kernel", "(3, 3)"}, {"num_filter", "8"}}). */
-inline std::vector<Tensor> invoke(const std::string &op, const std::vector<Tensor> &inputs,
-                                  const std::map<std::string, std::string> &attrs =
-                                      std::map<std::string, std::string>(),
-                                  int max_outputs = 16)
+inline std::vector<Tensor>
+invoke(const std::string &op, const std::vector<Tensor> &inputs,
+       const std::map<std::string, std::string> &attrs = std::map<std::string, std::string>(),
+       int max_outputs = 16)
 {
     std::vector<hg_tensor *> ins;
     for (size_t i = 0; i < inputs.size(); i++) ins.push_back(inputs[i].get());
     std::vector<const char *> keys, vals;
-    for (std::map<std::string, std::string>::const_iterator it = attrs.begin();
-         it != attrs.end(); ++it) {
+    for (std::map<std::string, std::string>::const_iterator it = attrs.begin(); it != attrs.end();
+         ++it) {
         keys.push_back(it->first.c_str());
         vals.push_back(it->second.c_str());
     }
@@ -170,8 +191,9 @@ inline std::vector<Tensor> invoke(const std::string &op, const std::vector<Tenso
 }
 
 /* A loaded NDArray file (`*.params`, nd.save). Move-only. */
-class NDList {
-public:
+class NDList
+{
+  public:
     static NDList load(const std::string &path)
     {
         hg_ndlist *l = nullptr;
@@ -223,20 +245,23 @@ public:
     }
     hg_ndlist *handle() const noexcept { return l_; }
 
-private:
+  private:
     explicit NDList(hg_ndlist *l) noexcept : l_(l) {}
     hg_ndlist *l_;
 };
 
 /* A predictor over an exported model (see predict.h). Move-only. */
-class Predictor {
-public:
+class Predictor
+{
+  public:
     struct Input {
         std::string name;
         std::vector<int64_t> shape;
         hg_dtype dtype;
         Input(const std::string &n, const std::vector<int64_t> &s, hg_dtype d = HG_DTYPE_F32)
-            : name(n), shape(s), dtype(d) {}
+            : name(n), shape(s), dtype(d)
+        {
+        }
     };
 
     /* params_path "" means the graph has no parameters. */
@@ -246,11 +271,9 @@ public:
     {
         std::vector<hg_input_spec> specs = to_specs(inputs);
         hg_predictor *p = nullptr;
-        check(hg_predictor_create_from_files(symbol_path.c_str(),
-                                             params_path.empty() ? nullptr : params_path.c_str(),
-                                             dev_type,
-                                             dev_id, static_cast<int>(specs.size()),
-                                             specs.data(), &p));
+        check(hg_predictor_create_from_files(
+            symbol_path.c_str(), params_path.empty() ? nullptr : params_path.c_str(), dev_type,
+            dev_id, static_cast<int>(specs.size()), specs.data(), &p));
         return Predictor(p);
     }
     /* From the symbol's JSON text and the params file's bytes (both may hold NUL bytes). */
@@ -260,9 +283,8 @@ public:
     {
         std::vector<hg_input_spec> specs = to_specs(inputs);
         hg_predictor *p = nullptr;
-        check(hg_predictor_create(json.data(), json.size(), params.data(), params.size(),
-                                  dev_type, dev_id, static_cast<int>(specs.size()), specs.data(),
-                                  &p));
+        check(hg_predictor_create(json.data(), json.size(), params.data(), params.size(), dev_type,
+                                  dev_id, static_cast<int>(specs.size()), specs.data(), &p));
         return Predictor(p);
     }
 
@@ -360,7 +382,7 @@ public:
         check(hg_predictor_reshape(p_, static_cast<int>(specs.size()), specs.data()));
     }
 
-private:
+  private:
     explicit Predictor(hg_predictor *p) noexcept : p_(p) {}
     /* The specs point into inputs, which outlive the C call. */
     static std::vector<hg_input_spec> to_specs(const std::vector<Input> &inputs)

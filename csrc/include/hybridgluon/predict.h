@@ -72,9 +72,8 @@ HG_API hg_status hg_predictor_create(const char *json, size_t json_len, const vo
 /* As hg_predictor_create, reading the symbol JSON from symbol_path and the params from
  * params_path (NULL: no parameters). Paths are only read during the call. A file that cannot
  * be read gives HG_ERR_IO naming it. Thread-safe. */
-HG_API hg_status hg_predictor_create_from_files(const char *symbol_path,
-                                                const char *params_path, int dev_type,
-                                                int dev_id, int ninputs,
+HG_API hg_status hg_predictor_create_from_files(const char *symbol_path, const char *params_path,
+                                                int dev_type, int dev_id, int ninputs,
                                                 const hg_input_spec *inputs, hg_predictor **out);
 
 /* A new predictor over the same model that shares p's weights (no copy) and has its own

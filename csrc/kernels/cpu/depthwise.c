@@ -45,8 +45,7 @@ static dw_ranges dw_make_ranges(const hg_dw_geom *g)
 
 /* Offset of the input row (i0, i1) that output row (o0, o1) reads through tap (k0, k1), or -1
  * when that row lies in the padding. */
-static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int64_t k0,
-                                int64_t k1)
+static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int64_t k0, int64_t k1)
 {
     int64_t i0 = o0 * g->s[0] - g->p[0] + k0 * g->d[0];
     int64_t i1 = o1 * g->s[1] - g->p[1] + k1 * g->d[1];
@@ -137,10 +136,7 @@ static dw_kernels_f64 pick_f64(void)
 }
 
 /* Units per parallel chunk for units of `per` multiply-adds each. */
-static int64_t dw_grain(int64_t per)
-{
-    return per > 0 ? HG_GRAIN_ELEMWISE / per + 1 : 1;
-}
+static int64_t dw_grain(int64_t per) { return per > 0 ? HG_GRAIN_ELEMWISE / per + 1 : 1; }
 
 #define DW_DRIVERS(T, SUF)                                                                      \
     typedef struct {                                                                            \

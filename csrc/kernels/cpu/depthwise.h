@@ -27,13 +27,13 @@ typedef struct hg_dw_geom {
 /* y = conv(x, w) + b (b may be NULL). */
 void hg_depthwise_fwd_f32(const hg_dw_geom *g, const float *x, const float *w, const float *b,
                           float *y);
-void hg_depthwise_fwd_f64(const hg_dw_geom *g, const double *x, const double *w,
-                          const double *b, double *y);
+void hg_depthwise_fwd_f64(const hg_dw_geom *g, const double *x, const double *w, const double *b,
+                          double *y);
 
 /* From dy: dx (overwritten), dw and db (overwritten); any of the three may be NULL. */
 void hg_depthwise_bwd_f32(const hg_dw_geom *g, const float *dy, const float *x, const float *w,
                           float *dx, float *dw, float *db);
-void hg_depthwise_bwd_f64(const hg_dw_geom *g, const double *dy, const double *x,
-                          const double *w, double *dx, double *dw, double *db);
+void hg_depthwise_bwd_f64(const hg_dw_geom *g, const double *dy, const double *x, const double *w,
+                          double *dx, double *dw, double *db);
 
 #endif

@@ -8,8 +8,8 @@
  *   bwd_dw:    dw[f] += taps' sums of dy[f] * shifted x[c] over one image;
  *   bwd_dx:    dx[c] += taps of w[f] scattered from dy[f] over one image. */
 
-TGT static inline void NAME(fwd_rows)(const hg_dw_geom *g, const dw_ranges *rg,
-                                        const T *x, const T *w, T bias, T *y)
+TGT static inline void NAME(fwd_rows)(const hg_dw_geom *g, const dw_ranges *rg, const T *x,
+                                      const T *w, T bias, T *y)
 {
     const int64_t O2 = g->out[2], s2 = g->s[2];
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
@@ -41,8 +41,8 @@ TGT static inline void NAME(fwd_rows)(const hg_dw_geom *g, const dw_ranges *rg,
  * unit strides on the last two axes the rows (o1, .) of one o0 are a single run of the
  * padded width, so each tap is one long vector loop over it (then the pad columns are
  * dropped); 7x7 planes then cost 9 short loops instead of 63. */
-TGT static void NAME(fwd_plane)(const hg_dw_geom *g, const dw_ranges *rg,
-                                        const T *x, const T *w, T bias, T *y)
+TGT static void NAME(fwd_plane)(const hg_dw_geom *g, const dw_ranges *rg, const T *x, const T *w,
+                                T bias, T *y)
 {
     const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];
     const int64_t I0p = g->im[0] + 2 * g->p[0], I1p = g->im[1] + 2 * g->p[1];
@@ -69,8 +69,11 @@ TGT static void NAME(fwd_plane)(const hg_dw_geom *g, const dw_ranges *rg,
                 for (int64_t k1 = 0; k1 < K1; k1++)
                     for (int64_t k2 = 0; k2 < K2; k2++) {
                         const T wv = w[(k0 * K1 + k1) * K2 + k2];
-                        const T *restrict xs = xp + ((o0 * g->s[0] + k0 * g->d[0]) * I1p +
-                                                     k1 * g->d[1]) * I2p + k2 * g->d[2];
+                        const T *restrict xs = xp +
+                                               ((o0 * g->s[0] + k0 * g->d[0]) * I1p +
+                                                k1 * g->d[1]) *
+                                                   I2p +
+                                               k2 * g->d[2];
                         for (int64_t e = 0; e < L; e++) ext[e] += wv * xs[e];
                     }
             for (int64_t o1 = 0; o1 < O1; o1++)
@@ -82,8 +85,9 @@ TGT static void NAME(fwd_plane)(const hg_dw_geom *g, const dw_ranges *rg,
             for (int64_t o = 0; o < O2; o++) yr[o] = bias;
             for (int64_t k0 = 0; k0 < g->k[0]; k0++)
                 for (int64_t k1 = 0; k1 < K1; k1++) {
-                    const T *xr = xp + ((o0 * g->s[0] + k0 * g->d[0]) * I1p +
-                                        o1 * g->s[1] + k1 * g->d[1]) * I2p;
+                    const T *xr = xp + ((o0 * g->s[0] + k0 * g->d[0]) * I1p + o1 * g->s[1] +
+                                        k1 * g->d[1]) *
+                                           I2p;
                     for (int64_t k2 = 0; k2 < K2; k2++) {
                         const T wv = w[(k0 * K1 + k1) * K2 + k2];
                         const T *restrict xs = xr + k2 * g->d[2];
@@ -97,8 +101,8 @@ TGT static void NAME(fwd_plane)(const hg_dw_geom *g, const dw_ranges *rg,
     }
 }
 
-TGT static void NAME(bwd_dw)(const hg_dw_geom *g, const dw_ranges *rg, const T *dy,
-                                     const T *x, T *dw)
+TGT static void NAME(bwd_dw)(const hg_dw_geom *g, const dw_ranges *rg, const T *dy, const T *x,
+                             T *dw)
 {
     const int64_t O2 = g->out[2], s2 = g->s[2];
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
@@ -118,12 +122,10 @@ TGT static void NAME(bwd_dw)(const hg_dw_geom *g, const dw_ranges *rg, const T *
                         T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, tail = 0;
                         if (s2 == 1)
                             for (o = lo; o + 8 <= hi; o += 8)
-                                for (int q = 0; q < 8; q++)
-                                    acc[q] += dr[o + q] * xs[o + q];
+                                for (int q = 0; q < 8; q++) acc[q] += dr[o + q] * xs[o + q];
                         else
                             for (o = lo; o + 8 <= hi; o += 8)
-                                for (int q = 0; q < 8; q++)
-                                    acc[q] += dr[o + q] * xs[(o + q) * s2];
+                                for (int q = 0; q < 8; q++) acc[q] += dr[o + q] * xs[(o + q) * s2];
                         for (; o < hi; o++) tail += dr[o] * xs[o * s2];
                         dwk[k2] += ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
                                    ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
@@ -132,8 +134,8 @@ TGT static void NAME(bwd_dw)(const hg_dw_geom *g, const dw_ranges *rg, const T *
         }
 }
 
-TGT static void NAME(bwd_dx)(const hg_dw_geom *g, const dw_ranges *rg, const T *dy,
-                                     const T *w, T *dx)
+TGT static void NAME(bwd_dx)(const hg_dw_geom *g, const dw_ranges *rg, const T *dy, const T *w,
+                             T *dx)
 {
     const int64_t O2 = g->out[2], s2 = g->s[2];
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "hybridgluon/hybridgluon.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/gemm_small.h"
-#include "hybridgluon/hybridgluon.h"
 
 /* Multiply-adds per chunk of a batched loop below which splitting over threads does not pay. */
 #define BATCH_GRAIN_WORK 65536
@@ -39,8 +39,7 @@ static int best_kernel(void)
 {
 #ifdef HG_GEMM_HAVE_X86
     if (__builtin_cpu_supports("avx512f")) return HG_GEMM_KERNEL_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return HG_GEMM_KERNEL_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return HG_GEMM_KERNEL_AVX2;
 #endif
     return HG_GEMM_KERNEL_PORTABLE;
 }
@@ -95,12 +94,9 @@ typedef struct {
 static void run_units(const small_job *j, int64_t b, int64_t e)
 {
     const hg_gemm_small_args *p = &j->p;
-    if (j->dot)
-        j->dot(p, b * 4, e * 4 < p->N ? e * 4 : p->N);
-    else if (j->by_rows)
-        j->axpy(p, b * 4, e * 4 < p->M ? e * 4 : p->M, 0, p->N);
-    else
-        j->axpy(p, 0, p->M, b * 64, e * 64 < p->N ? e * 64 : p->N);
+    if (j->dot) j->dot(p, b * 4, e * 4 < p->N ? e * 4 : p->N);
+    else if (j->by_rows) j->axpy(p, b * 4, e * 4 < p->M ? e * 4 : p->M, 0, p->N);
+    else j->axpy(p, 0, p->M, b * 64, e * 64 < p->N ? e * 64 : p->N);
 }
 
 /* Called once per share, by whichever thread the pool gives it to: the thread takes the share
@@ -209,14 +205,14 @@ static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
         return true;
     }
     if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE)) {
-        *p = (hg_gemm_small_args){M, N, K, alpha, beta, A, 0, ta ? 1 : lda, ta ? lda : 1,
-                                  B, ldb, C, ldc, 1};
+        *p = (hg_gemm_small_args){M, N,   K, alpha, beta, A, 0, ta ? 1 : lda, ta ? lda : 1,
+                                  B, ldb, C, ldc,   1};
         small_axpy(&j);
         return true;
     }
     if (a_i && N == 1 && ldc == 1) { /* C^T = op(B)^T op(A)^T, one row of N == 1 */
-        *p = (hg_gemm_small_args){1, M, K, alpha, beta, B, 0, 0, tb ? 1 : ldb,
-                                  A, ta ? lda : 1, C, 0, 1};
+        *p = (hg_gemm_small_args){1, M, K, alpha, beta, B, 0, 0, tb ? 1 : ldb, A, ta ? lda : 1,
+                                  C, 0, 1};
         small_axpy(&j);
         return true;
     }

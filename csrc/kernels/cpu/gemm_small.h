@@ -42,8 +42,7 @@ void hg_gemm_axpy_portable(const hg_gemm_small_args *p, int64_t i0, int64_t i1, 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HG_GEMM_HAVE_X86 1
 void hg_gemm_dot_avx2(const hg_gemm_small_args *p, int64_t j0, int64_t j1);
-void hg_gemm_axpy_avx2(const hg_gemm_small_args *p, int64_t i0, int64_t i1, int64_t n0,
-                       int64_t n1);
+void hg_gemm_axpy_avx2(const hg_gemm_small_args *p, int64_t i0, int64_t i1, int64_t n0, int64_t n1);
 void hg_gemm_dot_avx512(const hg_gemm_small_args *p, int64_t j0, int64_t j1);
 void hg_gemm_axpy_avx512(const hg_gemm_small_args *p, int64_t i0, int64_t i1, int64_t n0,
                          int64_t n1);

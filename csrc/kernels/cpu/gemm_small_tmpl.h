@@ -65,8 +65,7 @@ INLINE_TILE void dot_tile(const hg_gemm_small_args *p, const int mr, const int n
     const float alpha = p->alpha, beta = p->beta;
     for (int r = 0; r < mr; r++) {
         float s[DOT_NR];
-        if (nr == DOT_NR)
-            v_hsum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3], s);
+        if (nr == DOT_NR) v_hsum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3], s);
         else
             for (int c = 0; c < nr; c++) s[c] = v_hsum(acc[r][c]);
         float *cp = p->C + (i + r) * p->rsc + j * p->csc;
@@ -96,8 +95,7 @@ static HG_TGT void dot_block(const hg_gemm_small_args *p, int mr, int nr, int64_
 #if DOT_MR >= 4
         DOT_CASES(4)
 #endif
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -118,8 +116,8 @@ HG_TGT void KNAME(hg_gemm_dot)(const hg_gemm_small_args *p, int64_t j0, int64_t 
 
 /* The mr x (nv vectors) tile of C at (i, n); with `tail` (then nv == 1) a single partial vector
  * of `rem` lanes. Each A(i, k) is broadcast and multiplies the tile's part of B's row k. */
-INLINE_TILE void axpy_tile(const hg_gemm_small_args *p, const int mr, const int nv,
-                           const int tail, int rem, int64_t i, int64_t n)
+INLINE_TILE void axpy_tile(const hg_gemm_small_args *p, const int mr, const int nv, const int tail,
+                           int rem, int64_t i, int64_t n)
 {
     const int64_t K = p->K, ars = p->ars, acs = p->acs, ldb = p->ldb;
     const float *a = p->A + i * ars, *b = p->B + n;
@@ -179,14 +177,13 @@ static HG_TGT void axpy_block(const hg_gemm_small_args *p, int mr, int kind, int
 #if AXPY_MR >= 4
         AXPY_CASE(4)
 #endif
-    default:
-        break;
+    default: break;
     }
 }
 
 /* The columns [n, n1) of rows i (mr of them) in wide tiles, single vectors, then a partial one. */
-static HG_TGT void axpy_cols(const hg_gemm_small_args *p, int64_t i, int mr, int single,
-                             int64_t n, int64_t n1)
+static HG_TGT void axpy_cols(const hg_gemm_small_args *p, int64_t i, int mr, int single, int64_t n,
+                             int64_t n1)
 {
     int64_t wide = (single ? AXPY_NV1 : AXPY_NVM) * VW;
     for (; n + wide <= n1; n += wide) axpy_block(p, mr, 0, single, 0, i, n);

@@ -8,9 +8,8 @@
  * and SPLIT_MNK, BATCH_GRAIN_WORK. */
 
 /* One BLAS call on the calling thread (the BLAS runs single-threaded: see blas.h). */
-static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
-                          const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
-                          int64_t ldc)
+static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
+                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc)
 {
     if (M == 1 || N == 1) {
         /* A matrix-vector product (batch-1 Dense): gemv skips gemm's packing of the whole
@@ -20,19 +19,18 @@ static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alph
         if (beta == 0)
             for (int64_t i = 0; i < M + N - 1; i++) C[i * incy] = 0;
         if (M == 1) /* C^T = op(B)^T a, a = row of op(A) */
-            GEMM_GEMV(CblasRowMajor, tb ? CblasNoTrans : CblasTrans,
-                           (blasint)(tb ? N : K), (blasint)(tb ? K : N), alpha, B,
-                           (blasint)ldb, A, (blasint)(ta ? lda : 1), beta, C, 1);
+            GEMM_GEMV(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (blasint)(tb ? N : K),
+                      (blasint)(tb ? K : N), alpha, B, (blasint)ldb, A, (blasint)(ta ? lda : 1),
+                      beta, C, 1);
         else /* C = op(A) b, b = column of op(B) */
-            GEMM_GEMV(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                           (blasint)(ta ? K : M), (blasint)(ta ? M : K), alpha, A,
-                           (blasint)lda, B, (blasint)(tb ? 1 : ldb), beta, C,
-                           (blasint)ldc);
+            GEMM_GEMV(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (blasint)(ta ? K : M),
+                      (blasint)(ta ? M : K), alpha, A, (blasint)lda, B, (blasint)(tb ? 1 : ldb),
+                      beta, C, (blasint)ldc);
         return;
     }
-    GEMM_BLAS(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                   tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
-                   alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+    GEMM_BLAS(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (blasint)M, (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
+              (blasint)ldc);
 }
 
 typedef struct {
@@ -55,21 +53,19 @@ static void NAME(split_range)(void *ctx, int64_t b, int64_t e)
         if (hi <= lo) continue;
         if (j->by_n)
             NAME(blas)(j->ta, j->tb, j->M, hi - lo, j->K, j->alpha, j->A, j->lda,
-                          j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo,
-                          j->ldc);
+                       j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo, j->ldc);
         else
             NAME(blas)(j->ta, j->tb, hi - lo, j->N, j->K, j->alpha,
-                          j->A + (j->ta ? lo : lo * j->lda), j->lda, j->B, j->ldb, j->beta,
-                          j->C + lo * j->ldc, j->ldc);
+                       j->A + (j->ta ? lo : lo * j->lda), j->lda, j->B, j->ldb, j->beta,
+                       j->C + lo * j->ldc, j->ldc);
     }
 }
 
 /* The BLAS runs on one thread; a product big enough to pay for it is split into one part
  * per pool thread along the longer side of C, so that one pool serves every kernel (the
  * BLAS's own threads spinning beside the pool's halve the speed of both on few cores). */
-static void NAME(gemm_split)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
-                                const T *A, int64_t lda, const T *B, int64_t ldb, T beta,
-                                T *C, int64_t ldc)
+static void NAME(gemm_split)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
+                             int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc)
 {
     /* Also sets the BLAS to one thread before its first use (cheap after). */
     int threads = hg_get_num_threads();
@@ -82,14 +78,12 @@ static void NAME(gemm_split)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
         NAME(blas)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    NAME(split_job) j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts,
-                            alpha, beta, A, B, C};
+    NAME(split_job) j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, C};
     hg_parallel_for(parts, 1, NAME(split_range), &j);
 }
 
-void NAME(hg_gemm)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
-                      const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
-                      int64_t ldc)
+void NAME(hg_gemm)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
+                   int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc)
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0) {
@@ -119,23 +113,19 @@ static void NAME(batch_range)(void *ctx, int64_t begin, int64_t end)
 {
     const NAME(batch_job) *j = ctx;
     for (int64_t i = begin; i < end; i++)
-        NAME(hg_gemm)(j->ta, j->tb, j->M, j->N, j->K, j->alpha, j->A + i * j->sa,
-                         j->lda, j->B + i * j->sb, j->ldb, j->beta, j->C + i * j->sc,
-                         j->ldc);
+        NAME(hg_gemm)(j->ta, j->tb, j->M, j->N, j->K, j->alpha, j->A + i * j->sa, j->lda,
+                      j->B + i * j->sb, j->ldb, j->beta, j->C + i * j->sc, j->ldc);
 }
 
-void NAME(hg_gemm_batch)(bool ta, bool tb, int64_t batch, int64_t M, int64_t N,
-                            int64_t K, T alpha, const T *A, int64_t lda, int64_t sa,
-                            const T *B, int64_t ldb, int64_t sb, T beta, T *C,
-                            int64_t ldc, int64_t sc)
+void NAME(hg_gemm_batch)(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, T alpha,
+                         const T *A, int64_t lda, int64_t sa, const T *B, int64_t ldb, int64_t sb,
+                         T beta, T *C, int64_t ldc, int64_t sc)
 {
-    NAME(batch_job) j = {ta, tb, M, N, K, lda, ldb, ldc, sa, sb, sc,
-                            alpha, beta, A, B, C};
+    NAME(batch_job) j = {ta, tb, M, N, K, lda, ldb, ldc, sa, sb, sc, alpha, beta, A, B, C};
     double mnk = (double)M * (double)N * (double)K;
     if (batch > 1 && mnk < SPLIT_MNK) { /* else each product splits itself */
         int64_t per = (int64_t)mnk > 0 ? (int64_t)mnk : 1;
-        hg_parallel_for(batch, (BATCH_GRAIN_WORK + per - 1) / per, NAME(batch_range),
-                        &j);
+        hg_parallel_for(batch, (BATCH_GRAIN_WORK + per - 1) / per, NAME(batch_range), &j);
     } else {
         NAME(batch_range)(&j, 0, batch);
     }

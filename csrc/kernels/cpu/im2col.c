@@ -9,8 +9,7 @@
 #include "core/parallel.h"
 
 /* Positions o in [0, n) of the grid whose image index o*s + ofs lies in [0, size). */
-static void inner_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t *lo,
-                        int64_t *hi)
+static void inner_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t *lo, int64_t *hi)
 {
     int64_t l = ofs >= 0 ? 0 : (-ofs + s - 1) / s;
     int64_t h = size - ofs <= 0 ? 0 : (size - ofs - 1) / s + 1;

@@ -29,8 +29,8 @@ void hg_im2col_f64(const hg_im2col_geom *g, const double *x, double *col);
  * C * prod(k) rows of (r1 - r0) * out[2] elements, row i starting at col + i * ld. Runs on the
  * calling thread (callers tile an image into such blocks so that each fits in cache, or pack
  * several small images side by side, and spread the blocks over threads). */
-void hg_im2col_rows_f32(const hg_im2col_geom *g, const float *x, int64_t r0, int64_t r1,
-                        float *col, int64_t ld);
+void hg_im2col_rows_f32(const hg_im2col_geom *g, const float *x, int64_t r0, int64_t r1, float *col,
+                        int64_t ld);
 void hg_im2col_rows_f64(const hg_im2col_geom *g, const double *x, int64_t r0, int64_t r1,
                         double *col, int64_t ld);
 /* x[C, im...] += scatter of col; x must be initialised (zeros for a plain adjoint). */

@@ -12,8 +12,8 @@ typedef struct {
 
 /* Channels [c0, c1), grid rows (o0, o1) flattened to [r0, r1), into dst with row length
  * ld (>= (r1 - r0) * O2): dst row (c, k) starts at dst + ((c - c0) * K + k) * ld. */
-static void NAME(im2col_block)(const hg_im2col_geom *g, const T *src, int64_t c0,
-                                  int64_t c1, int64_t r0, int64_t r1, T *dst, int64_t ld)
+static void NAME(im2col_block)(const hg_im2col_geom *g, const T *src, int64_t c0, int64_t c1,
+                               int64_t r0, int64_t r1, T *dst, int64_t ld)
 {
     const int64_t I0 = g->im[0], I1 = g->im[1], I2 = g->im[2];
     const int64_t O1 = g->out[1], O2 = g->out[2], s2 = g->s[2];
@@ -22,8 +22,7 @@ static void NAME(im2col_block)(const hg_im2col_geom *g, const T *src, int64_t c0
         for (int64_t k0 = 0; k0 < g->k[0]; k0++)
             for (int64_t k1 = 0; k1 < g->k[1]; k1++)
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                    T *row = dst + ((((c - c0) * g->k[0] + k0) * g->k[1] + k1) * g->k[2]
-                                    + k2) * ld;
+                    T *row = dst + ((((c - c0) * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * ld;
                     int64_t ofs = k2 * g->d[2] - g->p[2], lo, hi;
                     inner_range(ofs, s2, I2, O2, &lo, &hi);
                     int64_t o0 = r0 / O1, o1 = r0 - o0 * O1;
@@ -58,19 +57,18 @@ static void NAME(im2col_range)(void *ctx, int64_t c0, int64_t c1)
     const hg_im2col_geom *g = j->g;
     const int64_t P = g->out[0] * g->out[1] * g->out[2];
     const int64_t K = g->k[0] * g->k[1] * g->k[2];
-    NAME(im2col_block)(g, j->src, c0, c1, 0, g->out[0] * g->out[1], j->dst + c0 * K * P,
-                          P);
+    NAME(im2col_block)(g, j->src, c0, c1, 0, g->out[0] * g->out[1], j->dst + c0 * K * P, P);
 }
 
-void NAME(hg_im2col_rows)(const hg_im2col_geom *g, const T *x, int64_t r0, int64_t r1,
-                             T *col, int64_t ld)
+void NAME(hg_im2col_rows)(const hg_im2col_geom *g, const T *x, int64_t r0, int64_t r1, T *col,
+                          int64_t ld)
 {
     NAME(im2col_block)(g, x, 0, g->C, r0, r1, col, ld);
 }
 
 /* Adjoint of im2col_block for channels [0, C): adds dst's rows back into the image. */
-static void NAME(col2im_block)(const hg_im2col_geom *g, const T *src, int64_t r0,
-                                  int64_t r1, T *dst, int64_t ld)
+static void NAME(col2im_block)(const hg_im2col_geom *g, const T *src, int64_t r0, int64_t r1,
+                               T *dst, int64_t ld)
 {
     const int64_t I0 = g->im[0], I1 = g->im[1], I2 = g->im[2];
     const int64_t O1 = g->out[1], O2 = g->out[2], s2 = g->s[2];
@@ -79,8 +77,7 @@ static void NAME(col2im_block)(const hg_im2col_geom *g, const T *src, int64_t r0
         for (int64_t k0 = 0; k0 < g->k[0]; k0++)
             for (int64_t k1 = 0; k1 < g->k[1]; k1++)
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                    const T *row = src + (((c * g->k[0] + k0) * g->k[1] + k1) * g->k[2]
-                                          + k2) * ld;
+                    const T *row = src + (((c * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * ld;
                     int64_t ofs = k2 * g->d[2] - g->p[2], lo, hi;
                     inner_range(ofs, s2, I2, O2, &lo, &hi);
                     int64_t o0 = r0 / O1, o1 = r0 - o0 * O1;
@@ -102,8 +99,8 @@ static void NAME(col2im_block)(const hg_im2col_geom *g, const T *src, int64_t r0
     }
 }
 
-void NAME(hg_col2im_rows)(const hg_im2col_geom *g, const T *col, int64_t r0, int64_t r1,
-                             int64_t ld, T *x)
+void NAME(hg_col2im_rows)(const hg_im2col_geom *g, const T *col, int64_t r0, int64_t r1, int64_t ld,
+                          T *x)
 {
     NAME(col2im_block)(g, col, r0, r1, x, ld);
 }
@@ -120,8 +117,8 @@ static void NAME(col2im_range)(void *ctx, int64_t c0, int64_t c1)
         for (int64_t k0 = 0; k0 < g->k[0]; k0++)
             for (int64_t k1 = 0; k1 < g->k[1]; k1++)
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                    const T *row = j->src + (((c * g->k[0] + k0) * g->k[1] + k1) * g->k[2]
-                                             + k2) * P;
+                    const T *row = j->src +
+                                   (((c * g->k[0] + k0) * g->k[1] + k1) * g->k[2] + k2) * P;
                     int64_t ofs = k2 * g->d[2] - g->p[2], lo, hi;
                     inner_range(ofs, s2, I2, O2, &lo, &hi);
                     for (int64_t o0 = 0; o0 < O0; o0++) {
@@ -133,8 +130,7 @@ static void NAME(col2im_range)(void *ctx, int64_t c0, int64_t c1)
                             if (s2 == 1)
                                 for (int64_t o = lo; o < hi; o++) dst[o + ofs] += row[o];
                             else
-                                for (int64_t o = lo; o < hi; o++)
-                                    dst[o * s2 + ofs] += row[o];
+                                for (int64_t o = lo; o < hi; o++) dst[o * s2 + ofs] += row[o];
                         }
                     }
                 }

@@ -74,8 +74,8 @@ static void copy_run(int64_t esz, const char *src, int64_t s, char *dst, int64_t
 
 /* dst[r * n1 + c] = src[r * s2 + c * s1]: n2 short rows in one call, so a tiny inner dim
  * (repeat, a tiled column) costs no index arithmetic per row. */
-static void copy_plane(int64_t esz, const char *src, int64_t s2, int64_t s1, char *dst,
-                       int64_t n2, int64_t n1)
+static void copy_plane(int64_t esz, const char *src, int64_t s2, int64_t s1, char *dst, int64_t n2,
+                       int64_t n1)
 {
     if (s1 == 1) {
         for (int64_t r = 0; r < n2; r++)
@@ -142,8 +142,8 @@ static void sview_rows(void *ctx, int64_t b, int64_t e)
     } while (0)
 
 /* dst[i * so + k] = src[i + k * si]: one tile of a transpose, small enough to stay in L1. */
-static void copy_tile(int64_t esz, const char *src, int64_t si, char *dst, int64_t so,
-                      int64_t np, int64_t nq)
+static void copy_tile(int64_t esz, const char *src, int64_t si, char *dst, int64_t so, int64_t np,
+                      int64_t nq)
 {
     switch (esz) {
     case 1: TILE(w8); break;
@@ -174,8 +174,8 @@ static void sview_tiles(void *ctx, int64_t b, int64_t e)
         int64_t np = min64(v->bp, v->shape[p] - p0), nq = min64(v->bq, v->shape[q] - q0);
         ioff += p0 + q0 * v->istr[q];
         ooff += p0 * v->ostr[p] + q0;
-        copy_tile(v->esz, v->in + ioff * v->esz, v->istr[q], v->out + ooff * v->esz,
-                  v->ostr[p], np, nq);
+        copy_tile(v->esz, v->in + ioff * v->esz, v->istr[q], v->out + ooff * v->esz, v->ostr[p], np,
+                  nq);
     }
 }
 
@@ -215,10 +215,8 @@ void hg_strided_copy(const void *in, void *out, size_t esz, int nd, const int64_
         for (int d = 0; d < q; d++)
             if (v.istr[d] == 1) v.p = d;
     if (v.p < 0) {
-        if (v.shape[q] >= 256 || m == 1)
-            hg_parallel_for(n, grain, sview_elems, &v);
-        else
-            hg_parallel_for(n / v.shape[q], grain / v.shape[q], sview_rows, &v);
+        if (v.shape[q] >= 256 || m == 1) hg_parallel_for(n, grain, sview_elems, &v);
+        else hg_parallel_for(n / v.shape[q], grain / v.shape[q], sview_rows, &v);
         return;
     }
     /* A transpose: tiles of about t x t elements, t * esz >= 128 bytes so each row of a tile

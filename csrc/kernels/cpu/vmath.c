@@ -139,7 +139,8 @@ static TGT void exp_avx2(const float *src, float *dst, int64_t n)
     }
     for (; i < n; i += 8) {
         int left = n - i < 8 ? (int)(n - i) : 8;
-        VI m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        VI m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left),
+                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         V a = _mm256_maskload_ps(src + i, m);
         EXP_BODY(a);
         _mm256_maskstore_ps(dst + i, m, a);
@@ -216,8 +217,7 @@ static exp_fn choose(void)
     if (env && strcmp(env, "portable") == 0) return exp_portable;
 #ifdef HAVE_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && (any || strcmp(env, "avx512") == 0))
-        return exp_avx512;
+    if (__builtin_cpu_supports("avx512f") && (any || strcmp(env, "avx512") == 0)) return exp_avx512;
     if (__builtin_cpu_supports("avx2")) return exp_avx2;
 #endif
     (void)any;

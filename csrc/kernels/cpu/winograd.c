@@ -18,8 +18,8 @@
 
 #include "core/env.h"
 #include "core/parallel.h"
-#include "kernels/cpu/gemm.h"
 #include "hybridgluon/hybridgluon.h"
+#include "kernels/cpu/gemm.h"
 
 /* ---- plan ---------------------------------------------------------------------------------- */
 
@@ -101,8 +101,7 @@ size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads)
 bool hg_winograd_pays(const hg_wino_geom *g)
 {
     int64_t T = num_tiles(g);
-    return g->C >= WG_MIN_CH && g->F >= WG_MIN_CH && T >= WG_MIN_TILES &&
-           T * 16 >= g->C + g->F;
+    return g->C >= WG_MIN_CH && g->F >= WG_MIN_CH && T >= WG_MIN_TILES && T * 16 >= g->C + g->F;
 }
 
 bool hg_winograd_enabled(void)
@@ -426,8 +425,16 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
             p.blocks = (num_tiles(g) + p.tb - 1) / p.tb;
         }
     }
-    wg_job j = {.g = g, .k = pick_kernels(), .p = p, .x = x, .w = w, .b = b, .y = y,
-                .u = ws, .OH = g->H + 2 * g->ph - 2, .OW = g->W + 2 * g->pw - 2};
+    wg_job j = {.g = g,
+                .k = pick_kernels(),
+                .p = p,
+                .x = x,
+                .w = w,
+                .b = b,
+                .y = y,
+                .u = ws,
+                .OH = g->H + 2 * g->ph - 2,
+                .OW = g->W + 2 * g->pw - 2};
     j.TY = tile_rows(g);
     j.TX = tile_cols(g);
     j.slots = j.u + u_floats(g);
