@@ -87,9 +87,9 @@ class BuildExt(build_ext):
         self._build_core()
         super().run()
 
-    def _compile(self, name, sources, include_dirs, macros, cc=None):
+    def _compile(self, name, sources, include_dirs, macros, cc=None, extra=()):
         cc = cc or self.compiler
-        flags = _cflags()
+        flags = _cflags() + list(extra)
         # Incremental: a source whose object is newer than it and than every header (and than
         # the build flags) is not compiled again. --force rebuilds everything.
         headers = glob.glob('csrc/**/*.h', recursive=True) + [__file__]
@@ -121,15 +121,17 @@ class BuildExt(build_ext):
         customize_compiler(cc)
         _drop_rpaths(cc)
         inc, libdirs, libs, rpaths, macros = _blas()
+        # Hidden by default: a function is exported only where its declaration says HG_API
+        # (the public headers, and the internal functions _core and the test hooks call).
         objs = self._compile('libhybridgluon', CORE_SOURCES, ['csrc/include', 'csrc'] + inc,
-                             macros, cc)
+                             macros, cc, extra=['-fvisibility=hidden'])
         pkg = os.path.join(self.build_lib, 'hybridgluon')
         libdir = os.path.join(pkg, 'lib')
         os.makedirs(libdir, exist_ok=True)
         link = ['-Wl,-rpath,' + r for r in rpaths] + ['-Wl,-soname,libhybridgluon.so', '-lm',
                                                      '-lpthread']
-        # Only the symbols csrc/exports.map lists are exported (the public C API and what
-        # _core needs; tools/exports.py generates it); every internal one stays local.
+        # And only the symbols csrc/exports.map lists (the public C API and what _core needs;
+        # tools/exports.py generates it): a stray HG_API does not widen the ABI.
         link.append('-Wl,--version-script=' + EXPORTS)
         out = os.path.join(libdir, 'libhybridgluon.so')
         if os.path.exists(out) and os.path.getmtime(out) < os.path.getmtime(EXPORTS):

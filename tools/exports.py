@@ -1,6 +1,7 @@
 """The export list of libhybridgluon.so: csrc/exports.map, a linker version script that setup.py
-passes to the link (`-Wl,--version-script`). Every symbol it does not name is local to the
-library, so the internals are not part of the ABI and cannot be interposed.
+passes to the link (`-Wl,--version-script`). The library is compiled with -fvisibility=hidden, so
+a function is exported only when its declaration says HG_API AND this list names it; the
+internals are not part of the ABI and cannot be interposed.
 
 The list is generated, never edited by hand, from three sources:
   1. the public C API: every HG_API declaration in csrc/include/hybridgluon/*.h;
@@ -46,6 +47,23 @@ def public_api():
         text = re.sub(r'#define[^\n]*', ' ', text)
         names.update(_API_DECL.findall(text))
     return names
+
+
+def declared_api():
+    """Names declared with HG_API in any header under csrc/ (public or internal)."""
+    names = set()
+    for path in sorted(glob.glob(os.path.join(ROOT, 'csrc', '**', '*.h'), recursive=True)):
+        with open(path) as f:
+            text = re.sub(r'/\*.*?\*/|//[^\n]*', ' ', f.read(), flags=re.S)
+        text = re.sub(r'#define[^\n]*', ' ', text)
+        names.update(_API_DECL.findall(text))
+    return names
+
+
+def undeclared(text):
+    """Names the map lists that no header declares HG_API (hidden: the link cannot export
+    them, and _core fails to import with 'undefined symbol')."""
+    return sorted(listed(text) - declared_api())
 
 
 def core_extension():
@@ -104,6 +122,10 @@ def main():
     ap.add_argument('--core', help='the built _core extension (default: the in-place build)')
     args = ap.parse_args()
     text = generate(args.core)
+    missing = undeclared(text)
+    if missing:
+        sys.exit('tools/exports.py: declare these HG_API in their header (the library is built '
+                 'with -fvisibility=hidden): ' + ', '.join(missing))
     if args.write:
         with open(MAP, 'w') as f:
             f.write(text)

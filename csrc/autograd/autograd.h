@@ -13,26 +13,26 @@
 
 enum { HG_GRAD_NULL = 0, HG_GRAD_WRITE = 1, HG_GRAD_ADD = 2 };
 
-bool hg_ag_is_recording(void);
-bool hg_ag_set_recording(bool on); /* returns the previous state */
-bool hg_ag_is_training(void);
-bool hg_ag_set_training(bool on);
+HG_API bool hg_ag_is_recording(void);
+HG_API bool hg_ag_set_recording(bool on); /* returns the previous state */
+HG_API bool hg_ag_is_training(void);
+HG_API bool hg_ag_set_training(bool on);
 
 /* Makes t a variable whose gradient goes to `grad` (same shape and dtype) with grad_req. A
  * variable that was already marked gets a new graph node (as MXNet's attach_grad does). */
-hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req);
+HG_API hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req);
 /* The gradient buffer of a variable (borrowed), or NULL. */
-hg_tensor *hg_ag_grad_buffer(const hg_tensor *t);
+HG_API hg_tensor *hg_ag_grad_buffer(const hg_tensor *t);
 
 /* Whether t is part of the recorded graph (a variable or an op's output). */
 bool hg_ag_should_record_one(const hg_tensor *t);
 /* True when recording and some input is part of the recorded graph. */
-bool hg_ag_should_record(int nin, hg_tensor *const *in);
+HG_API bool hg_ag_should_record(int nin, hg_tensor *const *in);
 /* Records one op application (outputs already computed). `owner` (may be NULL) is kept alive
  * by the node: the hybridized block behind a dynamic op definition. */
-hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
-                       int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
-                       void (*release)(void *));
+HG_API hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
+                              int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
+                              void (*release)(void *));
 
 /* Gradients of heads. head_grads[h] NULL (or head_grads NULL) means ones. nvars == 0: write
  * (or add) into every reachable variable's buffer by its grad_req. nvars > 0: the gradients
@@ -40,13 +40,13 @@ hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tenso
  * variable's device) and no buffer changes.
  * create_graph: the backward ops are themselves recorded (higher-order gradients).
  * Without retain_graph the values kept for backward are released afterwards. */
-hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *head_grads,
-                         int nvars, hg_tensor *const *vars, bool retain_graph, bool create_graph,
-                         bool is_train, hg_tensor **grads_out);
+HG_API hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *head_grads,
+                                int nvars, hg_tensor *const *vars, bool retain_graph,
+                                bool create_graph, bool is_train, hg_tensor **grads_out);
 
 /* A tensor sharing t's data, outside the graph. */
-hg_status hg_ag_detach(hg_tensor *t, hg_tensor **out);
+HG_API hg_status hg_ag_detach(hg_tensor *t, hg_tensor **out);
 /* The recorded graph that computed t, as a symbol (variables named var0, var1...). */
-hg_status hg_ag_get_symbol(const hg_tensor *t, hg_symbol **out);
+HG_API hg_status hg_ag_get_symbol(const hg_tensor *t, hg_symbol **out);
 
 #endif

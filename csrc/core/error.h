@@ -19,14 +19,14 @@
 
 #define HG_ERROR_MAX 2048
 
-hg_status hg_error(hg_status code, const char *fmt, ...) HG_PRINTF(2, 3);
+HG_API hg_status hg_error(hg_status code, const char *fmt, ...) HG_PRINTF(2, 3);
 /* Prepends formatted text to the current message; returns code unchanged. */
-hg_status hg_error_prefix(hg_status code, const char *fmt, ...) HG_PRINTF(2, 3);
+HG_API hg_status hg_error_prefix(hg_status code, const char *fmt, ...) HG_PRINTF(2, 3);
 void hg_error_clear(void);
 
 /* Formats a shape as MXNet prints it: [2,3]. buf must hold HG_SHAPE_STR bytes. */
 #define HG_SHAPE_STR 256
-const char *hg_shape_str(char *buf, int ndim, const int64_t *shape);
+HG_API const char *hg_shape_str(char *buf, int ndim, const int64_t *shape);
 
 #define HG_TRY(expr)                                                                           \
     do {                                                                                       \

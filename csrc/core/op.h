@@ -135,40 +135,40 @@ static inline bool hg_op_mutates_input(const hg_op_def *op, int i)
 /* Registry. The ops layer installs its family list (NULL-terminated tables of definitions,
  * each ended by name == NULL) at load time, before the first lookup (ops/families.c). */
 void hg_registry_install_families(const hg_op_def *const *families);
-const hg_op_def *hg_registry_find(const char *name);
-int hg_registry_count(void);
-const hg_op_def *hg_registry_at(int i);
+HG_API const hg_op_def *hg_registry_find(const char *name);
+HG_API int hg_registry_count(void);
+HG_API const hg_op_def *hg_registry_at(int i);
 /* Whether every registered definition passed hg_op_def_validate; the error names the first op
  * and attribute that did not. */
-hg_status hg_registry_check(void);
+HG_API hg_status hg_registry_check(void);
 /* A definition the registry can use: a name, a schema whose entries all have a name, a known
  * type (an enum with choices), no name twice, and defaults that parse. Errors name op and
  * attribute. */
-hg_status hg_op_def_validate(const hg_op_def *op);
+HG_API hg_status hg_op_def_validate(const hg_op_def *op);
 
 /* Attributes. */
-int hg_attr_index(const hg_op_def *op, const char *name); /* -1 if unknown */
-hg_status hg_attrs_init_defaults(const hg_op_def *op, hg_attrs *a);
+HG_API int hg_attr_index(const hg_op_def *op, const char *name); /* -1 if unknown */
+HG_API hg_status hg_attrs_init_defaults(const hg_op_def *op, hg_attrs *a);
 /* Fast path: copies the defaults parsed once at registration (use this per call). */
-void hg_attrs_set_defaults(const hg_op_def *op, hg_attrs *a);
+HG_API void hg_attrs_set_defaults(const hg_op_def *op, hg_attrs *a);
 /* Parses one MXNet attribute string into slot `idx`. */
-hg_status hg_attr_parse(const hg_op_def *op, int idx, const char *text, hg_attrs *a);
+HG_API hg_status hg_attr_parse(const hg_op_def *op, int idx, const char *text, hg_attrs *a);
 /* Checks required attributes are set; names the op and the attribute otherwise. */
-hg_status hg_attrs_finish(const hg_op_def *op, hg_attrs *a);
+HG_API hg_status hg_attrs_finish(const hg_op_def *op, hg_attrs *a);
 /* Writes the attribute in MXNet's string form ("(3, 3)", "True", "0.5"). */
 void hg_attr_format(const hg_op_def *op, int idx, const hg_attrs *a, char *buf, size_t size);
 /* "Cannot find argument 'foo', Possible Arguments: ..." message helper. */
-hg_status hg_attr_unknown(const hg_op_def *op, const char *key);
+HG_API hg_status hg_attr_unknown(const hg_op_def *op, const char *key);
 
-int hg_op_num_inputs(const hg_op_def *op, const hg_attrs *a);
-int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a);
-int hg_op_num_visible_outputs(const hg_op_def *op, const hg_attrs *a);
+HG_API int hg_op_num_inputs(const hg_op_def *op, const hg_attrs *a);
+HG_API int hg_op_num_outputs(const hg_op_def *op, const hg_attrs *a);
+HG_API int hg_op_num_visible_outputs(const hg_op_def *op, const hg_attrs *a);
 
 /* Runs an op imperatively: infers, allocates outputs (unless out[i] is given, in which case its
  * shape and dtype must match) and calls the kernel. nout must equal hg_op_num_outputs.
  * Allocated outputs are on in[0]'s device (cpu(0) for an op without inputs). */
-hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int nin,
-                    hg_tensor *const *in, int nout, hg_tensor **out);
+HG_API hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int nin,
+                           hg_tensor *const *in, int nout, hg_tensor **out);
 
 /* The generic element-wise driver: broadcasting binary / unary map over ew[dtype]. */
 hg_status hg_ew_forward(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,

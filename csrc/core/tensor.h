@@ -52,18 +52,18 @@ void hg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b);
 /* Checks dims are >= 0, ndim <= HG_MAX_NDIM, and that the byte size does not overflow. */
 hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype);
-hg_meta hg_meta_of(const hg_tensor *t);
+HG_API hg_meta hg_meta_of(const hg_tensor *t);
 
 /* A new tensor viewing t's storage with another shape (same size) or an axis-0 range. */
-hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out);
-hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out);
+HG_API hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out);
+HG_API hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out);
 /* A tensor at byte `offset` of storage s (retained): the executor's views into its arena. */
 hg_status hg_tensor_on_storage(hg_storage *s, size_t offset, const hg_meta *m, hg_tensor **out);
-hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out);
+HG_API hg_status hg_tensor_new_meta(const hg_meta *m, hg_tensor **out);
 /* A new tensor whose elements are all zero bits (0 / 0.0 / false in every dtype), without
  * writing fresh memory the system already gives zeroed (see hg_alloc_zeroed). Same ownership
  * and errors as hg_tensor_new_meta; thread-safe. */
-hg_status hg_tensor_new_zeroed(const hg_meta *m, hg_tensor **out);
+HG_API hg_status hg_tensor_new_zeroed(const hg_meta *m, hg_tensor **out);
 
 /* Aligned, pooled memory (64-byte alignment; freed blocks are kept per size class). */
 void *hg_alloc(size_t nbytes);
@@ -73,16 +73,16 @@ void *hg_alloc(size_t nbytes);
 void *hg_alloc_zeroed(size_t nbytes);
 void hg_free(void *p, size_t nbytes);
 /* Bytes currently held by the pool's caches (for tests). Returns cached bytes. */
-size_t hg_alloc_cached_bytes(void);
-void hg_alloc_release_cache(void);
+HG_API size_t hg_alloc_cached_bytes(void);
+HG_API void hg_alloc_release_cache(void);
 /* Bytes of tensor memory in use now, the most in use since the last reset, and a reset of that
  * peak to the current use: what a run needs, for tests and benchmarks. */
-size_t hg_alloc_live_bytes(void);
-size_t hg_alloc_peak_bytes(void);
-void hg_alloc_reset_peak(void);
+HG_API size_t hg_alloc_live_bytes(void);
+HG_API size_t hg_alloc_peak_bytes(void);
+HG_API void hg_alloc_reset_peak(void);
 
 /* IEEE half <-> float. */
-float hg_half_to_float(uint16_t h);
+HG_API float hg_half_to_float(uint16_t h);
 uint16_t hg_float_to_half(float f);
 
 #endif

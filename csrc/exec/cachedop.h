@@ -32,16 +32,17 @@ typedef struct hg_tape {
  * in inference mode and record nothing. */
 void hg_cachedop_set_tape(const hg_tape *tape);
 
-hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
-                             unsigned plan_flags, hg_cachedop **out);
-void hg_cachedop_retain(hg_cachedop *c);
-void hg_cachedop_release(hg_cachedop *c);
+HG_API hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const *input_names,
+                                    unsigned plan_flags, hg_cachedop **out);
+HG_API void hg_cachedop_retain(hg_cachedop *c);
+HG_API void hg_cachedop_release(hg_cachedop *c);
 /* The inference plan (shape inference, stats of calls made without recording). */
-hg_plan *hg_cachedop_plan(hg_cachedop *c);
+HG_API hg_plan *hg_cachedop_plan(hg_cachedop *c);
 /* Runs the graph; records it on the tape when recording and an input is recorded. outputs
  * receive new tensors. */
-hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);
+HG_API hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);
 /* Stats of the last training variant used (forward and backward plans); false if none. */
-bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd, int *nsaved);
+HG_API bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
+                                    int *nsaved);
 
 #endif

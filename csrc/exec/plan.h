@@ -42,13 +42,13 @@ hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentr
 void hg_plan_free(hg_plan *p);
 void hg_plan_set_flags(hg_plan *p, unsigned flags);
 /* The flags the environment asks for (HG_NO_FUSION=1, HG_NO_MEMPLAN=1). */
-unsigned hg_plan_env_flags(void);
-int hg_plan_num_outputs(const hg_plan *p);
+HG_API unsigned hg_plan_env_flags(void);
+HG_API int hg_plan_num_outputs(const hg_plan *p);
 
 /* Shape/dtype inference. in[i].ndim == -1 (or a dim of -1) marks unknowns; on return in[] holds
  * what was inferred for the inputs (weights from data...) and out[] the outputs' metas.
  * partial: unknowns that remain are not an error. Errors name the node, its op and the shapes. */
-hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial);
+HG_API hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial);
 
 /* Runs the graph. An outputs[h] that is NULL receives a new tensor (owned by the caller) on
  * the device of the first input (cpu(0) without inputs); a given one (of the output's shape
@@ -65,9 +65,9 @@ typedef struct hg_plan_stats {
     int64_t unplanned_bytes; /* what the same values need without reuse or fusion */
     int64_t peak_bytes, total_bytes; /* older names of planned / unplanned */
 } hg_plan_stats;
-void hg_plan_get_stats(hg_plan *p, hg_plan_stats *st);
+HG_API void hg_plan_get_stats(hg_plan *p, hg_plan_stats *st);
 /* A readable listing of the plan's steps: "fused[exp0 _mulscalar0 relu1]", "dense0 (FC)"...
  * *out is malloc'ed. */
-hg_status hg_plan_describe(hg_plan *p, char **out);
+HG_API hg_status hg_plan_describe(hg_plan *p, char **out);
 
 #endif

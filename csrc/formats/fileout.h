@@ -25,25 +25,25 @@ typedef struct hg_file_out hg_file_out;
 
 /* Starts replacing path. what names the kind of file in messages ("NDArray file"); it must
  * outlive *out. On failure *out is NULL and nothing was created. */
-hg_status hg_file_out_open(const char *path, const char *what, hg_file_out **out);
+HG_API hg_status hg_file_out_open(const char *path, const char *what, hg_file_out **out);
 /* The descriptor to write to; -1 after hg_file_out_finish(). */
 int hg_file_out_fd(const hg_file_out *f);
 /* Writes all of buf[0..len). */
-hg_status hg_file_out_write(hg_file_out *f, const void *buf, size_t len);
+HG_API hg_status hg_file_out_write(hg_file_out *f, const void *buf, size_t len);
 /* Flushes the data to disk and closes the file; the target is not touched yet. */
-hg_status hg_file_out_finish(hg_file_out *f);
+HG_API hg_status hg_file_out_finish(hg_file_out *f);
 /* Finishes (if not done), renames the file over its target and frees f, on failure too (the
  * temporary file is then removed and the target left as it was). */
-hg_status hg_file_out_commit(hg_file_out *f);
+HG_API hg_status hg_file_out_commit(hg_file_out *f);
 /* Closes f, removes its temporary file and frees it. NULL is ignored. */
-void hg_file_out_discard(hg_file_out *f);
+HG_API void hg_file_out_discard(hg_file_out *f);
 /* Reports an error on f's file as "Cannot save <what> '<path>': <strerror(err)>". */
 hg_status hg_file_out_error(const hg_file_out *f, int err);
 
 /* Checks the arguments of an NDArray-list save (hybridgluon/ndlist.h) without writing. */
-hg_status hg_ndlist_check_save(int n, hg_tensor *const *arrays, const char *const *names);
+HG_API hg_status hg_ndlist_check_save(int n, hg_tensor *const *arrays, const char *const *names);
 /* Writes an NDArray list (the format of hybridgluon/ndlist.h) to f; checks the arguments first. */
-hg_status hg_ndlist_write_file_out(hg_file_out *f, int n, hg_tensor *const *arrays,
-                                   const char *const *names);
+HG_API hg_status hg_ndlist_write_file_out(hg_file_out *f, int n, hg_tensor *const *arrays,
+                                          const char *const *names);
 
 #endif

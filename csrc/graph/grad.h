@@ -71,7 +71,7 @@ hg_status hg_g_status(const hg_grad_ctx *g);
  * head_grads[h].node == NULL means ones_like(head h). The result has one head per wrt node:
  * its gradient, or zeros_like(it) when no head depends on it. The result shares the forward
  * nodes it reads (activations). Errors name the node whose rule failed or is missing. */
-hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *head_grads, int nwrt,
-                        hg_snode *const *wrt, hg_symbol **out);
+HG_API hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *head_grads,
+                               int nwrt, hg_snode *const *wrt, hg_symbol **out);
 
 #endif

@@ -40,14 +40,14 @@ typedef struct hg_symbol {
 } hg_symbol;
 
 /* A variable. Attribute keys should look like __x__ (shape, dtype, init, lr_mult...). */
-hg_status hg_symbol_var(const char *name, int nattr, const char *const *keys,
-                        const char *const *vals, hg_symbol **out);
+HG_API hg_status hg_symbol_var(const char *name, int nattr, const char *const *keys,
+                               const char *const *vals, hg_symbol **out);
 /* Applies op to inputs (each a single-output symbol). Keys that are not __x__ annotations are
  * parsed against the op's schema; errors name the node and the op. The result's heads are the
  * op's visible outputs. */
-hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
-                       const char *const *vals, int nin, const hg_symbol *const *inputs,
-                       hg_symbol **out);
+HG_API hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr,
+                              const char *const *keys, const char *const *vals, int nin,
+                              const hg_symbol *const *inputs, hg_symbol **out);
 /* A new op node over entries (each retained); *out holds one reference. */
 hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr, const char *const *keys,
                           const char *const *vals, int nin, const hg_sentry *in, hg_snode **out);
@@ -61,13 +61,13 @@ void hg_snode_retain(hg_snode *n);
 void hg_snode_release(hg_snode *n);
 /* A symbol whose heads are the given entries (retained). */
 hg_status hg_symbol_from_entries(int n, const hg_sentry *e, hg_symbol **out);
-hg_status hg_symbol_group(int n, const hg_symbol *const *syms, hg_symbol **out);
-hg_status hg_symbol_output(const hg_symbol *s, int i, hg_symbol **out);
-void hg_symbol_free(hg_symbol *s);
+HG_API hg_status hg_symbol_group(int n, const hg_symbol *const *syms, hg_symbol **out);
+HG_API hg_status hg_symbol_output(const hg_symbol *s, int i, hg_symbol **out);
+HG_API void hg_symbol_free(hg_symbol *s);
 
 /* The nodes reachable from the heads in MXNet's order (post-order DFS, inputs in order).
  * *nodes is malloc'ed (free it); the node pointers are borrowed from s. */
-hg_status hg_symbol_topo(const hg_symbol *s, hg_snode ***nodes, int *n);
+HG_API hg_status hg_symbol_topo(const hg_symbol *s, hg_snode ***nodes, int *n);
 
 /* Lookup from node pointers to their positions in an array of nodes (a hash of the pointers),
  * for passes that ask "where is node x" many times: building is O(n), a lookup O(1). The map
@@ -80,17 +80,17 @@ void hg_nodemap_free(hg_nodemap *m);
 /* Topological positions of every node's inputs and of the heads, for nodes as returned by
  * hg_symbol_topo: in_idx[off[i] + k] is the position of input k of node i, off has n+1 entries,
  * head_idx[h] the position of head h. All three are malloc'ed. */
-hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, int **off,
-                                   int **in_idx, int **head_idx);
+HG_API hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, int **off,
+                                          int **in_idx, int **head_idx);
 
 /* A copy of s in which the variables named names[i] are replaced by the (single-output)
  * symbols with[i]; the rest of the graph is copied (new nodes, same attributes). */
-hg_status hg_symbol_compose(const hg_symbol *s, int n, const char *const *names,
-                            const hg_symbol *const *with, hg_symbol **out);
+HG_API hg_status hg_symbol_compose(const hg_symbol *s, int n, const char *const *names,
+                                   const hg_symbol *const *with, hg_symbol **out);
 
 /* MXNet 1.x JSON, byte-identical layout (dmlc JSONWriter). *out is malloc'ed. */
-hg_status hg_symbol_to_json(const hg_symbol *s, char **out);
+HG_API hg_status hg_symbol_to_json(const hg_symbol *s, char **out);
 /* Reads MXNet JSON (current and older keys). Errors name the node and what was wrong. */
-hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out);
+HG_API hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out);
 
 #endif

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hybridgluon/hybridgluon.h" /* HG_API */
+
 /* Largest M, N, K or leading dimension the 32-bit BLAS interface accepts. */
 #define HG_GEMM_MAX_DIM INT32_MAX
 
@@ -27,10 +29,12 @@ static inline bool hg_gemm_fits(int64_t m, int64_t n, int64_t k)
     return m <= HG_GEMM_MAX_DIM && n <= HG_GEMM_MAX_DIM && k <= HG_GEMM_MAX_DIM;
 }
 
-void hg_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-void hg_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
-                 int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
+HG_API void hg_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                        float *C, int64_t ldc);
+HG_API void hg_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                        const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+                        double *C, int64_t ldc);
 
 /* `batch` independent GEMMs; matrix i uses A + i*sa, B + i*sb, C + i*sc (strides in elements;
  * sa or sb may be 0 to reuse one operand). Many small products are spread over the kernels' thread
@@ -53,7 +57,7 @@ enum {
     HG_GEMM_KERNEL_AVX2 = 2,
     HG_GEMM_KERNEL_AVX512 = 3,
 };
-int hg_gemm_kernel(void);
-int hg_gemm_set_kernel(int level);
+HG_API int hg_gemm_kernel(void);
+HG_API int hg_gemm_set_kernel(int level);
 
 #endif
