@@ -40,41 +40,43 @@ enum {
     K_NO_BIAS,
     K_CUDNN_TUNE,
     K_CUDNN_OFF,
-    K_LAYOUT
+    K_LAYOUT,
+    K_NATTRS, /* the forward's schema ends here */
+    K_GRAD_DATA = K_NATTRS,
+    K_GRAD_WEIGHT,
+    K_BW_NATTRS
 };
 
-/* Convolution's schema; _backward_Convolution adds the grad_* switches after it. */
-#define CONV_ATTR_SPECS                                                                         \
-    {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "convolution kernel size: (w,), (h, w) "  \
-     "or (d, h, w)", NULL},                                                                     \
-    {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},            \
-    {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},          \
-    {"pad", HG_ATTR_TUPLE, 0, "()", "zero padding per spatial dim (both sides); () means 0s",   \
-     NULL},                                                                                     \
-    {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of output channels", NULL},     \
-    {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into", NULL},       \
-    {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)", NULL},      \
-    {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input", NULL},         \
-    {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "cuDNN algorithm choice (ignored)",  \
-     hg_conv_tune_choices},                                                                     \
-    {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},                  \
-    {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "data layout: NCW, NCHW or NCDHW "       \
-     "(channel-last layouts are not supported on CPU); None means channel-first",               \
-     hg_conv_layout_choices}
-
-static const hg_attr_spec k_conv_attrs[] = {CONV_ATTR_SPECS};
-
-enum { K_GRAD_DATA = K_LAYOUT + 1, K_GRAD_WEIGHT };
-
-static const hg_attr_spec k_conv_bw_attrs[] = {
-    CONV_ATTR_SPECS,
-    {"grad_data", HG_ATTR_BOOL, 0, "True", "compute the data gradient (else output 0 is zeros)",
-     NULL},
-    {"grad_weight", HG_ATTR_BOOL, 0, "True",
-     "compute the weight gradient (else output 1 is "
-     "zeros)",
-     NULL},
+/* Convolution's schema, then the two switches _backward_Convolution adds after it: the forward's
+ * schema is the first K_NATTRS entries of this table. */
+static const hg_attr_spec k_conv_attrs[] = {
+    [K_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                  "convolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
+    [K_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
+    [K_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
+    [K_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
+               "zero padding per spatial dim (both sides); () means 0s", NULL},
+    [K_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                      "number of output channels", NULL},
+    [K_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
+                     NULL},
+    [K_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)",
+                     NULL},
+    [K_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input",
+                   NULL},
+    [K_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                      "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
+    [K_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
+    [K_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                  "data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on "
+                  "CPU); None means channel-first",
+                  hg_conv_layout_choices},
+    [K_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
+                     "compute the data gradient (else output 0 is zeros)", NULL},
+    [K_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
+                       "compute the weight gradient (else output 1 is zeros)", NULL},
 };
+_Static_assert(HG_COUNT(k_conv_attrs) == K_BW_NATTRS, "k_conv_attrs must match its enum");
 
 static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
 
@@ -448,25 +450,7 @@ static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
                                int nout, hg_meta *out)
 {
     (void)nin;
-    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
-    bool has_bias = !a->v[K_NO_BIAS].b;
-    for (int i = 0; i < nout; i++) out[i].ndim = -1;
-    if (in[0].ndim < 0 || in[1].ndim < 0 || in[2].ndim < 0)
-        return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
-    hg_meta fin[3] = {in[1], in[2], {.ndim = -1}}, fout = {.ndim = -1};
-    HG_TRY(conv_infer(op, a, has_bias ? 3 : 2, fin, 1, &fout));
-    if (in[0].dtype != fout.dtype ||
-        !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
-        return hg_error(HG_ERR_VALUE,
-                        "%s: output gradient %s (%s) does not match the output "
-                        "%s (%s) of data %s",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
-                        hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
-                        hg_dtype_name(fout.dtype), hg_shape_str(s2, in[1].ndim, in[1].shape));
-    out[0] = fin[0];
-    out[1] = fin[1];
-    if (has_bias) out[2] = fin[2];
-    return HG_OK;
+    return hg_conv_bw_infer(op, a, !a->v[K_NO_BIAS].b, in, nout, out, conv_infer);
 }
 
 /* Image slots of the backward: one per thread (at most one per image; 1 for small layers). With
@@ -612,7 +596,7 @@ const hg_op_def hg_ops_conv[] = {
             "(num_filter,); out = floor((x + 2p - d(k-1) - 1)/s) + 1 per spatial dim.",
      .input_names = HG_NAMES("data", "weight", "bias"),
      .attrs = k_conv_attrs,
-     .num_attrs = HG_COUNT(k_conv_attrs),
+     .num_attrs = K_NATTRS,
      .num_inputs = 3,
      .get_num_inputs = conv_num_inputs,
      .infer = conv_infer,
@@ -623,8 +607,8 @@ const hg_op_def hg_ops_conv[] = {
      .doc = "Gradients of Convolution: (data, weight[, bias]) "
             "from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
      .input_names = HG_NAMES("ograd", "data", "weight"),
-     .attrs = k_conv_bw_attrs,
-     .num_attrs = HG_COUNT(k_conv_bw_attrs),
+     .attrs = k_conv_attrs,
+     .num_attrs = K_BW_NATTRS,
      .num_inputs = 3,
      .num_outputs = 3,
      .get_num_outputs = conv_num_inputs,

@@ -11,6 +11,31 @@
 const char *const hg_conv_tune_choices[] = {"off", "limited_workspace", "fastest", NULL};
 const char *const hg_conv_layout_choices[] = {"NCW", "NCHW", "NCDHW", "NHWC", "NDHWC", NULL};
 
+hg_status hg_conv_bw_infer(const hg_op_def *op, const hg_attrs *a, bool has_bias, hg_meta *in,
+                           int nout, hg_meta *out,
+                           hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
+                                            int, hg_meta *))
+{
+    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    for (int i = 0; i < nout; i++) out[i].ndim = -1;
+    if (in[0].ndim < 0 || in[1].ndim < 0 || in[2].ndim < 0)
+        return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
+    hg_meta fin[3] = {in[1], in[2], {.ndim = -1}}, fout = {.ndim = -1};
+    HG_TRY(fwd(op, a, has_bias ? 3 : 2, fin, 1, &fout));
+    if (in[0].dtype != fout.dtype ||
+        !hg_shape_equal(in[0].ndim, in[0].shape, fout.ndim, fout.shape))
+        return hg_error(HG_ERR_VALUE,
+                        "%s: output gradient %s (%s) does not match the output "
+                        "%s (%s) of data %s",
+                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
+                        hg_dtype_name(in[0].dtype), hg_shape_str(s1, fout.ndim, fout.shape),
+                        hg_dtype_name(fout.dtype), hg_shape_str(s2, in[1].ndim, in[1].shape));
+    out[0] = fin[0];
+    out[1] = fin[1];
+    if (has_bias) out[2] = fin[2];
+    return HG_OK;
+}
+
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
 hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)

@@ -40,6 +40,14 @@ static inline int64_t hg_conv_tuple_at(const hg_attrs *a, int idx, int i, int64_
  * layout matching the kernel. Messages start with ix->op. */
 hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix);
 
+/* The shape rule of _backward_Convolution / _backward_Deconvolution (ograd, data, weight) ->
+ * (data grad, weight grad[, bias grad]): the forward's rule `fwd` run on (data, weight[, bias])
+ * must give ograd's shape and dtype; the gradients take their inputs' metas. */
+hg_status hg_conv_bw_infer(const hg_op_def *op, const hg_attrs *a, bool has_bias, hg_meta *in,
+                           int nout, hg_meta *out,
+                           hg_status (*fwd)(const hg_op_def *, const hg_attrs *, int, hg_meta *,
+                                            int, hg_meta *));
+
 /* A convolution's geometry normalised to 3 spatial dims (index 0 = depth, 2 = width): missing
  * leading dims have size 1, kernel 1, stride 1, dilation 1 and pad 0. */
 typedef struct hg_conv_geom {

@@ -66,14 +66,16 @@ static hg_status check_fits(const hg_op_def *op, int64_t m, int64_t n, int64_t k
 }
 
 /* Shared attributes of dot and batch_dot. */
-enum { K_TA, K_TB, K_FSTYPE };
+enum { K_TA, K_TB, K_FSTYPE, K_DOT_NATTRS };
 static const hg_attr_spec k_dot_attrs[] = {
-    {"transpose_a", HG_ATTR_BOOL, 0, "False", "use the transpose of lhs", NULL},
-    {"transpose_b", HG_ATTR_BOOL, 0, "False", "use the transpose of rhs", NULL},
-    {"forward_stype", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-     "storage type of the output (accepted for compatibility; outputs are always dense)",
-     HG_NAMES("default", "row_sparse", "csr")},
+    [K_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "use the transpose of lhs", NULL},
+    [K_TB] = {"transpose_b", HG_ATTR_BOOL, 0, "False", "use the transpose of rhs", NULL},
+    [K_FSTYPE] = {"forward_stype", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                  "storage type of the output (accepted for compatibility; outputs are always "
+                  "dense)",
+                  HG_NAMES("default", "row_sparse", "csr")},
 };
+_Static_assert(HG_COUNT(k_dot_attrs) == K_DOT_NATTRS, "k_dot_attrs must match its enum");
 
 /* Calls the GEMM of the tensors' dtype: C[i] = op(A[i]) op(B[i]) for i < batch, with float16
  * staged through float32 copies in ws. */
@@ -374,13 +376,18 @@ static hg_status batch_dot_forward(const hg_op_def *op, const hg_attrs *a, const
 
 /* ---- FullyConnected ----------------------------------------------------------------------- */
 
-enum { K_NUM_HIDDEN, K_NO_BIAS, K_FLATTEN };
+enum { K_NUM_HIDDEN, K_NO_BIAS, K_FLATTEN, K_FC_NATTRS };
 static const hg_attr_spec k_fc_attrs[] = {
-    {"num_hidden", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of hidden units (outputs)", NULL},
-    {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input", NULL},
-    {"flatten", HG_ATTR_BOOL, 0, "True",
-     "collapse all but the first axis of data (otherwise apply to the last axis only)", NULL},
+    [K_NUM_HIDDEN] = {"num_hidden", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                      "number of hidden units (outputs)", NULL},
+    [K_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input",
+                   NULL},
+    [K_FLATTEN] = {"flatten", HG_ATTR_BOOL, 0, "True",
+                   "collapse all but the first axis of data (otherwise apply to the last axis "
+                   "only)",
+                   NULL},
 };
+_Static_assert(HG_COUNT(k_fc_attrs) == K_FC_NATTRS, "k_fc_attrs must match its enum");
 
 static int fc_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
 
@@ -507,20 +514,26 @@ static hg_status fc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
 
 /* ---- gradient ops ------------------------------------------------------------------------- */
 
-enum { K_WRT = 3 }; /* after the forward's three attributes in both backward schemas */
+/* Both backward schemas are the forward's three attributes, then wrt. */
+enum { K_WRT = 3, K_BWD_NATTRS };
+_Static_assert((int)K_WRT == (int)K_DOT_NATTRS && (int)K_WRT == (int)K_FC_NATTRS,
+               "wrt follows the forward's attrs");
 static const hg_attr_spec k_dot_bwd_attrs[] = {
-    {"transpose_a", HG_ATTR_BOOL, 0, "False", "the forward's transpose_a", NULL},
-    {"transpose_b", HG_ATTR_BOOL, 0, "False", "the forward's transpose_b", NULL},
-    {"forward_stype", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None", "the forward's forward_stype",
-     HG_NAMES("default", "row_sparse", "csr")},
-    {"wrt", HG_ATTR_INT, 0, "0", "whose gradient: 0 lhs, 1 rhs", NULL},
+    [K_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "the forward's transpose_a", NULL},
+    [K_TB] = {"transpose_b", HG_ATTR_BOOL, 0, "False", "the forward's transpose_b", NULL},
+    [K_FSTYPE] = {"forward_stype", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                  "the forward's forward_stype", HG_NAMES("default", "row_sparse", "csr")},
+    [K_WRT] = {"wrt", HG_ATTR_INT, 0, "0", "whose gradient: 0 lhs, 1 rhs", NULL},
 };
+_Static_assert(HG_COUNT(k_dot_bwd_attrs) == K_BWD_NATTRS, "k_dot_bwd_attrs must match its enum");
 static const hg_attr_spec k_fc_bwd_attrs[] = {
-    {"num_hidden", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "the forward's num_hidden", NULL},
-    {"no_bias", HG_ATTR_BOOL, 0, "False", "the forward's no_bias", NULL},
-    {"flatten", HG_ATTR_BOOL, 0, "True", "the forward's flatten", NULL},
-    {"wrt", HG_ATTR_INT, 0, "0", "whose gradient: 0 data, 1 weight, 2 bias", NULL},
+    [K_NUM_HIDDEN] = {"num_hidden", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "the forward's num_hidden",
+                      NULL},
+    [K_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "False", "the forward's no_bias", NULL},
+    [K_FLATTEN] = {"flatten", HG_ATTR_BOOL, 0, "True", "the forward's flatten", NULL},
+    [K_WRT] = {"wrt", HG_ATTR_INT, 0, "0", "whose gradient: 0 data, 1 weight, 2 bias", NULL},
 };
+_Static_assert(HG_COUNT(k_fc_bwd_attrs) == K_BWD_NATTRS, "k_fc_bwd_attrs must match its enum");
 
 static int fc_bwd_num_inputs(const hg_attrs *a) { return fc_num_inputs(a) + 1; }
 

@@ -21,20 +21,25 @@ static bool is_float(hg_dtype dt)
 
 /* ---- Pad ------------------------------------------------------------------------------------ */
 
-enum { K_PAD_MODE, K_PAD_WIDTH, K_PAD_VALUE };
-enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT };
+enum { K_PAD_MODE, K_PAD_WIDTH, K_PAD_VALUE, K_PAD_NATTRS };
+enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_NMODES };
 
-static const char *const k_pad_modes[] = {"constant", "edge", "reflect", NULL};
+static const char *const k_pad_modes[] = {[PAD_CONSTANT] = "constant",
+                                          [PAD_EDGE] = "edge",
+                                          [PAD_REFLECT] = "reflect",
+                                          [PAD_NMODES] = NULL};
+_Static_assert(HG_COUNT(k_pad_modes) == PAD_NMODES + 1, "k_pad_modes must match its enum");
 
 static const hg_attr_spec k_pad_attrs[] = {
-    {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "padding type: constant, edge or reflect",
-     k_pad_modes},
-    {"pad_width", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-     "(before, after) pad sizes per axis, "
-     "flattened; the first two axes must have 0",
-     NULL},
-    {"constant_value", HG_ATTR_FLOAT, 0, "0", "fill value of constant mode", NULL},
+    [K_PAD_MODE] = {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL,
+                    "padding type: constant, edge or reflect", k_pad_modes},
+    [K_PAD_WIDTH] = {"pad_width", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                     "(before, after) pad sizes per axis, flattened; the first two axes must "
+                     "have 0",
+                     NULL},
+    [K_PAD_VALUE] = {"constant_value", HG_ATTR_FLOAT, 0, "0", "fill value of constant mode", NULL},
 };
+_Static_assert(HG_COUNT(k_pad_attrs) == K_PAD_NATTRS, "k_pad_attrs must match its enum");
 
 static hg_status pad_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                            hg_meta *out)
@@ -316,24 +321,38 @@ static hg_status pad_bw_grad(hg_grad_ctx *g)
 
 /* ---- UpSampling ----------------------------------------------------------------------------- */
 
-enum { K_UP_SCALE, K_UP_NUM_FILTER, K_UP_TYPE, K_UP_MODE, K_UP_NUM_ARGS, K_UP_WORKSPACE };
-enum { UP_NEAREST, UP_BILINEAR };
-enum { UP_CONCAT, UP_SUM };
+enum {
+    K_UP_SCALE,
+    K_UP_NUM_FILTER,
+    K_UP_TYPE,
+    K_UP_MODE,
+    K_UP_NUM_ARGS,
+    K_UP_WORKSPACE,
+    K_UP_NATTRS
+};
+enum { UP_NEAREST, UP_BILINEAR, UP_NTYPES };
+enum { UP_CONCAT, UP_SUM, UP_NMODES };
 
-static const char *const k_up_types[] = {"nearest", "bilinear", NULL};
-static const char *const k_up_modes[] = {"concat", "sum", NULL};
+static const char *const k_up_types[] = {
+    [UP_NEAREST] = "nearest", [UP_BILINEAR] = "bilinear", [UP_NTYPES] = NULL};
+_Static_assert(HG_COUNT(k_up_types) == UP_NTYPES + 1, "k_up_types must match its enum");
+static const char *const k_up_modes[] = {
+    [UP_CONCAT] = "concat", [UP_SUM] = "sum", [UP_NMODES] = NULL};
+_Static_assert(HG_COUNT(k_up_modes) == UP_NMODES + 1, "k_up_modes must match its enum");
 
 static const hg_attr_spec k_up_attrs[] = {
-    {"scale", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "up-sampling scale", NULL},
-    {"num_filter", HG_ATTR_INT, 0, "0", "input filter count (bilinear only)", NULL},
-    {"sample_type", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "nearest or bilinear", k_up_types},
-    {"multi_input_mode", HG_ATTR_ENUM, 0, "concat",
-     "how to combine several inputs: concat "
-     "(along channels) or sum",
-     k_up_modes},
-    {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
-    {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored)", NULL},
+    [K_UP_SCALE] = {"scale", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "up-sampling scale", NULL},
+    [K_UP_NUM_FILTER] = {"num_filter", HG_ATTR_INT, 0, "0", "input filter count (bilinear only)",
+                         NULL},
+    [K_UP_TYPE] = {"sample_type", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "nearest or bilinear",
+                   k_up_types},
+    [K_UP_MODE] = {"multi_input_mode", HG_ATTR_ENUM, 0, "concat",
+                   "how to combine several inputs: concat (along channels) or sum", k_up_modes},
+    [K_UP_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of inputs", NULL},
+    [K_UP_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored)",
+                        NULL},
 };
+_Static_assert(HG_COUNT(k_up_attrs) == K_UP_NATTRS, "k_up_attrs must match its enum");
 
 static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
