@@ -140,15 +140,16 @@ static binop k_mul = {"broadcast_mul", "_mul_scalar", NULL};
 static binop k_div = {"broadcast_div", "_div_scalar", "_rdiv_scalar"};
 static binop k_mod = {"broadcast_mod", "_mod_scalar", "_rmod_scalar"};
 static binop k_pow = {"broadcast_power", "_power_scalar", "_rpower_scalar"};
-static binop k_cmp[6] = {
-    /* Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE; reversed forms swap the comparison */
-    {"broadcast_lesser", "_lesser_scalar", "_greater_scalar"},
-    {"broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"},
-    {"broadcast_equal", "_equal_scalar", "_equal_scalar"},
-    {"broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"},
-    {"broadcast_greater", "_greater_scalar", "_lesser_scalar"},
-    {"broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"},
+static binop k_cmp[] = {
+    /* indexed by Python's rich comparison op; reversed forms swap the comparison */
+    [Py_LT] = {"broadcast_lesser", "_lesser_scalar", "_greater_scalar"},
+    [Py_LE] = {"broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"},
+    [Py_EQ] = {"broadcast_equal", "_equal_scalar", "_equal_scalar"},
+    [Py_NE] = {"broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"},
+    [Py_GT] = {"broadcast_greater", "_greater_scalar", "_lesser_scalar"},
+    [Py_GE] = {"broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"},
 };
+_Static_assert(HG_COUNT(k_cmp) == 6, "k_cmp has one entry per rich comparison");
 
 static int resolve(binop *b)
 {
