@@ -138,6 +138,11 @@ class BuildExt(build_ext):
             os.remove(out)  # distutils relinks only when an object is newer than the library
         if _sanitizer():
             link.append('-fsanitize=' + _sanitizer())
+        else:
+            # Every reference resolved at link time: a symbol no object defines (an op family
+            # listed in ops/families.c but not built) is a link error, not an ImportError at
+            # load time. (A sanitizer's runtime is only linked into the executable.)
+            link.append('-Wl,-z,defs')
         cc.link_shared_object(
             objs, out, libraries=libs,
             library_dirs=libdirs, extra_postargs=link)
