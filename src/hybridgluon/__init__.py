@@ -24,6 +24,7 @@ from . import optimizer
 from . import kvstore
 from . import kvstore as kv
 from . import gluon
+from . import test_utils
 from .libinfo import get_include, get_lib_dir
 
 __version__ = '0.1.0'
