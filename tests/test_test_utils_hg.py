@@ -292,3 +292,9 @@ def test_check_consistency_across_dtypes():
         tu.check_consistency(bad, ctx_list)
     with pytest.raises(mx.MXNetError, match='no GPU'):
         tu.check_consistency(sym, [ctx_list[0], dict(ctx_list[1], ctx=mx.gpu(0))])
+
+
+def test_extra_out_grads_are_ignored_as_mxnet_executor_does():
+    a = np.random.rand(3)
+    tu.check_symbolic_backward(mx.sym.sin(mx.sym.var('a')), [a], [np.ones(3), np.ones(7)],
+                               [np.cos(a)])

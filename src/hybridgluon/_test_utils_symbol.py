@@ -18,7 +18,7 @@ from .base import MXNetError, _np_dtype
 from .context import num_gpus
 from .ndarray import NDArray
 from .symbol import Symbol
-from .test_utils import (assert_almost_equal, default_context, default_dtype,
+from .test_utils import (_numpy, assert_almost_equal, default_context, default_dtype,
                          default_numeric_eps, get_tolerance, get_tols)
 
 _REQS = ('write', 'add', 'null')
@@ -110,11 +110,13 @@ def _grad_reqs(grad_req, names):
 
 
 def _head_grads(sym, out_grads, ctx, dtype):
+    """out_grads as one NDArray per output; extra ones are ignored, as MXNet's executor
+    does."""
     if out_grads is None:
         return None
     if isinstance(out_grads, dict):
         out_grads = [out_grads[k] for k in sym.list_outputs()]
-    return [_to_nd(g, ctx, dtype) for g in out_grads]
+    return [_to_nd(g, ctx, dtype) for g in out_grads[:len(sym.list_outputs())]]
 
 
 # ---- forward --------------------------------------------------------------------------------
@@ -172,6 +174,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         if stype not in (None, 'default'):
             raise NotImplementedError('check_symbolic_backward: gradient storage type %r for %s '
                                       'is not supported (dense storage only)' % (stype, k))
+    expected = {k: _numpy(v) for k, v in expected.items()}
     initial = {k: np.random.normal(size=np.shape(expected[k])) for k in sorted(expected)}
     buffers = {k: nd.array(v, ctx=ctx, dtype=np.asarray(expected[k]).dtype
                            if dtype == 'asnumpy' else dtype) for k, v in initial.items()}

@@ -81,7 +81,7 @@ def default_numeric_eps():
 def effective_dtype(dat):
     """The dtype whose tolerances apply to `dat`. MXNet lowers float32 to float16 on GPUs
     that compute float32 in TF32; this build has no GPU, so it is dat's own dtype."""
-    return np.dtype(dat.dtype)
+    return np.dtype(dat.dtype) if hasattr(dat, 'dtype') else np.asarray(dat).dtype
 
 
 def get_tolerance(dat, tol, default_tol):
