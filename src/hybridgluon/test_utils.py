@@ -28,10 +28,6 @@ import functools
 import numpy as np
 import numpy.random as rnd
 import numpy.testing as npt
-try:
-    import scipy.stats as ss
-except ImportError:  # pragma: no cover
-    ss = None
 
 import hybridgluon as mx
 from .context import Context, current_context, num_gpus
@@ -590,9 +586,11 @@ def var_check(generator, sigma, nsamples=1000000):
 def chi_square_check(generator, buckets, probs, nsamples=1000000):
     """Chi-square test of generator(nsamples) against bucket probabilities. Buckets are
     (lo, hi) ranges (continuous) or values (discrete). Returns (p, observed, expected)."""
-    if ss is None:
+    try:
+        import scipy.stats as ss  # on use: it would add half a second to `import hybridgluon`
+    except ImportError:
         raise ImportError('scipy is not available. Please check if the scipy python bindings '
-                          'are installed.')
+                          'are installed.') from None
     assert isinstance(buckets, list) and len(probs) == len(buckets)
     samples = np.asarray(generator(nsamples))
     expected = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
@@ -627,3 +625,10 @@ from ._test_utils_symbol import (  # noqa: E402,F401  (the Symbol checks, split 
     simple_forward, numeric_grad, check_numeric_gradient, check_symbolic_forward,
     check_symbolic_backward, check_consistency, _symbol_runner)
 
+
+def __getattr__(name):
+    # MXNet's module has scipy.stats as `ss`; imported when first asked for (PEP 562).
+    if name == 'ss':
+        import scipy.stats
+        return scipy.stats
+    raise AttributeError('module %r has no attribute %r' % (__name__, name))
