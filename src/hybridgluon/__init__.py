@@ -24,6 +24,9 @@ from . import optimizer
 from . import kvstore
 from . import kvstore as kv
 from . import gluon
+from . import runtime
+from . import util
+from .util import np_shape, is_np_shape, is_np_array  # noqa: F401 (mx.np_shape, as in MXNet)
 from . import test_utils
 from .libinfo import get_include, get_lib_dir
 

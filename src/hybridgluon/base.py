@@ -1,10 +1,35 @@
 """Errors and dtype helpers shared by the whole package (MXNet's `mxnet.base`)."""
+import os as _os
+import platform as _platform
+
 import numpy as _np
 
 from . import _core
 
 __all__ = ['MXNetError', 'MXNetValueError', 'MXNetTypeError', 'MXNetIndexError',
            'NotImplementedForSymbol']
+
+
+string_types = (str,)
+integer_types = (int, _np.integer)
+numeric_types = (float, int, _np.generic)
+
+
+def py_str(x):
+    """Text from the bytes a C call returned (UTF-8)."""
+    return x.decode('utf-8')
+
+
+def data_dir_default():
+    """MXNet's data folder when MXNET_HOME is not set: ~/.mxnet (%APPDATA%/mxnet on Windows)."""
+    if _platform.system() == 'Windows':
+        return _os.path.join(_os.environ.get('APPDATA', ''), 'mxnet')
+    return _os.path.join(_os.path.expanduser('~'), '.mxnet')
+
+
+def data_dir():
+    """Where models and datasets are stored: $MXNET_HOME, else data_dir_default()."""
+    return _os.getenv('MXNET_HOME', data_dir_default())
 
 
 class MXNetError(RuntimeError):

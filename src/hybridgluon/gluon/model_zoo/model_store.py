@@ -8,6 +8,8 @@ published ones; a file under the hashed name whose content differs is refused.
 import hashlib
 import os
 
+from ...base import data_dir
+
 __all__ = ['get_model_file', 'purge', 'data_dir']
 
 # SHA-1 of MXNet's published pretrained files (the first 8 hex digits name the file).
@@ -47,11 +49,6 @@ _model_sha1 = {
     'vgg19': 'ad2f660d101905472b83590b59708b71ea22b2e5',
     'vgg19_bn': 'f360b758e856f1074a85abd5fd873ed1d98297c3',
 }
-
-
-def data_dir():
-    """MXNet's `base.data_dir()`: $MXNET_HOME, else ~/.mxnet."""
-    return os.environ.get('MXNET_HOME', os.path.join(os.path.expanduser('~'), '.mxnet'))
 
 
 def _default_root():

@@ -1,0 +1,63 @@
+"""mx.runtime (this build's features under MXNet's names), mx.util and the small mx.base
+helpers MXNet code imports (py_str, data_dir, type tuples)."""
+import os
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import base, runtime, util
+
+
+def test_features_describe_this_build():
+    f = runtime.Features()
+    assert f is runtime.Features()                       # one shared instance
+    assert len(f) == 32 and list(f)[:2] == ['CUDA', 'CUDNN']
+    assert not f.is_enabled('CUDA') and not f.is_enabled('cudnn')   # no CUDA build
+    assert f.is_enabled('BLAS_OPEN') and not f.is_enabled('OPENMP')
+    assert f.is_enabled('CPU_SSE2') == (os.uname().machine == 'x86_64')
+    for name, feat in f.items():
+        assert feat.name == name and f.is_enabled(name) is feat.enabled
+        assert repr(feat) == ('\u2714 ' if feat.enabled else '\u2716 ') + name
+    with pytest.raises(RuntimeError, match='this girl is on fire'):
+        f.is_enabled('this girl is on fire')
+    assert [x.name for x in runtime.feature_list()] == list(f)
+
+
+def test_base_helpers(monkeypatch):
+    assert base.py_str(b'caf\xc3\xa9') == 'caf\u00e9'
+    assert isinstance(np.int64(3), base.integer_types) and isinstance(3, base.integer_types)
+    assert not isinstance(3.0, base.integer_types) and isinstance(3.0, base.numeric_types)
+    monkeypatch.setenv('MXNET_HOME', '/tmp/somewhere')
+    assert base.data_dir() == '/tmp/somewhere'
+    from hybridgluon.gluon.model_zoo import model_store
+    assert model_store.data_dir() == '/tmp/somewhere'
+    monkeypatch.delenv('MXNET_HOME')
+    assert base.data_dir() == os.path.join(os.path.expanduser('~'), '.mxnet')
+
+
+def test_util_env(monkeypatch):
+    monkeypatch.delenv('HG_TEST_UTIL_VAR', raising=False)
+    assert util.getenv('HG_TEST_UTIL_VAR') is None
+    util.setenv('HG_TEST_UTIL_VAR', 5)
+    assert util.getenv('HG_TEST_UTIL_VAR') == '5' == os.environ['HG_TEST_UTIL_VAR']
+    util.setenv('HG_TEST_UTIL_VAR', None)
+    assert 'HG_TEST_UTIL_VAR' not in os.environ
+
+
+def test_util_np_semantics_are_off_and_cannot_be_turned_on():
+    assert util.is_np_array() is False and util.is_np_shape() is False
+    assert util.set_np_shape(False) is False
+    with mx.np_shape(False):                             # classic semantics: a no-op
+        assert mx.nd.ones((2, 0)).shape == (2, 0)
+    with pytest.raises(mx.MXNetError, match='np_shape.*not supported'):
+        with util.np_shape(True):
+            pass
+    with pytest.raises(mx.MXNetError, match='set_np'):
+        util.set_np()
+
+    @util.use_np_shape
+    def f():
+        return 1
+    with pytest.raises(mx.MXNetError):
+        f()
