@@ -190,6 +190,15 @@ def test_suite_runner_side_by_side(tmp_path):
     assert '| test_fake.py | 7 | 1 | 4 (crashed (signal 6)) | 2 | 7 | 3 | 2 | 2 | 1 of 3 |' in table
     assert '| test_other.py | 1 | 1 | 0 | 0 | 1 | 1 | 0 | 0 | 1 of 1 |' in table
     assert 'Of the 4 tests that pass on MXNet, 2 (50.0%) pass on hybridgluon.' in table
+    # MXNet's side again from that run's outcomes, without running it.
+    res = subprocess.run([sys.executable, os.path.join(ROOT, 'tools', 'mxnet_suite.py'),
+                          str(tmp_path / 'mx'), '--files', 'test_other.py,test_fake.py',
+                          '--mxnet-results', str(out_json)],
+                         capture_output=True, text=True, env=_env(), timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert '| test_fake.py | 7 | 1 | 4 (crashed (signal 6)) | 2 | 7 | 3 | 2 | 2 | 1 of 3 |' \
+        in res.stdout
+    assert 'Of the 4 tests that pass on MXNet, 2 (50.0%) pass on hybridgluon.' in res.stdout
 
 
 def test_suite_runner_reports_a_file_that_does_not_import(tmp_path):

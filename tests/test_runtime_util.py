@@ -61,3 +61,21 @@ def test_util_np_semantics_are_off_and_cannot_be_turned_on():
         return 1
     with pytest.raises(mx.MXNetError):
         f()
+
+
+def test_custom_ops_refuse_with_a_clear_error():
+    class Sqr(mx.operator.CustomOp):
+        pass
+    with pytest.raises(mx.MXNetError, match="register\\('sqr'\\).*not supported"):
+        @mx.operator.register('sqr')
+        class SqrProp(mx.operator.CustomOpProp):
+            pass
+    assert mx.operator.CustomOpProp().list_arguments() == ['data']
+
+
+def test_small_names_mxnet_modules_have():
+    from hybridgluon.ndarray import ndarray as ndm
+    assert ndm.py_slice is slice
+    assert ndm._STORAGE_TYPE_STR_TO_ID['csr'] == 2 and ndm._STORAGE_TYPE_ID_TO_STR[0] == 'default'
+    assert mx.nd.ones((2,)).stype == ndm._STORAGE_TYPE_ID_TO_STR[0]
+    assert base._as_list([1]) == [1] and base._as_list(1) == [1]

@@ -165,6 +165,8 @@ def main(argv=None):
     ap.add_argument('--python', default=sys.executable,
                     help='the Python with hybridgluon and pytest (default: this one)')
     ap.add_argument('--mxnet-python', help='a Python with real MXNet and pytest: run it too')
+    ap.add_argument('--mxnet-results', help='instead of running MXNet again, its outcomes from '
+                    'an earlier run\'s --json file (MXNet\'s side does not change)')
     ap.add_argument('--timeout', type=int, default=1800, help='seconds per file and library')
     ap.add_argument('--out', help='also write the table (markdown) to this file')
     ap.add_argument('--json', help='write every test\'s outcome on each side to this file')
@@ -179,6 +181,16 @@ def main(argv=None):
     if missing:
         ap.error('not in %s: %s' % (unittest_dir, ', '.join(missing)))
 
+    if args.mxnet_python and args.mxnet_results:
+        ap.error('give --mxnet-python or --mxnet-results, not both')
+    earlier = None
+    if args.mxnet_results:
+        with open(args.mxnet_results) as f:
+            earlier = json.load(f)
+        lacking = [n for n in files if not (earlier.get(n) or {}).get('mxnet')]
+        if lacking:
+            ap.error('%s has no MXNet outcomes for %s' % (args.mxnet_results, ', '.join(lacking)))
+    with_mxnet = bool(args.mxnet_python or earlier)
     rows, dump = [], {}
     with tempfile.TemporaryDirectory() as plugin_dir:
         with open(os.path.join(plugin_dir, '_hg_suite_report.py'), 'w') as f:
@@ -187,6 +199,9 @@ def main(argv=None):
             ours = run_file(args.python, unittest_dir, name, True, args.timeout, plugin_dir)
             theirs = (run_file(args.mxnet_python, unittest_dir, name, False, args.timeout,
                                plugin_dir) if args.mxnet_python else None)
+            if earlier:
+                theirs = {'tests': earlier[name]['mxnet'], 'errors': [], 'seconds': 0.0,
+                          'status': earlier[name].get('mxnet_status', 'ok')}
             rows.append((name, ours, theirs))
             line = '%-28s hybridgluon %s/%s passed (%.0f s, %s)' % (
                 name, _counts(ours)[1], _counts(ours)[0], ours['seconds'], ours['status'])
@@ -199,8 +214,9 @@ def main(argv=None):
                     if o == 'failed' and (not theirs or theirs['tests'].get(tid) == 'passed'):
                         print('    failed here: %s' % tid, file=sys.stderr)
             dump[name] = {'hybridgluon': ours['tests'], 'hybridgluon_status': ours['status'],
-                          'mxnet': theirs['tests'] if theirs else None}
-    text = table(rows, bool(args.mxnet_python))
+                          'mxnet': theirs['tests'] if theirs else None,
+                          'mxnet_status': theirs['status'] if theirs else None}
+    text = table(rows, with_mxnet)
     print(text)
     if args.out:
         with open(args.out, 'w') as f:

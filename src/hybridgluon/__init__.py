@@ -25,6 +25,7 @@ from . import kvstore
 from . import kvstore as kv
 from . import gluon
 from . import runtime
+from . import operator
 from . import util
 from .util import np_shape, is_np_shape, is_np_array  # noqa: F401 (mx.np_shape, as in MXNet)
 from . import test_utils

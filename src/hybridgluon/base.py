@@ -15,6 +15,11 @@ integer_types = (int, _np.integer)
 numeric_types = (float, int, _np.generic)
 
 
+def _as_list(obj):
+    """obj itself when a list, else [obj]."""
+    return obj if isinstance(obj, list) else [obj]
+
+
 def py_str(x):
     """Text from the bytes a C call returned (UTF-8)."""
     return x.decode('utf-8')

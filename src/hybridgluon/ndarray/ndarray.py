@@ -12,6 +12,17 @@ from ..context import Context, current_context, _check_available  # noqa: F401 (
 
 __all__ = ['NDArray']
 
+py_slice = slice  # MXNet's module name for the builtin (its NDArray has a slice method)
+
+# MXNet's storage type ids (NDArray.stype); only 'default' (dense) exists here.
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {'undefined': _STORAGE_TYPE_UNDEFINED, 'default': _STORAGE_TYPE_DEFAULT,
+                           'row_sparse': _STORAGE_TYPE_ROW_SPARSE, 'csr': _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
 
 def _op(name):
     return _core.get_op(name)
