@@ -47,6 +47,7 @@ def test_util_env(monkeypatch):
 
 def test_util_np_semantics_are_off_and_cannot_be_turned_on():
     assert util.is_np_array() is False and util.is_np_shape() is False
+    assert mx.np_shape is util.np_shape and mx.use_np_shape is util.use_np_shape
     assert util.set_np_shape(False) is False
     with mx.np_shape(False):                             # classic semantics: a no-op
         assert mx.nd.ones((2, 0)).shape == (2, 0)
