@@ -148,3 +148,47 @@ def test_creation_errors():
         nd._zeros(shape=(1,) * 11)
     with pytest.raises(mx.MXNetError):
         nd._zeros(nd.ones((2,)))   # no inputs: an NDArray is not a shape
+
+
+@pytest.mark.parametrize('fn, value', [(nd.zeros, 0.0), (nd.ones, 1.0)])
+def test_zeros_ones_write_out_as_mxnet_does(fn, value):
+    """MXNet 1.9.1: nd.ones(shape, out=a) fills a and returns it; a dtype other than the one
+    asked for (float32 by default) is an error ("Type inconsistent"), as is an unknown keyword."""
+    for dtype in ('float32', 'float64', 'int32'):
+        a = nd.array(np.full((2, 3), 5), dtype=dtype)
+        res = fn((2, 3), dtype=dtype, out=a)
+        assert res is a
+        np.testing.assert_array_equal(a.asnumpy(), np.full((2, 3), value, dtype=dtype))
+    with pytest.raises(mx.MXNetError):
+        fn((2, 3), out=nd.ones((2, 3), dtype='float64') * 5)
+    with pytest.raises(mx.MXNetError):
+        fn((2, 3), out=nd.ones((3, 2)) * 5)
+    with pytest.raises(mx.MXNetError, match='foo'):
+        fn((2, 3), foo=1)
+    empty = nd.ones((0, 4)) * 5
+    assert fn((0, 4), out=empty) is empty and empty.shape == (0, 4)
+
+
+def test_zeros_storage_type():
+    assert nd.zeros((2,), stype='default').asnumpy().tolist() == [0.0, 0.0]
+    with pytest.raises(mx.MXNetError, match="stype='csr'"):
+        nd.zeros((2, 2), stype='csr')
+
+
+@pytest.mark.parametrize('N, M, k', [(1, 0, 0), (3, 0, 0), (3, 5, 1), (4, 2, -1), (3, 3, 5),
+                                     (3, 4, -7), (0, 0, 0), (2, 0, 1)])
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'float16', 'int32', 'int64', 'uint8'])
+def test_nd_eye_matches_numpy(N, M, k, dtype):
+    got = nd.eye(N, M, k, dtype=dtype)
+    want = np.eye(N, M or None, k, dtype=dtype)
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+    np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+def test_nd_eye_defaults_and_out():
+    assert nd.eye(2).dtype == np.float32 and nd.eye(2).context == mx.cpu()
+    out = nd.ones((2, 3)) * 7
+    assert nd.eye(2, 3, out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), np.eye(2, 3))
+    with pytest.raises(mx.MXNetError):
+        nd.eye(-1)

@@ -11,7 +11,7 @@ from .ndarray import NDArray, _place
 from . import random  # noqa: F401
 from .utils import save, load, load_frombuffer
 
-__all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'full', 'arange', 'zeros_like',
+__all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'eye', 'full', 'arange', 'zeros_like',
            'ones_like', 'waitall', 'from_dlpack', 'to_dlpack_for_read', 'to_dlpack_for_write',
            'concat', 'concatenate', 'save', 'load', 'load_frombuffer']
 
@@ -79,16 +79,37 @@ def empty(shape, ctx=None, dtype=None):
     return _placed(_core.empty(_shape_tuple(shape, bools=True), _dtype_flag(dtype)), ctx)
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def _fill_op(op, shape, dtype, kwargs):
+    """zeros/ones with MXNet's extra keywords: `out` is written and returned (its dtype must be
+    the one asked for, float32 by default, as in MXNet); others go to the op, which rejects
+    what it does not know."""
+    return _core.get_op(op)(shape=_shape_tuple(shape), dtype=_dtype_name(dtype), **kwargs)
+
+
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     """An array of zeros (float32 by default). Large arrays come zeroed from the system and are
-    not written here, so memory that is never used (a gradient in inference) costs nothing."""
+    not written here, so memory that is never used (a gradient in inference) costs nothing.
+    `out=` fills that array instead (and returns it); stype must be 'default' (dense)."""
+    if stype not in (None, 'default'):
+        raise MXNetError("zeros: stype=%r is not supported: only dense ('default') storage"
+                         % (stype,))
+    if kwargs:
+        res = _fill_op('_zeros', shape, dtype, kwargs)
+        return res if kwargs.get('out') is not None else _placed(res, ctx)
     return _placed(_core.zeros(_shape_tuple(shape), _dtype_flag(dtype)), ctx)
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    """An array of ones (float32 by default)."""
-    return _placed(_core.get_op('_ones')(shape=_shape_tuple(shape), dtype=_dtype_name(dtype)),
-                   ctx)
+    """An array of ones (float32 by default); `out=` fills that array instead (and returns it)."""
+    res = _fill_op('_ones', shape, dtype, kwargs)
+    return res if kwargs.get('out') is not None else _placed(res, ctx)
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """A 2-D array with ones on the k-th diagonal (k > 0 above, k < 0 below the main one) and
+    zeros elsewhere: N rows, M columns (0: M = N), float32 unless `dtype`; `out=` as in ones."""
+    res = _core.get_op('_eye')(N=N, M=M, k=k, dtype=_dtype_name(dtype), **kwargs)
+    return res if kwargs.get('out') is not None else _placed(res, ctx)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):

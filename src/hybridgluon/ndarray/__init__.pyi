@@ -12,7 +12,7 @@ from .ndarray import NDArray
 _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
-__all__ = ['NDArray', 'arange', 'array', 'concat', 'concatenate', 'empty', 'from_dlpack', 'full', 'load', 'load_frombuffer', 'ones', 'ones_like', 'save', 'to_dlpack_for_read', 'to_dlpack_for_write', 'waitall', 'zeros', 'zeros_like']
+__all__ = ['NDArray', 'arange', 'array', 'concat', 'concatenate', 'empty', 'eye', 'from_dlpack', 'full', 'load', 'load_frombuffer', 'ones', 'ones_like', 'save', 'to_dlpack_for_read', 'to_dlpack_for_write', 'waitall', 'zeros', 'zeros_like']
 
 from . import ndarray as ndarray
 from .ndarray import NDArray as NDArray
@@ -62,15 +62,31 @@ def empty(shape, ctx=None, dtype=None):
     ...
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def _fill_op(op, shape, dtype, kwargs):
+    """zeros/ones with MXNet's extra keywords: `out` is written and returned (its dtype must be
+    the one asked for, float32 by default, as in MXNet); others go to the op, which rejects
+    what it does not know.
+    """
+    ...
+
+
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     """An array of zeros (float32 by default). Large arrays come zeroed from the system and are
     not written here, so memory that is never used (a gradient in inference) costs nothing.
+    `out=` fills that array instead (and returns it); stype must be 'default' (dense).
     """
     ...
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    """An array of ones (float32 by default)."""
+    """An array of ones (float32 by default); `out=` fills that array instead (and returns it)."""
+    ...
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """A 2-D array with ones on the k-th diagonal (k > 0 above, k < 0 below the main one) and
+    zeros elsewhere: N rows, M columns (0: M = N), float32 unless `dtype`; `out=` as in ones.
+    """
     ...
 
 
