@@ -241,7 +241,8 @@ def module_stub(mod, core, flavor):
         elif getattr(obj, '__module__', None) == name and inspect.isclass(obj):
             body.append(class_stub(obj, core))
         elif getattr(obj, '__module__', None) == name and callable(obj):
-            body.append(_def(n, obj))
+            if not n.startswith('_'):  # a private helper is no API (private ops stay above)
+                body.append(_def(n, obj))
         elif callable(obj) or inspect.isclass(obj):
             if n in exported and not n.startswith('_'):
                 out.append('from %s import %s as %s\n' % (_relative(name, obj.__module__), n, n))

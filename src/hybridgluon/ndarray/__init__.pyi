@@ -23,32 +23,6 @@ from .utils import load as load
 from .utils import load_frombuffer as load_frombuffer
 
 
-def _dim(d, bools):
-    """d as a Python int when it is an integer (NumPy's and 0-d integer arrays too), else None.
-    A bool counts only with `bools`.
-    """
-    ...
-
-
-def _shape_tuple(shape, bools=False):
-    """MXNet's `shape` argument (an integer or a sequence of them) as a tuple of Python ints.
-
-    Bools and floats are refused as MXNet's shape parser refuses them (zeros, ones), with its
-    message. `bools=True` is for empty and full, which MXNet sizes through ctypes: there True
-    is 1 and a float a TypeError.
-    """
-    ...
-
-
-def _ctx(ctx):
-    ...
-
-
-def _placed(out, ctx):
-    """A creation function's fresh result, put on `ctx` (default: the current context)."""
-    ...
-
-
 def array(source_array, ctx=None, dtype=None):
     """An NDArray from a list, scalar, NumPy array or NDArray. float32 unless `dtype` is given
     or the source is an NDArray (MXNet's rule). The result is on `ctx` (default: the current
@@ -59,14 +33,6 @@ def array(source_array, ctx=None, dtype=None):
 
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array."""
-    ...
-
-
-def _fill_op(op, shape, dtype, kwargs):
-    """zeros/ones with MXNet's extra keywords: `out` is written and returned (its dtype must be
-    the one asked for, float32 by default, as in MXNet); others go to the op, which rejects
-    what it does not know.
-    """
     ...
 
 
@@ -133,11 +99,6 @@ def to_dlpack_for_read(data):
 
 
 def to_dlpack_for_write(data):
-    ...
-
-
-def _register_ops(namespace, skip):
-    """Binds every registered op (and alias) into namespace, except names Python defines."""
     ...
 
 

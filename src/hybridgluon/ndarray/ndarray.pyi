@@ -17,18 +17,6 @@ _DType = str | type | numpy.dtype[Any]
 __all__ = ['NDArray']
 
 
-def _op(name):
-    ...
-
-
-def _place(arr, ctx):
-    """Puts a fresh array (one nobody else holds) on `ctx` and returns it. CPU contexts share
-    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) all
-    become cpu(i), the context an op's output on them gets in MXNet.
-    """
-    ...
-
-
 class NDArray:
     """An n-dimensional array on a device. Create it with `nd.array`, `nd.zeros`, ..."""
     @property
@@ -1006,15 +994,3 @@ class NDArray:
         data : NDArray
         """
         ...
-
-
-def _reduction(name):
-    ...
-
-
-def _elementwise(name):
-    ...
-
-
-def _restore(arr):
-    ...

@@ -13,33 +13,6 @@ _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
 
-def _signature(op_name):
-    """(input names, takes varargs?, attribute names, the same two as sets) of a registered op;
-    the registry never changes after import, so each op's is read once.
-    """
-    ...
-
-
-def _invoke(op_name, args, kwargs, hint=None):
-    """Builds the node for op_name from Python arguments as MXNet's generated symbol functions
-    take them: inputs positionally or by name, attributes by keyword (or positionally after
-    the inputs), `name=` and `attr=`.
-    """
-    ...
-
-
-def _with_origin(sym):
-    ...
-
-
-def _make(op_name, alias):
-    ...
-
-
-def _register(namespace):
-    ...
-
-
 def relu(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """relu(data)
 
