@@ -64,36 +64,34 @@ def _to_nd(value, ctx, dtype):
     return nd.array(value, ctx=ctx, dtype=value.dtype if dtype == 'asnumpy' else dtype)
 
 
-def _parse_location(sym, location, ctx, dtype=default_dtype()):
-    """location (a list in list_arguments() order, or a dict by name) as name -> NDArray,
-    sorted by name. NumPy arrays become NDArrays of `dtype` ('asnumpy': their own)."""
-    assert isinstance(location, (dict, list, tuple))
+def _named_arrays(names, given, ctx, dtype, mismatch):
+    """given (a list in `names` order, or a dict by name) as name -> NDArray, sorted by name.
+    NumPy arrays become NDArrays of `dtype` ('asnumpy': their own). A dict whose keys are not
+    `names` raises ValueError(mismatch % (names, keys))."""
     assert dtype == 'asnumpy' or dtype in (np.float16, np.float32, np.float64)
-    names = sym.list_arguments()
-    if isinstance(location, dict):
-        if set(location) != set(names):
-            raise ValueError('Symbol arguments and keys of the given location do not match.'
-                             'symbol args:%s, location.keys():%s' % (set(names), set(location)))
+    if isinstance(given, dict):
+        if set(given) != set(names):
+            raise ValueError(mismatch % (set(names), set(given)))
     else:
-        location = dict(zip(names, location))
-    return {k: _to_nd(location[k], ctx, dtype) for k in sorted(location)}
+        given = dict(zip(names, given))
+    return {k: _to_nd(given[k], ctx, dtype) for k in sorted(given)}
+
+
+def _parse_location(sym, location, ctx, dtype=default_dtype()):
+    """The arguments, in list_arguments() order or by name (MXNet's message on a mismatch)."""
+    assert isinstance(location, (dict, list, tuple))
+    return _named_arrays(sym.list_arguments(), location, ctx, dtype,
+                         'Symbol arguments and keys of the given location do not match.'
+                         'symbol args:%s, location.keys():%s')
 
 
 def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):
-    """aux_states (None, a list in list_auxiliary_states() order, or a dict) as name ->
-    NDArray; None stays None."""
-    assert dtype == 'asnumpy' or dtype in (np.float16, np.float32, np.float64)
+    """The auxiliary states likewise; None stays None."""
     if aux_states is None:
         return None
-    names = sym.list_auxiliary_states()
-    if isinstance(aux_states, dict):
-        if set(aux_states) != set(names):
-            raise ValueError('Symbol aux_states names and given aux_states do not match.'
-                             'symbol aux_names:%s, aux_states.keys:%s'
-                             % (set(names), set(aux_states)))
-    else:
-        aux_states = dict(zip(names, aux_states))
-    return {k: _to_nd(v, ctx, dtype) for k, v in aux_states.items()}
+    return _named_arrays(sym.list_auxiliary_states(), aux_states, ctx, dtype,
+                         'Symbol aux_states names and given aux_states do not match.'
+                         'symbol aux_names:%s, aux_states.keys:%s')
 
 
 def _grad_reqs(grad_req, names):
