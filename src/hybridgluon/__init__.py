@@ -27,6 +27,7 @@ from . import gluon
 from . import runtime
 from . import operator
 from . import util
+from . import contrib
 from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401 (as in MXNet)
 from . import test_utils
 from .libinfo import get_include, get_lib_dir

@@ -121,3 +121,14 @@ def _symbol_fallback(op_name, args, kwargs):
 
 _SYMBOL_HANDLER = [None]
 _core._set_op_hooks(_symbol_fallback, _dtype_name)
+
+
+def _register_prefixed(namespace, prefix, make):
+    """Binds every registered op (and alias) named `prefix` + X into `namespace` as X, the way
+    MXNet lays out `nd.contrib` (`_contrib_*`) and `nd.linalg` (`_linalg_*`). make(op, short)
+    gives the function. Names already bound (Python-defined) are left alone."""
+    from . import _core
+    for name in _core.list_ops():
+        for n in [name] + _core.op_info(name)['aliases']:
+            if n.startswith(prefix) and len(n) > len(prefix):
+                namespace.setdefault(n[len(prefix):], make(name, n[len(prefix):]))

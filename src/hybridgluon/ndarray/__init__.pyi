@@ -21,6 +21,8 @@ from . import utils as utils
 from .utils import save as save
 from .utils import load as load
 from .utils import load_frombuffer as load_frombuffer
+from . import contrib as contrib
+from . import linalg as linalg
 
 
 def array(source_array, ctx=None, dtype=None):

@@ -1,0 +1,14 @@
+"""`mx.contrib`: MXNet's contrib namespaces. `mx.contrib.ndarray` (also `.nd`) is
+`mx.nd.contrib` and `mx.contrib.symbol` (also `.sym`) is `mx.sym.contrib`, importable under
+both names (`import mxnet.contrib.ndarray` works as in MXNet)."""
+import sys as _sys
+
+from ..ndarray import contrib as ndarray
+from ..symbol import contrib as symbol
+
+nd = ndarray
+sym = symbol
+_sys.modules[__name__ + '.ndarray'] = ndarray
+_sys.modules[__name__ + '.symbol'] = symbol
+
+__all__ = ['ndarray', 'symbol']
