@@ -84,8 +84,14 @@ def _outcomes(lines):
     return result, errors
 
 
-def run_file(python, unittest_dir, name, alias, timeout, plugin_dir):
-    """Runs one test file; returns {'tests': {id: outcome}, 'errors': [...], 'status': str}."""
+def _has_pytest_timeout(python):
+    probe = subprocess.run([python, '-c', 'import pytest_timeout'], capture_output=True)
+    return probe.returncode == 0
+
+
+def run_file(python, unittest_dir, name, alias, timeout, plugin_dir, test_timeout=None):
+    """Runs one test file; returns {'tests': {id: outcome}, 'errors': [...], 'status': str}.
+    test_timeout: seconds per test (pytest-timeout), a test over it counts as failed."""
     fd, log = tempfile.mkstemp(suffix='.jsonl', prefix='hg_suite_')
     os.close(fd)
     env = dict(os.environ, HG_SUITE_LOG=log)
@@ -94,7 +100,9 @@ def run_file(python, unittest_dir, name, alias, timeout, plugin_dir):
                             if p]
     env['PYTHONPATH'] = os.pathsep.join(paths)
     cmd = ([python, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-p', '_hg_suite_report']
-           + (['-p', 'hybridgluon.mxnet_alias'] if alias else []) + ['-o', 'addopts=', name])
+           + (['-p', 'hybridgluon.mxnet_alias'] if alias else [])
+           + (['--timeout', str(test_timeout)] if test_timeout else [])  # plugin autoloads
+           + ['-o', 'addopts=', name])
     start = time.time()
     try:
         proc = subprocess.run(cmd, cwd=unittest_dir, env=env, capture_output=True, text=True,
@@ -168,6 +176,9 @@ def main(argv=None):
     ap.add_argument('--mxnet-results', help='instead of running MXNet again, its outcomes from '
                     'an earlier run\'s --json file (MXNet\'s side does not change)')
     ap.add_argument('--timeout', type=int, default=1800, help='seconds per file and library')
+    ap.add_argument('--test-timeout', type=int,
+                    help='seconds per test (needs pytest-timeout in that Python); a test over it '
+                         'fails instead of holding up its whole file')
     ap.add_argument('--out', help='also write the table (markdown) to this file')
     ap.add_argument('--json', help='write every test\'s outcome on each side to this file')
     ap.add_argument('-v', '--verbose', action='store_true', help='print failing test ids')
@@ -191,14 +202,23 @@ def main(argv=None):
         if lacking:
             ap.error('%s has no MXNet outcomes for %s' % (args.mxnet_results, ', '.join(lacking)))
     with_mxnet = bool(args.mxnet_python or earlier)
+    test_timeout = {}
+    for py in filter(None, [args.python, args.mxnet_python]):
+        usable = args.test_timeout and _has_pytest_timeout(py)
+        test_timeout[py] = args.test_timeout if usable else None
+        if args.test_timeout and not test_timeout[py]:
+            print('note: %s has no pytest-timeout; --test-timeout is not applied there' % py,
+                  file=sys.stderr)
     rows, dump = [], {}
     with tempfile.TemporaryDirectory() as plugin_dir:
         with open(os.path.join(plugin_dir, '_hg_suite_report.py'), 'w') as f:
             f.write(PLUGIN)
         for name in files:
-            ours = run_file(args.python, unittest_dir, name, True, args.timeout, plugin_dir)
+            ours = run_file(args.python, unittest_dir, name, True, args.timeout, plugin_dir,
+                            test_timeout[args.python])
             theirs = (run_file(args.mxnet_python, unittest_dir, name, False, args.timeout,
-                               plugin_dir) if args.mxnet_python else None)
+                               plugin_dir, test_timeout[args.mxnet_python])
+                      if args.mxnet_python else None)
             if earlier:
                 theirs = {'tests': earlier[name]['mxnet'], 'errors': [], 'seconds': 0.0,
                           'status': earlier[name].get('mxnet_status', 'ok')}
