@@ -1,137 +1,21 @@
-/* MXNet's linalg operators (_linalg_gemm ... _linalg_slogdet) and their backward ops, float32
- * and float64, batched over the leading axes (gemm/gemm2 also over the axes around `axis`).
+/* MXNet's linalg operators (_linalg_gemm ... _linalg_slogdet), float32 and float64, batched over
+ * the leading axes (gemm/gemm2 also over the axes around `axis`), with their gradient rules.
  *
  * Products and triangular multiply/solve go to the BLAS (GEMM through kernels/cpu/gemm.h, which
- * takes leading dimensions, so gemm's `axis` layout needs no copies; trmm/trsm/syrk through row-major
- * CBLAS); factorizations to LAPACK (kernels/cpu/lapack.h), which is column-major: a row-major
- * matrix is its transpose there, so potrf/potri swap 'L' and 'U', getrf factors A^T (same
- * determinant; getri then leaves inv(A) in row-major order), LQ of A is QR of A^T, and syevd's
- * eigenvectors (columns) come out as the rows of U, as in MXNet. Work arrays are sized per call
- * from the shapes (the op's workspace function), LAPACK failures (potrf of a matrix that is not
- * positive definite, ...) are errors naming the op and the batch item.
+ * takes leading dimensions, so gemm's `axis` layout needs no copies; trmm/trsm/syrk through
+ * row-major CBLAS); factorizations to LAPACK (kernels/cpu/lapack.h), which is column-major: a
+ * row-major matrix is its transpose there, so potrf/potri swap 'L' and 'U', getrf factors A^T
+ * (same determinant; getri then leaves inv(A) in row-major order), LQ of A is QR of A^T, and
+ * syevd's eigenvectors (columns) come out as the rows of U, as in MXNet. Work arrays are sized
+ * per call from the shapes (the op's workspace function); LAPACK failures (potrf of a matrix
+ * that is not positive definite, a singular inverse) are errors naming the op and the batch item.
  *
  * Gradients follow MXNet's la_op-inl.h (which cites arXiv:1710.08717): each forward op's rule
- * emits one _backward_linalg_X op with the forward's attributes, whose kernel is the same BLAS
- * sequence as MXNet's; the diagonal/triangle copies are linear and adjoint in pairs, so their
- * rules are each other (extractdiag <-> makediag, extracttrian <-> maketrian). Backward ops
- * re-run the forward shape rule on the operands they get, so a direct call with inconsistent
- * arrays is an error, not a kernel reading past a buffer. */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "core/op.h"
+ * emits one _backward_linalg_X op (ops/linalg_bwd.c) with the forward's attributes; the
+ * diagonal/triangle copies are linear and adjoint in pairs, so their rules are each other
+ * (extractdiag <-> makediag, extracttrian <-> maketrian). */
+#include "ops/linalg.h"
 #include "graph/grad.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/lapack.h"
-
-/* ---- element access and small matrix helpers (any dtype: f32 or f64) --------------------- */
-
-static inline size_t esz(hg_dtype dt) { return dt == HG_DTYPE_F64 ? 8 : 4; }
-static inline bool isdbl(hg_dtype dt) { return dt == HG_DTYPE_F64; }
-static inline double ld(hg_dtype dt, const void *p, int64_t i)
-{
-    return isdbl(dt) ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-static inline void st(hg_dtype dt, void *p, int64_t i, double v)
-{
-    if (isdbl(dt)) ((double *)p)[i] = v;
-    else ((float *)p)[i] = (float)v;
-}
-static inline void *at(hg_dtype dt, const void *p, int64_t i)
-{
-    return (char *)p + (size_t)i * esz(dt);
-}
-static inline int64_t imax1(int64_t v) { return v > 1 ? v : 1; }
-
-static void copy_t(hg_tensor *dst, const hg_tensor *src)
-{
-    memcpy(hg_data(dst), hg_data(src), (size_t)src->size * esz(src->dtype));
-}
-
-/* A matrix of a batch laid out as gemm's `axis` describes: b0 outer blocks, each `rows` rows of
- * b1 interleaved matrices of `cols` columns. b1 == 1 for everything but gemm with axis != -2. */
-typedef struct {
-    void *p;
-    int64_t rows, cols;
-} mat;
-
-/* Z = alpha op(X) op(Y) + beta Z for every matrix of the batch (b0 x b1 of them). */
-static void vgemm(hg_dtype dt, int64_t b0, int64_t b1, bool tx, bool ty, double alpha, mat X, mat Y,
-                  double beta, mat Z)
-{
-    int64_t M = Z.rows, N = Z.cols, K = tx ? X.rows : X.cols;
-    int64_t ldx = b1 * X.cols, ldy = b1 * Y.cols, ldz = b1 * Z.cols;
-    int64_t nb = b1 == 1 ? 1 : b0, batch = b1 == 1 ? b0 : b1;
-    int64_t sx = b1 == 1 ? X.rows * X.cols : X.cols, sy = b1 == 1 ? Y.rows * Y.cols : Y.cols;
-    int64_t sz = b1 == 1 ? Z.rows * Z.cols : Z.cols;
-    for (int64_t i = 0; i < nb; i++) {
-        const void *x = at(dt, X.p, i * X.rows * ldx), *y = at(dt, Y.p, i * Y.rows * ldy);
-        void *z = at(dt, Z.p, i * Z.rows * ldz);
-        if (isdbl(dt))
-            hg_gemm_batch_f64(tx, ty, batch, M, N, K, alpha, x, imax1(ldx), sx, y, imax1(ldy), sy,
-                              beta, z, imax1(ldz), sz);
-        else
-            hg_gemm_batch_f32(tx, ty, batch, M, N, K, (float)alpha, x, imax1(ldx), sx, y,
-                              imax1(ldy), sy, (float)beta, z, imax1(ldz), sz);
-    }
-}
-
-/* Plain batch of contiguous matrices. */
-static void bgemm(hg_dtype dt, int64_t batch, bool tx, bool ty, double alpha, mat X, mat Y,
-                  double beta, mat Z)
-{
-    vgemm(dt, batch, 1, tx, ty, alpha, X, Y, beta, Z);
-}
-
-/* B (M x N, per batch item) = alpha op(A)^{-1} B (solve) or alpha op(A) B, A on the right when
- * right: the row-major CBLAS trsm / trmm, A an n x n triangle. */
-static void btri(hg_dtype dt, bool solve, int64_t batch, bool right, bool lower, bool trans,
-                 double alpha, const void *A, void *B, int64_t M, int64_t N)
-{
-    int64_t n = right ? N : M;
-    if (M == 0 || N == 0) return;
-    enum CBLAS_SIDE side = right ? CblasRight : CblasLeft;
-    enum CBLAS_UPLO uplo = lower ? CblasLower : CblasUpper;
-    enum CBLAS_TRANSPOSE tr = trans ? CblasTrans : CblasNoTrans;
-    for (int64_t b = 0; b < batch; b++) {
-        const void *a = at(dt, A, b * n * n);
-        void *x = at(dt, B, b * M * N);
-        if (isdbl(dt) && solve)
-            HG_CBLAS(dtrsm)(CblasRowMajor, side, uplo, tr, CblasNonUnit, (int)M, (int)N, alpha, a,
-                            (int)n, x, (int)N);
-        else if (isdbl(dt))
-            HG_CBLAS(dtrmm)(CblasRowMajor, side, uplo, tr, CblasNonUnit, (int)M, (int)N, alpha, a,
-                            (int)n, x, (int)N);
-        else if (solve)
-            HG_CBLAS(strsm)(CblasRowMajor, side, uplo, tr, CblasNonUnit, (int)M, (int)N,
-                            (float)alpha, a, (int)n, x, (int)N);
-        else
-            HG_CBLAS(strmm)(CblasRowMajor, side, uplo, tr, CblasNonUnit, (int)M, (int)N,
-                            (float)alpha, a, (int)n, x, (int)N);
-    }
-}
-
-/* Zeroes the strict upper (zero_upper) or strict lower triangle of each n x n matrix. */
-static void zero_tri(hg_dtype dt, int64_t batch, int64_t n, void *p, bool zero_upper)
-{
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++)
-                if (zero_upper ? j > i : j < i) st(dt, p, (b * n + i) * n + j, 0);
-}
-
-/* Makes each n x n matrix symmetric from its lower (lower_to_upper) or upper triangle. */
-static void mirror(hg_dtype dt, int64_t batch, int64_t n, void *p, bool lower_to_upper)
-{
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < i; j++) {
-                int64_t lo = (b * n + i) * n + j, up = (b * n + j) * n + i;
-                if (lower_to_upper) st(dt, p, up, ld(dt, p, lo));
-                else st(dt, p, lo, ld(dt, p, up));
-            }
-}
 
 /* ---- shape-rule helpers ------------------------------------------------------------------ */
 
@@ -162,8 +46,6 @@ static hg_status check_large(const hg_op_def *op, int n, const int64_t *d)
     return HG_OK;
 }
 
-static bool known_eq(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
-
 /* Input `i` is a batch of square matrices (ndim >= 2, last two dims equal). */
 static hg_status check_square(const hg_op_def *op, const hg_meta *m, const char *what)
 {
@@ -187,60 +69,7 @@ static void make_meta(hg_meta *o, const hg_meta *m, int drop, int nadd, int64_t 
     if (nadd > 1) o->shape[o->ndim++] = d1;
 }
 
-static int64_t nbatch(const hg_tensor *t, int drop)
-{
-    int64_t b = 1;
-    for (int i = 0; i < t->ndim - drop; i++) b *= t->shape[i];
-    return b;
-}
-
 /* ---- gemm / gemm2 ------------------------------------------------------------------------ */
-
-enum { K_TA, K_TB, K_ALPHA, K_BETA, K_AXIS, K_GEMM_NATTRS };
-static const hg_attr_spec k_gemm_attrs[] = {
-    [K_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of A", NULL},
-    [K_TB] = {"transpose_b", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of B", NULL},
-    [K_ALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "1.0", "scalar factor of A*B", NULL},
-    [K_BETA] = {"beta", HG_ATTR_FLOAT, 0, "1.0", "scalar factor of C", NULL},
-    [K_AXIS] = {"axis", HG_ATTR_INT, 0, "-2", "axis of the matrix rows", NULL},
-};
-_Static_assert(HG_COUNT(k_gemm_attrs) == K_GEMM_NATTRS, "k_gemm_attrs must match its enum");
-enum { K2_TA, K2_TB, K2_ALPHA, K2_AXIS, K_GEMM2_NATTRS };
-static const hg_attr_spec k_gemm2_attrs[] = {
-    [K2_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of A", NULL},
-    [K2_TB] = {"transpose_b", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of B", NULL},
-    [K2_ALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "1.0", "scalar factor of A*B", NULL},
-    [K2_AXIS] = {"axis", HG_ATTR_INT, 0, "-2", "axis of the matrix row indices", NULL},
-};
-_Static_assert(HG_COUNT(k_gemm2_attrs) == K_GEMM2_NATTRS, "k_gemm2_attrs must match its enum");
-
-typedef struct {
-    bool ta, tb;
-    double alpha, beta;
-    int64_t axis;
-} gemm_par;
-
-static gemm_par gemm_params(const hg_op_def *op, const hg_attrs *a)
-{
-    gemm_par p;
-    if (op->attrs == k_gemm_attrs) {
-        p = (gemm_par){a->v[K_TA].b, a->v[K_TB].b, a->v[K_ALPHA].f, a->v[K_BETA].f, a->v[K_AXIS].i};
-    } else {
-        p = (gemm_par){a->v[K2_TA].b, a->v[K2_TB].b, a->v[K2_ALPHA].f, 0.0, a->v[K2_AXIS].i};
-    }
-    return p;
-}
-
-/* b0 x [rows] x b1 x [cols] grouping of a gemm operand around axis. */
-static void gemm_view(const hg_tensor *t, int64_t axis, int64_t *b0, int64_t *b1, mat *m)
-{
-    int n = t->ndim;
-    *b0 = 1;
-    *b1 = 1;
-    for (int i = 0; i < axis; i++) *b0 *= t->shape[i];
-    for (int i = (int)axis + 1; i < n - 1; i++) *b1 *= t->shape[i];
-    *m = (mat){hg_data(t), t->shape[axis], t->shape[n - 1]};
-}
 
 static hg_status gemm_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                             hg_meta *out)
@@ -307,12 +136,6 @@ static hg_status gemm_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 
 /* ---- potrf / potri ----------------------------------------------------------------------- */
 
-enum { K_LOWER, K_CHOL_NATTRS };
-static const hg_attr_spec k_chol_attrs[] = {
-    [K_LOWER] = {"lower", HG_ATTR_BOOL, 0, "True",
-                 "True if the triangular matrix is lower triangular, False if upper", NULL},
-};
-
 static hg_status square_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
@@ -366,17 +189,6 @@ static hg_status potri_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 }
 
 /* ---- trmm / trsm ------------------------------------------------------------------------- */
-
-enum { K_TRANS, K_RIGHT, K_TLOWER, K_TALPHA, K_TRI_NATTRS };
-static const hg_attr_spec k_tri_attrs[] = {
-    [K_TRANS] = {"transpose", HG_ATTR_BOOL, 0, "False", "use the transpose of the triangle", NULL},
-    [K_RIGHT] = {"rightside", HG_ATTR_BOOL, 0, "False", "multiply the triangle from the right",
-                 NULL},
-    [K_TLOWER] = {"lower", HG_ATTR_BOOL, 0, "True",
-                  "True if the triangular matrix is lower triangular, False if upper", NULL},
-    [K_TALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "1.0", "scalar factor of the result", NULL},
-};
-_Static_assert(HG_COUNT(k_tri_attrs) == K_TRI_NATTRS, "k_tri_attrs must match its enum");
 
 static hg_status tri_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                            hg_meta *out)
@@ -432,13 +244,6 @@ static hg_status trsm_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 }
 
 /* ---- syrk -------------------------------------------------------------------------------- */
-
-enum { K_STRANS, K_SALPHA, K_SYRK_NATTRS };
-static const hg_attr_spec k_syrk_attrs[] = {
-    [K_STRANS] = {"transpose", HG_ATTR_BOOL, 0, "False", "use the transpose of A", NULL},
-    [K_SALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "1.0", "scalar factor of the result", NULL},
-};
-_Static_assert(HG_COUNT(k_syrk_attrs) == K_SYRK_NATTRS, "k_syrk_attrs must match its enum");
 
 static hg_status syrk_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                             hg_meta *out)
@@ -506,19 +311,6 @@ static hg_status sumlogdiag_forward(const hg_op_def *op, const hg_attrs *a, cons
     }
     return HG_OK;
 }
-
-enum { K_OFFSET, K_DLOWER, K_DIAG_NATTRS };
-static const hg_attr_spec k_diag_attrs[] = {
-    [K_OFFSET] = {"offset", HG_ATTR_INT, 0, "0",
-                  "offset of the diagonal versus the main diagonal (negative: below)", NULL},
-};
-static const hg_attr_spec k_trian_attrs[] = {
-    [K_OFFSET] = {"offset", HG_ATTR_INT, 0, "0",
-                  "offset of the diagonal versus the main diagonal (negative: below)", NULL},
-    [K_DLOWER] = {"lower", HG_ATTR_BOOL, 0, "True",
-                  "the lower triangle if True, else the upper (only when offset=0)", NULL},
-};
-_Static_assert(HG_COUNT(k_trian_attrs) == K_DIAG_NATTRS, "k_trian_attrs must match its enum");
 
 static bool is_trian(const hg_op_def *op) { return op->attrs == k_trian_attrs; }
 
@@ -629,23 +421,6 @@ static hg_status make_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 }
 
 /* ---- inverse, det, slogdet --------------------------------------------------------------- */
-
-static size_t getri_workspace(const hg_attrs *a, int nin, const hg_meta *in)
-{
-    /* a copy of one matrix, the work array, the pivots */
-    int64_t n = in[0].shape[in[0].ndim - 1];
-    return esz(in[0].dtype) * (size_t)(n * n + hg_lapack_lwork_blocked(n)) +
-           sizeof(int) * (size_t)imax1(n);
-}
-
-/* inv(A) in place of the row-major n x n matrix p (its LU factors when have_lu, with piv). */
-static int invert(hg_dtype dt, int64_t n, void *p, int *piv, bool have_lu, void *work)
-{
-    int info = have_lu ? 0 : hg_lapack_getrf(isdbl(dt), (int)n, (int)n, p, (int)imax1(n), piv);
-    if (info != 0) return info;
-    return hg_lapack_getri(isdbl(dt), (int)n, p, (int)imax1(n), piv, work,
-                           (int)hg_lapack_lwork_blocked(n));
-}
 
 static hg_status inverse_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
@@ -836,358 +611,6 @@ static hg_status syevd_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     return HG_OK;
 }
 
-/* ---- backward ops ------------------------------------------------------------------------ */
-
-/* How a _backward_linalg_X's inputs relate to X: the forward inputs it holds (their metas rebuild
- * X's shape rule; an index of the forward output whose meta equals the input's is fine too,
- * since those are square batches), and, for every other input, which of X's outputs it must
- * match. The gradients are the forward inputs' metas. */
-typedef hg_status (*infer_fn)(const hg_op_def *, const hg_attrs *, int, hg_meta *, int, hg_meta *);
-typedef struct {
-    const char *fwd;          /* the forward op (its definition gives the shape rule) */
-    int nfin;                 /* forward inputs */
-    int8_t fin[3];            /* backward input holding a meta of forward input i */
-    int8_t match[5];          /* backward input j must equal forward output match[j] (-1: a
-                                 forward input, checked by the rule) */
-} bwd_desc;
-
-static hg_status bwd_infer_desc(const hg_op_def *op, const bwd_desc *d, const hg_attrs *a, int nin,
-                                hg_meta *in, int nout, hg_meta *out)
-{
-    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
-    const hg_op_def *f = hg_registry_find(d->fwd);
-    hg_meta fin[3], fout[4];
-    for (int i = 0; i < nout; i++) out[i].ndim = -1;
-    for (int i = 0; i < nin; i++)
-        if (in[i].ndim < 0) return HG_OK;
-    for (int i = 0; i < d->nfin; i++) fin[i] = in[d->fin[i]];
-    for (int i = 0; i < f->num_outputs; i++) fout[i].ndim = -1;
-    HG_TRY(f->infer(f, a, d->nfin, fin, f->num_outputs, fout));
-    for (int j = 0; j < nin; j++) {
-        int k = d->match[j];
-        if (k < 0) continue;
-        const hg_meta *w = &fout[k];
-        bool ok = w->ndim == in[j].ndim && w->dtype == in[j].dtype;
-        for (int t = 0; ok && t < w->ndim; t++) ok = known_eq(w->shape[t], in[j].shape[t]);
-        if (!ok)
-            return hg_error(HG_ERR_VALUE,
-                            "%s: input %d has shape %s (%s), %s of the operands gives output %d "
-                            "of shape %s (%s)",
-                            op->name, j, hg_shape_str(s0, in[j].ndim, in[j].shape),
-                            hg_dtype_name(in[j].dtype), d->fwd, k,
-                            hg_shape_str(s1, w->ndim, w->shape), hg_dtype_name(w->dtype));
-    }
-    for (int i = 0; i < nout; i++) out[i] = fin[i];
-    return HG_OK;
-}
-
-#define BWD_INFER(fn, ...)                                                                      \
-    static hg_status fn(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout, \
-                        hg_meta *out)                                                           \
-    {                                                                                           \
-        static const bwd_desc d = __VA_ARGS__;                                                  \
-        return bwd_infer_desc(op, &d, a, nin, in, nout, out);                                   \
-    }
-/* (dD, A, B, C) -> dA, dB, dC */
-BWD_INFER(gemm_bwd_infer, {"_linalg_gemm", 3, {1, 2, 3}, {0, -1, -1, -1, -1}})
-/* (dC, A, B) -> dA, dB */
-BWD_INFER(gemm2_bwd_infer, {"_linalg_gemm2", 2, {1, 2, 0}, {0, -1, -1, -1, -1}})
-/* (dB, B) -> dA */
-BWD_INFER(potrf_bwd_infer, {"_linalg_potrf", 1, {1, 0, 0}, {0, 0, -1, -1, -1}})
-/* (dA, B, A) -> dB */
-BWD_INFER(potri_bwd_infer, {"_linalg_potri", 1, {1, 0, 0}, {0, -1, 0, -1, -1}})
-/* (dC, A, B) -> dA, dB */
-BWD_INFER(trmm_bwd_infer, {"_linalg_trmm", 2, {1, 2, 0}, {0, -1, -1, -1, -1}})
-/* (dC, A, B, C) -> dA, dB */
-BWD_INFER(trsm_bwd_infer, {"_linalg_trsm", 2, {1, 2, 0}, {0, -1, -1, 0, -1}})
-/* (dB, A) -> dA */
-BWD_INFER(syrk_bwd_infer, {"_linalg_syrk", 1, {1, 0, 0}, {0, -1, -1, -1, -1}})
-BWD_INFER(sumlogdiag_bwd_infer, {"_linalg_sumlogdiag", 1, {1, 0, 0}, {0, -1, -1, -1, -1}})
-/* (dQ, dL, Q, L) -> dA */
-BWD_INFER(gelqf_bwd_infer, {"_linalg_gelqf", 1, {2, 0, 0}, {0, 1, 0, 1, -1}})
-/* (dU, dL, U, L) -> dA */
-BWD_INFER(syevd_bwd_infer, {"_linalg_syevd", 1, {2, 0, 0}, {0, 1, 0, 1, -1}})
-/* (dA, A) -> dB */
-BWD_INFER(inverse_bwd_infer, {"_linalg_inverse", 1, {1, 0, 0}, {0, 0, -1, -1, -1}})
-/* (ddet, det, LU, pivot) -> dA */
-BWD_INFER(det_bwd_infer, {"_linalg_det", 1, {2, 0, 0}, {0, 0, 1, 2, -1}})
-/* (dlogabsdet, sign, logabsdet, LU, pivot) -> dA */
-BWD_INFER(slogdet_bwd_infer, {"_linalg_slogdet", 1, {3, 0, 0}, {1, 0, 1, 2, 3}})
-#undef BWD_INFER
-
-static hg_status gemm_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    gemm_par p = gemm_params(op, a);
-    hg_dtype dt = in[0]->dtype;
-    int64_t axis = p.axis < 0 ? in[0]->ndim + p.axis : p.axis, b0, b1;
-    mat dD, A, B, dA, dB;
-    gemm_view(in[0], axis, &b0, &b1, &dD);
-    gemm_view(in[1], axis, &b0, &b1, &A);
-    gemm_view(in[2], axis, &b0, &b1, &B);
-    gemm_view(out[0], axis, &b0, &b1, &dA);
-    gemm_view(out[1], axis, &b0, &b1, &dB);
-    if (p.ta) vgemm(dt, b0, b1, p.tb, true, p.alpha, B, dD, 0, dA);
-    else vgemm(dt, b0, b1, false, !p.tb, p.alpha, dD, B, 0, dA);
-    if (p.tb) vgemm(dt, b0, b1, true, p.ta, p.alpha, dD, A, 0, dB);
-    else vgemm(dt, b0, b1, !p.ta, false, p.alpha, A, dD, 0, dB);
-    if (nout > 2)
-        for (int64_t i = 0; i < out[2]->size; i++)
-            st(dt, hg_data(out[2]), i, p.beta * ld(dt, hg_data(in[0]), i));
-    return HG_OK;
-}
-
-/* The trailing matrix of t, with the batch count. */
-static mat tmat(const hg_tensor *t, int64_t *batch)
-{
-    if (batch) *batch = nbatch(t, 2);
-    return (mat){hg_data(t), t->shape[t->ndim - 2], t->shape[t->ndim - 1]};
-}
-
-static hg_status potrf_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    /* dA = 0.5 B^-T copyLTU(B^T dB) B^-1 (lower; transposed roles when upper) */
-    hg_dtype dt = in[0]->dtype;
-    bool lower = a->v[K_LOWER].b;
-    int64_t batch;
-    mat B = tmat(in[1], &batch), dA = tmat(out[0], NULL);
-    int64_t n = B.rows;
-    copy_t(out[0], in[0]);
-    btri(dt, false, batch, !lower, lower, true, 1.0, B.p, dA.p, n, n);
-    mirror(dt, batch, n, dA.p, lower);
-    btri(dt, true, batch, false, lower, lower, 1.0, B.p, dA.p, n, n);
-    btri(dt, true, batch, true, lower, !lower, 0.5, B.p, dA.p, n, n);
-    return HG_OK;
-}
-
-static hg_status potri_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    /* dB = -tril(A (dA + dA^T) B^-T) for lower B (dA need not be symmetric) */
-    hg_dtype dt = in[0]->dtype;
-    bool lower = a->v[K_LOWER].b;
-    int64_t batch;
-    mat dA = tmat(in[0], &batch), B = tmat(in[1], NULL), A = tmat(in[2], NULL);
-    mat dB = tmat(out[0], NULL);
-    int64_t n = B.rows;
-    if (lower) {
-        bgemm(dt, batch, false, false, 1, A, dA, 0, dB);
-        bgemm(dt, batch, false, true, 1, A, dA, 1, dB);
-    } else {
-        bgemm(dt, batch, false, false, 1, dA, A, 0, dB);
-        bgemm(dt, batch, true, false, 1, dA, A, 1, dB);
-    }
-    btri(dt, true, batch, lower, lower, true, -1.0, B.p, dB.p, n, n);
-    zero_tri(dt, batch, n, dB.p, lower);
-    return HG_OK;
-}
-
-static hg_status tri_bwd_run(const hg_attrs *a, hg_tensor *const *in, hg_tensor *const *out,
-                             bool solve)
-{
-    hg_dtype dt = in[0]->dtype;
-    bool right = a->v[K_RIGHT].b, lower = a->v[K_TLOWER].b, tr = a->v[K_TRANS].b;
-    double alpha = a->v[K_TALPHA].f;
-    int64_t batch;
-    mat dC = tmat(in[0], &batch), B = tmat(in[2], NULL), dA = tmat(out[0], NULL);
-    mat dB = tmat(out[1], NULL);
-    /* trmm: dA from dC and B, dB = alpha op(A)^T-side product of dC. trsm: dB first (a solve
-     * with the transposed triangle), then dA = -(1/alpha) (dB and the output C). */
-    mat X = B;
-    double scale = alpha;
-    copy_t(out[1], in[0]);
-    if (solve) {
-        btri(dt, true, batch, right, lower, !tr, alpha, hg_data(in[1]), dB.p, dB.rows, dB.cols);
-        X = tmat(in[3], NULL);
-        scale = -1.0 / alpha;
-        dC = dB;
-    }
-    if (right == tr) bgemm(dt, batch, tr, !tr, scale, dC, X, 0, dA);
-    else bgemm(dt, batch, !tr, tr, scale, X, dC, 0, dA);
-    zero_tri(dt, batch, dA.rows, dA.p, lower);
-    if (!solve)
-        btri(dt, false, batch, right, lower, !tr, alpha, hg_data(in[1]), dB.p, dB.rows, dB.cols);
-    return HG_OK;
-}
-
-static hg_status trmm_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    return tri_bwd_run(a, in, out, false);
-}
-
-static hg_status trsm_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    return tri_bwd_run(a, in, out, true);
-}
-
-static hg_status syrk_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    /* dA = alpha (dB + dB^T) A, or alpha A (dB + dB^T) when transposed */
-    hg_dtype dt = in[0]->dtype;
-    double alpha = a->v[K_SALPHA].f;
-    int64_t batch;
-    mat dB = tmat(in[0], &batch), A = tmat(in[1], NULL), dA = tmat(out[0], NULL);
-    if (a->v[K_STRANS].b) {
-        bgemm(dt, batch, false, false, alpha, A, dB, 0, dA);
-        bgemm(dt, batch, false, true, alpha, A, dB, 1, dA);
-    } else {
-        bgemm(dt, batch, false, false, alpha, dB, A, 0, dA);
-        bgemm(dt, batch, true, false, alpha, dB, A, 1, dA);
-    }
-    return HG_OK;
-}
-
-static hg_status sumlogdiag_bwd_forward(const hg_op_def *op, const hg_attrs *a,
-                                        const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
-                                        int nout, hg_tensor *const *out)
-{
-    hg_dtype dt = in[0]->dtype;
-    int64_t batch;
-    mat A = tmat(in[1], &batch);
-    int64_t n = A.rows;
-    memset(hg_data(out[0]), 0, (size_t)out[0]->size * esz(dt));
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < n; i++) {
-            int64_t k = (b * n + i) * n + i;
-            st(dt, hg_data(out[0]), k, ld(dt, hg_data(in[0]), b) / ld(dt, A.p, k));
-        }
-    return HG_OK;
-}
-
-static size_t sq_workspace_at(const hg_meta *m)
-{
-    return esz(m->dtype) * (size_t)hg_shape_size(m->ndim, m->shape);
-}
-
-static size_t gelqf_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
-{
-    return sq_workspace_at(&in[1]); /* one M like dL */
-}
-
-static hg_status gelqf_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    /* dA = L^-T (dQ + copyLTU(M) Q), M = L^T dL - dQ Q^T */
-    hg_dtype dt = in[0]->dtype;
-    int64_t batch;
-    mat dQ = tmat(in[0], &batch), Q = tmat(in[2], NULL), L = tmat(in[3], NULL);
-    mat dA = tmat(out[0], NULL), M = {ctx->workspace, L.rows, L.cols};
-    int64_t m = L.rows;
-    copy_t(out[0], in[0]);
-    memcpy(M.p, hg_data(in[1]), (size_t)in[1]->size * esz(dt));
-    btri(dt, false, batch, false, true, true, 1.0, L.p, M.p, m, m);
-    bgemm(dt, batch, false, true, -1.0, dQ, Q, 1.0, M);
-    mirror(dt, batch, m, M.p, true);
-    bgemm(dt, batch, false, false, 1.0, M, Q, 1.0, dA);
-    btri(dt, true, batch, false, true, true, 1.0, L.p, dA.p, dA.rows, dA.cols);
-    return HG_OK;
-}
-
-static size_t syevd_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
-{
-    return sq_workspace_at(&in[2]); /* one matrix like U */
-}
-
-static hg_status syevd_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    /* dA = U^T Y U, Y symmetric: Y_ii = dL_i, Y_ij = (T_ij - T_ji) / (2 (L_i - L_j)) for i > j,
-     * T = dU U^T (a vanishing eigenvalue gap clamped to eps, as MXNet does) */
-    hg_dtype dt = in[0]->dtype;
-    int64_t batch;
-    mat dU = tmat(in[0], &batch), U = tmat(in[2], NULL), dA = tmat(out[0], NULL);
-    mat T = {ctx->workspace, U.rows, U.cols};
-    int64_t n = U.rows;
-    const void *L = hg_data(in[3]), *dL = hg_data(in[1]);
-    double eps = isdbl(dt) ? 1e-100 : 1e-30;
-    bgemm(dt, batch, false, true, 1.0, dU, U, 0, T);
-    for (int64_t b = 0; b < batch; b++) {
-        int64_t o = b * n * n;
-        for (int64_t i = 0; i < n; i++) {
-            for (int64_t j = 0; j < i; j++) {
-                double den = ld(dt, L, b * n + i) - ld(dt, L, b * n + j);
-                den = 2.0 * (den < eps ? eps : den);
-                double e = (ld(dt, T.p, o + i * n + j) - ld(dt, T.p, o + j * n + i)) / den;
-                st(dt, dA.p, o + i * n + j, e);
-                st(dt, dA.p, o + j * n + i, e);
-            }
-            st(dt, dA.p, o + i * n + i, ld(dt, dL, b * n + i));
-        }
-    }
-    bgemm(dt, batch, true, false, 1.0, U, dA, 0, T);
-    bgemm(dt, batch, false, false, 1.0, T, U, 0, dA);
-    return HG_OK;
-}
-
-static size_t inverse_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
-{
-    return sq_workspace_at(&in[1]);
-}
-
-static hg_status inverse_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                     int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    /* dB = -A^T dA A^T with A = inv(B) */
-    hg_dtype dt = in[0]->dtype;
-    int64_t batch;
-    mat dA = tmat(in[0], &batch), A = tmat(in[1], NULL), dB = tmat(out[0], NULL);
-    mat T = {ctx->workspace, A.rows, A.cols};
-    bgemm(dt, batch, false, true, 1.0, dA, A, 0, T);
-    bgemm(dt, batch, true, false, -1.0, A, T, 0, dB);
-    return HG_OK;
-}
-
-/* d det / dA = det inv(A)^T, d log|det| / dA = inv(A)^T: inv(A) from the stored LU factors of
- * A^T (getri leaves inv(A) in row-major order); a singular matrix gets a zero gradient. */
-static hg_status det_bwd_run(const hg_op_def *op, const hg_exec_ctx *ctx, const hg_tensor *dy,
-                             const hg_tensor *val, double zero, const hg_tensor *LU,
-                             const hg_tensor *piv, hg_tensor *dA, bool times_det)
-{
-    hg_dtype dt = LU->dtype;
-    int64_t batch;
-    mat lu = tmat(LU, &batch);
-    int64_t n = lu.rows;
-    void *m = ctx->workspace, *work = at(dt, m, n * n);
-    for (int64_t b = 0; b < batch; b++) {
-        void *g = at(dt, hg_data(dA), b * n * n);
-        double v = ld(dt, hg_data(val), b);
-        if (v == zero) {
-            memset(g, 0, (size_t)(n * n) * esz(dt));
-            continue;
-        }
-        double c = ld(dt, hg_data(dy), b) * (times_det ? v : 1.0);
-        memcpy(m, at(dt, lu.p, b * n * n), (size_t)(n * n) * esz(dt));
-        int info = invert(dt, n, m, HG_DATA(piv, int) + b * n, true, work);
-        if (info != 0)
-            return hg_error(HG_ERR_VALUE, "%s: cannot invert matrix %lld of the batch (getri %d)",
-                            op->name, (long long)b, info);
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++) st(dt, g, i * n + j, c * ld(dt, m, j * n + i));
-    }
-    return HG_OK;
-}
-
-static size_t det_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
-{
-    return getri_workspace(a, 1, &in[nin - 2]);
-}
-
-static hg_status det_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    return det_bwd_run(op, ctx, in[0], in[1], 0.0, in[2], in[3], out[0], true);
-}
-
-static hg_status slogdet_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                     int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    return det_bwd_run(op, ctx, in[0], in[2], -INFINITY, in[3], in[4], out[0], false);
-}
-
 /* ---- gradient rules ---------------------------------------------------------------------- */
 
 /* Emits bwd over (ograds of outputs og[0..nog), then the listed forward inputs / outputs) with the
@@ -1301,15 +724,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = gemm_infer,
      .forward = gemm_forward,
      .grad = gemm_grad},
-    {.name = "_backward_linalg_gemm",
-     .doc = "gradient of _linalg_gemm",
-     .input_names = HG_NAMES("ograd", "A", "B", "C"),
-     .attrs = k_gemm_attrs,
-     .num_attrs = HG_COUNT(k_gemm_attrs),
-     .num_inputs = 4,
-     .num_outputs = 3,
-     .infer = gemm_bwd_infer,
-     .forward = gemm_bwd_forward},
     {.name = "_linalg_gemm2",
      .aliases = HG_NAMES("linalg_gemm2"),
      .doc = "General matrix multiply: out = alpha * op(A) op(B), batched over the other axes.",
@@ -1321,15 +735,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = gemm_infer,
      .forward = gemm_forward,
      .grad = gemm2_grad},
-    {.name = "_backward_linalg_gemm2",
-     .doc = "gradient of _linalg_gemm2",
-     .input_names = HG_NAMES("ograd", "A", "B"),
-     .attrs = k_gemm2_attrs,
-     .num_attrs = HG_COUNT(k_gemm2_attrs),
-     .num_inputs = 3,
-     .num_outputs = 2,
-     .infer = gemm2_bwd_infer,
-     .forward = gemm_bwd_forward},
     {.name = "_linalg_potrf",
      .aliases = HG_NAMES("linalg_potrf"),
      .doc = "Cholesky factor of symmetric positive definite matrices: A = L L^T (lower) or U^T U.",
@@ -1341,15 +746,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = square_infer,
      .forward = potrf_forward,
      .grad = potrf_grad},
-    {.name = "_backward_linalg_potrf",
-     .doc = "gradient of _linalg_potrf",
-     .input_names = HG_NAMES("ograd", "B"),
-     .attrs = k_chol_attrs,
-     .num_attrs = HG_COUNT(k_chol_attrs),
-     .num_inputs = 2,
-     .num_outputs = 1,
-     .infer = potrf_bwd_infer,
-     .forward = potrf_bwd_forward},
     {.name = "_linalg_potri",
      .aliases = HG_NAMES("linalg_potri"),
      .doc = "Inverse of A = L L^T (lower) or U^T U from its Cholesky factor.",
@@ -1361,15 +757,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = square_infer,
      .forward = potri_forward,
      .grad = potri_grad},
-    {.name = "_backward_linalg_potri",
-     .doc = "gradient of _linalg_potri",
-     .input_names = HG_NAMES("ograd", "B", "A"),
-     .attrs = k_chol_attrs,
-     .num_attrs = HG_COUNT(k_chol_attrs),
-     .num_inputs = 3,
-     .num_outputs = 1,
-     .infer = potri_bwd_infer,
-     .forward = potri_bwd_forward},
     {.name = "_linalg_trmm",
      .aliases = HG_NAMES("linalg_trmm"),
      .doc = "Triangular matrix product: out = alpha * op(A) B, or alpha * B op(A) when rightside.",
@@ -1381,15 +768,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = tri_infer,
      .forward = trmm_forward,
      .grad = trmm_grad},
-    {.name = "_backward_linalg_trmm",
-     .doc = "gradient of _linalg_trmm",
-     .input_names = HG_NAMES("ograd", "A", "B"),
-     .attrs = k_tri_attrs,
-     .num_attrs = HG_COUNT(k_tri_attrs),
-     .num_inputs = 3,
-     .num_outputs = 2,
-     .infer = trmm_bwd_infer,
-     .forward = trmm_bwd_forward},
     {.name = "_linalg_trsm",
      .aliases = HG_NAMES("linalg_trsm"),
      .doc = "Triangular solve: out = alpha * op(A)^-1 B, or alpha * B op(A)^-1 when rightside.",
@@ -1401,15 +779,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = tri_infer,
      .forward = trsm_forward,
      .grad = trsm_grad},
-    {.name = "_backward_linalg_trsm",
-     .doc = "gradient of _linalg_trsm",
-     .input_names = HG_NAMES("ograd", "A", "B", "C"),
-     .attrs = k_tri_attrs,
-     .num_attrs = HG_COUNT(k_tri_attrs),
-     .num_inputs = 4,
-     .num_outputs = 2,
-     .infer = trsm_bwd_infer,
-     .forward = trsm_bwd_forward},
     {.name = "_linalg_sumlogdiag",
      .aliases = HG_NAMES("linalg_sumlogdiag"),
      .doc = "Sum of the logarithms of the diagonal of square matrices.",
@@ -1419,13 +788,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = sumlogdiag_infer,
      .forward = sumlogdiag_forward,
      .grad = sumlogdiag_grad},
-    {.name = "_backward_linalg_sumlogdiag",
-     .doc = "gradient of _linalg_sumlogdiag",
-     .input_names = HG_NAMES("ograd", "A"),
-     .num_inputs = 2,
-     .num_outputs = 1,
-     .infer = sumlogdiag_bwd_infer,
-     .forward = sumlogdiag_bwd_forward},
     {.name = "_linalg_extractdiag",
      .aliases = HG_NAMES("linalg_extractdiag"),
      .doc = "Extracts a diagonal (offset: above > 0, below < 0) of square matrices.",
@@ -1482,15 +844,6 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = syrk_infer,
      .forward = syrk_forward,
      .grad = syrk_grad},
-    {.name = "_backward_linalg_syrk",
-     .doc = "gradient of _linalg_syrk",
-     .input_names = HG_NAMES("ograd", "A"),
-     .attrs = k_syrk_attrs,
-     .num_attrs = HG_COUNT(k_syrk_attrs),
-     .num_inputs = 2,
-     .num_outputs = 1,
-     .infer = syrk_bwd_infer,
-     .forward = syrk_bwd_forward},
     {.name = "_linalg_gelqf",
      .aliases = HG_NAMES("linalg_gelqf"),
      .doc = "LQ factorization A = L Q of matrices with no more rows than columns: Q has "
@@ -1502,14 +855,6 @@ const hg_op_def hg_ops_linalg[] = {
      .forward = gelqf_forward,
      .workspace = gelqf_workspace,
      .grad = gelqf_grad},
-    {.name = "_backward_linalg_gelqf",
-     .doc = "gradient of _linalg_gelqf",
-     .input_names = HG_NAMES("ograd_Q", "ograd_L", "Q", "L"),
-     .num_inputs = 4,
-     .num_outputs = 1,
-     .infer = gelqf_bwd_infer,
-     .forward = gelqf_bwd_forward,
-     .workspace = gelqf_bwd_workspace},
     {.name = "_linalg_syevd",
      .doc = "Eigendecomposition A = U^T diag(L) U of symmetric matrices: eigenvectors in the rows "
             "of U, eigenvalues ascending.",
@@ -1520,14 +865,6 @@ const hg_op_def hg_ops_linalg[] = {
      .forward = syevd_forward,
      .workspace = syevd_workspace,
      .grad = syevd_grad},
-    {.name = "_backward_linalg_syevd",
-     .doc = "gradient of _linalg_syevd",
-     .input_names = HG_NAMES("ograd_U", "ograd_L", "U", "L"),
-     .num_inputs = 4,
-     .num_outputs = 1,
-     .infer = syevd_bwd_infer,
-     .forward = syevd_bwd_forward,
-     .workspace = syevd_bwd_workspace},
     {.name = "_linalg_inverse",
      .aliases = HG_NAMES("linalg_inverse", "_npi_inv"),
      .doc = "Inverse of square matrices.",
@@ -1538,14 +875,6 @@ const hg_op_def hg_ops_linalg[] = {
      .forward = inverse_forward,
      .workspace = getri_workspace,
      .grad = inverse_grad},
-    {.name = "_backward_linalg_inverse",
-     .doc = "gradient of _linalg_inverse",
-     .input_names = HG_NAMES("ograd", "A"),
-     .num_inputs = 2,
-     .num_outputs = 1,
-     .infer = inverse_bwd_infer,
-     .forward = inverse_bwd_forward,
-     .workspace = inverse_bwd_workspace},
     {.name = "_linalg_det",
      .aliases = HG_NAMES("linalg_det", "_npi_det"),
      .doc = "Determinant of square matrices (hidden outputs: the LU factors and pivots).",
@@ -1557,14 +886,6 @@ const hg_op_def hg_ops_linalg[] = {
      .forward = det_forward,
      .workspace = det_workspace,
      .grad = det_grad},
-    {.name = "_backward_linalg_det",
-     .doc = "gradient of _linalg_det",
-     .input_names = HG_NAMES("ograd", "det", "LU", "pivot"),
-     .num_inputs = 4,
-     .num_outputs = 1,
-     .infer = det_bwd_infer,
-     .forward = det_bwd_forward,
-     .workspace = det_bwd_workspace},
     {.name = "_linalg_slogdet",
      .aliases = HG_NAMES("linalg_slogdet", "_npi_slogdet"),
      .doc = "Sign and log of the absolute value of the determinant of square matrices.",
@@ -1575,13 +896,5 @@ const hg_op_def hg_ops_linalg[] = {
      .infer = det_infer,
      .forward = slogdet_forward,
      .grad = slogdet_grad},
-    {.name = "_backward_linalg_slogdet",
-     .doc = "gradient of _linalg_slogdet",
-     .input_names = HG_NAMES("ograd", "sign", "logabsdet", "LU", "pivot"),
-     .num_inputs = 5,
-     .num_outputs = 1,
-     .infer = slogdet_bwd_infer,
-     .forward = slogdet_bwd_forward,
-     .workspace = det_bwd_workspace},
     {0},
 };

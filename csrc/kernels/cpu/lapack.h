@@ -21,22 +21,26 @@
 #define HG_LAPACK_NAME(name) scipy_##name##_
 #endif
 
-#define HG_LAPACK_DECLARE(P, T)                                                                  \
-    void HG_LAPACK_NAME(P##potrf)(const char *uplo, const int *n, T *a, const int *lda, int *info,   \
-                                  size_t luplo);                                                 \
-    void HG_LAPACK_NAME(P##potri)(const char *uplo, const int *n, T *a, const int *lda, int *info,   \
-                                  size_t luplo);                                                 \
-    void HG_LAPACK_NAME(P##getrf)(const int *m, const int *n, T *a, const int *lda, int *ipiv,       \
-                                  int *info);                                                    \
-    void HG_LAPACK_NAME(P##getri)(const int *n, T *a, const int *lda, const int *ipiv, T *work,      \
-                                  const int *lwork, int *info);                                  \
-    void HG_LAPACK_NAME(P##geqrf)(const int *m, const int *n, T *a, const int *lda, T *tau, T *work, \
-                                  const int *lwork, int *info);                                  \
-    void HG_LAPACK_NAME(P##orgqr)(const int *m, const int *n, const int *k, T *a, const int *lda,    \
-                                  const T *tau, T *work, const int *lwork, int *info);           \
-    void HG_LAPACK_NAME(P##syevd)(const char *jobz, const char *uplo, const int *n, T *a,           \
-                                  const int *lda, T *w, T *work, const int *lwork, int *iwork,   \
-                                  const int *liwork, int *info, size_t ljobz, size_t luplo);
+/* A pointer to a size, leading dimension or work length (Fortran passes by reference). */
+typedef const int *hg_lapack_ip;
+#define HG_LAPACK_DECLARE(P, T)                                                                 \
+    void HG_LAPACK_NAME(P##potrf)(const char *uplo, hg_lapack_ip n, T *a, hg_lapack_ip lda,      \
+                                  int *info, size_t luplo);                                     \
+    void HG_LAPACK_NAME(P##potri)(const char *uplo, hg_lapack_ip n, T *a, hg_lapack_ip lda,      \
+                                  int *info, size_t luplo);                                     \
+    void HG_LAPACK_NAME(P##getrf)(hg_lapack_ip m, hg_lapack_ip n, T *a, hg_lapack_ip lda,        \
+                                  int *ipiv, int *info);                                        \
+    void HG_LAPACK_NAME(P##getri)(hg_lapack_ip n, T *a, hg_lapack_ip lda, hg_lapack_ip ipiv,     \
+                                  T *work, hg_lapack_ip lwork, int *info);                      \
+    void HG_LAPACK_NAME(P##geqrf)(hg_lapack_ip m, hg_lapack_ip n, T *a, hg_lapack_ip lda,        \
+                                  T *tau, T *work, hg_lapack_ip lwork, int *info);              \
+    void HG_LAPACK_NAME(P##orgqr)(hg_lapack_ip m, hg_lapack_ip n, hg_lapack_ip k, T *a,          \
+                                  hg_lapack_ip lda, const T *tau, T *work, hg_lapack_ip lwork,  \
+                                  int *info);                                                   \
+    void HG_LAPACK_NAME(P##syevd)(const char *jobz, const char *uplo, hg_lapack_ip n, T *a,      \
+                                  hg_lapack_ip lda, T *w, T *work, hg_lapack_ip lwork,          \
+                                  int *iwork, hg_lapack_ip liwork, int *info, size_t ljobz,     \
+                                  size_t luplo);
 HG_LAPACK_DECLARE(s, float)
 HG_LAPACK_DECLARE(d, double)
 #undef HG_LAPACK_DECLARE
@@ -50,8 +54,9 @@ static inline int64_t hg_lapack_lwork_syevd(int64_t n) { return 1 + 6 * n + 2 * 
 static inline int64_t hg_lapack_liwork_syevd(int64_t n) { return 3 + 5 * n; }
 
 /* float (dbl == 0) or double (dbl != 0) versions, on void pointers. */
-#define HG_LAPACK_CALL(dbl, name, ...)                                                           \
-    (hg_blas_init(), (dbl) ? HG_LAPACK_NAME(d##name)(__VA_ARGS__) : HG_LAPACK_NAME(s##name)(__VA_ARGS__))
+#define HG_LAPACK_CALL(dbl, name, ...)                                                          \
+    (hg_blas_init(), (dbl) ? HG_LAPACK_NAME(d##name)(__VA_ARGS__)                               \
+                           : HG_LAPACK_NAME(s##name)(__VA_ARGS__))
 
 static inline int hg_lapack_potrf(int dbl, char uplo, int n, void *a, int lda)
 {

@@ -6173,34 +6173,6 @@ def linalg_gemm(A: NDArray | None = None, B: NDArray | None = None, C: NDArray |
     ...
 
 
-def _backward_linalg_gemm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_gemm(ograd, A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
-
-    gradient of _linalg_gemm
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-    C : NDArray
-
-    Parameters
-    ----------
-    transpose_a : boolean, default=False
-        multiply with the transpose of A
-    transpose_b : boolean, default=False
-        multiply with the transpose of B
-    alpha : float, default=1.0
-        scalar factor of A*B
-    beta : float, default=1.0
-        scalar factor of C
-    axis : int, default=-2
-        axis of the matrix rows
-    """
-    ...
-
-
 def _linalg_gemm2(A: NDArray | None = None, B: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_gemm2(A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
 
@@ -6253,31 +6225,6 @@ def linalg_gemm2(A: NDArray | None = None, B: NDArray | None = None, transpose_a
     ...
 
 
-def _backward_linalg_gemm2(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_gemm2(ograd, A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
-
-    gradient of _linalg_gemm2
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-
-    Parameters
-    ----------
-    transpose_a : boolean, default=False
-        multiply with the transpose of A
-    transpose_b : boolean, default=False
-        multiply with the transpose of B
-    alpha : float, default=1.0
-        scalar factor of A*B
-    axis : int, default=-2
-        axis of the matrix row indices
-    """
-    ...
-
-
 def _linalg_potrf(A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_potrf(A, lower=True)
 
@@ -6316,24 +6263,6 @@ def linalg_potrf(A: NDArray | None = None, lower: bool = True, out: NDArray | No
     ...
 
 
-def _backward_linalg_potrf(ograd: NDArray | None = None, B: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_potrf(ograd, B, lower=True)
-
-    gradient of _linalg_potrf
-
-    Inputs
-    ------
-    ograd : NDArray
-    B : NDArray
-
-    Parameters
-    ----------
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
-    """
-    ...
-
-
 def _linalg_potri(A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_potri(A, lower=True)
 
@@ -6368,25 +6297,6 @@ def linalg_potri(A: NDArray | None = None, lower: bool = True, out: NDArray | No
         True if the triangular matrix is lower triangular, False if upper
 
     Aliases: linalg_potri
-    """
-    ...
-
-
-def _backward_linalg_potri(ograd: NDArray | None = None, B: NDArray | None = None, A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_potri(ograd, B, A, lower=True)
-
-    gradient of _linalg_potri
-
-    Inputs
-    ------
-    ograd : NDArray
-    B : NDArray
-    A : NDArray
-
-    Parameters
-    ----------
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
     """
     ...
 
@@ -6443,31 +6353,6 @@ def linalg_trmm(A: NDArray | None = None, B: NDArray | None = None, transpose: b
     ...
 
 
-def _backward_linalg_trmm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_trmm(ograd, A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
-
-    gradient of _linalg_trmm
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-
-    Parameters
-    ----------
-    transpose : boolean, default=False
-        use the transpose of the triangle
-    rightside : boolean, default=False
-        multiply the triangle from the right
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
-    alpha : float, default=1.0
-        scalar factor of the result
-    """
-    ...
-
-
 def _linalg_trsm(A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_trsm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
 
@@ -6520,32 +6405,6 @@ def linalg_trsm(A: NDArray | None = None, B: NDArray | None = None, transpose: b
     ...
 
 
-def _backward_linalg_trsm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_trsm(ograd, A, B, C, transpose=False, rightside=False, lower=True, alpha=1.0)
-
-    gradient of _linalg_trsm
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-    C : NDArray
-
-    Parameters
-    ----------
-    transpose : boolean, default=False
-        use the transpose of the triangle
-    rightside : boolean, default=False
-        multiply the triangle from the right
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
-    alpha : float, default=1.0
-        scalar factor of the result
-    """
-    ...
-
-
 def _linalg_sumlogdiag(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_sumlogdiag(A)
 
@@ -6570,19 +6429,6 @@ def linalg_sumlogdiag(A: NDArray | None = None, out: NDArray | None = None, name
     A : NDArray
 
     Aliases: linalg_sumlogdiag
-    """
-    ...
-
-
-def _backward_linalg_sumlogdiag(ograd: NDArray | None = None, A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_sumlogdiag(ograd, A)
-
-    gradient of _linalg_sumlogdiag
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
     """
     ...
 
@@ -6789,26 +6635,6 @@ def linalg_syrk(A: NDArray | None = None, transpose: bool = False, alpha: float 
     ...
 
 
-def _backward_linalg_syrk(ograd: NDArray | None = None, A: NDArray | None = None, transpose: bool = False, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_syrk(ograd, A, transpose=False, alpha=1.0)
-
-    gradient of _linalg_syrk
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-
-    Parameters
-    ----------
-    transpose : boolean, default=False
-        use the transpose of A
-    alpha : float, default=1.0
-        scalar factor of the result
-    """
-    ...
-
-
 def _linalg_gelqf(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_gelqf(A)
 
@@ -6837,21 +6663,6 @@ def linalg_gelqf(A: NDArray | None = None, out: NDArray | None = None, name: str
     ...
 
 
-def _backward_linalg_gelqf(ograd_Q: NDArray | None = None, ograd_L: NDArray | None = None, Q: NDArray | None = None, L: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_gelqf(ograd_Q, ograd_L, Q, L)
-
-    gradient of _linalg_gelqf
-
-    Inputs
-    ------
-    ograd_Q : NDArray
-    ograd_L : NDArray
-    Q : NDArray
-    L : NDArray
-    """
-    ...
-
-
 def _linalg_syevd(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_syevd(A)
 
@@ -6860,21 +6671,6 @@ def _linalg_syevd(A: NDArray | None = None, out: NDArray | None = None, name: st
     Inputs
     ------
     A : NDArray
-    """
-    ...
-
-
-def _backward_linalg_syevd(ograd_U: NDArray | None = None, ograd_L: NDArray | None = None, U: NDArray | None = None, L: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_syevd(ograd_U, ograd_L, U, L)
-
-    gradient of _linalg_syevd
-
-    Inputs
-    ------
-    ograd_U : NDArray
-    ograd_L : NDArray
-    U : NDArray
-    L : NDArray
     """
     ...
 
@@ -6921,19 +6717,6 @@ def _npi_inv(A: NDArray | None = None, out: NDArray | None = None, name: str | N
     ...
 
 
-def _backward_linalg_inverse(ograd: NDArray | None = None, A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_inverse(ograd, A)
-
-    gradient of _linalg_inverse
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    """
-    ...
-
-
 def _linalg_det(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_det(A)
 
@@ -6976,21 +6759,6 @@ def _npi_det(A: NDArray | None = None, out: NDArray | None = None, name: str | N
     ...
 
 
-def _backward_linalg_det(ograd: NDArray | None = None, det: NDArray | None = None, LU: NDArray | None = None, pivot: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_linalg_det(ograd, det, LU, pivot)
-
-    gradient of _linalg_det
-
-    Inputs
-    ------
-    ograd : NDArray
-    det : NDArray
-    LU : NDArray
-    pivot : NDArray
-    """
-    ...
-
-
 def _linalg_slogdet(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_linalg_slogdet(A)
 
@@ -7029,6 +6797,238 @@ def _npi_slogdet(A: NDArray | None = None, out: NDArray | None = None, name: str
     A : NDArray
 
     Aliases: linalg_slogdet _npi_slogdet
+    """
+    ...
+
+
+def _backward_linalg_gemm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_gemm(ograd, A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
+
+    gradient of _linalg_gemm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    beta : float, default=1.0
+        scalar factor of C
+    axis : int, default=-2
+        axis of the matrix rows
+    """
+    ...
+
+
+def _backward_linalg_gemm2(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_gemm2(ograd, A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
+
+    gradient of _linalg_gemm2
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    axis : int, default=-2
+        axis of the matrix row indices
+    """
+    ...
+
+
+def _backward_linalg_potrf(ograd: NDArray | None = None, B: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_potrf(ograd, B, lower=True)
+
+    gradient of _linalg_potrf
+
+    Inputs
+    ------
+    ograd : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    """
+    ...
+
+
+def _backward_linalg_potri(ograd: NDArray | None = None, B: NDArray | None = None, A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_potri(ograd, B, A, lower=True)
+
+    gradient of _linalg_potri
+
+    Inputs
+    ------
+    ograd : NDArray
+    B : NDArray
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    """
+    ...
+
+
+def _backward_linalg_trmm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_trmm(ograd, A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    gradient of _linalg_trmm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_trsm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_trsm(ograd, A, B, C, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    gradient of _linalg_trsm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_sumlogdiag(ograd: NDArray | None = None, A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_sumlogdiag(ograd, A)
+
+    gradient of _linalg_sumlogdiag
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    """
+    ...
+
+
+def _backward_linalg_syrk(ograd: NDArray | None = None, A: NDArray | None = None, transpose: bool = False, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_syrk(ograd, A, transpose=False, alpha=1.0)
+
+    gradient of _linalg_syrk
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of A
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_gelqf(ograd_Q: NDArray | None = None, ograd_L: NDArray | None = None, Q: NDArray | None = None, L: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_gelqf(ograd_Q, ograd_L, Q, L)
+
+    gradient of _linalg_gelqf
+
+    Inputs
+    ------
+    ograd_Q : NDArray
+    ograd_L : NDArray
+    Q : NDArray
+    L : NDArray
+    """
+    ...
+
+
+def _backward_linalg_syevd(ograd_U: NDArray | None = None, ograd_L: NDArray | None = None, U: NDArray | None = None, L: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_syevd(ograd_U, ograd_L, U, L)
+
+    gradient of _linalg_syevd
+
+    Inputs
+    ------
+    ograd_U : NDArray
+    ograd_L : NDArray
+    U : NDArray
+    L : NDArray
+    """
+    ...
+
+
+def _backward_linalg_inverse(ograd: NDArray | None = None, A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_inverse(ograd, A)
+
+    gradient of _linalg_inverse
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    """
+    ...
+
+
+def _backward_linalg_det(ograd: NDArray | None = None, det: NDArray | None = None, LU: NDArray | None = None, pivot: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_det(ograd, det, LU, pivot)
+
+    gradient of _linalg_det
+
+    Inputs
+    ------
+    ograd : NDArray
+    det : NDArray
+    LU : NDArray
+    pivot : NDArray
     """
     ...
 

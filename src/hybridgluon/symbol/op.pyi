@@ -6127,34 +6127,6 @@ def linalg_gemm(A: Symbol | None = None, B: Symbol | None = None, C: Symbol | No
     ...
 
 
-def _backward_linalg_gemm(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, C: Symbol | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_gemm(ograd, A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
-
-    gradient of _linalg_gemm
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-    C : NDArray
-
-    Parameters
-    ----------
-    transpose_a : boolean, default=False
-        multiply with the transpose of A
-    transpose_b : boolean, default=False
-        multiply with the transpose of B
-    alpha : float, default=1.0
-        scalar factor of A*B
-    beta : float, default=1.0
-        scalar factor of C
-    axis : int, default=-2
-        axis of the matrix rows
-    """
-    ...
-
-
 def _linalg_gemm2(A: Symbol | None = None, B: Symbol | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_gemm2(A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
 
@@ -6207,31 +6179,6 @@ def linalg_gemm2(A: Symbol | None = None, B: Symbol | None = None, transpose_a: 
     ...
 
 
-def _backward_linalg_gemm2(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_gemm2(ograd, A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
-
-    gradient of _linalg_gemm2
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-
-    Parameters
-    ----------
-    transpose_a : boolean, default=False
-        multiply with the transpose of A
-    transpose_b : boolean, default=False
-        multiply with the transpose of B
-    alpha : float, default=1.0
-        scalar factor of A*B
-    axis : int, default=-2
-        axis of the matrix row indices
-    """
-    ...
-
-
 def _linalg_potrf(A: Symbol | None = None, lower: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_potrf(A, lower=True)
 
@@ -6270,24 +6217,6 @@ def linalg_potrf(A: Symbol | None = None, lower: bool = True, name: str | None =
     ...
 
 
-def _backward_linalg_potrf(ograd: Symbol | None = None, B: Symbol | None = None, lower: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_potrf(ograd, B, lower=True)
-
-    gradient of _linalg_potrf
-
-    Inputs
-    ------
-    ograd : NDArray
-    B : NDArray
-
-    Parameters
-    ----------
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
-    """
-    ...
-
-
 def _linalg_potri(A: Symbol | None = None, lower: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_potri(A, lower=True)
 
@@ -6322,25 +6251,6 @@ def linalg_potri(A: Symbol | None = None, lower: bool = True, name: str | None =
         True if the triangular matrix is lower triangular, False if upper
 
     Aliases: linalg_potri
-    """
-    ...
-
-
-def _backward_linalg_potri(ograd: Symbol | None = None, B: Symbol | None = None, A: Symbol | None = None, lower: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_potri(ograd, B, A, lower=True)
-
-    gradient of _linalg_potri
-
-    Inputs
-    ------
-    ograd : NDArray
-    B : NDArray
-    A : NDArray
-
-    Parameters
-    ----------
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
     """
     ...
 
@@ -6397,31 +6307,6 @@ def linalg_trmm(A: Symbol | None = None, B: Symbol | None = None, transpose: boo
     ...
 
 
-def _backward_linalg_trmm(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_trmm(ograd, A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
-
-    gradient of _linalg_trmm
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-
-    Parameters
-    ----------
-    transpose : boolean, default=False
-        use the transpose of the triangle
-    rightside : boolean, default=False
-        multiply the triangle from the right
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
-    alpha : float, default=1.0
-        scalar factor of the result
-    """
-    ...
-
-
 def _linalg_trsm(A: Symbol | None = None, B: Symbol | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_trsm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
 
@@ -6474,32 +6359,6 @@ def linalg_trsm(A: Symbol | None = None, B: Symbol | None = None, transpose: boo
     ...
 
 
-def _backward_linalg_trsm(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, C: Symbol | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_trsm(ograd, A, B, C, transpose=False, rightside=False, lower=True, alpha=1.0)
-
-    gradient of _linalg_trsm
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    B : NDArray
-    C : NDArray
-
-    Parameters
-    ----------
-    transpose : boolean, default=False
-        use the transpose of the triangle
-    rightside : boolean, default=False
-        multiply the triangle from the right
-    lower : boolean, default=True
-        True if the triangular matrix is lower triangular, False if upper
-    alpha : float, default=1.0
-        scalar factor of the result
-    """
-    ...
-
-
 def _linalg_sumlogdiag(A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_sumlogdiag(A)
 
@@ -6524,19 +6383,6 @@ def linalg_sumlogdiag(A: Symbol | None = None, name: str | None = None, attr: di
     A : NDArray
 
     Aliases: linalg_sumlogdiag
-    """
-    ...
-
-
-def _backward_linalg_sumlogdiag(ograd: Symbol | None = None, A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_sumlogdiag(ograd, A)
-
-    gradient of _linalg_sumlogdiag
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
     """
     ...
 
@@ -6743,26 +6589,6 @@ def linalg_syrk(A: Symbol | None = None, transpose: bool = False, alpha: float =
     ...
 
 
-def _backward_linalg_syrk(ograd: Symbol | None = None, A: Symbol | None = None, transpose: bool = False, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_syrk(ograd, A, transpose=False, alpha=1.0)
-
-    gradient of _linalg_syrk
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-
-    Parameters
-    ----------
-    transpose : boolean, default=False
-        use the transpose of A
-    alpha : float, default=1.0
-        scalar factor of the result
-    """
-    ...
-
-
 def _linalg_gelqf(A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_gelqf(A)
 
@@ -6791,21 +6617,6 @@ def linalg_gelqf(A: Symbol | None = None, name: str | None = None, attr: dict[st
     ...
 
 
-def _backward_linalg_gelqf(ograd_Q: Symbol | None = None, ograd_L: Symbol | None = None, Q: Symbol | None = None, L: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_gelqf(ograd_Q, ograd_L, Q, L)
-
-    gradient of _linalg_gelqf
-
-    Inputs
-    ------
-    ograd_Q : NDArray
-    ograd_L : NDArray
-    Q : NDArray
-    L : NDArray
-    """
-    ...
-
-
 def _linalg_syevd(A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_syevd(A)
 
@@ -6814,21 +6625,6 @@ def _linalg_syevd(A: Symbol | None = None, name: str | None = None, attr: dict[s
     Inputs
     ------
     A : NDArray
-    """
-    ...
-
-
-def _backward_linalg_syevd(ograd_U: Symbol | None = None, ograd_L: Symbol | None = None, U: Symbol | None = None, L: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_syevd(ograd_U, ograd_L, U, L)
-
-    gradient of _linalg_syevd
-
-    Inputs
-    ------
-    ograd_U : NDArray
-    ograd_L : NDArray
-    U : NDArray
-    L : NDArray
     """
     ...
 
@@ -6875,19 +6671,6 @@ def _npi_inv(A: Symbol | None = None, name: str | None = None, attr: dict[str, s
     ...
 
 
-def _backward_linalg_inverse(ograd: Symbol | None = None, A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_inverse(ograd, A)
-
-    gradient of _linalg_inverse
-
-    Inputs
-    ------
-    ograd : NDArray
-    A : NDArray
-    """
-    ...
-
-
 def _linalg_det(A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_det(A)
 
@@ -6930,21 +6713,6 @@ def _npi_det(A: Symbol | None = None, name: str | None = None, attr: dict[str, s
     ...
 
 
-def _backward_linalg_det(ograd: Symbol | None = None, det: Symbol | None = None, LU: Symbol | None = None, pivot: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_linalg_det(ograd, det, LU, pivot)
-
-    gradient of _linalg_det
-
-    Inputs
-    ------
-    ograd : NDArray
-    det : NDArray
-    LU : NDArray
-    pivot : NDArray
-    """
-    ...
-
-
 def _linalg_slogdet(A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_linalg_slogdet(A)
 
@@ -6983,6 +6751,238 @@ def _npi_slogdet(A: Symbol | None = None, name: str | None = None, attr: dict[st
     A : NDArray
 
     Aliases: linalg_slogdet _npi_slogdet
+    """
+    ...
+
+
+def _backward_linalg_gemm(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, C: Symbol | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_gemm(ograd, A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
+
+    gradient of _linalg_gemm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    beta : float, default=1.0
+        scalar factor of C
+    axis : int, default=-2
+        axis of the matrix rows
+    """
+    ...
+
+
+def _backward_linalg_gemm2(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_gemm2(ograd, A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
+
+    gradient of _linalg_gemm2
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    axis : int, default=-2
+        axis of the matrix row indices
+    """
+    ...
+
+
+def _backward_linalg_potrf(ograd: Symbol | None = None, B: Symbol | None = None, lower: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_potrf(ograd, B, lower=True)
+
+    gradient of _linalg_potrf
+
+    Inputs
+    ------
+    ograd : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    """
+    ...
+
+
+def _backward_linalg_potri(ograd: Symbol | None = None, B: Symbol | None = None, A: Symbol | None = None, lower: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_potri(ograd, B, A, lower=True)
+
+    gradient of _linalg_potri
+
+    Inputs
+    ------
+    ograd : NDArray
+    B : NDArray
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    """
+    ...
+
+
+def _backward_linalg_trmm(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_trmm(ograd, A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    gradient of _linalg_trmm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_trsm(ograd: Symbol | None = None, A: Symbol | None = None, B: Symbol | None = None, C: Symbol | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_trsm(ograd, A, B, C, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    gradient of _linalg_trsm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_sumlogdiag(ograd: Symbol | None = None, A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_sumlogdiag(ograd, A)
+
+    gradient of _linalg_sumlogdiag
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    """
+    ...
+
+
+def _backward_linalg_syrk(ograd: Symbol | None = None, A: Symbol | None = None, transpose: bool = False, alpha: float = 1.0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_syrk(ograd, A, transpose=False, alpha=1.0)
+
+    gradient of _linalg_syrk
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of A
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_gelqf(ograd_Q: Symbol | None = None, ograd_L: Symbol | None = None, Q: Symbol | None = None, L: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_gelqf(ograd_Q, ograd_L, Q, L)
+
+    gradient of _linalg_gelqf
+
+    Inputs
+    ------
+    ograd_Q : NDArray
+    ograd_L : NDArray
+    Q : NDArray
+    L : NDArray
+    """
+    ...
+
+
+def _backward_linalg_syevd(ograd_U: Symbol | None = None, ograd_L: Symbol | None = None, U: Symbol | None = None, L: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_syevd(ograd_U, ograd_L, U, L)
+
+    gradient of _linalg_syevd
+
+    Inputs
+    ------
+    ograd_U : NDArray
+    ograd_L : NDArray
+    U : NDArray
+    L : NDArray
+    """
+    ...
+
+
+def _backward_linalg_inverse(ograd: Symbol | None = None, A: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_inverse(ograd, A)
+
+    gradient of _linalg_inverse
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    """
+    ...
+
+
+def _backward_linalg_det(ograd: Symbol | None = None, det: Symbol | None = None, LU: Symbol | None = None, pivot: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linalg_det(ograd, det, LU, pivot)
+
+    gradient of _linalg_det
+
+    Inputs
+    ------
+    ograd : NDArray
+    det : NDArray
+    LU : NDArray
+    pivot : NDArray
     """
     ...
 
