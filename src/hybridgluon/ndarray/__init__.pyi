@@ -6113,3 +6113,937 @@ def _contrib_ctc_loss(data: NDArray | None = None, label: NDArray | None = None,
     Aliases: ctc_loss _contrib_CTCLoss _contrib_ctc_loss
     """
     ...
+
+
+def _linalg_gemm(A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_gemm(A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
+
+    General matrix multiply-accumulate: out = alpha * op(A) op(B) + beta * C, batched over the other axes.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    beta : float, default=1.0
+        scalar factor of C
+    axis : int, default=-2
+        axis of the matrix rows
+
+    Aliases: linalg_gemm
+    """
+    ...
+
+
+def linalg_gemm(A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_gemm(A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
+
+    General matrix multiply-accumulate: out = alpha * op(A) op(B) + beta * C, batched over the other axes.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    beta : float, default=1.0
+        scalar factor of C
+    axis : int, default=-2
+        axis of the matrix rows
+
+    Aliases: linalg_gemm
+    """
+    ...
+
+
+def _linalg_gemm2(A: NDArray | None = None, B: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_gemm2(A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
+
+    General matrix multiply: out = alpha * op(A) op(B), batched over the other axes.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    axis : int, default=-2
+        axis of the matrix row indices
+
+    Aliases: linalg_gemm2
+    """
+    ...
+
+
+def linalg_gemm2(A: NDArray | None = None, B: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_gemm2(A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
+
+    General matrix multiply: out = alpha * op(A) op(B), batched over the other axes.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    axis : int, default=-2
+        axis of the matrix row indices
+
+    Aliases: linalg_gemm2
+    """
+    ...
+
+
+def _linalg_potrf(A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_potrf(A, lower=True)
+
+    Cholesky factor of symmetric positive definite matrices: A = L L^T (lower) or U^T U.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+
+    Aliases: linalg_potrf
+    """
+    ...
+
+
+def linalg_potrf(A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_potrf(A, lower=True)
+
+    Cholesky factor of symmetric positive definite matrices: A = L L^T (lower) or U^T U.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+
+    Aliases: linalg_potrf
+    """
+    ...
+
+
+def _linalg_potri(A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_potri(A, lower=True)
+
+    Inverse of A = L L^T (lower) or U^T U from its Cholesky factor.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+
+    Aliases: linalg_potri
+    """
+    ...
+
+
+def linalg_potri(A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_potri(A, lower=True)
+
+    Inverse of A = L L^T (lower) or U^T U from its Cholesky factor.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+
+    Aliases: linalg_potri
+    """
+    ...
+
+
+def _linalg_trmm(A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_trmm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    Triangular matrix product: out = alpha * op(A) B, or alpha * B op(A) when rightside.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+
+    Aliases: linalg_trmm
+    """
+    ...
+
+
+def linalg_trmm(A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_trmm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    Triangular matrix product: out = alpha * op(A) B, or alpha * B op(A) when rightside.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+
+    Aliases: linalg_trmm
+    """
+    ...
+
+
+def _linalg_trsm(A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_trsm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    Triangular solve: out = alpha * op(A)^-1 B, or alpha * B op(A)^-1 when rightside.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+
+    Aliases: linalg_trsm
+    """
+    ...
+
+
+def linalg_trsm(A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_trsm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    Triangular solve: out = alpha * op(A)^-1 B, or alpha * B op(A)^-1 when rightside.
+
+    Inputs
+    ------
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+
+    Aliases: linalg_trsm
+    """
+    ...
+
+
+def _linalg_sumlogdiag(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_sumlogdiag(A)
+
+    Sum of the logarithms of the diagonal of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_sumlogdiag
+    """
+    ...
+
+
+def linalg_sumlogdiag(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_sumlogdiag(A)
+
+    Sum of the logarithms of the diagonal of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_sumlogdiag
+    """
+    ...
+
+
+def _linalg_extractdiag(A: NDArray | None = None, offset: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_extractdiag(A, offset=0)
+
+    Extracts a diagonal (offset: above > 0, below < 0) of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+
+    Aliases: linalg_extractdiag
+    """
+    ...
+
+
+def linalg_extractdiag(A: NDArray | None = None, offset: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_extractdiag(A, offset=0)
+
+    Extracts a diagonal (offset: above > 0, below < 0) of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+
+    Aliases: linalg_extractdiag
+    """
+    ...
+
+
+def _linalg_makediag(A: NDArray | None = None, offset: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_makediag(A, offset=0)
+
+    Square matrices with the given diagonal (offset: above > 0, below < 0), zero elsewhere.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+
+    Aliases: linalg_makediag
+    """
+    ...
+
+
+def linalg_makediag(A: NDArray | None = None, offset: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_makediag(A, offset=0)
+
+    Square matrices with the given diagonal (offset: above > 0, below < 0), zero elsewhere.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+
+    Aliases: linalg_makediag
+    """
+    ...
+
+
+def _linalg_extracttrian(A: NDArray | None = None, offset: int = 0, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_extracttrian(A, offset=0, lower=True)
+
+    Extracts a triangle of square matrices into a vector of n*(n+1)/2 entries.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+    lower : boolean, default=True
+        the lower triangle if True, else the upper (only when offset=0)
+
+    Aliases: linalg_extracttrian
+    """
+    ...
+
+
+def linalg_extracttrian(A: NDArray | None = None, offset: int = 0, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_extracttrian(A, offset=0, lower=True)
+
+    Extracts a triangle of square matrices into a vector of n*(n+1)/2 entries.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+    lower : boolean, default=True
+        the lower triangle if True, else the upper (only when offset=0)
+
+    Aliases: linalg_extracttrian
+    """
+    ...
+
+
+def _linalg_maketrian(A: NDArray | None = None, offset: int = 0, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_maketrian(A, offset=0, lower=True)
+
+    Square matrices with the given packed triangle, zero elsewhere.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+    lower : boolean, default=True
+        the lower triangle if True, else the upper (only when offset=0)
+
+    Aliases: linalg_maketrian
+    """
+    ...
+
+
+def linalg_maketrian(A: NDArray | None = None, offset: int = 0, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_maketrian(A, offset=0, lower=True)
+
+    Square matrices with the given packed triangle, zero elsewhere.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    offset : int, default=0
+        offset of the diagonal versus the main diagonal (negative: below)
+    lower : boolean, default=True
+        the lower triangle if True, else the upper (only when offset=0)
+
+    Aliases: linalg_maketrian
+    """
+    ...
+
+
+def _linalg_syrk(A: NDArray | None = None, transpose: bool = False, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_syrk(A, transpose=False, alpha=1.0)
+
+    Symmetric rank-k update: out = alpha * A A^T, or alpha * A^T A when transpose.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of A
+    alpha : float, default=1.0
+        scalar factor of the result
+
+    Aliases: linalg_syrk
+    """
+    ...
+
+
+def linalg_syrk(A: NDArray | None = None, transpose: bool = False, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_syrk(A, transpose=False, alpha=1.0)
+
+    Symmetric rank-k update: out = alpha * A A^T, or alpha * A^T A when transpose.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of A
+    alpha : float, default=1.0
+        scalar factor of the result
+
+    Aliases: linalg_syrk
+    """
+    ...
+
+
+def _linalg_gelqf(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_gelqf(A)
+
+    LQ factorization A = L Q of matrices with no more rows than columns: Q has orthonormal rows, L is lower triangular.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_gelqf
+    """
+    ...
+
+
+def linalg_gelqf(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_gelqf(A)
+
+    LQ factorization A = L Q of matrices with no more rows than columns: Q has orthonormal rows, L is lower triangular.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_gelqf
+    """
+    ...
+
+
+def _linalg_syevd(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_syevd(A)
+
+    Eigendecomposition A = U^T diag(L) U of symmetric matrices: eigenvectors in the rows of U, eigenvalues ascending.
+
+    Inputs
+    ------
+    A : NDArray
+    """
+    ...
+
+
+def _linalg_inverse(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_inverse(A)
+
+    Inverse of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_inverse _npi_inv
+    """
+    ...
+
+
+def linalg_inverse(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_inverse(A)
+
+    Inverse of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_inverse _npi_inv
+    """
+    ...
+
+
+def _npi_inv(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_inverse(A)
+
+    Inverse of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_inverse _npi_inv
+    """
+    ...
+
+
+def _linalg_det(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_det(A)
+
+    Determinant of square matrices (hidden outputs: the LU factors and pivots).
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_det _npi_det
+    """
+    ...
+
+
+def linalg_det(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_det(A)
+
+    Determinant of square matrices (hidden outputs: the LU factors and pivots).
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_det _npi_det
+    """
+    ...
+
+
+def _npi_det(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_det(A)
+
+    Determinant of square matrices (hidden outputs: the LU factors and pivots).
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_det _npi_det
+    """
+    ...
+
+
+def _linalg_slogdet(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_slogdet(A)
+
+    Sign and log of the absolute value of the determinant of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_slogdet _npi_slogdet
+    """
+    ...
+
+
+def linalg_slogdet(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_slogdet(A)
+
+    Sign and log of the absolute value of the determinant of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_slogdet _npi_slogdet
+    """
+    ...
+
+
+def _npi_slogdet(A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_linalg_slogdet(A)
+
+    Sign and log of the absolute value of the determinant of square matrices.
+
+    Inputs
+    ------
+    A : NDArray
+
+    Aliases: linalg_slogdet _npi_slogdet
+    """
+    ...
+
+
+def _backward_linalg_gemm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, beta: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_gemm(ograd, A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2)
+
+    gradient of _linalg_gemm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    beta : float, default=1.0
+        scalar factor of C
+    axis : int, default=-2
+        axis of the matrix rows
+    """
+    ...
+
+
+def _backward_linalg_gemm2(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, transpose_a: bool = False, transpose_b: bool = False, alpha: float = 1.0, axis: int = -2, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_gemm2(ograd, A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2)
+
+    gradient of _linalg_gemm2
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose_a : boolean, default=False
+        multiply with the transpose of A
+    transpose_b : boolean, default=False
+        multiply with the transpose of B
+    alpha : float, default=1.0
+        scalar factor of A*B
+    axis : int, default=-2
+        axis of the matrix row indices
+    """
+    ...
+
+
+def _backward_linalg_potrf(ograd: NDArray | None = None, B: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_potrf(ograd, B, lower=True)
+
+    gradient of _linalg_potrf
+
+    Inputs
+    ------
+    ograd : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    """
+    ...
+
+
+def _backward_linalg_potri(ograd: NDArray | None = None, B: NDArray | None = None, A: NDArray | None = None, lower: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_potri(ograd, B, A, lower=True)
+
+    gradient of _linalg_potri
+
+    Inputs
+    ------
+    ograd : NDArray
+    B : NDArray
+    A : NDArray
+
+    Parameters
+    ----------
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    """
+    ...
+
+
+def _backward_linalg_trmm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_trmm(ograd, A, B, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    gradient of _linalg_trmm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_trsm(ograd: NDArray | None = None, A: NDArray | None = None, B: NDArray | None = None, C: NDArray | None = None, transpose: bool = False, rightside: bool = False, lower: bool = True, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_trsm(ograd, A, B, C, transpose=False, rightside=False, lower=True, alpha=1.0)
+
+    gradient of _linalg_trsm
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    B : NDArray
+    C : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of the triangle
+    rightside : boolean, default=False
+        multiply the triangle from the right
+    lower : boolean, default=True
+        True if the triangular matrix is lower triangular, False if upper
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_sumlogdiag(ograd: NDArray | None = None, A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_sumlogdiag(ograd, A)
+
+    gradient of _linalg_sumlogdiag
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    """
+    ...
+
+
+def _backward_linalg_syrk(ograd: NDArray | None = None, A: NDArray | None = None, transpose: bool = False, alpha: float = 1.0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_syrk(ograd, A, transpose=False, alpha=1.0)
+
+    gradient of _linalg_syrk
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+
+    Parameters
+    ----------
+    transpose : boolean, default=False
+        use the transpose of A
+    alpha : float, default=1.0
+        scalar factor of the result
+    """
+    ...
+
+
+def _backward_linalg_gelqf(ograd_Q: NDArray | None = None, ograd_L: NDArray | None = None, Q: NDArray | None = None, L: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_gelqf(ograd_Q, ograd_L, Q, L)
+
+    gradient of _linalg_gelqf
+
+    Inputs
+    ------
+    ograd_Q : NDArray
+    ograd_L : NDArray
+    Q : NDArray
+    L : NDArray
+    """
+    ...
+
+
+def _backward_linalg_syevd(ograd_U: NDArray | None = None, ograd_L: NDArray | None = None, U: NDArray | None = None, L: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_syevd(ograd_U, ograd_L, U, L)
+
+    gradient of _linalg_syevd
+
+    Inputs
+    ------
+    ograd_U : NDArray
+    ograd_L : NDArray
+    U : NDArray
+    L : NDArray
+    """
+    ...
+
+
+def _backward_linalg_inverse(ograd: NDArray | None = None, A: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_inverse(ograd, A)
+
+    gradient of _linalg_inverse
+
+    Inputs
+    ------
+    ograd : NDArray
+    A : NDArray
+    """
+    ...
+
+
+def _backward_linalg_det(ograd: NDArray | None = None, det: NDArray | None = None, LU: NDArray | None = None, pivot: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_det(ograd, det, LU, pivot)
+
+    gradient of _linalg_det
+
+    Inputs
+    ------
+    ograd : NDArray
+    det : NDArray
+    LU : NDArray
+    pivot : NDArray
+    """
+    ...
+
+
+def _backward_linalg_slogdet(ograd: NDArray | None = None, sign: NDArray | None = None, logabsdet: NDArray | None = None, LU: NDArray | None = None, pivot: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_linalg_slogdet(ograd, sign, logabsdet, LU, pivot)
+
+    gradient of _linalg_slogdet
+
+    Inputs
+    ------
+    ograd : NDArray
+    sign : NDArray
+    logabsdet : NDArray
+    LU : NDArray
+    pivot : NDArray
+    """
+    ...
