@@ -1,12 +1,13 @@
-"""Gradient rules of the output layers and the softmax family (legacy_output.c, softmax.c).
+"""Gradient rules of the output layers, the softmax family, the sequence ops, LRN and Crop
+(legacy_output.c, softmax.c, sequence_ops.c, legacy_nn.c).
 
 The ordinary ops (softmin, SoftmaxActivation, softmax with a length, softmax_cross_entropy,
-hard_sigmoid, smooth_l1) are checked against float64 central finite differences of their
-forward. The output layers' rules are not their forward's derivative: they give the gradient
-of the loss they stand for and ignore the head gradient. They are checked against finite
-differences of that loss (written out here in NumPy), with random head gradients that must
-change nothing, through the symbolic rule, autograd and a hybridized block; the label gets a
-zero gradient."""
+hard_sigmoid, smooth_l1, SequenceLast/Reverse, LRN, Crop) are checked against float64 central
+finite differences of their forward. The output layers' rules are not their forward's
+derivative: they give the gradient of the loss they stand for and ignore the head gradient.
+They are checked against finite differences of that loss (written out here in NumPy), with
+random head gradients that must change nothing, through the symbolic rule, autograd and a
+hybridized block; the label gets a zero gradient."""
 import numpy as np
 import pytest
 
@@ -17,7 +18,8 @@ nd = mx.nd
 
 GRADS_COVERED = ['SoftmaxOutput', 'LinearRegressionOutput', 'MAERegressionOutput',
                  'LogisticRegressionOutput', 'SVMOutput', 'MakeLoss', 'softmax_cross_entropy',
-                 'softmin', 'SoftmaxActivation', 'hard_sigmoid', 'smooth_l1']
+                 'softmin', 'SoftmaxActivation', 'hard_sigmoid', 'smooth_l1', 'SequenceLast',
+                 'SequenceReverse', 'LRN', 'Crop']
 
 
 def _log_softmax(z, axis=-1):
@@ -237,6 +239,47 @@ def test_smooth_l1_gradient(rng, sigma):
     x = rng.uniform(-5, 5, (4, 5))
     x = np.where(np.abs(np.abs(x) - 1 / sigma ** 2) < 0.05, x + 0.1, x)
     check_grad('smooth_l1', [x], {'scalar': sigma})
+
+
+@pytest.mark.parametrize('shape,axis', [((4, 3, 2), 0), ((3, 5, 2), 1), ((2, 3), 1)])
+@pytest.mark.parametrize('use_len', [False, True])
+def test_sequence_last_gradient(rng, shape, axis, use_len):
+    b = shape[1 - axis]
+    xs = [rng.standard_normal(shape)]
+    if use_len:
+        xs.append(rng.integers(1, shape[axis] + 1, (b,)).astype(np.int32))
+    check_grad('SequenceLast', xs, {'axis': axis, 'use_sequence_length': use_len}, wrt=[0])
+
+
+@pytest.mark.parametrize('shape', [(5, 3, 2), (4, 2)])
+@pytest.mark.parametrize('use_len', [False, True])
+def test_sequence_reverse_gradient(rng, shape, use_len):
+    xs = [rng.standard_normal(shape)]
+    if use_len:
+        xs.append(rng.integers(0, shape[0] + 1, shape[1:2]).astype(np.float64))
+    check_grad('SequenceReverse', xs, {'use_sequence_length': use_len}, wrt=[0])
+
+
+@pytest.mark.parametrize('attrs', [{'nsize': 3}, {'nsize': 1},
+                                   {'nsize': 5, 'alpha': 0.3, 'beta': 0.5, 'knorm': 1.0}])
+@pytest.mark.parametrize('shape', [(2, 5, 2, 3), (1, 2, 1, 1)])
+def test_lrn_gradient(rng, attrs, shape):
+    check_grad('LRN', [rng.standard_normal(shape) * 2], attrs)
+
+
+@pytest.mark.parametrize('attrs,like', [({'h_w': (2, 3), 'offset': (1, 1)}, None),
+                                        ({'h_w': (2, 2), 'center_crop': True}, None),
+                                        ({'offset': (2, 0)}, (1, 1, 2, 4)),
+                                        ({'center_crop': True}, (2, 3, 3, 3))])
+def test_crop_gradient(rng, attrs, like):
+    xs = [rng.standard_normal((2, 2, 4, 5))]
+    if like:
+        xs.append(rng.standard_normal(like))
+    g = check_grad('Crop', xs, attrs, wrt=[0])
+    assert g[0].any()
+    if like:    # crop_like only lends its shape
+        sym = symbolic_grad('Crop', xs, attrs, [1], [np.ones((2, 2) + like[2:])])
+        assert not sym[0].any()
 
 
 # ------------------------------------------------------------------------------------------------

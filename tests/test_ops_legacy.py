@@ -1,4 +1,5 @@
-"""MXNet's output layers and the softmax family (csrc/ops/legacy_output.c, softmax.c) against
+"""MXNet's output layers, the softmax family, the sequence ops, LRN and Crop
+(csrc/ops/legacy_output.c, softmax.c, sequence_ops.c, legacy_nn.c) against
 NumPy references: forwards, the _backward_ ops (the loss gradients the output layers give,
 whatever head gradient flows in), several shapes, empty and one-element arrays, every float
 dtype, and the errors for bad shapes and attributes."""
@@ -15,7 +16,9 @@ OPS_COVERED = ['SoftmaxOutput', '_backward_SoftmaxOutput', 'LinearRegressionOutp
                '_backward_SVMOutput', 'MakeLoss', '_backward_MakeLoss', 'softmax_cross_entropy',
                '_backward_softmax_cross_entropy', 'softmin', '_backward_softmin',
                'SoftmaxActivation', '_backward_SoftmaxActivation', 'hard_sigmoid',
-               '_backward_hard_sigmoid', 'smooth_l1', '_backward_smooth_l1']
+               '_backward_hard_sigmoid', 'smooth_l1', '_backward_smooth_l1', 'SequenceLast',
+               '_backward_SequenceLast', 'SequenceReverse', 'LRN', '_backward_LRN', 'Crop',
+               '_backward_Crop']
 
 FLOATS = ['float16', 'float32', 'float64']
 TOL = {'float16': 3e-3, 'float32': 2e-6, 'float64': 1e-12}
@@ -438,3 +441,160 @@ def test_ew_losses_reject_integers():
         nd.hard_sigmoid(nd.ones((2,), dtype='int32'))
     with pytest.raises(mx.MXNetError, match='float'):
         nd.smooth_l1(nd.ones((2,), dtype='int64'))
+
+
+# ------------------------------------------------------------------------------------------------
+# SequenceLast, SequenceReverse
+
+ALL_DTYPES = ['float16', 'float32', 'float64', 'int32', 'int64', 'uint8', 'int8']
+
+
+def _seq_last_ref(x, length, axis):
+    xs = np.moveaxis(x, axis, 0)
+    return np.stack([xs[int(length[i]) - 1, i] for i in range(xs.shape[1])])
+
+
+@pytest.mark.parametrize('dtype', ALL_DTYPES)
+@pytest.mark.parametrize('shape,axis', [((4, 3, 2), 0), ((3, 5, 2, 2), 1), ((1, 1), 0),
+                                        ((6, 2), 1), ((3, 0, 2), 0)])
+@pytest.mark.parametrize('use_len', [False, True])
+def test_sequence_last(rng, dtype, shape, axis, use_len):
+    x = rng.integers(0, 100, shape).astype(dtype)
+    t, b = shape[axis], shape[1 - axis]
+    length = rng.integers(1, t + 1, (b,)) if use_len else np.full((b,), t)
+    args = [_arr(x)] + ([nd.array(length, dtype='int32')] if use_len else [])
+    y = nd.SequenceLast(*args, axis=axis, use_sequence_length=use_len)
+    ref = _seq_last_ref(x, length, axis) if b else np.zeros((0,) + shape[2:])
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.asnumpy(), ref.reshape(y.shape))
+    dy = rng.integers(0, 100, y.shape).astype(dtype)
+    g = nd._backward_SequenceLast(_arr(dy), _arr(x), *args[1:], axis=axis,
+                                  use_sequence_length=use_len)
+    ref = np.zeros_like(np.moveaxis(x, axis, 0))
+    for i in range(b):
+        ref[int(length[i]) - 1, i] = dy[i]
+    np.testing.assert_array_equal(g.asnumpy(), np.moveaxis(ref, 0, axis))
+
+
+def _seq_rev_ref(x, length):
+    out = x.copy()
+    for i, n in enumerate(length):
+        out[:int(n), i] = x[:int(n), i][::-1]
+    return out
+
+
+@pytest.mark.parametrize('dtype', ALL_DTYPES)
+@pytest.mark.parametrize('shape', [(5, 3, 2), (4, 2), (1, 1), (6, 2, 3, 2), (0, 3), (3, 0)])
+@pytest.mark.parametrize('ldtype', [None, 'int32', 'float32', 'int64'])
+def test_sequence_reverse(rng, dtype, shape, ldtype):
+    x = rng.integers(0, 100, shape).astype(dtype)
+    length = rng.integers(0, shape[0] + 1, shape[1:2]) if ldtype else np.full(shape[1:2], shape[0])
+    args = [_arr(x)] + ([nd.array(length, dtype=ldtype)] if ldtype else [])
+    y = nd.SequenceReverse(*args, use_sequence_length=ldtype is not None)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.asnumpy(), _seq_rev_ref(x, length))
+
+
+def test_sequence_errors():
+    x = nd.ones((4, 3, 2))
+    with pytest.raises(mx.MXNetError, match='sequence_length'):
+        nd.SequenceLast(x, nd.ones((4,)), use_sequence_length=True)
+    with pytest.raises(mx.MXNetError, match='sequence_length'):
+        nd.SequenceLast(x, nd.array([1, 5, 2]), use_sequence_length=True)   # 5 > T
+    with pytest.raises(mx.MXNetError, match='sequence_length'):
+        nd.SequenceLast(x, nd.array([1, 0, 2]), use_sequence_length=True)   # empty sequence
+    with pytest.raises(mx.MXNetError, match='sequence_length'):
+        nd.SequenceReverse(x, nd.array([1, -1, 2]), use_sequence_length=True)
+    with pytest.raises(mx.MXNetError, match='axis'):
+        nd.SequenceReverse(x, axis=1)
+    with pytest.raises(mx.MXNetError, match='axis'):
+        nd.SequenceLast(x, axis=2)
+    with pytest.raises(mx.MXNetError, match='2 dimensions'):
+        nd.SequenceLast(nd.ones((4,)))
+    with pytest.raises(mx.MXNetError, match='bool'):
+        nd.SequenceReverse(x, nd.ones((3,), dtype='bool'), use_sequence_length=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# LRN
+
+def _lrn_ref(x, nsize, alpha=1e-4, beta=0.75, knorm=2.0):
+    x = x.astype(np.float64)
+    c, half = x.shape[1], nsize // 2
+    sq = np.pad(x ** 2, ((0, 0), (half, half), (0, 0), (0, 0)))
+    win = sum(sq[:, i:i + c] for i in range(nsize))
+    norm = knorm + alpha / nsize * win
+    return x * norm ** -beta, norm
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('shape', [(2, 5, 3, 4), (1, 1, 1, 1), (2, 7, 1, 2), (0, 3, 2, 2),
+                                   (3, 16, 20, 20)])
+@pytest.mark.parametrize('attrs', [{'nsize': 3}, {'nsize': 1},
+                                   {'nsize': 5, 'alpha': 0.01, 'beta': 0.5, 'knorm': 1.0}])
+def test_lrn(rng, dtype, shape, attrs):
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    y = nd.LRN(_arr(x), **attrs)
+    ref, norm = _lrn_ref(x, **attrs)
+    tol = 2e-6 if dtype == 'float32' else 1e-7      # MXNet's parameters are float32
+    _check(y, ref, dtype, tol)
+    # the backward against the derivative written out
+    dy = rng.standard_normal(shape).astype(dtype)
+    n, beta = attrs['nsize'], attrs.get('beta', 0.75)
+    salpha = attrs.get('alpha', 1e-4) / n
+    t = np.pad(dy * x * norm ** (-beta - 1), ((0, 0), (n // 2, n // 2), (0, 0), (0, 0)))
+    win = sum(t[:, i:i + shape[1]] for i in range(n))
+    ref = dy * norm ** -beta - 2 * beta * salpha * x * win
+    g = nd._backward_LRN(_arr(dy), _arr(x), nd.array(norm, dtype=dtype), **attrs)
+    _check(g, ref, dtype, 1e-5 if dtype == 'float32' else 1e-7)
+
+
+def test_lrn_errors():
+    with pytest.raises(mx.MXNetError, match='odd'):
+        nd.LRN(nd.ones((1, 3, 2, 2)), nsize=2)
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.LRN(nd.ones((3, 2, 2)), nsize=3)
+    with pytest.raises(mx.MXNetError, match='float'):
+        nd.LRN(nd.ones((1, 3, 2, 2), dtype='float16'), nsize=3)
+    with pytest.raises(mx.MXNetError, match='nsize'):
+        nd.LRN(nd.ones((1, 3, 2, 2)))
+
+
+# ------------------------------------------------------------------------------------------------
+# Crop
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'float16', 'int32', 'uint8'])
+@pytest.mark.parametrize('shape,hw,offset,center', [((2, 3, 5, 6), (3, 4), (1, 2), False),
+                                                    ((2, 3, 5, 6), (3, 4), (0, 0), True),
+                                                    ((1, 1, 4, 4), (4, 4), (0, 0), False),
+                                                    ((1, 2, 7, 5), (1, 1), (6, 4), False),
+                                                    ((0, 2, 4, 4), (2, 2), (1, 1), False)])
+@pytest.mark.parametrize('like', [False, True])
+def test_crop(rng, dtype, shape, hw, offset, center, like):
+    x = rng.integers(0, 100, shape).astype(dtype)
+    if like:
+        y = nd.Crop(_arr(x), nd.zeros((1, 1) + hw), offset=offset, center_crop=center)
+    else:
+        y = nd.Crop(_arr(x), h_w=hw, offset=offset, center_crop=center)
+    oy, ox = ((shape[2] - hw[0]) // 2, (shape[3] - hw[1]) // 2) if center else offset
+    ref = x[:, :, oy:oy + hw[0], ox:ox + hw[1]]
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+    g = nd._backward_Crop(y, _arr(x), offset=offset, center_crop=center, num_args=2)
+    ref = np.zeros_like(x)
+    ref[:, :, oy:oy + hw[0], ox:ox + hw[1]] = x[:, :, oy:oy + hw[0], ox:ox + hw[1]]
+    np.testing.assert_array_equal(g.asnumpy(), ref)
+
+
+def test_crop_errors():
+    x = nd.ones((1, 2, 4, 4))
+    with pytest.raises(mx.MXNetError, match='offset'):
+        nd.Crop(x, h_w=(2, 2), offset=(3, 0))
+    with pytest.raises(mx.MXNetError, match='h_w'):
+        nd.Crop(x)
+    with pytest.raises(mx.MXNetError, match='crop'):
+        nd.Crop(x, h_w=(5, 2))
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.Crop(nd.ones((2, 4, 4)), h_w=(2, 2))
+    with pytest.raises(mx.MXNetError, match='crop_like'):
+        nd.Crop(x, nd.ones((2, 2)))

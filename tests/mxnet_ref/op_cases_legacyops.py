@@ -106,4 +106,25 @@ def cases(seed=20261125):
     sl = u(4, 5, lo=-1, hi=1, dtype=F64)
     add(C('smooth_l1', [np.where(np.abs(np.abs(sl) - 0.25) < 0.02, sl * 0.5, sl)],
           {'scalar': 2.0}))
+    # ---- sequence ops, LRN, Crop (added after the others: earlier inputs stay as they were)
+    # MXNet 1.9.1's SequenceLast backward without sequence_length reads uninitialised
+    # indices (it crashes): forward only there
+    add(C('SequenceLast', [n(4, 3, 2)], grad=False))
+    add(C('SequenceLast', [n(4, 3, 2), np.array([1, 4, 2], F32)],
+          {'use_sequence_length': True}, wrt=[0]))
+    add(C('SequenceLast', [n(3, 5, 2, 2), np.array([5, 1, 3], F32)],
+          {'use_sequence_length': True, 'axis': 1}, wrt=[0]))
+    add(C('SequenceLast', [n(3, 5, dtype=F64)], {'axis': 1}, grad=False))
+    add(C('SequenceReverse', [n(5, 3, 2)]))
+    add(C('SequenceReverse', [n(5, 3, 2), np.array([5, 2, 1], F32)],
+          {'use_sequence_length': True}, wrt=[0]))
+    add(C('SequenceReverse', [n(4, 2, dtype=F64), np.array([3, 4], F64)],
+          {'use_sequence_length': True}, wrt=[0]))
+    add(C('LRN', [n(2, 5, 3, 4)], {'nsize': 3}))
+    add(C('LRN', [n(2, 6, 2, 3, scale=3.0)], {'nsize': 5, 'alpha': 0.01, 'beta': 0.5,
+                                               'knorm': 1.0}))
+    add(C('LRN', [n(1, 3, 2, 2)], {'nsize': 1}))
+    add(C('Crop', [n(2, 3, 5, 6)], {'h_w': (3, 4), 'offset': (1, 2)}))
+    add(C('Crop', [n(2, 3, 5, 6), n(1, 1, 2, 3)], {'center_crop': True}, wrt=[0]))
+    add(C('Crop', [n(1, 2, 4, 4), n(2, 3, 3, 2)], {'offset': (1, 0)}, wrt=[0]))
     return out

@@ -6558,3 +6558,159 @@ def _backward_smooth_l1(ograd: Symbol | None = None, data: Symbol | None = None,
         whether the scalar was given as an integer (kept for MXNet's attributes)
     """
     ...
+
+
+def SequenceLast(data: Symbol | None = None, sequence_length: Symbol | None = None, use_sequence_length: bool = False, axis: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SequenceLast(data, sequence_length, use_sequence_length=False, axis=0)
+
+    the last step of each sequence (its length's, or the last one)
+
+    Inputs
+    ------
+    data : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: the length of each sequence
+    axis : int, default=0
+        the sequence axis: 0 or 1 for SequenceLast, 0 for SequenceReverse
+    """
+    ...
+
+
+def _backward_SequenceLast(ograd: Symbol | None = None, data: Symbol | None = None, sequence_length: Symbol | None = None, use_sequence_length: bool = False, axis: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_SequenceLast(ograd, data, sequence_length, use_sequence_length=False, axis=0)
+
+    gradient of SequenceLast: ograd placed at each sequence's last step, zeros elsewhere
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: the length of each sequence
+    axis : int, default=0
+        the sequence axis: 0 or 1 for SequenceLast, 0 for SequenceReverse
+    """
+    ...
+
+
+def SequenceReverse(data: Symbol | None = None, sequence_length: Symbol | None = None, use_sequence_length: bool = False, axis: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SequenceReverse(data, sequence_length, use_sequence_length=False, axis=0)
+
+    reverses each sequence along axis 0 within its length; padding stays in place
+
+    Inputs
+    ------
+    data : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: the length of each sequence
+    axis : int, default=0
+        the sequence axis: 0 or 1 for SequenceLast, 0 for SequenceReverse
+    """
+    ...
+
+
+def LRN(data: Symbol | None = None, alpha: float = 0.0001, beta: float = 0.75, knorm: float = 2, nsize: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """LRN(data, alpha=0.0001, beta=0.75, knorm=2, nsize=<required>)
+
+    local response normalisation across channels: x * (knorm + alpha / nsize * window sum of x^2)^-beta
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    alpha : float, default=0.0001
+        the variance scaling alpha
+    beta : float, default=0.75
+        the power beta
+    knorm : float, default=2
+        the constant k
+    nsize : int, required
+        the window width in channels (odd)
+    """
+    ...
+
+
+def _backward_LRN(ograd: Symbol | None = None, data: Symbol | None = None, tmp_norm: Symbol | None = None, alpha: float = 0.0001, beta: float = 0.75, knorm: float = 2, nsize: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_LRN(ograd, data, tmp_norm, alpha=0.0001, beta=0.75, knorm=2, nsize=<required>)
+
+    gradient of LRN from (ograd, data, tmp_norm)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    tmp_norm : NDArray
+
+    Parameters
+    ----------
+    alpha : float, default=0.0001
+        the variance scaling alpha
+    beta : float, default=0.75
+        the power beta
+    knorm : float, default=2
+        the constant k
+    nsize : int, required
+        the window width in channels (odd)
+    """
+    ...
+
+
+def Crop(*data: Symbol, num_args: int = ..., offset: _Shape = (0, 0), h_w: _Shape = (0, 0), center_crop: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """Crop(*data, num_args=<required>, offset=(0, 0), h_w=(0, 0), center_crop=False)
+
+    crops 4-D data (NCHW) to h_w or to crop_like's height and width, at offset or centred
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        1: crop to h_w; 2: crop to the height and width of the second input (crop_like)
+    offset : Shape(tuple), default=(0, 0)
+        crop offset (y, x)
+    h_w : Shape(tuple), default=(0, 0)
+        crop height and width (h, w)
+    center_crop : boolean, default=False
+        crop the centre (offset ignored)
+    """
+    ...
+
+
+def _backward_Crop(ograd: Symbol | None = None, data: Symbol | None = None, num_args: int = ..., offset: _Shape = (0, 0), h_w: _Shape = (0, 0), center_crop: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_Crop(ograd, data, num_args=<required>, offset=(0, 0), h_w=(0, 0), center_crop=False)
+
+    gradient of Crop: zeros of data's shape with ograd at the crop window
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        1: crop to h_w; 2: crop to the height and width of the second input (crop_like)
+    offset : Shape(tuple), default=(0, 0)
+        crop offset (y, x)
+    h_w : Shape(tuple), default=(0, 0)
+        crop height and width (h, w)
+    center_crop : boolean, default=False
+        crop the centre (offset ignored)
+    """
+    ...
