@@ -598,3 +598,7 @@ def test_crop_errors():
         nd.Crop(nd.ones((2, 4, 4)), h_w=(2, 2))
     with pytest.raises(mx.MXNetError, match='crop_like'):
         nd.Crop(x, nd.ones((2, 2)))
+    with pytest.raises(mx.MXNetError, match='ograd'):   # fewer planes than the data
+        nd._backward_Crop(nd.ones((1, 1, 2, 2)), x, num_args=2)
+    with pytest.raises(mx.MXNetError, match='ograd'):
+        nd._backward_Crop(nd.ones((1, 2, 2, 2), dtype='float64'), x, num_args=2)

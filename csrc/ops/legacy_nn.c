@@ -327,10 +327,11 @@ static hg_status crop_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin,
     if (s != HG_OK) return s;
     out[0] = in[1];
     out[0].dtype = in[0].dtype;
-    if (in[0].ndim >= 0 && in[1].ndim >= 0 && in[0].dtype != in[1].dtype)
-        return hg_error(HG_ERR_TYPE, "%s: ograd %s, data %s", op->name,
-                        hg_shape_str(b1, in[0].ndim, in[0].shape),
-                        hg_shape_str(b2, in[1].ndim, in[1].shape));
+    if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
+    if (in[0].dtype != in[1].dtype || !hg_shape_equal(in[0].ndim, in[0].shape, y.ndim, y.shape))
+        return hg_error(HG_ERR_VALUE, "%s: ograd %s %s does not fit data %s %s", op->name,
+                        hg_shape_str(b1, in[0].ndim, in[0].shape), hg_dtype_name(in[0].dtype),
+                        hg_shape_str(b2, in[1].ndim, in[1].shape), hg_dtype_name(in[1].dtype));
     return HG_OK;
 }
 
