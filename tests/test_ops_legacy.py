@@ -157,6 +157,19 @@ def test_softmax_output_label_out_of_range_gives_softmax():
            'float64')
 
 
+def test_labels_no_int_holds_name_no_class():
+    """Huge and NaN labels match no column (and are no ignore_label), as a label out of range."""
+    x = np.array([[0.3, -1.0, 2.0], [1.0, 0.0, 0.5], [0.1, 0.2, 0.3]])
+    lab = np.array([1e20, np.nan, -1e12])
+    y = nd.SoftmaxOutput(_arr(x), _arr(lab))
+    g = nd._backward_SoftmaxOutput(y, _arr(lab), use_ignore=True, normalization='valid')
+    _check(g, _softmax(x) / 3, 'float64')
+    g = nd._backward_SVMOutput(_arr(x), _arr(lab), use_linear=True)
+    _check(g, 1.0 * (1.0 > -x), 'float64')
+    with pytest.raises(mx.MXNetError, match='class'):
+        nd.softmax_cross_entropy(_arr(x), _arr(lab))
+
+
 def test_softmax_output_errors():
     x = nd.ones((2, 3))
     with pytest.raises(mx.MXNetError, match='label'):
@@ -513,6 +526,14 @@ def test_sequence_errors():
         nd.SequenceLast(nd.ones((4,)))
     with pytest.raises(mx.MXNetError, match='bool'):
         nd.SequenceReverse(x, nd.ones((3,), dtype='bool'), use_sequence_length=True)
+    for bad in (np.nan, 1e30, -1e30):
+        with pytest.raises(mx.MXNetError, match='sequence_length'):
+            nd.SequenceLast(x, nd.array([1, bad, 2]), use_sequence_length=True)
+
+
+def test_softmax_length_nan_counts_as_zero():
+    y = nd.softmax(nd.ones((2, 3)), nd.array([np.nan, 1e30]), use_length=True)
+    np.testing.assert_allclose(y.asnumpy(), [[0, 0, 0], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -233,10 +233,16 @@ static hg_status so_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     return st;
 }
 
-/* Instance (row, column) of the softmax view: label index, the class being k. */
-static double so_ignored(const hg_attrs *a, double label)
+/* A label value as the class MXNet's kernels read (static_cast<int>); values no int holds
+ * (and NaN) name no class. */
+static int64_t as_class(double v)
 {
-    return a->v[SO_USE_IGNORE].b && (int)label == (int)a->v[SO_IGNORE_LABEL].f;
+    return v > -2147483649.0 && v < 2147483648.0 ? (int64_t)(int)v : INT64_MIN;
+}
+
+static bool so_ignored(const hg_attrs *a, double label)
+{
+    return a->v[SO_USE_IGNORE].b && as_class(label) == as_class(a->v[SO_IGNORE_LABEL].f);
 }
 
 /* The number the gradient is divided by: MXNet counts labels that are not ignore_label for
@@ -247,7 +253,7 @@ static double so_count(const hg_attrs *a, const hg_tensor *lab, int64_t nlab, in
     if (a->v[SO_NORMALIZATION].i != NORM_VALID) return 1;
     int64_t valid = nlab;
     for (int64_t i = 0; i < nlab; i++)
-        if ((int)ld(lab, i) == (int)a->v[SO_IGNORE_LABEL].f) valid--;
+        if (as_class(ld(lab, i)) == as_class(a->v[SO_IGNORE_LABEL].f)) valid--;
     return valid ? (double)valid : 1;
 }
 
@@ -286,7 +292,7 @@ static hg_status so_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < inner; c++) {
             const double l = ld(lab, r * inner + c);
-            const int64_t k = (int64_t)(int)l, base = r * n * inner + c;
+            const int64_t k = as_class(l), base = r * n * inner + c;
             const bool skip = so_ignored(a, l);
             for (int64_t j = 0; j < n; j++) {
                 const int64_t i = base + j * inner;
@@ -468,7 +474,7 @@ static hg_status sv_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
     const int64_t n = y->shape[y->ndim - 1], rows = y->size / n;
     const bool l1 = a->v[SV_USE_LINEAR].b;
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t k = (int64_t)(int)ld(lab, r);
+        const int64_t k = as_class(ld(lab, r));
         for (int64_t j = 0; j < n; j++) {
             const double v = ld(y, r * n + j);
             double g;
@@ -572,7 +578,7 @@ static hg_status sce_labels(const hg_op_def *op, const hg_tensor *lab, int64_t k
 {
     for (int64_t i = 0; i < lab->size; i++) {
         double l = ld(lab, i);
-        if (!(l >= 0 && (int64_t)l < k))
+        if (!(l >= 0 && l < (double)k))
             return hg_error(HG_ERR_INDEX, "%s: label %g at %lld is not a class of 0..%lld",
                             op->name, l, (long long)i, (long long)(k - 1));
     }

@@ -64,13 +64,16 @@ static hg_status sq_check(const hg_op_def *op, const hg_attrs *a, hg_meta *x, hg
     return HG_OK;
 }
 
+/* A float length as an integer; values past any sequence (and NaN) become -1, an error. */
+static int64_t sq_float_len(double v) { return v > -1 && v < 9.0e18 ? (int64_t)v : -1; }
+
 static int64_t sq_load_len(const hg_tensor *t, int64_t i)
 {
     const void *p = hg_data(t);
     switch (t->dtype) {
-    case HG_DTYPE_F32: return (int64_t)((const float *)p)[i];
-    case HG_DTYPE_F64: return (int64_t)((const double *)p)[i];
-    case HG_DTYPE_F16: return (int64_t)hg_half_to_float(((const uint16_t *)p)[i]);
+    case HG_DTYPE_F32: return sq_float_len(((const float *)p)[i]);
+    case HG_DTYPE_F64: return sq_float_len(((const double *)p)[i]);
+    case HG_DTYPE_F16: return sq_float_len(hg_half_to_float(((const uint16_t *)p)[i]));
     case HG_DTYPE_U8: return ((const uint8_t *)p)[i];
     case HG_DTYPE_I8: return ((const int8_t *)p)[i];
     case HG_DTYPE_I32: return ((const int32_t *)p)[i];

@@ -320,7 +320,7 @@ typedef struct {
 static int64_t sml_len(const sml_job *j, int64_t col)
 {
     double l = sm_ld(j->len, col);
-    return l <= 0 ? 0 : l >= (double)j->n ? j->n : (int64_t)l;
+    return !(l > 0) ? 0 : l >= (double)j->n ? j->n : (int64_t)l; /* NaN: 0 */
 }
 
 static void sml_fwd(void *ctx, int64_t c0, int64_t c1)
