@@ -483,4 +483,5 @@ def build_cases(seed=20240519):
           {'blank_label': 'last', 'use_label_lengths': True}, wrt=[0],
           note='label lengths only'))
     cases.extend(__import__('op_cases_linalg').build_linalg_cases(C))
+    cases.extend(__import__('op_cases_legacyops').cases())  # output layers, softmax family
     return cases

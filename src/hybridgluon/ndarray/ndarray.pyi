@@ -491,15 +491,14 @@ class NDArray:
         data : NDArray
         """
         ...
-    def log_softmax(self, length: NDArray | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-        """log_softmax(data, length, axis=-1, temperature=None, dtype=None, use_length=False)
+    def log_softmax(self, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """log_softmax(data, axis=-1, temperature=None, dtype=None, use_length=False)
 
         log(softmax(x / temperature)) along axis
 
         Inputs
         ------
         data : NDArray
-        length : NDArray
 
         Parameters
         ----------
@@ -510,7 +509,7 @@ class NDArray:
         dtype : dtype or None, default=None
             output dtype (float16, float32 or float64); None: the input's dtype
         use_length : boolean or None, default=False
-            whether to use the length input as a mask over the data (not supported)
+            whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
         """
         ...
     def max(self, axis: _Shape | None = None, keepdims: bool = False, exclude: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -833,7 +832,7 @@ class NDArray:
         dtype : dtype or None, default=None
             output dtype (float16, float32 or float64); None: the input's dtype
         use_length : boolean or None, default=False
-            whether to use the length input as a mask over the data (not supported)
+            whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
         """
         ...
     def sort(self, axis: int | None = -1, is_ascend: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:

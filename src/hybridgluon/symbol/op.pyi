@@ -3830,104 +3830,6 @@ def _backward_clip(ograd: Symbol | None = None, data: Symbol | None = None, a_mi
     ...
 
 
-def softmax(data: Symbol | None = None, length: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """softmax(data, length, axis=-1, temperature=None, dtype=None, use_length=False)
-
-    softmax(x / temperature) along axis (numerically stable)
-
-    Inputs
-    ------
-    data : NDArray
-    length : NDArray
-
-    Parameters
-    ----------
-    axis : int, default=-1
-        the axis along which to compute softmax
-    temperature : float or None, default=None
-        temperature T: computes softmax(x / T); None means 1
-    dtype : dtype or None, default=None
-        output dtype (float16, float32 or float64); None: the input's dtype
-    use_length : boolean or None, default=False
-        whether to use the length input as a mask over the data (not supported)
-    """
-    ...
-
-
-def log_softmax(data: Symbol | None = None, length: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """log_softmax(data, length, axis=-1, temperature=None, dtype=None, use_length=False)
-
-    log(softmax(x / temperature)) along axis
-
-    Inputs
-    ------
-    data : NDArray
-    length : NDArray
-
-    Parameters
-    ----------
-    axis : int, default=-1
-        the axis along which to compute softmax
-    temperature : float or None, default=None
-        temperature T: computes softmax(x / T); None means 1
-    dtype : dtype or None, default=None
-        output dtype (float16, float32 or float64); None: the input's dtype
-    use_length : boolean or None, default=False
-        whether to use the length input as a mask over the data (not supported)
-    """
-    ...
-
-
-def _backward_softmax(ograd: Symbol | None = None, output: Symbol | None = None, data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_softmax(ograd, output, data, axis=-1, temperature=None, dtype=None, use_length=False)
-
-    gradient of softmax: t * y * (dy - sum(dy * y)) along axis (t = 1 / temperature)
-
-    Inputs
-    ------
-    ograd : NDArray
-    output : NDArray
-    data : NDArray
-
-    Parameters
-    ----------
-    axis : int, default=-1
-        the axis along which to compute softmax
-    temperature : float or None, default=None
-        temperature T: computes softmax(x / T); None means 1
-    dtype : dtype or None, default=None
-        output dtype (float16, float32 or float64); None: the input's dtype
-    use_length : boolean or None, default=False
-        whether to use the length input as a mask over the data (not supported)
-    """
-    ...
-
-
-def _backward_log_softmax(ograd: Symbol | None = None, output: Symbol | None = None, data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_log_softmax(ograd, output, data, axis=-1, temperature=None, dtype=None, use_length=False)
-
-    gradient of log_softmax: t * (dy - exp(y) * sum(dy)) along axis
-
-    Inputs
-    ------
-    ograd : NDArray
-    output : NDArray
-    data : NDArray
-
-    Parameters
-    ----------
-    axis : int, default=-1
-        the axis along which to compute softmax
-    temperature : float or None, default=None
-        temperature T: computes softmax(x / T); None means 1
-    dtype : dtype or None, default=None
-        output dtype (float16, float32 or float64); None: the input's dtype
-    use_length : boolean or None, default=False
-        whether to use the length input as a mask over the data (not supported)
-    """
-    ...
-
-
 def LeakyReLU(data: Symbol | None = None, gamma: Symbol | None = None, act_type: Literal['rrelu', 'leaky', 'prelu', 'elu', 'selu', 'gelu'] = 'leaky', slope: float = 0.25, lower_bound: float = 0.125, upper_bound: float = 0.334, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """LeakyReLU(data, gamma, act_type=leaky, slope=0.25, lower_bound=0.125, upper_bound=0.334)
 
@@ -6999,5 +6901,750 @@ def _backward_linalg_slogdet(ograd: Symbol | None = None, sign: Symbol | None = 
     logabsdet : NDArray
     LU : NDArray
     pivot : NDArray
+    """
+    ...
+
+
+def softmax(data: Symbol | None = None, length: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """softmax(data, length, axis=-1, temperature=None, dtype=None, use_length=False)
+
+    softmax(x / temperature) along axis (numerically stable)
+
+    Inputs
+    ------
+    data : NDArray
+    length : NDArray
+
+    Parameters
+    ----------
+    axis : int, default=-1
+        the axis along which to compute softmax
+    temperature : float or None, default=None
+        temperature T: computes softmax(x / T); None means 1
+    dtype : dtype or None, default=None
+        output dtype (float16, float32 or float64); None: the input's dtype
+    use_length : boolean or None, default=False
+        whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+    """
+    ...
+
+
+def log_softmax(data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """log_softmax(data, axis=-1, temperature=None, dtype=None, use_length=False)
+
+    log(softmax(x / temperature)) along axis
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    axis : int, default=-1
+        the axis along which to compute softmax
+    temperature : float or None, default=None
+        temperature T: computes softmax(x / T); None means 1
+    dtype : dtype or None, default=None
+        output dtype (float16, float32 or float64); None: the input's dtype
+    use_length : boolean or None, default=False
+        whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+    """
+    ...
+
+
+def softmin(data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """softmin(data, axis=-1, temperature=None, dtype=None, use_length=False)
+
+    softmax(-x / temperature) along axis
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    axis : int, default=-1
+        the axis along which to compute softmax
+    temperature : float or None, default=None
+        temperature T: computes softmax(x / T); None means 1
+    dtype : dtype or None, default=None
+        output dtype (float16, float32 or float64); None: the input's dtype
+    use_length : boolean or None, default=False
+        whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+    """
+    ...
+
+
+def _backward_softmax(ograd: Symbol | None = None, output: Symbol | None = None, length_or_data: Symbol | None = None, data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_softmax(ograd, output, length_or_data, data, axis=-1, temperature=None, dtype=None, use_length=False)
+
+    gradient of softmax: t * y * (dy - sum(dy * y)) along axis (t = 1 / temperature)
+
+    Inputs
+    ------
+    ograd : NDArray
+    output : NDArray
+    length_or_data : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    axis : int, default=-1
+        the axis along which to compute softmax
+    temperature : float or None, default=None
+        temperature T: computes softmax(x / T); None means 1
+    dtype : dtype or None, default=None
+        output dtype (float16, float32 or float64); None: the input's dtype
+    use_length : boolean or None, default=False
+        whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+    """
+    ...
+
+
+def _backward_log_softmax(ograd: Symbol | None = None, output: Symbol | None = None, length_or_data: Symbol | None = None, data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_log_softmax(ograd, output, length_or_data, data, axis=-1, temperature=None, dtype=None, use_length=False)
+
+    gradient of log_softmax: t * (dy - exp(y) * sum(dy)) along axis
+
+    Inputs
+    ------
+    ograd : NDArray
+    output : NDArray
+    length_or_data : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    axis : int, default=-1
+        the axis along which to compute softmax
+    temperature : float or None, default=None
+        temperature T: computes softmax(x / T); None means 1
+    dtype : dtype or None, default=None
+        output dtype (float16, float32 or float64); None: the input's dtype
+    use_length : boolean or None, default=False
+        whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+    """
+    ...
+
+
+def _backward_softmin(ograd: Symbol | None = None, output: Symbol | None = None, length_or_data: Symbol | None = None, data: Symbol | None = None, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_softmin(ograd, output, length_or_data, data, axis=-1, temperature=None, dtype=None, use_length=False)
+
+    gradient of softmin: -t * y * (dy - sum(dy * y)) along axis
+
+    Inputs
+    ------
+    ograd : NDArray
+    output : NDArray
+    length_or_data : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    axis : int, default=-1
+        the axis along which to compute softmax
+    temperature : float or None, default=None
+        temperature T: computes softmax(x / T); None means 1
+    dtype : dtype or None, default=None
+        output dtype (float16, float32 or float64); None: the input's dtype
+    use_length : boolean or None, default=False
+        whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+    """
+    ...
+
+
+def SoftmaxActivation(data: Symbol | None = None, mode: Literal['instance', 'channel'] = 'instance', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SoftmaxActivation(data, mode=instance)
+
+    softmax over the last axis (mode instance) or axis 1 (mode channel)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    mode : enum, default=instance
+        instance: softmax over the last axis; channel: over axis 1
+        one of: 'instance' 'channel'
+    """
+    ...
+
+
+def _backward_SoftmaxActivation(ograd: Symbol | None = None, output: Symbol | None = None, mode: Literal['instance', 'channel'] = 'instance', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_SoftmaxActivation(ograd, output, mode=instance)
+
+    gradient of SoftmaxActivation: y * (dy - sum(dy * y)) over the mode's axis
+
+    Inputs
+    ------
+    ograd : NDArray
+    output : NDArray
+
+    Parameters
+    ----------
+    mode : enum, default=instance
+        instance: softmax over the last axis; channel: over axis 1
+        one of: 'instance' 'channel'
+    """
+    ...
+
+
+def SoftmaxOutput(data: Symbol | None = None, label: Symbol | None = None, grad_scale: float = 1, ignore_label: float = -1, multi_output: bool = False, use_ignore: bool = False, preserve_shape: bool = False, normalization: Literal['null', 'batch', 'valid'] = 'null', out_grad: bool = False, smooth_alpha: float = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SoftmaxOutput(data, label, grad_scale=1, ignore_label=-1, multi_output=False, use_ignore=False, preserve_shape=False, normalization=null, out_grad=False, smooth_alpha=0)
+
+    softmax output layer: forward softmax, backward the cross-entropy gradient (output - label)
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    ignore_label : float, default=-1
+        label whose instances get no gradient when use_ignore is set
+    multi_output : boolean, default=False
+        softmax over axis 1, one label per trailing position
+    use_ignore : boolean, default=False
+        instances labelled ignore_label get no gradient
+    preserve_shape : boolean, default=False
+        softmax over the last axis
+    normalization : enum, default=null
+        gradient normalisation: null, batch (batch size) or valid (number of labels that are not ignore_label)
+        one of: 'null' 'batch' 'valid'
+    out_grad : boolean, default=False
+        multiplies the gradient by the value MXNet passes as output gradient (the output)
+    smooth_alpha : float, default=0
+        label smoothing: alpha taken from the true class and spread over the others
+
+    Aliases: Softmax
+    """
+    ...
+
+
+def Softmax(data: Symbol | None = None, label: Symbol | None = None, grad_scale: float = 1, ignore_label: float = -1, multi_output: bool = False, use_ignore: bool = False, preserve_shape: bool = False, normalization: Literal['null', 'batch', 'valid'] = 'null', out_grad: bool = False, smooth_alpha: float = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SoftmaxOutput(data, label, grad_scale=1, ignore_label=-1, multi_output=False, use_ignore=False, preserve_shape=False, normalization=null, out_grad=False, smooth_alpha=0)
+
+    softmax output layer: forward softmax, backward the cross-entropy gradient (output - label)
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    ignore_label : float, default=-1
+        label whose instances get no gradient when use_ignore is set
+    multi_output : boolean, default=False
+        softmax over axis 1, one label per trailing position
+    use_ignore : boolean, default=False
+        instances labelled ignore_label get no gradient
+    preserve_shape : boolean, default=False
+        softmax over the last axis
+    normalization : enum, default=null
+        gradient normalisation: null, batch (batch size) or valid (number of labels that are not ignore_label)
+        one of: 'null' 'batch' 'valid'
+    out_grad : boolean, default=False
+        multiplies the gradient by the value MXNet passes as output gradient (the output)
+    smooth_alpha : float, default=0
+        label smoothing: alpha taken from the true class and spread over the others
+
+    Aliases: Softmax
+    """
+    ...
+
+
+def _backward_SoftmaxOutput(output: Symbol | None = None, label: Symbol | None = None, grad_scale: float = 1, ignore_label: float = -1, multi_output: bool = False, use_ignore: bool = False, preserve_shape: bool = False, normalization: Literal['null', 'batch', 'valid'] = 'null', out_grad: bool = False, smooth_alpha: float = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_SoftmaxOutput(output, label, grad_scale=1, ignore_label=-1, multi_output=False, use_ignore=False, preserve_shape=False, normalization=null, out_grad=False, smooth_alpha=0)
+
+    gradient of SoftmaxOutput's loss from (output, label)
+
+    Inputs
+    ------
+    output : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    ignore_label : float, default=-1
+        label whose instances get no gradient when use_ignore is set
+    multi_output : boolean, default=False
+        softmax over axis 1, one label per trailing position
+    use_ignore : boolean, default=False
+        instances labelled ignore_label get no gradient
+    preserve_shape : boolean, default=False
+        softmax over the last axis
+    normalization : enum, default=null
+        gradient normalisation: null, batch (batch size) or valid (number of labels that are not ignore_label)
+        one of: 'null' 'batch' 'valid'
+    out_grad : boolean, default=False
+        multiplies the gradient by the value MXNet passes as output gradient (the output)
+    smooth_alpha : float, default=0
+        label smoothing: alpha taken from the true class and spread over the others
+    """
+    ...
+
+
+def LinearRegressionOutput(data: Symbol | None = None, label: Symbol | None = None, grad_scale: float = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """LinearRegressionOutput(data, label, grad_scale=1)
+
+    least squares output layer: forward identity, backward (output - label) * grad_scale / outputs per example
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    """
+    ...
+
+
+def MAERegressionOutput(data: Symbol | None = None, label: Symbol | None = None, grad_scale: float = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """MAERegressionOutput(data, label, grad_scale=1)
+
+    mean absolute error output layer: forward identity, backward sign(output - label) * grad_scale / outputs per example
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    """
+    ...
+
+
+def LogisticRegressionOutput(data: Symbol | None = None, label: Symbol | None = None, grad_scale: float = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """LogisticRegressionOutput(data, label, grad_scale=1)
+
+    logistic output layer: forward sigmoid, backward (output - label) * grad_scale / outputs per example
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    """
+    ...
+
+
+def _backward_linear_reg_out(label: Symbol | None = None, output: Symbol | None = None, grad_scale: float = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_linear_reg_out(label, output, grad_scale=1)
+
+    gradient of LinearRegressionOutput's loss
+
+    Inputs
+    ------
+    label : NDArray
+    output : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    """
+    ...
+
+
+def _backward_mae_reg_out(label: Symbol | None = None, output: Symbol | None = None, grad_scale: float = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_mae_reg_out(label, output, grad_scale=1)
+
+    gradient of MAERegressionOutput's loss
+
+    Inputs
+    ------
+    label : NDArray
+    output : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    """
+    ...
+
+
+def _backward_logistic_reg_out(label: Symbol | None = None, output: Symbol | None = None, grad_scale: float = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_logistic_reg_out(label, output, grad_scale=1)
+
+    gradient of LogisticRegressionOutput's loss
+
+    Inputs
+    ------
+    label : NDArray
+    output : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        scales the gradient
+    """
+    ...
+
+
+def SVMOutput(data: Symbol | None = None, label: Symbol | None = None, margin: float = 1, regularization_coefficient: float = 1, use_linear: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SVMOutput(data, label, margin=1, regularization_coefficient=1, use_linear=False)
+
+    support vector machine output layer: forward identity, backward the (squared) hinge loss gradient
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    margin : float, default=1
+        the margin of the hinge
+    regularization_coefficient : float, default=1
+        scales the gradient (the SVM's regularisation parameter)
+    use_linear : boolean, default=False
+        L1-SVM (hinge) instead of L2-SVM (squared hinge)
+    """
+    ...
+
+
+def _backward_SVMOutput(output: Symbol | None = None, label: Symbol | None = None, margin: float = 1, regularization_coefficient: float = 1, use_linear: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_SVMOutput(output, label, margin=1, regularization_coefficient=1, use_linear=False)
+
+    gradient of SVMOutput's loss from (output, label)
+
+    Inputs
+    ------
+    output : NDArray
+    label : NDArray
+
+    Parameters
+    ----------
+    margin : float, default=1
+        the margin of the hinge
+    regularization_coefficient : float, default=1
+        scales the gradient (the SVM's regularisation parameter)
+    use_linear : boolean, default=False
+        L1-SVM (hinge) instead of L2-SVM (squared hinge)
+    """
+    ...
+
+
+def MakeLoss(data: Symbol | None = None, grad_scale: float = 1, valid_thresh: float = 0, normalization: Literal['null', 'batch', 'valid'] = 'null', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """MakeLoss(data, grad_scale=1, valid_thresh=0, normalization=null)
+
+    marks data as a loss: forward identity, gradient grad_scale (normalised)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        the gradient's value
+    valid_thresh : float, default=0
+        elements above it count as valid (normalization 'valid')
+    normalization : enum, default=null
+        null, batch (divide by the batch size) or valid (by the number of valid elements)
+        one of: 'null' 'batch' 'valid'
+    """
+    ...
+
+
+def _backward_MakeLoss(data: Symbol | None = None, grad_scale: float = 1, valid_thresh: float = 0, normalization: Literal['null', 'batch', 'valid'] = 'null', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_MakeLoss(data, grad_scale=1, valid_thresh=0, normalization=null)
+
+    gradient of MakeLoss: grad_scale, normalised as the attributes say
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    grad_scale : float, default=1
+        the gradient's value
+    valid_thresh : float, default=0
+        elements above it count as valid (normalization 'valid')
+    normalization : enum, default=null
+        null, batch (divide by the batch size) or valid (by the number of valid elements)
+        one of: 'null' 'batch' 'valid'
+    """
+    ...
+
+
+def softmax_cross_entropy(data: Symbol | None = None, label: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """softmax_cross_entropy(data, label)
+
+    sum over the batch of -log softmax(data)[label]; data (n, k), label (n,)
+
+    Inputs
+    ------
+    data : NDArray
+    label : NDArray
+    """
+    ...
+
+
+def _backward_softmax_cross_entropy(ograd: Symbol | None = None, data: Symbol | None = None, label: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_softmax_cross_entropy(ograd, data, label)
+
+    gradient of softmax_cross_entropy: ograd * (softmax(data) - one_hot(label))
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    label : NDArray
+    """
+    ...
+
+
+def hard_sigmoid(data: Symbol | None = None, alpha: float = 0.2, beta: float = 0.5, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """hard_sigmoid(data, alpha=0.2, beta=0.5)
+
+    clip(alpha * x + beta, 0, 1)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    alpha : float, default=0.2
+        slope
+    beta : float, default=0.5
+        offset
+    """
+    ...
+
+
+def _backward_hard_sigmoid(ograd: Symbol | None = None, data: Symbol | None = None, alpha: float = 0.2, beta: float = 0.5, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_hard_sigmoid(ograd, data, alpha=0.2, beta=0.5)
+
+    gradient of hard_sigmoid: ograd * alpha inside (0, 1)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    alpha : float, default=0.2
+        slope
+    beta : float, default=0.5
+        offset
+    """
+    ...
+
+
+def smooth_l1(data: Symbol | None = None, scalar: float = 1, is_int: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """smooth_l1(data, scalar=1, is_int=True)
+
+    smooth L1 loss with sigma = scalar, element-wise
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    scalar : float, default=1
+        sigma
+    is_int : boolean, default=True
+        whether the scalar was given as an integer (kept for MXNet's attributes)
+    """
+    ...
+
+
+def _backward_smooth_l1(ograd: Symbol | None = None, data: Symbol | None = None, scalar: float = 1, is_int: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_smooth_l1(ograd, data, scalar=1, is_int=True)
+
+    gradient of smooth_l1
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    scalar : float, default=1
+        sigma
+    is_int : boolean, default=True
+        whether the scalar was given as an integer (kept for MXNet's attributes)
+    """
+    ...
+
+
+def SequenceLast(data: Symbol | None = None, sequence_length: Symbol | None = None, use_sequence_length: bool = False, axis: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SequenceLast(data, sequence_length, use_sequence_length=False, axis=0)
+
+    the last step of each sequence (its length's, or the last one)
+
+    Inputs
+    ------
+    data : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: the length of each sequence
+    axis : int, default=0
+        the sequence axis: 0 or 1 for SequenceLast, 0 for SequenceReverse
+    """
+    ...
+
+
+def _backward_SequenceLast(ograd: Symbol | None = None, data: Symbol | None = None, sequence_length: Symbol | None = None, use_sequence_length: bool = False, axis: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_SequenceLast(ograd, data, sequence_length, use_sequence_length=False, axis=0)
+
+    gradient of SequenceLast: ograd placed at each sequence's last step, zeros elsewhere
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: the length of each sequence
+    axis : int, default=0
+        the sequence axis: 0 or 1 for SequenceLast, 0 for SequenceReverse
+    """
+    ...
+
+
+def SequenceReverse(data: Symbol | None = None, sequence_length: Symbol | None = None, use_sequence_length: bool = False, axis: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """SequenceReverse(data, sequence_length, use_sequence_length=False, axis=0)
+
+    reverses each sequence along axis 0 within its length; padding stays in place
+
+    Inputs
+    ------
+    data : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: the length of each sequence
+    axis : int, default=0
+        the sequence axis: 0 or 1 for SequenceLast, 0 for SequenceReverse
+    """
+    ...
+
+
+def LRN(data: Symbol | None = None, alpha: float = 0.0001, beta: float = 0.75, knorm: float = 2, nsize: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """LRN(data, alpha=0.0001, beta=0.75, knorm=2, nsize=<required>)
+
+    local response normalisation across channels: x * (knorm + alpha / nsize * window sum of x^2)^-beta
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    alpha : float, default=0.0001
+        the variance scaling alpha
+    beta : float, default=0.75
+        the power beta
+    knorm : float, default=2
+        the constant k
+    nsize : int, required
+        the window width in channels (odd)
+    """
+    ...
+
+
+def _backward_LRN(ograd: Symbol | None = None, data: Symbol | None = None, tmp_norm: Symbol | None = None, alpha: float = 0.0001, beta: float = 0.75, knorm: float = 2, nsize: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_LRN(ograd, data, tmp_norm, alpha=0.0001, beta=0.75, knorm=2, nsize=<required>)
+
+    gradient of LRN from (ograd, data, tmp_norm)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    tmp_norm : NDArray
+
+    Parameters
+    ----------
+    alpha : float, default=0.0001
+        the variance scaling alpha
+    beta : float, default=0.75
+        the power beta
+    knorm : float, default=2
+        the constant k
+    nsize : int, required
+        the window width in channels (odd)
+    """
+    ...
+
+
+def Crop(*data: Symbol, num_args: int = ..., offset: _Shape = (0, 0), h_w: _Shape = (0, 0), center_crop: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """Crop(*data, num_args=<required>, offset=(0, 0), h_w=(0, 0), center_crop=False)
+
+    crops 4-D data (NCHW) to h_w or to crop_like's height and width, at offset or centred
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        1: crop to h_w; 2: crop to the height and width of the second input (crop_like)
+    offset : Shape(tuple), default=(0, 0)
+        crop offset (y, x)
+    h_w : Shape(tuple), default=(0, 0)
+        crop height and width (h, w)
+    center_crop : boolean, default=False
+        crop the centre (offset ignored)
+    """
+    ...
+
+
+def _backward_Crop(ograd: Symbol | None = None, data: Symbol | None = None, num_args: int = ..., offset: _Shape = (0, 0), h_w: _Shape = (0, 0), center_crop: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_Crop(ograd, data, num_args=<required>, offset=(0, 0), h_w=(0, 0), center_crop=False)
+
+    gradient of Crop: zeros of data's shape with ograd at the crop window
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        1: crop to h_w; 2: crop to the height and width of the second input (crop_like)
+    offset : Shape(tuple), default=(0, 0)
+        crop offset (y, x)
+    h_w : Shape(tuple), default=(0, 0)
+        crop height and width (h, w)
+    center_crop : boolean, default=False
+        crop the centre (offset ignored)
     """
     ...
