@@ -6113,3 +6113,67 @@ def _contrib_ctc_loss(data: NDArray | None = None, label: NDArray | None = None,
     Aliases: ctc_loss _contrib_CTCLoss _contrib_ctc_loss
     """
     ...
+
+
+def _contrib_round_ste(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_round_ste(data)
+
+    round to the nearest integer (halves away from zero); straight-through gradient
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_sign_ste(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_sign_ste(data)
+
+    -1, 0 or 1 by the sign of x; straight-through gradient
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_gradientmultiplier(data: NDArray | None = None, scalar: float = 1, is_int: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_gradientmultiplier(data, scalar=1, is_int=True)
+
+    identity forward; the gradient is multiplied by scalar
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    scalar : float, default=1
+        factor the gradient is multiplied by
+    is_int : boolean, default=True
+        whether the scalar was an integer in the front end
+    """
+    ...
+
+
+def _contrib_quadratic(data: NDArray | None = None, a: float = 0, b: float = 0, c: float = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_quadratic(data, a=0, b=0, c=0)
+
+    a * x^2 + b * x + c
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    a : float, default=0
+        coefficient of the quadratic term
+    b : float, default=0
+        coefficient of the linear term
+    c : float, default=0
+        constant term
+    """
+    ...

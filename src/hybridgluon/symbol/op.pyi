@@ -6067,3 +6067,67 @@ def _contrib_ctc_loss(data: Symbol | None = None, label: Symbol | None = None, d
     Aliases: ctc_loss _contrib_CTCLoss _contrib_ctc_loss
     """
     ...
+
+
+def _contrib_round_ste(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_round_ste(data)
+
+    round to the nearest integer (halves away from zero); straight-through gradient
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_sign_ste(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_sign_ste(data)
+
+    -1, 0 or 1 by the sign of x; straight-through gradient
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_gradientmultiplier(data: Symbol | None = None, scalar: float = 1, is_int: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_gradientmultiplier(data, scalar=1, is_int=True)
+
+    identity forward; the gradient is multiplied by scalar
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    scalar : float, default=1
+        factor the gradient is multiplied by
+    is_int : boolean, default=True
+        whether the scalar was an integer in the front end
+    """
+    ...
+
+
+def _contrib_quadratic(data: Symbol | None = None, a: float = 0, b: float = 0, c: float = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_quadratic(data, a=0, b=0, c=0)
+
+    a * x^2 + b * x + c
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    a : float, default=0
+        coefficient of the quadratic term
+    b : float, default=0
+        coefficient of the linear term
+    c : float, default=0
+        constant term
+    """
+    ...
