@@ -8,7 +8,7 @@ import pytest
 from gradcheck import check_grad, symbolic_grad
 
 GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_round_ste',
-                 '_contrib_sign_ste']
+                 '_contrib_sign_ste', '_contrib_box_nms']
 
 
 def rand(shape, seed=0):
@@ -42,3 +42,29 @@ def test_ste_grad_is_identity(op):
 def test_quadratic_and_multiplier_compose():
     """Finite differences of quadratic, through the multiplier set to 1 (the identity)."""
     check_grad('_contrib_gradientmultiplier', [rand((3,))], attrs={'scalar': 1.0})
+
+
+@pytest.mark.parametrize('attrs', [{'overlap_thresh': 0.3}, {'overlap_thresh': 0.3, 'id_index': 0},
+                                   {'overlap_thresh': 0.4, 'topk': 3}])
+def test_box_nms_grad(attrs):
+    """box_nms is piecewise linear in its input: with distinct scores and no IoU at the
+    threshold, small steps keep the selection and finite differences see the routing."""
+    r = np.random.RandomState(4)
+    ids = r.randint(0, 2, (2, 5, 1)) + 0.5   # class ids compare truncated: no step crosses one
+    scores = (r.permutation(10).reshape(2, 5, 1) + 1.0) / 11
+    centre = r.uniform(2, 4, (2, 5, 2))
+    half = r.uniform(0.5, 1.5, (2, 5, 2))
+    data = np.concatenate([ids, scores, centre - half, centre + half], -1)
+    check_grad('_contrib_box_nms', [data], attrs=attrs)
+
+
+def test_box_nms_grad_ignores_the_format_change():
+    """MXNet's rule routes the output gradient to the source rows as they are, also when
+    out_format re-encodes the coordinates: the same gradient as without the change."""
+    data = np.random.RandomState(1).uniform(0.1, 1, (1, 4, 6))
+    data[..., 4:] += 1
+    hg = np.random.RandomState(2).standard_normal((1, 4, 6))
+    a, = symbolic_grad('_contrib_box_nms', [data], {'out_format': 'center'}, [0], [hg])
+    b, = symbolic_grad('_contrib_box_nms', [data], {}, [0], [hg])
+    np.testing.assert_array_equal(a, b)
+    assert np.abs(a).sum() > 0

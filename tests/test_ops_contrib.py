@@ -9,7 +9,9 @@ import hybridgluon as mx
 
 nd = mx.nd
 OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmultiplier',
-               '_contrib_quadratic']
+               '_contrib_quadratic', '_contrib_box_iou', '_contrib_box_nms',
+               '_contrib_bipartite_matching', '_contrib_box_encode', '_contrib_box_decode',
+               '_backward_contrib_box_nms']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -119,3 +121,336 @@ def test_elemwise_contrib_in_symbol_namespace():
     assert s.list_arguments() == ['x']
     out = mx.sym.contrib.gradientmultiplier(s, scalar=2.0)
     assert 'gradientmultiplier' in out.tojson()
+
+
+# ---- boxes -------------------------------------------------------------------------------------
+
+def corners(lead, seed=0, scale=10.0):
+    r = np.random.RandomState(seed)
+    xy = r.uniform(0, scale, tuple(lead) + (2,))
+    wh = r.uniform(0.5, scale / 2, tuple(lead) + (2,))
+    return np.concatenate([xy, xy + wh], -1)
+
+
+def to_center(b):
+    return np.concatenate([(b[..., :2] + b[..., 2:]) / 2, b[..., 2:] - b[..., :2]], -1)
+
+
+def iou_ref(a, b):
+    """IoU of corner boxes, every box of a with every box of b."""
+    a2, b2 = a.reshape(-1, 1, 4), b.reshape(1, -1, 4)
+    w = np.clip(np.minimum(a2[..., 2], b2[..., 2]) - np.maximum(a2[..., 0], b2[..., 0]), 0, None)
+    h = np.clip(np.minimum(a2[..., 3], b2[..., 3]) - np.maximum(a2[..., 1], b2[..., 1]), 0, None)
+    inter = w * h
+
+    def area(x):
+        return np.clip(x[..., 2] - x[..., 0], 0, None) * np.clip(x[..., 3] - x[..., 1], 0, None)
+    union = area(a2) + area(b2) - inter
+    out = np.where(inter > 0, inter / np.where(inter > 0, union, 1), 0)
+    return out.reshape(a.shape[:-1] + b.shape[:-1])
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('la,lb', [((1,), (1,)), ((3,), (2, 2)), ((2, 1, 3), (4,)), ((0,), (3,)),
+                                   ((2,), (0, 2))])
+def test_box_iou(dtype, la, lb):
+    a, b = corners(la, 1), corners(lb, 2)
+    ref = iou_ref(a, b)
+    for fmt, fa, fb in [('corner', a, b), ('center', to_center(a), to_center(b))]:
+        y = nd.contrib.box_iou(nd.array(fa, dtype=dtype), nd.array(fb, dtype=dtype), format=fmt)
+        assert y.shape == la + lb and y.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **TOL[dtype])
+
+
+def test_box_iou_disjoint_touching_and_identical():
+    a = np.array([[0, 0, 2, 2], [0, 0, 2, 2], [0, 0, 2, 2]], 'f4')
+    b = np.array([[2, 0, 4, 2], [0, 0, 2, 2], [1, 1, 3, 3]], 'f4')
+    y = nd.contrib.box_iou(nd.array(a), nd.array(b)).asnumpy()
+    np.testing.assert_allclose(np.diag(y), [0, 1, 1 / 7], rtol=1e-6)
+
+
+def test_box_iou_errors():
+    with pytest.raises(mx.MXNetError, match='last dimension of 4'):
+        nd.contrib.box_iou(nd.zeros((3, 5)), nd.zeros((2, 4)))
+    with pytest.raises(mx.MXNetError, match='ndim >= 2'):
+        nd.contrib.box_iou(nd.zeros((4,)), nd.zeros((2, 4)))
+    with pytest.raises(mx.MXNetError, match='float'):
+        nd.contrib.box_iou(nd.zeros((1, 4), dtype='int32'), nd.zeros((1, 4), dtype='int32'))
+
+
+def nms_ref(data, thresh=0.5, valid=0.0, topk=-1, coord=2, score=1, cid=-1, bid=-1,
+            force=False, in_format='corner', out_format='corner'):
+    """Greedy NMS by definition, per batch: (output, the input row of each output row)."""
+    shape = data.shape
+    x = data.reshape(-1, shape[-2], shape[-1]).astype('f8')
+    out = -np.ones_like(x)
+    rec = -np.ones(x.shape[:2], np.int64)
+    n = x.shape[1]
+    k = n if topk < 0 else min(n, topk)
+    for b in range(x.shape[0]):
+        ok = [i for i in range(n) if x[b, i, score] > valid and (cid < 0 or x[b, i, cid] != bid)]
+        ok = sorted(ok, key=lambda i: -x[b, i, score])[:k]
+        boxes = x[b, :, coord:coord + 4]
+        if in_format == 'center':
+            boxes = np.concatenate([boxes[:, :2] - boxes[:, 2:] / 2,
+                                    boxes[:, :2] + boxes[:, 2:] / 2], -1)
+        keep = []
+        for i in ok:
+            if all(not (force or cid < 0 or x[b, i, cid] == x[b, j, cid]) or
+                   iou_ref(boxes[i:i + 1], boxes[j:j + 1])[0, 0] <= thresh for j in keep):
+                keep.append(i)
+        for r, i in enumerate(keep):
+            out[b, r] = x[b, i]
+            rec[b, r] = b * n + i
+            if in_format != out_format:
+                c = out[b, r, coord:coord + 4]
+                c[:] = to_center(c) if out_format == 'center' else np.concatenate(
+                    [c[:2] - c[2:] / 2, c[:2] + c[2:] / 2])
+    return out.reshape(shape), rec
+
+
+def detections(batch, n, seed=0, ncls=3):
+    r = np.random.RandomState(seed)
+    ids = r.randint(0, ncls, (batch, n, 1))
+    scores = (r.permutation(batch * n).reshape(batch, n, 1) + 1.0) / (batch * n + 1)
+    centre = r.uniform(2, 4, (batch, n, 2))
+    half = r.uniform(0.5, 1.5, (batch, n, 2))
+    return np.concatenate([ids, scores, centre - half, centre + half], -1)
+
+
+NMS_SETTINGS = [
+    {}, {'thresh': 0.3}, {'thresh': 0.3, 'cid': 0}, {'thresh': 0.3, 'cid': 0, 'force': True},
+    {'thresh': 0.4, 'valid': 0.3, 'topk': 4}, {'thresh': 0.4, 'cid': 0, 'bid': 1},
+    {'thresh': 0.25, 'out_format': 'center'}, {'topk': 0},
+]
+NMS_KW = {'thresh': 'overlap_thresh', 'valid': 'valid_thresh', 'topk': 'topk', 'cid': 'id_index',
+          'bid': 'background_id', 'force': 'force_suppress', 'in_format': 'in_format',
+          'out_format': 'out_format'}
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('setting', range(len(NMS_SETTINGS)))
+@pytest.mark.parametrize('lead', [(1,), (3,), (2, 2)])
+def test_box_nms(dtype, setting, lead):
+    kw = NMS_SETTINGS[setting]
+    data = detections(int(np.prod(lead)), 7, seed=setting).reshape(lead + (7, 6))
+    data = data.astype(dtype).astype('f8')
+    y = nd.contrib.box_nms(nd.array(data, dtype=dtype), **{NMS_KW[k]: v for k, v in kw.items()})
+    assert y.dtype == np.dtype(dtype) and y.shape == data.shape
+    if kw.get('topk') == 0:   # MXNet: nothing to do, the input comes back
+        np.testing.assert_array_equal(y.asnumpy(), data.astype(dtype))
+        return
+    ref, _ = nms_ref(data, **kw)
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **TOL[dtype])
+
+
+def test_box_nms_center_input_and_other_columns():
+    data = detections(2, 6, seed=5)
+    cen = data.copy()
+    cen[..., 2:] = to_center(data[..., 2:])
+    ref, _ = nms_ref(data, thresh=0.3)
+    y = nd.contrib.box_nms(nd.array(cen, dtype='float64'), overlap_thresh=0.3, in_format='center',
+                           out_format='corner')
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-12, atol=1e-12)
+    # coordinates first, then score, then class id
+    moved = np.concatenate([data[..., 2:], data[..., 1:2], data[..., 0:1]], -1)
+    ref2, _ = nms_ref(moved, thresh=0.3, coord=0, score=4, cid=5)
+    y2 = nd.contrib.box_nms(nd.array(moved, dtype='float64'), overlap_thresh=0.3, coord_start=0,
+                            score_index=4, id_index=5)
+    np.testing.assert_allclose(y2.asnumpy(), ref2, rtol=1e-12, atol=1e-12)
+
+
+def test_box_nms_hand_worked():
+    """Two overlapping boxes of one class and a far one: the lower-scored neighbour goes, the
+    rest come sorted by score, then rows of -1."""
+    data = np.array([[0, 0.6, 0, 0, 2, 2], [0, 0.9, 0.1, 0.1, 2, 2], [1, 0.7, 5, 5, 6, 6],
+                     [0, 0.05, 9, 9, 10, 10]], 'f4')
+    y = nd.contrib.box_nms(nd.array(data), overlap_thresh=0.5, valid_thresh=0.1).asnumpy()
+    np.testing.assert_allclose(y, [data[1], data[2], [-1] * 6, [-1] * 6])
+
+
+def test_box_nms_gradient_follows_the_record():
+    data = detections(2, 6, seed=3)
+    _, rec = nms_ref(data, thresh=0.3)
+    x = nd.array(data, dtype='float64')
+    x.attach_grad()
+    hg = np.random.RandomState(0).standard_normal(data.shape)
+    with mx.autograd.record():
+        y = nd.contrib.box_nms(x, overlap_thresh=0.3)
+    y.backward(nd.array(hg, dtype='float64'))
+    want = np.zeros((12, 6))
+    for i, src in enumerate(rec.reshape(-1)):
+        if src >= 0:
+            want[src] = hg.reshape(-1, 6)[i]
+    np.testing.assert_array_equal(x.grad.asnumpy(), want.reshape(data.shape))
+
+
+def test_backward_box_nms_routes_rows():
+    """The backward op alone: output row i's gradient goes to input row record[i]; -1 rows
+    and records out of range give nothing; rows nobody copied get zero."""
+    bw = mx._core.get_op('_backward_contrib_box_nms')
+    dy = np.arange(24, dtype='f4').reshape(1, 4, 6)
+    rec = np.array([[[2], [0], [-1], [7]]], 'f4')
+    dx = bw(nd.array(dy), nd.array(rec)).asnumpy()
+    want = np.zeros_like(dy)
+    want[0, 2], want[0, 0] = dy[0, 0], dy[0, 1]
+    np.testing.assert_array_equal(dx, want)
+    with pytest.raises(mx.MXNetError, match='do not match'):
+        bw(nd.array(dy), nd.zeros((1, 3, 1)))
+
+
+def test_box_nms_alias_and_hidden_output():
+    data = nd.array(detections(1, 4))
+    a = nd.contrib.box_nms(data)
+    b = nd.contrib.box_non_maximum_suppression(data)
+    assert not isinstance(a, (list, tuple))
+    np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    assert len(mx.sym.contrib.box_nms(mx.sym.var('d')).list_outputs()) == 1
+
+
+@pytest.mark.parametrize('kw,match', [
+    ({}, 'at least 5'), ({'id_index': 0, 'coord_start': 0}, 'conflicts'),
+    ({'score_index': 9}, 'out of range'), ({'coord_start': 3}, 'out of range'),
+    ({'id_index': 1}, 'conflicts with score_index')])
+def test_box_nms_errors(kw, match):
+    width = 4 if not kw else 6
+    with pytest.raises(mx.MXNetError, match=match):
+        nd.contrib.box_nms(nd.zeros((3, width)), **kw)
+    with pytest.raises(mx.MXNetError, match='ndim >= 2'):
+        nd.contrib.box_nms(nd.zeros((6,)))
+
+
+def matching_ref(s, threshold, is_ascend=False, topk=-1):
+    lead, (nr, nc) = s.shape[:-2], s.shape[-2:]
+    flat = s.reshape(int(np.prod(lead)), nr * nc)
+    rows = -np.ones((flat.shape[0], nr))
+    cols = -np.ones((flat.shape[0], nc))
+    for b, v in enumerate(flat):
+        order = np.argsort(v if is_ascend else -v, kind='stable')
+        count = 0
+        for j in order:
+            r, c = divmod(int(j), nc)
+            if rows[b, r] != -1 or cols[b, c] != -1:
+                continue
+            if not (v[j] < threshold if is_ascend else v[j] > threshold):
+                break
+            rows[b, r], cols[b, c] = c, r
+            count += 1
+            if 0 < topk < count:   # MXNet's check follows the count: topk + 1 matches
+                break
+    return rows.reshape(lead + (nr,)), cols.reshape(lead + (nc,))
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('shape', [(1, 1), (3, 4), (5, 2), (2, 3, 3), (2, 2, 2, 5), (0, 3)])
+@pytest.mark.parametrize('kw', [{'threshold': 0.2}, {'threshold': 0.7, 'is_ascend': True},
+                                {'threshold': 0.0, 'topk': 1}, {'threshold': 0.5}])
+def test_bipartite_matching(dtype, shape, kw):
+    size = int(np.prod(shape))
+    s = (np.random.RandomState(size).permutation(size).reshape(shape) + 0.5) / max(size, 1)
+    s = s.astype(dtype)
+    rows, cols = nd.contrib.bipartite_matching(nd.array(s, dtype=dtype), **kw)
+    rr, rc = matching_ref(s.astype('f8'), np.float32(kw['threshold']), kw.get('is_ascend', False),
+                          kw.get('topk', -1))
+    assert rows.dtype == np.dtype(dtype) and rows.shape == shape[:-1]
+    assert cols.shape == shape[:-2] + shape[-1:]
+    np.testing.assert_array_equal(rows.asnumpy(), rr)
+    np.testing.assert_array_equal(cols.asnumpy(), rc)
+
+
+def test_bipartite_matching_errors():
+    with pytest.raises(mx.MXNetError, match='threshold'):
+        nd.contrib.bipartite_matching(nd.zeros((2, 2)))
+    with pytest.raises(mx.MXNetError, match='ndim >= 2'):
+        nd.contrib.bipartite_matching(nd.zeros((3,)), threshold=0.1)
+
+
+def encode_ref(samples, matches, anchors, refs, means, stds):
+    b, n = samples.shape
+    t = np.zeros((b, n, 4))
+    m = np.zeros((b, n, 4))
+    for i in range(b):
+        for j in range(n):
+            if samples[i, j] <= 0.5:
+                continue
+            m[i, j] = 1
+            a, r = anchors[i, j], refs[i, int(matches[i, j])]
+            aw, ah = a[2] - a[0], a[3] - a[1]
+            rw, rh = r[2] - r[0], r[3] - r[1]
+            t[i, j] = [((r[0] + rw / 2) - (a[0] + aw / 2)) / aw, ((r[1] + rh / 2) -
+                       (a[1] + ah / 2)) / ah, np.log(rw / aw), np.log(rh / ah)]
+            t[i, j] = (t[i, j] - means) / stds
+    return t, m
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('b,n,m', [(1, 1, 1), (2, 5, 3), (3, 4, 6), (2, 0, 3)])
+def test_box_encode(dtype, b, n, m):
+    r = np.random.RandomState(n * 7 + m)
+    samples = r.choice([-1.0, 0.0, 1.0], (b, n))
+    matches = r.randint(0, m, (b, n)).astype('f8')
+    anchors, refs = corners((b, n), 1), corners((b, m), 2)
+    means, stds = np.array([0.1, -0.1, 0.0, 0.2]), np.array([0.1, 0.1, 0.2, 0.2])
+    args = [samples, matches, anchors, refs, means, stds]
+    args = [a.astype(dtype).astype('f8') for a in args]
+    t, msk = nd.contrib.box_encode(*[nd.array(a, dtype=dtype) for a in args])
+    rt, rm = encode_ref(*args)
+    assert t.shape == (b, n, 4) and t.dtype == np.dtype(dtype)
+    tol = dict(rtol=5e-2, atol=5e-2) if dtype == 'float16' else TOL[dtype]
+    np.testing.assert_allclose(t.asnumpy().astype('f8'), rt, **tol)
+    np.testing.assert_array_equal(msk.asnumpy(), rm)
+
+
+def test_box_encode_errors():
+    a = nd.array(corners((1, 2), 0))
+    ok = [nd.array([[1, 1]]), nd.array([[0, 1]]), a, a, nd.zeros(4), nd.ones(4)]
+    with pytest.raises(mx.MXNetError, match='out of range'):
+        nd.contrib.box_encode(ok[0], nd.array([[0, 5]]), *ok[2:])
+    with pytest.raises(mx.MXNetError, match='means'):
+        nd.contrib.box_encode(*ok[:4], nd.zeros(3), ok[5])
+    with pytest.raises(mx.MXNetError, match='samples'):
+        nd.contrib.box_encode(nd.ones((1, 3)), *ok[1:])
+    with pytest.raises(mx.MXNetError, match='anchors'):
+        nd.contrib.box_encode(*ok[:2], nd.zeros((1, 2, 5)), *ok[3:])
+
+
+def decode_ref(x, anchors, stds, clip, fmt):
+    a = anchors.reshape(-1, 4)
+    if fmt == 'corner':
+        a = to_center(a)
+    ox = x[..., 0] * stds[0] * a[:, 2] + a[:, 0]
+    oy = x[..., 1] * stds[1] * a[:, 3] + a[:, 1]
+    dw, dh = x[..., 2] * stds[2], x[..., 3] * stds[3]
+    if clip > 0:
+        dw, dh = np.minimum(dw, clip), np.minimum(dh, clip)
+    ow, oh = np.exp(dw) * a[:, 2] / 2, np.exp(dh) * a[:, 3] / 2
+    return np.stack([ox - ow, oy - oh, ox + ow, oy + oh], -1)
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('b,n', [(1, 1), (2, 4), (3, 0)])
+@pytest.mark.parametrize('fmt,clip', [('center', -1.0), ('corner', -1.0), ('corner', 0.3),
+                                      ('center', 0.5)])
+def test_box_decode(dtype, b, n, fmt, clip):
+    r = np.random.RandomState(b * 10 + n)
+    x = r.uniform(-1, 1, (b, n, 4)).astype(dtype).astype('f8')
+    anchors = corners((1, n), 3)
+    if fmt == 'center':
+        anchors = to_center(anchors)
+    anchors = anchors.astype(dtype).astype('f8')
+    stds = (0.1, 0.1, 0.2, 0.2)
+    y = nd.contrib.box_decode(nd.array(x, dtype=dtype), nd.array(anchors, dtype=dtype), *stds,
+                              clip=clip, format=fmt)
+    ref = decode_ref(x, anchors, np.float32(stds).astype('f8'), np.float32(clip), fmt)
+    assert y.shape == (b, n, 4) and y.dtype == np.dtype(dtype)
+    tol = dict(rtol=1e-2, atol=5e-2) if dtype == 'float16' else TOL[dtype]
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **tol)
+
+
+def test_box_decode_errors():
+    with pytest.raises(mx.MXNetError, match='data must have shape'):
+        nd.contrib.box_decode(nd.zeros((2, 4)), nd.zeros((1, 2, 4)))
+    with pytest.raises(mx.MXNetError, match='anchors must have shape'):
+        nd.contrib.box_decode(nd.zeros((1, 3, 4)), nd.zeros((1, 2, 4)))
+    with pytest.raises(mx.MXNetError, match='dtype'):
+        nd.contrib.box_decode(nd.zeros((1, 2, 4)), nd.zeros((1, 2, 4), dtype='float64'))

@@ -6177,3 +6177,180 @@ def _contrib_quadratic(data: NDArray | None = None, a: float = 0, b: float = 0, 
         constant term
     """
     ...
+
+
+def _contrib_box_iou(lhs: NDArray | None = None, rhs: NDArray | None = None, format: Literal['corner', 'center'] = 'corner', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_box_iou(lhs, rhs, format=corner)
+
+    intersection over union of every box of lhs with every box of rhs; output shape lhs.shape[:-1] + rhs.shape[:-1] (no gradient: MXNet's is zero)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+
+    Parameters
+    ----------
+    format : enum, default=corner
+        box encoding: corner [xmin, ymin, xmax, ymax] or center [x, y, w, h]
+        one of: 'corner' 'center'
+    """
+    ...
+
+
+def _contrib_box_nms(data: NDArray | None = None, overlap_thresh: float = 0.5, valid_thresh: float = 0, topk: int = -1, coord_start: int = 2, score_index: int = 1, id_index: int = -1, background_id: int = -1, force_suppress: bool = False, in_format: Literal['corner', 'center'] = 'corner', out_format: Literal['corner', 'center'] = 'corner', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_box_nms(data, overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+    greedy non-maximum suppression per batch: kept boxes first, by descending score, then rows of -1
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    overlap_thresh : float, default=0.5
+        IoU above which the box with the smaller score is suppressed
+    valid_thresh : float, default=0
+        boxes whose score is not above this are dropped first
+    topk : int, default=-1
+        apply nms to the topk boxes of highest score only, -1 for all
+    coord_start : int, default=2
+        index of the first of the 4 consecutive coordinates
+    score_index : int, default=1
+        index of the score
+    id_index : int, default=-1
+        index of the class id, -1 for none
+    background_id : int, default=-1
+        class id of the background, whose boxes are dropped
+    force_suppress : boolean, default=False
+        suppress across classes (otherwise only boxes of the same class)
+    in_format : enum, default=corner
+        input box encoding
+        one of: 'corner' 'center'
+    out_format : enum, default=corner
+        output box encoding
+        one of: 'corner' 'center'
+
+    Aliases: _contrib_box_non_maximum_suppression
+    """
+    ...
+
+
+def _contrib_box_non_maximum_suppression(data: NDArray | None = None, overlap_thresh: float = 0.5, valid_thresh: float = 0, topk: int = -1, coord_start: int = 2, score_index: int = 1, id_index: int = -1, background_id: int = -1, force_suppress: bool = False, in_format: Literal['corner', 'center'] = 'corner', out_format: Literal['corner', 'center'] = 'corner', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_box_nms(data, overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+    greedy non-maximum suppression per batch: kept boxes first, by descending score, then rows of -1
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    overlap_thresh : float, default=0.5
+        IoU above which the box with the smaller score is suppressed
+    valid_thresh : float, default=0
+        boxes whose score is not above this are dropped first
+    topk : int, default=-1
+        apply nms to the topk boxes of highest score only, -1 for all
+    coord_start : int, default=2
+        index of the first of the 4 consecutive coordinates
+    score_index : int, default=1
+        index of the score
+    id_index : int, default=-1
+        index of the class id, -1 for none
+    background_id : int, default=-1
+        class id of the background, whose boxes are dropped
+    force_suppress : boolean, default=False
+        suppress across classes (otherwise only boxes of the same class)
+    in_format : enum, default=corner
+        input box encoding
+        one of: 'corner' 'center'
+    out_format : enum, default=corner
+        output box encoding
+        one of: 'corner' 'center'
+
+    Aliases: _contrib_box_non_maximum_suppression
+    """
+    ...
+
+
+def _backward_contrib_box_nms(ograd: NDArray | None = None, record: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_contrib_box_nms(ograd, record)
+
+    box_nms's gradient: each output row's gradient goes back to the input row it was copied from (record), the rest get zero
+
+    Inputs
+    ------
+    ograd : NDArray
+    record : NDArray
+    """
+    ...
+
+
+def _contrib_bipartite_matching(data: NDArray | None = None, is_ascend: bool = False, threshold: float = ..., topk: int = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_bipartite_matching(data, is_ascend=False, threshold=<required>, topk=-1)
+
+    greedy bipartite matching of a (..., rows, cols) score matrix by sorted score: the column matched to each row and the row matched to each column (-1: none)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    is_ascend : boolean, default=False
+        match the lowest scores first (then threshold is an upper bound)
+    threshold : float, required
+        scores not above (is_ascend: not below) this end the matching
+    topk : int, default=-1
+        limit of matches, -1 for none
+    """
+    ...
+
+
+def _contrib_box_encode(samples: NDArray | None = None, matches: NDArray | None = None, anchors: NDArray | None = None, refs: NDArray | None = None, means: NDArray | None = None, stds: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_box_encode(samples, matches, anchors, refs, means, stds)
+
+    box regression targets (normalised centre offsets and log sizes) of the anchors against their matched references, and the mask of positive samples
+
+    Inputs
+    ------
+    samples : NDArray
+    matches : NDArray
+    anchors : NDArray
+    refs : NDArray
+    means : NDArray
+    stds : NDArray
+    """
+    ...
+
+
+def _contrib_box_decode(data: NDArray | None = None, anchors: NDArray | None = None, std0: float = 1, std1: float = 1, std2: float = 1, std3: float = 1, clip: float = -1, format: Literal['corner', 'center'] = 'center', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_box_decode(data, anchors, std0=1, std1=1, std2=1, std3=1, clip=-1, format=center)
+
+    corner boxes from regression offsets (B, N, 4) and anchors (1, N, 4)
+
+    Inputs
+    ------
+    data : NDArray
+    anchors : NDArray
+
+    Parameters
+    ----------
+    std0 : float, default=1
+        multiplies the 1st encoded value
+    std1 : float, default=1
+        multiplies the 2nd encoded value
+    std2 : float, default=1
+        multiplies the 3rd encoded value
+    std3 : float, default=1
+        multiplies the 4th encoded value
+    clip : float, default=-1
+        if > 0, the log-size offsets are clipped to this value
+    format : enum, default=center
+        anchor encoding
+        one of: 'corner' 'center'
+    """
+    ...

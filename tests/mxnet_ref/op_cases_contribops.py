@@ -1,0 +1,83 @@
+"""Op cases of MXNet's contrib ops (_contrib_X: csrc/ops/contrib_*.c) for the conformance
+fixtures, drawn from a generator of their own so that adding them leaves the other cases'
+inputs as they were. Scores are distinct (no ties in the sorts of box_nms and
+bipartite_matching) and boxes have positive sizes."""
+import numpy as np
+
+from op_cases import C
+
+F32 = 'float32'
+
+
+def cases(seed=20261125):
+    rng = np.random.default_rng(seed)
+    out = []
+    add = out.append
+
+    def away(*shape, lo=0.2, hi=2.0, dtype=F32):
+        mag = rng.uniform(lo, hi, shape)
+        return (mag * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+
+    def corner_boxes(*lead, scale=10.0):
+        xy = rng.uniform(0, scale, lead + (2,))
+        wh = rng.uniform(0.5, scale / 2, lead + (2,))
+        return np.concatenate([xy, xy + wh], -1).astype(F32)
+
+    def center_boxes(*lead, scale=10.0):
+        xy = rng.uniform(0, scale, lead + (2,))
+        wh = rng.uniform(0.5, scale / 2, lead + (2,))
+        return np.concatenate([xy, wh], -1).astype(F32)
+
+    def detections(batch, n, ncls=3):
+        """(batch, n, 6) rows [class id, score, xmin, ymin, xmax, ymax], clustered boxes so that
+        suppression happens, distinct scores."""
+        ids = rng.integers(0, ncls, (batch, n, 1)).astype(F32)
+        scores = (rng.permutation(batch * n).reshape(batch, n, 1) + 1.0) / (batch * n + 1)
+        centre = rng.uniform(2, 4, (batch, n, 2))
+        half = rng.uniform(0.5, 1.5, (batch, n, 2))
+        boxes = np.concatenate([centre - half, centre + half], -1)
+        return np.concatenate([ids, scores, boxes], -1).astype(F32)
+
+    # element-wise: rounding away from .5 ties; the estimators' gradients are the identity
+    x = (rng.integers(-4, 5, (3, 4)) + rng.uniform(-0.4, 0.4, (3, 4))).astype(F32)
+    add(C('_contrib_round_ste', [x]))
+    add(C('_contrib_sign_ste', [away(2, 5)]))
+    add(C('_contrib_gradientmultiplier', [away(3, 3)], {'scalar': -0.35}))
+    add(C('_contrib_gradientmultiplier', [away(4, dtype='float64')], {'scalar': 2.5}))
+    add(C('_contrib_quadratic', [away(2, 3, 2)], {'a': 0.7, 'b': -1.3, 'c': 0.25}))
+    add(C('_contrib_quadratic', [away(5, dtype='float64')], {'a': -2.0, 'b': 0.5, 'c': 3.0}))
+
+    # box_iou: MXNet's gradient is zero, compared as such
+    add(C('_contrib_box_iou', [corner_boxes(3), corner_boxes(2, 2)]))
+    add(C('_contrib_box_iou', [center_boxes(2, 3), center_boxes(4)], {'format': 'center'}))
+
+    # box_nms
+    add(C('_contrib_box_nms', [detections(1, 8)], {'overlap_thresh': 0.3}))
+    add(C('_contrib_box_nms', [detections(2, 7)],
+          {'overlap_thresh': 0.4, 'id_index': 0, 'valid_thresh': 0.2, 'topk': 5}))
+    add(C('_contrib_box_nms', [detections(2, 6)],
+          {'overlap_thresh': 0.2, 'id_index': 0, 'force_suppress': True, 'background_id': 1,
+           'out_format': 'center'}))
+    d = detections(3, 5)[..., [1, 2, 3, 4, 5, 0]]   # score first, id last
+    add(C('_contrib_box_nms', [d.reshape(3, 1, 5, 6)],
+          {'coord_start': 1, 'score_index': 0, 'id_index': 5, 'overlap_thresh': 0.25}))
+
+    # bipartite_matching (no gradient in MXNet: zeros)
+    s = rng.permutation(24).reshape(2, 3, 4).astype(F32) / 24
+    add(C('_contrib_bipartite_matching', [s], {'threshold': 0.1}, grad=False))
+    add(C('_contrib_bipartite_matching', [s[0]], {'threshold': 0.8, 'is_ascend': True},
+          grad=False))
+    add(C('_contrib_bipartite_matching', [s], {'threshold': 0.0, 'topk': 1}, grad=False))
+
+    # box_encode / box_decode (MXNet: zero gradients)
+    samples = rng.choice([-1.0, 0.0, 1.0], (2, 5)).astype(F32)
+    matches = rng.integers(0, 3, (2, 5)).astype(F32)
+    add(C('_contrib_box_encode', [samples, matches, corner_boxes(2, 5), corner_boxes(2, 3),
+                                  np.array([0.1, -0.1, 0.0, 0.2], F32),
+                                  np.array([0.1, 0.1, 0.2, 0.2], F32)], grad=False))
+    off = rng.uniform(-1, 1, (2, 4, 4)).astype(F32)
+    add(C('_contrib_box_decode', [off, center_boxes(1, 4)],
+          {'std0': 0.1, 'std1': 0.1, 'std2': 0.2, 'std3': 0.2}, grad=False))
+    add(C('_contrib_box_decode', [off * 4, corner_boxes(1, 4)],
+          {'format': 'corner', 'clip': 0.5}, grad=False))
+    return out
