@@ -11,7 +11,7 @@ nd = mx.nd
 OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmultiplier',
                '_contrib_quadratic', '_contrib_box_iou', '_contrib_box_nms',
                '_contrib_bipartite_matching', '_contrib_box_encode', '_contrib_box_decode',
-               '_backward_contrib_box_nms']
+               '_backward_contrib_box_nms', '_contrib_MultiBoxPrior', '_contrib_MultiBoxTarget']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -454,3 +454,194 @@ def test_box_decode_errors():
         nd.contrib.box_decode(nd.zeros((1, 3, 4)), nd.zeros((1, 2, 4)))
     with pytest.raises(mx.MXNetError, match='dtype'):
         nd.contrib.box_decode(nd.zeros((1, 2, 4)), nd.zeros((1, 2, 4), dtype='float64'))
+
+
+# ---- MultiBox ----------------------------------------------------------------------------------
+
+def prior_ref(h, w, sizes, ratios, clip=False, steps=(-1, -1), offsets=(0.5, 0.5)):
+    sy, sx = steps if steps[0] > 0 and steps[1] > 0 else (1.0 / h, 1.0 / w)
+    shapes = [(s, ratios[0]) for s in sizes] + [(sizes[0], r) for r in ratios[1:]]
+    out = []
+    for r in range(h):
+        for c in range(w):
+            cy, cx = (r + offsets[0]) * sy, (c + offsets[1]) * sx
+            for size, ratio in shapes:
+                bw = size * h / w * np.sqrt(ratio) / 2
+                bh = size / np.sqrt(ratio) / 2
+                out.append([cx - bw, cy - bh, cx + bw, cy + bh])
+    out = np.array(out).reshape(1, -1, 4)
+    return np.clip(out, 0, 1) if clip else out
+
+
+@pytest.mark.parametrize('hw', [(1, 1), (3, 5), (4, 4)])
+@pytest.mark.parametrize('kw', [{}, {'sizes': (0.5, 0.25), 'ratios': (1, 2, 0.5)},
+                                {'sizes': (0.9,), 'ratios': (4,), 'clip': True},
+                                {'sizes': [0.3, 0.2], 'steps': (0.1, 0.2), 'offsets': (0, 1)}])
+def test_multibox_prior(hw, kw):
+    x = nd.zeros((2, 3) + hw)
+    y = nd.contrib.MultiBoxPrior(x, **kw)
+    ref = prior_ref(*hw, kw.get('sizes', (1,)), kw.get('ratios', (1,)), kw.get('clip', False),
+                    kw.get('steps', (-1, -1)), kw.get('offsets', (0.5, 0.5)))
+    assert y.shape == ref.shape and y.dtype == np.float32
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_multibox_prior_errors():
+    x = nd.zeros((1, 1, 2, 2))
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.contrib.MultiBoxPrior(nd.zeros((1, 2, 2)))
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.contrib.MultiBoxPrior(nd.zeros((1, 1, 0, 2)))
+    with pytest.raises(mx.MXNetError, match='float32'):
+        nd.contrib.MultiBoxPrior(nd.zeros((1, 1, 2, 2), dtype='float64'))
+    with pytest.raises(mx.MXNetError, match='steps'):
+        nd.contrib.MultiBoxPrior(x, steps=(0.1, -1))
+    with pytest.raises(mx.MXNetError, match='offsets'):
+        nd.contrib.MultiBoxPrior(x, offsets=(0.5, 1.5))
+    with pytest.raises(mx.MXNetError, match='sizes'):
+        nd.contrib.MultiBoxPrior(x, sizes='(a, b)')
+    with pytest.raises(mx.MXNetError, match='at least one'):
+        nd.contrib.MultiBoxPrior(x, ratios=())
+
+
+def _iou_raw(a, g):
+    """MultiBoxTarget's overlap: no clipping of box sizes, 0 where the union is 0."""
+    iw = max(0.0, min(a[2], g[2]) - max(a[0], g[0]))
+    ih = max(0.0, min(a[3], g[3]) - max(a[1], g[1]))
+    inter = iw * ih
+    uni = (a[2] - a[0]) * (a[3] - a[1]) + (g[2] - g[0]) * (g[3] - g[1]) - inter
+    return 0.0 if uni == 0 else inter / uni
+
+
+def target_ref(anchors, labels, preds, overlap_threshold=0.5, ignore_label=-1,
+               negative_mining_ratio=-1, negative_mining_thresh=0.5,
+               variances=(0.1, 0.1, 0.2, 0.2)):
+    """SSD target assignment by its definition: every ground truth first takes its best free
+    anchor (best pair overall first), then anchors above the threshold take their best ground
+    truth; negatives are the rest, or (mining) the ones least sure of the background class."""
+    an = anchors.reshape(-1, 4)
+    n = len(an)
+    b = labels.shape[0]
+    loc, mask = np.zeros((b, n * 4)), np.zeros((b, n * 4))
+    cls = np.full((b, n), float(ignore_label))
+    for i in range(b):
+        gts = []
+        for row in labels[i]:
+            if row[0] == -1:
+                break
+            gts.append(row)
+        if not gts:
+            continue
+        iou = np.array([[_iou_raw(a, g[1:5]) for g in gts] for a in an])
+        match, flag, best = [-1] * n, [-1] * n, [-1.0] * n
+        free = set(range(len(gts)))
+        while free:
+            cand = [(iou[j, k], -j, -k) for j in range(n) if flag[j] != 1 for k in free
+                    if iou[j, k] > 1e-6]
+            if not cand:
+                break
+            v, j, k = max(cand)   # first (j, k) of the highest IoU in scan order
+            match[-j], flag[-j], best[-j] = -k, 1, v
+            free.discard(-k)
+        npos = flag.count(1)
+        if overlap_threshold > 0:
+            for j in range(n):
+                if flag[j] != 1:
+                    match[j], best[j] = int(np.argmax(iou[j])), iou[j].max()
+                    if best[j] > overlap_threshold:
+                        flag[j] = 1
+                        npos += 1
+        if negative_mining_ratio > 0:
+            nneg = min(int(npos * negative_mining_ratio), n - npos)
+            cand = []
+            for j in range(n):
+                if flag[j] == 1:
+                    continue
+                if best[j] < 0:
+                    best[j] = iou[j].max()
+                if best[j] < negative_mining_thresh:
+                    p = np.exp(preds[i, :, j] - preds[i, :, j].max())
+                    cand.append((p[0] / p.sum(), j))
+            for _, j in sorted(cand)[:max(nneg, 0)]:
+                flag[j] = 0
+        else:
+            flag = [f if f == 1 else 0 for f in flag]
+        for j in range(n):
+            if flag[j] == 1:
+                g = gts[match[j]]
+                cls[i, j] = g[0] + 1
+                mask[i, 4 * j:4 * j + 4] = 1
+                a = an[j]
+                aw, ah = a[2] - a[0], a[3] - a[1]
+                gw, gh = g[3] - g[1], g[4] - g[2]
+                loc[i, 4 * j:4 * j + 4] = [
+                    ((g[1] + g[3]) / 2 - (a[0] + a[2]) / 2) / aw / variances[0],
+                    ((g[2] + g[4]) / 2 - (a[1] + a[3]) / 2) / ah / variances[1],
+                    np.log(gw / aw) / variances[2], np.log(gh / ah) / variances[3]]
+            elif flag[j] == 0:
+                cls[i, j] = 0
+    return loc, mask, cls
+
+
+def grid_anchors(k=4):
+    out = []
+    for j in range(k * k):
+        cy, cx = (j // k + 0.5) / k, (j % k + 0.5) / k
+        half = 0.1 + 0.05 * (j % 3)
+        out.append([cx - half, cy - half, cx + half, cy + half])
+    return np.array(out, 'f4').reshape(1, -1, 4)
+
+
+@pytest.mark.parametrize('kw', [
+    {}, {'overlap_threshold': 0.3}, {'overlap_threshold': 0.0},
+    {'negative_mining_ratio': 2, 'negative_mining_thresh': 0.4, 'ignore_label': -3},
+    {'negative_mining_ratio': 1.5, 'variances': (0.2, 0.2, 0.5, 0.5)}])
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_multibox_target(kw, seed):
+    r = np.random.RandomState(seed)
+    anchors = grid_anchors()
+    labels = -np.ones((3, 4, 6), 'f4')
+    for i, ng in enumerate([3, 1, 0]):
+        for k in range(ng):
+            xy = r.uniform(0, 0.6, 2)
+            wh = r.uniform(0.15, 0.4, 2)
+            labels[i, k, :5] = [r.randint(0, 4), *xy, *(xy + wh)]
+    preds = r.standard_normal((3, 5, 16)).astype('f4')
+    loc, mask, cls = nd.contrib.MultiBoxTarget(nd.array(anchors), nd.array(labels),
+                                               nd.array(preds), **kw)
+    rl, rm, rc = target_ref(anchors.astype('f8'), labels.astype('f8'), preds.astype('f8'), **kw)
+    np.testing.assert_array_equal(cls.asnumpy(), rc)
+    np.testing.assert_array_equal(mask.asnumpy(), rm)
+    np.testing.assert_allclose(loc.asnumpy(), rl, rtol=1e-4, atol=1e-5)
+    assert (rc[0] > 0).sum() >= 1                             # the case has positives
+    assert (rc[2] == kw.get('ignore_label', -1)).all()        # an image without labels
+
+
+def test_multibox_target_hand_worked():
+    """One ground truth exactly on anchor 1: that anchor is positive with zero offsets and log
+    sizes, its class is the label's + 1; the other anchor is background."""
+    anchors = np.array([[[0.0, 0.0, 0.2, 0.2], [0.5, 0.5, 0.9, 0.7]]], 'f4')
+    labels = np.array([[[2, 0.5, 0.5, 0.9, 0.7], [-1, -1, -1, -1, -1]]], 'f4')
+    loc, mask, cls = nd.contrib.MultiBoxTarget(nd.array(anchors), nd.array(labels),
+                                               nd.zeros((1, 3, 2)))
+    np.testing.assert_allclose(loc.asnumpy(), np.zeros((1, 8)), atol=1e-6)
+    np.testing.assert_array_equal(mask.asnumpy(), [[0, 0, 0, 0, 1, 1, 1, 1]])
+    np.testing.assert_array_equal(cls.asnumpy(), [[0, 3]])
+
+
+def test_multibox_target_errors():
+    a = nd.array(grid_anchors(2))
+    lab = nd.array([[[0, 0.1, 0.1, 0.3, 0.3]]])
+    with pytest.raises(mx.MXNetError, match='anchor must have shape'):
+        nd.contrib.MultiBoxTarget(nd.zeros((2, 4, 4)), lab, nd.zeros((1, 2, 4)))
+    with pytest.raises(mx.MXNetError, match='label must have shape'):
+        nd.contrib.MultiBoxTarget(a, nd.zeros((1, 2, 4)), nd.zeros((1, 2, 4)))
+    with pytest.raises(mx.MXNetError, match='cls_pred must have shape'):
+        nd.contrib.MultiBoxTarget(a, lab, nd.zeros((1, 2, 3)))
+    with pytest.raises(mx.MXNetError, match='variances'):
+        nd.contrib.MultiBoxTarget(a, lab, nd.zeros((1, 2, 4)), variances=(0.1, 0.1))
+    with pytest.raises(mx.MXNetError, match='padding label row'):
+        nd.contrib.MultiBoxTarget(a, nd.array([[[-1, 0.1, -1, -1, -1]]]), nd.zeros((1, 2, 4)))
+    with pytest.raises(mx.MXNetError, match='float32'):
+        nd.contrib.MultiBoxTarget(a.astype('float64'), lab.astype('float64'),
+                                  nd.zeros((1, 2, 4), dtype='float64'))

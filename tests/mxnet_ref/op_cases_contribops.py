@@ -18,6 +18,9 @@ def cases(seed=20261125):
         mag = rng.uniform(lo, hi, shape)
         return (mag * rng.choice([-1.0, 1.0], shape)).astype(dtype)
 
+    def u4(*shape):
+        return rng.uniform(-1, 1, shape).astype(F32)
+
     def corner_boxes(*lead, scale=10.0):
         xy = rng.uniform(0, scale, lead + (2,))
         wh = rng.uniform(0.5, scale / 2, lead + (2,))
@@ -80,4 +83,29 @@ def cases(seed=20261125):
           {'std0': 0.1, 'std1': 0.1, 'std2': 0.2, 'std3': 0.2}, grad=False))
     add(C('_contrib_box_decode', [off * 4, corner_boxes(1, 4)],
           {'format': 'corner', 'clip': 0.5}, grad=False))
+    # MultiBoxPrior: only the data's shape matters (MXNet's gradient is zero)
+    add(C('_contrib_MultiBoxPrior', [u4(1, 2, 3, 5)], grad=False))
+    add(C('_contrib_MultiBoxPrior', [u4(2, 1, 4, 4)],
+          {'sizes': (0.5, 0.25, 0.1), 'ratios': (1, 2, 0.5), 'clip': True}, grad=False))
+    add(C('_contrib_MultiBoxPrior', [u4(1, 1, 3, 2)],
+          {'sizes': (0.3,), 'ratios': (3, 1), 'steps': (0.2, 0.25), 'offsets': (0.2, 0.7)},
+          grad=False))
+
+    # MultiBoxTarget: anchors of a 4x4 map, two images with padded labels
+    anchors = np.zeros((1, 16, 4), F32)
+    for k in range(16):
+        cy, cx = (k // 4 + 0.5) / 4, (k % 4 + 0.5) / 4
+        half = 0.1 + 0.05 * (k % 3)
+        anchors[0, k] = [cx - half, cy - half, cx + half, cy + half]
+    label = -np.ones((2, 3, 5), F32)
+    label[0, 0] = [1, 0.1, 0.1, 0.35, 0.4]
+    label[0, 1] = [0, 0.5, 0.45, 0.9, 0.95]
+    label[1, 0] = [2, 0.3, 0.2, 0.7, 0.6]
+    pred = rng.standard_normal((2, 3, 16)).astype(F32)
+    add(C('_contrib_MultiBoxTarget', [anchors, label, pred], grad=False))
+    add(C('_contrib_MultiBoxTarget', [anchors, label, pred],
+          {'overlap_threshold': 0.3, 'negative_mining_ratio': 2, 'negative_mining_thresh': 0.4,
+           'variances': (0.2, 0.2, 0.3, 0.3), 'ignore_label': -2}, grad=False))
+    add(C('_contrib_MultiBoxTarget', [anchors, label[:, :1], pred],
+          {'overlap_threshold': 0.0, 'negative_mining_ratio': 3}, grad=False))
     return out

@@ -6354,3 +6354,57 @@ def _contrib_box_decode(data: NDArray | None = None, anchors: NDArray | None = N
         one of: 'corner' 'center'
     """
     ...
+
+
+def _contrib_MultiBoxPrior(data: NDArray | None = None, sizes: str = '(1,)', ratios: str = '(1,)', clip: bool = False, steps: str = '(-1, -1)', offsets: str = '(0.5, 0.5)', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_MultiBoxPrior(data, sizes=(1,), ratios=(1,), clip=False, steps=(-1, -1), offsets=(0.5, 0.5))
+
+    SSD anchor boxes (1, height * width * (len(sizes) + len(ratios) - 1), 4) in corner format for the feature map's positions (no gradient: MXNet's is zero)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    sizes : string, default=(1,)
+        anchor sizes (fractions of the image)
+    ratios : string, default=(1,)
+        anchor aspect ratios
+    clip : boolean, default=False
+        clip the boxes to [0, 1]
+    steps : string, default=(-1, -1)
+        (step_y, step_x) between anchor centres, -1 for 1 / feature size
+    offsets : string, default=(0.5, 0.5)
+        (y, x) offsets of the centres within a cell, in [0, 1]
+    """
+    ...
+
+
+def _contrib_MultiBoxTarget(anchor: NDArray | None = None, label: NDArray | None = None, cls_pred: NDArray | None = None, overlap_threshold: float = 0.5, ignore_label: float = -1, negative_mining_ratio: float = -1, negative_mining_thresh: float = 0.5, minimum_negative_samples: int = 0, variances: str = '(0.1, 0.1, 0.2, 0.2)', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_MultiBoxTarget(anchor, label, cls_pred, overlap_threshold=0.5, ignore_label=-1, negative_mining_ratio=-1, negative_mining_thresh=0.5, minimum_negative_samples=0, variances=(0.1, 0.1, 0.2, 0.2))
+
+    SSD training targets: box regression targets, their mask and class targets of the anchors against padded labels (batch, num_labels, [class, xmin, ymin, xmax, ymax, ...])
+
+    Inputs
+    ------
+    anchor : NDArray
+    label : NDArray
+    cls_pred : NDArray
+
+    Parameters
+    ----------
+    overlap_threshold : float, default=0.5
+        IoU above which an anchor is a positive match
+    ignore_label : float, default=-1
+        class target of ignored anchors
+    negative_mining_ratio : float, default=-1
+        most negatives per positive, -1: every unmatched anchor is negative
+    negative_mining_thresh : float, default=0.5
+        anchors with IoU below this may be mined as negatives
+    minimum_negative_samples : int, default=0
+        accepted for MXNet compatibility; MXNet's kernel does not use it
+    variances : string, default=(0.1, 0.1, 0.2, 0.2)
+        divisors of the 4 box regression targets
+    """
+    ...
