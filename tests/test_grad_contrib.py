@@ -8,7 +8,8 @@ import pytest
 from gradcheck import check_grad, symbolic_grad
 
 GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_round_ste',
-                 '_contrib_sign_ste', '_contrib_box_nms']
+                 '_contrib_sign_ste', '_contrib_box_nms', '_contrib_div_sqrt_dim',
+                 '_contrib_index_copy']
 
 
 def rand(shape, seed=0):
@@ -68,3 +69,15 @@ def test_box_nms_grad_ignores_the_format_change():
     b, = symbolic_grad('_contrib_box_nms', [data], {}, [0], [hg])
     np.testing.assert_array_equal(a, b)
     assert np.abs(a).sum() > 0
+
+
+@pytest.mark.parametrize('shape', [(3,), (2, 5), (2, 2, 4)])
+def test_div_sqrt_dim_grad(shape):
+    check_grad('_contrib_div_sqrt_dim', [rand(shape)])
+
+
+@pytest.mark.parametrize('idx', [[2, 0], [1], [3, 1, 0, 2]])
+def test_index_copy_grad(idx):
+    old = rand((4, 3))
+    new = rand((len(idx), 3), seed=1)
+    check_grad('_contrib_index_copy', [old, np.array(idx, 'int64'), new], wrt=[0, 2])

@@ -11,7 +11,9 @@ nd = mx.nd
 OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmultiplier',
                '_contrib_quadratic', '_contrib_box_iou', '_contrib_box_nms',
                '_contrib_bipartite_matching', '_contrib_box_encode', '_contrib_box_decode',
-               '_backward_contrib_box_nms', '_contrib_MultiBoxPrior', '_contrib_MultiBoxTarget']
+               '_backward_contrib_box_nms', '_contrib_MultiBoxPrior', '_contrib_MultiBoxTarget',
+               '_contrib_div_sqrt_dim', '_contrib_index_array', '_contrib_index_copy',
+               '_contrib_allclose']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -645,3 +647,101 @@ def test_multibox_target_errors():
     with pytest.raises(mx.MXNetError, match='float32'):
         nd.contrib.MultiBoxTarget(a.astype('float64'), lab.astype('float64'),
                                   nd.zeros((1, 2, 4), dtype='float64'))
+
+
+# ---- index ops ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('dtype', ALL)
+@pytest.mark.parametrize('shape', [(1,), (4,), (3, 9), (2, 3, 5), (0, 4)])
+def test_div_sqrt_dim(dtype, shape):
+    x = rand(shape, dtype, lo=-20, hi=20)
+    y = nd.contrib.div_sqrt_dim(nd.array(x, dtype=dtype))
+    d = shape[-1]
+    if np.dtype(dtype).kind in 'iu':   # MXNet: integer division by the integer root
+        ref = np.trunc(x.astype('f8') / int(np.sqrt(d))).astype(dtype)
+        np.testing.assert_array_equal(y.asnumpy(), ref)
+    else:
+        np.testing.assert_allclose(y.asnumpy().astype('f8'), x.astype('f8') / np.sqrt(d),
+                                   **TOL[dtype])
+    assert y.dtype == np.dtype(dtype)
+
+
+def test_div_sqrt_dim_errors():
+    with pytest.raises(mx.MXNetError, match='bool'):
+        nd.contrib.div_sqrt_dim(nd.zeros((2, 2), dtype='bool'))
+
+
+@pytest.mark.parametrize('shape', [(1,), (5,), (2, 3), (3, 1, 4), (2, 2, 2, 3), (0, 3)])
+@pytest.mark.parametrize('axes', [None, (0,), (-1,), 'rev'])
+def test_index_array(shape, axes):
+    if axes == 'rev':
+        axes = tuple(range(len(shape) - 1, -1, -1))
+    kw = {} if axes is None else {'axes': axes}
+    y = nd.contrib.index_array(nd.zeros(shape, dtype='float16'), **kw)
+    grid = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing='ij'), -1)
+    ref = grid if axes is None else grid[..., list(axes)]
+    assert y.dtype == np.int64 and y.shape == ref.shape
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+
+
+def test_index_array_errors():
+    with pytest.raises(mx.MXNetError, match='out of range'):
+        nd.contrib.index_array(nd.zeros((2, 3)), axes=(2,))
+    with pytest.raises(mx.MXNetError, match='out of range'):
+        nd.contrib.index_array(nd.zeros((2, 3)), axes=(-3,))
+
+
+@pytest.mark.parametrize('dtype', ALL + ['bool'])
+@pytest.mark.parametrize('shape,idx', [((1,), [0]), ((5,), [4, 1]), ((4, 3), [2, 0, 3]),
+                                       ((3, 2, 2), []), ((6, 1, 2), [5, 5, 0])])
+@pytest.mark.parametrize('idx_dtype', ['float32', 'int64'])
+def test_index_copy(dtype, shape, idx, idx_dtype):
+    old = rand(shape, dtype) if dtype != 'bool' else np.zeros(shape, bool)
+    new = rand((len(idx),) + shape[1:], dtype, seed=1) if dtype != 'bool' else \
+        np.ones((len(idx),) + shape[1:], bool)
+    y = nd.contrib.index_copy(nd.array(old, dtype=dtype), nd.array(idx, dtype=idx_dtype),
+                              nd.array(new, dtype=dtype))
+    ref = old.copy()
+    for i, j in enumerate(idx):   # later rows win, as in MXNet's sequential copy
+        ref[j] = new[i]
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+
+
+def test_index_copy_errors():
+    old, new = nd.zeros((3, 2)), nd.ones((2, 2))
+    with pytest.raises(mx.MXNetError, match='out of range'):
+        nd.contrib.index_copy(old, nd.array([0, 3]), new)
+    with pytest.raises(mx.MXNetError, match='out of range'):
+        nd.contrib.index_copy(old, nd.array([-1, 0]), new)
+    with pytest.raises(mx.MXNetError, match='trailing'):
+        nd.contrib.index_copy(old, nd.array([0, 1]), nd.ones((2, 3)))
+    with pytest.raises(mx.MXNetError, match='trailing'):
+        nd.contrib.index_copy(old, nd.array([0]), new)
+    with pytest.raises(mx.MXNetError, match='dtype'):
+        nd.contrib.index_copy(old, nd.array([0, 1]), nd.ones((2, 2), dtype='float64'))
+
+
+@pytest.mark.parametrize('dtype', FLOATS + ['int32', 'uint8'])
+@pytest.mark.parametrize('shape', [(1,), (3, 4), (0,), (2, 1, 3)])
+def test_allclose(dtype, shape):
+    a = rand(shape, dtype)
+    for b, kw in [(a, {}), (a.astype('f8') + 1, {}), (a.astype('f8') + 1, {'atol': 1.5}),
+                  (a.astype('f8') * 1.5, {'rtol': 0.6, 'atol': 0.0})]:
+        b = b.astype(dtype)
+        y = nd.contrib.allclose(nd.array(a, dtype=dtype), nd.array(b, dtype=dtype), **kw)
+        af, bf = a.astype('f8'), b.astype('f8')
+        rtol = np.float32(kw.get('rtol', 1e-5))
+        atol = np.float32(kw.get('atol', 1e-8))
+        ref = bool(np.all(np.abs(af - bf) <= atol + rtol * np.abs(bf)))
+        assert y.shape == () and y.dtype == np.uint8
+        assert int(y.asnumpy()) == int(ref)
+
+
+def test_allclose_nan():
+    a = nd.array([1.0, np.nan])
+    assert int(nd.contrib.allclose(a, a).asnumpy()) == 1
+    assert int(nd.contrib.allclose(a, a, equal_nan=False).asnumpy()) == 0
+    assert int(nd.contrib.allclose(a, nd.array([1.0, 2.0])).asnumpy()) == 0
+    with pytest.raises(mx.MXNetError, match='same shape'):
+        nd.contrib.allclose(nd.zeros(2), nd.zeros(3))

@@ -108,4 +108,16 @@ def cases(seed=20261125):
            'variances': (0.2, 0.2, 0.3, 0.3), 'ignore_label': -2}, grad=False))
     add(C('_contrib_MultiBoxTarget', [anchors, label[:, :1], pred],
           {'overlap_threshold': 0.0, 'negative_mining_ratio': 3}, grad=False))
+    # index ops
+    add(C('_contrib_div_sqrt_dim', [away(2, 3, 5)]))
+    add(C('_contrib_div_sqrt_dim', [away(4, 9, dtype='float64')]))
+    add(C('_contrib_index_array', [u4(2, 3, 4)], grad=False))
+    add(C('_contrib_index_array', [u4(3, 1, 2, 2)], {'axes': (-1, 1)}, grad=False))
+    add(C('_contrib_index_copy', [u4(5, 3), np.array([3, 0, 4], F32), u4(3, 3)], wrt=[0, 2]))
+    add(C('_contrib_index_copy', [u4(4, 2, 2), np.array([1, 2], 'int64'), u4(2, 2, 2)],
+          wrt=[0, 2]))
+    a = u4(3, 4)
+    add(C('_contrib_allclose', [a, a + 1e-7], grad=False))
+    add(C('_contrib_allclose', [a, a + 1e-3], grad=False))
+    add(C('_contrib_allclose', [a, a + 1e-3], {'rtol': 0.1, 'atol': 0.01}, grad=False))
     return out

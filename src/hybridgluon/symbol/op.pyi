@@ -6362,3 +6362,68 @@ def _contrib_MultiBoxTarget(anchor: Symbol | None = None, label: Symbol | None =
         divisors of the 4 box regression targets
     """
     ...
+
+
+def _contrib_div_sqrt_dim(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_div_sqrt_dim(data)
+
+    data / sqrt(data.shape[-1])
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_index_array(data: Symbol | None = None, axes: _Shape | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_index_array(data, axes=None)
+
+    int64 array data.shape + (k,): the index of every element along the chosen axes
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    axes : Shape(tuple) or None, default=None
+        the axes whose indices are given (negative: from the end); None for all
+    """
+    ...
+
+
+def _contrib_index_copy(old_tensor: Symbol | None = None, index_vector: Symbol | None = None, new_tensor: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_index_copy(old_tensor, index_vector, new_tensor)
+
+    a copy of old_tensor whose rows index_vector[i] are new_tensor[i]
+
+    Inputs
+    ------
+    old_tensor : NDArray
+    index_vector : NDArray
+    new_tensor : NDArray
+    """
+    ...
+
+
+def _contrib_allclose(a: Symbol | None = None, b: Symbol | None = None, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=True)
+
+    uint8 scalar: 1 when |a - b| <= atol + rtol * |b| everywhere (NaN equal to NaN when equal_nan)
+
+    Inputs
+    ------
+    a : NDArray
+    b : NDArray
+
+    Parameters
+    ----------
+    rtol : float, default=1e-05
+        relative tolerance
+    atol : float, default=1e-08
+        absolute tolerance
+    equal_nan : boolean, default=True
+        whether NaN equals NaN
+    """
+    ...
