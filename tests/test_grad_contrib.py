@@ -9,7 +9,10 @@ from gradcheck import check_grad, symbolic_grad
 
 GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_round_ste',
                  '_contrib_sign_ste', '_contrib_box_nms', '_contrib_div_sqrt_dim',
-                 '_contrib_index_copy']
+                 '_contrib_index_copy', '_contrib_interleaved_matmul_selfatt_qk',
+                 '_contrib_interleaved_matmul_selfatt_valatt',
+                 '_contrib_interleaved_matmul_encdec_qk',
+                 '_contrib_interleaved_matmul_encdec_valatt']
 
 
 def rand(shape, seed=0):
@@ -81,3 +84,18 @@ def test_index_copy_grad(idx):
     old = rand((4, 3))
     new = rand((len(idx), 3), seed=1)
     check_grad('_contrib_index_copy', [old, np.array(idx, 'int64'), new], wrt=[0, 2])
+
+
+@pytest.mark.parametrize('heads', [1, 2])
+def test_interleaved_matmul_grads(heads):
+    L, B, D, Lk = 3, 2, 2, 4
+    qkv = rand((L, B, heads * 3 * D))
+    att = rand((B * heads, L, L), seed=1)
+    q = rand((L, B, heads * D), seed=2)
+    kv = rand((Lk, B, heads * 2 * D), seed=3)
+    att2 = rand((B * heads, L, Lk), seed=4)
+    a = {'heads': heads}
+    check_grad('_contrib_interleaved_matmul_selfatt_qk', [qkv], attrs=a)
+    check_grad('_contrib_interleaved_matmul_selfatt_valatt', [qkv, att], attrs=a)
+    check_grad('_contrib_interleaved_matmul_encdec_qk', [q, kv], attrs=a)
+    check_grad('_contrib_interleaved_matmul_encdec_valatt', [kv, att2], attrs=a)

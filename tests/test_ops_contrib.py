@@ -13,7 +13,14 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_contrib_bipartite_matching', '_contrib_box_encode', '_contrib_box_decode',
                '_backward_contrib_box_nms', '_contrib_MultiBoxPrior', '_contrib_MultiBoxTarget',
                '_contrib_div_sqrt_dim', '_contrib_index_array', '_contrib_index_copy',
-               '_contrib_allclose']
+               '_contrib_allclose', '_contrib_interleaved_matmul_selfatt_qk',
+               '_contrib_interleaved_matmul_selfatt_valatt',
+               '_contrib_interleaved_matmul_encdec_qk',
+               '_contrib_interleaved_matmul_encdec_valatt',
+               '_backward_interleaved_matmul_selfatt_qk',
+               '_backward_interleaved_matmul_selfatt_valatt',
+               '_backward_interleaved_matmul_encdec_qk',
+               '_backward_interleaved_matmul_encdec_valatt']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -745,3 +752,102 @@ def test_allclose_nan():
     assert int(nd.contrib.allclose(a, nd.array([1.0, 2.0])).asnumpy()) == 0
     with pytest.raises(mx.MXNetError, match='same shape'):
         nd.contrib.allclose(nd.zeros(2), nd.zeros(3))
+
+
+# ---- interleaved attention matmuls -------------------------------------------------------------
+
+def heads_of(x, heads, parts, part):
+    """(L, B, heads * parts * D) -> (B * heads, L, D): one part of every head."""
+    L, B, E = x.shape
+    d = E // (heads * parts)
+    t = x.reshape(L, B, heads, parts, d)[:, :, :, part, :]
+    return t.transpose(1, 2, 0, 3).reshape(B * heads, L, d)
+
+
+def merge_heads(o, heads):
+    """(B * heads, L, D) -> (L, B, heads * D)."""
+    bh, L, d = o.shape
+    return o.reshape(bh // heads, heads, L, d).transpose(2, 0, 1, 3).reshape(L, bh // heads,
+                                                                             heads * d)
+
+
+def attention_refs(qkv, att, q, kv, att2, h):
+    d = qkv.shape[2] // (3 * h)
+    qq, kk, vv = (heads_of(qkv, h, 3, p) for p in range(3))
+    return {
+        'selfatt_qk': qq @ kk.transpose(0, 2, 1) / np.sqrt(d),
+        'selfatt_valatt': merge_heads(att @ vv, h),
+        'encdec_qk': heads_of(q, h, 1, 0) @ heads_of(kv, h, 2, 0).transpose(0, 2, 1) / np.sqrt(d),
+        'encdec_valatt': merge_heads(att2 @ heads_of(kv, h, 2, 1), h),
+    }
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('L,B,H,D,Lk', [(1, 1, 1, 1, 1), (3, 2, 2, 4, 5), (4, 1, 3, 2, 2),
+                                        (2, 3, 1, 8, 6), (0, 2, 2, 2, 3)])
+def test_interleaved_matmuls(dtype, L, B, H, D, Lk):
+    r = np.random.RandomState(L * 100 + D)
+    qkv, q = r.randn(L, B, H * 3 * D), r.randn(L, B, H * D)
+    kv, att, att2 = r.randn(Lk, B, H * 2 * D), r.randn(B * H, L, L), r.randn(B * H, L, Lk)
+    refs = attention_refs(qkv, att, q, kv, att2, H)
+    args = {'selfatt_qk': [qkv], 'selfatt_valatt': [qkv, att], 'encdec_qk': [q, kv],
+            'encdec_valatt': [kv, att2]}
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == 'float32' else dict(rtol=1e-12, atol=1e-12)
+    for name, xs in args.items():
+        f = getattr(nd.contrib, 'interleaved_matmul_' + name)
+        y = f(*[nd.array(x, dtype=dtype) for x in xs], heads=H)
+        assert y.dtype == np.dtype(dtype) and y.shape == refs[name].shape, name
+        np.testing.assert_allclose(y.asnumpy(), refs[name], err_msg=name, **tol)
+
+
+def test_interleaved_backward_ops_directly():
+    """The _backward_ ops on their own: gradients of sum(dy * f(x)) by the NumPy definition."""
+    r = np.random.RandomState(0)
+    H, D = 2, 3
+    qkv, att = r.randn(2, 1, H * 3 * D), r.randn(H, 2, 2)
+    dy = r.randn(H, 2, 2)
+    dqkv = mx._core.get_op('_backward_interleaved_matmul_selfatt_qk')(
+        nd.array(dy, dtype='float64'), nd.array(qkv, dtype='float64'), heads=H).asnumpy()
+    qq, kk = heads_of(qkv, H, 3, 0), heads_of(qkv, H, 3, 1)
+    want = np.zeros((2, 1, H, 3, D))
+    gq, gk = dy @ kk / np.sqrt(D), dy.transpose(0, 2, 1) @ qq / np.sqrt(D)
+    want[:, :, :, 0, :] = gq.reshape(1, H, 2, D).transpose(2, 0, 1, 3)
+    want[:, :, :, 1, :] = gk.reshape(1, H, 2, D).transpose(2, 0, 1, 3)
+    np.testing.assert_allclose(dqkv, want.reshape(qkv.shape), rtol=1e-12, atol=1e-12)
+    dout = r.randn(2, 1, H * D)
+    dqkv2, datt = mx._core.get_op('_backward_interleaved_matmul_selfatt_valatt')(
+        nd.array(dout, dtype='float64'), nd.array(qkv, dtype='float64'),
+        nd.array(att, dtype='float64'), heads=H)
+    g = heads_of(dout, H, 1, 0)
+    np.testing.assert_allclose(datt.asnumpy(), g @ heads_of(qkv, H, 3, 2).transpose(0, 2, 1),
+                               rtol=1e-12)
+    want = np.zeros((2, 1, H, 3, D))
+    want[:, :, :, 2, :] = (att.transpose(0, 2, 1) @ g).reshape(1, H, 2, D).transpose(2, 0, 1, 3)
+    np.testing.assert_allclose(dqkv2.asnumpy(), want.reshape(qkv.shape), rtol=1e-12, atol=1e-12)
+    for name in ['encdec_qk', 'encdec_valatt']:   # shapes follow the forward inputs
+        bw = mx._core.get_op('_backward_interleaved_matmul_' + name)
+        a = nd.zeros((2, 1, H * D)) if name == 'encdec_qk' else nd.zeros((3, 1, H * 2 * D))
+        b = nd.zeros((3, 1, H * 2 * D)) if name == 'encdec_qk' else nd.zeros((H, 2, 3))
+        dy = nd.zeros((H, 2, 3)) if name == 'encdec_qk' else nd.zeros((2, 1, H * D))
+        ga, gb = bw(dy, a, b, heads=H)
+        assert ga.shape == a.shape and gb.shape == b.shape
+
+
+@pytest.mark.parametrize('name,shapes,match', [
+    ('selfatt_qk', [(2, 1, 10)], 'heads \\* 3'),
+    ('selfatt_qk', [(2, 10)], '3-D'),
+    ('selfatt_valatt', [(2, 1, 12), (2, 3, 2)], 'attention must have shape'),
+    ('encdec_qk', [(2, 1, 4), (3, 1, 12)], 'head_dim'),
+    ('encdec_qk', [(2, 1, 4), (3, 2, 8)], 'batch'),
+    ('encdec_valatt', [(3, 1, 8), (2, 2, 4)], 'attention must have shape')])
+def test_interleaved_errors(name, shapes, match):
+    f = getattr(nd.contrib, 'interleaved_matmul_' + name)
+    with pytest.raises(mx.MXNetError, match=match):
+        f(*[nd.zeros(sh) for sh in shapes], heads=2)
+
+
+def test_interleaved_dtype_errors():
+    with pytest.raises(mx.MXNetError, match='float32 or float64'):
+        nd.contrib.interleaved_matmul_selfatt_qk(nd.zeros((2, 1, 12), dtype='float16'), heads=2)
+    with pytest.raises(mx.MXNetError, match='heads'):
+        nd.contrib.interleaved_matmul_selfatt_qk(nd.zeros((2, 1, 12)))

@@ -120,4 +120,13 @@ def cases(seed=20261125):
     add(C('_contrib_allclose', [a, a + 1e-7], grad=False))
     add(C('_contrib_allclose', [a, a + 1e-3], grad=False))
     add(C('_contrib_allclose', [a, a + 1e-3], {'rtol': 0.1, 'atol': 0.01}, grad=False))
+    # interleaved attention matmuls (float32 only in MXNet)
+    L, B, H, D, Lk = 3, 2, 2, 4, 5
+    add(C('_contrib_interleaved_matmul_selfatt_qk', [u4(L, B, H * 3 * D)], {'heads': H}))
+    add(C('_contrib_interleaved_matmul_selfatt_valatt', [u4(L, B, H * 3 * D), u4(B * H, L, L)],
+          {'heads': H}))
+    add(C('_contrib_interleaved_matmul_encdec_qk', [u4(L, B, H * D), u4(Lk, B, H * 2 * D)],
+          {'heads': H}))
+    add(C('_contrib_interleaved_matmul_encdec_valatt', [u4(Lk, B, 3 * 2 * 2),
+                                                       u4(B * 3, L, Lk)], {'heads': 3}))
     return out

@@ -6473,3 +6473,150 @@ def _contrib_allclose(a: NDArray | None = None, b: NDArray | None = None, rtol: 
         whether NaN equals NaN
     """
     ...
+
+
+def _contrib_interleaved_matmul_selfatt_qk(queries_keys_values: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_interleaved_matmul_selfatt_qk(queries_keys_values, heads=<required>)
+
+    q k^T / sqrt(head_dim) per (batch, head) from interleaved (L, B, H * 3 * D) projections; output (B * H, L, L)
+
+    Inputs
+    ------
+    queries_keys_values : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_selfatt_qk(ograd: NDArray | None = None, in0: NDArray | None = None, in1: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_interleaved_matmul_selfatt_qk(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_selfatt_qk (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_selfatt_valatt(queries_keys_values: NDArray | None = None, attention: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_interleaved_matmul_selfatt_valatt(queries_keys_values, attention, heads=<required>)
+
+    attention (B * H, L, L) times the value part of interleaved (L, B, H * 3 * D) projections; output (L, B, H * D)
+
+    Inputs
+    ------
+    queries_keys_values : NDArray
+    attention : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_selfatt_valatt(ograd: NDArray | None = None, in0: NDArray | None = None, in1: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_interleaved_matmul_selfatt_valatt(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_selfatt_valatt (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_encdec_qk(queries: NDArray | None = None, keys_values: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_interleaved_matmul_encdec_qk(queries, keys_values, heads=<required>)
+
+    queries (Lq, B, H * D) times the key part of keys_values (Lk, B, H * 2 * D), scaled by 1 / sqrt(D); output (B * H, Lq, Lk)
+
+    Inputs
+    ------
+    queries : NDArray
+    keys_values : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_encdec_qk(ograd: NDArray | None = None, in0: NDArray | None = None, in1: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_interleaved_matmul_encdec_qk(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_encdec_qk (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_encdec_valatt(keys_values: NDArray | None = None, attention: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_interleaved_matmul_encdec_valatt(keys_values, attention, heads=<required>)
+
+    attention (B * H, Lq, Lk) times the value part of keys_values (Lk, B, H * 2 * D); output (Lq, B, H * D)
+
+    Inputs
+    ------
+    keys_values : NDArray
+    attention : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_encdec_valatt(ograd: NDArray | None = None, in0: NDArray | None = None, in1: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_interleaved_matmul_encdec_valatt(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_encdec_valatt (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...

@@ -6427,3 +6427,150 @@ def _contrib_allclose(a: Symbol | None = None, b: Symbol | None = None, rtol: fl
         whether NaN equals NaN
     """
     ...
+
+
+def _contrib_interleaved_matmul_selfatt_qk(queries_keys_values: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_selfatt_qk(queries_keys_values, heads=<required>)
+
+    q k^T / sqrt(head_dim) per (batch, head) from interleaved (L, B, H * 3 * D) projections; output (B * H, L, L)
+
+    Inputs
+    ------
+    queries_keys_values : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_selfatt_qk(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_selfatt_qk(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_selfatt_qk (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_selfatt_valatt(queries_keys_values: Symbol | None = None, attention: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_selfatt_valatt(queries_keys_values, attention, heads=<required>)
+
+    attention (B * H, L, L) times the value part of interleaved (L, B, H * 3 * D) projections; output (L, B, H * D)
+
+    Inputs
+    ------
+    queries_keys_values : NDArray
+    attention : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_selfatt_valatt(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_selfatt_valatt(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_selfatt_valatt (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_encdec_qk(queries: Symbol | None = None, keys_values: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_encdec_qk(queries, keys_values, heads=<required>)
+
+    queries (Lq, B, H * D) times the key part of keys_values (Lk, B, H * 2 * D), scaled by 1 / sqrt(D); output (B * H, Lq, Lk)
+
+    Inputs
+    ------
+    queries : NDArray
+    keys_values : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_encdec_qk(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_encdec_qk(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_encdec_qk (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_encdec_valatt(keys_values: Symbol | None = None, attention: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_encdec_valatt(keys_values, attention, heads=<required>)
+
+    attention (B * H, Lq, Lk) times the value part of keys_values (Lk, B, H * 2 * D); output (Lq, B, H * D)
+
+    Inputs
+    ------
+    keys_values : NDArray
+    attention : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_encdec_valatt(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_encdec_valatt(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_encdec_valatt (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
