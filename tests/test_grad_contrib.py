@@ -12,7 +12,8 @@ GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_
                  '_contrib_index_copy', '_contrib_interleaved_matmul_selfatt_qk',
                  '_contrib_interleaved_matmul_selfatt_valatt',
                  '_contrib_interleaved_matmul_encdec_qk',
-                 '_contrib_interleaved_matmul_encdec_valatt']
+                 '_contrib_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
+                 '_contrib_BilinearResize2D']
 
 
 def rand(shape, seed=0):
@@ -99,3 +100,24 @@ def test_interleaved_matmul_grads(heads):
     check_grad('_contrib_interleaved_matmul_selfatt_valatt', [qkv, att], attrs=a)
     check_grad('_contrib_interleaved_matmul_encdec_qk', [q, kv], attrs=a)
     check_grad('_contrib_interleaved_matmul_encdec_valatt', [kv, att2], attrs=a)
+
+
+@pytest.mark.parametrize('shape,size', [((1, 2, 5, 4), (3, 2)), ((2, 1, 3, 3), 4)])
+def test_adaptive_avg_pooling_grad(shape, size):
+    check_grad('_contrib_AdaptiveAvgPooling2D', [rand(shape)], attrs={'output_size': size})
+
+
+@pytest.mark.parametrize('attrs', [{'height': 5, 'width': 3}, {'height': 2, 'width': 7,
+                                                               'align_corners': False},
+                                   {'mode': 'to_odd_up'}])
+def test_bilinear_resize_grad(attrs):
+    check_grad('_contrib_BilinearResize2D', [rand((2, 2, 4, 4))], attrs=attrs)
+
+
+def test_bilinear_resize_like_grad():
+    """Only data is differentiated; like lends its shape (MXNet's gradient for it is zero)."""
+    check_grad('_contrib_BilinearResize2D', [rand((1, 2, 3, 4)), rand((1, 2, 5, 2), seed=1)],
+               attrs={'mode': 'like'}, wrt=[0])
+    g = symbolic_grad('_contrib_BilinearResize2D', [rand((1, 1, 3, 4)), rand((1, 1, 5, 2))],
+                      {'mode': 'like'}, [1], [rand((1, 1, 5, 2), seed=3)])
+    np.testing.assert_array_equal(g[0], np.zeros((1, 1, 5, 2)))

@@ -20,7 +20,9 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_interleaved_matmul_selfatt_qk',
                '_backward_interleaved_matmul_selfatt_valatt',
                '_backward_interleaved_matmul_encdec_qk',
-               '_backward_interleaved_matmul_encdec_valatt']
+               '_backward_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
+               '_backward_contrib_AdaptiveAvgPooling2D', '_contrib_BilinearResize2D',
+               '_backward_contrib_BilinearResize2D']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -851,3 +853,125 @@ def test_interleaved_dtype_errors():
         nd.contrib.interleaved_matmul_selfatt_qk(nd.zeros((2, 1, 12), dtype='float16'), heads=2)
     with pytest.raises(mx.MXNetError, match='heads'):
         nd.contrib.interleaved_matmul_selfatt_qk(nd.zeros((2, 1, 12)))
+
+
+# ---- resampling --------------------------------------------------------------------------------
+
+def adaptive_ref(x, oh, ow):
+    n, c, h, w = x.shape
+    y = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        h0, h1 = int(np.floor(i * h / oh)), int(np.ceil((i + 1) * h / oh))
+        for j in range(ow):
+            w0, w1 = int(np.floor(j * w / ow)), int(np.ceil((j + 1) * w / ow))
+            y[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    return y
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('shape,size,out', [
+    ((2, 3, 7, 5), (3, 2), (3, 2)), ((1, 1, 4, 4), 4, (4, 4)), ((1, 2, 3, 5), (), (1, 1)),
+    ((2, 1, 2, 3), 5, (5, 5)), ((0, 2, 4, 4), 2, (2, 2))])
+def test_adaptive_avg_pooling(dtype, shape, size, out):
+    x = rand(shape, dtype)
+    kw = {} if size == () else {'output_size': size}
+    y = nd.contrib.AdaptiveAvgPooling2D(nd.array(x, dtype=dtype), **kw)
+    assert y.shape == shape[:2] + out and y.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), adaptive_ref(x.astype('f8'), *out),
+                               **TOL[dtype])
+
+
+def bilinear_ref(x, oh, ow, align=True):
+    """Bilinear interpolation by definition, source coordinates in float32 as MXNet's."""
+    n, c, h, w = x.shape
+    if (h, w) == (oh, ow):
+        return x.copy()
+
+    def taps(src, dst):
+        out = []
+        for i in range(dst):
+            if dst > 1:
+                scale = np.float32(src - 1) / np.float32(dst - 1) if align else \
+                    np.float32(src) / np.float32(dst)
+            else:
+                scale = np.float32(0)
+            r = scale * np.float32(i) if align else \
+                max(np.float32(0), scale * (np.float32(i) + np.float32(0.5)) - np.float32(0.5))
+            i0 = int(r)
+            out.append((i0, min(i0 + 1, src - 1), float(r - np.float32(i0))))
+        return out
+    y = np.zeros((n, c, oh, ow))
+    for i, (a0, a1, la) in enumerate(taps(h, oh)):
+        for j, (b0, b1, lb) in enumerate(taps(w, ow)):
+            y[:, :, i, j] = ((1 - la) * ((1 - lb) * x[:, :, a0, b0] + lb * x[:, :, a0, b1]) +
+                             la * ((1 - lb) * x[:, :, a1, b0] + lb * x[:, :, a1, b1]))
+    return y
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('align', [True, False])
+@pytest.mark.parametrize('shape,oh,ow', [
+    ((1, 2, 3, 4), 5, 7), ((2, 1, 5, 4), 3, 6), ((1, 1, 1, 1), 3, 2), ((1, 1, 4, 4), 1, 1),
+    ((1, 2, 3, 3), 3, 3)])
+def test_bilinear_resize(dtype, align, shape, oh, ow):
+    x = rand(shape, dtype)
+    y = nd.contrib.BilinearResize2D(nd.array(x, dtype=dtype), height=oh, width=ow,
+                                    align_corners=align)
+    assert y.shape == shape[:2] + (oh, ow) and y.dtype == np.dtype(dtype)
+    ref = bilinear_ref(x.astype('f8'), oh, ow, align)
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **TOL[dtype])
+
+
+@pytest.mark.parametrize('mode,hw,want', [
+    ('to_even_down', (5, 4), (4, 4)), ('to_even_up', (5, 4), (6, 4)),
+    ('to_odd_down', (5, 4), (5, 3)), ('to_odd_up', (5, 4), (5, 5))])
+def test_bilinear_resize_parity_modes(mode, hw, want):
+    x = rand((1, 2) + hw, 'float64')
+    y = nd.contrib.BilinearResize2D(nd.array(x, dtype='float64'), mode=mode)
+    np.testing.assert_allclose(y.asnumpy(), bilinear_ref(x, *want), rtol=1e-12, atol=1e-12)
+
+
+def test_bilinear_resize_scales_and_like():
+    x = rand((1, 1, 4, 6), 'float64')
+    y = nd.contrib.BilinearResize2D(nd.array(x, dtype='float64'), scale_height=1.5, scale_width=0.5)
+    np.testing.assert_allclose(y.asnumpy(), bilinear_ref(x, 6, 3), rtol=1e-12, atol=1e-12)
+    y = nd.contrib.BilinearResize2D(nd.array(x, dtype='float64'), scale_height=2.0, scale_width=1.5,
+                                    mode='odd_scale')
+    assert y.shape == (1, 1, 8, 9)       # even sizes scale, odd ones scale (n - 1) and add one
+    like = nd.zeros((1, 1, 7, 2))
+    y = nd.contrib.BilinearResize2D(nd.array(x, dtype='float64'), like.astype('float64'),
+                                    mode='like')
+    np.testing.assert_allclose(y.asnumpy(), bilinear_ref(x, 7, 2), rtol=1e-12, atol=1e-12)
+    s = mx.sym.contrib.BilinearResize2D(mx.sym.var('d'), None, height=3, width=3)
+    assert s.list_arguments() == ['d']
+
+
+def test_resize_errors():
+    x = nd.zeros((1, 1, 4, 4))
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.contrib.BilinearResize2D(nd.zeros((4, 4)), height=2, width=2)
+    with pytest.raises(mx.MXNetError, match='scale_height and scale_width'):
+        nd.contrib.BilinearResize2D(x, mode='odd_scale')
+    with pytest.raises(mx.MXNetError, match='resize to'):
+        nd.contrib.BilinearResize2D(x, scale_height=0.1, scale_width=0.1)
+    with pytest.raises(mx.MXNetError, match='float'):
+        nd.contrib.BilinearResize2D(nd.zeros((1, 1, 2, 2), dtype='int32'), height=3, width=3)
+    with pytest.raises(mx.MXNetError, match='output_size'):
+        nd.contrib.AdaptiveAvgPooling2D(x, output_size=(0, 2))
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.contrib.AdaptiveAvgPooling2D(nd.zeros((2, 4, 4)), output_size=2)
+
+
+def test_resize_backward_ops_directly():
+    """The _backward_ ops alone: the adjoint of the forward (<dy, f(x)> = <f^T(dy), x>)."""
+    r = np.random.RandomState(0)
+    x, dy = r.randn(2, 3, 5, 4), r.randn(2, 3, 3, 6)
+    for fwd, bw, kw in [('_contrib_AdaptiveAvgPooling2D', '_backward_contrib_AdaptiveAvgPooling2D',
+                         {'output_size': (3, 6)}),
+                        ('_contrib_BilinearResize2D', '_backward_contrib_BilinearResize2D',
+                         {'height': 3, 'width': 6, 'align_corners': False})]:
+        y = mx._core.get_op(fwd)(nd.array(x, dtype='float64'), **kw).asnumpy()
+        dx = mx._core.get_op(bw)(nd.array(dy, dtype='float64'), nd.array(x, dtype='float64'),
+                                 **kw).asnumpy()
+        assert dx.shape == x.shape
+        np.testing.assert_allclose((dy * y).sum(), (dx * x).sum(), rtol=1e-12)

@@ -129,4 +129,18 @@ def cases(seed=20261125):
           {'heads': H}))
     add(C('_contrib_interleaved_matmul_encdec_valatt', [u4(Lk, B, 3 * 2 * 2),
                                                        u4(B * 3, L, Lk)], {'heads': 3}))
+    # resampling
+    add(C('_contrib_AdaptiveAvgPooling2D', [u4(2, 3, 7, 5)], {'output_size': (3, 2)}))
+    add(C('_contrib_AdaptiveAvgPooling2D', [u4(1, 2, 4, 6)], {'output_size': 5}))
+    add(C('_contrib_AdaptiveAvgPooling2D', [u4(1, 1, 3, 3)]))
+    add(C('_contrib_BilinearResize2D', [u4(2, 2, 3, 4)], {'height': 5, 'width': 7}))
+    add(C('_contrib_BilinearResize2D', [u4(1, 2, 5, 4)],
+          {'height': 3, 'width': 6, 'align_corners': False}))
+    add(C('_contrib_BilinearResize2D', [u4(1, 1, 4, 6)],
+          {'scale_height': 1.5, 'scale_width': 0.5}))
+    add(C('_contrib_BilinearResize2D', [u4(1, 2, 5, 4)],
+          {'scale_height': 2.0, 'scale_width': 1.5, 'mode': 'odd_scale'}))
+    add(C('_contrib_BilinearResize2D', [u4(1, 1, 5, 4)], {'mode': 'to_even_up'}))
+    add(C('_contrib_BilinearResize2D', [u4(2, 1, 3, 3), u4(2, 1, 6, 2)], {'mode': 'like'},
+          wrt=[0]))
     return out

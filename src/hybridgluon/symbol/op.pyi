@@ -6574,3 +6574,96 @@ def _backward_interleaved_matmul_encdec_valatt(ograd: Symbol | None = None, in0:
         number of attention heads
     """
     ...
+
+
+def _contrib_AdaptiveAvgPooling2D(data: Symbol | None = None, output_size: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_AdaptiveAvgPooling2D(data, output_size=())
+
+    average pooling of NCHW data to a given output size, cells chosen adaptively
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    output_size : Shape(tuple), default=()
+        output (height, width), or one size for both; () for 1 x 1
+    """
+    ...
+
+
+def _backward_contrib_AdaptiveAvgPooling2D(ograd: Symbol | None = None, data: Symbol | None = None, output_size: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_AdaptiveAvgPooling2D(ograd, data, output_size=())
+
+    AdaptiveAvgPooling2D's gradient: each output's gradient spread over its cell
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    output_size : Shape(tuple), default=()
+        output (height, width), or one size for both; () for 1 x 1
+    """
+    ...
+
+
+def _contrib_BilinearResize2D(data: Symbol | None = None, like: Symbol | None = None, height: int = 1, width: int = 1, scale_height: float | None = None, scale_width: float | None = None, mode: Literal['size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'] = 'size', align_corners: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_BilinearResize2D(data, like, height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+    bilinear resize of NCHW data
+
+    Inputs
+    ------
+    data : NDArray
+    like : NDArray
+
+    Parameters
+    ----------
+    height : int, default=1
+        output height (mode size, no scale_height)
+    width : int, default=1
+        output width (mode size, no scale_width)
+    scale_height : float or None, default=None
+        output height = scale_height * input height
+    scale_width : float or None, default=None
+        output width = scale_width * input width
+    mode : enum, default=size
+        size, odd_scale, like (the size of the second input), to_even_down, to_even_up, to_odd_down or to_odd_up
+        one of: 'size' 'odd_scale' 'like' 'to_even_down' 'to_even_up' 'to_odd_down' 'to_odd_up'
+    align_corners : boolean, default=True
+        map the corner pixels' centres onto each other
+    """
+    ...
+
+
+def _backward_contrib_BilinearResize2D(ograd: Symbol | None = None, data: Symbol | None = None, height: int = 1, width: int = 1, scale_height: float | None = None, scale_width: float | None = None, mode: Literal['size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'] = 'size', align_corners: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_BilinearResize2D(ograd, data, height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+    BilinearResize2D's gradient: each output's gradient scattered with its weights
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    height : int, default=1
+        output height (mode size, no scale_height)
+    width : int, default=1
+        output width (mode size, no scale_width)
+    scale_height : float or None, default=None
+        output height = scale_height * input height
+    scale_width : float or None, default=None
+        output width = scale_width * input width
+    mode : enum, default=size
+        size, odd_scale, like (the size of the second input), to_even_down, to_even_up, to_odd_down or to_odd_up
+        one of: 'size' 'odd_scale' 'like' 'to_even_down' 'to_even_up' 'to_odd_down' 'to_odd_up'
+    align_corners : boolean, default=True
+        map the corner pixels' centres onto each other
+    """
+    ...
