@@ -13,7 +13,7 @@ GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_
                  '_contrib_interleaved_matmul_selfatt_valatt',
                  '_contrib_interleaved_matmul_encdec_qk',
                  '_contrib_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
-                 '_contrib_BilinearResize2D']
+                 '_contrib_BilinearResize2D', '_contrib_ROIAlign']
 
 
 def rand(shape, seed=0):
@@ -121,3 +121,14 @@ def test_bilinear_resize_like_grad():
     g = symbolic_grad('_contrib_BilinearResize2D', [rand((1, 1, 3, 4)), rand((1, 1, 5, 2))],
                       {'mode': 'like'}, [1], [rand((1, 1, 5, 2), seed=3)])
     np.testing.assert_array_equal(g[0], np.zeros((1, 1, 5, 2)))
+
+
+@pytest.mark.parametrize('attrs', [{'pooled_size': (2, 3), 'spatial_scale': 0.5},
+                                   {'pooled_size': (2, 2), 'spatial_scale': 0.5,
+                                    'position_sensitive': True, 'sample_ratio': 2},
+                                   {'pooled_size': (3, 2), 'spatial_scale': 0.4, 'aligned': True}])
+def test_roi_align_grad(attrs):
+    """ROIAlign is linear in data: the gradient is exact for any step. Rois are not
+    differentiated (MXNet's gradient for them is zero)."""
+    rois = np.array([[0, 1.3, 0.7, 7.1, 6.2], [1, 0.2, 2.5, 4.4, 9.9]])
+    check_grad('_contrib_ROIAlign', [rand((2, 4, 5, 6)), rois], attrs=attrs, wrt=[0])

@@ -22,7 +22,8 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_interleaved_matmul_encdec_qk',
                '_backward_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
                '_backward_contrib_AdaptiveAvgPooling2D', '_contrib_BilinearResize2D',
-               '_backward_contrib_BilinearResize2D']
+               '_backward_contrib_BilinearResize2D', '_contrib_ROIAlign',
+               '_backward_contrib_ROIAlign']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -975,3 +976,116 @@ def test_resize_backward_ops_directly():
                                  **kw).asnumpy()
         assert dx.shape == x.shape
         np.testing.assert_allclose((dy * y).sum(), (dx * x).sum(), rtol=1e-12)
+
+
+# ---- ROIAlign ----------------------------------------------------------------------------------
+
+def _bilinear_sample(img, y, x):
+    h, w = img.shape
+    if y < -1.0 or y > h or x < -1.0 or x > w:
+        return 0.0
+    y, x = max(y, 0.0), max(x, 0.0)
+    y0, x0 = int(y), int(x)
+    if y0 >= h - 1:
+        y0 = y1 = h - 1
+        y = float(y0)
+    else:
+        y1 = y0 + 1
+    if x0 >= w - 1:
+        x0 = x1 = w - 1
+        x = float(x0)
+    else:
+        x1 = x0 + 1
+    ly, lx = y - y0, x - x0
+    return ((1 - ly) * (1 - lx) * img[y0, x0] + (1 - ly) * lx * img[y0, x1] +
+            ly * (1 - lx) * img[y1, x0] + ly * lx * img[y1, x1])
+
+
+def roi_align_ref(data, rois, pooled, scale, sample=-1, ps=False, aligned=False):
+    ph, pw = pooled
+    n, c, h, w = data.shape
+    cout = c // (ph * pw) if ps else c
+    out = np.zeros((len(rois), cout, ph, pw))
+    for r, roi in enumerate(rois):
+        if roi[0] < 0:
+            continue
+        off = 0.5 if aligned else 0.0
+        x1, y1, x2, y2 = roi[1:] * scale - off
+        rw, rh = x2 - x1, y2 - y1
+        if not aligned:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / ph, rw / pw
+        gh = sample if sample > 0 else int(np.ceil(rh / ph))
+        gw = sample if sample > 0 else int(np.ceil(rw / pw))
+        for co in range(cout):
+            for i in range(ph):
+                for j in range(pw):
+                    ci = (co * ph + i) * pw + j if ps else co
+                    img = data[int(roi[0]), ci]
+                    acc = sum(_bilinear_sample(img, y1 + i * bh + (iy + 0.5) * bh / gh,
+                                               x1 + j * bw + (ix + 0.5) * bw / gw)
+                              for iy in range(gh) for ix in range(gw))
+                    out[r, co, i, j] = acc / (gh * gw)
+    return out
+
+
+ROIS = np.array([[0, 1.0, 2.0, 20.0, 14.0], [1, 5.5, 3.2, 9.0, 30.0], [0, -4.0, -2.0, 6.0, 5.0],
+                 [1, 25.0, 26.0, 40.0, 41.0], [-1, 0, 0, 4, 4]])
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('kw', [
+    {'pooled_size': (2, 3), 'spatial_scale': 0.25},
+    {'pooled_size': (3, 2), 'spatial_scale': 0.2, 'sample_ratio': 2, 'aligned': True},
+    {'pooled_size': (2, 2), 'spatial_scale': 0.125, 'position_sensitive': True},
+    {'pooled_size': (1, 1), 'spatial_scale': 1.0, 'sample_ratio': 1}])
+def test_roi_align(dtype, kw):
+    data = rand((2, 8, 6, 7), dtype)
+    rois = ROIS if not kw.get('aligned') else ROIS[:4]
+    y = nd.contrib.ROIAlign(nd.array(data, dtype=dtype), nd.array(rois, dtype=dtype), **kw)
+    ref = roi_align_ref(data.astype('f8'), rois.astype(dtype).astype('f8'), kw['pooled_size'],
+                        np.float32(kw['spatial_scale']), kw.get('sample_ratio', -1),
+                        kw.get('position_sensitive', False), kw.get('aligned', False))
+    assert y.shape == ref.shape and y.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **TOL[dtype])
+
+
+def test_roi_align_no_rois():
+    y = nd.contrib.ROIAlign(nd.zeros((1, 2, 4, 4)), nd.zeros((0, 5)), pooled_size=(2, 2),
+                            spatial_scale=1.0)
+    assert y.shape == (0, 2, 2, 2)
+
+
+def test_roi_align_errors():
+    d = nd.zeros((1, 4, 5, 5))
+    with pytest.raises(mx.MXNetError, match='rois must have shape'):
+        nd.contrib.ROIAlign(d, nd.zeros((2, 4)), pooled_size=(2, 2), spatial_scale=1.0)
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        nd.contrib.ROIAlign(nd.zeros((4, 5, 5)), nd.zeros((2, 5)), pooled_size=(2, 2),
+                            spatial_scale=1.0)
+    with pytest.raises(mx.MXNetError, match='pooled_size'):
+        nd.contrib.ROIAlign(d, nd.zeros((2, 5)), pooled_size=(2,), spatial_scale=1.0)
+    with pytest.raises(mx.MXNetError, match='spatial_scale'):
+        nd.contrib.ROIAlign(d, nd.zeros((2, 5)), pooled_size=(2, 2), spatial_scale=2.0)
+    with pytest.raises(mx.MXNetError, match='divisible'):
+        nd.contrib.ROIAlign(d, nd.zeros((2, 5)), pooled_size=(3, 1), spatial_scale=1.0,
+                            position_sensitive=True)
+    with pytest.raises(mx.MXNetError, match='batch index'):
+        nd.contrib.ROIAlign(d, nd.array([[3, 0, 0, 2, 2]]), pooled_size=(2, 2),
+                            spatial_scale=1.0)
+    with pytest.raises(mx.MXNetError, match='no area'):
+        nd.contrib.ROIAlign(d, nd.array([[0, 2, 2, 2, 3]]), pooled_size=(2, 2),
+                            spatial_scale=1.0, aligned=True)
+
+
+def test_roi_align_backward_op_is_the_adjoint():
+    r = np.random.RandomState(0)
+    x = r.randn(2, 8, 6, 7)
+    rois = ROIS.astype('f8')
+    kw = {'pooled_size': (2, 2), 'spatial_scale': 0.25, 'position_sensitive': True}
+    y = nd.contrib.ROIAlign(nd.array(x, dtype='float64'), nd.array(rois, dtype='float64'), **kw)
+    dy = r.randn(*y.shape)
+    dx = mx._core.get_op('_backward_contrib_ROIAlign')(
+        nd.array(dy, dtype='float64'), nd.array(x, dtype='float64'),
+        nd.array(rois, dtype='float64'), **kw).asnumpy()
+    np.testing.assert_allclose((dy * y.asnumpy()).sum(), (dx * x).sum(), rtol=1e-12)

@@ -143,4 +143,15 @@ def cases(seed=20261125):
     add(C('_contrib_BilinearResize2D', [u4(1, 1, 5, 4)], {'mode': 'to_even_up'}))
     add(C('_contrib_BilinearResize2D', [u4(2, 1, 3, 3), u4(2, 1, 6, 2)], {'mode': 'like'},
           wrt=[0]))
+    # ROIAlign: rois (batch index, x1, y1, x2, y2) in image coordinates
+    rois = np.array([[0, 1.0, 2.0, 20.0, 14.0], [1, 5.5, 3.2, 9.0, 30.0],
+                     [0, -4.0, -2.0, 6.0, 5.0], [1, 25.0, 26.0, 40.0, 41.0]], F32)
+    add(C('_contrib_ROIAlign', [u4(2, 3, 8, 9), rois], {'pooled_size': (2, 3),
+                                                       'spatial_scale': 0.25}, wrt=[0]))
+    add(C('_contrib_ROIAlign', [u4(2, 2, 6, 6), rois],
+          {'pooled_size': (3, 2), 'spatial_scale': 0.2, 'sample_ratio': 2, 'aligned': True},
+          wrt=[0]))
+    add(C('_contrib_ROIAlign', [u4(2, 8, 5, 7), rois],
+          {'pooled_size': (2, 2), 'spatial_scale': 0.125, 'position_sensitive': True},
+          wrt=[0]))
     return out

@@ -6713,3 +6713,56 @@ def _backward_contrib_BilinearResize2D(ograd: NDArray | None = None, data: NDArr
         map the corner pixels' centres onto each other
     """
     ...
+
+
+def _contrib_ROIAlign(data: NDArray | None = None, rois: NDArray | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sample_ratio: int = -1, position_sensitive: bool = False, aligned: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_ROIAlign(data, rois, pooled_size=<required>, spatial_scale=<required>, sample_ratio=-1, position_sensitive=False, aligned=False)
+
+    region features (num_rois, C, pooled_h, pooled_w) of NCHW data, each bin the mean of bilinear samples
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size (the factor applied to the boxes), in [0, 1]
+    sample_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    position_sensitive : boolean, default=False
+        take bin (i, j) from channel group i * pooled_w + j (PSRoIAlign)
+    aligned : boolean, default=False
+        shift boxes by -0.5 pixel (continuous coordinates, Detectron2)
+    """
+    ...
+
+
+def _backward_contrib_ROIAlign(ograd: NDArray | None = None, data: NDArray | None = None, rois: NDArray | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sample_ratio: int = -1, position_sensitive: bool = False, aligned: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_contrib_ROIAlign(ograd, data, rois, pooled_size=<required>, spatial_scale=<required>, sample_ratio=-1, position_sensitive=False, aligned=False)
+
+    ROIAlign's gradient with respect to data: the samples' weights scattered back
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size (the factor applied to the boxes), in [0, 1]
+    sample_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    position_sensitive : boolean, default=False
+        take bin (i, j) from channel group i * pooled_w + j (PSRoIAlign)
+    aligned : boolean, default=False
+        shift boxes by -0.5 pixel (continuous coordinates, Detectron2)
+    """
+    ...

@@ -1,0 +1,254 @@
+/* ROIAlign (Mask R-CNN's region feature pooling), as MXNet 1.9.1's contrib/roi_align: every
+ * output bin averages a grid of bilinear samples of the data inside its region of interest;
+ * position_sensitive takes each bin from its own channel group (PSRoIAlign) and aligned shifts
+ * the boxes by half a pixel (Detectron2). Sample positions and weights are computed in the
+ * data's dtype as MXNet does (so sample cells are the same), by one macro per float type. The
+ * gradient scatters the same weights (_backward_contrib_ROIAlign); rois get none (MXNet's is
+ * zero). */
+#include <math.h>
+#include <string.h>
+
+#include "ops/contrib_util.h"
+#include "ops/ops_util.h"
+
+enum { RA_POOLED, RA_SCALE, RA_SAMPLE, RA_PS, RA_ALIGNED, RA_NATTRS };
+static const hg_attr_spec k_ra_attrs[] = {
+    [RA_POOLED] = {"pooled_size", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                   "output (height, width) of each region", NULL},
+    [RA_SCALE] = {"spatial_scale", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
+                  "feature map size over image size (the factor applied to the boxes), in [0, 1]",
+                  NULL},
+    [RA_SAMPLE] = {"sample_ratio", HG_ATTR_INT, 0, "-1",
+                   "samples per bin along each axis; <= 0: ceil(bin size)", NULL},
+    [RA_PS] = {"position_sensitive", HG_ATTR_BOOL, 0, "False",
+               "take bin (i, j) from channel group i * pooled_w + j (PSRoIAlign)", NULL},
+    [RA_ALIGNED] = {"aligned", HG_ATTR_BOOL, 0, "False",
+                    "shift boxes by -0.5 pixel (continuous coordinates, Detectron2)", NULL},
+};
+_Static_assert(HG_COUNT(k_ra_attrs) == RA_NATTRS, "k_ra_attrs must match its enum");
+
+static bool known(const hg_meta *m) { return m->ndim >= 0; }
+
+static hg_status ra_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    char s1[HG_SHAPE_STR];
+    const hg_tuple *ps = &a->v[RA_POOLED].t;
+    if (ps->n != 2 || ps->v[0] < 1 || ps->v[1] < 1)
+        return hg_error(HG_ERR_VALUE, "%s: pooled_size must be two sizes >= 1 (h, w)", op->name);
+    double sc = (float)a->v[RA_SCALE].f;
+    if (!(sc >= 0 && sc <= 1))
+        return hg_error(HG_ERR_VALUE, "%s: spatial_scale must lie in [0, 1], got %g", op->name,
+                        a->v[RA_SCALE].f);
+    hg_status st = hg_c_check_float(op, "data", in[0].dtype);
+    if (st) return st;
+    if (known(&in[1]) && in[1].dtype != in[0].dtype)
+        return hg_error(HG_ERR_TYPE, "%s: rois has dtype %s, data %s (must match)", op->name,
+                        hg_dtype_name(in[1].dtype), hg_dtype_name(in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    if (!known(&in[0]) || !known(&in[1])) return HG_OK;
+    if (in[0].ndim != 4)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must be 4-D (batch, channel, height, width), got %s", op->name,
+                        hg_shape_str(s1, in[0].ndim, in[0].shape));
+    if (in[1].ndim != 2 || in[1].shape[1] != 5)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: rois must have shape (num_rois, 5): [batch index, x1, y1, x2, y2], "
+                        "got %s",
+                        op->name, hg_shape_str(s1, in[1].ndim, in[1].shape));
+    int64_t c = in[0].shape[1], bins = ps->v[0] * ps->v[1];
+    if (a->v[RA_PS].b && c % bins != 0)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: position_sensitive needs channels (%lld) divisible by "
+                        "pooled_h * pooled_w (%lld)",
+                        op->name, (long long)c, (long long)bins);
+    out[0].ndim = 4;
+    out[0].shape[0] = in[1].shape[0];
+    out[0].shape[1] = a->v[RA_PS].b ? c / bins : c;
+    out[0].shape[2] = ps->v[0], out[0].shape[3] = ps->v[1];
+    return HG_OK;
+}
+
+/* One ROI: for every output bin, the samples' four taps and weights; calls EMIT(pos, w). */
+typedef struct {
+    int64_t n, c, h, w, ph, pw, cout, rois;
+    int sample;
+    bool ps, aligned;
+    double scale;
+} ra_geom;
+
+/* The sample positions of MXNet's kernel in type T: bins of one ROI, a grid per bin, bilinear
+ * taps clamped to the map (samples beyond [-1, size] contribute nothing). visit(bin, tap
+ * offsets, weights) receives each sample with weights already divided by the grid count. */
+#define RA_IMPL(SUF, T)                                                                       \
+    static hg_status ra_roi_##SUF(const ra_geom *g, const double *roi, int64_t r,              \
+                                  const double *x, double *y, const double *dy, double *dx)   \
+    {                                                                                          \
+        T off = g->aligned ? (T)0.5 : (T)0, sc = (T)g->scale;                                  \
+        T sw = (T)roi[1] * sc - off, sh = (T)roi[2] * sc - off;                                \
+        T rw = (T)roi[3] * sc - off - sw, rh = (T)roi[4] * sc - off - sh;                      \
+        if (g->aligned && !(rw > 0 && rh > 0))                                                 \
+            return hg_error(HG_ERR_VALUE,                                                      \
+                            "ROIAlign: roi %lld has no area (aligned=True needs x2 > x1, "     \
+                            "y2 > y1)",                                                        \
+                            (long long)r);                                                     \
+        if (!g->aligned) {                                                                     \
+            rw = rw > (T)1 ? rw : (T)1;                                                        \
+            rh = rh > (T)1 ? rh : (T)1;                                                        \
+        }                                                                                      \
+        T bh = rh / (T)g->ph, bw = rw / (T)g->pw;                                              \
+        int gh = g->sample > 0 ? g->sample : (int)ceil(rh / (T)g->ph);                         \
+        int gw = g->sample > 0 ? g->sample : (int)ceil(rw / (T)g->pw);                         \
+        T count = (T)(gh * gw);                                                                \
+        int64_t b = (int64_t)roi[0], hw = g->h * g->w;                                         \
+        for (int64_t i = 0; i < g->ph; i++)                                                    \
+            for (int64_t j = 0; j < g->pw; j++)                                                \
+                for (int iy = 0; iy < gh; iy++) {                                              \
+                    T yy = sh + (T)i * bh + (T)(iy + .5f) * bh / (T)gh;                        \
+                    for (int ix = 0; ix < gw; ix++) {                                          \
+                        T xx = sw + (T)j * bw + (T)(ix + .5f) * bw / (T)gw;                    \
+                        if (yy < -1.0 || yy > (T)g->h || xx < -1.0 || xx > (T)g->w) continue;  \
+                        T yv = yy <= 0 ? (T)0 : yy, xv = xx <= 0 ? (T)0 : xx;                  \
+                        int64_t y0 = (int64_t)(int)yv, x0 = (int64_t)(int)xv, y1, x1;          \
+                        if (y0 >= g->h - 1) y1 = y0 = g->h - 1, yv = (T)y0;                    \
+                        else y1 = y0 + 1;                                                      \
+                        if (x0 >= g->w - 1) x1 = x0 = g->w - 1, xv = (T)x0;                    \
+                        else x1 = x0 + 1;                                                      \
+                        T ly = yv - (T)y0, lx = xv - (T)x0, hy = (T)1 - ly, hx = (T)1 - lx;    \
+                        int64_t pos[4] = {y0 * g->w + x0, y0 * g->w + x1, y1 * g->w + x0,      \
+                                          y1 * g->w + x1};                                     \
+                        T wt[4] = {hy * hx, hy * lx, ly * hx, ly * lx};                        \
+                        for (int64_t c = 0; c < g->cout; c++) {                                \
+                            int64_t cu = g->ps ? (c * g->ph + i) * g->pw + j : c;              \
+                            int64_t cin = g->ps ? g->cout * g->ph * g->pw : g->cout;           \
+                            int64_t base = (b * cin + cu) * hw;                                \
+                            int64_t o = ((r * g->cout + c) * g->ph + i) * g->pw + j;           \
+                            for (int k = 0; k < 4; k++) {                                      \
+                                if (y) y[o] += (double)(wt[k] / count) * x[base + pos[k]];     \
+                                if (dx) dx[base + pos[k]] += (double)(wt[k] / count) * dy[o];  \
+                            }                                                                  \
+                        }                                                                      \
+                    }                                                                          \
+                }                                                                              \
+        return HG_OK;                                                                          \
+    }
+RA_IMPL(f, float)
+RA_IMPL(d, double)
+
+/* Forward (dy == NULL): y from x. Backward: dx from dy. */
+static hg_status ra_run(const hg_op_def *op, const hg_attrs *a, const hg_tensor *data,
+                        const hg_tensor *rois, const hg_tensor *dyt, hg_tensor *out)
+{
+    ra_geom g = {.n = data->shape[0],
+                 .h = data->shape[2],
+                 .w = data->shape[3],
+                 .ph = a->v[RA_POOLED].t.v[0],
+                 .pw = a->v[RA_POOLED].t.v[1],
+                 .rois = rois->shape[0],
+                 .sample = (int)a->v[RA_SAMPLE].i,
+                 .ps = a->v[RA_PS].b,
+                 .aligned = a->v[RA_ALIGNED].b,
+                 .scale = (float)a->v[RA_SCALE].f};
+    g.c = data->shape[1];
+    g.cout = g.ps ? g.c / (g.ph * g.pw) : g.c;
+    bool dbl = data->dtype == HG_DTYPE_F64;
+    double *x = dyt ? NULL : hg_c_load(data), *rv = hg_c_load(rois);
+    double *dy = dyt ? hg_c_load(dyt) : NULL, *o = hg_c_alloc(out->size);
+    hg_status st = HG_OK;
+    if ((!dyt && !x) || !rv || (dyt && !dy) || !o) {
+        st = hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+        goto done;
+    }
+    for (int64_t i = 0; i < out->size; i++) o[i] = 0;
+    for (int64_t r = 0; r < g.rois && !st; r++) {
+        const double *roi = rv + 5 * r;
+        if (roi[0] < 0) continue; /* MXNet: a negative batch index marks padding (zeros) */
+        if ((int64_t)roi[0] >= g.n) {
+            st = hg_error(HG_ERR_INDEX, "%s: roi %lld has batch index %g, data has %lld images",
+                          op->name, (long long)r, roi[0], (long long)g.n);
+            break;
+        }
+        double *y = dyt ? NULL : o, *dx = dyt ? o : NULL;
+        st = dbl ? ra_roi_d(&g, roi, r, x, y, dy, dx) : ra_roi_f(&g, roi, r, x, y, dy, dx);
+    }
+    if (!st) hg_c_store(out, o);
+done:
+    hg_c_free(x, data->size);
+    hg_c_free(rv, rois->size);
+    hg_c_free(dy, dyt ? dyt->size : 0);
+    hg_c_free(o, out->size);
+    return st;
+}
+
+static hg_status ra_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    return ra_run(op, a, in[0], in[1], NULL, out[0]);
+}
+
+/* _backward_contrib_ROIAlign(ograd, data, rois) -> the data's gradient */
+static hg_status ra_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
+{
+    hg_meta fwd[1] = {{.ndim = -1}};
+    hg_status st = ra_infer(op, a, nin - 1, in + 1, 1, fwd);
+    if (st) return st;
+    if (!known(&in[1])) return hg_error(HG_ERR_VALUE, "%s: data shape unknown", op->name);
+    char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    if (known(&in[0]) && !hg_shape_equal(in[0].ndim, in[0].shape, fwd[0].ndim, fwd[0].shape))
+        return hg_error(HG_ERR_VALUE, "%s: ograd %s does not match the output %s", op->name,
+                        hg_shape_str(s1, in[0].ndim, in[0].shape),
+                        hg_shape_str(s2, fwd[0].ndim, fwd[0].shape));
+    (void)nout;
+    out[0] = in[1];
+    return HG_OK;
+}
+
+static hg_status ra_backward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    return ra_run(op, a, in[1], in[2], in[0], out[0]);
+}
+
+static hg_status ra_grad(hg_grad_ctx *g)
+{
+    hg_sentry dx;
+    hg_g_op_fwd_attrs(g, "_backward_contrib_ROIAlign", 3,
+                      (hg_sentry[]){hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)}, NULL, 1, &dx);
+    hg_g_set(g, 0, dx);
+    if (hg_g_needs(g, 1)) hg_g_set(g, 1, hg_g_op(g, "zeros_like", HG_GIN(hg_g_in(g, 1)), NULL));
+    return hg_g_status(g);
+}
+
+const hg_op_def hg_ops_contrib_roi[] = {
+    {.name = "_contrib_ROIAlign",
+     .doc = "region features (num_rois, C, pooled_h, pooled_w) of NCHW data, each bin the mean "
+            "of bilinear samples",
+     .input_names = HG_NAMES("data", "rois"),
+     .attrs = k_ra_attrs,
+     .num_attrs = RA_NATTRS,
+     .num_inputs = 2,
+     .num_outputs = 1,
+     .infer = ra_infer,
+     .forward = ra_forward,
+     .grad = ra_grad},
+    {.name = "_backward_contrib_ROIAlign",
+     .doc = "ROIAlign's gradient with respect to data: the samples' weights scattered back",
+     .input_names = HG_NAMES("ograd", "data", "rois"),
+     .attrs = k_ra_attrs,
+     .num_attrs = RA_NATTRS,
+     .num_inputs = 3,
+     .num_outputs = 1,
+     .infer = ra_bw_infer,
+     .forward = ra_backward,
+     .flags = HG_OP_NO_GRAD},
+    {.name = NULL},
+};
