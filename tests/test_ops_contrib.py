@@ -23,7 +23,7 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
                '_backward_contrib_AdaptiveAvgPooling2D', '_contrib_BilinearResize2D',
                '_backward_contrib_BilinearResize2D', '_contrib_ROIAlign',
-               '_backward_contrib_ROIAlign']
+               '_backward_contrib_ROIAlign', '_contrib_group_adagrad_update']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -1089,3 +1089,68 @@ def test_roi_align_backward_op_is_the_adjoint():
         nd.array(dy, dtype='float64'), nd.array(x, dtype='float64'),
         nd.array(rois, dtype='float64'), **kw).asnumpy()
     np.testing.assert_allclose((dy * y.asnumpy()).sum(), (dx * x).sum(), rtol=1e-12)
+
+
+# ---- group_adagrad_update / GroupAdaGrad -------------------------------------------------------
+
+def group_adagrad_ref(w, g, h, lr, rescale=1.0, clip=-1.0, eps=1e-5):
+    """The attributes are float32 in MXNet: rounded so before use."""
+    lr, rescale, clip, eps = (float(np.float32(v)) for v in (lr, rescale, clip, eps))
+    g = g * rescale
+    if clip >= 0:
+        g = np.clip(g, -clip, clip)
+    h = h + (g * g).reshape(len(g), int(np.prod(g.shape[1:]))).mean(axis=1).reshape(h.shape)
+    div = g / np.sqrt(h.reshape((len(g),) + (1,) * (g.ndim - 1)) + eps)
+    return w - lr * div, h
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('shape', [(1, 1), (3, 4), (5, 2, 3), (0, 3)])
+@pytest.mark.parametrize('kw', [{}, {'rescale_grad': 0.3}, {'clip_gradient': 0.5},
+                                {'clip_gradient': 0.0, 'epsilon': 1e-8}])
+def test_group_adagrad_update(dtype, shape, kw):
+    w, g = rand(shape, dtype), rand(shape, dtype, seed=1)
+    h = np.abs(rand((shape[0], 1), dtype, seed=2))
+    wa, ga, ha = (nd.array(v, dtype=dtype) for v in (w, g, h))
+    out = nd.contrib.group_adagrad_update(wa, ga, ha, lr=0.1, **kw)
+    rw, rh = group_adagrad_ref(*(v.astype('f8') for v in (w, g, h)), 0.1,
+                               kw.get('rescale_grad', 1.0), kw.get('clip_gradient', -1.0),
+                               kw.get('epsilon', 1e-5))
+    tol = TOL[dtype] if dtype != 'float32' else dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.asnumpy().astype('f8'), rw, **tol)
+    np.testing.assert_allclose(ha.asnumpy().astype('f8'), rh, **tol)   # updated in place
+    np.testing.assert_array_equal(wa.asnumpy(), w)                      # weight only via out
+
+
+def test_group_adagrad_update_errors():
+    w = nd.zeros((3, 4))
+    with pytest.raises(mx.MXNetError, match='history'):
+        nd.contrib.group_adagrad_update(w, w, nd.zeros((2, 1)), lr=0.1)
+    with pytest.raises(mx.MXNetError, match='history'):
+        nd.contrib.group_adagrad_update(w, nd.zeros((3, 3)), nd.zeros((3, 1)), lr=0.1)
+    with pytest.raises(mx.MXNetError, match='lr'):
+        nd.contrib.group_adagrad_update(w, w, nd.zeros((3, 1)))
+    with pytest.raises(mx.MXNetError, match='float'):
+        z = nd.zeros((3, 4), dtype='int32')
+        nd.contrib.group_adagrad_update(z, z, nd.zeros((3, 1), dtype='int32'), lr=0.1)
+
+
+@pytest.mark.parametrize('kw', [{}, {'clip_gradient': 0.4, 'rescale_grad': 0.14}, {'eps': 1e-8}])
+def test_group_adagrad_optimizer(kw):
+    opt = mx.optimizer.create('groupadagrad', learning_rate=0.05, wd=0.0, **kw)
+    assert isinstance(opt, mx.optimizer.contrib.GroupAdaGrad)
+    w = rand((3, 4), 'float32')
+    wa = nd.array(w)
+    state = opt.create_state(0, wa)
+    assert state.shape == (3, 1)
+    h = np.zeros((3, 1))
+    ref = w.astype('f8')
+    for step in range(3):
+        g = rand((3, 4), 'float32', seed=step + 5)
+        opt.update(0, wa, nd.array(g), state)
+        ref, h = group_adagrad_ref(ref, g.astype('f8'), h, 0.05, kw.get('rescale_grad', 1.0),
+                                   kw.get('clip_gradient', -1.0), kw.get('eps', 1e-5))
+    np.testing.assert_allclose(wa.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.asnumpy(), h, rtol=1e-5, atol=1e-7)
+    with pytest.raises(AssertionError):
+        mx.optimizer.contrib.GroupAdaGrad(wd=0.1).update(0, wa, nd.array(g), state)

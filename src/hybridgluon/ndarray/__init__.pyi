@@ -6766,3 +6766,28 @@ def _backward_contrib_ROIAlign(ograd: NDArray | None = None, data: NDArray | Non
         shift boxes by -0.5 pixel (continuous coordinates, Detectron2)
     """
     ...
+
+
+def _contrib_group_adagrad_update(weight: NDArray | None = None, grad: NDArray | None = None, history: NDArray | None = None, lr: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, epsilon: float = 1e-05, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_group_adagrad_update(weight, grad, history, lr=<required>, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
+
+    Group AdaGrad step: history[r] += mean(clip(rescale_grad * grad[r])^2); weight[r] -= lr * grad[r] / sqrt(history[r] + epsilon); returns the new weight
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    history : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    rescale_grad : float, default=1
+        grad = rescale_grad * grad
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip, clip]; < 0: no clipping
+    epsilon : float, default=1e-05
+        added to the history under the root
+    """
+    ...
