@@ -5,6 +5,7 @@ against that definition instead."""
 import numpy as np
 import pytest
 
+import hybridgluon as mx
 from gradcheck import check_grad, symbolic_grad
 
 GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_round_ste',
@@ -13,7 +14,7 @@ GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_
                  '_contrib_interleaved_matmul_selfatt_valatt',
                  '_contrib_interleaved_matmul_encdec_qk',
                  '_contrib_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
-                 '_contrib_BilinearResize2D', '_contrib_ROIAlign']
+                 '_contrib_BilinearResize2D', '_contrib_ROIAlign', '_contrib_hawkesll']
 
 
 def rand(shape, seed=0):
@@ -132,3 +133,30 @@ def test_roi_align_grad(attrs):
     differentiated (MXNet's gradient for them is zero)."""
     rois = np.array([[0, 1.3, 0.7, 7.1, 6.2], [1, 0.2, 2.5, 4.4, 9.9]])
     check_grad('_contrib_ROIAlign', [rand((2, 4, 5, 6)), rois], attrs=attrs, wrt=[0])
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_hawkesll_grad(seed):
+    """MXNet's rule differentiates the likelihood output for lda, alpha and beta (the state
+    output's gradient is not propagated): checked against finite differences of output 0."""
+    r = np.random.RandomState(seed)
+    n, k, t = 3, 2, 5
+    lags = r.uniform(0.1, 2.0, (n, t))
+    xs = [r.uniform(0.5, 2, (n, k)), r.uniform(0.1, 0.8, k), r.uniform(0.5, 2, k),
+          r.uniform(0, 1, (n, k)), lags, r.randint(0, k, (n, t)).astype('int32'),
+          np.array([5.0, 2.0, 4.0]), lags.sum(1) + 1.5]
+    hg = r.standard_normal(n)
+    sym = symbolic_grad('_contrib_hawkesll', xs, {}, [0, 1, 2], [hg, np.zeros((n, k))])
+
+    def ll(vals):
+        out = mx.nd.contrib.hawkesll(*[mx.nd.array(v, dtype=v.dtype) for v in vals])[0]
+        return float((out.asnumpy() * hg).sum())
+    eps = 1e-6
+    for i, s in zip([0, 1, 2], sym):
+        num = np.zeros(xs[i].shape)
+        for j in range(xs[i].size):
+            p, m = [x.copy() for x in xs], [x.copy() for x in xs]
+            p[i].reshape(-1)[j] += eps
+            m[i].reshape(-1)[j] -= eps
+            num.reshape(-1)[j] = (ll(p) - ll(m)) / (2 * eps)
+        np.testing.assert_allclose(s, num, rtol=1e-5, atol=1e-7, err_msg='input %d' % i)

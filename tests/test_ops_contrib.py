@@ -23,7 +23,8 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
                '_backward_contrib_AdaptiveAvgPooling2D', '_contrib_BilinearResize2D',
                '_backward_contrib_BilinearResize2D', '_contrib_ROIAlign',
-               '_backward_contrib_ROIAlign', '_contrib_group_adagrad_update']
+               '_backward_contrib_ROIAlign', '_contrib_group_adagrad_update',
+               '_contrib_hawkesll', '_contrib_backward_hawkesll']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -1154,3 +1155,89 @@ def test_group_adagrad_optimizer(kw):
     np.testing.assert_allclose(state.asnumpy(), h, rtol=1e-5, atol=1e-7)
     with pytest.raises(AssertionError):
         mx.optimizer.contrib.GroupAdaGrad(wd=0.1).update(0, wa, nd.array(g), state)
+
+
+# ---- hawkesll ----------------------------------------------------------------------------------
+
+def hawkes_ref(lda, alpha, beta, state, lags, marks, vlen, maxt):
+    """Log likelihood by the definition: intensity lda_k + alpha_k beta_k s_k(t), s_k decaying
+    as exp(-beta_k t) between events and jumping by 1 at each event of mark k; minus the
+    integral of the intensity (the compensator) up to max_time."""
+    n, k = lda.shape
+    ll = np.zeros(n)
+    out_state = np.zeros((n, k))
+    for i in range(n):
+        s = state[i].astype('f8').copy()
+        last = np.zeros(k)
+        t = 0.0
+        for j in range(int(vlen[i])):
+            c = marks[i, j]
+            t += lags[i, j]
+            d = t - last[c]
+            ed = np.exp(-beta[c] * d)
+            ll[i] += np.log(lda[i, c] + alpha[c] * beta[c] * s[c] * ed)
+            ll[i] -= lda[i, c] * d + alpha[c] * s[c] * (1 - ed)
+            s[c] = 1 + s[c] * ed
+            last[c] = t
+        d = maxt[i] - last
+        ed = np.exp(-beta * d)
+        ll[i] -= (lda[i] * d + alpha * s * (1 - ed)).sum()
+        out_state[i] = s * ed
+    return ll, out_state
+
+
+def hawkes_inputs(n, k, t, seed=0, dtype='float64'):
+    r = np.random.RandomState(seed)
+    lags = r.uniform(0.1, 2.0, (n, t))
+    vlen = r.randint(0, t + 1, n).astype('f8')
+    return [r.uniform(0.5, 2, (n, k)).astype(dtype), r.uniform(0.1, 0.8, k).astype(dtype),
+            r.uniform(0.5, 2, k).astype(dtype), r.uniform(0, 1, (n, k)).astype(dtype),
+            lags.astype(dtype), r.randint(0, k, (n, t)).astype('int32'), vlen.astype(dtype),
+            (lags.sum(1) + r.uniform(0, 3, n)).astype(dtype)]
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('n,k,t', [(1, 1, 1), (3, 2, 5), (4, 3, 7), (2, 1, 0)])
+def test_hawkesll(dtype, n, k, t):
+    xs = hawkes_inputs(n, k, t, seed=n * 10 + k, dtype=dtype)
+    ll, st = nd.contrib.hawkesll(*[nd.array(x, dtype=x.dtype) for x in xs])
+    rl, rs = hawkes_ref(*[x.astype('f8') if x.dtype.kind == 'f' else x for x in xs])
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == 'float32' else dict(rtol=1e-10, atol=1e-10)
+    assert ll.shape == (n,) and st.shape == (n, k) and ll.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(ll.asnumpy(), rl, **tol)
+    np.testing.assert_allclose(st.asnumpy(), rs, **tol)
+
+
+def test_hawkesll_errors():
+    xs = [nd.array(x, dtype=x.dtype) for x in hawkes_inputs(2, 2, 3)]
+    bad = list(xs)
+    bad[5] = nd.array([[0, 1, 2], [0, 0, 0]], dtype='int32')
+    bad[6] = nd.array([3, 3], dtype='float64')
+    with pytest.raises(mx.MXNetError, match='marks'):
+        nd.contrib.hawkesll(*bad)
+    bad = list(xs)
+    bad[6] = nd.array([4, 1], dtype='float64')
+    with pytest.raises(mx.MXNetError, match='valid_length'):
+        nd.contrib.hawkesll(*bad)
+    bad = list(xs)
+    bad[5] = bad[5].astype('float64')
+    with pytest.raises(mx.MXNetError, match='int32'):
+        nd.contrib.hawkesll(*bad)
+    bad = list(xs)
+    bad[1] = nd.zeros((3,), dtype='float64')
+    with pytest.raises(mx.MXNetError, match='alpha'):
+        nd.contrib.hawkesll(*bad)
+
+
+def test_hawkesll_backward_op_directly():
+    """The backward op on its own: ograd-weighted gradients, alpha and beta summed over the
+    sequences; a zero ograd gives zeros."""
+    xs = [nd.array(x, dtype=x.dtype) for x in hawkes_inputs(3, 2, 4, seed=7)]
+    bw = mx._core.get_op('_contrib_backward_hawkesll')
+    g1 = bw(nd.array([1.0, 1.0, 1.0], dtype='float64'), *xs)
+    g2 = bw(nd.array([2.0, 0.0, 1.0], dtype='float64'), *xs)
+    assert [g.shape for g in g1] == [(3, 2), (2,), (2,)]
+    np.testing.assert_allclose(g2[0].asnumpy(), g1[0].asnumpy() * [[2], [0], [1]], rtol=1e-12)
+    g0 = bw(nd.zeros((3,), dtype='float64'), *xs)
+    for g in g0:
+        np.testing.assert_array_equal(g.asnumpy(), 0)

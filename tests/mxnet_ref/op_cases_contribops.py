@@ -154,4 +154,12 @@ def cases(seed=20261125):
     add(C('_contrib_ROIAlign', [u4(2, 8, 5, 7), rois],
           {'pooled_size': (2, 2), 'spatial_scale': 0.125, 'position_sensitive': True},
           wrt=[0]))
+    # hawkesll: N=3 sequences, K=2 marks, T=5 (gradients for lda, alpha, beta: MXNet's rule)
+    lags = rng.uniform(0.1, 2.0, (3, 5)).astype(F32)
+    marks = rng.integers(0, 2, (3, 5)).astype('int32')
+    add(C('_contrib_hawkesll', [rng.uniform(0.5, 2, (3, 2)).astype(F32),
+                                np.array([0.3, 0.6], F32), np.array([1.5, 0.8], F32),
+                                rng.uniform(0, 1, (3, 2)).astype(F32), lags, marks,
+                                np.array([5, 3, 0], F32), np.array([12.0, 9.0, 4.0], F32)],
+          wrt=[0, 1, 2]))
     return out

@@ -6791,3 +6791,42 @@ def _contrib_group_adagrad_update(weight: NDArray | None = None, grad: NDArray |
         added to the history under the root
     """
     ...
+
+
+def _contrib_hawkesll(lda: NDArray | None = None, alpha: NDArray | None = None, beta: NDArray | None = None, state: NDArray | None = None, lags: NDArray | None = None, marks: NDArray | None = None, valid_length: NDArray | None = None, max_time: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_hawkesll(lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+    log likelihood (N,) of marked event sequences under a multivariate Hawkes process with exponential kernels, and the states (N, K) at max_time
+
+    Inputs
+    ------
+    lda : NDArray
+    alpha : NDArray
+    beta : NDArray
+    state : NDArray
+    lags : NDArray
+    marks : NDArray
+    valid_length : NDArray
+    max_time : NDArray
+    """
+    ...
+
+
+def _contrib_backward_hawkesll(ograd: NDArray | None = None, lda: NDArray | None = None, alpha: NDArray | None = None, beta: NDArray | None = None, state: NDArray | None = None, lags: NDArray | None = None, marks: NDArray | None = None, valid_length: NDArray | None = None, max_time: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_backward_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+    hawkesll's gradient for lda, alpha and beta (of the likelihood output)
+
+    Inputs
+    ------
+    ograd : NDArray
+    lda : NDArray
+    alpha : NDArray
+    beta : NDArray
+    state : NDArray
+    lags : NDArray
+    marks : NDArray
+    valid_length : NDArray
+    max_time : NDArray
+    """
+    ...

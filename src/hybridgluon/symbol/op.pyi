@@ -6745,3 +6745,42 @@ def _contrib_group_adagrad_update(weight: Symbol | None = None, grad: Symbol | N
         added to the history under the root
     """
     ...
+
+
+def _contrib_hawkesll(lda: Symbol | None = None, alpha: Symbol | None = None, beta: Symbol | None = None, state: Symbol | None = None, lags: Symbol | None = None, marks: Symbol | None = None, valid_length: Symbol | None = None, max_time: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_hawkesll(lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+    log likelihood (N,) of marked event sequences under a multivariate Hawkes process with exponential kernels, and the states (N, K) at max_time
+
+    Inputs
+    ------
+    lda : NDArray
+    alpha : NDArray
+    beta : NDArray
+    state : NDArray
+    lags : NDArray
+    marks : NDArray
+    valid_length : NDArray
+    max_time : NDArray
+    """
+    ...
+
+
+def _contrib_backward_hawkesll(ograd: Symbol | None = None, lda: Symbol | None = None, alpha: Symbol | None = None, beta: Symbol | None = None, state: Symbol | None = None, lags: Symbol | None = None, marks: Symbol | None = None, valid_length: Symbol | None = None, max_time: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_backward_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+    hawkesll's gradient for lda, alpha and beta (of the likelihood output)
+
+    Inputs
+    ------
+    ograd : NDArray
+    lda : NDArray
+    alpha : NDArray
+    beta : NDArray
+    state : NDArray
+    lags : NDArray
+    marks : NDArray
+    valid_length : NDArray
+    max_time : NDArray
+    """
+    ...
