@@ -24,7 +24,7 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_contrib_AdaptiveAvgPooling2D', '_contrib_BilinearResize2D',
                '_backward_contrib_BilinearResize2D', '_contrib_ROIAlign',
                '_backward_contrib_ROIAlign', '_contrib_group_adagrad_update',
-               '_contrib_hawkesll', '_contrib_backward_hawkesll']
+               '_contrib_hawkesll', '_backward_contrib_hawkesll', '_contrib_RROIAlign']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -1051,6 +1051,60 @@ def test_roi_align(dtype, kw):
     np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **TOL[dtype])
 
 
+def rroi_align_ref(data, rois, pooled, scale, sample=-1):
+    ph, pw = pooled
+    out = np.zeros((len(rois), data.shape[1], ph, pw))
+    for r, roi in enumerate(rois):
+        cx, cy, rw, rh = roi[1:5] * scale
+        theta = roi[5] * np.pi / 180.0
+        rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / ph, rw / pw
+        gh = sample if sample > 0 else int(np.ceil(rh / ph))
+        gw = sample if sample > 0 else int(np.ceil(rw / pw))
+        for c in range(data.shape[1]):
+            img = data[int(roi[0]), c]
+            for i in range(ph):
+                for j in range(pw):
+                    acc = 0.0
+                    for iy in range(gh):
+                        yy = -rh / 2 + i * bh + (iy + 0.5) * bh / gh
+                        for ix in range(gw):
+                            xx = -rw / 2 + j * bw + (ix + 0.5) * bw / gw
+                            ct, st = np.cos(theta), np.sin(theta)
+                            acc += _bilinear_sample(img, yy * ct - xx * st + cy,
+                                                    xx * ct + yy * st + cx)
+                    out[r, c, i, j] = acc / (gh * gw)
+    return out
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('kw', [{'pooled_size': (2, 3), 'spatial_scale': 0.25},
+                                {'pooled_size': (3, 3), 'spatial_scale': 0.125,
+                                 'sampling_ratio': 2}])
+def test_rroi_align(dtype, kw):
+    data = rand((2, 3, 8, 10), dtype)
+    rois = np.array([[0, 20.0, 16.0, 24.0, 12.0, 30.0], [1, 10.0, 30.0, 8.0, 20.0, -45.0],
+                     [1, 40.0, 5.0, 50.0, 30.0, 120.0], [0, 3.0, 3.0, 1.0, 1.0, 0.0]])
+    y = nd.contrib.RROIAlign(nd.array(data, dtype=dtype), nd.array(rois, dtype=dtype), **kw)
+    ref = rroi_align_ref(data.astype('f8'), rois.astype(dtype).astype('f8'), kw['pooled_size'],
+                         float(np.float32(kw['spatial_scale'])), kw.get('sampling_ratio', -1))
+    assert y.shape == ref.shape and y.dtype == np.dtype(dtype)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == 'float32' else dict(rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **tol)
+
+
+def test_rroi_align_errors():
+    d = nd.zeros((1, 2, 5, 5))
+    with pytest.raises(mx.MXNetError, match='rois must have shape'):
+        nd.contrib.RROIAlign(d, nd.zeros((2, 5)), pooled_size=(2, 2), spatial_scale=1.0)
+    with pytest.raises(mx.MXNetError, match='batch index'):
+        nd.contrib.RROIAlign(d, nd.array([[1, 2, 2, 2, 2, 0]]), pooled_size=(2, 2),
+                             spatial_scale=1.0)
+    with pytest.raises(mx.MXNetError, match='batch index'):
+        nd.contrib.RROIAlign(d, nd.array([[-1, 2, 2, 2, 2, 0]]), pooled_size=(2, 2),
+                             spatial_scale=1.0)
+
+
 def test_roi_align_no_rois():
     y = nd.contrib.ROIAlign(nd.zeros((1, 2, 4, 4)), nd.zeros((0, 5)), pooled_size=(2, 2),
                             spatial_scale=1.0)
@@ -1233,7 +1287,7 @@ def test_hawkesll_backward_op_directly():
     """The backward op on its own: ograd-weighted gradients, alpha and beta summed over the
     sequences; a zero ograd gives zeros."""
     xs = [nd.array(x, dtype=x.dtype) for x in hawkes_inputs(3, 2, 4, seed=7)]
-    bw = mx._core.get_op('_contrib_backward_hawkesll')
+    bw = mx._core.get_op('_backward_contrib_hawkesll')
     g1 = bw(nd.array([1.0, 1.0, 1.0], dtype='float64'), *xs)
     g2 = bw(nd.array([2.0, 0.0, 1.0], dtype='float64'), *xs)
     assert [g.shape for g in g1] == [(3, 2), (2,), (2,)]

@@ -4,7 +4,7 @@
  * exp(-beta[k] dt) and jumps by one at each event of mark k. Returns the log likelihood of
  * each sequence up to max_time[i] and the states at max_time. The gradient (for lda, alpha
  * and beta, of the likelihood output only: MXNet's rule) runs the same recursion with the
- * states' derivatives in _contrib_backward_hawkesll. Sums run in the data's dtype as MXNet's,
+ * states' derivatives in _backward_contrib_hawkesll. Sums run in the data's dtype as MXNet's,
  * by one macro per float type. */
 #include <math.h>
 #include <string.h>
@@ -214,7 +214,7 @@ static hg_status hk_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     return st;
 }
 
-/* _contrib_backward_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length,
+/* _backward_contrib_hawkesll (MXNet: _contrib_backward_hawkesll)(ograd, lda, alpha, beta, state, lags, marks, valid_length,
  * max_time) -> (d lda, d alpha, d beta) */
 static hg_status hk_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                              hg_meta *out)
@@ -279,7 +279,7 @@ static hg_status hk_grad(hg_grad_ctx *g)
     hg_sentry in[1 + H_NIN], d[3];
     in[0] = hg_g_ograd(g, 0);
     for (int i = 0; i < H_NIN; i++) in[1 + i] = hg_g_in(g, i);
-    hg_g_opn(g, "_contrib_backward_hawkesll", 1 + H_NIN, in, NULL, 3, d);
+    hg_g_opn(g, "_backward_contrib_hawkesll", 1 + H_NIN, in, NULL, 3, d);
     for (int i = 0; i < 3; i++) hg_g_set(g, i, d[i]);
     return hg_g_status(g);
 }
@@ -297,7 +297,7 @@ const hg_op_def hg_ops_contrib_hawkes[] = {
      .infer = hk_infer,
      .forward = hk_forward,
      .grad = hk_grad},
-    {.name = "_contrib_backward_hawkesll",
+    {.name = "_backward_contrib_hawkesll",
      .doc = "hawkesll's gradient for lda, alpha and beta (of the likelihood output)",
      .input_names = HG_NAMES("ograd", HK_INPUTS),
      .num_inputs = 1 + H_NIN,

@@ -4,7 +4,7 @@
  * the boxes by half a pixel (Detectron2). Sample positions and weights are computed in the
  * data's dtype as MXNet does (so sample cells are the same), by one macro per float type. The
  * gradient scatters the same weights (_backward_contrib_ROIAlign); rois get none (MXNet's is
- * zero). */
+ * zero). RROIAlign, the rotated variant, lives here too (forward only, as in MXNet). */
 #include <math.h>
 #include <string.h>
 
@@ -228,6 +228,142 @@ static hg_status ra_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
+/* ---- RROIAlign: rotated regions (forward only: MXNet has no backward) --------------------- */
+
+enum { RR_POOLED, RR_SCALE, RR_SAMPLE, RR_NATTRS };
+static const hg_attr_spec k_rr_attrs[] = {
+    [RR_POOLED] = {"pooled_size", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                   "output (height, width) of each region", NULL},
+    [RR_SCALE] = {"spatial_scale", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
+                  "feature map size over image size, in [0, 1]", NULL},
+    [RR_SAMPLE] = {"sampling_ratio", HG_ATTR_INT, 0, "-1",
+                   "samples per bin along each axis; <= 0: ceil(bin size)", NULL},
+};
+_Static_assert(HG_COUNT(k_rr_attrs) == RR_NATTRS, "k_rr_attrs must match its enum");
+
+static hg_status rr_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    char s1[HG_SHAPE_STR];
+    const hg_tuple *ps = &a->v[RR_POOLED].t;
+    if (ps->n != 2 || ps->v[0] < 1 || ps->v[1] < 1)
+        return hg_error(HG_ERR_VALUE, "%s: pooled_size must be two sizes >= 1 (h, w)", op->name);
+    double sc = (float)a->v[RR_SCALE].f;
+    if (!(sc >= 0 && sc <= 1))
+        return hg_error(HG_ERR_VALUE, "%s: spatial_scale must lie in [0, 1], got %g", op->name,
+                        a->v[RR_SCALE].f);
+    hg_status st = hg_c_check_float(op, "data", in[0].dtype);
+    if (st) return st;
+    if (known(&in[1]) && in[1].dtype != in[0].dtype)
+        return hg_error(HG_ERR_TYPE, "%s: rois has dtype %s, data %s (must match)", op->name,
+                        hg_dtype_name(in[1].dtype), hg_dtype_name(in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    if (!known(&in[0]) || !known(&in[1])) return HG_OK;
+    if (in[0].ndim != 4)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must be 4-D (batch, channel, height, width), got %s", op->name,
+                        hg_shape_str(s1, in[0].ndim, in[0].shape));
+    if (in[1].ndim != 2 || in[1].shape[1] != 6)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: rois must have shape (num_rois, 6): [batch index, centre x, "
+                        "centre y, width, height, angle in degrees], got %s",
+                        op->name, hg_shape_str(s1, in[1].ndim, in[1].shape));
+    out[0].ndim = 4;
+    out[0].shape[0] = in[1].shape[0], out[0].shape[1] = in[0].shape[1];
+    out[0].shape[2] = ps->v[0], out[0].shape[3] = ps->v[1];
+    return HG_OK;
+}
+
+/* One rotated roi in type T, as MXNet's kernel: the bin grid is laid in the roi's own frame
+ * and rotated by theta about its centre. */
+#define RR_IMPL(SUF, T, COS, SIN)                                                              \
+    static void rr_roi_##SUF(const ra_geom *g, const double *roi, int64_t r, const double *x,   \
+                             double *y)                                                        \
+    {                                                                                          \
+        T sc = (T)g->scale;                                                                    \
+        T cw = (T)roi[1] * sc, ch = (T)roi[2] * sc, rw = (T)roi[3] * sc, rh = (T)roi[4] * sc;  \
+        T theta = (T)((double)(T)roi[5] * M_PI / 180.0);                                       \
+        rw = rw > (T)1 ? rw : (T)1;                                                            \
+        rh = rh > (T)1 ? rh : (T)1;                                                            \
+        T sh = (T)(-(double)rh / 2.0), sw = (T)(-(double)rw / 2.0);                            \
+        T bh = rh / (T)g->ph, bw = rw / (T)g->pw;                                              \
+        int gh = g->sample > 0 ? g->sample : (int)ceil(rh / (T)g->ph);                         \
+        int gw = g->sample > 0 ? g->sample : (int)ceil(rw / (T)g->pw);                         \
+        T count = (T)(gh * gw), ct = (T)COS(theta), st = (T)SIN(theta);                        \
+        int64_t b = (int64_t)roi[0], hw = g->h * g->w;                                         \
+        for (int64_t i = 0; i < g->ph; i++)                                                    \
+            for (int64_t j = 0; j < g->pw; j++)                                                \
+                for (int iy = 0; iy < gh; iy++) {                                              \
+                    T yy = sh + (T)i * bh + (T)(iy + .5f) * bh / (T)gh;                        \
+                    for (int ix = 0; ix < gw; ix++) {                                          \
+                        T xx = sw + (T)j * bw + (T)(ix + .5f) * bw / (T)gw;                    \
+                        T xv = xx * ct + yy * st + cw, yv = yy * ct - xx * st + ch;            \
+                        if (yv < -1.0 || yv > (T)g->h || xv < -1.0 || xv > (T)g->w) continue;  \
+                        if (yv <= 0) yv = 0;                                                   \
+                        if (xv <= 0) xv = 0;                                                   \
+                        int64_t y0 = (int64_t)(int)yv, x0 = (int64_t)(int)xv, y1, x1;          \
+                        if (y0 >= g->h - 1) y1 = y0 = g->h - 1, yv = (T)y0;                    \
+                        else y1 = y0 + 1;                                                      \
+                        if (x0 >= g->w - 1) x1 = x0 = g->w - 1, xv = (T)x0;                    \
+                        else x1 = x0 + 1;                                                      \
+                        T ly = yv - (T)y0, lx = xv - (T)x0, hy = (T)1 - ly, hx = (T)1 - lx;    \
+                        int64_t pos[4] = {y0 * g->w + x0, y0 * g->w + x1, y1 * g->w + x0,      \
+                                          y1 * g->w + x1};                                     \
+                        T wt[4] = {hy * hx, hy * lx, ly * hx, ly * lx};                        \
+                        for (int64_t c = 0; c < g->c; c++) {                                   \
+                            const double *xp = x + (b * g->c + c) * hw;                        \
+                            double *o = y + ((r * g->c + c) * g->ph + i) * g->pw + j;          \
+                            for (int k = 0; k < 4; k++) *o += (double)(wt[k] / count) * xp[pos[k]]; \
+                        }                                                                      \
+                    }                                                                          \
+                }                                                                              \
+    }
+RR_IMPL(f, float, cos, sin)
+RR_IMPL(d, double, cos, sin)
+
+static hg_status rr_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    const hg_tensor *data = in[0], *rois = in[1];
+    ra_geom g = {.n = data->shape[0],
+                 .c = data->shape[1],
+                 .h = data->shape[2],
+                 .w = data->shape[3],
+                 .ph = a->v[RR_POOLED].t.v[0],
+                 .pw = a->v[RR_POOLED].t.v[1],
+                 .rois = rois->shape[0],
+                 .sample = (int)a->v[RR_SAMPLE].i,
+                 .scale = (float)a->v[RR_SCALE].f};
+    double *x = hg_c_load(data), *rv = hg_c_load(rois), *o = hg_c_alloc(out[0]->size);
+    hg_status st = HG_OK;
+    if (!x || !rv || !o) {
+        st = hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+        goto done;
+    }
+    for (int64_t i = 0; i < out[0]->size; i++) o[i] = 0;
+    for (int64_t r = 0; r < g.rois; r++) {
+        const double *roi = rv + 6 * r;
+        if (!(roi[0] >= 0 && (int64_t)roi[0] < g.n)) {
+            st = hg_error(HG_ERR_INDEX, "%s: roi %lld has batch index %g, data has %lld images",
+                          op->name, (long long)r, roi[0], (long long)g.n);
+            goto done;
+        }
+        if (data->dtype == HG_DTYPE_F64) rr_roi_d(&g, roi, r, x, o);
+        else rr_roi_f(&g, roi, r, x, o);
+    }
+    hg_c_store(out[0], o);
+done:
+    hg_c_free(x, data->size);
+    hg_c_free(rv, rois->size);
+    hg_c_free(o, out[0]->size);
+    return st;
+}
+
 const hg_op_def hg_ops_contrib_roi[] = {
     {.name = "_contrib_ROIAlign",
      .doc = "region features (num_rois, C, pooled_h, pooled_w) of NCHW data, each bin the mean "
@@ -249,6 +385,18 @@ const hg_op_def hg_ops_contrib_roi[] = {
      .num_outputs = 1,
      .infer = ra_bw_infer,
      .forward = ra_backward,
+     .flags = HG_OP_NO_GRAD},
+    {.name = "_contrib_RROIAlign",
+     .doc = "rotated region features (num_rois, C, pooled_h, pooled_w) of NCHW data; rois are "
+            "[batch index, centre x, centre y, width, height, angle in degrees] (no gradient, as "
+            "in MXNet)",
+     .input_names = HG_NAMES("data", "rois"),
+     .attrs = k_rr_attrs,
+     .num_attrs = RR_NATTRS,
+     .num_inputs = 2,
+     .num_outputs = 1,
+     .infer = rr_infer,
+     .forward = rr_forward,
      .flags = HG_OP_NO_GRAD},
     {.name = NULL},
 };

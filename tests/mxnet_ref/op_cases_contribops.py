@@ -154,6 +154,13 @@ def cases(seed=20261125):
     add(C('_contrib_ROIAlign', [u4(2, 8, 5, 7), rois],
           {'pooled_size': (2, 2), 'spatial_scale': 0.125, 'position_sensitive': True},
           wrt=[0]))
+    # RROIAlign (forward only in MXNet)
+    rrois = np.array([[0, 20.0, 16.0, 24.0, 12.0, 30.0], [1, 10.0, 30.0, 8.0, 20.0, -45.0],
+                      [1, 40.0, 5.0, 50.0, 30.0, 120.0]], F32)
+    add(C('_contrib_RROIAlign', [u4(2, 3, 8, 10), rrois],
+          {'pooled_size': (2, 3), 'spatial_scale': 0.25}, grad=False))
+    add(C('_contrib_RROIAlign', [u4(2, 2, 6, 6), rrois],
+          {'pooled_size': (3, 3), 'spatial_scale': 0.125, 'sampling_ratio': 2}, grad=False))
     # hawkesll: N=3 sequences, K=2 marks, T=5 (gradients for lda, alpha, beta: MXNet's rule)
     lags = rng.uniform(0.1, 2.0, (3, 5)).astype(F32)
     marks = rng.integers(0, 2, (3, 5)).astype('int32')

@@ -6768,6 +6768,28 @@ def _backward_contrib_ROIAlign(ograd: NDArray | None = None, data: NDArray | Non
     ...
 
 
+def _contrib_RROIAlign(data: NDArray | None = None, rois: NDArray | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sampling_ratio: int = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_RROIAlign(data, rois, pooled_size=<required>, spatial_scale=<required>, sampling_ratio=-1)
+
+    rotated region features (num_rois, C, pooled_h, pooled_w) of NCHW data; rois are [batch index, centre x, centre y, width, height, angle in degrees] (no gradient, as in MXNet)
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    sampling_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    """
+    ...
+
+
 def _contrib_group_adagrad_update(weight: NDArray | None = None, grad: NDArray | None = None, history: NDArray | None = None, lr: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, epsilon: float = 1e-05, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_contrib_group_adagrad_update(weight, grad, history, lr=<required>, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
 
@@ -6812,8 +6834,8 @@ def _contrib_hawkesll(lda: NDArray | None = None, alpha: NDArray | None = None, 
     ...
 
 
-def _contrib_backward_hawkesll(ograd: NDArray | None = None, lda: NDArray | None = None, alpha: NDArray | None = None, beta: NDArray | None = None, state: NDArray | None = None, lags: NDArray | None = None, marks: NDArray | None = None, valid_length: NDArray | None = None, max_time: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_contrib_backward_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+def _backward_contrib_hawkesll(ograd: NDArray | None = None, lda: NDArray | None = None, alpha: NDArray | None = None, beta: NDArray | None = None, state: NDArray | None = None, lags: NDArray | None = None, marks: NDArray | None = None, valid_length: NDArray | None = None, max_time: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_contrib_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
 
     hawkesll's gradient for lda, alpha and beta (of the likelihood output)
 

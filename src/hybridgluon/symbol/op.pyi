@@ -6722,6 +6722,28 @@ def _backward_contrib_ROIAlign(ograd: Symbol | None = None, data: Symbol | None 
     ...
 
 
+def _contrib_RROIAlign(data: Symbol | None = None, rois: Symbol | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sampling_ratio: int = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_RROIAlign(data, rois, pooled_size=<required>, spatial_scale=<required>, sampling_ratio=-1)
+
+    rotated region features (num_rois, C, pooled_h, pooled_w) of NCHW data; rois are [batch index, centre x, centre y, width, height, angle in degrees] (no gradient, as in MXNet)
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    sampling_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    """
+    ...
+
+
 def _contrib_group_adagrad_update(weight: Symbol | None = None, grad: Symbol | None = None, history: Symbol | None = None, lr: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, epsilon: float = 1e-05, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_contrib_group_adagrad_update(weight, grad, history, lr=<required>, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
 
@@ -6766,8 +6788,8 @@ def _contrib_hawkesll(lda: Symbol | None = None, alpha: Symbol | None = None, be
     ...
 
 
-def _contrib_backward_hawkesll(ograd: Symbol | None = None, lda: Symbol | None = None, alpha: Symbol | None = None, beta: Symbol | None = None, state: Symbol | None = None, lags: Symbol | None = None, marks: Symbol | None = None, valid_length: Symbol | None = None, max_time: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_contrib_backward_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+def _backward_contrib_hawkesll(ograd: Symbol | None = None, lda: Symbol | None = None, alpha: Symbol | None = None, beta: Symbol | None = None, state: Symbol | None = None, lags: Symbol | None = None, marks: Symbol | None = None, valid_length: Symbol | None = None, max_time: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
 
     hawkesll's gradient for lda, alpha and beta (of the likelihood output)
 
