@@ -13,7 +13,8 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_contrib_bipartite_matching', '_contrib_box_encode', '_contrib_box_decode',
                '_backward_contrib_box_nms', '_contrib_MultiBoxPrior', '_contrib_MultiBoxTarget',
                '_contrib_div_sqrt_dim', '_contrib_index_array', '_contrib_index_copy',
-               '_contrib_allclose', '_contrib_interleaved_matmul_selfatt_qk',
+               '_contrib_allclose', '_contrib_arange_like',
+               '_contrib_interleaved_matmul_selfatt_qk',
                '_contrib_interleaved_matmul_selfatt_valatt',
                '_contrib_interleaved_matmul_encdec_qk',
                '_contrib_interleaved_matmul_encdec_valatt',
@@ -747,6 +748,30 @@ def test_allclose(dtype, shape):
         ref = bool(np.all(np.abs(af - bf) <= atol + rtol * np.abs(bf)))
         assert y.shape == () and y.dtype == np.uint8
         assert int(y.asnumpy()) == int(ref)
+
+
+@pytest.mark.parametrize('dtype', ALL)
+@pytest.mark.parametrize('shape,axis', [((4,), None), ((2, 3), None), ((2, 3), 1), ((2, 5, 3), -2),
+                                        ((0, 3), None), ((0, 3), 1)])
+@pytest.mark.parametrize('kw', [{}, {'start': 2.0, 'step': 3.0, 'repeat': 2},
+                                {'start': 1.5, 'step': 0.25}])
+def test_arange_like(dtype, shape, axis, kw):
+    x = nd.zeros(shape, dtype=dtype)
+    y = nd.contrib.arange_like(x, axis=axis, **kw)
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    start, step, rep = kw.get('start', 0.0), kw.get('step', 1.0), kw.get('repeat', 1)
+    if np.dtype(dtype).kind in 'iu':   # start and step cast to the integer dtype first
+        start, step = int(start), int(step)
+    ref = (start + (np.arange(n) // rep) * step).astype(dtype)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.asnumpy(), ref.reshape(shape if axis is None else (n,)))
+
+
+def test_arange_like_errors():
+    with pytest.raises(mx.MXNetError, match='axis'):
+        nd.contrib.arange_like(nd.zeros((2, 3)), axis=2)
+    with pytest.raises(mx.MXNetError, match='repeat'):
+        nd.contrib.arange_like(nd.zeros((2, 3)), repeat=0)
 
 
 def test_allclose_nan():

@@ -1,7 +1,7 @@
 /* Small contrib ops on indices and whole arrays, as MXNet 1.9.1's: div_sqrt_dim (x divided by
  * the square root of its last dimension, the scaling of dot-product attention), index_array
- * (the index of every element), index_copy (rows of a tensor replaced at given indices) and
- * allclose (one uint8 verdict on two arrays). */
+ * (the index of every element), index_copy (rows of a tensor replaced at given indices),
+ * allclose (one uint8 verdict on two arrays) and arange_like (a range shaped like its input). */
 #include <math.h>
 #include <string.h>
 
@@ -264,6 +264,69 @@ done:
     return st;
 }
 
+/* ---- arange_like ------------------------------------------------------------------------- */
+
+enum { AL_START, AL_STEP, AL_REPEAT, AL_CTX, AL_AXIS, AL_NATTRS };
+static const hg_attr_spec k_al_attrs[] = {
+    [AL_START] = {"start", HG_ATTR_FLOAT, 0, "0", "first value", NULL},
+    [AL_STEP] = {"step", HG_ATTR_FLOAT, 0, "1", "spacing of the values", NULL},
+    [AL_REPEAT] = {"repeat", HG_ATTR_INT, 0, "1", "times each value repeats", NULL},
+    [AL_CTX] = {"ctx", HG_ATTR_STRING, 0, "", "context (the output is on the input's)", NULL},
+    [AL_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
+                 "a 1-D range as long as this axis; None: the input's whole shape", NULL},
+};
+_Static_assert(HG_COUNT(k_al_attrs) == AL_NATTRS, "k_al_attrs must match its enum");
+
+static hg_status al_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    if (in[0].dtype == HG_DTYPE_BOOL)
+        return hg_error(HG_ERR_TYPE, "%s: dtype bool is not supported", op->name);
+    if (a->v[AL_REPEAT].i < 1)
+        return hg_error(HG_ERR_VALUE, "%s: repeat must be >= 1, got %lld", op->name,
+                        (long long)a->v[AL_REPEAT].i);
+    out[0].dtype = in[0].dtype;
+    if (!known(&in[0])) return HG_OK;
+    if (a->v[AL_AXIS].is_none) {
+        out[0] = in[0];
+        return HG_OK;
+    }
+    int64_t ax = a->v[AL_AXIS].i, nd = in[0].ndim;
+    if (ax < -nd || ax >= nd)
+        return hg_error(HG_ERR_VALUE, "%s: axis %lld is out of range for %lld dimensions", op->name,
+                        (long long)ax, (long long)nd);
+    out[0].ndim = 1;
+    out[0].shape[0] = in[0].shape[ax < 0 ? ax + nd : ax];
+    return HG_OK;
+}
+
+/* MXNet computes start + (i / repeat) * step with start and step cast to the data's dtype
+ * (so an int32 range from 1.5 by 0.7 is all ones). */
+static hg_status al_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    hg_tensor *y = out[0];
+    double *v = hg_c_alloc(y->size);
+    if (!v) return hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+    double start = a->v[AL_START].f, step = a->v[AL_STEP].f;
+    int64_t rep = a->v[AL_REPEAT].i;
+    hg_dtype dt = in[0]->dtype;
+    for (int64_t i = 0; i < y->size; i++) {
+        double k = (double)(i / rep);
+        if (dt == HG_DTYPE_F64) v[i] = start + k * step;
+        else if (hg_is_float(dt)) v[i] = (float)((float)start + (float)k * (float)step);
+        else v[i] = (double)((int64_t)start + (int64_t)k * (int64_t)step);
+    }
+    hg_c_store(y, v);
+    hg_c_free(v, y->size);
+    return HG_OK;
+}
+
 const hg_op_def hg_ops_contrib_index[] = {
     {.name = "_contrib_div_sqrt_dim",
      .doc = "data / sqrt(data.shape[-1])",
@@ -302,6 +365,17 @@ const hg_op_def hg_ops_contrib_index[] = {
      .num_outputs = 1,
      .infer = ac_infer,
      .forward = ac_forward,
+     .flags = HG_OP_NO_GRAD},
+    {.name = "_contrib_arange_like",
+     .doc = "start, start + step, ... (each value repeat times) in the shape of data, or along "
+            "one of its axes (no gradient: MXNet's is zero)",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_al_attrs,
+     .num_attrs = AL_NATTRS,
+     .num_inputs = 1,
+     .num_outputs = 1,
+     .infer = al_infer,
+     .forward = al_forward,
      .flags = HG_OP_NO_GRAD},
     {.name = NULL},
 };

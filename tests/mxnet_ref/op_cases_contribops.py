@@ -154,6 +154,13 @@ def cases(seed=20261125):
     add(C('_contrib_ROIAlign', [u4(2, 8, 5, 7), rois],
           {'pooled_size': (2, 2), 'spatial_scale': 0.125, 'position_sensitive': True},
           wrt=[0]))
+    # arange_like (MXNet's gradient is zero)
+    add(C('_contrib_arange_like', [u4(2, 3)], grad=False))
+    add(C('_contrib_arange_like', [u4(3, 4)], {'start': 1.0, 'step': 0.5, 'repeat': 3},
+          grad=False))
+    add(C('_contrib_arange_like', [u4(2, 5, 3)], {'axis': -2, 'start': -2.0}, grad=False))
+    add(C('_contrib_arange_like', [u4(2, 3).astype('int32')], {'start': 1.5, 'step': 2.7},
+          grad=False))
     # RROIAlign (forward only in MXNet)
     rrois = np.array([[0, 20.0, 16.0, 24.0, 12.0, 30.0], [1, 10.0, 30.0, 8.0, 20.0, -45.0],
                       [1, 40.0, 5.0, 50.0, 30.0, 120.0]], F32)

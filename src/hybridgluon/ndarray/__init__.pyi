@@ -6475,6 +6475,31 @@ def _contrib_allclose(a: NDArray | None = None, b: NDArray | None = None, rtol: 
     ...
 
 
+def _contrib_arange_like(data: NDArray | None = None, start: float = 0, step: float = 1, repeat: int = 1, ctx: str = '', axis: int | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_arange_like(data, start=0, step=1, repeat=1, ctx=, axis=None)
+
+    start, start + step, ... (each value repeat times) in the shape of data, or along one of its axes (no gradient: MXNet's is zero)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    start : float, default=0
+        first value
+    step : float, default=1
+        spacing of the values
+    repeat : int, default=1
+        times each value repeats
+    ctx : string, default=
+        context (the output is on the input's)
+    axis : int or None, default=None
+        a 1-D range as long as this axis; None: the input's whole shape
+    """
+    ...
+
+
 def _contrib_interleaved_matmul_selfatt_qk(queries_keys_values: NDArray | None = None, heads: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_contrib_interleaved_matmul_selfatt_qk(queries_keys_values, heads=<required>)
 
