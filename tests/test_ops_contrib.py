@@ -25,7 +25,8 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_contrib_AdaptiveAvgPooling2D', '_contrib_BilinearResize2D',
                '_backward_contrib_BilinearResize2D', '_contrib_ROIAlign',
                '_backward_contrib_ROIAlign', '_contrib_group_adagrad_update',
-               '_contrib_hawkesll', '_backward_contrib_hawkesll', '_contrib_RROIAlign']
+               '_contrib_hawkesll', '_backward_contrib_hawkesll', '_contrib_RROIAlign',
+               '_contrib_quantize', '_contrib_dequantize']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -1320,3 +1321,59 @@ def test_hawkesll_backward_op_directly():
     g0 = bw(nd.zeros((3,), dtype='float64'), *xs)
     for g in g0:
         np.testing.assert_array_equal(g.asnumpy(), 0)
+
+
+# ---- quantize / dequantize ---------------------------------------------------------------------
+
+@pytest.mark.parametrize('shape', [(1,), (3, 4), (0, 2), (2, 3, 2)])
+@pytest.mark.parametrize('lo,hi', [(-1.0, 1.0), (0.0, 2.5), (-3.0, 0.5)])
+def test_quantize_dequantize(shape, lo, hi):
+    """MXNet's CPU (oneDNN) semantics: scale over r = max(|lo|, |hi|), round half to even,
+    saturate; dequantize by r / 255.5 or r / 127.5."""
+    x = np.random.RandomState(0).uniform(lo, hi, shape).astype('f4')
+    f32 = np.float32
+    rng = max(abs(f32(lo)), abs(f32(hi)))
+    r = [nd.array([lo]), nd.array([hi])]
+    q, qmin, qmax = nd.contrib.quantize(nd.array(x), *r, out_type='uint8')
+    ref = np.clip(np.rint(x * f32(255 / rng)), 0, 255).astype('uint8')
+    assert q.dtype == np.uint8 and q.shape == shape
+    np.testing.assert_array_equal(q.asnumpy(), ref)
+    assert float(qmin.asnumpy()[0]) == f32(lo) and float(qmax.asnumpy()[0]) == f32(hi)
+    back = nd.contrib.dequantize(q, qmin, qmax)
+    np.testing.assert_allclose(back.asnumpy(), ref * f32(rng / f32(255.5)), rtol=1e-6)
+    q8, m8, x8 = nd.contrib.quantize(nd.array(x), *r, out_type='int8')
+    ref8 = np.clip(np.rint(x * f32(127 / rng)), -128, 127).astype('int8')
+    assert q8.dtype == np.int8
+    np.testing.assert_array_equal(q8.asnumpy(), ref8)
+    assert float(m8.asnumpy()[0]) == -rng and float(x8.asnumpy()[0]) == rng
+    back8 = nd.contrib.dequantize(q8, m8, x8)
+    np.testing.assert_allclose(back8.asnumpy(), ref8 * f32(rng / f32(127.5)), rtol=1e-6)
+    if x.size:   # the int8 round trip is within a step
+        np.testing.assert_allclose(back8.asnumpy(), x, atol=2 * rng / 127)
+
+
+def test_quantize_rounds_half_to_even():
+    q, _, _ = nd.contrib.quantize(nd.array([0.25, 0.75, 1.25]), nd.array([0.0]),
+                                  nd.array([2.0]), out_type='int8')
+    # 127 / 2 * [0.25, 0.75, 1.25] = [15.875, 47.625, 79.375]
+    np.testing.assert_array_equal(q.asnumpy(), [16, 48, 79])
+    q, _, _ = nd.contrib.quantize(nd.array([0.5, 1.5]), nd.array([0.0]), nd.array([255.0]))
+    np.testing.assert_array_equal(q.asnumpy(), [0, 2])
+
+
+def test_quantize_saturates():
+    q, _, _ = nd.contrib.quantize(nd.array([-5.0, 0.5, 7.0]), nd.array([0.0]), nd.array([1.0]))
+    np.testing.assert_array_equal(q.asnumpy(), [0, 128, 255])
+    q, _, _ = nd.contrib.quantize(nd.array([-5.0, 7.0]), nd.array([0.0]), nd.array([1.0]),
+                                  out_type='int8')
+    np.testing.assert_array_equal(q.asnumpy(), [-128, 127])
+
+
+def test_quantize_errors():
+    r = [nd.array([0.0]), nd.array([1.0])]
+    with pytest.raises(mx.MXNetError, match='float32'):
+        nd.contrib.quantize(nd.zeros(3, dtype='float64'), *r)
+    with pytest.raises(mx.MXNetError, match='min_range'):
+        nd.contrib.quantize(nd.zeros(3), nd.zeros(2), r[1])
+    with pytest.raises(mx.MXNetError, match='uint8 or int8'):
+        nd.contrib.dequantize(nd.zeros(3), *r)

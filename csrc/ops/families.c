@@ -11,7 +11,7 @@
     X(deconv) X(norm) X(grad_util) X(optimizer) X(reduce_grad) X(ctc)   \
     X(contrib_elemwise) X(contrib_bbox) X(contrib_multibox) X(contrib_index)   \
     X(contrib_transformer) X(contrib_resize) X(contrib_roi) X(contrib_optim)   \
-    X(contrib_hawkes)
+    X(contrib_hawkes) X(contrib_quant)
 
 #define DECLARE(f) extern const hg_op_def hg_ops_##f[];
 HG_FAMILIES(DECLARE)

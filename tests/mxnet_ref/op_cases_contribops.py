@@ -161,6 +161,18 @@ def cases(seed=20261125):
     add(C('_contrib_arange_like', [u4(2, 5, 3)], {'axis': -2, 'start': -2.0}, grad=False))
     add(C('_contrib_arange_like', [u4(2, 3).astype('int32')], {'start': 1.5, 'step': 2.7},
           grad=False))
+    # quantize / dequantize
+    qx = rng.uniform(-0.5, 1.5, (3, 4)).astype(F32)
+    lo, hi = np.array([-0.5], F32), np.array([1.5], F32)
+    add(C('_contrib_quantize', [qx, lo, hi], grad=False))
+    add(C('_contrib_quantize', [qx, lo, hi], {'out_type': 'int8'}, grad=False))
+    wide = rng.uniform(-3, 3, (2, 6)).astype(F32)   # beyond the range: saturates
+    add(C('_contrib_quantize', [wide, lo, hi], {'out_type': 'int8'}, grad=False))
+    add(C('_contrib_quantize', [wide, lo, hi], grad=False))
+    add(C('_contrib_dequantize', [rng.integers(0, 256, (2, 5)).astype('uint8'), lo, hi],
+          grad=False))
+    add(C('_contrib_dequantize', [rng.integers(-127, 128, (4, 2)).astype('int8'), lo, hi],
+          grad=False))
     # RROIAlign (forward only in MXNet)
     rrois = np.array([[0, 20.0, 16.0, 24.0, 12.0, 30.0], [1, 10.0, 30.0, 8.0, 20.0, -45.0],
                       [1, 40.0, 5.0, 50.0, 30.0, 120.0]], F32)

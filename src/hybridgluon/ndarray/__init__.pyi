@@ -6877,3 +6877,43 @@ def _backward_contrib_hawkesll(ograd: NDArray | None = None, lda: NDArray | None
     max_time : NDArray
     """
     ...
+
+
+def _contrib_quantize(data: NDArray | None = None, min_range: NDArray | None = None, max_range: NDArray | None = None, out_type: Literal['int8', 'uint8'] = 'uint8', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_quantize(data, min_range, max_range, out_type=uint8)
+
+    float32 data to uint8 (affine over [min_range, max_range]) or int8 (symmetric), with the range the output stands for
+
+    Inputs
+    ------
+    data : NDArray
+    min_range : NDArray
+    max_range : NDArray
+
+    Parameters
+    ----------
+    out_type : enum, default=uint8
+        int8 or uint8
+        one of: 'int8' 'uint8'
+    """
+    ...
+
+
+def _contrib_dequantize(data: NDArray | None = None, min_range: NDArray | None = None, max_range: NDArray | None = None, out_type: Literal['float32'] = 'float32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_dequantize(data, min_range, max_range, out_type=float32)
+
+    uint8 or int8 data back to float32 over [min_range, max_range]
+
+    Inputs
+    ------
+    data : NDArray
+    min_range : NDArray
+    max_range : NDArray
+
+    Parameters
+    ----------
+    out_type : enum, default=float32
+        float32
+        one of: 'float32'
+    """
+    ...

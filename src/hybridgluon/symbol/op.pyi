@@ -6831,3 +6831,43 @@ def _backward_contrib_hawkesll(ograd: Symbol | None = None, lda: Symbol | None =
     max_time : NDArray
     """
     ...
+
+
+def _contrib_quantize(data: Symbol | None = None, min_range: Symbol | None = None, max_range: Symbol | None = None, out_type: Literal['int8', 'uint8'] = 'uint8', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_quantize(data, min_range, max_range, out_type=uint8)
+
+    float32 data to uint8 (affine over [min_range, max_range]) or int8 (symmetric), with the range the output stands for
+
+    Inputs
+    ------
+    data : NDArray
+    min_range : NDArray
+    max_range : NDArray
+
+    Parameters
+    ----------
+    out_type : enum, default=uint8
+        int8 or uint8
+        one of: 'int8' 'uint8'
+    """
+    ...
+
+
+def _contrib_dequantize(data: Symbol | None = None, min_range: Symbol | None = None, max_range: Symbol | None = None, out_type: Literal['float32'] = 'float32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_dequantize(data, min_range, max_range, out_type=float32)
+
+    uint8 or int8 data back to float32 over [min_range, max_range]
+
+    Inputs
+    ------
+    data : NDArray
+    min_range : NDArray
+    max_range : NDArray
+
+    Parameters
+    ----------
+    out_type : enum, default=float32
+        float32
+        one of: 'float32'
+    """
+    ...
