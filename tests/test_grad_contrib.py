@@ -14,7 +14,8 @@ GRADS_COVERED = ['_contrib_quadratic', '_contrib_gradientmultiplier', '_contrib_
                  '_contrib_interleaved_matmul_selfatt_valatt',
                  '_contrib_interleaved_matmul_encdec_qk',
                  '_contrib_interleaved_matmul_encdec_valatt', '_contrib_AdaptiveAvgPooling2D',
-                 '_contrib_BilinearResize2D', '_contrib_ROIAlign', '_contrib_hawkesll']
+                 '_contrib_BilinearResize2D', '_contrib_ROIAlign', '_contrib_hawkesll',
+                 '_contrib_PSROIPooling']
 
 
 def rand(shape, seed=0):
@@ -160,3 +161,14 @@ def test_hawkesll_grad(seed):
             m[i].reshape(-1)[j] -= eps
             num.reshape(-1)[j] = (ll(p) - ll(m)) / (2 * eps)
         np.testing.assert_allclose(s, num, rtol=1e-5, atol=1e-7, err_msg='input %d' % i)
+
+
+@pytest.mark.parametrize('attrs', [{'spatial_scale': 0.5, 'output_dim': 2, 'pooled_size': 2},
+                                   {'spatial_scale': 0.25, 'output_dim': 1, 'pooled_size': 3,
+                                    'group_size': 2}])
+def test_psroi_pooling_grad(attrs):
+    """Linear in data; rois are not differentiated (MXNet gives them zero)."""
+    g = attrs.get('group_size') or attrs['pooled_size']
+    rois = np.array([[0, 1.0, 2.0, 9.0, 11.0], [1, 3.0, 0.0, 12.0, 6.0]])
+    check_grad('_contrib_PSROIPooling', [rand((2, attrs['output_dim'] * g * g, 6, 7)), rois],
+               attrs=attrs, wrt=[0])

@@ -26,7 +26,8 @@ OPS_COVERED = ['_contrib_round_ste', '_contrib_sign_ste', '_contrib_gradientmult
                '_backward_contrib_BilinearResize2D', '_contrib_ROIAlign',
                '_backward_contrib_ROIAlign', '_contrib_group_adagrad_update',
                '_contrib_hawkesll', '_backward_contrib_hawkesll', '_contrib_RROIAlign',
-               '_contrib_quantize', '_contrib_dequantize']
+               '_contrib_quantize', '_contrib_dequantize', '_contrib_PSROIPooling',
+               '_backward_contrib_PSROIPooling']
 
 FLOATS = ['float16', 'float32', 'float64']
 ALL = FLOATS + ['int32', 'int64', 'int8', 'uint8']
@@ -1129,6 +1130,65 @@ def test_rroi_align_errors():
     with pytest.raises(mx.MXNetError, match='batch index'):
         nd.contrib.RROIAlign(d, nd.array([[-1, 2, 2, 2, 2, 0]]), pooled_size=(2, 2),
                              spatial_scale=1.0)
+
+
+def psroi_pool_ref(data, rois, scale, od, ps, gs=0):
+    gs = gs or ps
+    n, c, h, w = data.shape
+    out = np.zeros((len(rois), od, ps, ps))
+    for r, roi in enumerate(rois):
+        b = int(roi[0])
+        x1, y1 = np.round(roi[1]) * scale, np.round(roi[2]) * scale
+        x2, y2 = (np.round(roi[3]) + 1) * scale, (np.round(roi[4]) + 1) * scale
+        rw, rh = max(x2 - x1, 0.1), max(y2 - y1, 0.1)
+        for k in range(od):
+            for i in range(ps):
+                for j in range(ps):
+                    h0 = min(max(int(np.floor(i * rh / ps + y1)), 0), h)
+                    h1 = min(max(int(np.ceil((i + 1) * rh / ps + y1)), 0), h)
+                    w0 = min(max(int(np.floor(j * rw / ps + x1)), 0), w)
+                    w1 = min(max(int(np.ceil((j + 1) * rw / ps + x1)), 0), w)
+                    gi = min(max(int(np.floor(i * gs / ps)), 0), gs - 1)
+                    gj = min(max(int(np.floor(j * gs / ps)), 0), gs - 1)
+                    if h1 > h0 and w1 > w0:
+                        out[r, k, i, j] = data[b, (k * gs + gi) * gs + gj, h0:h1, w0:w1].mean()
+    return out
+
+
+@pytest.mark.parametrize('dtype', FLOATS)
+@pytest.mark.parametrize('od,ps,gs', [(2, 3, 0), (2, 3, 2), (1, 1, 1), (3, 2, 0)])
+def test_psroi_pooling(dtype, od, ps, gs):
+    g = gs or ps
+    data = rand((2, od * g * g, 10, 12), dtype)
+    rois = np.array([[0, 10.3, 22.0, 161.0, 173.6], [1, 20.0, 15.0, 154.0, 160.0],
+                     [1, 0.0, 0.0, 30.0, 8.0], [0, 300.0, 300.0, 310.0, 320.0]])
+    kw = {'spatial_scale': 0.0625, 'output_dim': od, 'pooled_size': ps, 'group_size': gs}
+    y = nd.contrib.PSROIPooling(nd.array(data, dtype=dtype), nd.array(rois, dtype=dtype), **kw)
+    ref = psroi_pool_ref(data.astype('f8'), rois.astype(dtype).astype('f8'),
+                         float(np.float32(0.0625)), od, ps, gs)
+    assert y.shape == ref.shape and y.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(y.asnumpy().astype('f8'), ref, **TOL[dtype])
+
+
+def test_psroi_pooling_errors_and_adjoint():
+    d = nd.zeros((1, 8, 5, 5))
+    with pytest.raises(mx.MXNetError, match='channels'):
+        nd.contrib.PSROIPooling(d, nd.zeros((1, 5)), spatial_scale=0.5, output_dim=3,
+                                pooled_size=2)
+    with pytest.raises(mx.MXNetError, match='batch index'):
+        nd.contrib.PSROIPooling(d, nd.array([[1, 0, 0, 2, 2]]), spatial_scale=0.5, output_dim=2,
+                                pooled_size=2)
+    r = np.random.RandomState(0)
+    x = r.randn(2, 8, 6, 7)
+    rois = np.array([[0, 1.0, 2.0, 9.0, 11.0], [1, 3.0, 0.0, 12.0, 6.0]])
+    kw = {'spatial_scale': 0.5, 'output_dim': 2, 'pooled_size': 2}
+    y = nd.contrib.PSROIPooling(nd.array(x, dtype='float64'), nd.array(rois, dtype='float64'),
+                                **kw).asnumpy()
+    dy = r.randn(*y.shape)
+    dx = mx._core.get_op('_backward_contrib_PSROIPooling')(
+        nd.array(dy, dtype='float64'), nd.array(x, dtype='float64'),
+        nd.array(rois, dtype='float64'), **kw).asnumpy()
+    np.testing.assert_allclose((dy * y).sum(), (dx * x).sum(), rtol=1e-12)
 
 
 def test_roi_align_no_rois():

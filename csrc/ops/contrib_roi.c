@@ -4,7 +4,8 @@
  * the boxes by half a pixel (Detectron2). Sample positions and weights are computed in the
  * data's dtype as MXNet does (so sample cells are the same), by one macro per float type. The
  * gradient scatters the same weights (_backward_contrib_ROIAlign); rois get none (MXNet's is
- * zero). RROIAlign, the rotated variant, lives here too (forward only, as in MXNet). */
+ * zero). RROIAlign, the rotated variant (forward only, as in MXNet), and PSROIPooling, R-FCN's
+ * position-sensitive average pooling, live here too. */
 #include <math.h>
 #include <string.h>
 
@@ -164,8 +165,9 @@ static hg_status ra_run(const hg_op_def *op, const hg_attrs *a, const hg_tensor 
     for (int64_t i = 0; i < out->size; i++) o[i] = 0;
     for (int64_t r = 0; r < g.rois && !st; r++) {
         const double *roi = rv + 5 * r;
-        if (roi[0] < 0) continue; /* MXNet: a negative batch index marks padding (zeros) */
-        if ((int64_t)roi[0] >= g.n) {
+        /* MXNet truncates the index to int: below 0 marks padding (zeros) */
+        if (roi[0] <= -1) continue;
+        if (!(roi[0] < (double)g.n)) {
             st = hg_error(HG_ERR_INDEX, "%s: roi %lld has batch index %g, data has %lld images",
                           op->name, (long long)r, roi[0], (long long)g.n);
             break;
@@ -348,7 +350,7 @@ static hg_status rr_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     for (int64_t i = 0; i < out[0]->size; i++) o[i] = 0;
     for (int64_t r = 0; r < g.rois; r++) {
         const double *roi = rv + 6 * r;
-        if (!(roi[0] >= 0 && (int64_t)roi[0] < g.n)) {
+        if (!(roi[0] > -1 && roi[0] < (double)g.n)) { /* the index truncated to int */
             st = hg_error(HG_ERR_INDEX, "%s: roi %lld has batch index %g, data has %lld images",
                           op->name, (long long)r, roi[0], (long long)g.n);
             goto done;
@@ -362,6 +364,187 @@ done:
     hg_c_free(rv, rois->size);
     hg_c_free(o, out[0]->size);
     return st;
+}
+
+/* ---- PSROIPooling: position-sensitive average pooling (R-FCN) ----------------------------- */
+
+enum { PS_SCALE, PS_OUTDIM, PS_POOLED, PS_GROUP, PS_NATTRS };
+static const hg_attr_spec k_ps_attrs[] = {
+    [PS_SCALE] = {"spatial_scale", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
+                  "feature map size over image size, in [0, 1]", NULL},
+    [PS_OUTDIM] = {"output_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "output channels", NULL},
+    [PS_POOLED] = {"pooled_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "output height and width",
+                   NULL},
+    [PS_GROUP] = {"group_size", HG_ATTR_INT, 0, "0",
+                  "position-sensitive groups per side; 0: pooled_size", NULL},
+};
+_Static_assert(HG_COUNT(k_ps_attrs) == PS_NATTRS, "k_ps_attrs must match its enum");
+
+static int64_t ps_group(const hg_attrs *a)
+{
+    return a->v[PS_GROUP].i ? a->v[PS_GROUP].i : a->v[PS_POOLED].i;
+}
+
+static hg_status ps_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    char s1[HG_SHAPE_STR];
+    int64_t od = a->v[PS_OUTDIM].i, ps = a->v[PS_POOLED].i, gs = ps_group(a);
+    if (od < 1 || ps < 1 || gs < 1)
+        return hg_error(HG_ERR_VALUE, "%s: output_dim, pooled_size and group_size must be >= 1",
+                        op->name);
+    double sc = (float)a->v[PS_SCALE].f;
+    if (!(sc >= 0 && sc <= 1))
+        return hg_error(HG_ERR_VALUE, "%s: spatial_scale must lie in [0, 1], got %g", op->name,
+                        a->v[PS_SCALE].f);
+    hg_status st = hg_c_check_float(op, "data", in[0].dtype);
+    if (st) return st;
+    if (known(&in[1]) && in[1].dtype != in[0].dtype)
+        return hg_error(HG_ERR_TYPE, "%s: rois has dtype %s, data %s (must match)", op->name,
+                        hg_dtype_name(in[1].dtype), hg_dtype_name(in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    if (!known(&in[0]) || !known(&in[1])) return HG_OK;
+    if (in[0].ndim != 4 || in[0].shape[1] < od * gs * gs)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: data must be 4-D with at least output_dim * group_size^2 = %lld "
+                        "channels, got %s",
+                        op->name, (long long)(od * gs * gs),
+                        hg_shape_str(s1, in[0].ndim, in[0].shape));
+    if (in[1].ndim != 2 || in[1].shape[1] != 5)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: rois must have shape (num_rois, 5): [batch index, x1, y1, x2, y2], "
+                        "got %s",
+                        op->name, hg_shape_str(s1, in[1].ndim, in[1].shape));
+    out[0].ndim = 4;
+    out[0].shape[0] = in[1].shape[0], out[0].shape[1] = od;
+    out[0].shape[2] = out[0].shape[3] = ps;
+    return HG_OK;
+}
+
+/* Bins of one roi in type T as MXNet's kernel (rounded corners, integer bins clipped to the
+ * map); forward averages into y, backward spreads dy over the bin into dx. */
+#define PS_IMPL(SUF, T, ROUND)                                                                 \
+    static void ps_roi_##SUF(const hg_attrs *a, const int64_t *dims, const double *roi,         \
+                             int64_t r, const double *x, double *y, const double *dy,          \
+                             double *dx)                                                       \
+    {                                                                                          \
+        int64_t c = dims[1], h = dims[2], w = dims[3], od = a->v[PS_OUTDIM].i;                 \
+        int64_t ps = a->v[PS_POOLED].i, gs = ps_group(a);                                      \
+        T sc = (T)(float)a->v[PS_SCALE].f;                                                     \
+        int64_t b = (int64_t)roi[0];                                                           \
+        T sw = (T)ROUND((T)roi[1]) * sc, sh = (T)ROUND((T)roi[2]) * sc;                        \
+        T ew = (T)(ROUND((T)roi[3]) + (T)1) * sc, eh = (T)(ROUND((T)roi[4]) + (T)1) * sc;      \
+        T rw = ew - sw > (T)0.1 ? ew - sw : (T)0.1, rh = eh - sh > (T)0.1 ? eh - sh : (T)0.1;  \
+        T bh = rh / (T)ps, bw = rw / (T)ps;                                                    \
+        for (int64_t ct = 0; ct < od; ct++)                                                    \
+            for (int64_t i = 0; i < ps; i++)                                                   \
+                for (int64_t j = 0; j < ps; j++) {                                             \
+                    int64_t h0 = (int64_t)floor((double)((T)i * bh + sh));                     \
+                    int64_t w0 = (int64_t)floor((double)((T)j * bw + sw));                     \
+                    int64_t h1 = (int64_t)ceil((double)((T)(i + 1) * bh + sh));                \
+                    int64_t w1 = (int64_t)ceil((double)((T)(j + 1) * bw + sw));                \
+                    h0 = h0 < 0 ? 0 : h0 > h ? h : h0, h1 = h1 < 0 ? 0 : h1 > h ? h : h1;      \
+                    w0 = w0 < 0 ? 0 : w0 > w ? w : w0, w1 = w1 < 0 ? 0 : w1 > w ? w : w1;      \
+                    int64_t gw = (int64_t)floor((double)((T)j * (T)gs / (T)ps));               \
+                    int64_t gh = (int64_t)floor((double)((T)i * (T)gs / (T)ps));               \
+                    gw = gw < 0 ? 0 : gw > gs - 1 ? gs - 1 : gw;                               \
+                    gh = gh < 0 ? 0 : gh > gs - 1 ? gs - 1 : gh;                               \
+                    int64_t base = (b * c + (ct * gs + gh) * gs + gw) * h * w;                 \
+                    int64_t o = ((r * od + ct) * ps + i) * ps + j;                             \
+                    if (h1 <= h0 || w1 <= w0) continue; /* an empty bin: 0, no gradient */     \
+                    T area = (T)((h1 - h0) * (w1 - w0));                                       \
+                    if (y) {                                                                   \
+                        T sum = 0;                                                             \
+                        for (int64_t p = h0; p < h1; p++)                                      \
+                            for (int64_t q = w0; q < w1; q++) sum += (T)x[base + p * w + q];   \
+                        y[o] = (double)(sum / area);                                           \
+                    } else {                                                                   \
+                        T g = (T)dy[o] / area;                                                 \
+                        for (int64_t p = h0; p < h1; p++)                                      \
+                            for (int64_t q = w0; q < w1; q++) dx[base + p * w + q] += (double)g; \
+                    }                                                                          \
+                }                                                                              \
+    }
+PS_IMPL(f, float, roundf)
+PS_IMPL(d, double, round)
+
+/* Forward (dyt == NULL): out = pooled data. Backward: out = the data's gradient. */
+static hg_status ps_run(const hg_op_def *op, const hg_attrs *a, const hg_tensor *data,
+                        const hg_tensor *rois, const hg_tensor *dyt, hg_tensor *out)
+{
+    double *x = dyt ? NULL : hg_c_load(data), *rv = hg_c_load(rois);
+    double *dy = dyt ? hg_c_load(dyt) : NULL, *o = hg_c_alloc(out->size);
+    hg_status st = HG_OK;
+    if ((!dyt && !x) || !rv || (dyt && !dy) || !o) {
+        st = hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
+        goto done;
+    }
+    for (int64_t i = 0; i < out->size; i++) o[i] = 0;
+    for (int64_t r = 0; r < rois->shape[0]; r++) {
+        const double *roi = rv + 5 * r;
+        if (!(roi[0] > -1 && roi[0] < (double)data->shape[0])) { /* truncated to int */
+            st = hg_error(HG_ERR_INDEX, "%s: roi %lld has batch index %g, data has %lld images",
+                          op->name, (long long)r, roi[0], (long long)data->shape[0]);
+            goto done;
+        }
+        double *y = dyt ? NULL : o, *dx = dyt ? o : NULL;
+        if (data->dtype == HG_DTYPE_F64) ps_roi_d(a, data->shape, roi, r, x, y, dy, dx);
+        else ps_roi_f(a, data->shape, roi, r, x, y, dy, dx);
+    }
+    hg_c_store(out, o);
+done:
+    hg_c_free(x, data->size);
+    hg_c_free(rv, rois->size);
+    hg_c_free(dy, dyt ? dyt->size : 0);
+    hg_c_free(o, out->size);
+    return st;
+}
+
+static hg_status ps_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                            hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    return ps_run(op, a, in[0], in[1], NULL, out[0]);
+}
+
+static hg_status ps_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
+{
+    (void)nout;
+    hg_meta fwd[1] = {{.ndim = -1}};
+    hg_status st = ps_infer(op, a, nin - 1, in + 1, 1, fwd);
+    if (st) return st;
+    if (!known(&in[1])) return hg_error(HG_ERR_VALUE, "%s: data shape unknown", op->name);
+    char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
+    if (known(&in[0]) && !hg_shape_equal(in[0].ndim, in[0].shape, fwd[0].ndim, fwd[0].shape))
+        return hg_error(HG_ERR_VALUE, "%s: ograd %s does not match the output %s", op->name,
+                        hg_shape_str(s1, in[0].ndim, in[0].shape),
+                        hg_shape_str(s2, fwd[0].ndim, fwd[0].shape));
+    out[0] = in[1];
+    return HG_OK;
+}
+
+static hg_status ps_backward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    return ps_run(op, a, in[1], in[2], in[0], out[0]);
+}
+
+static hg_status ps_grad(hg_grad_ctx *g)
+{
+    hg_sentry dx;
+    hg_g_op_fwd_attrs(g, "_backward_contrib_PSROIPooling", 3,
+                      (hg_sentry[]){hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)}, NULL, 1, &dx);
+    hg_g_set(g, 0, dx);
+    if (hg_g_needs(g, 1)) hg_g_set(g, 1, hg_g_op(g, "zeros_like", HG_GIN(hg_g_in(g, 1)), NULL));
+    return hg_g_status(g);
 }
 
 const hg_op_def hg_ops_contrib_roi[] = {
@@ -397,6 +580,27 @@ const hg_op_def hg_ops_contrib_roi[] = {
      .num_outputs = 1,
      .infer = rr_infer,
      .forward = rr_forward,
+     .flags = HG_OP_NO_GRAD},
+    {.name = "_contrib_PSROIPooling",
+     .doc = "position-sensitive roi average pooling (R-FCN): bin (i, j) of output channel k "
+            "averages channel (k * group + gi) * group + gj",
+     .input_names = HG_NAMES("data", "rois"),
+     .attrs = k_ps_attrs,
+     .num_attrs = PS_NATTRS,
+     .num_inputs = 2,
+     .num_outputs = 1,
+     .infer = ps_infer,
+     .forward = ps_forward,
+     .grad = ps_grad},
+    {.name = "_backward_contrib_PSROIPooling",
+     .doc = "PSROIPooling's gradient with respect to data: each bin's gradient spread evenly",
+     .input_names = HG_NAMES("ograd", "data", "rois"),
+     .attrs = k_ps_attrs,
+     .num_attrs = PS_NATTRS,
+     .num_inputs = 3,
+     .num_outputs = 1,
+     .infer = ps_bw_infer,
+     .forward = ps_backward,
      .flags = HG_OP_NO_GRAD},
     {.name = NULL},
 };

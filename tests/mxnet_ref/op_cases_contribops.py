@@ -180,6 +180,14 @@ def cases(seed=20261125):
           {'pooled_size': (2, 3), 'spatial_scale': 0.25}, grad=False))
     add(C('_contrib_RROIAlign', [u4(2, 2, 6, 6), rrois],
           {'pooled_size': (3, 3), 'spatial_scale': 0.125, 'sampling_ratio': 2}, grad=False))
+    # PSROIPooling (R-FCN): data channels output_dim * group^2
+    prois = np.array([[0, 10.3, 22.0, 161.0, 173.6], [0, 20.0, 15.0, 154.0, 160.0],
+                      [1, 0.0, 0.0, 30.0, 8.0]], F32)
+    add(C('_contrib_PSROIPooling', [u4(2, 18, 14, 14), prois],
+          {'spatial_scale': 0.0625, 'output_dim': 2, 'pooled_size': 3}, wrt=[0]))
+    add(C('_contrib_PSROIPooling', [u4(2, 8, 10, 12), prois],
+          {'spatial_scale': 0.0625, 'output_dim': 2, 'pooled_size': 3, 'group_size': 2},
+          wrt=[0]))
     # hawkesll: N=3 sequences, K=2 marks, T=5 (gradients for lda, alpha, beta: MXNet's rule)
     lags = rng.uniform(0.1, 2.0, (3, 5)).astype(F32)
     marks = rng.integers(0, 2, (3, 5)).astype('int32')

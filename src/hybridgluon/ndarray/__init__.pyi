@@ -6815,6 +6815,55 @@ def _contrib_RROIAlign(data: NDArray | None = None, rois: NDArray | None = None,
     ...
 
 
+def _contrib_PSROIPooling(data: NDArray | None = None, rois: NDArray | None = None, spatial_scale: float = ..., output_dim: int = ..., pooled_size: int = ..., group_size: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_PSROIPooling(data, rois, spatial_scale=<required>, output_dim=<required>, pooled_size=<required>, group_size=0)
+
+    position-sensitive roi average pooling (R-FCN): bin (i, j) of output channel k averages channel (k * group + gi) * group + gj
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    output_dim : int, required
+        output channels
+    pooled_size : int, required
+        output height and width
+    group_size : int, default=0
+        position-sensitive groups per side; 0: pooled_size
+    """
+    ...
+
+
+def _backward_contrib_PSROIPooling(ograd: NDArray | None = None, data: NDArray | None = None, rois: NDArray | None = None, spatial_scale: float = ..., output_dim: int = ..., pooled_size: int = ..., group_size: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_contrib_PSROIPooling(ograd, data, rois, spatial_scale=<required>, output_dim=<required>, pooled_size=<required>, group_size=0)
+
+    PSROIPooling's gradient with respect to data: each bin's gradient spread evenly
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    output_dim : int, required
+        output channels
+    pooled_size : int, required
+        output height and width
+    group_size : int, default=0
+        position-sensitive groups per side; 0: pooled_size
+    """
+    ...
+
+
 def _contrib_group_adagrad_update(weight: NDArray | None = None, grad: NDArray | None = None, history: NDArray | None = None, lr: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, epsilon: float = 1e-05, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_contrib_group_adagrad_update(weight, grad, history, lr=<required>, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
 
