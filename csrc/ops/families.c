@@ -9,7 +9,10 @@
     X(elemwise_unary) X(elemwise_binary) X(reduce) X(matrix) X(shape) X(slicing) X(indexing)   \
     X(nn_basic) X(creation) X(random) X(sort) X(nn_train) X(conv) X(pool) X(cast) X(resample)   \
     X(deconv) X(norm) X(grad_util) X(optimizer) X(reduce_grad) X(ctc) X(linalg) X(linalg_bwd) \
-    X(softmax) X(legacy_output) X(sequence) X(legacy_nn)
+    X(softmax) X(legacy_output) X(sequence) X(legacy_nn)                                      \
+    X(contrib_elemwise) X(contrib_bbox) X(contrib_multibox) X(contrib_index)                  \
+    X(contrib_transformer) X(contrib_resize) X(contrib_roi) X(contrib_optim)                  \
+    X(contrib_hawkes) X(contrib_quant)
 
 #define DECLARE(f) extern const hg_op_def hg_ops_##f[];
 HG_FAMILIES(DECLARE)

@@ -484,4 +484,5 @@ def build_cases(seed=20240519):
           note='label lengths only'))
     cases.extend(__import__('op_cases_linalg').build_linalg_cases(C))
     cases.extend(__import__('op_cases_legacyops').cases())  # output layers, softmax family
+    import op_cases_contribops; cases.extend(op_cases_contribops.cases())  # noqa: E702
     return cases

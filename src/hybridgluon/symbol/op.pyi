@@ -7648,3 +7648,856 @@ def _backward_Crop(ograd: Symbol | None = None, data: Symbol | None = None, num_
         crop the centre (offset ignored)
     """
     ...
+
+
+def _contrib_round_ste(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_round_ste(data)
+
+    round to the nearest integer (halves away from zero); straight-through gradient
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_sign_ste(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_sign_ste(data)
+
+    -1, 0 or 1 by the sign of x; straight-through gradient
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_gradientmultiplier(data: Symbol | None = None, scalar: float = 1, is_int: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_gradientmultiplier(data, scalar=1, is_int=True)
+
+    identity forward; the gradient is multiplied by scalar
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    scalar : float, default=1
+        factor the gradient is multiplied by
+    is_int : boolean, default=True
+        whether the scalar was an integer in the front end
+    """
+    ...
+
+
+def _contrib_quadratic(data: Symbol | None = None, a: float = 0, b: float = 0, c: float = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_quadratic(data, a=0, b=0, c=0)
+
+    a * x^2 + b * x + c
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    a : float, default=0
+        coefficient of the quadratic term
+    b : float, default=0
+        coefficient of the linear term
+    c : float, default=0
+        constant term
+    """
+    ...
+
+
+def _contrib_box_iou(lhs: Symbol | None = None, rhs: Symbol | None = None, format: Literal['corner', 'center'] = 'corner', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_box_iou(lhs, rhs, format=corner)
+
+    intersection over union of every box of lhs with every box of rhs; output shape lhs.shape[:-1] + rhs.shape[:-1] (no gradient: MXNet's is zero)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+
+    Parameters
+    ----------
+    format : enum, default=corner
+        box encoding: corner [xmin, ymin, xmax, ymax] or center [x, y, w, h]
+        one of: 'corner' 'center'
+    """
+    ...
+
+
+def _contrib_box_nms(data: Symbol | None = None, overlap_thresh: float = 0.5, valid_thresh: float = 0, topk: int = -1, coord_start: int = 2, score_index: int = 1, id_index: int = -1, background_id: int = -1, force_suppress: bool = False, in_format: Literal['corner', 'center'] = 'corner', out_format: Literal['corner', 'center'] = 'corner', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_box_nms(data, overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+    greedy non-maximum suppression per batch: kept boxes first, by descending score, then rows of -1
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    overlap_thresh : float, default=0.5
+        IoU above which the box with the smaller score is suppressed
+    valid_thresh : float, default=0
+        boxes whose score is not above this are dropped first
+    topk : int, default=-1
+        apply nms to the topk boxes of highest score only, -1 for all
+    coord_start : int, default=2
+        index of the first of the 4 consecutive coordinates
+    score_index : int, default=1
+        index of the score
+    id_index : int, default=-1
+        index of the class id, -1 for none
+    background_id : int, default=-1
+        class id of the background, whose boxes are dropped
+    force_suppress : boolean, default=False
+        suppress across classes (otherwise only boxes of the same class)
+    in_format : enum, default=corner
+        input box encoding
+        one of: 'corner' 'center'
+    out_format : enum, default=corner
+        output box encoding
+        one of: 'corner' 'center'
+
+    Aliases: _contrib_box_non_maximum_suppression
+    """
+    ...
+
+
+def _contrib_box_non_maximum_suppression(data: Symbol | None = None, overlap_thresh: float = 0.5, valid_thresh: float = 0, topk: int = -1, coord_start: int = 2, score_index: int = 1, id_index: int = -1, background_id: int = -1, force_suppress: bool = False, in_format: Literal['corner', 'center'] = 'corner', out_format: Literal['corner', 'center'] = 'corner', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_box_nms(data, overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+    greedy non-maximum suppression per batch: kept boxes first, by descending score, then rows of -1
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    overlap_thresh : float, default=0.5
+        IoU above which the box with the smaller score is suppressed
+    valid_thresh : float, default=0
+        boxes whose score is not above this are dropped first
+    topk : int, default=-1
+        apply nms to the topk boxes of highest score only, -1 for all
+    coord_start : int, default=2
+        index of the first of the 4 consecutive coordinates
+    score_index : int, default=1
+        index of the score
+    id_index : int, default=-1
+        index of the class id, -1 for none
+    background_id : int, default=-1
+        class id of the background, whose boxes are dropped
+    force_suppress : boolean, default=False
+        suppress across classes (otherwise only boxes of the same class)
+    in_format : enum, default=corner
+        input box encoding
+        one of: 'corner' 'center'
+    out_format : enum, default=corner
+        output box encoding
+        one of: 'corner' 'center'
+
+    Aliases: _contrib_box_non_maximum_suppression
+    """
+    ...
+
+
+def _backward_contrib_box_nms(ograd: Symbol | None = None, record: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_box_nms(ograd, record)
+
+    box_nms's gradient: each output row's gradient goes back to the input row it was copied from (record), the rest get zero
+
+    Inputs
+    ------
+    ograd : NDArray
+    record : NDArray
+    """
+    ...
+
+
+def _contrib_bipartite_matching(data: Symbol | None = None, is_ascend: bool = False, threshold: float = ..., topk: int = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_bipartite_matching(data, is_ascend=False, threshold=<required>, topk=-1)
+
+    greedy bipartite matching of a (..., rows, cols) score matrix by sorted score: the column matched to each row and the row matched to each column (-1: none)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    is_ascend : boolean, default=False
+        match the lowest scores first (then threshold is an upper bound)
+    threshold : float, required
+        scores not above (is_ascend: not below) this end the matching
+    topk : int, default=-1
+        limit of matches, -1 for none
+    """
+    ...
+
+
+def _contrib_box_encode(samples: Symbol | None = None, matches: Symbol | None = None, anchors: Symbol | None = None, refs: Symbol | None = None, means: Symbol | None = None, stds: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_box_encode(samples, matches, anchors, refs, means, stds)
+
+    box regression targets (normalised centre offsets and log sizes) of the anchors against their matched references, and the mask of positive samples
+
+    Inputs
+    ------
+    samples : NDArray
+    matches : NDArray
+    anchors : NDArray
+    refs : NDArray
+    means : NDArray
+    stds : NDArray
+    """
+    ...
+
+
+def _contrib_box_decode(data: Symbol | None = None, anchors: Symbol | None = None, std0: float = 1, std1: float = 1, std2: float = 1, std3: float = 1, clip: float = -1, format: Literal['corner', 'center'] = 'center', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_box_decode(data, anchors, std0=1, std1=1, std2=1, std3=1, clip=-1, format=center)
+
+    corner boxes from regression offsets (B, N, 4) and anchors (1, N, 4)
+
+    Inputs
+    ------
+    data : NDArray
+    anchors : NDArray
+
+    Parameters
+    ----------
+    std0 : float, default=1
+        multiplies the 1st encoded value
+    std1 : float, default=1
+        multiplies the 2nd encoded value
+    std2 : float, default=1
+        multiplies the 3rd encoded value
+    std3 : float, default=1
+        multiplies the 4th encoded value
+    clip : float, default=-1
+        if > 0, the log-size offsets are clipped to this value
+    format : enum, default=center
+        anchor encoding
+        one of: 'corner' 'center'
+    """
+    ...
+
+
+def _contrib_MultiBoxPrior(data: Symbol | None = None, sizes: str = '(1,)', ratios: str = '(1,)', clip: bool = False, steps: str = '(-1, -1)', offsets: str = '(0.5, 0.5)', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_MultiBoxPrior(data, sizes=(1,), ratios=(1,), clip=False, steps=(-1, -1), offsets=(0.5, 0.5))
+
+    SSD anchor boxes (1, height * width * (len(sizes) + len(ratios) - 1), 4) in corner format for the feature map's positions (no gradient: MXNet's is zero)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    sizes : string, default=(1,)
+        anchor sizes (fractions of the image)
+    ratios : string, default=(1,)
+        anchor aspect ratios
+    clip : boolean, default=False
+        clip the boxes to [0, 1]
+    steps : string, default=(-1, -1)
+        (step_y, step_x) between anchor centres, -1 for 1 / feature size
+    offsets : string, default=(0.5, 0.5)
+        (y, x) offsets of the centres within a cell, in [0, 1]
+    """
+    ...
+
+
+def _contrib_MultiBoxTarget(anchor: Symbol | None = None, label: Symbol | None = None, cls_pred: Symbol | None = None, overlap_threshold: float = 0.5, ignore_label: float = -1, negative_mining_ratio: float = -1, negative_mining_thresh: float = 0.5, minimum_negative_samples: int = 0, variances: str = '(0.1, 0.1, 0.2, 0.2)', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_MultiBoxTarget(anchor, label, cls_pred, overlap_threshold=0.5, ignore_label=-1, negative_mining_ratio=-1, negative_mining_thresh=0.5, minimum_negative_samples=0, variances=(0.1, 0.1, 0.2, 0.2))
+
+    SSD training targets: box regression targets, their mask and class targets of the anchors against padded labels (batch, num_labels, [class, xmin, ymin, xmax, ymax, ...])
+
+    Inputs
+    ------
+    anchor : NDArray
+    label : NDArray
+    cls_pred : NDArray
+
+    Parameters
+    ----------
+    overlap_threshold : float, default=0.5
+        IoU above which an anchor is a positive match
+    ignore_label : float, default=-1
+        class target of ignored anchors
+    negative_mining_ratio : float, default=-1
+        most negatives per positive, -1: every unmatched anchor is negative
+    negative_mining_thresh : float, default=0.5
+        anchors with IoU below this may be mined as negatives
+    minimum_negative_samples : int, default=0
+        accepted for MXNet compatibility; MXNet's kernel does not use it
+    variances : string, default=(0.1, 0.1, 0.2, 0.2)
+        divisors of the 4 box regression targets
+    """
+    ...
+
+
+def _contrib_div_sqrt_dim(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_div_sqrt_dim(data)
+
+    data / sqrt(data.shape[-1])
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _contrib_index_array(data: Symbol | None = None, axes: _Shape | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_index_array(data, axes=None)
+
+    int64 array data.shape + (k,): the index of every element along the chosen axes
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    axes : Shape(tuple) or None, default=None
+        the axes whose indices are given (negative: from the end); None for all
+    """
+    ...
+
+
+def _contrib_index_copy(old_tensor: Symbol | None = None, index_vector: Symbol | None = None, new_tensor: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_index_copy(old_tensor, index_vector, new_tensor)
+
+    a copy of old_tensor whose rows index_vector[i] are new_tensor[i]
+
+    Inputs
+    ------
+    old_tensor : NDArray
+    index_vector : NDArray
+    new_tensor : NDArray
+    """
+    ...
+
+
+def _contrib_allclose(a: Symbol | None = None, b: Symbol | None = None, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=True)
+
+    uint8 scalar: 1 when |a - b| <= atol + rtol * |b| everywhere (NaN equal to NaN when equal_nan)
+
+    Inputs
+    ------
+    a : NDArray
+    b : NDArray
+
+    Parameters
+    ----------
+    rtol : float, default=1e-05
+        relative tolerance
+    atol : float, default=1e-08
+        absolute tolerance
+    equal_nan : boolean, default=True
+        whether NaN equals NaN
+    """
+    ...
+
+
+def _contrib_arange_like(data: Symbol | None = None, start: float = 0, step: float = 1, repeat: int = 1, ctx: str = '', axis: int | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_arange_like(data, start=0, step=1, repeat=1, ctx=, axis=None)
+
+    start, start + step, ... (each value repeat times) in the shape of data, or along one of its axes (no gradient: MXNet's is zero)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    start : float, default=0
+        first value
+    step : float, default=1
+        spacing of the values
+    repeat : int, default=1
+        times each value repeats
+    ctx : string, default=
+        context (the output is on the input's)
+    axis : int or None, default=None
+        a 1-D range as long as this axis; None: the input's whole shape
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_selfatt_qk(queries_keys_values: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_selfatt_qk(queries_keys_values, heads=<required>)
+
+    q k^T / sqrt(head_dim) per (batch, head) from interleaved (L, B, H * 3 * D) projections; output (B * H, L, L)
+
+    Inputs
+    ------
+    queries_keys_values : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_selfatt_qk(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_selfatt_qk(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_selfatt_qk (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_selfatt_valatt(queries_keys_values: Symbol | None = None, attention: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_selfatt_valatt(queries_keys_values, attention, heads=<required>)
+
+    attention (B * H, L, L) times the value part of interleaved (L, B, H * 3 * D) projections; output (L, B, H * D)
+
+    Inputs
+    ------
+    queries_keys_values : NDArray
+    attention : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_selfatt_valatt(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_selfatt_valatt(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_selfatt_valatt (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_encdec_qk(queries: Symbol | None = None, keys_values: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_encdec_qk(queries, keys_values, heads=<required>)
+
+    queries (Lq, B, H * D) times the key part of keys_values (Lk, B, H * 2 * D), scaled by 1 / sqrt(D); output (B * H, Lq, Lk)
+
+    Inputs
+    ------
+    queries : NDArray
+    keys_values : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_encdec_qk(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_encdec_qk(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_encdec_qk (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_interleaved_matmul_encdec_valatt(keys_values: Symbol | None = None, attention: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_interleaved_matmul_encdec_valatt(keys_values, attention, heads=<required>)
+
+    attention (B * H, Lq, Lk) times the value part of keys_values (Lk, B, H * 2 * D); output (Lq, B, H * D)
+
+    Inputs
+    ------
+    keys_values : NDArray
+    attention : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _backward_interleaved_matmul_encdec_valatt(ograd: Symbol | None = None, in0: Symbol | None = None, in1: Symbol | None = None, heads: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_interleaved_matmul_encdec_valatt(ograd, in0, in1, heads=<required>)
+
+    gradient of interleaved_matmul_encdec_valatt (output gradient, then its inputs)
+
+    Inputs
+    ------
+    ograd : NDArray
+    in0 : NDArray
+    in1 : NDArray
+
+    Parameters
+    ----------
+    heads : int, required
+        number of attention heads
+    """
+    ...
+
+
+def _contrib_AdaptiveAvgPooling2D(data: Symbol | None = None, output_size: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_AdaptiveAvgPooling2D(data, output_size=())
+
+    average pooling of NCHW data to a given output size, cells chosen adaptively
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    output_size : Shape(tuple), default=()
+        output (height, width), or one size for both; () for 1 x 1
+    """
+    ...
+
+
+def _backward_contrib_AdaptiveAvgPooling2D(ograd: Symbol | None = None, data: Symbol | None = None, output_size: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_AdaptiveAvgPooling2D(ograd, data, output_size=())
+
+    AdaptiveAvgPooling2D's gradient: each output's gradient spread over its cell
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    output_size : Shape(tuple), default=()
+        output (height, width), or one size for both; () for 1 x 1
+    """
+    ...
+
+
+def _contrib_BilinearResize2D(data: Symbol | None = None, like: Symbol | None = None, height: int = 1, width: int = 1, scale_height: float | None = None, scale_width: float | None = None, mode: Literal['size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'] = 'size', align_corners: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_BilinearResize2D(data, like, height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+    bilinear resize of NCHW data
+
+    Inputs
+    ------
+    data : NDArray
+    like : NDArray
+
+    Parameters
+    ----------
+    height : int, default=1
+        output height (mode size, no scale_height)
+    width : int, default=1
+        output width (mode size, no scale_width)
+    scale_height : float or None, default=None
+        output height = scale_height * input height
+    scale_width : float or None, default=None
+        output width = scale_width * input width
+    mode : enum, default=size
+        size, odd_scale, like (the size of the second input), to_even_down, to_even_up, to_odd_down or to_odd_up
+        one of: 'size' 'odd_scale' 'like' 'to_even_down' 'to_even_up' 'to_odd_down' 'to_odd_up'
+    align_corners : boolean, default=True
+        map the corner pixels' centres onto each other
+    """
+    ...
+
+
+def _backward_contrib_BilinearResize2D(ograd: Symbol | None = None, data: Symbol | None = None, height: int = 1, width: int = 1, scale_height: float | None = None, scale_width: float | None = None, mode: Literal['size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'] = 'size', align_corners: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_BilinearResize2D(ograd, data, height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+    BilinearResize2D's gradient: each output's gradient scattered with its weights
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    height : int, default=1
+        output height (mode size, no scale_height)
+    width : int, default=1
+        output width (mode size, no scale_width)
+    scale_height : float or None, default=None
+        output height = scale_height * input height
+    scale_width : float or None, default=None
+        output width = scale_width * input width
+    mode : enum, default=size
+        size, odd_scale, like (the size of the second input), to_even_down, to_even_up, to_odd_down or to_odd_up
+        one of: 'size' 'odd_scale' 'like' 'to_even_down' 'to_even_up' 'to_odd_down' 'to_odd_up'
+    align_corners : boolean, default=True
+        map the corner pixels' centres onto each other
+    """
+    ...
+
+
+def _contrib_ROIAlign(data: Symbol | None = None, rois: Symbol | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sample_ratio: int = -1, position_sensitive: bool = False, aligned: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_ROIAlign(data, rois, pooled_size=<required>, spatial_scale=<required>, sample_ratio=-1, position_sensitive=False, aligned=False)
+
+    region features (num_rois, C, pooled_h, pooled_w) of NCHW data, each bin the mean of bilinear samples
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size (the factor applied to the boxes), in [0, 1]
+    sample_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    position_sensitive : boolean, default=False
+        take bin (i, j) from channel group i * pooled_w + j (PSRoIAlign)
+    aligned : boolean, default=False
+        shift boxes by -0.5 pixel (continuous coordinates, Detectron2)
+    """
+    ...
+
+
+def _backward_contrib_ROIAlign(ograd: Symbol | None = None, data: Symbol | None = None, rois: Symbol | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sample_ratio: int = -1, position_sensitive: bool = False, aligned: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_ROIAlign(ograd, data, rois, pooled_size=<required>, spatial_scale=<required>, sample_ratio=-1, position_sensitive=False, aligned=False)
+
+    ROIAlign's gradient with respect to data: the samples' weights scattered back
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size (the factor applied to the boxes), in [0, 1]
+    sample_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    position_sensitive : boolean, default=False
+        take bin (i, j) from channel group i * pooled_w + j (PSRoIAlign)
+    aligned : boolean, default=False
+        shift boxes by -0.5 pixel (continuous coordinates, Detectron2)
+    """
+    ...
+
+
+def _contrib_RROIAlign(data: Symbol | None = None, rois: Symbol | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., sampling_ratio: int = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_RROIAlign(data, rois, pooled_size=<required>, spatial_scale=<required>, sampling_ratio=-1)
+
+    rotated region features (num_rois, C, pooled_h, pooled_w) of NCHW data; rois are [batch index, centre x, centre y, width, height, angle in degrees] (no gradient, as in MXNet)
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output (height, width) of each region
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    sampling_ratio : int, default=-1
+        samples per bin along each axis; <= 0: ceil(bin size)
+    """
+    ...
+
+
+def _contrib_PSROIPooling(data: Symbol | None = None, rois: Symbol | None = None, spatial_scale: float = ..., output_dim: int = ..., pooled_size: int = ..., group_size: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_PSROIPooling(data, rois, spatial_scale=<required>, output_dim=<required>, pooled_size=<required>, group_size=0)
+
+    position-sensitive roi average pooling (R-FCN): bin (i, j) of output channel k averages channel (k * group + gi) * group + gj
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    output_dim : int, required
+        output channels
+    pooled_size : int, required
+        output height and width
+    group_size : int, default=0
+        position-sensitive groups per side; 0: pooled_size
+    """
+    ...
+
+
+def _backward_contrib_PSROIPooling(ograd: Symbol | None = None, data: Symbol | None = None, rois: Symbol | None = None, spatial_scale: float = ..., output_dim: int = ..., pooled_size: int = ..., group_size: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_PSROIPooling(ograd, data, rois, spatial_scale=<required>, output_dim=<required>, pooled_size=<required>, group_size=0)
+
+    PSROIPooling's gradient with respect to data: each bin's gradient spread evenly
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    spatial_scale : float, required
+        feature map size over image size, in [0, 1]
+    output_dim : int, required
+        output channels
+    pooled_size : int, required
+        output height and width
+    group_size : int, default=0
+        position-sensitive groups per side; 0: pooled_size
+    """
+    ...
+
+
+def _contrib_group_adagrad_update(weight: Symbol | None = None, grad: Symbol | None = None, history: Symbol | None = None, lr: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, epsilon: float = 1e-05, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_group_adagrad_update(weight, grad, history, lr=<required>, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
+
+    Group AdaGrad step: history[r] += mean(clip(rescale_grad * grad[r])^2); weight[r] -= lr * grad[r] / sqrt(history[r] + epsilon); returns the new weight
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    history : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    rescale_grad : float, default=1
+        grad = rescale_grad * grad
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip, clip]; < 0: no clipping
+    epsilon : float, default=1e-05
+        added to the history under the root
+    """
+    ...
+
+
+def _contrib_hawkesll(lda: Symbol | None = None, alpha: Symbol | None = None, beta: Symbol | None = None, state: Symbol | None = None, lags: Symbol | None = None, marks: Symbol | None = None, valid_length: Symbol | None = None, max_time: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_hawkesll(lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+    log likelihood (N,) of marked event sequences under a multivariate Hawkes process with exponential kernels, and the states (N, K) at max_time
+
+    Inputs
+    ------
+    lda : NDArray
+    alpha : NDArray
+    beta : NDArray
+    state : NDArray
+    lags : NDArray
+    marks : NDArray
+    valid_length : NDArray
+    max_time : NDArray
+    """
+    ...
+
+
+def _backward_contrib_hawkesll(ograd: Symbol | None = None, lda: Symbol | None = None, alpha: Symbol | None = None, beta: Symbol | None = None, state: Symbol | None = None, lags: Symbol | None = None, marks: Symbol | None = None, valid_length: Symbol | None = None, max_time: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_hawkesll(ograd, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+    hawkesll's gradient for lda, alpha and beta (of the likelihood output)
+
+    Inputs
+    ------
+    ograd : NDArray
+    lda : NDArray
+    alpha : NDArray
+    beta : NDArray
+    state : NDArray
+    lags : NDArray
+    marks : NDArray
+    valid_length : NDArray
+    max_time : NDArray
+    """
+    ...
+
+
+def _contrib_quantize(data: Symbol | None = None, min_range: Symbol | None = None, max_range: Symbol | None = None, out_type: Literal['int8', 'uint8'] = 'uint8', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_quantize(data, min_range, max_range, out_type=uint8)
+
+    float32 data to uint8 (affine over [min_range, max_range]) or int8 (symmetric), with the range the output stands for
+
+    Inputs
+    ------
+    data : NDArray
+    min_range : NDArray
+    max_range : NDArray
+
+    Parameters
+    ----------
+    out_type : enum, default=uint8
+        int8 or uint8
+        one of: 'int8' 'uint8'
+    """
+    ...
+
+
+def _contrib_dequantize(data: Symbol | None = None, min_range: Symbol | None = None, max_range: Symbol | None = None, out_type: Literal['float32'] = 'float32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_dequantize(data, min_range, max_range, out_type=float32)
+
+    uint8 or int8 data back to float32 over [min_range, max_range]
+
+    Inputs
+    ------
+    data : NDArray
+    min_range : NDArray
+    max_range : NDArray
+
+    Parameters
+    ----------
+    out_type : enum, default=float32
+        float32
+        one of: 'float32'
+    """
+    ...
