@@ -452,6 +452,10 @@ static hg_status ds_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     if (x->ndim != 4)
         return hg_error(HG_ERR_VALUE, "%s: input must be 4-D (N, C, H, W), got shape %s", op->name,
                         hg_shape_str(s, x->ndim, x->shape));
+    for (int d = 0; d < 4; d++)
+        if (x->shape[d] == 0) /* MXNet refuses empty inputs here */
+            return hg_error(HG_ERR_VALUE, "%s: dim %d of input shape %s is 0", op->name, d,
+                            hg_shape_str(s, x->ndim, x->shape));
     out[0] = *x;
     if (to_space) {
         if (x->shape[1] % (b * b) != 0)
