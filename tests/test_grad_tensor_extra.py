@@ -13,7 +13,7 @@ GRADS_COVERED = [
     'amp_cast', 'amp_multicast', '_split_v2',
 ]
 NO_GRAD_COVERED = [
-    'shape_array', 'size_array', 'argmax_channel', 'batch_take', '_scatter_set_nd',
+    'shape_array', 'size_array', 'argmax_channel', '_scatter_set_nd',
     '_ravel_multi_index', '_unravel_index', 'fill_element_0index', '_onehot_encode',
     'khatri_rao', 'logical_not', 'all_finite', 'multi_all_finite', '_histogram', '_linspace',
 ]
@@ -79,3 +79,15 @@ def test_split_v2_grad(attrs):
 def test_no_grad_flags():
     for name in NO_GRAD_COVERED:
         assert mx._core.op_info(name)['no_grad'], name
+
+
+def test_batch_take_is_not_differentiable():
+    """MXNet registers no gradient for batch_take: binding it for backward fails."""
+    info = mx._core.op_info('batch_take')
+    assert not info['no_grad'] and not info['has_grad']
+    x = mx.nd.array(_x(3, 4))
+    x.attach_grad()
+    with pytest.raises(mx.MXNetError, match='batch_take'):
+        with mx.autograd.record():
+            y = mx.nd.batch_take(x, mx.nd.array([0, 1, 2], dtype='int32'))
+        y.backward()
