@@ -499,3 +499,93 @@ def test_linspace(start, stop, num, endpoint, dtype):
     np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
     with pytest.raises(mx.MXNetError, match='non-negative'):
         nd.linspace(0, 1, -1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Optimizer ops: ftml_update, mp_lamb_update_phase1/2, reset_arrays
+# ------------------------------------------------------------------------------------------------
+
+OPS_COVERED += ['ftml_update', 'mp_lamb_update_phase1', 'mp_lamb_update_phase2', 'reset_arrays']
+
+
+def _ftml_ref(w, g, d, v, z, lr, t, beta1=0.6, beta2=0.999, eps=1e-8, wd=0.0, rg=1.0, clip=-1.0):
+    gr = rg * g + wd * w
+    if clip >= 0:
+        gr = np.clip(gr, -clip, clip)
+    v = beta2 * v + (1 - beta2) * gr * gr
+    dt = (1 - beta1 ** t) / lr * (np.sqrt(v / (1 - beta2 ** t)) + eps)
+    z = beta1 * z + (1 - beta1) * gr - (dt - beta1 * d) * w
+    return -z / dt, dt, v, z
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('shape', [(0,), (1,), (3, 4)])
+@pytest.mark.parametrize('kw', [dict(), dict(wd=0.1, rescale_grad=0.5, clip_grad=0.3, t=3)])
+def test_ftml_update(dtype, shape, kw):
+    rng = np.random.default_rng(20)
+    w, g = _data(rng, shape, dtype), _data(rng, shape, dtype)
+    d = np.abs(_data(rng, shape, dtype)) + 0.5
+    v, z = np.abs(_data(rng, shape, dtype)), _data(rng, shape, dtype)
+    arrs = [nd.array(a, dtype=dtype) for a in (w, g, d, v, z)]
+    t = kw.get('t', 1)
+    out = nd.ftml_update(*arrs, lr=0.1, t=t, **{k: x for k, x in kw.items() if k != 't'})
+    want = _ftml_ref(w.astype(np.float64), g, d, v, z, 0.1, t, wd=kw.get('wd', 0.0),
+                     rg=kw.get('rescale_grad', 1.0), clip=kw.get('clip_grad', -1.0))
+    tol = dict(rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out.asnumpy(), want[0], **tol)
+    for arr, ref in zip(arrs[2:], want[1:]):  # d, v, z are updated in place
+        np.testing.assert_allclose(arr.asnumpy(), ref, **tol)
+
+
+@pytest.mark.parametrize('wdtype', ['float16', 'float32'])
+@pytest.mark.parametrize('bias', [True, False])
+def test_mp_lamb_update(wdtype, bias):
+    rng = np.random.default_rng(21)
+    shape = (4, 5)
+    w32 = rng.standard_normal(shape).astype(np.float32)
+    w, g = w32.astype(wdtype), rng.standard_normal(shape).astype(wdtype)
+    mean = rng.standard_normal(shape).astype(np.float32) * 0.1
+    var = np.abs(rng.standard_normal(shape)).astype(np.float32) * 0.1
+    m_nd, v_nd = nd.array(mean), nd.array(var)
+    kw = dict(beta1=0.9, beta2=0.999, epsilon=1e-6, t=2, bias_correction=bias, wd=0.01,
+              rescale_grad=2.0, clip_gradient=1.5)
+    out = nd.mp_lamb_update_phase1(nd.array(w, dtype=wdtype), nd.array(g, dtype=wdtype), m_nd,
+                                   v_nd, nd.array(w32), **kw)
+    gr = np.clip(g.astype(np.float64) * 2.0, -1.5, 1.5)
+    mean2 = 0.9 * mean + 0.1 * gr
+    var2 = 0.999 * var + 0.001 * gr * gr
+    mh, vh = (mean2 / (1 - 0.9 ** 2), var2 / (1 - 0.999 ** 2)) if bias else (mean2, var2)
+    want_g = mh / (np.sqrt(vh) + 1e-6) + 0.01 * w32
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.asnumpy(), want_g, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(m_nd.asnumpy(), mean2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v_nd.asnumpy(), var2, rtol=1e-5, atol=1e-6)
+    r1 = np.linalg.norm(w32).astype(np.float32)
+    r2 = np.linalg.norm(want_g).astype(np.float32)
+    for lb, ub, r1v in ((-1, -1, r1), (0.1, 1.0, r1), (-1, -1, 0.0)):
+        new_w = nd.mp_lamb_update_phase2(nd.array(w, dtype=wdtype), out,
+                                         nd.array([r1v], dtype='float32'),
+                                         nd.array([r2], dtype='float32'), nd.array(w32),
+                                         lr=0.05, lower_bound=lb, upper_bound=ub)
+        rr = r1v if lb < 0 else min(max(r1v, lb), ub)
+        rate = 0.05 * rr / r2 if rr != 0 else 0.05
+        assert new_w.dtype == np.dtype(wdtype)
+        tol = dict(rtol=1e-2, atol=1e-2) if wdtype == 'float16' else dict(rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(new_w.asnumpy().astype(np.float64),
+                                   w32 - rate * out.asnumpy(), **tol)
+    with pytest.raises(mx.MXNetError, match='float32'):
+        nd.mp_lamb_update_phase1(nd.array(w, dtype=wdtype), nd.array(g, dtype=wdtype),
+                                 nd.array(mean, dtype='float64'), v_nd, nd.array(w32), t=1, wd=0)
+
+
+@pytest.mark.parametrize('n', [1, 3, 40])
+def test_reset_arrays(n):
+    rng = np.random.default_rng(22)
+    dtypes = ['float16', 'float32', 'float64', 'int32']
+    arrs = [nd.array(_data(rng, tuple(rng.integers(1, 5, size=rng.integers(1, 4))), dt) + 1,
+                     dtype=dt) for dt in (dtypes[i % 4] for i in range(n))]
+    assert nd.reset_arrays(*arrs, num_arrays=n) == []
+    for a in arrs:
+        assert not a.asnumpy().any()
+    with pytest.raises(mx.MXNetError):
+        nd.reset_arrays(nd.ones((2,)), num_arrays=2)

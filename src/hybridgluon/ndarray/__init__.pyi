@@ -5771,6 +5771,118 @@ def lamb_update_phase2(weight: NDArray | None = None, g: NDArray | None = None, 
     ...
 
 
+def mp_lamb_update_phase1(weight: NDArray | None = None, grad: NDArray | None = None, mean: NDArray | None = None, var: NDArray | None = None, weight32: NDArray | None = None, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-06, t: int = ..., bias_correction: bool = True, wd: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """mp_lamb_update_phase1(weight, grad, mean, var, weight32, beta1=0.9, beta2=0.999, epsilon=1e-06, t=<required>, bias_correction=True, wd=<required>, rescale_grad=1, clip_gradient=-1)
+
+    LAMB phase 1 on a float32 master copy: updates mean and var in place and returns the float32 direction g
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    mean : NDArray
+    var : NDArray
+    weight32 : NDArray
+
+    Parameters
+    ----------
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-06
+        added to sqrt(var) against division by 0
+    t : int, required
+        update count (for the bias correction)
+    bias_correction : boolean, default=True
+        divide the moments by 1 - beta^t
+    wd : float, required
+        weight decay
+    rescale_grad : float, default=1
+        the gradient is multiplied by this first
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    """
+    ...
+
+
+def mp_lamb_update_phase2(weight: NDArray | None = None, g: NDArray | None = None, r1: NDArray | None = None, r2: NDArray | None = None, weight32: NDArray | None = None, lr: float = ..., lower_bound: float = -1, upper_bound: float = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """mp_lamb_update_phase2(weight, g, r1, r2, weight32, lr=<required>, lower_bound=-1, upper_bound=-1)
+
+    LAMB phase 2 on a float32 master copy: weight32 - lr * r1/r2 * g in the weight's dtype
+
+    Inputs
+    ------
+    weight : NDArray
+    g : NDArray
+    r1 : NDArray
+    r2 : NDArray
+    weight32 : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    lower_bound : float, default=-1
+        lower limit of the weight norm; negative: none
+    upper_bound : float, default=-1
+        upper limit of the weight norm; negative: none
+    """
+    ...
+
+
+def ftml_update(weight: NDArray | None = None, grad: NDArray | None = None, d: NDArray | None = None, v: NDArray | None = None, z: NDArray | None = None, lr: float = ..., beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-08, t: int = ..., wd: float = 0, rescale_grad: float = 1, clip_grad: float = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """ftml_update(weight, grad, d, v, z, lr=<required>, beta1=0.6, beta2=0.999, epsilon=1e-08, t=<required>, wd=0, rescale_grad=1, clip_grad=-1)
+
+    FTML (Follow the Moving Leader); updates d, v and z in place
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    d : NDArray
+    v : NDArray
+    z : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    beta1 : float, default=0.6
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to the root of the second moment
+    t : int, required
+        update count
+    wd : float, default=0
+        weight decay: adds wd * weight to the gradient
+    rescale_grad : float, default=1
+        the gradient is multiplied by this first
+    clip_grad : float, default=-1
+        clip the rescaled gradient to [-clip_grad, clip_grad]; negative: off
+    """
+    ...
+
+
+def reset_arrays(*data: NDArray, num_arrays: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """reset_arrays(*data, num_arrays=<required>)
+
+    sets every input array to zero in place (no outputs)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_arrays : int, required
+        number of arrays
+    """
+    ...
+
+
 def _adagrad_update(weight: NDArray | None = None, grad: NDArray | None = None, history: NDArray | None = None, lr: float = ..., epsilon: float = 1e-07, wd: float = 0, rescale_grad: float = 1, clip_gradient: float = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_adagrad_update(weight, grad, history, lr=<required>, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
 
