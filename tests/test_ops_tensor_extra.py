@@ -76,15 +76,15 @@ def test_shape_size_array(shape):
     assert int(z.asnumpy()[0]) == int(np.prod(shape))
 
 
-@pytest.mark.parametrize('shape', [(5,), (3, 4), (2, 3, 7), (1, 1)])
+@pytest.mark.parametrize('shape', [(3, 4), (2, 3, 7), (1, 1), (2, 5, 3, 2), (0, 3)])
 @pytest.mark.parametrize('dtype', ALL_DTYPES)
 def test_argmax_channel(shape, dtype):
     x = _data(np.random.default_rng(1), shape, dtype)
     out = nd.argmax_channel(nd.array(x, dtype=dtype))
-    want = np.argmax(x, axis=-1)
-    want = want.reshape(-1) if want.ndim == 0 else want
     assert out.dtype == np.dtype(dtype)
-    np.testing.assert_array_equal(out.asnumpy(), want.astype(dtype).reshape(out.shape))
+    np.testing.assert_array_equal(out.asnumpy(), np.argmax(x, axis=1).astype(dtype))
+    with pytest.raises(mx.MXNetError, match='axis 1'):
+        nd.argmax_channel(nd.zeros((4,)))
 
 
 @pytest.mark.parametrize('dtype', ALL_DTYPES)
@@ -355,7 +355,7 @@ def test_cumsum_dtype_and_wrap():
         nd.cumsum(nd.zeros((2, 3)), axis=2)
 
 
-@pytest.mark.parametrize('shape,axes', [((5,), None), ((3, 4), (1,)), ((3, 4), (0, 1)),
+@pytest.mark.parametrize('shape,axes', [((5,), (0,)), ((3, 4), (1,)), ((3, 4), (0, 1)),
                                         ((2, 3, 4), (0, 2)), ((2, 3, 4), (-1,)), ((1, 1), (0,)),
                                         ((2, 0, 3), (0,))])
 @pytest.mark.parametrize('keepdims', [False, True])
@@ -374,6 +374,9 @@ def test_moments(shape, axes, keepdims, dtype):
         np.testing.assert_allclose(var.asnumpy(), wv, **_tol(dtype))
     with pytest.raises(mx.MXNetError, match='out of range or repeated'):
         nd.moments(nd.zeros((2, 3)), axes=(1, 1))
+    for empty in (None, ()):
+        with pytest.raises(mx.MXNetError, match='empty axes'):
+            nd.moments(nd.zeros((2, 3)), axes=empty)
 
 
 @pytest.mark.parametrize('shape', [(0,), (1,), (4, 5)])

@@ -133,22 +133,20 @@ static hg_status size_array_forward(const hg_op_def *op, const hg_attrs *a, cons
     return HG_OK;
 }
 
+/* argmax_channel is MXNet's legacy argmax over axis 1 (keepdims false), in data's dtype. */
 static hg_status argmax_channel_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                       int nout, hg_meta *out)
 {
     char s[HG_SHAPE_STR];
     out[0].dtype = in[0].dtype;
     if (TX_UNKNOWN(in[0])) return HG_OK;
-    if (in[0].ndim < 1 || in[0].shape[in[0].ndim - 1] == 0)
+    if (in[0].ndim < 2 || in[0].shape[1] == 0)
         return hg_error(HG_ERR_VALUE,
-                        "argmax_channel: input of shape %s has no last axis to search",
+                        "argmax_channel: input of shape %s has no (non-empty) axis 1 to search",
                         hg_shape_str(s, in[0].ndim, in[0].shape));
     out[0] = in[0];
     out[0].ndim = in[0].ndim - 1;
-    if (out[0].ndim == 0) {
-        out[0].ndim = 1;
-        out[0].shape[0] = 1;
-    }
+    for (int d = 1; d < out[0].ndim; d++) out[0].shape[d] = in[0].shape[d + 1];
     return HG_OK;
 }
 
@@ -157,19 +155,20 @@ static hg_status argmax_channel_forward(const hg_op_def *op, const hg_attrs *a,
                                         int nout, hg_tensor *const *out)
 {
     const hg_tensor *x = in[0];
-    int64_t n = x->shape[x->ndim - 1], rows = n ? x->size / n : 0;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t best = 0;
-        double bv = tx_ld(hg_data(x), x->dtype, r * n);
-        for (int64_t j = 1; j < n; j++) {
-            double v = tx_ld(hg_data(x), x->dtype, r * n + j);
-            if (v > bv || (v != v && bv == bv)) {
-                bv = v;
-                best = j;
+    int64_t outer = x->shape[0], n = x->shape[1], inner = tx_prod(x->shape, 2, x->ndim);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t best = 0, base = o * n * inner + i;
+            double bv = tx_ld(hg_data(x), x->dtype, base);
+            for (int64_t j = 1; j < n; j++) {
+                double v = tx_ld(hg_data(x), x->dtype, base + j * inner);
+                if (v > bv || (v != v && bv == bv)) {
+                    bv = v;
+                    best = j;
+                }
             }
+            tx_st(hg_data(out[0]), out[0]->dtype, o * inner + i, (double)best);
         }
-        tx_st(hg_data(out[0]), out[0]->dtype, r, (double)best);
-    }
     return HG_OK;
 }
 
@@ -863,7 +862,7 @@ const hg_op_def hg_ops_tensor_extra[] = {
      .forward = size_array_forward,
      .flags = HG_OP_NO_GRAD},
     {.name = "argmax_channel",
-     .doc = "index of the largest element along the last axis (data's dtype)",
+     .doc = "index of the largest element along axis 1 (data's dtype)",
      .input_names = HG_NAMES("data"),
      .num_inputs = 1,
      .infer = argmax_channel_infer,

@@ -152,8 +152,8 @@ static hg_status cumsum_grad(hg_grad_ctx *g)
 
 enum { MO_AXES, MO_KEEPDIMS, MO_NATTRS };
 static const hg_attr_spec k_mo_attrs[] = {
-    [MO_AXES] = {"axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None", "axes to reduce (None: all)",
-                 NULL},
+    [MO_AXES] = {"axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
+                 "axes to reduce (required in effect: MXNet refuses None and ())", NULL},
     [MO_KEEPDIMS] = {"keepdims", HG_ATTR_BOOL, 0, "False", "keep reduced axes with size 1", NULL},
 };
 _Static_assert(HG_COUNT(k_mo_attrs) == MO_NATTRS, "k_mo_attrs must match its enum");
@@ -162,9 +162,11 @@ _Static_assert(HG_COUNT(k_mo_attrs) == MO_NATTRS, "k_mo_attrs must match its enu
 static hg_status mo_mask(const hg_attrs *a, const hg_meta *x, bool *red)
 {
     char s[HG_SHAPE_STR];
-    for (int d = 0; d < x->ndim; d++) red[d] = a->v[MO_AXES].is_none;
-    if (a->v[MO_AXES].is_none) return HG_OK;
     const hg_tuple *t = &a->v[MO_AXES].t;
+    if (a->v[MO_AXES].is_none || t->n == 0)
+        return hg_error(HG_ERR_VALUE, "moments: empty axes are not supported (as in MXNet); "
+                                      "give every axis for global moments");
+    for (int d = 0; d < x->ndim; d++) red[d] = false;
     for (int i = 0; i < t->n; i++) {
         int64_t ax = t->v[i] < 0 ? t->v[i] + x->ndim : t->v[i];
         if (ax < 0 || ax >= x->ndim || red[ax])
