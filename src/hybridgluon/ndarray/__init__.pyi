@@ -6278,7 +6278,7 @@ def size_array(data: NDArray | None = None, out: NDArray | None = None, name: st
 def argmax_channel(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """argmax_channel(data)
 
-    index of the largest element along the last axis (data's dtype)
+    index of the largest element along axis 1 (data's dtype)
 
     Inputs
     ------
@@ -6645,7 +6645,7 @@ def moments(data: NDArray | None = None, axes: _Shape | None = None, keepdims: b
     Parameters
     ----------
     axes : Shape(tuple) or None, default=None
-        axes to reduce (None: all)
+        axes to reduce (required in effect: MXNet refuses None and ())
     keepdims : boolean, default=False
         keep reduced axes with size 1
     """
@@ -6667,7 +6667,7 @@ def _backward_moments(dmean: NDArray | None = None, dvar: NDArray | None = None,
     Parameters
     ----------
     axes : Shape(tuple) or None, default=None
-        axes to reduce (None: all)
+        axes to reduce (required in effect: MXNet refuses None and ())
     keepdims : boolean, default=False
         keep reduced axes with size 1
     """

@@ -6232,7 +6232,7 @@ def size_array(data: Symbol | None = None, name: str | None = None, attr: dict[s
 def argmax_channel(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """argmax_channel(data)
 
-    index of the largest element along the last axis (data's dtype)
+    index of the largest element along axis 1 (data's dtype)
 
     Inputs
     ------
@@ -6599,7 +6599,7 @@ def moments(data: Symbol | None = None, axes: _Shape | None = None, keepdims: bo
     Parameters
     ----------
     axes : Shape(tuple) or None, default=None
-        axes to reduce (None: all)
+        axes to reduce (required in effect: MXNet refuses None and ())
     keepdims : boolean, default=False
         keep reduced axes with size 1
     """
@@ -6621,7 +6621,7 @@ def _backward_moments(dmean: Symbol | None = None, dvar: Symbol | None = None, d
     Parameters
     ----------
     axes : Shape(tuple) or None, default=None
-        axes to reduce (None: all)
+        axes to reduce (required in effect: MXNet refuses None and ())
     keepdims : boolean, default=False
         keep reduced axes with size 1
     """
