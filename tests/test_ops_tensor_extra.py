@@ -207,6 +207,8 @@ def test_depth_space_errors():
             op(nd.zeros((0, 4, 2, 2)), block_size=2)
         with pytest.raises(mx.MXNetError, match='positive'):
             op(nd.zeros((1, 4, 2, 2)), block_size=0)
+        with pytest.raises(mx.MXNetError, match='block_size'):  # no overflow of block_size^2
+            op(nd.zeros((1, 4, 2, 2)), block_size=2 ** 40)
 
 
 @pytest.mark.parametrize('shape', [(7,), (3, 4), (2, 3, 5), (1, 1)])
@@ -353,6 +355,8 @@ def test_cumsum_dtype_and_wrap():
     np.testing.assert_array_equal(g.asnumpy(), [6, 5, 3])
     with pytest.raises(mx.MXNetError, match='out of range'):
         nd.cumsum(nd.zeros((2, 3)), axis=2)
+    with pytest.raises(mx.MXNetError, match='not one of'):
+        nd.cumsum(nd.zeros((2, 3)), dtype='uint8')
 
 
 @pytest.mark.parametrize('shape,axes', [((5,), (0,)), ((3, 4), (1,)), ((3, 4), (0, 1)),

@@ -457,11 +457,11 @@ static hg_status ds_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
                             hg_shape_str(s, x->ndim, x->shape));
     out[0] = *x;
     if (to_space) {
-        if (x->shape[1] % (b * b) != 0)
+        if (b > x->shape[1] || x->shape[1] % (b * b) != 0) /* b <= C: b * b cannot overflow */
             return hg_error(HG_ERR_VALUE,
                             "depth_to_space: channels of input shape %s are not a multiple of "
-                            "block_size^2 = %lld",
-                            hg_shape_str(s, x->ndim, x->shape), (long long)(b * b));
+                            "block_size^2 (block_size %lld)",
+                            hg_shape_str(s, x->ndim, x->shape), (long long)b);
         out[0].shape[1] = x->shape[1] / (b * b);
         out[0].shape[2] = x->shape[2] * b;
         out[0].shape[3] = x->shape[3] * b;

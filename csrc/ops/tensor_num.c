@@ -57,6 +57,11 @@ static hg_status cumsum_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
                               int nout, hg_meta *out)
 {
     hg_dtype dt = a->v[CS_DTYPE].is_none ? in[0].dtype : (hg_dtype)a->v[CS_DTYPE].i;
+    if (!a->v[CS_DTYPE].is_none && (dt == HG_DTYPE_BOOL || dt == HG_DTYPE_U8))
+        return hg_error(HG_ERR_VALUE,
+                        "cumsum: dtype %s is not one of float16, float32, float64, "
+                        "int8, int32, int64",
+                        hg_dtype_name(dt));
     if (dt == HG_DTYPE_BOOL) dt = HG_DTYPE_I64;
     out[0].dtype = dt;
     if (TX_UNKNOWN(in[0])) return HG_OK;
