@@ -506,6 +506,10 @@ def test_linspace(start, stop, num, endpoint, dtype):
     np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
     with pytest.raises(mx.MXNetError, match='non-negative'):
         nd.linspace(0, 1, -1)
+    np.testing.assert_allclose(nd.linspace(start, stop, num, endpoint, None, dtype).asnumpy(),
+                               want, rtol=1e-6)
+    sym = mx.sym.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    np.testing.assert_allclose(sym.eval()[0].asnumpy(), want, rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ _register_ops(globals(), _PYTHON_DEFINED)
 from . import contrib, linalg  # noqa: E402,F401  (after the ops: they bind registry ops)
 
 
-# --- MXNet's Python front ends over registry ops (histogram, split_v2, onehot_encode) ---------
+# --- MXNet's Python front ends over registry ops (histogram, split_v2, onehot_encode, linspace) -
 
 def histogram(a, bins=10, range=None):  # noqa: A002  (MXNet's keyword)
     """Counts of a's elements in bins, and the bin edges (MXNet's nd.histogram). bins: an int
@@ -220,3 +220,11 @@ def onehot_encode(indices, out):
     """Writes the one-hot rows of indices into out (n, k) and returns it (MXNet's legacy
     nd.onehot_encode)."""
     return _core.get_op('_onehot_encode')(indices, out, out=out)
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
+    """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
+    nd.linspace."""
+    out = _core.get_op('_linspace')(start=start, stop=stop, num=num, endpoint=endpoint,
+                                    dtype=_dtype_name(dtype))
+    return _placed(out, ctx)

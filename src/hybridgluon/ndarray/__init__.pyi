@@ -6829,27 +6829,9 @@ def _linspace(start: float = ..., stop: float = ..., num: int = ..., endpoint: b
     ...
 
 
-def linspace(start: float = ..., stop: float = ..., num: int = ..., endpoint: bool = True, ctx: str = '', dtype: _DType = 'float32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_linspace(start=<required>, stop=<required>, num=<required>, endpoint=True, ctx=, dtype=float32)
-
-    num evenly spaced values from start to stop
-
-    Parameters
-    ----------
-    start : float, required
-        first value
-    stop : float, required
-        end of the interval
-    num : int, required
-        number of values (>= 0)
-    endpoint : boolean, default=True
-        whether stop is the last value
-    ctx : string, default=
-        context of the output (ignored: CPU)
-    dtype : dtype, default=float32
-        the output dtype
-
-    Aliases: linspace
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
+    """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
+    nd.linspace.
     """
     ...
 

@@ -108,7 +108,7 @@ _register(sys.modules[__name__].__dict__)
 base._SYMBOL_HANDLER[0] = _invoke
 
 
-# --- MXNet's Python front ends over registry ops (histogram, split_v2) ------------------------
+# --- MXNet's Python front ends over registry ops (histogram, split_v2, linspace) --------------
 
 def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002  (MXNet's keyword)
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
@@ -136,3 +136,9 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     return _invoke('_split_v2', (ary,), dict(indices=tuple(indices), axis=axis,
                                              squeeze_axis=squeeze_axis, sections=sections),
                    'split_v2')
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype='float32'):
+    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace)."""
+    return _invoke('_linspace', (), dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                         name=name, dtype=dtype), 'linspace')
