@@ -600,3 +600,15 @@ def test_reset_arrays(n):
         assert not a.asnumpy().any()
     with pytest.raises(mx.MXNetError):
         nd.reset_arrays(nd.ones((2,)), num_arrays=2)
+
+
+# ------------------------------------------------------------------------------------------------
+# Regressions in existing ops found with MXNet's unit tests
+# ------------------------------------------------------------------------------------------------
+
+def test_broadcast_like_refuses_empty_axes():
+    """MXNet: 'Empty axes tuple is not allowed' (test_ndarray's test_broadcast_like_axis)."""
+    with pytest.raises(mx.MXNetError, match='Empty axes'):
+        nd.broadcast_like(nd.ones((1, 2)), nd.ones((3, 2)), lhs_axes=(), rhs_axes=())
+    out = nd.broadcast_like(nd.ones((1, 2)), nd.ones((3, 2)), lhs_axes=(0,), rhs_axes=(0,))
+    assert out.shape == (3, 2)
