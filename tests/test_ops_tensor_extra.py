@@ -161,6 +161,10 @@ def test_backward_gather_nd_adds_repeats(dtype):
     want = base.copy()
     want[0, 1] = data[0]
     np.testing.assert_array_equal(out.asnumpy(), want)
+    lhs = nd.array(base, dtype=dtype)  # MXNet's own use: in place, out=lhs
+    nd._scatter_set_nd(lhs, nd.array(data[:1], dtype=dtype), nd.array(idx[:, :1], dtype='int64'),
+                       shape=(3, 2), out=lhs)
+    np.testing.assert_array_equal(lhs.asnumpy(), want)
 
 
 def test_gather_nd_errors():
