@@ -186,6 +186,8 @@ def test_op_matches_mxnet_hybridized(op, i):
     case = meta['cases'][i]
     if case['n_in'] == 0:
         pytest.skip('%s takes no inputs: a SymbolBlock needs at least one' % op)
+    if case['n_out'] == 0:
+        pytest.skip('%s has no outputs (it only updates its inputs)' % op)
     ys, dxs = refs.run_case_symbol(op, meta, arrays, i)
     _compare(op, case, arrays, i, ys, dxs, {})
 
@@ -228,7 +230,8 @@ def test_every_mxnet_op_of_the_registry_has_a_fixture():
         names = {line.strip() for line in f if line.strip()}
     covered = set(refs.fixture_ops())
     exempt_prefixes = ('_backward_',)
-    exempt = {'_random_uniform', '_random_normal', '_random_randint', '_shuffle'}
+    exempt = {'_random_uniform', '_random_normal', '_random_randint', '_shuffle',
+              '_scatter_set_nd'}  # MXNet runs it in place only (out=lhs)
     missing = []
     for op in mx._core.list_ops():
         info = mx._core.op_info(op)

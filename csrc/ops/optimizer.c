@@ -1,6 +1,7 @@
 /* Optimizer updates: MXNet 1.9.1's *_update ops (sgd, momentum, NAG, Adam, AdamW, RMSProp,
- * signSGD/Signum, FTRL, LAMB) plus _adagrad_update / _adadelta_update, which MXNet computes in
- * Python with several nd ops, so that every optimizer step is one C call.
+ * signSGD/Signum, FTRL, FTML, LAMB and mp_lamb) and reset_arrays, plus _adagrad_update /
+ * _adadelta_update, which MXNet computes in Python with several nd ops, so that every optimizer
+ * step is one C call.
  *
  * Contract (as MXNet's): inputs are (weight, grad, states...); the states are updated in place
  * (mutate_inputs marks them) and the output is the new weight, which the Python optimizer writes
@@ -706,6 +707,214 @@ static hg_status lamb2_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * mp_lamb_update_phase1/2: LAMB on a float32 master copy. Phase 1 reads the (float16) weight's
+ * gradient, updates the float32 mean and var in place and returns the float32 direction g
+ * (wd applies to weight32); phase 2 returns weight32 - lr * r1/r2 * g in the weight's dtype
+ * (r1, r2: float32 norms of shape [1]). All arithmetic in float, as MXNet's kernels.
+ */
+
+#define MPLAMB1_BODY(R, LD, ST)                                                                \
+    {                                                                                          \
+        const float b1 = (float)P(L1_B1), b2 = (float)P(L1_B2), eps = (float)P(L1_EPS);        \
+        const float wd = (float)P(L1_WD), rg = (float)P(L1_RG), cg = (float)P(L1_CLIP);        \
+        float gr = (float)LD(G, i) * rg;                                                       \
+        if (cg >= 0) gr = CLIP(gr, cg);                                                        \
+        F32(2)[i] = b1 * F32(2)[i] + (1 - b1) * gr;                                            \
+        F32(3)[i] = b2 * F32(3)[i] + (1 - b2) * gr * gr;                                       \
+        float m = F32(2)[i], v = F32(3)[i];                                                    \
+        if (j->p[L1_BIAS] != 0) {                                                              \
+            m = (float)(m / (1. - j->p[L1_B1T]));                                              \
+            v = v / (1 - (float)j->p[L1_B2T]);                                                 \
+        }                                                                                      \
+        ((float *)j->out)[i] = m / (sqrtf(v) + eps) + wd * F32(4)[i];                          \
+    }
+OPT_KERNELS(mplamb1, MPLAMB1_BODY)
+
+static hg_status mplamb1_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    HG_TRY(infer_mp(op, a, nin, in, nout, out));
+    out[0].dtype = HG_DTYPE_F32;
+    return HG_OK;
+}
+
+static hg_status mplamb1_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nout;
+    opt_job j;
+    job_init(&j, op, a, nin, in, out[0]);
+    j.p[L1_B1T] = (float)pow(j.p[L1_B1], (double)a->v[L1_T].i);
+    j.p[L1_B2T] = (float)pow(j.p[L1_B2], (double)a->v[L1_T].i);
+    job_run(&j, mplamb1_fns, in[0]->dtype, out[0]->size);
+    return HG_OK;
+}
+
+#define MPLAMB2_BODY(R, LD, ST)                                                                \
+    {                                                                                          \
+        const float rate = (float)P(L2_RATE);                                                  \
+        ST(j->out, i, (R)(F32(4)[i] - rate * F32(1)[i]));                                      \
+    }
+OPT_KERNELS(mplamb2, MPLAMB2_BODY)
+
+static hg_status mplamb2_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    (void)a;
+    (void)nin;
+    (void)nout;
+    char s0[HG_SHAPE_STR];
+    if (in[0].ndim < 0) {
+        out[0] = in[0];
+        return HG_OK;
+    }
+    for (int k = 2; k < 4; k++) {
+        const int64_t one = 1;
+        if (in[k].ndim < 0) hg_meta_merge(&in[k], HG_DTYPE_F32, 1, &one);
+        if (in[k].ndim != 1 || in[k].shape[0] != 1 || in[k].dtype != HG_DTYPE_F32)
+            return hg_error(HG_ERR_VALUE, "%s: %s must be a float32 norm of shape [1], got %s %s",
+                            op->name, input_name(op, k), hg_dtype_name(in[k].dtype),
+                            hg_shape_str(s0, in[k].ndim, in[k].shape));
+    }
+    /* weight32 (input 4) and g (input 1) are float32 arrays of the weight's shape. */
+    hg_meta chk[2] = {in[0], in[1]};
+    HG_TRY(check_inputs(op, chk, 2, 1));
+    in[1] = chk[1];
+    chk[1] = in[4];
+    hg_status st = check_inputs(op, chk, 2, 1);
+    if (st != HG_OK) return hg_error_prefix(st, "(weight32) ");
+    in[4] = chk[1];
+    out[0] = in[0];
+    return HG_OK;
+}
+
+static hg_status mplamb2_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nout;
+    opt_job j;
+    job_init(&j, op, a, nin, in, out[0]);
+    float r1 = HG_DATA(in[2], float)[0], r2 = HG_DATA(in[3], float)[0], lr = (float)j.p[L2_LR];
+    if (j.p[L2_LB] >= 0) r1 = fmaxf(r1, (float)j.p[L2_LB]);
+    if (j.p[L2_UB] >= 0) r1 = fminf(r1, (float)j.p[L2_UB]);
+    if (r1 != 0.0f && r2 != 0.0f) lr = lr * r1 / r2;
+    j.p[L2_RATE] = lr;
+    job_run(&j, mplamb2_fns, in[0]->dtype, out[0]->size);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * FTML (Zheng & Kwok 2017): g' = clip(rescale_grad * g + wd * w); v = beta2 v + (1 - beta2) g'^2;
+ * d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon);
+ * z = beta1 z + (1 - beta1) g' - (d_t - beta1 d) w; d = d_t; w' = -z / d_t.
+ */
+
+enum {
+    FT_LR,
+    FT_B1,
+    FT_B2,
+    FT_EPS,
+    FT_T,
+    FT_WD,
+    FT_RG,
+    FT_CLIP,
+    FT_NATTRS,
+    FT_B1T = FT_NATTRS,
+    FT_B2T
+};
+static const hg_attr_spec k_ftml_attrs[] = {
+    [FT_LR] = A_LR,
+    [FT_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.6", "decay rate of the first moment", NULL},
+    [FT_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
+    [FT_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added to the root of the second moment",
+                NULL},
+    [FT_T] = {"t", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "update count", NULL},
+    [FT_WD] = A_WD,
+    [FT_RG] = A_RESCALE,
+    [FT_CLIP] = {"clip_grad", HG_ATTR_FLOAT, 0, "-1",
+                 "clip the rescaled gradient to [-clip_grad, clip_grad]; negative: off", NULL},
+};
+_Static_assert(HG_COUNT(k_ftml_attrs) == FT_NATTRS, "k_ftml_attrs must match its enum");
+
+#define FTML_BODY(R, LD, ST)                                                                   \
+    {                                                                                          \
+        const R lr = P(FT_LR), b1 = P(FT_B1), b2 = P(FT_B2), eps = P(FT_EPS), wd = P(FT_WD);   \
+        const R rg = P(FT_RG), cg = P(FT_CLIP), b1t = P(FT_B1T), b2t = P(FT_B2T);              \
+        const R w = LD(W, i);                                                                  \
+        R gr = rg * LD(G, i) + wd * w;                                                         \
+        if (cg >= 0) gr = CLIP(gr, cg);                                                        \
+        const R v = b2 * LD(S(1), i) + (1 - b2) * gr * gr;                                     \
+        ST(S(1), i, v);                                                                        \
+        const R dt = (1 - b1t) / lr * (SQRT(LD(S(1), i) / (1 - b2t)) + eps);                   \
+        const R z = b1 * LD(S(2), i) + (1 - b1) * gr - (dt - b1 * LD(S(0), i)) * w;            \
+        ST(S(2), i, z);                                                                        \
+        ST(S(0), i, dt);                                                                       \
+        ST(j->out, i, -LD(S(2), i) / LD(S(0), i));                                             \
+    }
+OPT_KERNELS(ftml, FTML_BODY)
+
+static hg_status ftml_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nout;
+    opt_job j;
+    job_init(&j, op, a, nin, in, out[0]);
+    j.p[FT_B1T] = pow(j.p[FT_B1], (double)a->v[FT_T].i);
+    j.p[FT_B2T] = pow(j.p[FT_B2], (double)a->v[FT_T].i);
+    if (in[0]->dtype != HG_DTYPE_F64) {
+        j.p[FT_B1T] = (float)j.p[FT_B1T];
+        j.p[FT_B2T] = (float)j.p[FT_B2T];
+    }
+    job_run(&j, ftml_fns, in[0]->dtype, out[0]->size);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * reset_arrays: sets every input to zero in place (MXNet's multi-array gradient reset). It has
+ * no outputs; all inputs are mutated (the mask covers the first 32, the kernel writes all).
+ */
+
+enum { RA_NUM, RA_NATTRS };
+static const hg_attr_spec k_reset_attrs[] = {
+    [RA_NUM] = {"num_arrays", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of arrays", NULL},
+};
+
+static int reset_nin(const hg_attrs *a) { return (int)a->v[RA_NUM].i; }
+static int reset_nout(const hg_attrs *a)
+{
+    (void)a;
+    return 0;
+}
+
+static hg_status reset_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                             hg_meta *out)
+{
+    (void)op;
+    (void)in;
+    (void)out;
+    (void)nout;
+    if (a->v[RA_NUM].i != nin || nin < 1)
+        return hg_error(HG_ERR_VALUE, "reset_arrays: num_arrays=%lld but %d arrays were given",
+                        (long long)a->v[RA_NUM].i, nin);
+    return HG_OK;
+}
+
+static hg_status reset_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nout;
+    (void)out;
+    for (int k = 0; k < nin; k++) hg_ops_zero_fill(in[k]);
+    return HG_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * AdaGrad and AdaDelta, dense versions of MXNet 1.9.1's Python updates:
  * AdaGrad: g' = clip(rescale_grad * g); history += g'^2;
  *          w' = w - lr * (g' / sqrt(history + epsilon) + wd * w).
@@ -831,6 +1040,41 @@ const hg_op_def hg_ops_optimizer[] = {
            "LAMB phase 2: weight - lr * r1/r2 * g (trust ratio of the "
            "norms r1 = |weight|, r2 = |g|)",
            HG_NAMES("weight", "g", "r1", "r2"), k_lamb2_attrs, lamb2_infer, lamb2_forward, 0),
+    {.name = "mp_lamb_update_phase1",
+     .doc = "LAMB phase 1 on a float32 master copy: updates mean and var in place and returns "
+            "the float32 direction g",
+     .input_names = HG_NAMES("weight", "grad", "mean", "var", "weight32"),
+     .attrs = k_lamb1_attrs,
+     .num_attrs = HG_COUNT(k_lamb1_attrs),
+     .num_inputs = 5,
+     .infer = mplamb1_infer,
+     .forward = mplamb1_forward,
+     .flags = HG_OP_NO_GRAD,
+     .mutate_inputs = (1u << 2) | (1u << 3)},
+    {.name = "mp_lamb_update_phase2",
+     .doc = "LAMB phase 2 on a float32 master copy: weight32 - lr * r1/r2 * g in the weight's "
+            "dtype",
+     .input_names = HG_NAMES("weight", "g", "r1", "r2", "weight32"),
+     .attrs = k_lamb2_attrs,
+     .num_attrs = HG_COUNT(k_lamb2_attrs),
+     .num_inputs = 5,
+     .infer = mplamb2_infer,
+     .forward = mplamb2_forward,
+     .flags = HG_OP_NO_GRAD},
+    OPT_OP("ftml_update", "FTML (Follow the Moving Leader); updates d, v and z in place",
+           HG_NAMES("weight", "grad", "d", "v", "z"), k_ftml_attrs, infer_plain, ftml_forward,
+           (1u << 2) | (1u << 3) | (1u << 4)),
+    {.name = "reset_arrays",
+     .doc = "sets every input array to zero in place (no outputs)",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_reset_attrs,
+     .num_attrs = HG_COUNT(k_reset_attrs),
+     .get_num_inputs = reset_nin,
+     .get_num_outputs = reset_nout,
+     .infer = reset_infer,
+     .forward = reset_forward,
+     .flags = HG_OP_VARARGS | HG_OP_NO_GRAD,
+     .mutate_inputs = 0xffffffffu},
     OPT_OP("_adagrad_update", "AdaGrad (dense); updates history in place",
            HG_NAMES("weight", "grad", "history"), k_adagrad_attrs, infer_plain, adagrad_forward,
            1u << 2),

@@ -485,4 +485,5 @@ def build_cases(seed=20240519):
     cases.extend(__import__('op_cases_linalg').build_linalg_cases(C))
     cases.extend(__import__('op_cases_legacyops').cases())  # output layers, softmax family
     import op_cases_contribops; cases.extend(op_cases_contribops.cases())  # noqa: E702
+    cases.extend(__import__('op_cases_tensorops').tensorops_cases())
     return cases

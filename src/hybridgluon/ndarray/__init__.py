@@ -181,3 +181,50 @@ def _register_ops(namespace, skip):
 _register_ops(globals(), _PYTHON_DEFINED)
 
 from . import contrib, linalg  # noqa: E402,F401  (after the ops: they bind registry ops)
+
+
+# --- MXNet's Python front ends over registry ops (histogram, split_v2, onehot_encode, linspace) -
+
+def histogram(a, bins=10, range=None):  # noqa: A002  (MXNet's keyword)
+    """Counts of a's elements in bins, and the bin edges (MXNet's nd.histogram). bins: an int
+    (equal bins over range, or over [a.min(), a.max()] when range is None) or an NDArray of
+    edges."""
+    if isinstance(bins, NDArray):
+        return _core.get_op('_histogram')(a, bins)
+    if isinstance(bins, (int, _np.integer)) and not isinstance(bins, bool):
+        if range is None:
+            range = (float(_core.get_op('min')(a).asscalar()),
+                     float(_core.get_op('max')(a).asscalar()))
+        return _core.get_op('_histogram')(a, bin_cnt=int(bins), range=tuple(range))
+    raise ValueError('bins argument should be either an integer or an NDArray')
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Pieces of ary along axis: N equal ones for an int N, else split before each index of the
+    tuple (MXNet's nd.split_v2)."""
+    axis_size = ary.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if indices_or_sections <= 0 or axis_size % indices_or_sections:
+            raise ValueError('array split does not result in an equal division')
+        size = axis_size // indices_or_sections
+        indices = [i * size for i in range(indices_or_sections)]
+    elif isinstance(indices_or_sections, tuple):
+        indices = [0] + list(indices_or_sections)
+    else:
+        raise ValueError('indices_or_sections must either int or tuple of ints')
+    return _core.get_op('_split_v2')(ary, indices=tuple(indices), axis=axis,
+                                     squeeze_axis=squeeze_axis)
+
+
+def onehot_encode(indices, out):
+    """Writes the one-hot rows of indices into out (n, k) and returns it (MXNet's legacy
+    nd.onehot_encode)."""
+    return _core.get_op('_onehot_encode')(indices, out, out=out)
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
+    """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
+    nd.linspace."""
+    out = _core.get_op('_linspace')(start=start, stop=stop, num=num, endpoint=endpoint,
+                                    dtype=_dtype_name(dtype))
+    return _placed(out, ctx)

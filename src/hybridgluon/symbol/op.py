@@ -106,3 +106,39 @@ def _register(namespace):
 
 _register(sys.modules[__name__].__dict__)
 base._SYMBOL_HANDLER[0] = _invoke
+
+
+# --- MXNet's Python front ends over registry ops (histogram, split_v2, linspace) --------------
+
+def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002  (MXNet's keyword)
+    """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
+    or an int with range (required in symbol mode)."""
+    if isinstance(bins, Symbol):
+        return _invoke('_histogram', (), dict(kwargs, data=a, bins=bins), 'histogram')
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if range is None:
+            raise ValueError('null range is not supported in symbol mode')
+        return _invoke('_histogram', (), dict(kwargs, data=a, bin_cnt=bins, range=tuple(range)),
+                       'histogram')
+    raise ValueError('bins argument should be either an integer or an NDArray')
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Pieces of ary along axis: N equal sections for an int N, else split before each index of
+    the tuple (MXNet's sym.split_v2)."""
+    indices, sections = [], 0
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+    elif isinstance(indices_or_sections, tuple):
+        indices = [0] + list(indices_or_sections)
+    else:
+        raise ValueError('indices_or_sections must either int or tuple of ints')
+    return _invoke('_split_v2', (ary,), dict(indices=tuple(indices), axis=axis,
+                                             squeeze_axis=squeeze_axis, sections=sections),
+                   'split_v2')
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype='float32'):
+    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace)."""
+    return _invoke('_linspace', (), dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                         name=name, dtype=dtype), 'linspace')

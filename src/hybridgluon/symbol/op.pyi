@@ -5627,6 +5627,118 @@ def lamb_update_phase2(weight: Symbol | None = None, g: Symbol | None = None, r1
     ...
 
 
+def mp_lamb_update_phase1(weight: Symbol | None = None, grad: Symbol | None = None, mean: Symbol | None = None, var: Symbol | None = None, weight32: Symbol | None = None, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-06, t: int = ..., bias_correction: bool = True, wd: float = ..., rescale_grad: float = 1, clip_gradient: float = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """mp_lamb_update_phase1(weight, grad, mean, var, weight32, beta1=0.9, beta2=0.999, epsilon=1e-06, t=<required>, bias_correction=True, wd=<required>, rescale_grad=1, clip_gradient=-1)
+
+    LAMB phase 1 on a float32 master copy: updates mean and var in place and returns the float32 direction g
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    mean : NDArray
+    var : NDArray
+    weight32 : NDArray
+
+    Parameters
+    ----------
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-06
+        added to sqrt(var) against division by 0
+    t : int, required
+        update count (for the bias correction)
+    bias_correction : boolean, default=True
+        divide the moments by 1 - beta^t
+    wd : float, required
+        weight decay
+    rescale_grad : float, default=1
+        the gradient is multiplied by this first
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    """
+    ...
+
+
+def mp_lamb_update_phase2(weight: Symbol | None = None, g: Symbol | None = None, r1: Symbol | None = None, r2: Symbol | None = None, weight32: Symbol | None = None, lr: float = ..., lower_bound: float = -1, upper_bound: float = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """mp_lamb_update_phase2(weight, g, r1, r2, weight32, lr=<required>, lower_bound=-1, upper_bound=-1)
+
+    LAMB phase 2 on a float32 master copy: weight32 - lr * r1/r2 * g in the weight's dtype
+
+    Inputs
+    ------
+    weight : NDArray
+    g : NDArray
+    r1 : NDArray
+    r2 : NDArray
+    weight32 : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    lower_bound : float, default=-1
+        lower limit of the weight norm; negative: none
+    upper_bound : float, default=-1
+        upper limit of the weight norm; negative: none
+    """
+    ...
+
+
+def ftml_update(weight: Symbol | None = None, grad: Symbol | None = None, d: Symbol | None = None, v: Symbol | None = None, z: Symbol | None = None, lr: float = ..., beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-08, t: int = ..., wd: float = 0, rescale_grad: float = 1, clip_grad: float = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """ftml_update(weight, grad, d, v, z, lr=<required>, beta1=0.6, beta2=0.999, epsilon=1e-08, t=<required>, wd=0, rescale_grad=1, clip_grad=-1)
+
+    FTML (Follow the Moving Leader); updates d, v and z in place
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    d : NDArray
+    v : NDArray
+    z : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    beta1 : float, default=0.6
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to the root of the second moment
+    t : int, required
+        update count
+    wd : float, default=0
+        weight decay: adds wd * weight to the gradient
+    rescale_grad : float, default=1
+        the gradient is multiplied by this first
+    clip_grad : float, default=-1
+        clip the rescaled gradient to [-clip_grad, clip_grad]; negative: off
+    """
+    ...
+
+
+def reset_arrays(*data: Symbol, num_arrays: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """reset_arrays(*data, num_arrays=<required>)
+
+    sets every input array to zero in place (no outputs)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_arrays : int, required
+        number of arrays
+    """
+    ...
+
+
 def _adagrad_update(weight: Symbol | None = None, grad: Symbol | None = None, history: Symbol | None = None, lr: float = ..., epsilon: float = 1e-07, wd: float = 0, rescale_grad: float = 1, clip_gradient: float = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_adagrad_update(weight, grad, history, lr=<required>, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
 
@@ -8499,5 +8611,626 @@ def _contrib_dequantize(data: Symbol | None = None, min_range: Symbol | None = N
     out_type : enum, default=float32
         float32
         one of: 'float32'
+    """
+    ...
+
+
+def reshape_like(lhs: Symbol | None = None, rhs: Symbol | None = None, lhs_begin: int | None = None, lhs_end: int | None = None, rhs_begin: int | None = None, rhs_end: int | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, rhs_end=None)
+
+    lhs reshaped so that dims [lhs_begin, lhs_end) become rhs's dims [rhs_begin, rhs_end)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+
+    Parameters
+    ----------
+    lhs_begin : int or None, default=None
+        first lhs dim replaced (None: 0)
+    lhs_end : int or None, default=None
+        end of the replaced lhs dims (None: ndim)
+    rhs_begin : int or None, default=None
+        first rhs dim used (None: 0)
+    rhs_end : int or None, default=None
+        end of the rhs dims used (None: ndim)
+    """
+    ...
+
+
+def shape_array(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """shape_array(data)
+
+    the shape of the input as a 1-D int64 array
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def size_array(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """size_array(data)
+
+    the number of elements of the input as a (1,) int64 array
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def argmax_channel(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """argmax_channel(data)
+
+    index of the largest element along axis 1 (data's dtype)
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def batch_take(a: Symbol | None = None, indices: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """batch_take(a, indices)
+
+    one element of each row of a, chosen by int32 indices (clipped)
+
+    Inputs
+    ------
+    a : NDArray
+    indices : NDArray
+    """
+    ...
+
+
+def gather_nd(data: Symbol | None = None, indices: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """gather_nd(data, indices)
+
+    elements or slices of data addressed by the columns of indices
+
+    Inputs
+    ------
+    data : NDArray
+    indices : NDArray
+    """
+    ...
+
+
+def scatter_nd(data: Symbol | None = None, indices: Symbol | None = None, shape: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """scatter_nd(data, indices, shape=<required>)
+
+    zeros of shape with data stored at the places indices address
+
+    Inputs
+    ------
+    data : NDArray
+    indices : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), required
+        shape of the result
+    """
+    ...
+
+
+def _backward_gather_nd(data: Symbol | None = None, indices: Symbol | None = None, shape: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_gather_nd(data, indices, shape=<required>)
+
+    zeros of shape with data added at the places indices address (repeats add up)
+
+    Inputs
+    ------
+    data : NDArray
+    indices : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), required
+        shape of the result
+    """
+    ...
+
+
+def _scatter_set_nd(lhs: Symbol | None = None, rhs: Symbol | None = None, indices: Symbol | None = None, shape: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_scatter_set_nd(lhs, rhs, indices, shape=<required>)
+
+    lhs with rhs stored at the places indices address
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    indices : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), required
+        shape of the result
+    """
+    ...
+
+
+def _scatter_add_like_nd(base: Symbol | None = None, data: Symbol | None = None, indices: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_scatter_add_like_nd(base, data, indices)
+
+    base with data added at the places indices address (gather_nd's gradient)
+
+    Inputs
+    ------
+    base : NDArray
+    data : NDArray
+    indices : NDArray
+    """
+    ...
+
+
+def depth_to_space(data: Symbol | None = None, block_size: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """depth_to_space(data, block_size=<required>)
+
+    moves depth blocks of size block_size^2 into spatial blocks (NCHW)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    block_size : int, required
+        size of the square blocks moved between depth and space
+    """
+    ...
+
+
+def space_to_depth(data: Symbol | None = None, block_size: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """space_to_depth(data, block_size=<required>)
+
+    moves spatial blocks of block_size x block_size into depth (NCHW)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    block_size : int, required
+        size of the square blocks moved between depth and space
+    """
+    ...
+
+
+def _ravel_multi_index(data: Symbol | None = None, shape: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_ravel_multi_index(data, shape=())
+
+    flat indices of the multi-indices in the columns of data into shape
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        shape of the array the indices apply to (the first dim may be -1)
+
+    Aliases: ravel_multi_index
+    """
+    ...
+
+
+def ravel_multi_index(data: Symbol | None = None, shape: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_ravel_multi_index(data, shape=())
+
+    flat indices of the multi-indices in the columns of data into shape
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        shape of the array the indices apply to (the first dim may be -1)
+
+    Aliases: ravel_multi_index
+    """
+    ...
+
+
+def _unravel_index(data: Symbol | None = None, shape: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_unravel_index(data, shape=())
+
+    multi-indices (one column each) of the flat indices in data into shape
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        shape of the array the indices apply to (the first dim may be -1)
+
+    Aliases: unravel_index
+    """
+    ...
+
+
+def unravel_index(data: Symbol | None = None, shape: _Shape = (), name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_unravel_index(data, shape=())
+
+    multi-indices (one column each) of the flat indices in data into shape
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        shape of the array the indices apply to (the first dim may be -1)
+
+    Aliases: unravel_index
+    """
+    ...
+
+
+def _split_v2(data: Symbol | None = None, indices: _Shape = ..., axis: int = 1, squeeze_axis: bool = False, sections: int = 0, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_split_v2(data, indices=<required>, axis=1, squeeze_axis=False, sections=0)
+
+    pieces of data along axis, split at indices or into sections
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    indices : Shape(tuple), required
+        start of each piece along axis (the first is 0)
+    axis : int, default=1
+        axis to split along
+    squeeze_axis : boolean, default=False
+        drop the split axis (every piece must then have length 1)
+    sections : int, default=0
+        number of equal pieces (0: split at indices)
+    """
+    ...
+
+
+def fill_element_0index(lhs: Symbol | None = None, mhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """fill_element_0index(lhs, mhs, rhs)
+
+    lhs with lhs[i, rhs[i]] set to mhs[i]
+
+    Inputs
+    ------
+    lhs : NDArray
+    mhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def _onehot_encode(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_onehot_encode(lhs, rhs)
+
+    one-hot rows: zeros of the second input's shape with 1 at (i, indices[i])
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def khatri_rao(*args: Symbol, num_args: int = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """khatri_rao(*args, num_args=<required>)
+
+    column-wise Kronecker product of matrices with equal column counts
+
+    Inputs
+    ------
+    args : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        number of matrices
+    """
+    ...
+
+
+def logical_not(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """logical_not(data)
+
+    1 where the input is zero, else 0 (the input's dtype)
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def cumsum(a: Symbol | None = None, axis: int | None = None, dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """cumsum(a, axis=None, dtype=None)
+
+    running sum along axis (or over the flattened array)
+
+    Inputs
+    ------
+    a : NDArray
+
+    Parameters
+    ----------
+    axis : int or None, default=None
+        axis of the running sum (None: over the flattened array)
+    dtype : dtype or None, default=None
+        dtype of the result and the accumulator (None: the input's; bool: int64)
+
+    Aliases: _np_cumsum
+    """
+    ...
+
+
+def _np_cumsum(a: Symbol | None = None, axis: int | None = None, dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """cumsum(a, axis=None, dtype=None)
+
+    running sum along axis (or over the flattened array)
+
+    Inputs
+    ------
+    a : NDArray
+
+    Parameters
+    ----------
+    axis : int or None, default=None
+        axis of the running sum (None: over the flattened array)
+    dtype : dtype or None, default=None
+        dtype of the result and the accumulator (None: the input's; bool: int64)
+
+    Aliases: _np_cumsum
+    """
+    ...
+
+
+def _backward_cumsum(ograd: Symbol | None = None, data: Symbol | None = None, axis: int | None = None, dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_cumsum(ograd, data, axis=None, dtype=None)
+
+    the gradient of cumsum: the reversed running sum of ograd in data's shape
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    axis : int or None, default=None
+        axis of the running sum (None: over the flattened array)
+    dtype : dtype or None, default=None
+        dtype of the result and the accumulator (None: the input's; bool: int64)
+    """
+    ...
+
+
+def moments(data: Symbol | None = None, axes: _Shape | None = None, keepdims: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """moments(data, axes=None, keepdims=False)
+
+    mean and variance over axes
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    axes : Shape(tuple) or None, default=None
+        axes to reduce (required in effect: MXNet refuses None and ())
+    keepdims : boolean, default=False
+        keep reduced axes with size 1
+    """
+    ...
+
+
+def _backward_moments(dmean: Symbol | None = None, dvar: Symbol | None = None, data: Symbol | None = None, mean: Symbol | None = None, axes: _Shape | None = None, keepdims: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_moments(dmean, dvar, data, mean, axes=None, keepdims=False)
+
+    the gradient of moments: (dmean + 2 dvar (x - mean)) / N
+
+    Inputs
+    ------
+    dmean : NDArray
+    dvar : NDArray
+    data : NDArray
+    mean : NDArray
+
+    Parameters
+    ----------
+    axes : Shape(tuple) or None, default=None
+        axes to reduce (required in effect: MXNet refuses None and ())
+    keepdims : boolean, default=False
+        keep reduced axes with size 1
+    """
+    ...
+
+
+def erfinv(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """erfinv(data)
+
+    inverse of the error function
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _backward_erfinv(ograd: Symbol | None = None, data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_erfinv(ograd, data)
+
+    the gradient of erfinv: ograd * sqrt(pi) / 2 * exp(erfinv(x)^2)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    """
+    ...
+
+
+def all_finite(data: Symbol | None = None, init_output: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """all_finite(data, init_output=True)
+
+    [1.] when every element is finite, else [0.] (float32)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    init_output : boolean, default=True
+        set the output to 1 first (else only a 0 is written when a value is not finite)
+    """
+    ...
+
+
+def multi_all_finite(*data: Symbol, num_arrays: int = 1, init_output: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """multi_all_finite(*data, num_arrays=1, init_output=True)
+
+    [1.] when every element of every array is finite, else [0.] (float32)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_arrays : int, default=1
+        number of arrays
+    init_output : boolean, default=True
+        set the output to 1 first (else only a 0 is written when a value is not finite)
+    """
+    ...
+
+
+def amp_cast(data: Symbol | None = None, dtype: _DType = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """amp_cast(data, dtype=<required>)
+
+    float32/float16 input cast to dtype; other dtypes pass unchanged
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    dtype : dtype, required
+        dtype float32/float16 inputs are cast to (others pass unchanged)
+    """
+    ...
+
+
+def amp_multicast(*data: Symbol, num_outputs: int = ..., cast_narrow: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """amp_multicast(*data, num_outputs=<required>, cast_narrow=False)
+
+    float32/float16 inputs cast to the widest (or narrowest) float type among them
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_outputs : int, required
+        number of input/output pairs
+    cast_narrow : boolean, default=False
+        cast to the narrowest float type instead of the widest
+    """
+    ...
+
+
+def _backward_amp_cast(ograd: Symbol | None = None, data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_amp_cast(ograd, data)
+
+    ograd cast to data's dtype (the gradient of amp_cast and amp_multicast)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    """
+    ...
+
+
+def _histogram(data: Symbol | None = None, bins: Symbol | None = None, bin_cnt: int | None = None, range: str | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_histogram(data, bins, bin_cnt=None, range=None)
+
+    counts (int64) of data in bins, and the bin edges
+
+    Inputs
+    ------
+    data : NDArray
+    bins : NDArray
+
+    Parameters
+    ----------
+    bin_cnt : int or None, default=None
+        number of equal bins (None: the bins input gives the edges)
+    range : string or None, default=None
+        (lower, upper) of the equal bins, given with bin_cnt
+    """
+    ...
+
+
+def _linspace(start: float = ..., stop: float = ..., num: int = ..., endpoint: bool = True, ctx: str = '', dtype: _DType = 'float32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_linspace(start=<required>, stop=<required>, num=<required>, endpoint=True, ctx=, dtype=float32)
+
+    num evenly spaced values from start to stop
+
+    Parameters
+    ----------
+    start : float, required
+        first value
+    stop : float, required
+        end of the interval
+    num : int, required
+        number of values (>= 0)
+    endpoint : boolean, default=True
+        whether stop is the last value
+    ctx : string, default=
+        context of the output (ignored: CPU)
+    dtype : dtype, default=float32
+        the output dtype
+
+    Aliases: linspace
+    """
+    ...
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype='float32'):
+    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace)."""
+    ...
+
+
+def histogram(a, bins=10, range=None, **kwargs):
+    """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
+    or an int with range (required in symbol mode).
+    """
+    ...
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Pieces of ary along axis: N equal sections for an int N, else split before each index of
+    the tuple (MXNet's sym.split_v2).
     """
     ...
