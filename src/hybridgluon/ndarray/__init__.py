@@ -180,4 +180,4 @@ def _register_ops(namespace, skip):
 
 _register_ops(globals(), _PYTHON_DEFINED)
 
-from . import contrib, linalg  # noqa: E402,F401  (after the ops: they bind registry ops)
+from . import contrib, linalg, sparse  # noqa: E402,F401  (after the ops: they bind registry ops)
