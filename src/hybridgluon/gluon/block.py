@@ -619,7 +619,7 @@ class HybridBlock(Block):
             flat = args  # the common case, without walking a nested structure
         else:
             flat, fmt = _flatten(args, 'input')
-            if fmt != self._in_format:
+            if fmt != self._in_format and not _trailing_none_match(fmt, self._in_format):
                 raise ValueError('The argument structure of HybridBlock does not match the '
                                  'cached version. Stored format = {}, input format = {}'
                                  .format(self._in_format, fmt))
@@ -775,6 +775,14 @@ def _flatten(args, what):
         flat.extend(f)
         fmts.append(fmt)
     return flat, fmts
+
+
+def _trailing_none_match(fmt, stored):
+    """Whether two top-level input formats differ only by trailing None arguments (-1): a call
+    that leaves out an argument defaulting to None matches one that passes None (MXNet)."""
+    short, long_ = (fmt, stored) if len(fmt) < len(stored) else (stored, fmt)
+    return (len(short) != len(long_) and long_[:len(short)] == short
+            and all(f == -1 for f in long_[len(short):]))
 
 
 def _param_array(p, flat):

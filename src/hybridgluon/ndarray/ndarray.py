@@ -221,7 +221,9 @@ class NDArray(_core.NDArray):
         (shape, _), = _op('expand_dims')._infer(self, axis=axis)
         return self._view(shape)
 
-    def squeeze(self, axis=None):
+    def squeeze(self, axis=None, inplace=False):
+        if not inplace:  # MXNet: a new array; inplace=True: a view sharing the memory
+            return _op('squeeze')(self, axis=axis)
         (shape, _), = _op('squeeze')._infer(self, axis=axis)
         return self._view(shape)
 

@@ -1,0 +1,81 @@
+"""Gluon behaviour MXNet 1.9.1's own tests rely on: None arguments of a hybridized block,
+row_sparse accessors of dense parameters, initializer equality of shared parameters."""
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import gluon
+
+
+class _AddMaybe(gluon.HybridBlock):
+    def hybrid_forward(self, F, a, b=None):
+        return a if b is None else a + b
+
+
+@pytest.mark.parametrize('hybridize', [False, True])
+def test_trailing_none_argument_matches_a_left_out_default(hybridize):
+    net = _AddMaybe()
+    if hybridize:
+        net.hybridize()
+    x = mx.nd.array([1.0, 2.0])
+    np.testing.assert_array_equal(net(x, None).asnumpy(), [1, 2])
+    np.testing.assert_array_equal(net(x).asnumpy(), [1, 2])      # same cached graph
+    np.testing.assert_array_equal(net(x, None).asnumpy(), [1, 2])
+    if hybridize:
+        with pytest.raises(ValueError, match='argument structure'):
+            net(x, x)  # the cached graph has no second input
+
+
+def test_none_first_argument_hybridized_agrees_with_imperative():
+    a, b = _AddMaybe(), _AddMaybe()
+    a.hybridize()
+    x = mx.nd.array([3.0])
+
+    class NoneFirst(gluon.HybridBlock):
+        def hybrid_forward(self, F, p, q):
+            return q * 2 if p is None else p + q
+    n1, n2 = NoneFirst(), NoneFirst()
+    n1.hybridize()
+    for _ in range(2):
+        np.testing.assert_array_equal(n1(None, x).asnumpy(), n2(None, x).asnumpy())
+    with pytest.raises(ValueError):
+        n1(x, x)
+    assert a(x).asscalar() == b(x).asscalar() == 3.0
+
+
+def test_row_sparse_accessors_refuse_dense_parameters():
+    p = gluon.Parameter('w', shape=(4, 2))
+    p.initialize()
+    with pytest.raises(RuntimeError, match='storage type is default'):
+        p.row_sparse_data(mx.nd.array([0, 1]))
+    with pytest.raises(RuntimeError, match='storage type is default'):
+        p.list_row_sparse_data(mx.nd.array([0]))
+    q = gluon.Parameter('v', shape=(4, 2), stype='row_sparse')
+    q.initialize()
+    with pytest.raises(mx.MXNetError, match='row_sparse storage'):
+        q.row_sparse_data(mx.nd.array([0]))
+
+
+def test_initializers_compare_by_kind_and_arguments():
+    assert mx.init.Constant(-1.0) == mx.init.Constant(-1.0)
+    assert mx.init.Constant(-1.0) != mx.init.Constant(2.0)
+    assert mx.init.Xavier() != mx.init.Uniform()
+    assert mx.init.Normal(0.5) != 'normal'
+
+    class MyBlock(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.param = self.params.get('param', shape=(1,), init=mx.init.Constant(-3.0))
+    a = MyBlock()
+    b = MyBlock(params=a.collect_params())   # shares: the same initializer compares equal
+    assert a.param is b.param
+
+
+def test_nn_exports_the_block_classes_and_squeeze_inplace():
+    assert gluon.nn.SymbolBlock is gluon.SymbolBlock and gluon.nn.HybridBlock is gluon.HybridBlock
+    x = mx.nd.ones((2, 1, 3))
+    copy, view = x.squeeze(), x.squeeze(inplace=True)
+    assert copy.shape == view.shape == (2, 3)
+    x[:] = 5
+    assert copy.asnumpy().max() == 1 and view.asnumpy().min() == 5
