@@ -79,3 +79,42 @@ def test_nn_exports_the_block_classes_and_squeeze_inplace():
     assert copy.shape == view.shape == (2, 3)
     x[:] = 5
     assert copy.asnumpy().max() == 1 and view.asnumpy().min() == 5
+
+
+def _feature_net():
+    class Net(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                backbone = gluon.nn.HybridSequential()
+                with backbone.name_scope():
+                    backbone.add(gluon.nn.Dense(4, in_units=3), gluon.nn.Dense(2, in_units=4))
+                data = mx.sym.var('data')
+                self.backbone = gluon.SymbolBlock(backbone(data), data,
+                                                  params=backbone.collect_params())
+
+        def hybrid_forward(self, F, x):
+            return self.backbone(x)
+    return Net()
+
+
+def test_symbol_block_structural_names_drop_the_common_prefix(tmp_path):
+    net1 = _feature_net()
+    net1.initialize(mx.init.Normal())
+    net1.hybridize()
+    x = mx.nd.array(np.random.RandomState(0).rand(2, 3))
+    out = net1(x).asnumpy()
+    keys = sorted(net1.backbone._reg_params)
+    assert keys == ['0_bias', '0_weight', '1_bias', '1_weight']  # character-wise, as MXNet
+    f = str(tmp_path / 'net.params')
+    net1.save_parameters(f)
+    net2 = _feature_net()  # another automatic prefix (hybridsequentialN_)
+    net2.load_parameters(f)
+    np.testing.assert_allclose(net2(x).asnumpy(), out, rtol=1e-6)
+
+
+def test_symbol_block_refuses_row_sparse_variables():
+    data = mx.sym.var('data')
+    weight = mx.sym.var('weight', stype='row_sparse')
+    with pytest.raises(AssertionError, match="'weight'.*row_sparse"):
+        gluon.SymbolBlock(mx.sym.dot(data, weight), data)
