@@ -118,3 +118,17 @@ def test_symbol_block_refuses_row_sparse_variables():
     weight = mx.sym.var('weight', stype='row_sparse')
     with pytest.raises(AssertionError, match="'weight'.*row_sparse"):
         gluon.SymbolBlock(mx.sym.dot(data, weight), data)
+
+
+def test_reset_arrays_zeroes_in_place():
+    rng = np.random.RandomState(2)
+    arrs = [mx.nd.array(rng.rand(*s), dtype=d) for s, d in
+            (((2, 3), 'float32'), ((4,), 'float16'), ((1, 2, 2), 'float64'), ((0, 3), 'float32'))]
+    views = [a.reshape((-1,)) for a in arrs]
+    assert mx.nd.reset_arrays(*arrs, num_arrays=len(arrs)) == []
+    for a, v, d in zip(arrs, views, ('float32', 'float16', 'float64', 'float32')):
+        assert a.dtype == np.dtype(d)
+        np.testing.assert_array_equal(a.asnumpy(), np.zeros(a.shape))
+        np.testing.assert_array_equal(v.asnumpy(), np.zeros(v.shape))  # the same memory
+    with pytest.raises(mx.MXNetError, match='num_arrays=3'):
+        mx.nd.reset_arrays(*arrs[:2], num_arrays=3)

@@ -10,10 +10,11 @@ from ..context import current_context, _check_available
 from .ndarray import NDArray, _place
 from . import random  # noqa: F401
 from .utils import save, load, load_frombuffer
+from ._reset import reset_arrays  # noqa: F401
 
 __all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'eye', 'full', 'arange', 'zeros_like',
            'ones_like', 'waitall', 'from_dlpack', 'to_dlpack_for_read', 'to_dlpack_for_write',
-           'concat', 'concatenate', 'save', 'load', 'load_frombuffer']
+           'concat', 'concatenate', 'save', 'load', 'load_frombuffer', 'reset_arrays']
 
 _PYTHON_DEFINED = set(__all__)
 

@@ -12,7 +12,7 @@ from .ndarray import NDArray
 _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
-__all__ = ['NDArray', 'arange', 'array', 'concat', 'concatenate', 'empty', 'eye', 'from_dlpack', 'full', 'load', 'load_frombuffer', 'ones', 'ones_like', 'save', 'to_dlpack_for_read', 'to_dlpack_for_write', 'waitall', 'zeros', 'zeros_like']
+__all__ = ['NDArray', 'arange', 'array', 'concat', 'concatenate', 'empty', 'eye', 'from_dlpack', 'full', 'load', 'load_frombuffer', 'ones', 'ones_like', 'reset_arrays', 'save', 'to_dlpack_for_read', 'to_dlpack_for_write', 'waitall', 'zeros', 'zeros_like']
 
 from . import ndarray as ndarray
 from .ndarray import NDArray as NDArray
@@ -21,8 +21,10 @@ from . import utils as utils
 from .utils import save as save
 from .utils import load as load
 from .utils import load_frombuffer as load_frombuffer
+from ._reset import reset_arrays as reset_arrays
 from . import contrib as contrib
 from . import linalg as linalg
+from . import sparse as sparse
 
 
 def array(source_array, ctx=None, dtype=None):

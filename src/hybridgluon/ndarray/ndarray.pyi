@@ -875,7 +875,7 @@ class NDArray:
         data : NDArray
         """
         ...
-    def squeeze(self, axis=None):
+    def squeeze(self, axis=None, inplace=False):
         ...
     @property
     def stype(self) -> Any:
