@@ -221,9 +221,7 @@ class NDArray(_core.NDArray):
         (shape, _), = _op('expand_dims')._infer(self, axis=axis)
         return self._view(shape)
 
-    def squeeze(self, axis=None, inplace=False):
-        if not inplace:  # MXNet: a new array; inplace=True: a view sharing the memory
-            return _op('squeeze')(self, axis=axis)
+    def squeeze(self, axis=None, inplace=False):  # inplace accepted: always a view here
         (shape, _), = _op('squeeze')._infer(self, axis=axis)
         return self._view(shape)
 
