@@ -59,9 +59,12 @@ static PyObject *get_storage_id(NDArrayObject *self, void *c)
     return PyLong_FromVoidPtr(self->t->storage);
 }
 
+/* MXNet keeps the flag on the variable; backward sets it on the variable's gradient buffer, so a
+ * marked variable reports (and clears) both. */
 static PyObject *get_fresh_grad(NDArrayObject *self, void *c)
 {
-    return PyBool_FromLong(atomic_load(&self->t->fresh_grad));
+    hg_tensor *g = hg_ag_grad_buffer(self->t);
+    return PyBool_FromLong(atomic_load(&self->t->fresh_grad) || (g && atomic_load(&g->fresh_grad)));
 }
 
 static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
@@ -69,6 +72,8 @@ static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
     int b = v ? PyObject_IsTrue(v) : 0;
     if (b < 0) return -1;
     atomic_store(&self->t->fresh_grad, b);
+    hg_tensor *g = hg_ag_grad_buffer(self->t);
+    if (g && !b) atomic_store(&g->fresh_grad, 0);
     return 0;
 }
 

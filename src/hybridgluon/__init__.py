@@ -29,6 +29,8 @@ from . import operator
 from . import util
 from . import contrib
 from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401 (as in MXNet)
+from .util import np_array, use_np_array, use_np  # noqa: F401
+from . import numpy, numpy as np, numpy_extension, numpy_extension as npx  # noqa: F401
 from . import test_utils
 from .libinfo import get_include, get_lib_dir
 

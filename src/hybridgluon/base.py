@@ -1,4 +1,7 @@
-"""Errors and dtype helpers shared by the whole package (MXNet's `mxnet.base`)."""
+"""Errors and dtype helpers shared by the whole package (MXNet's `mxnet.base`), and MXNet's
+ctypes names for calling the C library (`_LIB` is libhybridgluon: its functions are hybridgluon's
+`hg_*` C API, not MXNet's `MX*` one)."""
+import ctypes
 import os as _os
 import platform as _platform
 
@@ -13,6 +16,69 @@ __all__ = ['MXNetError', 'MXNetValueError', 'MXNetTypeError', 'MXNetIndexError',
 string_types = (str,)
 integer_types = (int, _np.integer)
 numeric_types = (float, int, _np.generic)
+
+
+mx_uint = ctypes.c_uint
+mx_int = ctypes.c_int
+mx_float = ctypes.c_float
+mx_float_p = ctypes.POINTER(mx_float)
+mx_real_t = _np.float32
+NDArrayHandle = ctypes.c_void_p
+SymbolHandle = ctypes.c_void_p
+ExecutorHandle = ctypes.c_void_p
+
+
+def c_str(string):
+    """A C string (bytes, UTF-8) from a Python string."""
+    return ctypes.c_char_p(string.encode('utf-8'))
+
+
+def c_str_array(strings):
+    """A C array of C strings."""
+    arr = (ctypes.c_char_p * len(strings))()
+    arr[:] = [s.encode('utf-8') for s in strings]
+    return arr
+
+
+def c_array(ctype, values):
+    """A C array of `ctype` holding values."""
+    out = (ctype * len(values))()
+    out[:] = values
+    return out
+
+
+def c_array_buf(ctype, buf):
+    """A C array of `ctype` over the memory of `buf` (an array.array or other buffer)."""
+    return (ctype * len(buf)).from_buffer(buf)
+
+
+def c_handle_array(objs):
+    """A C array of the `.handle`s of objs."""
+    arr = (ctypes.c_void_p * len(objs))()
+    arr[:] = [o.handle for o in objs]
+    return arr
+
+
+def check_call(ret):
+    """Raises MXNetError with the library's last error message when a C call of `_LIB`
+    returned a nonzero status."""
+    if ret != 0:
+        raise MXNetError(py_str(__getattr__('_LIB').hg_last_error()))
+
+
+_LIB_CACHE = []
+
+
+def __getattr__(name):
+    # `_LIB` is loaded on first use: most programs never call the C library through ctypes.
+    if name == '_LIB':
+        if not _LIB_CACHE:
+            from .libinfo import get_lib_dir
+            lib = ctypes.CDLL(_os.path.join(get_lib_dir(), 'libhybridgluon.so'))
+            lib.hg_last_error.restype = ctypes.c_char_p
+            _LIB_CACHE.append(lib)
+        return _LIB_CACHE[0]
+    raise AttributeError('module %r has no attribute %r' % (__name__, name))
 
 
 def _as_list(obj):

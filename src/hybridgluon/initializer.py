@@ -82,6 +82,13 @@ class Initializer:
         """The initializer as a JSON string: `'["xavier", {"rnd_type": "uniform", ...}]'`."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
+    def __eq__(self, other):  # MXNet: same class, same arguments (shared Parameters compare)
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._kwargs == other._kwargs
+
+    __hash__ = None  # as in MXNet, where __eq__ without __hash__ makes instances unhashable
+
     def __call__(self, desc, arr):
         """Initializes `arr` (an NDArray, in place) for the variable described by `desc`."""
         if not isinstance(desc, InitDesc):

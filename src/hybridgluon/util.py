@@ -13,7 +13,7 @@ from .context import num_gpus
 
 __all__ = ['getenv', 'setenv', 'makedirs', 'get_gpu_count', 'is_np_array', 'is_np_shape',
            'np_shape', 'np_array', 'set_np_shape', 'set_np', 'reset_np', 'use_np_shape',
-           'use_np_array']
+           'use_np_array', 'use_np']
 
 
 def getenv(name):
@@ -80,13 +80,35 @@ def np_array(active=True):
     yield
 
 
-def use_np_shape(func):
-    """Decorator running func under np_shape(True): raises MXNetError when called."""
+def _refusing(func, what):
+    """func (a function, or a class: its __init__) made to raise MXNetError when used: the
+    decorator itself succeeds, so a module that decorates a block or a test still imports."""
+    if isinstance(func, type):
+        init = func.__init__
+
+        @functools.wraps(init)
+        def refused_init(self, *args, **kwargs):
+            _refuse(what, True)
+        func.__init__ = refused_init
+        return func
+
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        with np_shape(True):
-            return func(*args, **kwargs)
+        _refuse(what, True)
     return wrapped
 
 
-use_np_array = use_np_shape
+def use_np_shape(func):
+    """MXNet's decorator running func (or a class's methods) under NumPy shape semantics: the
+    result raises MXNetError when called (a class: when instantiated)."""
+    return _refusing(func, 'use_np_shape')
+
+
+def use_np_array(func):
+    """As use_np_shape, for NumPy array semantics (mx.np arrays)."""
+    return _refusing(func, 'use_np_array')
+
+
+def use_np(func):
+    """MXNet's `use_np` (use_np_shape and use_np_array): raises MXNetError when used."""
+    return _refusing(func, 'use_np')

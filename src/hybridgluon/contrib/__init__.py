@@ -5,6 +5,7 @@ import sys as _sys
 
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
+from . import autograd  # noqa: F401 (MXNet's old autograd API)
 
 nd = ndarray
 sym = symbol

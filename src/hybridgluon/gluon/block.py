@@ -271,6 +271,18 @@ class Block:
         arg_dict = {key: val._reduce() for key, val in params.items()}
         ndarray.save(filename, arg_dict)
 
+    def save(self, prefix):
+        """Saves the model's structure and traced graphs to `prefix-model.json` and its
+        parameters to `prefix-model.params` (MXNet's format; see `load`)."""
+        from ._model_file import save_model
+        save_model(self, prefix)
+
+    def load(self, prefix):
+        """Loads what `save` wrote into this model, which must be built the same way (same
+        block classes in the same order): block names, traced graphs and parameters."""
+        from ._model_file import load_model
+        load_model(self, prefix)
+
     def save_params(self, filename):
         """[Deprecated] Saves with full names minus this block's prefix; use
         `save_parameters`."""
@@ -537,7 +549,7 @@ class HybridBlock(Block):
             return self._cached_inputs
         data, out = self._get_graph(*args)
         data_pos = {d.name: i for i, d in enumerate(data)}
-        params = {p.name: p for p in self.collect_params().values()}
+        params = dict(self.collect_params().items())  # by key: Block.load renames keys
         names = out.list_inputs()
         for name in names:
             if name not in data_pos and name not in params:
@@ -619,7 +631,7 @@ class HybridBlock(Block):
             flat = args  # the common case, without walking a nested structure
         else:
             flat, fmt = _flatten(args, 'input')
-            if fmt != self._in_format:
+            if fmt != self._in_format and not _trailing_none_match(fmt, self._in_format):
                 raise ValueError('The argument structure of HybridBlock does not match the '
                                  'cached version. Stored format = {}, input format = {}'
                                  .format(self._in_format, fmt))
@@ -775,6 +787,14 @@ def _flatten(args, what):
         flat.extend(f)
         fmts.append(fmt)
     return flat, fmts
+
+
+def _trailing_none_match(fmt, stored):
+    """Whether two top-level input formats differ only by trailing None arguments (-1): a call
+    that leaves out an argument defaulting to None matches one that passes None (MXNet)."""
+    short, long_ = (fmt, stored) if len(fmt) < len(stored) else (stored, fmt)
+    return (len(short) != len(long_) and long_[:len(short)] == short
+            and all(f == -1 for f in long_[len(short):]))
 
 
 def _param_array(p, flat):

@@ -245,6 +245,23 @@ class Parameter:
                                "row_sparse_data() instead." % (self.name, self._stype))
         return self._check_and_get(self._data, list)
 
+    def row_sparse_data(self, row_id):
+        """MXNet: the rows `row_id` of a row_sparse parameter, on row_id's context. A dense
+        parameter is refused as in MXNet; row_sparse storage does not exist here (MXNetError)."""
+        return self._row_sparse('row_sparse_data', 'a copy', row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """MXNet: row_sparse_data on every context. Refused as row_sparse_data is."""
+        return self._row_sparse('list_row_sparse_data', 'copies', row_id)
+
+    def _row_sparse(self, what, copies, row_id):
+        if self._stype != 'row_sparse':
+            raise RuntimeError("Cannot return %s of Parameter %s via %s() because its storage "
+                               "type is %s. Please use data() instead."
+                               % (copies, self.name, what, self._stype))
+        raise MXNetError("Parameter '%s': %s() needs row_sparse storage, which hybridgluon does "
+                         "not support (only dense parameters)" % (self.name, what))
+
     def grad(self, ctx=None):
         """The gradient buffer on `ctx`."""
         if self._data is not None and self._grad is None:

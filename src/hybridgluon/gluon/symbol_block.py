@@ -1,5 +1,7 @@
 """SymbolBlock: a HybridBlock made from a Symbol graph (MXNet's `gluon.SymbolBlock`), and
 `SymbolBlock.imports` for files written by `export` (here or by MXNet)."""
+import os
+
 import numpy as np
 
 from .. import symbol as _symbol
@@ -28,6 +30,10 @@ class SymbolBlock(HybridBlock):
                 raise ValueError('Input symbols must be variables, but %s is an output of '
                                  'operators' % str(i))
             input_names.add(i.name)
+        for node in outputs.get_internals():
+            if node.attr('__storage_type__') == '1':  # row_sparse, as MXNet checks
+                raise AssertionError("SymbolBlock doesn't support Parameter '%s' because its "
+                                     "storage type is 'row_sparse'." % node.name)
         aux = set(outputs.list_auxiliary_states())
         shared = params or {}
         for name in outputs.list_inputs():
@@ -40,7 +46,10 @@ class SymbolBlock(HybridBlock):
                               grad_req='null' if name in aux else 'write', dtype=None)
                 p._dtype_from_graph = True
             self._params._params[name] = p
-            self._reg_params[name] = p
+        # Structural names (save_parameters) drop the names' common prefix, as in MXNet, so a
+        # model built again (other automatic prefix) loads the file.
+        strip = len(os.path.commonprefix(list(self._params._params)))
+        self._reg_params = {k[strip:]: v for k, v in self._params._params.items()}
         self._inputs = list(inputs)
         self._outputs = outputs
         self._cached_graph = self._inputs, outputs
@@ -72,7 +81,7 @@ class SymbolBlock(HybridBlock):
     def _graph_inputs(self, *args):
         data_pos = {d.name: i for i, d in enumerate(self._inputs)}
         names = self._outputs.list_inputs()
-        return names, data_pos, dict(self._reg_params)
+        return names, data_pos, dict(self._params._params)
 
     def _clear_cached_op(self):
         self._cached_op = None

@@ -1,10 +1,15 @@
 """Small helpers of Gluon (MXNet's `gluon.utils`): hook handles, batch splitting over contexts,
-global-norm clipping, and the formatting helpers that the Block and Parameter messages rely on."""
+global-norm clipping, file download with SHA-1 checks, and the formatting helpers that the Block
+and Parameter messages rely on."""
+import hashlib
 import math
+import os
+import uuid
 import warnings
 import weakref
 
-__all__ = ['split_data', 'split_and_load', 'clip_global_norm', 'HookHandle', 'shape_is_known']
+__all__ = ['split_data', 'split_and_load', 'clip_global_norm', 'HookHandle', 'shape_is_known',
+           'check_sha1', 'download']
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -69,6 +74,100 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     for arr in arrays:
         arr *= scale.as_in_context(arr.context)
     return norm if check_isfinite else total_norm
+
+
+def check_sha1(filename, sha1_hash):
+    """Whether the SHA-1 of the file's content starts with `sha1_hash` (MXNet compares the
+    hexadecimal digest's first len(sha1_hash) characters, so shortened hashes work)."""
+    sha1 = hashlib.sha1()
+    with open(filename, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            sha1.update(chunk)
+    digest = sha1.hexdigest()
+    return digest[:len(sha1_hash)] == sha1_hash
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Downloads `url` (with `requests`) to `path` (a file, or a folder to put the URL's file
+    name in; default: that name in the working folder) and returns the file's path.
+
+    Nothing is fetched when the file exists, unless `overwrite` or its SHA-1 does not match
+    `sha1_hash`. The data goes to a uniquely named temporary file first, renamed into place at
+    the end, so processes downloading the same file at once leave one complete copy. A failed
+    attempt is retried until `retries` attempts in all have failed (at least one is made), then
+    the last error is raised. verify_ssl=False skips certificate checks, with a warning.
+    """
+    if path is None:
+        fname = url.split('/')[-1]
+        if not fname:
+            raise AssertionError("Can't construct file-name from this URL. Please set the "
+                                 "`path` option manually.")
+    else:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, url.split('/')[-1]) if os.path.isdir(path) else path
+    if retries < 0:
+        raise AssertionError("Number of retries should be at least 0, currently it's %d"
+                             % retries)
+    if not verify_ssl:
+        warnings.warn('Unverified HTTPS request is being made (verify_ssl=False). Adding '
+                      'certificate verification is strongly advised.')
+    if not (overwrite or not os.path.exists(fname) or
+            (sha1_hash and not check_sha1(fname, sha1_hash))):
+        return fname
+    try:
+        import requests
+    except ImportError:
+        raise ImportError('gluon.utils.download needs the `requests` package '
+                          '(pip install requests)') from None
+    dirname = os.path.dirname(os.path.abspath(fname))
+    os.makedirs(dirname, exist_ok=True)
+    attempts_left = max(retries, 1)
+    while True:
+        try:
+            _download_once(requests, url, fname, sha1_hash, verify_ssl)
+            return fname
+        except Exception as e:  # noqa: BLE001 (any failure is retried, as in MXNet)
+            attempts_left -= 1
+            if attempts_left <= 0:
+                raise
+            print('download failed due to %r, retrying, %d attempt%s left'
+                  % (e, attempts_left, 's' if attempts_left > 1 else ''))
+
+
+def _download_once(requests, url, fname, sha1_hash, verify_ssl):
+    print('Downloading %s from %s...' % (fname, url))
+    r = requests.get(url, stream=True, verify=verify_ssl)
+    if r.status_code != 200:
+        raise RuntimeError('Failed downloading url %s' % url)
+    tmp = '%s.%s' % (fname, uuid.uuid4())
+    try:
+        with open(tmp, 'wb') as f:
+            for chunk in r.iter_content(chunk_size=1024):
+                if chunk:
+                    f.write(chunk)
+        if not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash)):
+            os.replace(tmp, fname)  # atomic: a concurrent reader sees the old or the new file
+        else:
+            warnings.warn('File %s exists in file system so the downloaded file is deleted'
+                          % fname)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    if sha1_hash and not check_sha1(fname, sha1_hash):
+        raise UserWarning('File %s is downloaded but the content hash does not match. The repo '
+                          'may be outdated or download may be incomplete. If the "repo_url" is '
+                          'overridden, consider switching to the default repo.' % fname)
+
+
+def _get_repo_url():
+    """The base URL of MXNet's Gluon repository ($MXNET_GLUON_REPO overrides), ending in '/'."""
+    repo_url = os.environ.get('MXNET_GLUON_REPO',
+                              'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/')
+    return repo_url if repo_url.endswith('/') else repo_url + '/'
+
+
+def _get_repo_file_url(namespace, filename):
+    return '%s%s/%s' % (_get_repo_url(), namespace, filename)
 
 
 def shape_is_known(shape):

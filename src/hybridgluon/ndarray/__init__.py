@@ -180,7 +180,7 @@ def _register_ops(namespace, skip):
 
 _register_ops(globals(), _PYTHON_DEFINED)
 
-from . import contrib, linalg  # noqa: E402,F401  (after the ops: they bind registry ops)
+from . import contrib, linalg, sparse  # noqa: E402,F401  (after the ops: they bind registry ops)
 
 
 # --- MXNet's Python front ends over registry ops (histogram, split_v2, onehot_encode, linspace) -

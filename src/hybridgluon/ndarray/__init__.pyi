@@ -23,6 +23,7 @@ from .utils import load as load
 from .utils import load_frombuffer as load_frombuffer
 from . import contrib as contrib
 from . import linalg as linalg
+from . import sparse as sparse
 
 
 def array(source_array, ctx=None, dtype=None):

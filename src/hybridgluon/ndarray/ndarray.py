@@ -221,7 +221,7 @@ class NDArray(_core.NDArray):
         (shape, _), = _op('expand_dims')._infer(self, axis=axis)
         return self._view(shape)
 
-    def squeeze(self, axis=None):
+    def squeeze(self, axis=None, inplace=False):  # inplace accepted: always a view here
         (shape, _), = _op('squeeze')._infer(self, axis=axis)
         return self._view(shape)
 

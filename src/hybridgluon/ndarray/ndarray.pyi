@@ -874,7 +874,7 @@ class NDArray:
         data : NDArray
         """
         ...
-    def squeeze(self, axis=None):
+    def squeeze(self, axis=None, inplace=False):
         ...
     @property
     def stype(self) -> Any:

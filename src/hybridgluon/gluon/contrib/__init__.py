@@ -1,2 +1,4 @@
-"""Contributed Gluon layers (MXNet's `gluon.contrib`); only `contrib.nn` exists here."""
+"""Contributed Gluon code (MXNet's `gluon.contrib`): `contrib.nn` layers and `contrib.data`
+samplers. contrib.rnn, contrib.cnn and contrib.estimator are not provided."""
 from . import nn  # noqa: F401
+from . import data  # noqa: F401

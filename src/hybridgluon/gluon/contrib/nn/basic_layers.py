@@ -3,14 +3,19 @@
 Concurrent / HybridConcurrent feed one input to every child and concatenate the children's
 outputs (DenseNet's dense layers, Inception's and SqueezeNet's branches). Identity passes its
 input through (the shortcut branch of a Concurrent). PixelShuffle*D rearrange channels into
-space with Reshape/transpose. SparseEmbedding and SyncBatchNorm are not provided: the first
-needs row-sparse storage, the second several devices.
+space with Reshape/transpose. SparseEmbedding and SyncBatchNorm exist in their dense /
+single-device form (see each).
 """
+import warnings
+
+from ....base import MXNetError
+from ....context import num_gpus
 from ... import nn as _nn
 from ...block import HybridBlock
+from ...nn.norm_layers import _BatchNorm
 
-__all__ = ['Concurrent', 'HybridConcurrent', 'Identity', 'PixelShuffle1D', 'PixelShuffle2D',
-           'PixelShuffle3D']
+__all__ = ['Concurrent', 'HybridConcurrent', 'Identity', 'SparseEmbedding', 'SyncBatchNorm',
+           'PixelShuffle1D', 'PixelShuffle2D', 'PixelShuffle3D']
 
 # The same class as gluon.nn.Identity, so either import path gives one type.
 Identity = _nn.Identity
@@ -117,3 +122,51 @@ class PixelShuffle3D(HybridBlock):
 
     def __repr__(self):
         return '{}({})'.format(self.__class__.__name__, self._factors)
+
+
+class SparseEmbedding(_nn.Embedding):
+    """MXNet's embedding with a row-sparse weight and gradient, in dense storage.
+
+    hybridgluon has no sparse storage: the weight and its gradient are dense arrays. The
+    forward result and the gradient's values are MXNet's (the gradient is zero outside the
+    looked-up rows), and `weight.data()` works where MXNet requires `row_sparse_data`. One
+    difference remains in training: MXNet's optimizers update only the looked-up rows of a
+    row-sparse weight (lazy update), while here every row is updated; with plain SGD and no
+    weight decay the rows not looked up do not change either way, with momentum or weight decay
+    they do here.
+    """
+
+    def __init__(self, input_dim, output_dim, dtype='float32', weight_initializer=None,
+                 **kwargs):
+        super().__init__(input_dim, output_dim, dtype=dtype,
+                         weight_initializer=weight_initializer, sparse_grad=True, **kwargs)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """MXNet's cross-device synchronised BatchNorm, for one device.
+
+    On a single device synchronised batch normalisation is batch normalisation (axis 1), and
+    that is what runs (the graph holds a BatchNorm node). Synchronising statistics across
+    several devices is not supported: num_devices > 1 raises MXNetError. num_devices=None
+    means the number of GPUs (1 without any), as in MXNet.
+    """
+
+    def __init__(self, in_channels=0, num_devices=None, momentum=0.9, epsilon=1e-5,
+                 center=True, scale=True, use_global_stats=False, beta_initializer='zeros',
+                 gamma_initializer='ones', running_mean_initializer='zeros',
+                 running_variance_initializer='ones', **kwargs):
+        if num_devices is None:
+            warnings.warn('Caution using SyncBatchNorm: if not using all the GPUs, please '
+                          'mannually set num_devices', UserWarning)
+            num_devices = max(num_gpus(), 1)
+        if num_devices != 1:
+            raise MXNetError('SyncBatchNorm: synchronising batch statistics across %d devices '
+                             'is not supported by hybridgluon (only num_devices=1)'
+                             % num_devices)
+        super().__init__(axis=1, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
+                         use_global_stats=use_global_stats, beta_initializer=beta_initializer,
+                         gamma_initializer=gamma_initializer,
+                         running_mean_initializer=running_mean_initializer,
+                         running_variance_initializer=running_variance_initializer,
+                         in_channels=in_channels, **kwargs)
+        self._num_devices = num_devices
