@@ -128,5 +128,5 @@ def test_reset_arrays_zeroes_in_place():
         assert a.dtype == np.dtype(d)
         np.testing.assert_array_equal(a.asnumpy(), np.zeros(a.shape))
         np.testing.assert_array_equal(v.asnumpy(), np.zeros(v.shape))  # the same memory
-    with pytest.raises(mx.MXNetError, match='num_arrays=3'):
+    with pytest.raises(mx.MXNetError, match='reset_arrays expects 3 input'):
         mx.nd.reset_arrays(*arrs[:2], num_arrays=3)
