@@ -263,18 +263,12 @@ class Symbol(_core.Symbol):
         return self._compose(mapping)
 
     def eval(self, ctx=None, **kwargs):
-        """Runs the symbol once with the NDArrays given by input name; returns a list of
-        NDArrays, one per output."""
-        inputs = self.list_inputs()
-        missing = [n for n in inputs if n not in kwargs]
-        if missing:
-            raise MXNetError('eval: no value given for input(s) %s' % ', '.join(missing))
-        extra = sorted(set(kwargs) - set(inputs))
-        if extra:
-            raise MXNetError('eval: %s is not an input of the symbol (inputs: %s)'
-                             % (', '.join(extra), ', '.join(inputs)))
-        out = _core.CachedOp(self, inputs)(*[kwargs[n] for n in inputs])
-        return list(out) if isinstance(out, (list, tuple)) else [out]
+        """Binds the NDArrays given by argument name (auxiliary states too, by name) and runs
+        one forward; returns the list of outputs (MXNet's bind(...).forward())."""
+        from ..context import current_context
+        aux_names = self.list_auxiliary_states()
+        aux = {k: kwargs.pop(k) for k in aux_names if k in kwargs} if aux_names else None
+        return self.bind(ctx or current_context(), kwargs, aux_states=aux).forward()
 
     # ---- inference ---------------------------------------------------------------------------
     def _infer_metas(self, shapes, dtypes, default_flag):
