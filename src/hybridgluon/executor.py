@@ -143,7 +143,7 @@ class Executor:
         req_of = dict(zip(self._arg_names, self._reqs))
         grad_of = dict(zip(self._arg_names, self.grad_arrays))
         marked = [i for i, n in enumerate(self._inputs) if req_of.get(n, 'null') != 'null']
-        if not is_train or not marked:
+        if not marked:
             self._recorded = None
             with autograd.pause(train_mode=is_train):
                 return list(self._op(*ins))
@@ -152,7 +152,9 @@ class Executor:
         names = [self._inputs[i] for i in marked]
         autograd.mark_variables([ins[i] for i in marked], [grad_of[n] for n in names],
                                 [req_of[n] for n in names])
-        with autograd.record(train_mode=True):
+        # Recorded in either mode: a backward after a prediction forward differentiates that
+        # forward (Dropout as identity), as MXNet's executor does.
+        with autograd.record(train_mode=is_train):
             results = list(self._op(*ins))
         self._recorded = results
         return results
@@ -188,30 +190,38 @@ class Executor:
         if all(r == 'null' for r in self._reqs):
             return
         if self._recorded is None:
-            # The last forward was not a recorded training one: redo it recorded, so the
-            # gradients are those at the bound arrays' current values.
-            self._run(True)
+            # No forward yet: run one, so the gradients are those at the bound arrays.
+            self._run(bool(is_train))
         heads = self._recorded
         nout = len(heads)
+        head_grads = None
         if out_grads:
             if len(out_grads) < nout:
                 raise MXNetError('backward: %d head gradients given for %d outputs (%s)'
                                  % (len(out_grads), nout,
                                     ', '.join(self._symbol.list_outputs())))
-            head_grads = list(out_grads[:nout])
-        else:
-            head_grads = None
+            head_grads = []
+            for name, h, g in zip(self._symbol.list_outputs(), heads, out_grads):
+                if g.shape != h.shape:
+                    if g.size != h.size:
+                        raise MXNetError('backward: the head gradient for output %s has shape '
+                                         '%s, the output %s' % (name, g.shape, h.shape))
+                    g = g.reshape(h.shape)
+                if g.dtype != h.dtype:  # MXNet copies it into an array of the output's dtype
+                    g = g.astype(h.dtype)
+                head_grads.append(g)
         autograd.backward(heads, head_grads, retain_graph=True, train_mode=bool(is_train))
 
     # ---- monitor ---------------------------------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):
         """callback(name, array) is called after each forward for every op output of the
         graph (monitor_all: also for every op input, named `<node>_<input>`), in graph
-        order, as MXNet's monitor names them."""
+        order, as MXNet's monitor names them; name is bytes, as MXNet passes it."""
         self._monitor_callback = callback
         self._monitor_all = bool(monitor_all)
 
     def _monitor(self):
+        # MXNet's callback gets the name as the C string (bytes) its ctypes wrapper passes.
         internals = self._symbol.get_internals()
         names = internals.list_outputs()
         op = _core.CachedOp(internals, self._inputs)
@@ -229,11 +239,11 @@ class Executor:
                     label = in_names[j] if j < len(in_names) else 'arg%d' % j
                     arr = values.get(src_name)
                     if arr is not None:
-                        self._monitor_callback(src_name, arr)
-                        self._monitor_callback('%s_%s' % (name, label), arr)
+                        self._monitor_callback(src_name.encode(), arr)
+                        self._monitor_callback(('%s_%s' % (name, label)).encode(), arr)
             for out_name in output_names(nodes, [(nid, k) for k in range(nout)]):
                 if out_name in values:
-                    self._monitor_callback(out_name, values[out_name])
+                    self._monitor_callback(out_name.encode(), values[out_name])
 
     # ---- parameters and shapes --------------------------------------------------------------
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
@@ -262,6 +272,12 @@ class Executor:
         from . import ndarray as nd
         provided = {k: tuple(v) for k, v in kwargs.items() if isinstance(v, tuple)}
         arg_shapes, out_shapes, aux_shapes = self._symbol.infer_shape_partial(**provided)
+        undecided = {n: tuple(a.shape) for n, a, s in zip(self._arg_names, self.arg_arrays,
+                                                          arg_shapes)
+                     if (not s or 0 in s) and n not in provided}
+        if undecided:  # what the new shapes do not decide keeps its shape
+            arg_shapes, out_shapes, aux_shapes = self._symbol.infer_shape_partial(
+                **dict(provided, **undecided))
         unknown = [n for n, s in zip(self._arg_names, arg_shapes) if not s or 0 in s]
         if unknown:
             raise MXNetError('reshape: cannot infer the shapes of %s from %s'
@@ -341,10 +357,6 @@ def _grad_req_list(grad_req, names):
                              % (len(grad_req), len(names), ', '.join(names)))
         reqs = list(grad_req)
     elif isinstance(grad_req, dict):
-        extra = sorted(set(grad_req) - set(names))
-        if extra:
-            raise ValueError('grad_req names %s that are not arguments (arguments: %s)'
-                             % (', '.join(extra), ', '.join(names)))
         reqs = [grad_req.get(n, 'null') for n in names]
     else:
         raise TypeError('grad_req must be a str, a list or a dict, got %s'

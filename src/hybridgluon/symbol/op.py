@@ -70,7 +70,7 @@ def _invoke(op_name, args, kwargs, hint=None):
     str_attrs = {k: _attr_str(v) for k, v in attrs.items() if v is not None or k in attr_set}
     for k, v in extra.items():
         str_attrs[_hidden_key(k)] = _attr_str(v)
-    node_name = NameManager.current().get(name, hint or op_name.lower())
+    node_name = NameManager.current.get(name, hint or op_name.lower())
     if varargs:
         ins = list(args)
     else:

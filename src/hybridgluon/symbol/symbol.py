@@ -689,7 +689,11 @@ for _name in ('sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax'
               'fix', 'reciprocal', 'zeros_like', 'ones_like', 'diag', 'slice', 'slice_like',
               'arcsin', 'arccos', 'arctan', 'sinh', 'cosh', 'erf', 'cbrt', 'flatten',
               'expand_dims', 'squeeze', 'transpose', 'tile', 'repeat', 'broadcast_to',
-              'broadcast_like', 'slice_axis', 'take', 'pick', 'one_hot', 'clip'):
+              'broadcast_like', 'slice_axis', 'take', 'pick', 'one_hot', 'clip',
+              # the rest of MXNet 1.9.1's fluent methods
+              'reshape_like', 'broadcast_axes', 'pad', 'split_v2', 'argmax_channel',
+              'shape_array', 'size_array', 'depth_to_space', 'space_to_depth', 'degrees',
+              'radians', 'arcsinh', 'arccosh', 'arctanh', 'rcbrt', 'softmin'):
     setattr(Symbol, _name, _fluent(_name, 'Flatten' if _name == 'flatten' else None))
 Symbol.swapaxes = _fluent('swapaxes', 'SwapAxis')
 Symbol.flip = _fluent('flip', 'reverse')
