@@ -160,7 +160,7 @@ def test_batchnorm_aux_states_update_in_training():
 
 def test_reshape_shares_memory_and_checks():
     x = sym.var('x')
-    y = sym.FullyConnected(x, num_hidden=4)
+    y = sym.FullyConnected(x, num_hidden=4, name='fc')
     exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req='null')
     exe.arg_arrays[0][:] = 1
     exe.arg_arrays[1][:] = nd.ones((4, 4))
@@ -180,7 +180,7 @@ def test_reshape_shares_memory_and_checks():
     with pytest.raises(mx.MXNetError, match='partial_shaping'):
         exe.reshape(x=(5, 2))   # the weight would change shape
     wide = exe.reshape(partial_shaping=True, x=(5, 2))
-    assert wide.arg_dict['fullyconnected0_weight'].shape == (4, 2)
+    assert wide.arg_dict['fc_weight'].shape == (4, 2)
 
 
 def test_shared_exec_and_shared_buffer():

@@ -271,7 +271,7 @@ class Symbol(_core.Symbol):
         return self.bind(ctx or current_context(), kwargs, aux_states=aux).forward()
 
     # ---- inference ---------------------------------------------------------------------------
-    def _infer_metas(self, shapes, dtypes, default_flag):
+    def _infer_metas(self, shapes, dtypes, default_flag, float32_if_undecided=True):
         """Shape and dtype inference over the graph from shapes and dtypes given by input name
         (a variable's own shape= and dtype= when not given; 0 marks an unknown dimension).
         Returns ({input name: (shape or None, dtype flag or -1)}, [output metas])."""
@@ -298,6 +298,9 @@ class Symbol(_core.Symbol):
             metas.append((tuple(int(d) for d in shape) if shape is not None else None, flag))
         op = _core.CachedOp(self, inputs)
         if default_flag is None and all(f < 0 for _, f in metas):
+            if not float32_if_undecided:  # infer_type: nothing decides any dtype
+                return {n: (m, -1) for n, (m, _) in zip(inputs, metas)}, \
+                    [(None, -1)] * self._num_outputs
             # Nothing decides a dtype: MXNet's default, float32, for the inputs.
             metas = [(m, _FLOAT32) for m, _ in metas]
         try:
@@ -346,7 +349,7 @@ class Symbol(_core.Symbol):
         if what == 'shape':
             by_name, outs = self._infer_metas(known, {}, _FLOAT32)
         else:
-            by_name, outs = self._infer_metas({}, known, None)
+            by_name, outs = self._infer_metas({}, known, None, False)
         args_names = self.list_arguments()
         aux_names = self.list_auxiliary_states()
         if what == 'type':
@@ -392,8 +395,16 @@ class Symbol(_core.Symbol):
 
     def infer_type(self, *args, **kwargs):
         """(argument, output, auxiliary) dtypes (NumPy types) from known input dtypes, or
-        (None, None, None) when some cannot be decided."""
-        return self._infer(args, kwargs, False, 'type')
+        (None, None, None) with a warning when some cannot be decided."""
+        import warnings
+        res = self._infer(args, kwargs, False, 'type')
+        if res[0] is None:
+            arg = self._infer(args, kwargs, True, 'type')[0]
+            warnings.warn('Cannot decide type for the following arguments. Consider providing '
+                          'them as input:\n\t' + '\n\t'.join(
+                              '%s: None' % n for n, t in zip(self.list_arguments(), arg)
+                              if t is None), stacklevel=2)
+        return res
 
     def infer_type_partial(self, *args, **kwargs):
         """Like infer_type, with undecided dtypes given as None."""
