@@ -269,3 +269,48 @@ def test_executor_agrees_with_hybridized_block():
         if n != 'data':
             np.testing.assert_allclose(grads[n].asnumpy(), params[n].grad().asnumpy(),
                                        rtol=1e-4, atol=1e-5)
+
+
+def test_backward_head_gradients_as_mxnet():
+    x = sym.var('x')
+    # a head gradient is cast to the output's dtype
+    y = x * 3
+    exe = y.simple_bind(mx.cpu(), x=(2, 2), type_dict={'x': 'float64'})
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((2, 2), dtype='int32'))
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), 3)
+    # an output no gradient flows through ignores its head gradient's shape
+    z = sym.Group([x * 2, sym.argmax(x, axis=1, keepdims=True)])
+    exe = z.simple_bind(mx.cpu(), x=(2, 3))
+    exe.forward(is_train=True)
+    exe.backward([nd.ones((2, 3)), nd.ones((5, 5))])
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), 2)
+    with pytest.raises(mx.MXNetError, match='head gradient'):
+        exe.backward([nd.ones((5, 5)), nd.ones((2, 1))])
+    with pytest.raises(mx.MXNetError, match='2 outputs'):
+        exe.backward([nd.ones((2, 3))])
+
+
+def test_backward_follows_the_last_forward_mode():
+    x = sym.var('x')
+    y = sym.Dropout(x, p=0.5)
+    exe = y.simple_bind(mx.cpu(), x=(50,))
+    exe.arg_arrays[0][:] = 1
+    out = exe.forward(is_train=True)[0].asnumpy()
+    exe.backward([nd.ones((50,))])
+    assert (out == 0).any()
+    np.testing.assert_allclose(exe.grad_arrays[0].asnumpy(), out)  # the forward's mask
+    exe.forward(is_train=False)
+    exe.backward([nd.ones((50,))], is_train=False)
+    np.testing.assert_allclose(exe.grad_arrays[0].asnumpy(), 1)   # identity in prediction
+
+
+def test_simple_bind_elementwise_and_variable_shapes():
+    a = sym.var('a', shape=(2, 3))
+    b = sym.var('b')
+    exe = sym.elemwise_add(a, b).simple_bind(mx.cpu())
+    assert exe.arg_dict['b'].shape == (2, 3) and exe.outputs[0].shape == (2, 3)
+    p = sym.var('p', shape=(0, 4))
+    q = sym.var('q', shape=(5, 0))
+    arg, out, _ = sym.elemwise_mul(p, q).infer_shape()
+    assert arg == [(5, 4), (5, 4)] and out == [(5, 4)]

@@ -201,7 +201,16 @@ class Executor:
                                  % (len(out_grads), nout,
                                     ', '.join(self._symbol.list_outputs())))
             head_grads = []
-            for name, h, g in zip(self._symbol.list_outputs(), heads, out_grads):
+            nodes, outs = self._symbol._graph()
+            for name, h, g, (node, _) in zip(self._symbol.list_outputs(), heads, out_grads,
+                                             outs):
+                op = nodes[node][1]
+                if g.shape != h.shape and op is not None and _core.op_info(op)['no_grad']:
+                    # No gradient flows through this output: MXNet never reads its head
+                    # gradient, whatever its shape.
+                    with autograd.pause():
+                        head_grads.append(h.zeros_like())
+                    continue
                 if g.shape != h.shape:
                     if g.size != h.size:
                         raise MXNetError('backward: the head gradient for output %s has shape '

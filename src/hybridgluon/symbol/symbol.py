@@ -311,22 +311,31 @@ class Symbol(_core.Symbol):
             # An op that cannot run on an undecided dtype: float32 for the undecided inputs.
             ins, outs = op.infer([(m, f if f >= 0 else _FLOAT32) for m, f in metas], True)
         by_name = dict(zip(inputs, ins))
-        if any(f < 0 for _, f in ins):
+        fill, fill_shape = {}, {}
+        for _, opname, _, node_inputs, _, _ in nodes:
+            if opname is None:
+                continue
+            srcs = [nodes[n][0] for n, _, _ in node_inputs if nodes[n][1] is None]
             # As MXNet's type rules (the inputs of an op share its data's dtype): a variable
             # left undecided takes the dtype of the first decided input of the op it feeds.
-            fill = {}
-            for _, opname, _, node_inputs, _, _ in nodes:
-                if opname is None:
-                    continue
-                srcs = [nodes[n][0] for n, _, _ in node_inputs if nodes[n][1] is None]
-                flags = [by_name[n][1] for n in srcs if by_name[n][1] >= 0]
+            flags = [by_name[n][1] for n in srcs if by_name[n][1] >= 0]
+            for n in srcs:
+                if by_name[n][1] < 0 and flags and n not in fill:
+                    fill[n] = flags[0]
+            # As MXNet's element-wise shape rule, which also runs backwards: the variable
+            # inputs of an element-wise op share one shape, each dimension known if any
+            # input knows it.
+            known = [by_name[n][0] for n in srcs if by_name[n][0] is not None]
+            if len(srcs) > 1 and known and _core.op_info(opname)['elemwise'] and \
+                    len({len(k) for k in known}) == 1:
+                merged = tuple(max(dims) for dims in zip(*known))
                 for n in srcs:
-                    if by_name[n][1] < 0 and flags and n not in fill:
-                        fill[n] = flags[0]
-            if fill:
-                metas = [(m, fill.get(n, f)) for n, (m, f) in zip(inputs, metas)]
-                ins, outs = op.infer(metas, True)
-                by_name = dict(zip(inputs, ins))
+                    if by_name[n][0] != merged and n not in fill_shape:
+                        fill_shape[n] = merged
+        if fill or fill_shape:
+            metas = [(fill_shape.get(n, m), fill.get(n, f)) for n, (m, f) in zip(inputs, metas)]
+            ins, outs = op.infer(metas, True)
+            by_name = dict(zip(inputs, ins))
         return by_name, outs
 
     def _known(self, args, kwargs, what):
