@@ -351,3 +351,24 @@ def test_more_fluent_methods():
     np.testing.assert_allclose(out.asnumpy(), [180.0, np.degrees(1.0)], rtol=1e-6)
     out = x.radians().eval(ctx=mx.cpu(), x=mx.nd.array([180.0]))[0]
     np.testing.assert_allclose(out.asnumpy(), [np.pi], rtol=1e-6)
+
+
+def test_set_attr_in_place():
+    x = sym.var('x')
+    y = sym.relu(x, name='r')
+    x._set_attr(mood='calm', lr_mult='3')
+    assert x.attr('mood') == 'calm' and x.attr('__lr_mult__') == '3'
+    # the node is shared: the symbol built on it sees the change, and so does its JSON
+    assert y.attr_dict()['x'] == {'mood': 'calm', '__lr_mult__': '3', 'lr_mult': '3'}
+    assert sym.load_json(y.tojson()).attr_dict()['x']['mood'] == 'calm'
+    x._set_attr(mood='tense')
+    assert x.attr('mood') == 'tense'
+    y._set_attr(__note__='n')
+    assert y.attr('__note__') == 'n'
+    with pytest.raises(mx.MXNetError, match='only annotations'):
+        y._set_attr(act_type='tanh')
+    assert 'act_type' not in y.list_attr()
+    with pytest.raises(ValueError, match='string'):
+        x._set_attr(mood=1)
+    with pytest.raises(mx.MXNetError, match='group'):
+        sym.Group([x, y])._set_attr(__a__='1')

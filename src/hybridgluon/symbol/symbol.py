@@ -238,6 +238,17 @@ class Symbol(_core.Symbol):
         nodes, heads = self._graph()
         return _shown_attrs(nodes[heads[0][0]][2])
 
+    def _set_attr(self, **kwargs):
+        """Sets attributes (str values) of a single-output symbol's node in place, as MXNet's
+        Symbol._set_attr: any key on a variable; on an op node only annotations (__x__ and the
+        hidden keys such as lr_mult, stored as __lr_mult__), its parameters being fixed."""
+        attrs = {}
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError('Set Attr only accepts string values')
+            attrs[_hidden_key(key)] = value
+        self._set_attrs(attrs)
+
     def attr_dict(self):
         """{node name: its attributes} for every node that has some."""
         nodes, _ = self._graph()
