@@ -225,7 +225,7 @@ def test_bind_and_simple_bind_errors():
 
 def test_eval_and_debug_str_and_monitor():
     a, b = sym.var('a'), sym.var('b')
-    c = sym.elemwise_add(a * 2, sym.sin(b), name='plus')
+    c = sym.elemwise_add(a * 2, sym.sin(b, name='sin0'), name='plus')
     out = c.eval(ctx=mx.cpu(), a=nd.array([1., 2.]), b=nd.array([0., 0.]))
     np.testing.assert_allclose(out[0].asnumpy(), [2., 4.])
     exe = c.bind(mx.cpu(), {'a': nd.array([1., 2.]), 'b': nd.array([0., 1.])})

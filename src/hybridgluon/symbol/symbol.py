@@ -328,11 +328,14 @@ class Symbol(_core.Symbol):
                 continue
             srcs = [nodes[n][0] for n, _, _ in node_inputs if nodes[n][1] is None]
             # As MXNet's type rules (the inputs of an op share its data's dtype): a variable
-            # left undecided takes the dtype of the first decided input of the op it feeds.
+            # argument left undecided takes the dtype of the first decided input of the op it
+            # feeds; auxiliary states take float32, as the rules of BatchNorm and of the
+            # multi-precision updates give them for float16 data.
+            mutated = {nodes[n][0] for n, _, version in node_inputs if version > 0}
             flags = [by_name[n][1] for n in srcs if by_name[n][1] >= 0]
             for n in srcs:
                 if by_name[n][1] < 0 and flags and n not in fill:
-                    fill[n] = flags[0]
+                    fill[n] = _FLOAT32 if n in mutated else flags[0]
             # As MXNet's element-wise shape rule, which also runs backwards: the variable
             # inputs of an element-wise op share one shape, each dimension known if any
             # input knows it.
