@@ -314,3 +314,33 @@ def test_simple_bind_elementwise_and_variable_shapes():
     q = sym.var('q', shape=(5, 0))
     arg, out, _ = sym.elemwise_mul(p, q).infer_shape()
     assert arg == [(5, 4), (5, 4)] and out == [(5, 4)]
+
+
+def test_common_subexpression_elimination(monkeypatch):
+    a, b = sym.var('a'), sym.var('b')
+    av, bv = np.array([1., 2.]), np.array([3., 5.])
+
+    def run(s, **shapes):
+        exe = s.simple_bind(mx.cpu(), **shapes)
+        outs = exe.forward(is_train=True, a=nd.array(av), b=nd.array(bv))
+        exe.backward([nd.ones_like(o) for o in outs])
+        return exe, [o.asnumpy() for o in outs]
+
+    s = (a + b) + (a + b)
+    exe, outs = run(s, a=(2,), b=(2,))
+    assert len(exe.get_optimized_symbol().get_internals()) == len(s.get_internals()) - 1
+    np.testing.assert_allclose(outs[0], 2 * (av + bv))
+    np.testing.assert_allclose(exe.grad_dict['a'].asnumpy(), 2)
+    kept = a + 1 + (a + 2)                                # different attributes: kept apart
+    assert kept.simple_bind(mx.cpu(), a=(2,)).get_optimized_symbol() is kept
+    g = sym.Group([a * b, a * b])                         # merged, then a copy per output
+    exe, outs = run(g, a=(2,), b=(2,))
+    assert len(exe.get_optimized_symbol().get_internals()) == len(g.get_internals())
+    exe.outputs[0][:] = 0
+    np.testing.assert_allclose(exe.outputs[1].asnumpy(), av * bv)
+    d = sym.Dropout(a, p=0.5) + sym.Dropout(a, p=0.5)    # random ops are never merged
+    exe = d.simple_bind(mx.cpu(), a=(2,))
+    assert len(exe.get_optimized_symbol().get_internals()) == len(d.get_internals())
+    monkeypatch.setenv('MXNET_ELIMINATE_COMMON_EXPR', '0')
+    exe = s.simple_bind(mx.cpu(), a=(2,), b=(2,))
+    assert exe.get_optimized_symbol() is s

@@ -11,6 +11,8 @@ are handed to the graph as they are and updated in place by a training forward.
 As in MXNet, `outputs` are arrays owned by the executor that every forward overwrites, and
 `reshape` gives an executor whose arrays share memory with this one's where they fit.
 """
+import os
+
 import numpy as np
 
 from . import _core, autograd
@@ -59,7 +61,11 @@ class Executor:
         for i, g in enumerate(self.grad_arrays):
             if g is None:
                 self._reqs[i] = 'null'
-        self._op = _core.CachedOp(symbol, self._inputs)
+        # The graph run: the symbol after common-subexpression elimination unless
+        # MXNET_ELIMINATE_COMMON_EXPR=0, as MXNet's executor decides when it is made.
+        self._optimized = (symbol if os.environ.get('MXNET_ELIMINATE_COMMON_EXPR', '1') == '0'
+                           else _eliminate_common_expr(symbol))
+        self._op = _core.CachedOp(self._optimized, self._inputs)
         self._recorded = None
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         self._monitor_callback = None
@@ -344,8 +350,46 @@ class Executor:
         return self._symbol.debug_str()
 
     def get_optimized_symbol(self):
-        """The symbol the executor runs."""
-        return self._symbol
+        """The symbol the executor runs (after common-subexpression elimination)."""
+        return self._optimized
+
+
+def _eliminate_common_expr(symbol):
+    """MXNet's common-subexpression elimination (MXNET_ELIMINATE_COMMON_EXPR): op nodes with
+    the same op, attributes and (already merged) inputs become one; random ops and ops that
+    update an input in place are kept apart. Heads that end up the same entry get a `_copy`,
+    so each output stays its own array. The symbol itself when nothing merges."""
+    nodes, heads = symbol._graph()
+    remap, seen = list(range(len(nodes))), {}
+    for i, (_, op, attrs, inputs, _, _) in enumerate(nodes):
+        if op is None or any(v > 0 for _, _, v in inputs) or _core.op_info(op)['random']:
+            continue
+        key = (op, tuple(sorted(attrs.items())), tuple((remap[n], k) for n, k, _ in inputs))
+        remap[i] = seen.setdefault(key, i)
+    merged_heads = [(remap[n], k) for n, k in heads]
+    if remap == list(range(len(nodes))) and len(set(merged_heads)) == len(merged_heads):
+        return symbol
+    from .symbol.symbol import Group
+    built = {}
+
+    def entry(n, k):
+        if nodes[n][1] is None:
+            return _core.symbol_internal(symbol, n, 0)
+        out = built[n]
+        return out if out._num_outputs == 1 else out[k]
+
+    for i, (name, op, attrs, inputs, _, _) in enumerate(nodes):
+        if op is not None and remap[i] == i:
+            built[i] = _core.symbol_op(op, name, dict(attrs),
+                                       [entry(remap[n], k) for n, k, _ in inputs])
+    outs, used = [], set()
+    for n, k in merged_heads:
+        out = entry(n, k)
+        if (n, k) in used:  # a second output on one entry gets its own array
+            out = _core.symbol_op('_copy', '%s_copy%d' % (nodes[n][0], len(outs)), {}, [out])
+        used.add((n, k))
+        outs.append(out)
+    return outs[0] if len(outs) == 1 else Group(outs)
 
 
 def _as_nd(array, like):
