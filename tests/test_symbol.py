@@ -372,3 +372,11 @@ def test_set_attr_in_place():
         x._set_attr(mood=1)
     with pytest.raises(mx.MXNetError, match='group'):
         sym.Group([x, y])._set_attr(__a__='1')
+
+
+def test_internal_namespace_holds_underscore_ops():
+    x = sym.var('x')
+    assert sym._internal._plus_scalar is sym._plus_scalar
+    out = sym._internal._mul_scalar(x, scalar=3).eval(ctx=mx.cpu(), x=mx.nd.array([1., 2.]))
+    assert out[0].asnumpy().tolist() == [3., 6.]
+    assert not hasattr(sym._internal, 'relu')
