@@ -141,7 +141,7 @@ def test_var_carries_mxnet_annotations():
     assert v.name == 'w' and p.var() is v
     assert v.list_attr() == {'__dtype__': '0', '__init__': 'zeros', '__lr_mult__': '2.0',
                              '__shape__': '(3, 0)', '__storage_type__': '0',
-                             '__wd_mult__': '1.0'}
+                             '__wd_mult__': '1.0', 'lr_mult': '2.0', 'wd_mult': '1.0'}
 
 
 def test_constant():

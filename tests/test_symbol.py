@@ -267,9 +267,116 @@ def test_infer_shape_and_type():
     with pytest.warns(UserWarning, match='Cannot decide shape'):
         assert z.infer_shape() == (None, None, None)
     arg, out, _ = z.infer_shape_partial()
-    assert out == [None]
+    assert out == [()]  # MXNet: an undecided shape is ()
     import numpy as np
     arg, out, _ = z.infer_type(data='float64')
     assert arg[0] is np.float64 and out == [np.float64]
     with pytest.raises(mx.MXNetError, match=r'fc.*FullyConnected'):
         z.infer_shape(data=(4, 3), fc_weight=(6, 4))
+
+
+def test_attr_scope_and_hidden_keys():
+    with mx.AttrScope(group='4', ctx_group='dev1'):
+        a = sym.var('a', attr={'group': '1'}, lr_mult=2)
+        b = sym.var('b')
+        with pytest.raises(mx.MXNetError, match="argument 'group'"):  # as MXNet: an op param
+            sym.relu(a)
+    with mx.AttrScope(ctx_group='dev1'):
+        with mx.AttrScope(__mood__='calm'):
+            fc = sym.FullyConnected(a, num_hidden=3, name='fc', attr={'wd_mult': '0'})
+    c = sym.var('c')
+    assert a.attr('group') == '1' and b.attr('group') == '4' and c.attr('group') is None
+    assert a.attr('lr_mult') == '2' and a.attr('__lr_mult__') == '2'
+    assert b.attr('ctx_group') == 'dev1' and b.attr('__ctx_group__') == 'dev1'
+    assert b.list_attr() == {'group': '4', '__ctx_group__': 'dev1', 'ctx_group': 'dev1'}
+    attrs = fc.attr_dict()
+    assert attrs['fc']['__mood__'] == 'calm' and attrs['fc']['__wd_mult__'] == '0'
+    assert attrs['fc']['wd_mult'] == '0' and attrs['fc_weight']['__mood__'] == 'calm'
+    assert attrs['fc']['ctx_group'] == 'dev1'
+    assert 'lr_mult' in attrs['a'] and mx.attribute.AttrScope.current.get(None) == {}
+    # kept through JSON and pickling
+    again = sym.load_json(fc.tojson())
+    assert again.attr_dict() == attrs
+    with pytest.raises(ValueError, match='string'):
+        mx.AttrScope(group=4)
+    with pytest.raises(mx.MXNetError, match='deprecated'):
+        sym.var('d', attr={'fc_lr_mult': '1'})
+
+
+def test_name_manager_current_is_an_attribute():
+    assert isinstance(mx.name.NameManager.current, mx.name.NameManager)
+    with mx.name.Prefix('p_') as prefix:
+        assert mx.name.NameManager.current is prefix
+        assert sym.relu(sym.var('x')).name == 'p_relu0'
+    assert mx.name.NameManager.current is not prefix
+
+
+def test_infer_shape_mxnet_conventions():
+    a = sym.var('a', shape=(2, 3))
+    c = sym.relu(a) * 2
+    arg, out, _ = c.infer_shape()
+    assert arg == [(2, 3)] and out == [(2, 3)]
+    assert c.infer_shape(a=(5, 6))[1] == [(5, 6)]           # a given shape wins
+    b = sym.var('b')
+    y = sym.FullyConnected(b, num_hidden=4, name='fc')
+    arg, out, _ = y.infer_shape_partial()
+    assert arg[:2] == [(), ()] and out == [()]               # unknown: ()
+    arg, out, _ = y.infer_shape_partial(b=(0, 5))           # 0: an unknown dimension
+    assert arg == [(0, 5), (4, 5), (4,)]
+    with pytest.warns(UserWarning, match='Cannot decide'):
+        assert y.infer_shape(b=(0, 5)) == (None, None, None)
+    with pytest.raises(TypeError, match='shapes'):
+        y.infer_shape(b=5)
+
+
+def test_infer_type_mxnet_conventions():
+    import numpy as np
+    x = sym.var('x')
+    y = sym.FullyConnected(x, num_hidden=4, name='fc')
+    with pytest.warns(UserWarning, match='Cannot decide type'):
+        assert y.infer_type() == (None, None, None)
+    arg, out, aux = y.infer_type(x='float16')
+    assert arg == [np.float16] * 3 and out == [np.float16] and aux == []
+    assert y.infer_type_partial() == ([None, None, None], [None], [])
+    v = sym.var('v', dtype='float64')
+    assert (v * 2).infer_type()[1] == [np.float64]
+
+
+def test_more_fluent_methods():
+    import numpy as np
+    x = sym.var('x')
+    for name in ('degrees', 'radians', 'arcsinh', 'rcbrt', 'broadcast_axes', 'pad'):
+        assert hasattr(x, name)
+    out = x.degrees().eval(ctx=mx.cpu(), x=mx.nd.array([np.pi, 1.0]))[0]
+    np.testing.assert_allclose(out.asnumpy(), [180.0, np.degrees(1.0)], rtol=1e-6)
+    out = x.radians().eval(ctx=mx.cpu(), x=mx.nd.array([180.0]))[0]
+    np.testing.assert_allclose(out.asnumpy(), [np.pi], rtol=1e-6)
+
+
+def test_set_attr_in_place():
+    x = sym.var('x')
+    y = sym.relu(x, name='r')
+    x._set_attr(mood='calm', lr_mult='3')
+    assert x.attr('mood') == 'calm' and x.attr('__lr_mult__') == '3'
+    # the node is shared: the symbol built on it sees the change, and so does its JSON
+    assert y.attr_dict()['x'] == {'mood': 'calm', '__lr_mult__': '3', 'lr_mult': '3'}
+    assert sym.load_json(y.tojson()).attr_dict()['x']['mood'] == 'calm'
+    x._set_attr(mood='tense')
+    assert x.attr('mood') == 'tense'
+    y._set_attr(__note__='n')
+    assert y.attr('__note__') == 'n'
+    with pytest.raises(mx.MXNetError, match='only annotations'):
+        y._set_attr(act_type='tanh')
+    assert 'act_type' not in y.list_attr()
+    with pytest.raises(ValueError, match='string'):
+        x._set_attr(mood=1)
+    with pytest.raises(mx.MXNetError, match='group'):
+        sym.Group([x, y])._set_attr(__a__='1')
+
+
+def test_internal_namespace_holds_underscore_ops():
+    x = sym.var('x')
+    assert sym._internal._plus_scalar is sym._plus_scalar
+    out = sym._internal._mul_scalar(x, scalar=3).eval(ctx=mx.cpu(), x=mx.nd.array([1., 2.]))
+    assert out[0].asnumpy().tolist() == [3., 6.]
+    assert not hasattr(sym._internal, 'relu')

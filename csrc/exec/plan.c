@@ -207,12 +207,14 @@ static hg_status infer_node(hg_plan *p, int i, bool partial)
         return hg_error(HG_ERR_MEMORY, "out of memory");
     /* An unknown input produced by another op means an earlier rule could not decide: then
      * this rule's failure is not an error yet (partial inference). Unknown variables are
-     * parameters the rule is expected to fill in, so its errors about them are real. */
+     * parameters the rule is expected to fill in, so its errors about them are real; but
+     * data (the first input) given with unknown (0) dimensions may not decide it yet. */
     bool upstream_unknown = false;
     for (int k = 0; k < nd->nin; k++) {
         int src = p->in_idx[p->off[i] + k], e = input_entry_of(p, i, k);
         im[k] = p->meta[e];
         upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL && p->fed_slot[e] < 0;
+        upstream_unknown |= k == 0 && im[k].ndim >= 0 && !meta_known(&im[k]);
     }
     hg_meta *om = &p->meta[p->entry[i]];
     for (int k = 0; k < nd->nout; k++) {

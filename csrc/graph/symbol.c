@@ -155,6 +155,61 @@ hg_status hg_symbol_var(const char *name, int nattr, const char *const *keys,
     return HG_OK;
 }
 
+static void free_attr_arrays(int nattr, char **keys, char **vals)
+{
+    for (int i = 0; keys && vals && i < nattr; i++) {
+        free(keys[i]);
+        free(vals[i]);
+    }
+    free(keys);
+    free(vals);
+}
+
+hg_status hg_snode_set_attrs(hg_snode *n, int nattr, const char *const *keys,
+                             const char *const *vals)
+{
+    if (!n || nattr < 0 || (nattr && (!keys || !vals)))
+        return hg_error(HG_ERR_VALUE, "hg_snode_set_attrs: NULL argument");
+    for (int i = 0; i < nattr; i++) {
+        if (!keys[i] || !vals[i]) return hg_error(HG_ERR_VALUE, "NULL attribute key or value");
+        if (n->op && !is_annotation(keys[i]))
+            return hg_error(HG_ERR_VALUE,
+                            "cannot set attribute %s of node %s (%s): the parameters of an "
+                            "op are fixed when it is created; only annotations (__x__) can be "
+                            "set afterwards",
+                            keys[i], n->name, n->op->name);
+    }
+    /* The old attributes then the new ones, into fresh arrays (the last value of a key wins);
+     * the node changes only when that succeeded. */
+    int total = n->nattr + nattr;
+    const char **k = malloc(sizeof(char *) * (size_t)(total ? total : 1));
+    const char **v = malloc(sizeof(char *) * (size_t)(total ? total : 1));
+    hg_snode tmp = {0};
+    hg_status st = (k && v) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    if (st == HG_OK) {
+        for (int i = 0; i < n->nattr; i++) {
+            k[i] = n->keys[i];
+            v[i] = n->vals[i];
+        }
+        for (int i = 0; i < nattr; i++) {
+            k[n->nattr + i] = keys[i];
+            v[n->nattr + i] = vals[i];
+        }
+        st = node_set_attrs(&tmp, total, k, v);
+    }
+    free(k);
+    free(v);
+    if (st != HG_OK) {
+        free_attr_arrays(tmp.nattr, tmp.keys, tmp.vals);
+        return st;
+    }
+    free_attr_arrays(n->nattr, n->keys, n->vals);
+    n->keys = tmp.keys;
+    n->vals = tmp.vals;
+    n->nattr = tmp.nattr;
+    return HG_OK;
+}
+
 /* Parses the op attributes of node n into n->attrs (annotations are kept, not parsed). */
 static hg_status parse_node_attrs(hg_snode *n)
 {

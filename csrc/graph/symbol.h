@@ -55,6 +55,11 @@ hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr, cons
  * printed to keys/vals so rules and JSON see them. */
 hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_attrs *a, int nin,
                               const hg_sentry *in, hg_snode **out);
+/* Adds attributes to node n (an existing key takes the new value): any key on a variable,
+ * annotations (__x__) only on an op node, whose parameters were parsed when it was made. The
+ * node is unchanged on error. Not safe against a concurrent reader of the node's attributes. */
+HG_API hg_status hg_snode_set_attrs(hg_snode *n, int nattr, const char *const *keys,
+                                    const char *const *vals);
 /* A variable node (no op). */
 hg_status hg_snode_new_var(const char *name, hg_snode **out);
 void hg_snode_retain(hg_snode *n);

@@ -439,6 +439,27 @@ done:
     return res;
 }
 
+/* _set_attrs({key: value}): adds attributes to the node of a single-output symbol. */
+static PyObject *m_set_attrs(SymbolObject *self, PyObject *dict)
+{
+    if (self->s->n != 1)
+        return hgpy_raise(hg_error(HG_ERR_VALUE,
+                                   "_set_attr: a group of %d symbols has no one "
+                                   "node to set attributes on",
+                                   self->s->n));
+    PyObject *items;
+    const char **keys, **vals;
+    int n;
+    if (attrs_from_dict(dict, &items, &n, &keys, &vals) < 0) {
+        attrs_release(items, keys, vals);
+        return NULL;
+    }
+    hg_status st = hg_snode_set_attrs(self->s->heads[0].node, n, keys, vals);
+    attrs_release(items, keys, vals);
+    if (st) return hgpy_raise(st);
+    Py_RETURN_NONE;
+}
+
 /* _set_origin(text): where the nodes of this symbol's heads were made (for error messages). */
 static PyObject *m_set_origin(SymbolObject *self, PyObject *text)
 {
@@ -468,6 +489,7 @@ static PyMethodDef k_sym_methods[] = {
     {"_graph", (PyCFunction)m_graph, METH_NOARGS, "(nodes, heads) in topological order"},
     {"_internals", (PyCFunction)m_internals, METH_NOARGS, "every node's outputs as a group"},
     {"_set_origin", (PyCFunction)m_set_origin, METH_O, "record where the head nodes were made"},
+    {"_set_attrs", (PyCFunction)m_set_attrs, METH_O, "add attributes to the head node"},
     {"_compose", (PyCFunction)m_compose, METH_O, "copy with variables replaced by symbols"},
     {"_gradient", (PyCFunction)m_gradient, METH_VARARGS,
      "_gradient(wrt_names, head_grad_names=None): symbol of the gradients"},

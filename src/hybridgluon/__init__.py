@@ -16,6 +16,8 @@ from . import autograd
 from . import name
 from . import symbol
 from . import symbol as sym
+from . import executor, attribute  # noqa: F401
+from .attribute import AttrScope  # noqa: F401
 from . import initializer
 from . import initializer as init
 from . import metric

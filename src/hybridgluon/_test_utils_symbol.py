@@ -2,16 +2,15 @@
 simple_forward, numeric_grad, check_numeric_gradient, check_symbolic_forward/backward and
 check_consistency, with MXNet 1.9.1's signatures and semantics.
 
-`_symbol_runner` is the only code here that evaluates a Symbol. It runs the symbol's graph as a
-CachedOp (the planned executor hybridize uses) and gets gradients by recording that call with
-autograd, the arrays marked with grad_req 'write' or 'add'. When `Symbol.bind` exists, this one
-function can become a bind + forward + backward; nothing else here needs to change.
+`_symbol_runner` is the only code here that evaluates a Symbol: `Symbol.bind` + the
+executor's forward and backward, so these checks exercise the executor MXNet's tests drive,
+which runs the same planned CachedOp as hybridize.
 """
 import traceback
 
 import numpy as np
 
-from . import _core, autograd
+from . import _core
 from . import symbol as _symbol
 from . import ndarray as nd
 from .base import MXNetError, _np_dtype
@@ -32,26 +31,24 @@ def _symbol_runner(sym, ctx):
     `ctx`. grads maps argument names to (buffer, req), req 'write' or 'add': after the call the
     buffer holds the gradient ('write') or its old value plus the gradient ('add'); arguments
     left out get none ('null'). out_grads: the head gradients, one per output (None: ones).
-    The caller's arrays are never marked for autograd: marked inputs are copies."""
+    Each call is `sym.bind` + `forward` (+ `backward` when there are grads): the executor
+    MXNet's tests use, running the planned graph hybridize runs."""
+    args, aux = sym.list_arguments(), sym.list_auxiliary_states()
     names = sym.list_inputs()
-    op = _core.CachedOp(sym, names)
-    del ctx  # the arrays carry it; Symbol.bind will take it
 
     def run(values, is_train=False, grads=None, out_grads=None):
         missing = [n for n in names if n not in values]
         if missing:
             raise MXNetError('no value given for input(s) %s of the symbol (inputs: %s)'
                              % (', '.join(missing), ', '.join(names)))
-        if not grads:
-            with autograd.pause(train_mode=is_train):
-                return list(op(*[values[n] for n in names]))
-        ins = [values[n].copy() if n in grads else values[n] for n in names]
-        marked = [(x, grads[n]) for x, n in zip(ins, names) if n in grads]
-        autograd.mark_variables([x for x, _ in marked], [g for _, (g, _) in marked],
-                                [req for _, (_, req) in marked])
-        with autograd.record(train_mode=is_train):
-            outs = list(op(*ins))
-        autograd.backward(outs, out_grads, train_mode=is_train)
+        grads = grads or {}
+        exe = sym.bind(ctx, {n: values[n] for n in args},
+                       args_grad={n: g for n, (g, _) in grads.items()},
+                       grad_req={n: req for n, (_, req) in grads.items()},
+                       aux_states={n: values[n] for n in aux})
+        outs = list(exe.forward(is_train=is_train))
+        if grads:
+            exe.backward(out_grads, is_train=is_train)
         return outs
     return run
 

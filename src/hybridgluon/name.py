@@ -1,15 +1,29 @@
 """Automatic naming (MXNet's `mx.name`), shared by Gluon blocks and symbols.
 
-`NameManager.current()` hands out `hint + count` names (`dense0`, `fullyconnected0`), one
-counter per hint, per thread. `with NameManager():` starts fresh counters for its body;
-`with Prefix('net_'):` also prepends a prefix to every name it returns, explicit ones too.
+`NameManager.current` (a class attribute, as in MXNet) hands out `hint + count` names
+(`dense0`, `fullyconnected0`), one counter per hint, per thread. `with NameManager():` starts
+fresh counters for its body; `with Prefix('net_'):` also prepends a prefix to every name it
+returns, explicit ones too.
 """
 import threading
 
 __all__ = ['NameManager', 'Prefix', 'current']
 
 
-class NameManager:
+class _CurrentManager(type):
+    """`NameManager.current`: the manager in effect on this thread, a class attribute (MXNet's
+    classproperty) that can also be assigned."""
+
+    @property
+    def current(cls):
+        return current()
+
+    @current.setter
+    def current(cls, value):
+        NameManager._current.value = value
+
+
+class NameManager(metaclass=_CurrentManager):
     """Returns unique names: an explicit name passes through, otherwise `hint + count`."""
     _current = threading.local()
 
@@ -33,11 +47,6 @@ class NameManager:
     def __exit__(self, ptype, value, trace):
         NameManager._current.value = self._old_manager
         self._old_manager = None
-
-    @staticmethod
-    def current():
-        """The manager in effect on this thread (created on first use)."""
-        return current()
 
 
 class Prefix(NameManager):

@@ -3,7 +3,8 @@ functions with Symbol inputs arrive here too (so `F.relu(x)` works while tracing
 import sys
 
 from .. import _core, base
-from .symbol import NameManager, Symbol, _attr_str, _origin, var
+from ..attribute import current as _attr_scope
+from .symbol import _HIDDEN_KEYS, NameManager, Symbol, _attr_str, _hidden_key, _origin, var
 
 _SPECIAL = {'name', 'attr', 'out'}
 
@@ -31,7 +32,7 @@ def _invoke(op_name, args, kwargs, hint=None):
     input_names, varargs, attr_names, input_set, attr_set = _signature(op_name)
     kwargs = dict(kwargs)
     name = kwargs.pop('name', None)
-    extra = kwargs.pop('attr', None) or {}
+    extra = _attr_scope().get(kwargs.pop('attr', None))  # MXNet: the AttrScope's, then attr=
     kwargs.pop('out', None)
     inputs, attrs, positional_attrs = {}, {}, []
     if varargs:
@@ -59,6 +60,8 @@ def _invoke(op_name, args, kwargs, hint=None):
             inputs[k] = v
         elif k in attr_set or (k.startswith('__') and k.endswith('__')):
             attrs[k] = v
+        elif k in _HIDDEN_KEYS:  # lr_mult=... and the like: stored as __lr_mult__
+            attrs[_hidden_key(k)] = v
         elif k in ('dtype', 'ctx') and k not in attr_set:
             continue
         else:
@@ -66,8 +69,8 @@ def _invoke(op_name, args, kwargs, hint=None):
                                         "operator %s" % (k, ', '.join(attr_names), op_name))
     str_attrs = {k: _attr_str(v) for k, v in attrs.items() if v is not None or k in attr_set}
     for k, v in extra.items():
-        str_attrs[k] = _attr_str(v)
-    node_name = NameManager.current().get(name, hint or op_name.lower())
+        str_attrs[_hidden_key(k)] = _attr_str(v)
+    node_name = NameManager.current.get(name, hint or op_name.lower())
     if varargs:
         ins = list(args)
     else:

@@ -226,18 +226,33 @@ class Symbol(_core.Symbol):
     def attr(self, key):
         """The attribute `key` of a single-output symbol's node, or None."""
         nodes, heads = self._graph()
-        return nodes[heads[0][0]][2].get(key)
+        attrs = nodes[heads[0][0]][2]
+        if key in attrs:
+            return attrs[key]
+        return attrs.get('__%s__' % key) if key in _HIDDEN_KEYS else None
 
     def list_attr(self, recursive=False):
         if recursive:
             raise DeprecationWarning('Symbol.list_attr with recursive=True has been deprecated. '
                                      'Please use attr_dict instead.')
         nodes, heads = self._graph()
-        return dict(nodes[heads[0][0]][2])
+        return _shown_attrs(nodes[heads[0][0]][2])
+
+    def _set_attr(self, **kwargs):
+        """Sets attributes (str values) of a single-output symbol's node in place, as MXNet's
+        Symbol._set_attr: any key on a variable; on an op node only annotations (__x__ and the
+        hidden keys such as lr_mult, stored as __lr_mult__), its parameters being fixed."""
+        attrs = {}
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError('Set Attr only accepts string values')
+            attrs[_hidden_key(key)] = value
+        self._set_attrs(attrs)
 
     def attr_dict(self):
+        """{node name: its attributes} for every node that has some."""
         nodes, _ = self._graph()
-        return {n[0]: dict(n[2]) for n in nodes if n[2]}
+        return {n[0]: _shown_attrs(n[2]) for n in nodes if n[2]}
 
     def __call__(self, *args, **kwargs):
         """A copy of the graph with its arguments replaced by the given symbols: positionally
@@ -259,76 +274,307 @@ class Symbol(_core.Symbol):
         return self._compose(mapping)
 
     def eval(self, ctx=None, **kwargs):
-        """Runs the symbol once with the NDArrays given by input name; returns a list of
-        NDArrays, one per output."""
-        inputs = self.list_inputs()
-        missing = [n for n in inputs if n not in kwargs]
-        if missing:
-            raise MXNetError('eval: no value given for input(s) %s' % ', '.join(missing))
-        extra = sorted(set(kwargs) - set(inputs))
-        if extra:
-            raise MXNetError('eval: %s is not an input of the symbol (inputs: %s)'
-                             % (', '.join(extra), ', '.join(inputs)))
-        out = _core.CachedOp(self, inputs)(*[kwargs[n] for n in inputs])
-        return list(out) if isinstance(out, (list, tuple)) else [out]
+        """Binds the NDArrays given by argument name (auxiliary states too, by name) and runs
+        one forward; returns the list of outputs (MXNet's bind(...).forward())."""
+        from ..context import current_context
+        aux_names = self.list_auxiliary_states()
+        aux = {k: kwargs.pop(k) for k in aux_names if k in kwargs} if aux_names else None
+        return self.bind(ctx or current_context(), kwargs, aux_states=aux).forward()
 
     # ---- inference ---------------------------------------------------------------------------
-    def _infer(self, args, kwargs, partial, what):
-        import warnings
-        args_names = self.list_arguments()
+    def _infer_metas(self, shapes, dtypes, default_flag, float32_if_undecided=True):
+        """Shape and dtype inference over the graph from shapes and dtypes given by input name
+        (a variable's own shape= and dtype= when not given; 0 marks an unknown dimension).
+        Returns ({input name: (shape or None, dtype flag or -1)}, [output metas])."""
+        import ast
+        nodes, _ = self._graph()
+        attrs = {n[0]: n[2] for n in nodes if n[1] is None}
         inputs = self.list_inputs()
-        known = {}
-        if args and kwargs:
-            raise ValueError('Can only specify known argument %s positionally or by keyword, not '
-                             'both' % what)
-        for name, value in zip(args_names, args):
-            if value is not None:
-                known[name] = value
-        for name, value in kwargs.items():
-            if name not in inputs:
-                raise MXNetError('infer_%s: %r is not an input of the symbol (inputs: %s)'
-                                 % (what, name, ', '.join(inputs)))
-            known[name] = value
+        unknown_names = sorted((set(shapes) | set(dtypes)) - set(inputs))
+        if unknown_names:
+            raise MXNetError('%s: not an input of the symbol (inputs: %s)'
+                             % (', '.join(unknown_names), ', '.join(inputs)))
         metas = []
         for name in inputs:
-            v = known.get(name)
-            if what == 'shape':
-                metas.append((tuple(v) if v is not None else None, _FLOAT32))
+            shape = shapes.get(name)
+            if shape is None and '__shape__' in attrs[name]:
+                shape = ast.literal_eval(attrs[name]['__shape__'])
+            dtype = dtypes.get(name)
+            if dtype is not None:
+                flag = _dtype_flag(dtype)
+            elif '__dtype__' in attrs[name]:
+                flag = int(attrs[name]['__dtype__'])
             else:
-                metas.append((None, _dtype_flag(v) if v is not None else _FLOAT32))
+                flag = -1 if default_flag is None else default_flag
+            metas.append((tuple(int(d) for d in shape) if shape is not None else None, flag))
         op = _core.CachedOp(self, inputs)
-        ins, outs = op.infer(metas, True)
+        if default_flag is None and all(f < 0 for _, f in metas):
+            if not float32_if_undecided:  # infer_type: nothing decides any dtype
+                return {n: (m, -1) for n, (m, _) in zip(inputs, metas)}, \
+                    [(None, -1)] * self._num_outputs
+            # Nothing decides a dtype: MXNet's default, float32, for the inputs.
+            metas = [(m, _FLOAT32) for m, _ in metas]
+        try:
+            ins, outs = op.infer(metas, True)
+        except MXNetError:
+            if default_flag is not None or all(f >= 0 for _, f in metas):
+                raise
+            # An op that cannot run on an undecided dtype: float32 for the undecided inputs.
+            ins, outs = op.infer([(m, f if f >= 0 else _FLOAT32) for m, f in metas], True)
         by_name = dict(zip(inputs, ins))
+        fill, fill_shape = {}, {}
+        for _, opname, _, node_inputs, _, _ in nodes:
+            if opname is None:
+                continue
+            srcs = [nodes[n][0] for n, _, _ in node_inputs if nodes[n][1] is None]
+            # As MXNet's type rules (the inputs of an op share its data's dtype): a variable
+            # argument left undecided takes the dtype of the first decided input of the op it
+            # feeds; auxiliary states take float32, as the rules of BatchNorm and of the
+            # multi-precision updates give them for float16 data.
+            mutated = {nodes[n][0] for n, _, version in node_inputs if version > 0}
+            flags = [by_name[n][1] for n in srcs if by_name[n][1] >= 0]
+            for n in srcs:
+                if by_name[n][1] < 0 and flags and n not in fill:
+                    fill[n] = _FLOAT32 if n in mutated else flags[0]
+            # As MXNet's element-wise shape rule, which also runs backwards: the variable
+            # inputs of an element-wise op share one shape, each dimension known if any
+            # input knows it.
+            known = [by_name[n][0] for n in srcs if by_name[n][0] is not None]
+            if len(srcs) > 1 and known and _core.op_info(opname)['elemwise'] and \
+                    len({len(k) for k in known}) == 1:
+                merged = tuple(max(dims) for dims in zip(*known))
+                for n in srcs:
+                    if by_name[n][0] != merged and n not in fill_shape:
+                        fill_shape[n] = merged
+        if fill or fill_shape:
+            metas = [(fill_shape.get(n, m), fill.get(n, f)) for n, (m, f) in zip(inputs, metas)]
+            ins, outs = op.infer(metas, True)
+            by_name = dict(zip(inputs, ins))
+        return by_name, outs
+
+    def _known(self, args, kwargs, what):
+        """infer_*'s known values: positionally in list_arguments() order (None: unknown) or
+        by name, not both."""
+        if args and kwargs:
+            raise ValueError('Can only specify known argument %ss either by positional or '
+                             'kwargs way.' % what)
+        known = dict(kwargs)
+        known.update((n, v) for n, v in zip(self.list_arguments(), args) if v is not None)
+        if what == 'shape':
+            for k, v in known.items():
+                if not isinstance(v, (tuple, list)):
+                    raise TypeError("Arguments need to be shapes (tuple), but '%s' is %s."
+                                    % (k, type(v)))
+        return {k: v for k, v in known.items() if v is not None}
+
+    def _infer(self, args, kwargs, partial, what):
+        known = self._known(args, kwargs, what)
+        if what == 'shape':
+            by_name, outs = self._infer_metas(known, {}, _FLOAT32)
+        else:
+            by_name, outs = self._infer_metas({}, known, None, False)
+        args_names = self.list_arguments()
+        aux_names = self.list_auxiliary_states()
         if what == 'type':
             from ..base import _np_dtype
-            pick = lambda m: _np_dtype(m[1])  # noqa: E731
+
+            def pick(m):
+                return _np_dtype(m[1]) if m[1] >= 0 else None
         else:
-            pick = lambda m: m[0]  # noqa: E731
+            def pick(m):
+                return m[0] if m[0] is not None else ()
+
         arg = [pick(by_name[n]) for n in args_names]
-        aux = [pick(by_name[n]) for n in self.list_auxiliary_states()]
+        aux = [pick(by_name[n]) for n in aux_names]
         out = [pick(m) for m in outs]
-        if not partial and what == 'shape':
-            unknown = [n for n in args_names if by_name[n][0] is None or 0 in by_name[n][0]]
-            if unknown or any(o is None or 0 in o for o in out):
-                warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
-                              'unknown dimensions). Consider providing them as input:\n\t'
-                              + '\n\t'.join('%s: %s' % (n, by_name[n][0]) for n in unknown),
-                              stacklevel=3)
+        if not partial:
+            if what == 'shape':
+                def bad(v):
+                    return not v or 0 in v
+            else:
+                def bad(v):
+                    return v is None
+            if any(bad(v) for v in arg + out + aux):
                 return None, None, None
         return arg, out, aux
 
     def infer_shape(self, *args, **kwargs):
         """(argument shapes, output shapes, auxiliary shapes) from known input shapes, or
         (None, None, None) with a warning when some cannot be decided."""
-        return self._infer(args, kwargs, False, 'shape')
+        import warnings
+        res = self._infer(args, kwargs, False, 'shape')
+        if res[0] is None:
+            arg = self._infer(args, kwargs, True, 'shape')[0]
+            unknown = ['%s: %s' % (n, s) for n, s in zip(self.list_arguments(), arg)
+                       if not s or 0 in s]
+            warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
+                          'unknown dimensions). Consider providing them as input:\n\t'
+                          + '\n\t'.join(unknown), stacklevel=2)
+        return res
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like infer_shape, with undecided shapes left as None / 0 dims instead of failing."""
+        """Like infer_shape, with undecided shapes given as () and unknown dimensions as 0."""
         return self._infer(args, kwargs, True, 'shape')
 
     def infer_type(self, *args, **kwargs):
-        """(argument, output, auxiliary) dtypes (NumPy types) from known input dtypes."""
+        """(argument, output, auxiliary) dtypes (NumPy types) from known input dtypes, or
+        (None, None, None) with a warning when some cannot be decided."""
+        import warnings
+        res = self._infer(args, kwargs, False, 'type')
+        if res[0] is None:
+            arg = self._infer(args, kwargs, True, 'type')[0]
+            warnings.warn('Cannot decide type for the following arguments. Consider providing '
+                          'them as input:\n\t' + '\n\t'.join(
+                              '%s: None' % n for n, t in zip(self.list_arguments(), arg)
+                              if t is None), stacklevel=2)
+        return res
+
+    def infer_type_partial(self, *args, **kwargs):
+        """Like infer_type, with undecided dtypes given as None."""
         return self._infer(args, kwargs, True, 'type')
+
+    # ---- executors ---------------------------------------------------------------------------
+    def bind(self, ctx, args, args_grad=None, grad_req='write', aux_states=None, group2ctx=None,
+             shared_exec=None):
+        """An Executor over the caller's arrays: args (and aux_states) as a list in
+        list_arguments() order or a dict by name, every one required; args_grad likewise,
+        where a missing entry (None, or left out of a dict) means no gradient. The executor
+        reads and writes these very arrays."""
+        from ..context import Context
+        from ..executor import Executor, _grad_req_list
+        if not isinstance(ctx, Context):
+            raise TypeError('Context type error')
+        names = self.list_arguments()
+        args = _bind_arrays('args', args, names, False)
+        if args_grad is None:
+            grads = [None] * len(names)
+        else:
+            grads = _bind_arrays('args_grad', args_grad, names, True)
+        aux = _bind_arrays('aux_states', [] if aux_states is None else aux_states,
+                           self.list_auxiliary_states(), False)
+        reqs = _grad_req_list(grad_req, names)
+        del shared_exec  # arrays are the caller's: nothing for a shared executor to give
+        return Executor(self, ctx, reqs, group2ctx, args, grads, aux)
+
+    def simple_bind(self, ctx, grad_req='write', type_dict=None, stype_dict=None,
+                    group2ctx=None, shared_arg_names=None, shared_exec=None,
+                    shared_buffer=None, **kwargs):
+        """An Executor over new zero arrays, their shapes inferred from the input shapes given
+        by name (tuples) and their dtypes from type_dict (float32 where nothing decides).
+        Arguments named in shared_arg_names take shared_exec's arrays (and gradient arrays),
+        auxiliary states take shared_exec's where it has them, and the other arrays reuse
+        shared_buffer's memory by name where it is large enough (new ones are added to it).
+        group2ctx places the arrays of variables with a ctx_group attribute."""
+        from .. import ndarray as nd
+        from ..base import _np_dtype
+        from ..executor import Executor, _grad_req_list, _view
+        for k, v in (stype_dict or {}).items():
+            if v not in (None, 'default'):
+                raise MXNetError('simple_bind: storage type %r for %s is not supported (dense '
+                                 'storage only)' % (v, k))
+        if shared_arg_names is not None and not isinstance(shared_arg_names, list):
+            raise ValueError('shared_arg_names in simple_bind must be a list or None')
+        if shared_buffer is not None and not isinstance(shared_buffer, dict):
+            raise ValueError('shared_buffer in simple_bind must be dict or None')
+        if isinstance(grad_req, (list, dict)) and not grad_req:
+            raise RuntimeError('grad_req in simple_bind cannot be an empty %s'
+                               % type(grad_req).__name__)
+        shapes = {k: v for k, v in kwargs.items() if isinstance(v, tuple)}
+        try:
+            by_name, _ = self._infer_metas(shapes, type_dict or {}, None)
+            unknown = [n for n in self.list_inputs()
+                       if by_name[n][0] is None or 0 in by_name[n][0]]
+            if unknown:
+                raise MXNetError(
+                    'InferShape pass cannot decide shapes for the following arguments (0s '
+                    'means unknown dimensions). Please consider providing them as inputs:\n'
+                    + ', '.join('%s: %s' % (n, by_name[n][0]) for n in unknown) + ', ')
+        except MXNetError as e:
+            raise RuntimeError('simple_bind error. Arguments:\n'
+                               + ''.join('%s: %s\n' % (k, v) for k, v in kwargs.items())
+                               + str(e)) from None
+        names = self.list_arguments()
+        reqs = _grad_req_list(grad_req, names)
+        attrs = {n[0]: n[2] for n in self._graph()[0] if n[1] is None}
+        group2ctx = group2ctx or {}
+        shared = set(shared_arg_names or ())
+
+        def place(name):
+            return group2ctx.get(attrs.get(name, {}).get('__ctx_group__'), ctx)
+
+        def meta(name):
+            shape, flag = by_name[name]
+            return shape, _np_dtype(flag if flag >= 0 else _FLOAT32)
+
+        def from_buffer(key, shape, dtype, where):
+            if shared_buffer is not None and key in shared_buffer:
+                old = shared_buffer[key]
+                if old.dtype == dtype and old.size >= max(1, _shape_size(shape)):
+                    view = _view(old, shape)
+                    if view is not None:
+                        return view
+            arr = nd.zeros(shape, ctx=where, dtype=dtype)
+            if shared_buffer is not None:
+                shared_buffer[key] = arr
+            return arr
+
+        def from_shared(kind, name, shape, dtype):
+            table = getattr(shared_exec, kind)
+            arr = table.get(name)
+            if arr is None:
+                return None
+            if tuple(arr.shape) != shape or arr.dtype != dtype:
+                raise MXNetError('simple_bind: %s of shared_exec has shape %s, dtype %s; %s '
+                                 'needs %s, %s' % (name, tuple(arr.shape), np_name(arr.dtype),
+                                                   name, shape, np_name(dtype)))
+            return arr
+
+        args, grads = [], []
+        for name, req in zip(names, reqs):
+            shape, dtype = meta(name)
+            where = place(name)
+            arr = grad = None
+            if name in shared and shared_exec is not None:
+                arr = from_shared('arg_dict', name, shape, dtype)
+                if req != 'null':
+                    grad = from_shared('grad_dict', name, shape, dtype)
+            if arr is None:
+                arr = (nd.zeros(shape, ctx=where, dtype=dtype) if name in shared else
+                       from_buffer(name, shape, dtype, where))
+            if req != 'null' and grad is None:
+                grad = (nd.zeros(shape, ctx=where, dtype=dtype) if name in shared else
+                        from_buffer('grad of ' + name, shape, dtype, where))
+            args.append(arr)
+            grads.append(grad)
+        aux = []
+        for name in self.list_auxiliary_states():
+            shape, dtype = meta(name)
+            arr = None
+            if shared_exec is not None:
+                arr = from_shared('aux_dict', name, shape, dtype)
+            aux.append(arr if arr is not None else
+                       nd.zeros(shape, ctx=place(name), dtype=dtype))
+        return Executor(self, ctx, reqs, group2ctx or None, args, grads, aux)
+
+    def debug_str(self):
+        """The graph as text, as MXNet prints it: the outputs, then each node (variables by
+        name; ops with their inputs and attributes)."""
+        nodes, heads = self._graph()
+        lines = ['Symbol Outputs:']
+        lines += ['\toutput[%d]=%s(%d)' % (i, nodes[n][0], k) for i, (n, k) in enumerate(heads)]
+        for name, op, attrs, inputs, _, _ in nodes:
+            if op is None:
+                lines.append('Variable:%s' % name)
+                continue
+            lines += ['--------------------', 'Op:%s, Name=%s' % (op, name), 'Inputs:']
+            for j, (n, k, version) in enumerate(inputs):
+                src = nodes[n]
+                lines.append('\targ[%d]=%s(%d)%s' % (j, src[0], k, ' version=%d' % version
+                                                     if src[1] is None else ''))
+            if attrs:
+                lines.append('Attrs:')
+                lines += ['\t%s=%s' % kv for kv in sorted(attrs.items())]
+        return '\n'.join(lines) + '\n'
 
     # ---- outputs -----------------------------------------------------------------------------
     # While tracing, len() / iteration of a single-output Symbol almost always means "over the
@@ -477,12 +723,79 @@ for _name in ('sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax'
               'fix', 'reciprocal', 'zeros_like', 'ones_like', 'diag', 'slice', 'slice_like',
               'arcsin', 'arccos', 'arctan', 'sinh', 'cosh', 'erf', 'cbrt', 'flatten',
               'expand_dims', 'squeeze', 'transpose', 'tile', 'repeat', 'broadcast_to',
-              'broadcast_like', 'slice_axis', 'take', 'pick', 'one_hot', 'clip'):
+              'broadcast_like', 'slice_axis', 'take', 'pick', 'one_hot', 'clip',
+              # the rest of MXNet 1.9.1's fluent methods
+              'reshape_like', 'broadcast_axes', 'pad', 'split_v2', 'argmax_channel',
+              'shape_array', 'size_array', 'depth_to_space', 'space_to_depth', 'degrees',
+              'radians', 'arcsinh', 'arccosh', 'arctanh', 'rcbrt', 'softmin'):
     setattr(Symbol, _name, _fluent(_name, 'Flatten' if _name == 'flatten' else None))
 Symbol.swapaxes = _fluent('swapaxes', 'SwapAxis')
 Symbol.flip = _fluent('flip', 'reverse')
 Symbol.split = _fluent('split', 'SliceChannel')
 Symbol.astype = lambda self, dtype, **kw: _fluent('astype', 'Cast')(self, dtype=dtype)
+
+
+def _shape_size(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def np_name(dtype):
+    import numpy as np
+    return np.dtype(dtype).name
+
+
+def _bind_arrays(what, given, names, allow_missing):
+    """bind's arrays (a list in `names` order or a dict by name) as a list in `names` order,
+    with MXNet's errors; allow_missing: None (or a name left out of a dict) is no array."""
+    from ..ndarray import NDArray
+    if isinstance(given, (list, tuple)):
+        if len(given) != len(names):
+            raise ValueError('Length of %s does not match the number of arguments' % what)
+        for a in given:
+            if not (isinstance(a, NDArray) or a is None and allow_missing):
+                raise TypeError('Only accept list of NDArrays or dict of str to NDArray')
+        return list(given)
+    if isinstance(given, dict):
+        out = []
+        for name in names:
+            if name in given:
+                if not isinstance(given[name], NDArray):
+                    raise TypeError('Only accept list of NDArrays or dict of str to NDArray')
+                out.append(given[name])
+            elif allow_missing:
+                out.append(None)
+            else:
+                raise ValueError('key `%s` is missing in `%s`' % (name, what))
+        return out
+    raise TypeError('Only accept list of NDArrays or dict of str to NDArray')
+
+
+# MXNet's attribute keys stored as __key__ (the C API renames them), reported under both names.
+_HIDDEN_KEYS = ('ctx_group', 'lr_mult', 'wd_mult', 'force_mirroring', 'mirror_stage')
+
+
+def _hidden_key(key):
+    """`key` as MXNet stores it: __lr_mult__ for lr_mult and the other hidden keys."""
+    if key in _HIDDEN_KEYS:
+        return '__%s__' % key
+    for k in _HIDDEN_KEYS:
+        if key.endswith(k) and key != '__%s__' % k and not key.startswith('__'):
+            raise MXNetError('setting variable attributes with %s is deprecated. please instead '
+                             'use\nw = Variable(%s=...)\nsym = YourSymbolName(%s=w)'
+                             % (key, k, key[:-len(k) - 1]))
+    return key
+
+
+def _shown_attrs(attrs):
+    """A node's attributes as MXNet lists them: each hidden __key__ also as key."""
+    out = dict(attrs)
+    for k in _HIDDEN_KEYS:
+        if '__%s__' % k in attrs:
+            out[k] = attrs['__%s__' % k]
+    return out
 
 
 def _node_output(sym, nodes, node, index):
@@ -495,13 +808,14 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
     """A variable (graph input or parameter) with MXNet's annotations."""
     if not isinstance(name, str):
         raise TypeError('Expect a string for variable `name`')
-    attrs = dict(attr or {})
+    from ..attribute import current as _attr_scope
+    attrs = {_hidden_key(k): _attr_str(v) for k, v in _attr_scope().get(attr).items()}
     if shape is not None:
         attrs['__shape__'] = _attr_str(tuple(shape))
     if lr_mult is not None:
-        attrs['__lr_mult__'] = str(float(lr_mult))
+        attrs['__lr_mult__'] = _attr_str(lr_mult)
     if wd_mult is not None:
-        attrs['__wd_mult__'] = str(float(wd_mult))
+        attrs['__wd_mult__'] = _attr_str(wd_mult)
     if dtype is not None:
         attrs['__dtype__'] = str(_dtype_flag(dtype))
     if init is not None:
