@@ -250,10 +250,9 @@ def test_errors():
     _err('kernel is required', x, pool_type='avg')
     _err(r'kernel size \(5\) exceeds input \(4 padded to 4\)', x, kernel=(5, 2))
     _err('exceeds input', nd.zeros((1, 1, 3)), kernel=(4,), pooling_convention='full')
-    _err('layout NHWC is not supported', x, kernel=(2, 2), layout='NHWC')
-    _err('layout NDHWC is not supported', nd.zeros((1, 1, 2, 2, 2)), kernel=(2, 2, 2),
-         layout='NDHWC')
-    _err('layout NCW does not match', x, kernel=(2, 2), layout='NCW')
+    _err('layout NHWC needs 4-D data', nd.zeros((1, 2, 4)), kernel=(2,), layout='NHWC')
+    _err('layout NDHWC needs 5-D data', x, kernel=(2, 2), layout='NDHWC')
+    _err('layout NCW needs 3-D data', x, kernel=(2, 2), layout='NCW')
     _err(r'kernel \[2\] needs 3-D data', x, kernel=(2,))
     _err('data must be 3-D', nd.zeros((2, 4)), kernel=(2,))
     _err('data must be 3-D', nd.zeros((2, 4)), global_pool=True)
