@@ -378,3 +378,72 @@ def test_batchnorm_zero_variance_eps0_gives_beta():
     with training():
         y = nd.BatchNorm(*args, eps=0.0, fix_gamma=False)
     np.testing.assert_array_equal(y.asnumpy(), np.tile([0.5, -1.0], (4, 1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# float16 LayerNorm / GroupNorm (MXNet's CPU build takes them; computed here in float32)
+
+def _np_rows_grad(x, dy, gamma_rows, eps):
+    """dx of (x - mean) / std * gamma per row of x (rows: last axis), float64."""
+    m = x.mean(-1, keepdims=True)
+    sd = np.sqrt(x.var(-1, keepdims=True) + eps)
+    xh = (x - m) / sd
+    g = dy * gamma_rows
+    return (g - g.mean(-1, keepdims=True) - xh * (g * xh).mean(-1, keepdims=True)) / sd, xh
+
+
+@pytest.mark.parametrize('shape,G', [((2, 4, 5), 2), ((3, 6, 2, 2), 3), ((1, 1, 1), 1),
+                                     ((0, 4, 3), 2)])
+def test_groupnorm_float16_forward_and_grad(rng, shape, G):
+    x = rng.uniform(0.2, 1.0, size=shape).astype('float16')
+    gamma = rng.uniform(0.5, 1.5, size=G).astype('float16')
+    beta = rng.normal(size=G).astype('float16')
+    dy = rng.uniform(-1, 1, size=shape).astype('float16')
+    xs = [nd.array(v, dtype='float16') for v in (x, gamma, beta)]
+    for v in xs:
+        v.attach_grad()
+    with mx.autograd.record():
+        y = nd.GroupNorm(*xs, num_groups=G, eps=1e-2)
+    y.backward(nd.array(dy, dtype='float16'))
+    assert y.dtype == np.float16 and xs[0].grad.dtype == np.float16
+    ref = np_groupnorm(x, gamma, beta, G, eps=1e-2)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-2, atol=5e-3)
+    if x.size == 0:
+        return
+    N = shape[0]
+    x64, dy64 = x.astype(np.float64).reshape(N, G, -1), dy.astype(np.float64).reshape(N, G, -1)
+    g64 = gamma.astype(np.float64).reshape(1, G, 1)
+    dx, xh = _np_rows_grad(x64, dy64, g64, 1e-2)
+    np.testing.assert_allclose(xs[0].grad.asnumpy(), dx.reshape(shape), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(xs[1].grad.asnumpy(), (dy64 * xh).sum(axis=(0, 2)), rtol=2e-2,
+                               atol=2e-2)
+    np.testing.assert_allclose(xs[2].grad.asnumpy(), dy64.sum(axis=(0, 2)), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize('shape', [(2, 3, 8), (5, 4), (1, 1)])
+def test_layernorm_float16_forward_and_grad(rng, shape):
+    x = rng.normal(size=shape).astype('float16')
+    gamma = rng.uniform(0.5, 1.5, size=shape[-1]).astype('float16')
+    beta = rng.normal(size=shape[-1]).astype('float16')
+    dy = rng.uniform(-1, 1, size=shape).astype('float16')
+    xs = [nd.array(v, dtype='float16') for v in (x, gamma, beta)]
+    for v in xs:
+        v.attach_grad()
+    with mx.autograd.record():
+        y = nd.LayerNorm(*xs, eps=1e-3)
+    y.backward(nd.array(dy, dtype='float16'))
+    x64 = x.astype(np.float64)
+    dx, xh = _np_rows_grad(x64, dy.astype(np.float64), gamma.astype(np.float64), 1e-3)
+    ref = xh * gamma.astype(np.float64) + beta.astype(np.float64)
+    assert y.dtype == np.float16
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(xs[0].grad.asnumpy(), dx, rtol=2e-2, atol=3e-2)
+    red = tuple(range(len(shape) - 1))
+    np.testing.assert_allclose(xs[1].grad.asnumpy(), (dy.astype(np.float64) * xh).sum(axis=red),
+                               rtol=2e-2, atol=3e-2)
+
+
+def test_instancenorm_refuses_float16():
+    with pytest.raises(mx.MXNetError, match='float32 or float64'):
+        nd.InstanceNorm(nd.zeros((1, 2, 3), dtype='float16'), nd.ones((2,), dtype='float16'),
+                        nd.zeros((2,), dtype='float16'))

@@ -136,14 +136,14 @@ static hg_status pool_geometry_cf(const hg_op_def *op, const hg_attrs *a, const 
                             op->name, hg_shape_str(kb, kt->n, kt->v), kt->n + 2,
                             hg_shape_str(buf, nd, in->shape));
     }
-    if (st->n != 0 && st->n != nsp)
-        return hg_error(HG_ERR_VALUE, "%s: stride %s must have %d entries for data of shape %s",
-                        op->name, hg_shape_str(kb, st->n, st->v), nsp,
-                        hg_shape_str(buf, nd, in->shape));
-    if (pt->n != 0 && pt->n != nsp)
-        return hg_error(HG_ERR_VALUE, "%s: pad %s must have %d entries for data of shape %s",
-                        op->name, hg_shape_str(kb, pt->n, pt->v), nsp,
-                        hg_shape_str(buf, nd, in->shape));
+    if (st->n != 0 && st->n < nsp) /* MXNet ignores entries past the kernel's */
+        return hg_error(
+            HG_ERR_VALUE, "%s: stride %s must have at least %d entries for data of shape %s",
+            op->name, hg_shape_str(kb, st->n, st->v), nsp, hg_shape_str(buf, nd, in->shape));
+    if (pt->n != 0 && pt->n < nsp) /* MXNet ignores entries past the kernel's */
+        return hg_error(HG_ERR_VALUE,
+                        "%s: pad %s must have at least %d entries for data of shape %s", op->name,
+                        hg_shape_str(kb, pt->n, pt->v), nsp, hg_shape_str(buf, nd, in->shape));
     const int conv = (int)a->v[P_CONVENTION].i;
     if (conv == CONV_SAME && !global) {
         if (nsp != 1)
@@ -151,7 +151,9 @@ static hg_status pool_geometry_cf(const hg_op_def *op, const hg_attrs *a, const 
                             "%s: pooling_convention='same' supports only 1-D pooling (3-D data "
                             "(batch, channel, x)), got shape %s",
                             op->name, hg_shape_str(buf, nd, in->shape));
-        if (pt->n && pt->v[0] != 0)
+        bool padded = false;
+        for (int i = 0; i < pt->n; i++) padded |= pt->v[i] != 0;
+        if (padded)
             return hg_error(HG_ERR_VALUE,
                             "%s: pooling_convention='same' does not allow pad, got pad %s",
                             op->name, hg_shape_str(kb, pt->n, pt->v));
