@@ -10,7 +10,8 @@ import hybridgluon as mx
 
 nd = mx.nd
 
-OPS_COVERED = ['BatchNorm', 'LayerNorm', 'InstanceNorm', 'GroupNorm']
+OPS_COVERED = ['BatchNorm', 'LayerNorm', 'InstanceNorm', 'GroupNorm', '_contrib_SyncBatchNorm',
+               '_backward__contrib_SyncBatchNorm']
 
 FLOATS = ['float32', 'float64']
 TOL = {'float32': dict(rtol=1e-4, atol=1e-5), 'float64': dict(rtol=1e-10, atol=1e-12)}
@@ -447,3 +448,66 @@ def test_instancenorm_refuses_float16():
     with pytest.raises(mx.MXNetError, match='float32 or float64'):
         nd.InstanceNorm(nd.zeros((1, 2, 3), dtype='float16'), nd.ones((2,), dtype='float16'),
                         nd.zeros((2,), dtype='float16'))
+
+
+# ---------------------------------------------------------------------------------------------
+# SyncBatchNorm (contrib): BatchNorm over axis 1 on one device; its third output is the variance
+
+@pytest.mark.parametrize('shape', [(4, 3, 4), (4, 2), (2, 3, 2, 2), (1, 1, 1)])
+@pytest.mark.parametrize('fix_gamma', [False, True])
+@pytest.mark.parametrize('dtype', FLOATS)
+def test_sync_batchnorm_training_step(rng, shape, fix_gamma, dtype):
+    C = shape[1]
+    x = rng.uniform(size=shape).astype(dtype)
+    gamma, beta = rng.uniform(0.5, 1.5, C).astype(dtype), rng.normal(size=C).astype(dtype)
+    dy = rng.normal(size=shape).astype(dtype)
+    xa, ga, ba = _arr(x, dtype), _arr(gamma, dtype), _arr(beta, dtype)
+    mm, mv = nd.zeros(C, dtype=dtype), nd.ones(C, dtype=dtype)
+    for v in (xa, ga, ba):
+        v.attach_grad()
+    eps, mom = 1e-5, 0.9
+    with mx.autograd.record():
+        y, mean, var = nd.contrib.SyncBatchNorm(xa, ga, ba, mm, mv, key='sbn%s' % (shape,),
+                                                eps=eps, momentum=mom, fix_gamma=fix_gamma,
+                                                output_mean_var=True)
+    y.backward(_arr(dy, dtype))
+    axes = tuple(d for d in range(len(shape)) if d != 1)
+    bshape = [1] * len(shape)
+    bshape[1] = C
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    m, v = x64.mean(axis=axes), x64.var(axis=axes)
+    g = np.ones(C) if fix_gamma else gamma.astype(np.float64)
+    xh = (x64 - m.reshape(bshape)) / np.sqrt(v + eps).reshape(bshape)
+    tol = TOL[dtype] if dtype == 'float64' else dict(rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(y.asnumpy(), xh * g.reshape(bshape) + beta.reshape(bshape), **tol)
+    np.testing.assert_allclose(mean.asnumpy(), m, **tol)
+    np.testing.assert_allclose(var.asnumpy(), v, **tol)
+    n = x.size // C
+    gy = dy64 * g.reshape(bshape)
+    dx = (gy - gy.mean(axis=axes, keepdims=True)
+          - xh * (gy * xh).mean(axis=axes, keepdims=True)) / np.sqrt(v + eps).reshape(bshape)
+    if n > 1:
+        np.testing.assert_allclose(xa.grad.asnumpy(), dx, **tol)
+    np.testing.assert_allclose(ba.grad.asnumpy(), dy64.sum(axis=axes), **tol)
+    want_dg = np.zeros(C) if fix_gamma else (dy64 * xh).sum(axis=axes)
+    np.testing.assert_allclose(ga.grad.asnumpy(), want_dg, **tol)
+    # the training step updated the moving statistics once, with the biased variance
+    np.testing.assert_allclose(mm.asnumpy(), (1 - mom) * m, **tol)
+    np.testing.assert_allclose(mv.asnumpy(), mom + (1 - mom) * v, **tol)
+
+
+def test_sync_batchnorm_predict_and_errors(rng):
+    x = rng.normal(size=(2, 3, 4)).astype('float32')
+    mm, mv = rng.normal(size=3).astype('float32'), rng.uniform(0.5, 2, 3).astype('float32')
+    y = nd.contrib.SyncBatchNorm(_arr(x, 'float32'), nd.ones(3), nd.zeros(3), _arr(mm, 'float32'),
+                                 _arr(mv, 'float32'), key='p')
+    ref = (x - mm.reshape(1, 3, 1)) / np.sqrt(mv.reshape(1, 3, 1) + 1e-3)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    x, mm, mv = _arr(x, 'float32'), _arr(mm, 'float32'), _arr(mv, 'float32')
+    with pytest.raises(mx.MXNetError, match='key'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv)
+    with pytest.raises(mx.MXNetError, match='ndev=2'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key='q',
+                                 ndev=2)
+    with pytest.raises(mx.MXNetError, match='gamma'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(2), nd.zeros(3), mm, mv, key='r')

@@ -1,6 +1,8 @@
 /* Normalisation ops (MXNet 1.x): BatchNorm, LayerNorm, InstanceNorm, GroupNorm, and their
  * gradients (_backward_* ops that return the data, gamma and beta gradients in one sweep).
  *
+ * SyncBatchNorm (contrib) is BatchNorm on one CPU device, its third output the variance.
+ *
  * Statistics are accumulated in double (two passes: mean, then the centred sum of squares, which
  * avoids the cancellation of E[x^2] - E[x]^2). All variances are biased (divide by the count).
  *
@@ -695,6 +697,138 @@ static hg_status bn_grad(hg_grad_ctx *g)
 {
     hg_sentry out[3];
     hg_g_op_fwd_attrs(g, "_backward_BatchNorm",
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
+                             hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)),
+                      NULL, 3, out);
+    for (int k = 0; k < 3; k++) hg_g_set(g, k, out[k]);
+    return hg_g_status(g);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * SyncBatchNorm (contrib): BatchNorm over axis 1 whose statistics are shared by ndev devices; on
+ * one CPU device it is BatchNorm, except that its third output is the batch variance rather
+ * than the inverse std (sync_batch_norm-inl.h). It runs BatchNorm's kernels on BatchNorm
+ * attributes built from its own, converting that output (and back for the backward, whose
+ * moving-statistics update and gradients are BatchNorm's).
+ */
+
+enum {
+    SBN_EPS,
+    SBN_MOMENTUM,
+    SBN_FIX_GAMMA,
+    SBN_USE_GLOBAL,
+    SBN_OUTPUT_MEAN_VAR,
+    SBN_NDEV,
+    SBN_KEY,
+    SBN_NATTRS
+};
+
+static const hg_attr_spec k_sbn_attrs[] = {
+    [SBN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root",
+                 NULL},
+    [SBN_MOMENTUM] = {"momentum", HG_ATTR_FLOAT, 0, "0.9",
+                      "running-average momentum of the moving statistics", NULL},
+    [SBN_FIX_GAMMA] = {"fix_gamma", HG_ATTR_BOOL, 0, "True", "treat gamma as 1", NULL},
+    [SBN_USE_GLOBAL] = {"use_global_stats", HG_ATTR_BOOL, 0, "False",
+                        "use moving_mean / moving_var in training too", NULL},
+    [SBN_OUTPUT_MEAN_VAR] = {"output_mean_var", HG_ATTR_BOOL, 0, "False",
+                             "also return the mean and the variance", NULL},
+    [SBN_NDEV] = {"ndev", HG_ATTR_INT, 0, "1", "devices sharing the statistics (1 on CPU)", NULL},
+    [SBN_KEY] = {"key", HG_ATTR_STRING, HG_ATTR_REQUIRED, NULL,
+                 "synchronisation key of the layer (its prefix)", NULL},
+};
+_Static_assert(HG_COUNT(k_sbn_attrs) == SBN_NATTRS, "k_sbn_attrs must match its enum");
+
+extern const hg_op_def hg_ops_norm[]; /* [0] is BatchNorm */
+
+static int sbn_visible(const hg_attrs *a) { return a->v[SBN_OUTPUT_MEAN_VAR].b ? 3 : 1; }
+
+static hg_status sbn_bn_attrs(const hg_op_def *op, const hg_attrs *a, hg_attrs *b)
+{
+    if (a->v[SBN_NDEV].i != 1)
+        return hg_error(HG_ERR_UNSUPPORTED,
+                        "%s: ndev=%lld devices: this build synchronises one CPU device only",
+                        op->name, (long long)a->v[SBN_NDEV].i);
+    hg_attrs_set_defaults(&hg_ops_norm[0], b);
+    b->v[BN_EPS].f = a->v[SBN_EPS].f;
+    b->v[BN_MOMENTUM].f = a->v[SBN_MOMENTUM].f;
+    b->v[BN_FIX_GAMMA].b = a->v[SBN_FIX_GAMMA].b;
+    b->v[BN_USE_GLOBAL].b = a->v[SBN_USE_GLOBAL].b;
+    b->v[BN_OUTPUT_MEAN_VAR].b = a->v[SBN_OUTPUT_MEAN_VAR].b;
+    b->v[BN_AXIS].i = 1;
+    return HG_OK;
+}
+
+static hg_status sbn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    return bn_infer(op, &b, nin, in, nout, out);
+}
+
+/* inverse std <-> biased variance (0 stands for a zero variance with eps = 0, as in BatchNorm) */
+static double sbn_inv_to_var(double inv, double eps) { return inv > 0 ? 1 / (inv * inv) - eps : 0; }
+static double sbn_var_to_inv(double var, double eps) { return bn_invstd(var, eps, true); }
+
+static hg_status sbn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    HG_TRY(bn_forward(op, &b, ctx, nin, in, nout, out));
+    for (int64_t c = 0; c < out[2]->size; c++)
+        tensor_set(out[2], c, sbn_inv_to_var(tensor_at(out[2], c), b.v[BN_EPS].f));
+    return HG_OK;
+}
+
+static hg_status sbn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    return bn_bwd_infer(op, &b, nin, in, nout, out);
+}
+
+static size_t sbn_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)a;
+    (void)nin;
+    return hg_dtype_size(in[4].dtype) * (size_t)hg_shape_size(in[4].ndim, in[4].shape);
+}
+
+/* BatchNorm's backward with input 4 (the variance) replaced by the inverse std, in the
+ * workspace. */
+static hg_status sbn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    hg_storage st;
+    hg_tensor inv;
+    memset(&st, 0, sizeof st);
+    memset(&inv, 0, sizeof inv);
+    st.data = ctx->workspace;
+    st.nbytes = ctx->workspace_bytes;
+    inv.storage = &st;
+    inv.size = in[4]->size;
+    inv.ndim = in[4]->ndim;
+    inv.dtype = in[4]->dtype;
+    memcpy(inv.shape, in[4]->shape, sizeof(int64_t) * (size_t)in[4]->ndim);
+    if (inv.size > 0 && !ctx->workspace)
+        return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+    for (int64_t c = 0; c < inv.size; c++)
+        tensor_set(&inv, c, sbn_var_to_inv(tensor_at(in[4], c), b.v[BN_EPS].f));
+    hg_tensor *ins[7];
+    for (int i = 0; i < nin && i < 7; i++) ins[i] = in[i];
+    ins[4] = &inv;
+    return bn_bwd_forward(op, &b, ctx, nin, ins, nout, out);
+}
+
+static hg_status sbn_grad(hg_grad_ctx *g)
+{
+    hg_sentry out[3];
+    hg_g_op_fwd_attrs(g, "_backward__contrib_SyncBatchNorm",
                       HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
                              hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)),
                       NULL, 3, out);
@@ -1399,6 +1533,33 @@ const hg_op_def hg_ops_norm[] = {
      .num_outputs = 3,
      .infer = bn_bwd_infer,
      .forward = bn_bwd_forward,
+     .mutate_inputs = (1u << 5) | (1u << 6)},
+    {.name = "_contrib_SyncBatchNorm",
+     .doc = "batch normalisation over axis 1 with statistics shared across ndev devices (one on "
+            "CPU: BatchNorm); output_mean_var gives the batch mean and variance",
+     .input_names = HG_NAMES("data", "gamma", "beta", "moving_mean", "moving_var"),
+     .output_names = HG_NAMES("output", "mean", "var"),
+     .attrs = k_sbn_attrs,
+     .num_attrs = SBN_NATTRS,
+     .num_inputs = 5,
+     .num_outputs = 3,
+     .get_num_visible_outputs = sbn_visible,
+     .infer = sbn_infer,
+     .forward = sbn_forward,
+     .grad = sbn_grad,
+     .mutate_inputs = (1u << 3) | (1u << 4)},
+    {.name = "_backward__contrib_SyncBatchNorm",
+     .doc = "gradient of SyncBatchNorm from (ograd, data, gamma, mean, var, moving_mean, "
+            "moving_var): BatchNorm's, with its moving-statistics update in training",
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var", "moving_mean", "moving_var"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"),
+     .attrs = k_sbn_attrs,
+     .num_attrs = SBN_NATTRS,
+     .num_inputs = 7,
+     .num_outputs = 3,
+     .infer = sbn_bwd_infer,
+     .forward = sbn_bwd_forward,
+     .workspace = sbn_bwd_workspace,
      .mutate_inputs = (1u << 5) | (1u << 6)},
     {.name = "LayerNorm",
      .aliases = HG_NAMES("_npx_layer_norm"),

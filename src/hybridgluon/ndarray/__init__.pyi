@@ -5117,6 +5117,74 @@ def _backward_BatchNorm(ograd: NDArray | None = None, data: NDArray | None = Non
     ...
 
 
+def _contrib_SyncBatchNorm(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, ndev: int = 1, key: str = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key=<required>)
+
+    batch normalisation over axis 1 with statistics shared across ndev devices (one on CPU: BatchNorm); output_mean_var gives the batch mean and variance
+
+    Inputs
+    ------
+    data : NDArray
+    gamma : NDArray
+    beta : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        running-average momentum of the moving statistics
+    fix_gamma : boolean, default=True
+        treat gamma as 1
+    use_global_stats : boolean, default=False
+        use moving_mean / moving_var in training too
+    output_mean_var : boolean, default=False
+        also return the mean and the variance
+    ndev : int, default=1
+        devices sharing the statistics (1 on CPU)
+    key : string, required
+        synchronisation key of the layer (its prefix)
+    """
+    ...
+
+
+def _backward__contrib_SyncBatchNorm(ograd: NDArray | None = None, data: NDArray | None = None, gamma: NDArray | None = None, mean: NDArray | None = None, var: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, ndev: int = 1, key: str = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward__contrib_SyncBatchNorm(ograd, data, gamma, mean, var, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key=<required>)
+
+    gradient of SyncBatchNorm from (ograd, data, gamma, mean, var, moving_mean, moving_var): BatchNorm's, with its moving-statistics update in training
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    gamma : NDArray
+    mean : NDArray
+    var : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        running-average momentum of the moving statistics
+    fix_gamma : boolean, default=True
+        treat gamma as 1
+    use_global_stats : boolean, default=False
+        use moving_mean / moving_var in training too
+    output_mean_var : boolean, default=False
+        also return the mean and the variance
+    ndev : int, default=1
+        devices sharing the statistics (1 on CPU)
+    key : string, required
+        synchronisation key of the layer (its prefix)
+    """
+    ...
+
+
 def LayerNorm(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, axis: int = -1, eps: float = 1e-05, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """LayerNorm(data, gamma, beta, axis=-1, eps=1e-05, output_mean_var=False)
 

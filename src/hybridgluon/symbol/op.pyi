@@ -5071,6 +5071,74 @@ def _backward_BatchNorm(ograd: Symbol | None = None, data: Symbol | None = None,
     ...
 
 
+def _contrib_SyncBatchNorm(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, ndev: int = 1, key: str = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key=<required>)
+
+    batch normalisation over axis 1 with statistics shared across ndev devices (one on CPU: BatchNorm); output_mean_var gives the batch mean and variance
+
+    Inputs
+    ------
+    data : NDArray
+    gamma : NDArray
+    beta : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        running-average momentum of the moving statistics
+    fix_gamma : boolean, default=True
+        treat gamma as 1
+    use_global_stats : boolean, default=False
+        use moving_mean / moving_var in training too
+    output_mean_var : boolean, default=False
+        also return the mean and the variance
+    ndev : int, default=1
+        devices sharing the statistics (1 on CPU)
+    key : string, required
+        synchronisation key of the layer (its prefix)
+    """
+    ...
+
+
+def _backward__contrib_SyncBatchNorm(ograd: Symbol | None = None, data: Symbol | None = None, gamma: Symbol | None = None, mean: Symbol | None = None, var: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, ndev: int = 1, key: str = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward__contrib_SyncBatchNorm(ograd, data, gamma, mean, var, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key=<required>)
+
+    gradient of SyncBatchNorm from (ograd, data, gamma, mean, var, moving_mean, moving_var): BatchNorm's, with its moving-statistics update in training
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    gamma : NDArray
+    mean : NDArray
+    var : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        running-average momentum of the moving statistics
+    fix_gamma : boolean, default=True
+        treat gamma as 1
+    use_global_stats : boolean, default=False
+        use moving_mean / moving_var in training too
+    output_mean_var : boolean, default=False
+        also return the mean and the variance
+    ndev : int, default=1
+        devices sharing the statistics (1 on CPU)
+    key : string, required
+        synchronisation key of the layer (its prefix)
+    """
+    ...
+
+
 def LayerNorm(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, axis: int = -1, eps: float = 1e-05, output_mean_var: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """LayerNorm(data, gamma, beta, axis=-1, eps=1e-05, output_mean_var=False)
 
