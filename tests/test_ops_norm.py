@@ -506,6 +506,12 @@ def test_sync_batchnorm_predict_and_errors(rng):
     x, mm, mv = _arr(x, 'float32'), _arr(mm, 'float32'), _arr(mv, 'float32')
     with pytest.raises(mx.MXNetError, match='key'):
         nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv)
+    # keys are layer names (MXNet's test_batchnorm passes str(op) + shape): long text is fine
+    long_key = '<function SyncBatchNorm at 0x7f00deadbeef>(4, 5, 6, 4, 5)' * 3
+    y2 = nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key=long_key)
+    np.testing.assert_allclose(y2.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    with pytest.raises(mx.MXNetError, match='key'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key='k' * 300)
     with pytest.raises(mx.MXNetError, match='ndev=2'):
         nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key='q',
                                  ndev=2)
