@@ -267,9 +267,9 @@ def test_sampler_errors():
         nd.BilinearSampler(nd.zeros((1, 1, 3, 3)), nd.zeros((1, 3, 2, 2)))
     with pytest.raises(mx.MXNetError, match='same dtype'):
         nd.BilinearSampler(nd.zeros((1, 1, 3, 3)), nd.zeros((1, 2, 2, 2), dtype='float64'))
-    with pytest.raises(mx.MXNetError, match='float32 or float64'):
-        nd.BilinearSampler(nd.zeros((1, 1, 3, 3), dtype='float16'),
-                           nd.zeros((1, 2, 2, 2), dtype='float16'))
+    with pytest.raises(mx.MXNetError, match='float16, float32 or float64'):
+        nd.BilinearSampler(nd.zeros((1, 1, 3, 3), dtype='int32'),
+                           nd.zeros((1, 2, 2, 2), dtype='int32'))
     with pytest.raises(mx.MXNetError, match='loc must be'):
         nd.SpatialTransformer(nd.zeros((2, 1, 3, 3)), nd.zeros((1, 6)), target_shape=(2, 2),
                               transform_type='affine', sampler_type='bilinear')
@@ -429,3 +429,56 @@ def test_correlation_errors():
         nd.Correlation(x, nd.zeros((1, 1, 28, 28), dtype='float64'))
     with pytest.raises(mx.MXNetError, match='strides'):
         nd.Correlation(x, x, stride1=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# float16: computed in float32 copies, rounded once
+
+F16 = dict(rtol=2e-2, atol=2e-2)
+
+
+def _f16_grads(op, arrays, kw, wrt):
+    xs = [_arr(a, 'float16') for a in arrays]
+    for i in wrt:
+        xs[i].attach_grad()
+    with mx.autograd.record():
+        y = getattr(nd, op)(*xs, **kw)
+    dy = np.random.default_rng(14).standard_normal(y.shape).astype('float16')
+    y.backward(_arr(dy, 'float16'))
+    assert y.dtype == np.float16 and all(xs[i].grad.dtype == np.float16 for i in wrt)
+    return y.asnumpy(), [xs[i].grad.asnumpy() for i in wrt], dy
+
+
+def _f64_grads(op, arrays, kw, wrt, dy):
+    xs = [_arr(np.asarray(a, np.float64)) for a in arrays]
+    for i in wrt:
+        xs[i].attach_grad()
+    with mx.autograd.record():
+        y = getattr(nd, op)(*xs, **kw)
+    y.backward(_arr(dy.astype(np.float64)))
+    return y.asnumpy(), [xs[i].grad.asnumpy() for i in wrt]
+
+
+@pytest.mark.parametrize('op,arrays,kw,wrt', [
+    ('BilinearSampler', [(2, 3, 5, 6), 'grid'], {}, [0, 1]),
+    ('SpatialTransformer', [(2, 3, 5, 6), 'loc'],
+     dict(target_shape=(4, 5), transform_type='affine', sampler_type='bilinear'), [0, 1]),
+    ('ROIPooling', [(2, 3, 8, 9), 'rois'], dict(pooled_size=(3, 2), spatial_scale=0.5), [0]),
+    ('Correlation', [(2, 3, 8, 7), (2, 3, 8, 7)],
+     dict(kernel_size=3, max_displacement=2, stride1=2, pad_size=2), [0, 1]),
+    ('GridGenerator', ['theta'], dict(transform_type='affine', target_shape=(3, 4)), [0]),
+    ('im2col', [(1, 2, 5, 5)], dict(kernel=(3, 3), pad=(1, 1)), [0])])
+def test_float16_matches_float64(op, arrays, kw, wrt):
+    rng = np.random.default_rng(15)
+    named = {'grid': lambda: rng.uniform(-1.1, 1.1, (2, 2, 4, 7)),
+             'loc': lambda: np.array([0.9, 0.1, 0.05, -0.1, 1.1, 0.02])
+             + 0.1 * rng.standard_normal((2, 6)),
+             'rois': lambda: np.array([[0, 0, 0, 7, 7], [1, 2, 2, 14, 10], [0, 4, 4, 4, 4]]),
+             'theta': lambda: rng.standard_normal((2, 6))}
+    xs = [named[a]() if isinstance(a, str) else rng.standard_normal(a) for a in arrays]
+    xs = [x.astype('float16').astype(np.float64) for x in xs]  # the same values in both
+    y16, g16, dy = _f16_grads(op, xs, kw, wrt)
+    y64, g64 = _f64_grads(op, xs, kw, wrt, dy)
+    np.testing.assert_allclose(y16, y64, **F16)
+    for a, b in zip(g16, g64):
+        np.testing.assert_allclose(a, b, rtol=3e-2, atol=3e-2 * max(1.0, np.abs(b).max()))

@@ -9,8 +9,8 @@
  * bilinear_sampler.cc, spatial_transformer.cc, roi_pooling.cc and correlation.cc. MXNet keeps
  * scratch outputs some of them hide (the sampler's "tmp", Correlation's padded copies); here
  * the gradients recompute what they need from the inputs instead, and only ROIPooling keeps
- * its hidden output (the argmax index its gradient scatters to). float32 and float64 (im2col
- * and col2im also float16, through float copies).
+ * its hidden output (the argmax index its gradient scatters to). float32 and float64, and
+ * float16 through float32 copies.
  */
 #include <float.h>
 #include <math.h>
@@ -26,10 +26,12 @@
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
-static hg_status need_f32_f64(const char *op, const char *what, hg_dtype dt)
+/* The sampling, region and correlation ops take float16 too (MXNet's CPU kernels switch on
+ * every real type); it is computed in float32 (f16_run). */
+static hg_status need_float(const char *op, const char *what, hg_dtype dt)
 {
-    if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64)
-        return hg_error(HG_ERR_TYPE, "%s: %s must be float32 or float64, got %s", op, what,
+    if (!hg_is_float(dt))
+        return hg_error(HG_ERR_TYPE, "%s: %s must be float16, float32 or float64, got %s", op, what,
                         hg_dtype_name(dt));
     return HG_OK;
 }
@@ -391,7 +393,7 @@ static hg_status gg_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     int64_t H = 0, W = 0;
     if (affine) HG_TRY(affine_target(op->name, &a->v[GG_TARGET].t, &H, &W));
     if (in[0].ndim < 0) return HG_OK;
-    HG_TRY(need_f32_f64(op->name, "data", in[0].dtype));
+    HG_TRY(need_float(op->name, "data", in[0].dtype));
     if (affine) {
         if (in[0].ndim != 2 || (in[0].shape[1] >= 0 && in[0].shape[1] != 6))
             return hg_error(HG_ERR_VALUE,
@@ -545,7 +547,7 @@ static hg_status bs_check(const char *op, const char *gname, hg_meta *in, hg_met
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
-    HG_TRY(need_f32_f64(op, "data", in[0].dtype));
+    HG_TRY(need_float(op, "data", in[0].dtype));
     if (in[1].dtype != in[0].dtype)
         return hg_error(HG_ERR_TYPE, "%s: data and %s must have the same dtype, got %s and %s", op,
                         gname, hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
@@ -775,7 +777,7 @@ static hg_status st_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     int64_t H = 0, W = 0;
     HG_TRY(affine_target(op->name, &a->v[ST_TARGET].t, &H, &W));
     if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
-    HG_TRY(need_f32_f64(op->name, "data", in[0].dtype));
+    HG_TRY(need_float(op->name, "data", in[0].dtype));
     if (in[1].dtype != in[0].dtype)
         return hg_error(HG_ERR_TYPE, "%s: data and loc must have the same dtype, got %s and %s",
                         op->name, hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
@@ -859,7 +861,7 @@ static hg_status rp_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     if (!(sc >= 0.0 && sc <= 1.0))
         return hg_error(HG_ERR_VALUE, "%s: spatial_scale must be in [0, 1], got %g", op->name, sc);
     if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
-    HG_TRY(need_f32_f64(op->name, "data", in[0].dtype));
+    HG_TRY(need_float(op->name, "data", in[0].dtype));
     if (in[1].dtype != in[0].dtype)
         return hg_error(HG_ERR_TYPE, "%s: data and rois must have the same dtype, got %s and %s",
                         op->name, hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
@@ -975,7 +977,7 @@ static hg_status rp_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     out[0].ndim = -1;
     if (!all_known(3, in)) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
-    HG_TRY(need_f32_f64(op->name, "data", in[2].dtype));
+    HG_TRY(need_float(op->name, "data", in[2].dtype));
     if (in[1].dtype != HG_DTYPE_I64 || in[0].dtype != in[2].dtype ||
         !hg_shape_equal(in[0].ndim, in[0].shape, in[1].ndim, in[1].shape))
         return hg_error(HG_ERR_VALUE,
@@ -1099,7 +1101,7 @@ static hg_status co_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     /* the dtype is shared: either input gives it to the other */
     if (in[0].ndim < 0 && in[1].ndim >= 0) in[0].dtype = in[1].dtype;
     if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
-    HG_TRY(need_f32_f64(op->name, "data1", in[0].dtype));
+    HG_TRY(need_float(op->name, "data1", in[0].dtype));
     if (in[1].dtype != in[0].dtype)
         return hg_error(HG_ERR_TYPE, "%s: data1 and data2 must have the same dtype, got %s and %s",
                         op->name, hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
@@ -1277,6 +1279,111 @@ static hg_status co_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
+/* ==== float16 ================================================================================
+ * The float16 calls of the ops above run their float32 kernels on float32 copies: the
+ * workspace holds a copy of every float16 input and output (64-byte aligned), then the float32
+ * call's own workspace. Other outputs (ROIPooling's int64 indices) are written directly. */
+
+#define F16_MAX 8
+
+typedef hg_status (*sp_infer_fn)(const hg_op_def *, const hg_attrs *, int, hg_meta *, int,
+                                 hg_meta *);
+typedef hg_status (*sp_fwd_fn)(const hg_op_def *, const hg_attrs *, const hg_exec_ctx *, int,
+                               hg_tensor *const *, int, hg_tensor *const *);
+typedef size_t (*sp_ws_fn)(const hg_attrs *, int, const hg_meta *);
+
+static size_t f16_round(size_t b) { return (b + 63) & ~(size_t)63; }
+
+static size_t f16_ws(const char *name, const hg_attrs *a, int nin, const hg_meta *in, int nout,
+                     sp_infer_fn infer, sp_ws_fn inner)
+{
+    if (nin > F16_MAX || nout > F16_MAX) return 0;
+    bool any = false;
+    for (int i = 0; i < nin; i++) any |= in[i].dtype == HG_DTYPE_F16;
+    if (!any) return inner ? inner(a, nin, in) : 0;
+    hg_meta mi[F16_MAX], mo[F16_MAX], m32[F16_MAX];
+    for (int i = 0; i < nin; i++) mi[i] = in[i];
+    for (int i = 0; i < nout; i++) mo[i].ndim = -1;
+    if (infer(&(hg_op_def){.name = name}, a, nin, mi, nout, mo) != HG_OK) return 0;
+    size_t b = 0;
+    for (int i = 0; i < nin; i++) {
+        m32[i] = in[i];
+        if (in[i].dtype != HG_DTYPE_F16) continue;
+        m32[i].dtype = HG_DTYPE_F32;
+        b += f16_round(sizeof(float) * (size_t)hg_shape_size(in[i].ndim, in[i].shape));
+    }
+    for (int i = 0; i < nout; i++)
+        if (mo[i].dtype == HG_DTYPE_F16)
+            b += f16_round(sizeof(float) * (size_t)hg_shape_size(mo[i].ndim, mo[i].shape));
+    return b + (inner ? inner(a, nin, m32) : 0);
+}
+
+static hg_status f16_run(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                         hg_tensor *const *in, int nout, hg_tensor *const *out, sp_fwd_fn fn)
+{
+    bool any = false;
+    for (int i = 0; i < nin; i++) any |= in[i]->dtype == HG_DTYPE_F16;
+    if (!any) return fn(op, a, ctx, nin, in, nout, out);
+    if (nin > F16_MAX || nout > F16_MAX)
+        return hg_error(HG_ERR_INTERNAL, "%s: too many inputs for float16", op->name);
+    hg_storage st[2 * F16_MAX];
+    hg_tensor tt[2 * F16_MAX];
+    hg_tensor *pi[F16_MAX], *po[F16_MAX];
+    char *w = ctx->workspace;
+    size_t used = 0;
+    for (int i = 0; i < nin + nout; i++) {
+        hg_tensor *src = i < nin ? in[i] : out[i - nin];
+        hg_tensor **slot = i < nin ? &pi[i] : &po[i - nin];
+        if (src->dtype != HG_DTYPE_F16) {
+            *slot = src;
+            continue;
+        }
+        size_t nb = sizeof(float) * (size_t)src->size;
+        if (nb > 0 && (!w || used + nb > ctx->workspace_bytes))
+            return hg_error(HG_ERR_INTERNAL, "%s: workspace missing or too small", op->name);
+        memset(&st[i], 0, sizeof st[i]);
+        st[i].data = w ? w + used : NULL;
+        st[i].nbytes = nb;
+        memset(&tt[i], 0, sizeof tt[i]);
+        tt[i].storage = &st[i];
+        tt[i].size = src->size;
+        tt[i].ndim = src->ndim;
+        tt[i].dtype = HG_DTYPE_F32;
+        memcpy(tt[i].shape, src->shape, sizeof(int64_t) * (size_t)src->ndim);
+        if (i < nin && nb > 0) hg_half_to_f32_n(hg_data(src), (float *)(w + used), src->size);
+        *slot = &tt[i];
+        used += f16_round(nb);
+    }
+    hg_exec_ctx sub = {ctx->is_train, used < ctx->workspace_bytes ? w + used : NULL,
+                       used < ctx->workspace_bytes ? ctx->workspace_bytes - used : 0};
+    HG_TRY(fn(op, a, &sub, nin, pi, nout, po));
+    for (int i = 0; i < nout; i++)
+        if (out[i]->dtype == HG_DTYPE_F16 && out[i]->size > 0)
+            hg_f32_to_half_n(hg_data(po[i]), hg_data(out[i]), out[i]->size);
+    return HG_OK;
+}
+
+#define F16_OP(NAME, OPNAME, NIN, NOUT, INFER, FWD, INNER)                                         \
+    static size_t NAME##_ws16(const hg_attrs *a, int nin, const hg_meta *in)                       \
+    {                                                                                              \
+        return f16_ws(OPNAME, a, nin, in, NOUT, INFER, INNER);                                     \
+    }                                                                                              \
+    static hg_status NAME##_fwd16(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,  \
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)  \
+    {                                                                                              \
+        return f16_run(op, a, ctx, nin, in, nout, out, FWD);                                       \
+    }
+
+F16_OP(gg, "GridGenerator", 1, 1, gg_infer, gg_forward, NULL)
+F16_OP(gg_bw, "_backward_GridGenerator", 2, 1, gg_bw_infer, gg_bw_forward, NULL)
+F16_OP(bs, "BilinearSampler", 2, 1, bs_infer, bs_forward, NULL)
+F16_OP(bs_bw, "_backward_BilinearSampler", 3, 2, bs_bw_infer, bs_bw_forward, NULL)
+F16_OP(st, "SpatialTransformer", 2, 1, st_infer, st_forward, st_workspace)
+F16_OP(rp, "ROIPooling", 2, 2, rp_infer, rp_forward, NULL)
+F16_OP(rp_bw, "_backward_ROIPooling", 3, 1, rp_bw_infer, rp_bw_forward, NULL)
+F16_OP(co, "Correlation", 2, 1, co_infer, co_forward, NULL)
+F16_OP(co_bw, "_backward_Correlation", 3, 2, co_bw_infer, co_bw_forward, NULL)
+
 /* ==== registry =============================================================================== */
 
 const hg_op_def hg_ops_spatial[] = {
@@ -1319,7 +1426,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_attrs = GG_NATTRS,
      .num_inputs = 1,
      .infer = gg_infer,
-     .forward = gg_forward,
+     .forward = gg_fwd16,
+     .workspace = gg_ws16,
      .grad = gg_grad},
     {.name = "_backward_GridGenerator",
      .doc = "Gradient of GridGenerator from (ograd, data).",
@@ -1328,7 +1436,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_attrs = GG_NATTRS,
      .num_inputs = 2,
      .infer = gg_bw_infer,
-     .forward = gg_bw_forward},
+     .forward = gg_bw_fwd16,
+     .workspace = gg_bw_ws16},
     {.name = "BilinearSampler",
      .doc = "Bilinear sampling of data (N, C, H, W) at grid (N, 2, h, w) (x, y in [-1, 1]); "
             "points outside the data read zeros. Output (N, C, h, w).",
@@ -1337,7 +1446,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_attrs = BS_NATTRS,
      .num_inputs = 2,
      .infer = bs_infer,
-     .forward = bs_forward,
+     .forward = bs_fwd16,
+     .workspace = bs_ws16,
      .grad = bs_grad},
     {.name = "_backward_BilinearSampler",
      .doc = "Gradients of BilinearSampler (data, grid) from (ograd, data, grid).",
@@ -1347,7 +1457,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_inputs = 3,
      .num_outputs = 2,
      .infer = bs_bw_infer,
-     .forward = bs_bw_forward},
+     .forward = bs_bw_fwd16,
+     .workspace = bs_bw_ws16},
     {.name = "SpatialTransformer",
      .doc = "Spatial transformer: an affine grid of loc (N, 6) over target_shape, then bilinear "
             "sampling of data (N, C, H, W).",
@@ -1356,8 +1467,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_attrs = ST_NATTRS,
      .num_inputs = 2,
      .infer = st_infer,
-     .forward = st_forward,
-     .workspace = st_workspace,
+     .forward = st_fwd16,
+     .workspace = st_ws16,
      .grad = st_grad},
     {.name = "ROIPooling",
      .doc = "Max pooling of each region (batch index, x1, y1, x2, y2) * spatial_scale of data "
@@ -1370,7 +1481,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_outputs = 2,
      .num_visible_outputs = 1,
      .infer = rp_infer,
-     .forward = rp_forward,
+     .forward = rp_fwd16,
+     .workspace = rp_ws16,
      .grad = rp_grad},
     {.name = "_backward_ROIPooling",
      .doc = "Gradient of ROIPooling's data from (ograd, maxidx, data).",
@@ -1379,7 +1491,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_attrs = RP_NATTRS,
      .num_inputs = 3,
      .infer = rp_bw_infer,
-     .forward = rp_bw_forward},
+     .forward = rp_bw_fwd16,
+     .workspace = rp_bw_ws16},
     {.name = "Correlation",
      .doc = "Correlation of two feature maps (FlowNet): per position and displacement, the mean "
             "over a kernel_size patch and the channels of data1 * data2 (or |data1 - data2|).",
@@ -1388,7 +1501,8 @@ const hg_op_def hg_ops_spatial[] = {
      .num_attrs = CO_NATTRS,
      .num_inputs = 2,
      .infer = co_infer,
-     .forward = co_forward,
+     .forward = co_fwd16,
+     .workspace = co_ws16,
      .grad = co_grad},
     {.name = "_backward_Correlation",
      .doc = "Gradients of Correlation (data1, data2) from (ograd, data1, data2).",
@@ -1398,6 +1512,7 @@ const hg_op_def hg_ops_spatial[] = {
      .num_inputs = 3,
      .num_outputs = 2,
      .infer = co_bw_infer,
-     .forward = co_bw_forward},
+     .forward = co_bw_fwd16,
+     .workspace = co_bw_ws16},
     {0},
 };
