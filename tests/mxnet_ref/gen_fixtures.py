@@ -57,6 +57,8 @@ def _jsonable(v):
 
 def _mx_op(name):
     fn = getattr(mx.nd, name, None)
+    if fn is None and name.startswith('_contrib_'):  # mx.nd has them as contrib.X only
+        fn = getattr(mx.nd.contrib, name[len('_contrib_'):], None)
     if fn is None:
         fn = getattr(mx.nd._internal, name)
     return fn
