@@ -6,7 +6,6 @@ import hybridgluon as mx
 from gradcheck import check_grad
 
 GRADS_COVERED = ['im2col', 'col2im', 'GridGenerator', 'BilinearSampler', 'SpatialTransformer',
-                 '_contrib_PSROIPooling',
                  'ROIPooling', 'Correlation']
 
 
@@ -59,12 +58,3 @@ def test_correlation_grad(kw):
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((2, 2, 5, 5)), rng.standard_normal((2, 2, 5, 5))
     check_grad('Correlation', [a, b], kw, rtol=1e-4, atol=1e-6)
-
-
-@pytest.mark.parametrize('D,P,G', [(2, 2, 2), (1, 3, 2)])
-def test_psroi_pooling_grad(D, P, G):
-    rng = np.random.default_rng(6)
-    x = rng.standard_normal((2, D * G * G, 5, 6))
-    rois = np.array([[0, 0, 0, 9, 9], [1, 2, 1, 11, 7], [0, 4, 4, 4, 4]], dtype=np.float64)
-    check_grad('_contrib_PSROIPooling', [x, rois],
-               dict(spatial_scale=0.5, output_dim=D, pooled_size=P, group_size=G), wrt=[0])

@@ -15,8 +15,7 @@ nd = mx.nd
 OPS_COVERED = ['im2col', 'col2im', '_backward_im2col', 'GridGenerator',
                '_backward_GridGenerator', 'BilinearSampler', '_backward_BilinearSampler',
                'SpatialTransformer', 'ROIPooling', '_backward_ROIPooling', 'Correlation',
-               '_backward_Correlation', '_contrib_PSROIPooling',
-               '_backward__contrib_PSROIPooling']
+               '_backward_Correlation']
 
 TOL = {'float16': dict(rtol=1e-3, atol=1e-3), 'float32': dict(rtol=1e-5, atol=1e-5),
        'float64': dict(rtol=1e-12, atol=1e-12)}
@@ -468,9 +467,7 @@ def _f64_grads(op, arrays, kw, wrt, dy):
     ('Correlation', [(2, 3, 8, 7), (2, 3, 8, 7)],
      dict(kernel_size=3, max_displacement=2, stride1=2, pad_size=2), [0, 1]),
     ('GridGenerator', ['theta'], dict(transform_type='affine', target_shape=(3, 4)), [0]),
-    ('im2col', [(1, 2, 5, 5)], dict(kernel=(3, 3), pad=(1, 1)), [0]),
-    ('_contrib_PSROIPooling', [(1, 8, 6, 6), 'rois'],
-     dict(spatial_scale=0.5, output_dim=2, pooled_size=2), [0])])
+    ('im2col', [(1, 2, 5, 5)], dict(kernel=(3, 3), pad=(1, 1)), [0])])
 def test_float16_matches_float64(op, arrays, kw, wrt):
     rng = np.random.default_rng(15)
     named = {'grid': lambda: rng.uniform(-1.1, 1.1, (2, 2, 4, 7)),
@@ -485,65 +482,3 @@ def test_float16_matches_float64(op, arrays, kw, wrt):
     np.testing.assert_allclose(y16, y64, **F16)
     for a, b in zip(g16, g64):
         np.testing.assert_allclose(a, b, rtol=3e-2, atol=3e-2 * max(1.0, np.abs(b).max()))
-
-
-# ---------------------------------------------------------------------------------------------
-# contrib.PSROIPooling
-
-def np_psroi_pool(x, rois, scale, D, P, G, dtype):
-    n, c, H, W = x.shape
-    T = np.dtype(dtype).type
-    sc = T(np.float32(scale))
-    out = np.zeros((len(rois), D, P, P))
-    for r, b in enumerate(rois.astype(dtype)):
-        bi = int(b[0])
-        sw, sh = T(np.round(b[1])) * sc, T(np.round(b[2])) * sc
-        ew, eh = T(np.round(b[3]) + 1.0) * sc, T(np.round(b[4]) + 1.0) * sc
-        rw, rh = max(ew - sw, T(0.1)), max(eh - sh, T(0.1))
-        bh, bw = rh / T(P), rw / T(P)
-        for ct, ph, pw in itertools.product(range(D), range(P), range(P)):
-            hs = min(max(int(math.floor(T(ph) * bh + sh)), 0), H)
-            ws = min(max(int(math.floor(T(pw) * bw + sw)), 0), W)
-            he = min(max(int(math.ceil(T(ph + 1) * bh + sh)), 0), H)
-            we = min(max(int(math.ceil(T(pw + 1) * bw + sw)), 0), W)
-            gw = min(max(int(math.floor(T(pw) * T(G) / T(P))), 0), G - 1)
-            gh = min(max(int(math.floor(T(ph) * T(G) / T(P))), 0), G - 1)
-            ch = (ct * G + gh) * G + gw
-            if he <= hs or we <= ws or not 0 <= bi < n:
-                continue
-            out[r, ct, ph, pw] = x[bi, ch, hs:he, ws:we].astype(np.float64).mean()
-    return out
-
-
-@pytest.mark.parametrize('D,P,G', [(2, 2, 2), (3, 3, 3), (2, 3, 0), (1, 2, 3)])
-@pytest.mark.parametrize('dtype', ['float32', 'float64'])
-def test_psroi_pooling(D, P, G, dtype):
-    rng = np.random.default_rng(16)
-    g = G or P
-    x = rng.standard_normal((2, D * g * g, 10, 14)).astype(dtype)
-    rois = np.array([[0, 10, 22, 161, 173], [1, 20, 15, 154, 160], [0, 3, 3, 3, 3],
-                     [1, -40, -8, 400, 90], [5, 1, 1, 50, 50]], dtype)
-    y = nd.contrib.PSROIPooling(_arr(x), _arr(rois), spatial_scale=0.0625, output_dim=D,
-                                pooled_size=P, group_size=G)
-    assert y.shape == (5, D, P, P) and y.dtype == np.dtype(dtype)
-    np.testing.assert_allclose(y.asnumpy(), np_psroi_pool(x, rois, 0.0625, D, P, g, dtype),
-                               rtol=1e-5, atol=1e-6)
-    dy = rng.standard_normal(y.shape).astype(dtype)
-    dx = nd._backward__contrib_PSROIPooling(_arr(dy), _arr(x), _arr(rois), spatial_scale=0.0625,
-                                            output_dim=D, pooled_size=P, group_size=G)
-    # linear in x: <dy, y> = <dx, x>
-    assert np.isclose((dy.astype(np.float64) * y.asnumpy()).sum(),
-                      (dx.asnumpy().astype(np.float64) * x).sum(), rtol=1e-4)
-
-
-def test_psroi_pooling_errors():
-    x = nd.zeros((1, 8, 4, 4))
-    with pytest.raises(mx.MXNetError, match='fewer than output_dim'):
-        nd.contrib.PSROIPooling(x, nd.zeros((1, 5)), spatial_scale=1.0, output_dim=3,
-                                pooled_size=2)
-    with pytest.raises(mx.MXNetError, match='must be positive'):
-        nd.contrib.PSROIPooling(x, nd.zeros((1, 5)), spatial_scale=1.0, output_dim=2,
-                                pooled_size=0)
-    with pytest.raises(mx.MXNetError, match=r'rois must be \(num_rois, 5\)'):
-        nd.contrib.PSROIPooling(x, nd.zeros((1, 4)), spatial_scale=1.0, output_dim=2,
-                                pooled_size=2)

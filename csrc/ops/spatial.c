@@ -1,8 +1,7 @@
 /* Spatial sampling ops of MXNet 1.x and their gradients: im2col / col2im (the sliding-block
  * reshapes of nn/im2col.h, on kernels/cpu/im2col.c), GridGenerator (affine and warp sampling
  * grids), BilinearSampler, SpatialTransformer (an affine grid followed by bilinear sampling),
- * ROIPooling (max pooling over regions of interest), contrib.PSROIPooling (its
- * position-sensitive average form) and Correlation (FlowNet's patch
+ * ROIPooling (max pooling over regions of interest) and Correlation (FlowNet's patch
  * correlation of two feature maps).
  *
  * The arithmetic follows MXNet's CPU kernels, in the data's type, so that floor() of a sample
@@ -1030,222 +1029,6 @@ static hg_status rp_grad(hg_grad_ctx *g)
     return hg_g_status(g);
 }
 
-/* ==== PSROIPooling (contrib) =================================================================
- * Position-sensitive ROI pooling (R-FCN): the region's pooled_size x pooled_size bins each
- * average their own channel group, c = (class * group_size + gh) * group_size + gw, over the
- * bin (psroi_pooling.cc: rounded corners, end + 1, scaled, at least 0.1 wide, floor/ceil bin
- * edges clipped to the map; an empty bin gives 0). Output (num_rois, output_dim, P, P). */
-
-enum { PS_SCALE, PS_OUTPUT_DIM, PS_POOLED, PS_GROUP, PS_NATTRS };
-static const hg_attr_spec k_ps_attrs[] = {
-    [PS_SCALE] = {"spatial_scale", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
-                  "ratio of the feature map's size to the image's (the rois' coordinates)", NULL},
-    [PS_OUTPUT_DIM] = {"output_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-                       "output channels (classes)", NULL},
-    [PS_POOLED] = {"pooled_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "bins per side", NULL},
-    [PS_GROUP] = {"group_size", HG_ATTR_INT, 0, "0",
-                  "position-sensitive groups per side; 0 means pooled_size", NULL},
-};
-_Static_assert(HG_COUNT(k_ps_attrs) == PS_NATTRS, "k_ps_attrs must match its enum");
-
-static int64_t ps_group(const hg_attrs *a)
-{
-    return a->v[PS_GROUP].i == 0 ? a->v[PS_POOLED].i : a->v[PS_GROUP].i;
-}
-
-static hg_status ps_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
-                          hg_meta *out)
-{
-    (void)nin;
-    (void)nout;
-    char s0[HG_SHAPE_STR];
-    int64_t P = a->v[PS_POOLED].i, D = a->v[PS_OUTPUT_DIM].i, G = ps_group(a);
-    double sc = a->v[PS_SCALE].f;
-    if (P < 1 || D < 1 || G < 1)
-        return hg_error(HG_ERR_VALUE,
-                        "%s: pooled_size, output_dim and group_size must be positive, got %lld, "
-                        "%lld and %lld",
-                        op->name, (long long)P, (long long)D, (long long)G);
-    if (!(sc >= 0.0 && sc <= 1.0))
-        return hg_error(HG_ERR_VALUE, "%s: spatial_scale must be in [0, 1], got %g", op->name, sc);
-    if (in[0].ndim < 0 || in[1].ndim < 0) return HG_OK;
-    HG_TRY(need_float(op->name, "data", in[0].dtype));
-    if (in[1].dtype != in[0].dtype)
-        return hg_error(HG_ERR_TYPE, "%s: data and rois must have the same dtype, got %s and %s",
-                        op->name, hg_dtype_name(in[0].dtype), hg_dtype_name(in[1].dtype));
-    if (in[0].ndim != 4)
-        return hg_error(HG_ERR_VALUE, "%s: data must be 4-D (batch, channel, y, x), got shape %s",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape));
-    if (in[0].shape[1] >= 0 && in[0].shape[1] < D * G * G)
-        return hg_error(HG_ERR_VALUE,
-                        "%s: data shape %s has fewer than output_dim * group_size^2 = %lld "
-                        "channels",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
-                        (long long)(D * G * G));
-    if (in[1].ndim != 2 || (in[1].shape[1] >= 0 && in[1].shape[1] != 5))
-        return hg_error(HG_ERR_VALUE,
-                        "%s: rois must be (num_rois, 5): (batch index, x1, y1, x2, y2), got "
-                        "shape %s",
-                        op->name, hg_shape_str(s0, in[1].ndim, in[1].shape));
-    int64_t shape[4] = {in[1].shape[0], D, P, P};
-    set_meta(&out[0], in[0].dtype, 4, shape);
-    return HG_OK;
-}
-
-typedef struct {
-    const void *x, *rois, *dy;
-    void *y, *dx;
-    int64_t N, C, H, W, P, D, G;
-    double scale;
-} ps_job;
-
-/* The bin (r, ctop, ph, pw): its channel and clipped window; false for an empty bin or a batch
- * index outside the data. */
-#define PS_BIN(T)                                                                                  \
-    static bool ps_bin_##T(const ps_job *j, int64_t r, int64_t ctop, int64_t ph, int64_t pw,       \
-                           int64_t *base, int64_t *hs, int64_t *he, int64_t *ws, int64_t *we)      \
-    {                                                                                              \
-        const T *b = (const T *)j->rois + 5 * r;                                                   \
-        const T sc = (T)j->scale;                                                                  \
-        int64_t bi = (int64_t)b[0];                                                                \
-        T sw = (T)round(b[1]) * sc, sh = (T)round(b[2]) * sc;                                      \
-        T ew = (T)(round(b[3]) + 1.) * sc, eh = (T)(round(b[4]) + 1.) * sc;                        \
-        T rw = ew - sw > (T)0.1 ? ew - sw : (T)0.1, rh = eh - sh > (T)0.1 ? eh - sh : (T)0.1;      \
-        T bh = rh / (T)j->P, bw = rw / (T)j->P;                                                    \
-        *hs = (int64_t)floor((T)ph * bh + sh);                                                     \
-        *ws = (int64_t)floor((T)pw * bw + sw);                                                     \
-        *he = (int64_t)ceil((T)(ph + 1) * bh + sh);                                                \
-        *we = (int64_t)ceil((T)(pw + 1) * bw + sw);                                                \
-        *hs = *hs < 0 ? 0 : (*hs > j->H ? j->H : *hs);                                             \
-        *he = *he < 0 ? 0 : (*he > j->H ? j->H : *he);                                             \
-        *ws = *ws < 0 ? 0 : (*ws > j->W ? j->W : *ws);                                             \
-        *we = *we < 0 ? 0 : (*we > j->W ? j->W : *we);                                             \
-        int64_t gw = (int64_t)floor((T)pw * (T)j->G / (T)j->P);                                    \
-        int64_t gh = (int64_t)floor((T)ph * (T)j->G / (T)j->P);                                    \
-        gw = gw < 0 ? 0 : (gw > j->G - 1 ? j->G - 1 : gw);                                         \
-        gh = gh < 0 ? 0 : (gh > j->G - 1 ? j->G - 1 : gh);                                         \
-        int64_t c = (ctop * j->G + gh) * j->G + gw;                                                \
-        *base = (bi * j->C + c) * j->H * j->W;                                                     \
-        return bi >= 0 && bi < j->N && *he > *hs && *we > *ws;                                     \
-    }                                                                                              \
-    static void ps_fwd_##T(void *ctx, int64_t r0, int64_t r1)                                      \
-    {                                                                                              \
-        const ps_job *j = ctx;                                                                     \
-        for (int64_t r = r0; r < r1; r++)                                                          \
-            for (int64_t ct = 0; ct < j->D; ct++)                                                  \
-                for (int64_t ph = 0; ph < j->P; ph++)                                              \
-                    for (int64_t pw = 0; pw < j->P; pw++) {                                        \
-                        int64_t base, hs, he, ws, we;                                              \
-                        T *y = (T *)j->y + ((r * j->D + ct) * j->P + ph) * j->P + pw;              \
-                        if (!ps_bin_##T(j, r, ct, ph, pw, &base, &hs, &he, &ws, &we)) {            \
-                            *y = 0;                                                                \
-                            continue;                                                              \
-                        }                                                                          \
-                        const T *x = (const T *)j->x + base;                                       \
-                        T sum = 0;                                                                 \
-                        for (int64_t h = hs; h < he; h++)                                          \
-                            for (int64_t w = ws; w < we; w++) sum += x[h * j->W + w];              \
-                        *y = sum / (T)((he - hs) * (we - ws));                                     \
-                    }                                                                              \
-    }                                                                                              \
-    /* Regions may overlap: serial. */                                                           \
-    static void ps_bwd_##T(const ps_job *j, int64_t R)                                             \
-    {                                                                                              \
-        for (int64_t r = 0; r < R; r++)                                                            \
-            for (int64_t ct = 0; ct < j->D; ct++)                                                  \
-                for (int64_t ph = 0; ph < j->P; ph++)                                              \
-                    for (int64_t pw = 0; pw < j->P; pw++) {                                        \
-                        int64_t base, hs, he, ws, we;                                              \
-                        if (!ps_bin_##T(j, r, ct, ph, pw, &base, &hs, &he, &ws, &we)) continue;    \
-                        T d = ((const T *)j->dy)[((r * j->D + ct) * j->P + ph) * j->P + pw] /      \
-                              (T)((he - hs) * (we - ws));                                          \
-                        T *dx = (T *)j->dx + base;                                                 \
-                        for (int64_t h = hs; h < he; h++)                                          \
-                            for (int64_t w = ws; w < we; w++) dx[h * j->W + w] += d;               \
-                    }                                                                              \
-    }
-
-PS_BIN(float)
-PS_BIN(double)
-
-static ps_job ps_job_of(const hg_attrs *a, const hg_tensor *x, const hg_tensor *rois)
-{
-    return (ps_job){.x = hg_data(x),
-                    .rois = hg_data(rois),
-                    .N = x->shape[0],
-                    .C = x->shape[1],
-                    .H = x->shape[2],
-                    .W = x->shape[3],
-                    .P = a->v[PS_POOLED].i,
-                    .D = a->v[PS_OUTPUT_DIM].i,
-                    .G = ps_group(a),
-                    .scale = (float)a->v[PS_SCALE].f};
-}
-
-static hg_status ps_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
-                            hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    (void)op;
-    (void)ctx;
-    (void)nin;
-    (void)nout;
-    ps_job j = ps_job_of(a, in[0], in[1]);
-    j.y = hg_data(out[0]);
-    int64_t work = j.D * j.P * j.P * (j.H * j.W / (j.P * j.P) + 1);
-    hg_parallel_for(in[1]->shape[0], HG_GRAIN_ELEMWISE / (work + 1) + 1,
-                    in[0]->dtype == HG_DTYPE_F32 ? ps_fwd_float : ps_fwd_double, &j);
-    return HG_OK;
-}
-
-/* _backward__contrib_PSROIPooling(ograd, data, rois) -> data gradient: each bin's gradient
- * spread evenly over its window. */
-static hg_status ps_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
-                             hg_meta *out)
-{
-    (void)nin;
-    (void)nout;
-    char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
-    out[0].ndim = -1;
-    if (!all_known(3, in)) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
-    hg_meta o = {.ndim = -1};
-    HG_TRY(ps_infer(op, a, 2, in + 1, 1, &o));
-    if (in[0].dtype != o.dtype || !hg_shape_equal(in[0].ndim, in[0].shape, o.ndim, o.shape))
-        return hg_error(HG_ERR_VALUE, "%s: output gradient %s does not match the output %s",
-                        op->name, hg_shape_str(s0, in[0].ndim, in[0].shape),
-                        hg_shape_str(s1, o.ndim, o.shape));
-    out[0] = in[1];
-    return HG_OK;
-}
-
-static hg_status ps_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
-{
-    (void)op;
-    (void)ctx;
-    (void)nin;
-    (void)nout;
-    ps_job j = ps_job_of(a, in[1], in[2]);
-    j.dy = hg_data(in[0]);
-    j.dx = hg_data(out[0]);
-    memset(j.dx, 0, hg_tensor_nbytes(out[0]));
-    if (in[1]->dtype == HG_DTYPE_F32) ps_bwd_float(&j, in[2]->shape[0]);
-    else ps_bwd_double(&j, in[2]->shape[0]);
-    return HG_OK;
-}
-
-/* The rois get a zero gradient, as in MXNet. */
-static hg_status ps_grad(hg_grad_ctx *g)
-{
-    if (hg_g_needs(g, 0)) {
-        hg_sentry d;
-        hg_g_op_fwd_attrs(g, "_backward__contrib_PSROIPooling",
-                          HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)), NULL, 1, &d);
-        hg_g_set(g, 0, d);
-    }
-    if (hg_g_needs(g, 1)) hg_g_set(g, 1, hg_g_op(g, "zeros_like", HG_GIN(hg_g_in(g, 1)), NULL));
-    return hg_g_status(g);
-}
-
 /* ==== Correlation ============================================================================ */
 
 enum { CO_KERNEL, CO_MAXD, CO_STRIDE1, CO_STRIDE2, CO_PAD, CO_MULT, CO_NATTRS };
@@ -1598,8 +1381,6 @@ F16_OP(bs_bw, "_backward_BilinearSampler", 3, 2, bs_bw_infer, bs_bw_forward, NUL
 F16_OP(st, "SpatialTransformer", 2, 1, st_infer, st_forward, st_workspace)
 F16_OP(rp, "ROIPooling", 2, 2, rp_infer, rp_forward, NULL)
 F16_OP(rp_bw, "_backward_ROIPooling", 3, 1, rp_bw_infer, rp_bw_forward, NULL)
-F16_OP(ps, "_contrib_PSROIPooling", 2, 1, ps_infer, ps_forward, NULL)
-F16_OP(ps_bw, "_backward__contrib_PSROIPooling", 3, 1, ps_bw_infer, ps_bw_forward, NULL)
 F16_OP(co, "Correlation", 2, 1, co_infer, co_forward, NULL)
 F16_OP(co_bw, "_backward_Correlation", 3, 2, co_bw_infer, co_bw_forward, NULL)
 
@@ -1712,26 +1493,6 @@ const hg_op_def hg_ops_spatial[] = {
      .infer = rp_bw_infer,
      .forward = rp_bw_fwd16,
      .workspace = rp_bw_ws16},
-    {.name = "_contrib_PSROIPooling",
-     .doc = "Position-sensitive ROI pooling (R-FCN): each of a region's pooled_size^2 bins "
-            "averages its own channel group; output (num_rois, output_dim, P, P).",
-     .input_names = HG_NAMES("data", "rois"),
-     .attrs = k_ps_attrs,
-     .num_attrs = PS_NATTRS,
-     .num_inputs = 2,
-     .infer = ps_infer,
-     .forward = ps_fwd16,
-     .workspace = ps_ws16,
-     .grad = ps_grad},
-    {.name = "_backward__contrib_PSROIPooling",
-     .doc = "Gradient of PSROIPooling's data from (ograd, data, rois).",
-     .input_names = HG_NAMES("ograd", "data", "rois"),
-     .attrs = k_ps_attrs,
-     .num_attrs = PS_NATTRS,
-     .num_inputs = 3,
-     .infer = ps_bw_infer,
-     .forward = ps_bw_fwd16,
-     .workspace = ps_bw_ws16},
     {.name = "Correlation",
      .doc = "Correlation of two feature maps (FlowNet): per position and displacement, the mean "
             "over a kernel_size patch and the channels of data1 * data2 (or |data1 - data2|).",

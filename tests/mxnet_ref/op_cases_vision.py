@@ -66,8 +66,4 @@ def build_vision_cases(seed=20261125):
                                      np.zeros(3, F32), np.ones(3, F32)],
           {'key': 'sbn0', 'fix_gamma': False, 'eps': 1e-5, 'output_mean_var': True},
           wrt=[0, 1, 2], mutates=[3, 4]))
-    # PSROIPooling: position-sensitive bins, the rois get no gradient
-    add(C('_contrib_PSROIPooling', [n(1, 18, 14, 14),
-                                    np.array([[0, 10, 22, 161, 173], [0, 20, 15, 154, 160]], F32)],
-          {'spatial_scale': 0.0625, 'output_dim': 2, 'pooled_size': 3}, wrt=[0]))
     return cases

@@ -6400,55 +6400,6 @@ def _backward_ROIPooling(ograd: NDArray | None = None, maxidx: NDArray | None = 
     ...
 
 
-def _contrib_PSROIPooling(data: NDArray | None = None, rois: NDArray | None = None, spatial_scale: float = ..., output_dim: int = ..., pooled_size: int = ..., group_size: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_contrib_PSROIPooling(data, rois, spatial_scale=<required>, output_dim=<required>, pooled_size=<required>, group_size=0)
-
-    Position-sensitive ROI pooling (R-FCN): each of a region's pooled_size^2 bins averages its own channel group; output (num_rois, output_dim, P, P).
-
-    Inputs
-    ------
-    data : NDArray
-    rois : NDArray
-
-    Parameters
-    ----------
-    spatial_scale : float, required
-        ratio of the feature map's size to the image's (the rois' coordinates)
-    output_dim : int, required
-        output channels (classes)
-    pooled_size : int, required
-        bins per side
-    group_size : int, default=0
-        position-sensitive groups per side; 0 means pooled_size
-    """
-    ...
-
-
-def _backward__contrib_PSROIPooling(ograd: NDArray | None = None, data: NDArray | None = None, rois: NDArray | None = None, spatial_scale: float = ..., output_dim: int = ..., pooled_size: int = ..., group_size: int = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward__contrib_PSROIPooling(ograd, data, rois, spatial_scale=<required>, output_dim=<required>, pooled_size=<required>, group_size=0)
-
-    Gradient of PSROIPooling's data from (ograd, data, rois).
-
-    Inputs
-    ------
-    ograd : NDArray
-    data : NDArray
-    rois : NDArray
-
-    Parameters
-    ----------
-    spatial_scale : float, required
-        ratio of the feature map's size to the image's (the rois' coordinates)
-    output_dim : int, required
-        output channels (classes)
-    pooled_size : int, required
-        bins per side
-    group_size : int, default=0
-        position-sensitive groups per side; 0 means pooled_size
-    """
-    ...
-
-
 def Correlation(data1: NDArray | None = None, data2: NDArray | None = None, kernel_size: int = 1, max_displacement: int = 1, stride1: int = 1, stride2: int = 1, pad_size: int = 0, is_multiply: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """Correlation(data1, data2, kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True)
 
