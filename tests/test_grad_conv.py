@@ -543,3 +543,12 @@ def test_lenet_like_graph_grad():
                 v[name].reshape(-1)[i] += sign * 1e-6
                 num.reshape(-1)[i] += sign * loss(v) / 2e-6
         np.testing.assert_allclose(gs, num, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize('shape,scale', [((2, 2, 3, 2), 2), ((1, 1, 2, 2), 3), ((1, 3, 2, 1), 1)])
+def test_upsampling_bilinear_grad(shape, scale):
+    rng = np.random.default_rng(17)
+    k = 2 * scale - scale % 2
+    xs = [rng.standard_normal(shape), rng.standard_normal((shape[1], 1, k, k))]
+    check_grad('UpSampling', xs, dict(scale=scale, sample_type='bilinear', num_filter=shape[1],
+                                      num_args=2))

@@ -10,7 +10,8 @@ import hybridgluon as mx
 
 nd = mx.nd
 
-OPS_COVERED = ['BatchNorm', 'LayerNorm', 'InstanceNorm', 'GroupNorm']
+OPS_COVERED = ['BatchNorm', 'LayerNorm', 'InstanceNorm', 'GroupNorm', '_contrib_SyncBatchNorm',
+               '_backward__contrib_SyncBatchNorm']
 
 FLOATS = ['float32', 'float64']
 TOL = {'float32': dict(rtol=1e-4, atol=1e-5), 'float64': dict(rtol=1e-10, atol=1e-12)}
@@ -378,3 +379,141 @@ def test_batchnorm_zero_variance_eps0_gives_beta():
     with training():
         y = nd.BatchNorm(*args, eps=0.0, fix_gamma=False)
     np.testing.assert_array_equal(y.asnumpy(), np.tile([0.5, -1.0], (4, 1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# float16 LayerNorm / GroupNorm (MXNet's CPU build takes them; computed here in float32)
+
+def _np_rows_grad(x, dy, gamma_rows, eps):
+    """dx of (x - mean) / std * gamma per row of x (rows: last axis), float64."""
+    m = x.mean(-1, keepdims=True)
+    sd = np.sqrt(x.var(-1, keepdims=True) + eps)
+    xh = (x - m) / sd
+    g = dy * gamma_rows
+    return (g - g.mean(-1, keepdims=True) - xh * (g * xh).mean(-1, keepdims=True)) / sd, xh
+
+
+@pytest.mark.parametrize('shape,G', [((2, 4, 5), 2), ((3, 6, 2, 2), 3), ((1, 1, 1), 1),
+                                     ((0, 4, 3), 2)])
+def test_groupnorm_float16_forward_and_grad(rng, shape, G):
+    x = rng.uniform(0.2, 1.0, size=shape).astype('float16')
+    gamma = rng.uniform(0.5, 1.5, size=G).astype('float16')
+    beta = rng.normal(size=G).astype('float16')
+    dy = rng.uniform(-1, 1, size=shape).astype('float16')
+    xs = [nd.array(v, dtype='float16') for v in (x, gamma, beta)]
+    for v in xs:
+        v.attach_grad()
+    with mx.autograd.record():
+        y = nd.GroupNorm(*xs, num_groups=G, eps=1e-2)
+    y.backward(nd.array(dy, dtype='float16'))
+    assert y.dtype == np.float16 and xs[0].grad.dtype == np.float16
+    ref = np_groupnorm(x, gamma, beta, G, eps=1e-2)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-2, atol=5e-3)
+    if x.size == 0:
+        return
+    N = shape[0]
+    x64, dy64 = x.astype(np.float64).reshape(N, G, -1), dy.astype(np.float64).reshape(N, G, -1)
+    g64 = gamma.astype(np.float64).reshape(1, G, 1)
+    dx, xh = _np_rows_grad(x64, dy64, g64, 1e-2)
+    np.testing.assert_allclose(xs[0].grad.asnumpy(), dx.reshape(shape), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(xs[1].grad.asnumpy(), (dy64 * xh).sum(axis=(0, 2)), rtol=2e-2,
+                               atol=2e-2)
+    np.testing.assert_allclose(xs[2].grad.asnumpy(), dy64.sum(axis=(0, 2)), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize('shape', [(2, 3, 8), (5, 4), (1, 1)])
+def test_layernorm_float16_forward_and_grad(rng, shape):
+    x = rng.normal(size=shape).astype('float16')
+    gamma = rng.uniform(0.5, 1.5, size=shape[-1]).astype('float16')
+    beta = rng.normal(size=shape[-1]).astype('float16')
+    dy = rng.uniform(-1, 1, size=shape).astype('float16')
+    xs = [nd.array(v, dtype='float16') for v in (x, gamma, beta)]
+    for v in xs:
+        v.attach_grad()
+    with mx.autograd.record():
+        y = nd.LayerNorm(*xs, eps=1e-3)
+    y.backward(nd.array(dy, dtype='float16'))
+    x64 = x.astype(np.float64)
+    dx, xh = _np_rows_grad(x64, dy.astype(np.float64), gamma.astype(np.float64), 1e-3)
+    ref = xh * gamma.astype(np.float64) + beta.astype(np.float64)
+    assert y.dtype == np.float16
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(xs[0].grad.asnumpy(), dx, rtol=2e-2, atol=3e-2)
+    red = tuple(range(len(shape) - 1))
+    np.testing.assert_allclose(xs[1].grad.asnumpy(), (dy.astype(np.float64) * xh).sum(axis=red),
+                               rtol=2e-2, atol=3e-2)
+
+
+def test_instancenorm_refuses_float16():
+    with pytest.raises(mx.MXNetError, match='float32 or float64'):
+        nd.InstanceNorm(nd.zeros((1, 2, 3), dtype='float16'), nd.ones((2,), dtype='float16'),
+                        nd.zeros((2,), dtype='float16'))
+
+
+# ---------------------------------------------------------------------------------------------
+# SyncBatchNorm (contrib): BatchNorm over axis 1 on one device; its third output is the variance
+
+@pytest.mark.parametrize('shape', [(4, 3, 4), (4, 2), (2, 3, 2, 2), (1, 1, 1)])
+@pytest.mark.parametrize('fix_gamma', [False, True])
+@pytest.mark.parametrize('dtype', FLOATS)
+def test_sync_batchnorm_training_step(rng, shape, fix_gamma, dtype):
+    C = shape[1]
+    x = rng.uniform(size=shape).astype(dtype)
+    gamma, beta = rng.uniform(0.5, 1.5, C).astype(dtype), rng.normal(size=C).astype(dtype)
+    dy = rng.normal(size=shape).astype(dtype)
+    xa, ga, ba = _arr(x, dtype), _arr(gamma, dtype), _arr(beta, dtype)
+    mm, mv = nd.zeros(C, dtype=dtype), nd.ones(C, dtype=dtype)
+    for v in (xa, ga, ba):
+        v.attach_grad()
+    eps, mom = 1e-5, 0.9
+    with mx.autograd.record():
+        y, mean, var = nd.contrib.SyncBatchNorm(xa, ga, ba, mm, mv, key='sbn%s' % (shape,),
+                                                eps=eps, momentum=mom, fix_gamma=fix_gamma,
+                                                output_mean_var=True)
+    y.backward(_arr(dy, dtype))
+    axes = tuple(d for d in range(len(shape)) if d != 1)
+    bshape = [1] * len(shape)
+    bshape[1] = C
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    m, v = x64.mean(axis=axes), x64.var(axis=axes)
+    g = np.ones(C) if fix_gamma else gamma.astype(np.float64)
+    xh = (x64 - m.reshape(bshape)) / np.sqrt(v + eps).reshape(bshape)
+    tol = TOL[dtype] if dtype == 'float64' else dict(rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(y.asnumpy(), xh * g.reshape(bshape) + beta.reshape(bshape), **tol)
+    np.testing.assert_allclose(mean.asnumpy(), m, **tol)
+    np.testing.assert_allclose(var.asnumpy(), v, **tol)
+    n = x.size // C
+    gy = dy64 * g.reshape(bshape)
+    dx = (gy - gy.mean(axis=axes, keepdims=True)
+          - xh * (gy * xh).mean(axis=axes, keepdims=True)) / np.sqrt(v + eps).reshape(bshape)
+    if n > 1:
+        np.testing.assert_allclose(xa.grad.asnumpy(), dx, **tol)
+    np.testing.assert_allclose(ba.grad.asnumpy(), dy64.sum(axis=axes), **tol)
+    want_dg = np.zeros(C) if fix_gamma else (dy64 * xh).sum(axis=axes)
+    np.testing.assert_allclose(ga.grad.asnumpy(), want_dg, **tol)
+    # the training step updated the moving statistics once, with the biased variance
+    np.testing.assert_allclose(mm.asnumpy(), (1 - mom) * m, **tol)
+    np.testing.assert_allclose(mv.asnumpy(), mom + (1 - mom) * v, **tol)
+
+
+def test_sync_batchnorm_predict_and_errors(rng):
+    x = rng.normal(size=(2, 3, 4)).astype('float32')
+    mm, mv = rng.normal(size=3).astype('float32'), rng.uniform(0.5, 2, 3).astype('float32')
+    y = nd.contrib.SyncBatchNorm(_arr(x, 'float32'), nd.ones(3), nd.zeros(3), _arr(mm, 'float32'),
+                                 _arr(mv, 'float32'), key='p')
+    ref = (x - mm.reshape(1, 3, 1)) / np.sqrt(mv.reshape(1, 3, 1) + 1e-3)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    x, mm, mv = _arr(x, 'float32'), _arr(mm, 'float32'), _arr(mv, 'float32')
+    with pytest.raises(mx.MXNetError, match='key'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv)
+    # keys are layer names (MXNet's test_batchnorm passes str(op) + shape): long text is fine
+    long_key = '<function SyncBatchNorm at 0x7f00deadbeef>(4, 5, 6, 4, 5)' * 3
+    y2 = nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key=long_key)
+    np.testing.assert_allclose(y2.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    with pytest.raises(mx.MXNetError, match='key'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key='k' * 300)
+    with pytest.raises(mx.MXNetError, match='ndev=2'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(3), nd.zeros(3), mm, mv, key='q',
+                                 ndev=2)
+    with pytest.raises(mx.MXNetError, match='gamma'):
+        nd.contrib.SyncBatchNorm(x, nd.ones(2), nd.zeros(3), mm, mv, key='r')

@@ -250,16 +250,17 @@ def test_errors():
     _err('kernel is required', x, pool_type='avg')
     _err(r'kernel size \(5\) exceeds input \(4 padded to 4\)', x, kernel=(5, 2))
     _err('exceeds input', nd.zeros((1, 1, 3)), kernel=(4,), pooling_convention='full')
-    _err('layout NHWC is not supported', x, kernel=(2, 2), layout='NHWC')
-    _err('layout NDHWC is not supported', nd.zeros((1, 1, 2, 2, 2)), kernel=(2, 2, 2),
-         layout='NDHWC')
-    _err('layout NCW does not match', x, kernel=(2, 2), layout='NCW')
+    _err('layout NHWC needs 4-D data', nd.zeros((1, 2, 4)), kernel=(2,), layout='NHWC')
+    _err('layout NDHWC needs 5-D data', x, kernel=(2, 2), layout='NDHWC')
+    _err('layout NCW needs 3-D data', x, kernel=(2, 2), layout='NCW')
     _err(r'kernel \[2\] needs 3-D data', x, kernel=(2,))
     _err('data must be 3-D', nd.zeros((2, 4)), kernel=(2,))
     _err('data must be 3-D', nd.zeros((2, 4)), global_pool=True)
     _err('stride', x, kernel=(2, 2), stride=(1,))
     _err('stride', x, kernel=(2, 2), stride=(0, 1))
-    _err('pad', x, kernel=(2, 2), pad=(1, 1, 1))
+    _err('pad', x, kernel=(2, 2), pad=(1,))
+    _err("'same' does not allow pad", nd.zeros((1, 1, 6)), kernel=(2,),
+         pooling_convention='same', pad=(0, 1, 0))
     _err('p_value', x, kernel=(2, 2), pool_type='lp')
     _err('p_value must be 1, 2 or 3', x, kernel=(2, 2), pool_type='lp', p_value=4)
     _err("'same' supports only 1-D", x, kernel=(2, 2), pooling_convention='same')
@@ -268,6 +269,19 @@ def test_errors():
     _err('float16, float32 or float64', nd.zeros((1, 1, 4, 4), dtype='int32'), kernel=(2, 2))
     _err('pool_type', x, kernel=(2, 2), pool_type='median')
     _err('foo', x, kernel=(2, 2), foo=1)
+
+
+def test_extra_stride_and_pad_entries_are_ignored(rng):
+    # MXNet reads only the kernel's rank of stride and pad (its 1-D 'same' tests pass (0, 0, 0))
+    x = rng.standard_normal((1, 2, 10)).astype(np.float32)
+    out = nd.Pooling(nd.array(x), kernel=(2,), stride=(2, 7), pad=(0, 0, 0),
+                     pooling_convention='same')
+    np.testing.assert_allclose(out.asnumpy(), np_pool(x, (2,), 'max', stride=(2,), conv='same'),
+                               rtol=1e-6)
+    y = rng.standard_normal((1, 1, 6, 6)).astype(np.float32)
+    out = nd.Pooling(nd.array(y), kernel=(3, 3), stride=(2, 2), pad=(1, 1, 5))
+    np.testing.assert_allclose(out.asnumpy(), np_pool(y, (3, 3), 'max', stride=(2, 2),
+                                                      pad=(1, 1)), rtol=1e-6)
 
 
 @pytest.mark.parametrize('ptype,extra', POOL_TYPES)

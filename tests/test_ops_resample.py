@@ -127,8 +127,17 @@ def test_upsampling_two_inputs(scale, mode, dtype):
 
 def test_upsampling_errors():
     a = mx.nd.ones((1, 2, 4, 4))
-    with pytest.raises(mx.MXNetError, match='bilinear'):
+    with pytest.raises(mx.MXNetError, match='bilinear.*takes 2 inputs'):
         mx.nd.UpSampling(a, scale=2, sample_type='bilinear', num_args=1)
+    with pytest.raises(mx.MXNetError, match='num_filter equal to the channels'):
+        mx.nd.UpSampling(a, mx.nd.ones((2, 1, 4, 4)), scale=2, sample_type='bilinear',
+                         num_filter=3, num_args=2)
+    with pytest.raises(mx.MXNetError, match='weight'):
+        mx.nd.UpSampling(a, mx.nd.ones((2, 1, 3, 3)), scale=2, sample_type='bilinear',
+                         num_filter=2, num_args=2)
+    with pytest.raises(mx.MXNetError, match='float32 and float64'):
+        mx.nd.UpSampling(a.astype('float16'), mx.nd.ones((2, 1, 4, 4), dtype='float16'),
+                         scale=2, sample_type='bilinear', num_filter=2, num_args=2)
     with pytest.raises(mx.MXNetError, match='divide'):
         mx.nd.UpSampling(a, mx.nd.ones((1, 2, 3, 3)), scale=2, sample_type='nearest',
                          num_args=2)
@@ -302,3 +311,41 @@ def test_deconvolution_infer_fills_weight_and_bias():
     assert args['dc_weight'] == (6, 2, 3, 3)
     assert args['dc_bias'] == (4,)
     assert out_shapes[0] == (2, 4, 11, 11)
+
+
+def np_bilinear_up(x, w, s):
+    """UpSampling bilinear as MXNet runs it: per-channel transposed convolution with kernel
+    2s - s%2, stride s, pad ceil((s-1)/2); loops in float64."""
+    N, C, H, W = x.shape
+    k, p = 2 * s - s % 2, -(-(s - 1) // 2)
+    full = np.zeros((N, C, (H - 1) * s + k, (W - 1) * s + k))
+    for i in range(H):
+        for j in range(W):
+            full[:, :, i * s:i * s + k, j * s:j * s + k] += (
+                x[:, :, i, j][:, :, None, None] * w[None, :, 0])
+    return full[:, :, p:p + H * s, p:p + W * s]
+
+
+@pytest.mark.parametrize('scale', [1, 2, 3, 4])
+@pytest.mark.parametrize('shape', [(1, 1, 1, 1), (2, 3, 2, 3), (1, 2, 4, 1), (0, 2, 2, 2)])
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_upsampling_bilinear(scale, shape, dtype):
+    rng = np.random.default_rng(scale)
+    k = 2 * scale - scale % 2
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((shape[1], 1, k, k)).astype(dtype)
+    y = mx.nd.UpSampling(mx.nd.array(x, dtype=dtype), mx.nd.array(w, dtype=dtype),
+                         sample_type='bilinear', scale=scale, num_filter=shape[1], num_args=2)
+    assert y.shape == shape[:2] + (shape[2] * scale, shape[3] * scale)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(y.asnumpy(), np_bilinear_up(x.astype(np.float64),
+                                                           w.astype(np.float64), scale),
+                               **TOL[dtype])
+
+
+def test_upsampling_bilinear_infers_weight():
+    s = mx.sym.UpSampling(mx.sym.var('data'), mx.sym.var('weight'), sample_type='bilinear',
+                          scale=3, num_filter=2, num_args=2)
+    assert s.list_arguments() == ['data', 'weight']
+    args, out, _ = s.infer_shape(data=(1, 2, 4, 4))
+    assert args == [(1, 2, 4, 4), (2, 1, 5, 5)] and out == [(1, 2, 12, 12)]

@@ -16,7 +16,7 @@
 
 #define HG_MAX_ATTRS 16
 #define HG_MAX_TUPLE 32
-#define HG_MAX_STR 48
+#define HG_MAX_STR 256 /* text attributes (SyncBatchNorm's key is a layer name); < a tuple */
 #define HG_MAX_IO 64 /* inputs or outputs of one op call (add_n / Concat may take more: checked) */
 
 typedef enum hg_attr_type {

@@ -1,4 +1,5 @@
-/* Convolution (MXNet 1.x), 1-D, 2-D and 3-D, channel-first layouts (NCW, NCHW, NCDHW).
+/* Convolution (MXNet 1.x), 1-D, 2-D and 3-D, channel-first layouts (NCW, NCHW, NCDHW); NHWC
+ * and NDHWC get shape inference only, as in MXNet's CPU build (conv_common.h).
  *
  * Every case is run as 3-D: missing leading spatial dims get size 1, kernel 1, stride 1,
  * dilation 1 and pad 0, so one im2col and one loop nest serve all ranks. Per image and group the
@@ -68,8 +69,8 @@ static const hg_attr_spec k_conv_attrs[] = {
                       "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
     [K_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
     [K_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on "
-                  "CPU); None means channel-first",
+                  "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
+                  "only, the CPU forward refuses them as MXNet's); None means channel-first",
                   hg_conv_layout_choices},
     [K_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
                      "compute the data gradient (else output 0 is zeros)", NULL},
@@ -178,8 +179,8 @@ static const hg_conv_attr_index k_conv_index = {"Convolution",
                                                 {"stride", "dilate", "pad"},
                                                 {true, true, false}};
 
-static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
-                            hg_meta *out)
+static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
 {
     (void)nin;
     (void)nout;
@@ -265,6 +266,13 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
                         "K=%lld is too large: the BLAS takes sizes below 2^31",
                         (long long)(g.F / g.G), (long long)P, (long long)K);
     return hg_shape_check(o->ndim, o->shape, o->dtype);
+}
+
+/* Channel-last layouts: the channel-first rule on moved dims (conv_common.h). */
+static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
+{
+    return hg_conv_infer_layout(op, a, K_LAYOUT, nin, in, nout, out, conv_infer_cf);
 }
 
 /* ---- kernel -------------------------------------------------------------------------------- */
@@ -379,6 +387,7 @@ static size_t col_bytes(const hg_conv_geom *g, size_t esize)
 static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
+    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
     hg_conv_geom g;
     geom_full(a, &in[0], &g);
     if (is_winograd(&g, in[0].dtype)) {
@@ -406,8 +415,8 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op;
     (void)nout;
+    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
     hg_meta x = hg_meta_of(in[0]);
     hg_conv_geom g;
     geom_full(a, &x, &g);
@@ -509,6 +518,7 @@ static int64_t bw_slot_area(const hg_conv_geom *g, size_t esize, bool grad_w, bo
 static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
+    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
     hg_conv_geom g;
     geom_full(a, &in[1], &g);
     bool gw = a->v[K_GRAD_WEIGHT].b, bias = !a->v[K_NO_BIAS].b;
@@ -543,8 +553,8 @@ static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, c
 static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op;
     (void)nin;
+    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
     hg_meta x = hg_meta_of(in[1]);
     hg_conv_geom g;
     geom_full(a, &x, &g);

@@ -38,6 +38,45 @@ hg_status hg_conv_bw_infer(const hg_op_def *op, const hg_attrs *a, bool has_bias
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
+/* Moves dim `from` of a known meta to position `to` (the dims between shift by one). */
+static void meta_move_dim(hg_meta *m, int from, int to)
+{
+    if (m->ndim < 3) return;
+    if (from < 0) from += m->ndim;
+    if (to < 0) to += m->ndim;
+    int64_t v = m->shape[from];
+    if (from < to)
+        for (int i = from; i < to; i++) m->shape[i] = m->shape[i + 1];
+    else
+        for (int i = from; i > to; i--) m->shape[i] = m->shape[i - 1];
+    m->shape[to] = v;
+}
+
+hg_status hg_conv_infer_layout(const hg_op_def *op, const hg_attrs *a, int layout, int nin,
+                               hg_meta *in, int nout, hg_meta *out, hg_conv_infer_fn cf)
+{
+    if (!hg_conv_channel_last(a, layout)) return cf(op, a, nin, in, nout, out);
+    int nsp = a->v[layout].i == HG_LAYOUT_NHWC ? 2 : 3;
+    for (int i = 0; i < 2 && i < nin; i++) /* data and weight: the last dim moves to 1 */
+        if (in[i].ndim == nsp + 2) meta_move_dim(&in[i], -1, 1);
+    hg_status st = cf(op, a, nin, in, nout, out);
+    for (int i = 0; i < 2 && i < nin; i++)
+        if (in[i].ndim == nsp + 2) meta_move_dim(&in[i], 1, -1);
+    if (st == HG_OK && out[0].ndim == nsp + 2) meta_move_dim(&out[0], 1, -1);
+    return st;
+}
+
+hg_status hg_conv_refuse_layout(const hg_op_def *op, const hg_attrs *a, int layout)
+{
+    if (!hg_conv_channel_last(a, layout)) return HG_OK;
+    return hg_error(HG_ERR_UNSUPPORTED,
+                    "%s: layout=%s is not supported by the CPU implementation (as in MXNet "
+                    "1.9.1, whose CPU build runs only NCW, NCHW and NCDHW); shapes are inferred, "
+                    "but running it needs channel-first data: transpose to %s",
+                    op->name, hg_conv_layout_choices[a->v[layout].i],
+                    a->v[layout].i == HG_LAYOUT_NHWC ? "NCHW" : "NCDHW");
+}
+
 hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
@@ -74,12 +113,8 @@ hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix)
                         ix->op, (long long)F, (long long)G);
     if (!a->v[ix->layout].is_none) {
         int64_t lay = a->v[ix->layout].i;
-        if (lay == HG_LAYOUT_NHWC || lay == HG_LAYOUT_NDHWC)
-            return hg_error(HG_ERR_UNSUPPORTED,
-                            "%s: layout=%s is not supported on CPU "
-                            "(channel-first layouts NCW, NCHW and NCDHW only)",
-                            ix->op, hg_conv_layout_choices[lay]);
-        if (lay + 1 != nsp)
+        int lay_nsp = lay == HG_LAYOUT_NHWC ? 2 : lay == HG_LAYOUT_NDHWC ? 3 : (int)lay + 1;
+        if (lay_nsp != nsp)
             return hg_error(HG_ERR_VALUE,
                             "%s: layout=%s does not match kernel=%s (%d spatial "
                             "dims)",

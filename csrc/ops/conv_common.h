@@ -40,6 +40,22 @@ static inline int64_t hg_conv_tuple_at(const hg_attrs *a, int idx, int i, int64_
  * layout matching the kernel. Messages start with ix->op. */
 hg_status hg_conv_check_attrs(const hg_attrs *a, const hg_conv_attr_index *ix);
 
+/* Channel-last layouts (NHWC, NDHWC): MXNet 1.9.1 infers their shapes (data (N, *spatial, C),
+ * Convolution's weight (F, *kernel, C/g), Deconvolution's (C, *kernel, F/g), output
+ * (N, *spatial, F)) but its CPU build runs neither op on them. hg_conv_infer_layout runs the
+ * channel-first rule `cf` on the metas moved to channel-first and moves the results back;
+ * hg_conv_refuse_layout is the forward's refusal (HG_OK for channel-first layouts). */
+static inline bool hg_conv_channel_last(const hg_attrs *a, int layout)
+{
+    return !a->v[layout].is_none &&
+           (a->v[layout].i == HG_LAYOUT_NHWC || a->v[layout].i == HG_LAYOUT_NDHWC);
+}
+typedef hg_status (*hg_conv_infer_fn)(const hg_op_def *, const hg_attrs *, int, hg_meta *, int,
+                                      hg_meta *);
+hg_status hg_conv_infer_layout(const hg_op_def *op, const hg_attrs *a, int layout, int nin,
+                               hg_meta *in, int nout, hg_meta *out, hg_conv_infer_fn cf);
+hg_status hg_conv_refuse_layout(const hg_op_def *op, const hg_attrs *a, int layout);
+
 /* The shape rule of _backward_Convolution / _backward_Deconvolution (ograd, data, weight) ->
  * (data grad, weight grad[, bias grad]): the forward's rule `fwd` run on (data, weight[, bias])
  * must give ograd's shape and dtype; the gradients take their inputs' metas. */

@@ -1,4 +1,5 @@
-/* Deconvolution (MXNet 1.x), 1-D, 2-D and 3-D transposed convolution over channel-first data.
+/* Deconvolution (MXNet 1.x), 1-D, 2-D and 3-D transposed convolution over channel-first data
+ * (NHWC / NDHWC: shape inference only, as MXNet's CPU build; conv_common.h).
  *
  * The adjoint of Convolution: per image and group cols[F/g*K, I] = W_g^T . x_g (one GEMM), then
  * col2im scatters each column entry into the output window it touches (accumulating where
@@ -65,8 +66,8 @@ static const hg_attr_spec k_deconv_attrs[] = {
                       "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
     [K_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
     [K_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on "
-                  "CPU); None means channel-first",
+                  "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
+                  "only, the CPU forward refuses them as MXNet's); None means channel-first",
                   hg_conv_layout_choices},
     [K_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
                      "compute the data gradient (else output 0 is zeros)", NULL},
@@ -165,8 +166,8 @@ static hg_status deconv_check_attrs(const hg_attrs *a)
     return HG_OK;
 }
 
-static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
-                              int nout, hg_meta *out)
+static hg_status deconv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                 int nout, hg_meta *out)
 {
     (void)op;
     (void)nin;
@@ -259,6 +260,13 @@ static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     return hg_shape_check(o->ndim, o->shape, o->dtype);
 }
 
+/* Channel-last layouts: the channel-first rule on moved dims (conv_common.h). */
+static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                              int nout, hg_meta *out)
+{
+    return hg_conv_infer_layout(op, a, K_LAYOUT, nin, in, nout, out, deconv_infer_cf);
+}
+
 /* The im2col view of one group: the output (Fg channels of size out) is the image, the input's
  * positions are the window grid. */
 static hg_im2col_geom deconv_col_geom(const deconv_geom *g)
@@ -287,6 +295,7 @@ static int64_t deconv_slots(const deconv_geom *g)
 static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
+    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
     deconv_geom g;
     deconv_geom_full(a, &in[0], &g);
     return hg_dtype_size(in[0].dtype) * (size_t)(g.Fg * g.K * g.I) * (size_t)deconv_slots(&g);
@@ -307,8 +316,8 @@ static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 static hg_status deconv_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)op;
     (void)nout;
+    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
     hg_meta x = hg_meta_of(in[0]);
     deconv_geom g;
     deconv_geom_full(a, &x, &g);
@@ -379,6 +388,7 @@ static hg_conv_bw_plan bw_plan(const deconv_geom *g)
 static size_t deconv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
+    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
     deconv_geom g;
     deconv_geom_full(a, &in[1], &g);
     hg_conv_geom cg = bw_geom(&g);
@@ -391,6 +401,7 @@ static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a, const
                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nin;
+    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
     hg_meta x = hg_meta_of(in[1]);
     deconv_geom g;
     deconv_geom_full(a, &x, &g);

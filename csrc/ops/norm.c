@@ -1,6 +1,8 @@
 /* Normalisation ops (MXNet 1.x): BatchNorm, LayerNorm, InstanceNorm, GroupNorm, and their
  * gradients (_backward_* ops that return the data, gamma and beta gradients in one sweep).
  *
+ * SyncBatchNorm (contrib) is BatchNorm on one CPU device, its third output the variance.
+ *
  * Statistics are accumulated in double (two passes: mean, then the centred sum of squares, which
  * avoids the cancellation of E[x^2] - E[x]^2). All variances are biased (divide by the count).
  *
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
@@ -104,6 +107,15 @@ static int gn_visible(const hg_attrs *a) { return a->v[GN_OUTPUT_MEAN_VAR].b ? 3
  * Shape inference helpers
  */
 
+/* LayerNorm and GroupNorm also take float16 (as MXNet's CPU build), computed in float32. */
+static hg_status check_float16ok(const hg_op_def *op, hg_dtype dt)
+{
+    if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64 && dt != HG_DTYPE_F16)
+        return hg_error(HG_ERR_TYPE, "%s: data must be float16, float32 or float64, got %s",
+                        op->name, hg_dtype_name(dt));
+    return HG_OK;
+}
+
 static hg_status check_float(const hg_op_def *op, hg_dtype dt)
 {
     if (dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64)
@@ -166,10 +178,10 @@ static int64_t prod(const int64_t *s, int b, int e)
 /* BatchNorm / LayerNorm: float data of at least 1 dim, the normalised axis, and its size
  * (an unknown size comes back from a known 1-D parameter). */
 static hg_status data_axis(const hg_op_def *op, int64_t axis, int nin, hg_meta *in, int *ax,
-                           int64_t *size)
+                           int64_t *size, bool f16)
 {
     char s0[HG_SHAPE_STR];
-    HG_TRY(check_float(op, in[0].dtype));
+    HG_TRY(f16 ? check_float16ok(op, in[0].dtype) : check_float(op, in[0].dtype));
     if (in[0].ndim < 1)
         return hg_error(HG_ERR_VALUE, "%s: data must have at least 1 dim, got shape %s", op->name,
                         hg_shape_str(s0, in[0].ndim, in[0].shape));
@@ -195,7 +207,7 @@ static hg_status bn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     }
     int ax = 0;
     int64_t C;
-    HG_TRY(data_axis(op, a->v[BN_AXIS].i, nin, in, &ax, &C));
+    HG_TRY(data_axis(op, a->v[BN_AXIS].i, nin, in, &ax, &C, false));
     HG_TRY(infer_params(op, nin, in, 1, C, "one value per channel on the axis"));
     set_meta(&out[0], in[0].dtype, in[0].ndim, in[0].shape);
     set_meta(&out[1], in[0].dtype, 1, &C);
@@ -589,7 +601,7 @@ static hg_status bn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     }
     int ax = 0;
     int64_t C;
-    HG_TRY(data_axis(op, a->v[BN_AXIS].i, 1, &in[1], &ax, &C));
+    HG_TRY(data_axis(op, a->v[BN_AXIS].i, 1, &in[1], &ax, &C, false));
     HG_TRY(check_ograd(op, &in[0], &in[1]));
     HG_TRY(check_vectors(op, nin, in, 2, C, in[1].dtype, names));
     set_meta(&out[0], in[1].dtype, in[1].ndim, in[1].shape);
@@ -685,6 +697,138 @@ static hg_status bn_grad(hg_grad_ctx *g)
 {
     hg_sentry out[3];
     hg_g_op_fwd_attrs(g, "_backward_BatchNorm",
+                      HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
+                             hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)),
+                      NULL, 3, out);
+    for (int k = 0; k < 3; k++) hg_g_set(g, k, out[k]);
+    return hg_g_status(g);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * SyncBatchNorm (contrib): BatchNorm over axis 1 whose statistics are shared by ndev devices; on
+ * one CPU device it is BatchNorm, except that its third output is the batch variance rather
+ * than the inverse std (sync_batch_norm-inl.h). It runs BatchNorm's kernels on BatchNorm
+ * attributes built from its own, converting that output (and back for the backward, whose
+ * moving-statistics update and gradients are BatchNorm's).
+ */
+
+enum {
+    SBN_EPS,
+    SBN_MOMENTUM,
+    SBN_FIX_GAMMA,
+    SBN_USE_GLOBAL,
+    SBN_OUTPUT_MEAN_VAR,
+    SBN_NDEV,
+    SBN_KEY,
+    SBN_NATTRS
+};
+
+static const hg_attr_spec k_sbn_attrs[] = {
+    [SBN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root",
+                 NULL},
+    [SBN_MOMENTUM] = {"momentum", HG_ATTR_FLOAT, 0, "0.9",
+                      "running-average momentum of the moving statistics", NULL},
+    [SBN_FIX_GAMMA] = {"fix_gamma", HG_ATTR_BOOL, 0, "True", "treat gamma as 1", NULL},
+    [SBN_USE_GLOBAL] = {"use_global_stats", HG_ATTR_BOOL, 0, "False",
+                        "use moving_mean / moving_var in training too", NULL},
+    [SBN_OUTPUT_MEAN_VAR] = {"output_mean_var", HG_ATTR_BOOL, 0, "False",
+                             "also return the mean and the variance", NULL},
+    [SBN_NDEV] = {"ndev", HG_ATTR_INT, 0, "1", "devices sharing the statistics (1 on CPU)", NULL},
+    [SBN_KEY] = {"key", HG_ATTR_STRING, HG_ATTR_REQUIRED, NULL,
+                 "synchronisation key of the layer (its prefix)", NULL},
+};
+_Static_assert(HG_COUNT(k_sbn_attrs) == SBN_NATTRS, "k_sbn_attrs must match its enum");
+
+extern const hg_op_def hg_ops_norm[]; /* [0] is BatchNorm */
+
+static int sbn_visible(const hg_attrs *a) { return a->v[SBN_OUTPUT_MEAN_VAR].b ? 3 : 1; }
+
+static hg_status sbn_bn_attrs(const hg_op_def *op, const hg_attrs *a, hg_attrs *b)
+{
+    if (a->v[SBN_NDEV].i != 1)
+        return hg_error(HG_ERR_UNSUPPORTED,
+                        "%s: ndev=%lld devices: this build synchronises one CPU device only",
+                        op->name, (long long)a->v[SBN_NDEV].i);
+    hg_attrs_set_defaults(&hg_ops_norm[0], b);
+    b->v[BN_EPS].f = a->v[SBN_EPS].f;
+    b->v[BN_MOMENTUM].f = a->v[SBN_MOMENTUM].f;
+    b->v[BN_FIX_GAMMA].b = a->v[SBN_FIX_GAMMA].b;
+    b->v[BN_USE_GLOBAL].b = a->v[SBN_USE_GLOBAL].b;
+    b->v[BN_OUTPUT_MEAN_VAR].b = a->v[SBN_OUTPUT_MEAN_VAR].b;
+    b->v[BN_AXIS].i = 1;
+    return HG_OK;
+}
+
+static hg_status sbn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                           hg_meta *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    return bn_infer(op, &b, nin, in, nout, out);
+}
+
+/* inverse std <-> biased variance (0 stands for a zero variance with eps = 0, as in BatchNorm) */
+static double sbn_inv_to_var(double inv, double eps) { return inv > 0 ? 1 / (inv * inv) - eps : 0; }
+static double sbn_var_to_inv(double var, double eps) { return bn_invstd(var, eps, true); }
+
+static hg_status sbn_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                             int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    HG_TRY(bn_forward(op, &b, ctx, nin, in, nout, out));
+    for (int64_t c = 0; c < out[2]->size; c++)
+        tensor_set(out[2], c, sbn_inv_to_var(tensor_at(out[2], c), b.v[BN_EPS].f));
+    return HG_OK;
+}
+
+static hg_status sbn_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                               int nout, hg_meta *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    return bn_bwd_infer(op, &b, nin, in, nout, out);
+}
+
+static size_t sbn_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)a;
+    (void)nin;
+    return hg_dtype_size(in[4].dtype) * (size_t)hg_shape_size(in[4].ndim, in[4].shape);
+}
+
+/* BatchNorm's backward with input 4 (the variance) replaced by the inverse std, in the
+ * workspace. */
+static hg_status sbn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    hg_attrs b;
+    HG_TRY(sbn_bn_attrs(op, a, &b));
+    hg_storage st;
+    hg_tensor inv;
+    memset(&st, 0, sizeof st);
+    memset(&inv, 0, sizeof inv);
+    st.data = ctx->workspace;
+    st.nbytes = ctx->workspace_bytes;
+    inv.storage = &st;
+    inv.size = in[4]->size;
+    inv.ndim = in[4]->ndim;
+    inv.dtype = in[4]->dtype;
+    memcpy(inv.shape, in[4]->shape, sizeof(int64_t) * (size_t)in[4]->ndim);
+    if (inv.size > 0 && !ctx->workspace)
+        return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+    for (int64_t c = 0; c < inv.size; c++)
+        tensor_set(&inv, c, sbn_var_to_inv(tensor_at(in[4], c), b.v[BN_EPS].f));
+    hg_tensor *ins[7];
+    for (int i = 0; i < nin && i < 7; i++) ins[i] = in[i];
+    ins[4] = &inv;
+    return bn_bwd_forward(op, &b, ctx, nin, ins, nout, out);
+}
+
+static hg_status sbn_grad(hg_grad_ctx *g)
+{
+    hg_sentry out[3];
+    hg_g_op_fwd_attrs(g, "_backward__contrib_SyncBatchNorm",
                       HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1), hg_g_out(g, 1),
                              hg_g_out(g, 2), hg_g_in(g, 3), hg_g_in(g, 4)),
                       NULL, 3, out);
@@ -800,7 +944,7 @@ static hg_status ln_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     }
     int ax = 0;
     int64_t R;
-    HG_TRY(data_axis(op, a->v[LN_AXIS].i, nin, in, &ax, &R));
+    HG_TRY(data_axis(op, a->v[LN_AXIS].i, nin, in, &ax, &R, true));
     HG_TRY(infer_params(op, nin, in, 1, R, "one value per element on the axis"));
     set_meta(&out[0], in[0].dtype, in[0].ndim, in[0].shape);
     int64_t ms[HG_MAX_NDIM];
@@ -910,7 +1054,7 @@ static hg_status gn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         return hg_error(HG_ERR_VALUE, "%s: num_groups must be positive, got %lld", op->name,
                         (long long)G);
     /* gamma / beta are per group in MXNet 1.x, so they are known without the data. */
-    if (in[0].ndim >= 0) HG_TRY(check_float(op, in[0].dtype));
+    if (in[0].ndim >= 0) HG_TRY(check_float16ok(op, in[0].dtype));
     hg_dtype dt = in[0].ndim >= 0 ? in[0].dtype : HG_DTYPE_F32;
     for (int i = 1; i < nin; i++) {
         if (!hg_meta_merge(&in[i], dt, 1, &G))
@@ -1236,6 +1380,116 @@ static hg_status gn_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
     return rowb_run(op, &j, m.dtype, R, out[1], out[2]);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * float16 (LayerNorm, GroupNorm and their gradients): every input is widened to float32 in the
+ * workspace, the float32 kernel runs on those copies, and the outputs are narrowed back. The
+ * workspace holds a float32 copy of each input and output (sizes from the op's shape rule).
+ */
+
+#define F16_MAX 8
+
+typedef hg_status (*norm_infer_fn)(const hg_op_def *, const hg_attrs *, int, hg_meta *, int,
+                                   hg_meta *);
+typedef hg_status (*norm_fwd_fn)(const hg_op_def *, const hg_attrs *, const hg_exec_ctx *, int,
+                                 hg_tensor *const *, int, hg_tensor *const *);
+
+static size_t f16_round(size_t b) { return (b + 63) & ~(size_t)63; }
+
+static size_t f16_workspace(const char *name, const hg_attrs *a, int nin, const hg_meta *in,
+                            int nout, norm_infer_fn infer)
+{
+    if (in[0].dtype != HG_DTYPE_F16) return 0;
+    hg_meta mi[F16_MAX], mo[F16_MAX];
+    for (int i = 0; i < nin; i++) mi[i] = in[i];
+    for (int i = 0; i < nout; i++) mo[i].ndim = -1;
+    if (infer(&(hg_op_def){.name = name}, a, nin, mi, nout, mo) != HG_OK) return 0;
+    size_t b = 0;
+    for (int i = 0; i < nin; i++)
+        b += f16_round(sizeof(float) * (size_t)hg_shape_size(mi[i].ndim, mi[i].shape));
+    for (int i = 0; i < nout; i++)
+        b += f16_round(sizeof(float) * (size_t)hg_shape_size(mo[i].ndim, mo[i].shape));
+    return b;
+}
+
+/* Runs fn on float32 copies of float16 tensors; other dtypes go straight to fn. */
+static hg_status f16_run(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                         hg_tensor *const *in, int nout, hg_tensor *const *out, norm_fwd_fn fn)
+{
+    if (in[0]->dtype != HG_DTYPE_F16) return fn(op, a, ctx, nin, in, nout, out);
+    hg_storage st[2 * F16_MAX];
+    hg_tensor tt[2 * F16_MAX];
+    hg_tensor *pi[F16_MAX], *po[F16_MAX];
+    char *w = ctx->workspace;
+    for (int i = 0; i < nin + nout; i++) {
+        hg_tensor *src = i < nin ? in[i] : out[i - nin];
+        size_t nb = sizeof(float) * (size_t)src->size;
+        if (nb > 0 && !w) return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+        memset(&st[i], 0, sizeof st[i]);
+        st[i].data = w;
+        st[i].nbytes = nb;
+        memset(&tt[i], 0, sizeof tt[i]);
+        tt[i].storage = &st[i];
+        tt[i].size = src->size;
+        tt[i].ndim = src->ndim;
+        tt[i].dtype = HG_DTYPE_F32;
+        memcpy(tt[i].shape, src->shape, sizeof(int64_t) * (size_t)src->ndim);
+        if (i < nin) {
+            hg_half_to_f32_n(hg_data(src), (float *)w, src->size);
+            pi[i] = &tt[i];
+        } else {
+            po[i - nin] = &tt[i];
+        }
+        if (w) w += f16_round(nb);
+    }
+    HG_TRY(fn(op, a, ctx, nin, pi, nout, po));
+    for (int i = 0; i < nout; i++) hg_f32_to_half_n(hg_data(po[i]), hg_data(out[i]), out[i]->size);
+    return HG_OK;
+}
+
+static size_t ln_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return f16_workspace("LayerNorm", a, nin, in, 3, ln_infer);
+}
+
+static size_t gn_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return f16_workspace("GroupNorm", a, nin, in, 3, gn_infer);
+}
+
+static size_t ln_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return f16_workspace("_backward_LayerNorm", a, nin, in, 3, ln_bwd_infer);
+}
+
+static size_t gn_bwd_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    return f16_workspace("_backward_GroupNorm", a, nin, in, 3, gn_bwd_infer);
+}
+
+static hg_status ln_forward16(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    return f16_run(op, a, ctx, nin, in, nout, out, ln_forward);
+}
+
+static hg_status gn_forward16(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                              int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    return f16_run(op, a, ctx, nin, in, nout, out, gn_forward);
+}
+
+static hg_status ln_bwd_forward16(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    return f16_run(op, a, ctx, nin, in, nout, out, ln_bwd_forward);
+}
+
+static hg_status gn_bwd_forward16(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    return f16_run(op, a, ctx, nin, in, nout, out, gn_bwd_forward);
+}
+
 /* One rule for the three: (dy, data, gamma, mean, std/var) -> data, gamma, beta gradients. */
 static hg_status row_norm_grad(hg_grad_ctx *g)
 {
@@ -1280,6 +1534,33 @@ const hg_op_def hg_ops_norm[] = {
      .infer = bn_bwd_infer,
      .forward = bn_bwd_forward,
      .mutate_inputs = (1u << 5) | (1u << 6)},
+    {.name = "_contrib_SyncBatchNorm",
+     .doc = "batch normalisation over axis 1 with statistics shared across ndev devices (one on "
+            "CPU: BatchNorm); output_mean_var gives the batch mean and variance",
+     .input_names = HG_NAMES("data", "gamma", "beta", "moving_mean", "moving_var"),
+     .output_names = HG_NAMES("output", "mean", "var"),
+     .attrs = k_sbn_attrs,
+     .num_attrs = SBN_NATTRS,
+     .num_inputs = 5,
+     .num_outputs = 3,
+     .get_num_visible_outputs = sbn_visible,
+     .infer = sbn_infer,
+     .forward = sbn_forward,
+     .grad = sbn_grad,
+     .mutate_inputs = (1u << 3) | (1u << 4)},
+    {.name = "_backward__contrib_SyncBatchNorm",
+     .doc = "gradient of SyncBatchNorm from (ograd, data, gamma, mean, var, moving_mean, "
+            "moving_var): BatchNorm's, with its moving-statistics update in training",
+     .input_names = HG_NAMES("ograd", "data", "gamma", "mean", "var", "moving_mean", "moving_var"),
+     .output_names = HG_NAMES("data_grad", "gamma_grad", "beta_grad"),
+     .attrs = k_sbn_attrs,
+     .num_attrs = SBN_NATTRS,
+     .num_inputs = 7,
+     .num_outputs = 3,
+     .infer = sbn_bwd_infer,
+     .forward = sbn_bwd_forward,
+     .workspace = sbn_bwd_workspace,
+     .mutate_inputs = (1u << 5) | (1u << 6)},
     {.name = "LayerNorm",
      .aliases = HG_NAMES("_npx_layer_norm"),
      .doc = "layer normalisation along `axis`: (x - mean) / sqrt(var + eps) * gamma + beta",
@@ -1291,7 +1572,8 @@ const hg_op_def hg_ops_norm[] = {
      .num_outputs = 3,
      .get_num_visible_outputs = ln_visible,
      .infer = ln_infer,
-     .forward = ln_forward,
+     .forward = ln_forward16,
+     .workspace = ln_workspace,
      .grad = row_norm_grad},
     {.name = "_backward_LayerNorm",
      .doc = "gradient of LayerNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
@@ -1303,7 +1585,8 @@ const hg_op_def hg_ops_norm[] = {
      .num_inputs = 5,
      .num_outputs = 3,
      .infer = ln_bwd_infer,
-     .forward = ln_bwd_forward},
+     .forward = ln_bwd_forward16,
+     .workspace = ln_bwd_workspace},
     {.name = "InstanceNorm",
      .doc = "instance normalisation: per (sample, channel) over the spatial axes",
      .input_names = HG_NAMES("data", "gamma", "beta"),
@@ -1337,7 +1620,8 @@ const hg_op_def hg_ops_norm[] = {
      .num_outputs = 3,
      .get_num_visible_outputs = gn_visible,
      .infer = gn_infer,
-     .forward = gn_forward,
+     .forward = gn_forward16,
+     .workspace = gn_workspace,
      .grad = row_norm_grad},
     {.name = "_backward_GroupNorm",
      .doc = "gradient of GroupNorm from (ograd, data, gamma, mean, std): data, gamma and beta "
@@ -1349,6 +1633,7 @@ const hg_op_def hg_ops_norm[] = {
      .num_inputs = 5,
      .num_outputs = 3,
      .infer = gn_bwd_infer,
-     .forward = gn_bwd_forward},
+     .forward = gn_bwd_forward16,
+     .workspace = gn_bwd_workspace},
     {0},
 };

@@ -1,4 +1,6 @@
-/* Pooling (MXNet 1.x): max / avg / sum / lp pooling over 1-D, 2-D or 3-D channel-first data.
+/* Pooling (MXNet 1.x): max / avg / sum / lp pooling over 1-D, 2-D or 3-D data, channel-first
+ * (NCW, NCHW, NCDHW) or channel-last (NWC, NHWC, NDHWC: copied to channel-first in the
+ * workspace, pooled, copied back; the gradient likewise).
  *
  * Every case runs on a [D, H, W] view of each (n, c) plane: 1-D data is [1, 1, W], 2-D data is
  * [1, H, W]. Planes are independent, so the work is split over N*C. Windows follow MXNet's
@@ -20,6 +22,7 @@
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "kernels/cpu/strided_copy.h"
 
 typedef uint16_t f16;
 
@@ -91,7 +94,9 @@ static const hg_attr_spec k_pool_attrs[] = {
                              "avg pooling: count padded elements in the divisor (None means True)",
                              NULL},
     [P_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout; only channel-first (NCW, NCHW, NCDHW) is supported", k_layouts},
+                  "data layout: NCW, NCHW, NCDHW, or channel-last NWC, NHWC, NDHWC; None means "
+                  "channel-first",
+                  k_layouts},
 };
 _Static_assert(HG_COUNT(k_pool_attrs) == P_NATTRS, "k_pool_attrs must match its enum");
 
@@ -103,8 +108,9 @@ typedef struct {
 
 static const char *layout_name(int l) { return k_layouts[l]; }
 
-static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_meta *in,
-                               pool_geom *g, int64_t *oshape)
+/* The geometry of channel-first data (pool_geometry handles the layout). */
+static hg_status pool_geometry_cf(const hg_op_def *op, const hg_attrs *a, const hg_meta *in,
+                                  pool_geom *g, int64_t *oshape)
 {
     char buf[HG_SHAPE_STR], kb[HG_SHAPE_STR];
     const hg_tuple *kt = &a->v[P_KERNEL].t, *st = &a->v[P_STRIDE].t, *pt = &a->v[P_PAD].t;
@@ -116,17 +122,6 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
                         "or 5-D (batch, channel, d, y, x), got shape %s",
                         op->name, hg_shape_str(buf, nd, in->shape));
     const int nsp = nd - 2;
-    if (!a->v[P_LAYOUT].is_none) {
-        int l = (int)a->v[P_LAYOUT].i;
-        if (l >= LAYOUT_NWC)
-            return hg_error(HG_ERR_UNSUPPORTED,
-                            "%s: layout %s is not supported (only channel-first layouts NCW, "
-                            "NCHW and NCDHW)",
-                            op->name, layout_name(l));
-        if (l + 1 != nsp)
-            return hg_error(HG_ERR_VALUE, "%s: layout %s does not match data of shape %s", op->name,
-                            layout_name(l), hg_shape_str(buf, nd, in->shape));
-    }
     if (!global) {
         if (kt->n == 0)
             return hg_error(HG_ERR_VALUE,
@@ -141,14 +136,14 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
                             op->name, hg_shape_str(kb, kt->n, kt->v), kt->n + 2,
                             hg_shape_str(buf, nd, in->shape));
     }
-    if (st->n != 0 && st->n != nsp)
-        return hg_error(HG_ERR_VALUE, "%s: stride %s must have %d entries for data of shape %s",
-                        op->name, hg_shape_str(kb, st->n, st->v), nsp,
-                        hg_shape_str(buf, nd, in->shape));
-    if (pt->n != 0 && pt->n != nsp)
-        return hg_error(HG_ERR_VALUE, "%s: pad %s must have %d entries for data of shape %s",
-                        op->name, hg_shape_str(kb, pt->n, pt->v), nsp,
-                        hg_shape_str(buf, nd, in->shape));
+    if (st->n != 0 && st->n < nsp) /* MXNet ignores entries past the kernel's */
+        return hg_error(
+            HG_ERR_VALUE, "%s: stride %s must have at least %d entries for data of shape %s",
+            op->name, hg_shape_str(kb, st->n, st->v), nsp, hg_shape_str(buf, nd, in->shape));
+    if (pt->n != 0 && pt->n < nsp) /* MXNet ignores entries past the kernel's */
+        return hg_error(HG_ERR_VALUE,
+                        "%s: pad %s must have at least %d entries for data of shape %s", op->name,
+                        hg_shape_str(kb, pt->n, pt->v), nsp, hg_shape_str(buf, nd, in->shape));
     const int conv = (int)a->v[P_CONVENTION].i;
     if (conv == CONV_SAME && !global) {
         if (nsp != 1)
@@ -156,7 +151,9 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
                             "%s: pooling_convention='same' supports only 1-D pooling (3-D data "
                             "(batch, channel, x)), got shape %s",
                             op->name, hg_shape_str(buf, nd, in->shape));
-        if (pt->n && pt->v[0] != 0)
+        bool padded = false;
+        for (int i = 0; i < pt->n; i++) padded |= pt->v[i] != 0;
+        if (padded)
             return hg_error(HG_ERR_VALUE,
                             "%s: pooling_convention='same' does not allow pad, got pad %s",
                             op->name, hg_shape_str(kb, pt->n, pt->v));
@@ -208,6 +205,63 @@ static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_
     return HG_OK;
 }
 
+static bool channel_last(const hg_attrs *a)
+{
+    return !a->v[P_LAYOUT].is_none && a->v[P_LAYOUT].i >= LAYOUT_NWC;
+}
+
+/* Moves dim `from` of shape[nd] to position `to`, shifting the dims between by one. */
+static void move_dim(int nd, int64_t *shape, int from, int to)
+{
+    int64_t v = shape[from];
+    if (from < to)
+        for (int i = from; i < to; i++) shape[i] = shape[i + 1];
+    else
+        for (int i = from; i > to; i--) shape[i] = shape[i - 1];
+    shape[to] = v;
+    (void)nd;
+}
+
+/* Checks the layout against the data's rank and resolves the geometry. Channel-last data
+ * (NWC, NHWC, NDHWC: MXNet's CPU build pools them) is described by its channel-first view
+ * (*cf, the channel moved to dim 1); oshape is in the data's own layout. */
+static hg_status pool_geometry(const hg_op_def *op, const hg_attrs *a, const hg_meta *in,
+                               pool_geom *g, int64_t *oshape, hg_meta *cf)
+{
+    char buf[HG_SHAPE_STR];
+    *cf = *in;
+    if (!a->v[P_LAYOUT].is_none && in->ndim >= 3 && in->ndim <= 5) {
+        int l = (int)a->v[P_LAYOUT].i;
+        int lnsp = l >= LAYOUT_NWC ? l - LAYOUT_NWC + 1 : l + 1;
+        if (lnsp != in->ndim - 2)
+            return hg_error(HG_ERR_VALUE, "%s: layout %s needs %d-D data, got shape %s", op->name,
+                            layout_name(l), lnsp + 2, hg_shape_str(buf, in->ndim, in->shape));
+        if (l >= LAYOUT_NWC) {
+            move_dim(in->ndim, cf->shape, in->ndim - 1, 1);
+            HG_TRY(pool_geometry_cf(op, a, cf, g, oshape));
+            move_dim(in->ndim, oshape, 1, in->ndim - 1);
+            return HG_OK;
+        }
+    }
+    return pool_geometry_cf(op, a, in, g, oshape);
+}
+
+/* Channel-last <-> channel-first copies of (N, S, C) / (N, C, S) data. */
+static void to_cf(const void *src, void *dst, size_t esz, int64_t N, int64_t S, int64_t C)
+{
+    int64_t shape[3] = {N, C, S}, istr[3] = {S * C, 1, C};
+    hg_strided_copy(src, dst, esz, 3, shape, istr, 0);
+}
+
+static void to_cl(const void *src, void *dst, size_t esz, int64_t N, int64_t S, int64_t C)
+{
+    int64_t shape[3] = {N, S, C}, istr[3] = {C * S, 1, S};
+    hg_strided_copy(src, dst, esz, 3, shape, istr, 0);
+}
+
+/* Bytes rounded up so that workspace parts stay aligned. */
+static size_t ws_round(size_t b) { return (b + 63) & ~(size_t)63; }
+
 static hg_status pool_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                             hg_meta *out)
 {
@@ -231,8 +285,9 @@ static hg_status pool_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
         return HG_OK;
     }
     pool_geom g;
+    hg_meta cf;
     out[0].ndim = in[0].ndim;
-    return pool_geometry(op, a, &in[0], &g, out[0].shape);
+    return pool_geometry(op, a, &in[0], &g, out[0].shape, &cf);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -523,15 +578,30 @@ POOL_MAX22(f16, float)
 static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
-    (void)ctx;
     (void)nin;
     (void)nout;
-    hg_meta m = hg_meta_of(in[0]);
+    hg_meta m0 = hg_meta_of(in[0]), m;
     pool_geom g;
     int64_t oshape[HG_MAX_NDIM];
-    HG_TRY(pool_geometry(op, a, &m, &g, oshape));
-    pool_job j = {.x = hg_data(in[0]),
-                  .y = hg_data(out[0]),
+    HG_TRY(pool_geometry(op, a, &m0, &g, oshape, &m));
+    const void *x = hg_data(in[0]);
+    void *y = hg_data(out[0]);
+    const bool cl = channel_last(a);
+    const size_t esz = hg_dtype_size(m.dtype);
+    const int64_t N = m.shape[0], C = m.shape[1];
+    const int64_t S = N * C > 0 ? hg_shape_size(m.ndim, m.shape) / (N * C) : 0;
+    const int64_t OS = N * C > 0 ? hg_shape_size(m.ndim, oshape) / (N * C) : 0;
+    if (cl) { /* pooled channel-first in the workspace (pool_workspace) */
+        if (!ctx->workspace && N * C * S > 0)
+            return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+        void *xc = ctx->workspace;
+        to_cf(x, xc, esz, N, S, C);
+        x = xc;
+        y = (char *)ctx->workspace + ws_round(esz * (size_t)(N * C * S));
+        move_dim(m.ndim, oshape, m.ndim - 1, 1);
+    }
+    pool_job j = {.x = x,
+                  .y = y,
                   .type = (int)a->v[P_POOL_TYPE].i,
                   .pv = a->v[P_P_VALUE].is_none ? 1 : (int)a->v[P_P_VALUE].i,
                   .cip = a->v[P_COUNT_INCLUDE_PAD].is_none || a->v[P_COUNT_INCLUDE_PAD].b};
@@ -568,7 +638,23 @@ static hg_status pool_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
                                   : pool_rows_f16;
     }
     hg_parallel_for(planes, grain, fn, &j);
+    if (cl) to_cl(y, hg_data(out[0]), esz, N, OS, C);
     return HG_OK;
+}
+
+/* Channel-last data: its channel-first copy and the pooled output's (the forward's workspace). */
+static size_t pool_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    if (!channel_last(a) || in[0].ndim < 3) return 0;
+    pool_geom g;
+    hg_meta cf;
+    int64_t oshape[HG_MAX_NDIM];
+    if (pool_geometry(&(hg_op_def){.name = "Pooling"}, a, &in[0], &g, oshape, &cf) != HG_OK)
+        return 0;
+    size_t esz = hg_dtype_size(in[0].dtype);
+    return ws_round(esz * (size_t)hg_shape_size(in[0].ndim, in[0].shape)) +
+           ws_round(esz * (size_t)hg_shape_size(in[0].ndim, oshape));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -610,12 +696,15 @@ static hg_status pool_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     return HG_OK;
 }
 
+/* float16: a float gradient to sum into; channel-last: channel-first copies of ograd, data and
+ * the output, and the channel-first data gradient, after it. */
 static size_t pool_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
-    (void)a;
-    (void)nin;
-    if (in[1].dtype != HG_DTYPE_F16) return 0;
-    return sizeof(float) * (size_t)hg_shape_size(in[1].ndim, in[1].shape);
+    size_t nx = (size_t)hg_shape_size(in[1].ndim, in[1].shape);
+    size_t ny = (size_t)hg_shape_size(in[0].ndim, in[0].shape), esz = hg_dtype_size(in[1].dtype);
+    size_t acc = in[1].dtype == HG_DTYPE_F16 ? ws_round(sizeof(float) * nx) : 0;
+    if (!channel_last(a)) return acc;
+    return acc + 2 * ws_round(esz * nx) + (nin > 2 ? 2 : 1) * ws_round(esz * ny);
 }
 
 typedef struct {
@@ -752,15 +841,39 @@ static hg_status pool_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nout;
-    hg_meta m = hg_meta_of(in[1]);
+    hg_meta m0 = hg_meta_of(in[1]), m;
     pool_geom g;
     int64_t oshape[HG_MAX_NDIM];
-    HG_TRY(pool_geometry(op, a, &m, &g, oshape));
+    HG_TRY(pool_geometry(op, a, &m0, &g, oshape, &m));
     const hg_dtype dt = m.dtype;
-    poolbw_job j = {.dy = hg_data(in[0]),
-                    .x = hg_data(in[1]),
-                    .y = nin > 2 ? hg_data(in[2]) : NULL,
-                    .dx = hg_data(out[0]),
+    const bool cl = channel_last(a);
+    const size_t esz = hg_dtype_size(dt);
+    const int64_t N = m.shape[0], C = m.shape[1], nx = hg_shape_size(m.ndim, m.shape);
+    const int64_t ny = hg_shape_size(m.ndim, oshape);
+    const int64_t S = N * C > 0 ? nx / (N * C) : 0, OS = N * C > 0 ? ny / (N * C) : 0;
+    const void *dy = hg_data(in[0]), *x = hg_data(in[1]), *y = nin > 2 ? hg_data(in[2]) : NULL;
+    void *dx = hg_data(out[0]);
+    char *ws = ctx->workspace;
+    size_t acc_b = dt == HG_DTYPE_F16 ? ws_round(sizeof(float) * (size_t)nx) : 0;
+    if (cl && nx > 0) { /* channel-first copies after the float16 accumulator */
+        if (!ws) return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+        char *p = ws + acc_b;
+        void *dyc = p, *xc = p + ws_round(esz * (size_t)ny);
+        void *dxc = (char *)xc + ws_round(esz * (size_t)nx);
+        void *yc = y ? (char *)dxc + ws_round(esz * (size_t)nx) : NULL;
+        to_cf(dy, dyc, esz, N, OS, C);
+        to_cf(x, xc, esz, N, S, C);
+        if (y) to_cf(y, yc, esz, N, OS, C);
+        dy = dyc;
+        x = xc;
+        y = yc;
+        dx = dxc;
+        move_dim(m.ndim, oshape, m.ndim - 1, 1);
+    }
+    poolbw_job j = {.dy = dy,
+                    .x = x,
+                    .y = y,
+                    .dx = dx,
                     .type = (int)a->v[P_POOL_TYPE].i,
                     .pv = a->v[P_P_VALUE].is_none ? 1 : (int)a->v[P_P_VALUE].i,
                     .cip = a->v[P_COUNT_INCLUDE_PAD].is_none || a->v[P_COUNT_INCLUDE_PAD].b};
@@ -794,6 +907,7 @@ static hg_status pool_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
         fn = dt == HG_DTYPE_F32 ? poolbw_f32 : dt == HG_DTYPE_F64 ? poolbw_f64 : poolbw_f16;
     }
     hg_parallel_for(planes, grain, fn, &j);
+    if (cl && nx > 0) to_cl(dx, hg_data(out[0]), esz, N, S, C);
     return HG_OK;
 }
 
@@ -822,6 +936,7 @@ const hg_op_def hg_ops_pool[] = {
      .num_outputs = 1,
      .infer = pool_infer,
      .forward = pool_forward,
+     .workspace = pool_workspace,
      .grad = pool_grad},
     {.name = "_backward_Pooling",
      .doc = "Gradient of Pooling: the data gradient from (ograd, "

@@ -1,4 +1,5 @@
-/* Resampling ops (MXNet 1.x): Pad and UpSampling (nearest). (Deconvolution is in deconv.c.)
+/* Resampling ops (MXNet 1.x): Pad and UpSampling (nearest; bilinear runs deconv.c's
+ * Deconvolution through the registry, as MXNet does).
  *
  * Pad and UpSampling move elements without arithmetic (except the UpSampling sum mode), so they
  * copy by element size and serve every float dtype.
@@ -6,6 +7,7 @@
  * Each op has a gradient rule and a _backward_<Op> kernel next to its forward: Pad's sums the
  * output gradient back onto the copied elements, UpSampling's sums each scale x scale block.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/op.h"
@@ -354,6 +356,90 @@ static const hg_attr_spec k_up_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_up_attrs) == K_UP_NATTRS, "k_up_attrs must match its enum");
 
+/* ---- bilinear: MXNet runs it as a Deconvolution (upsampling-inl.h, GetDeconvolutionParam) with
+ * kernel 2s - s%2, stride s, pad ceil((s-1)/2), num_group = num_filter = channels and no bias:
+ * every channel is spread by its own (1, k, k) weight slice, the output is (s*H, s*W). Inputs:
+ * data and weight (C, 1, k, k); the gradient is _backward_Deconvolution's with those attributes.
+ */
+
+/* The Deconvolution attributes as MXNet strings: kv = {key, value, ..., NULL}. */
+typedef struct {
+    char kernel[48], stride[48], pad[48], nf[24];
+    const char *kv[13];
+} up_deconv_attrs;
+
+static void up_deconv_kv(const hg_attrs *a, up_deconv_attrs *d)
+{
+    long long s = a->v[K_UP_SCALE].i, k = 2 * s - s % 2, p = (s - 1 + 1) / 2;
+    snprintf(d->kernel, sizeof d->kernel, "(%lld, %lld)", k, k);
+    snprintf(d->stride, sizeof d->stride, "(%lld, %lld)", s, s);
+    snprintf(d->pad, sizeof d->pad, "(%lld, %lld)", p, p);
+    snprintf(d->nf, sizeof d->nf, "%lld", (long long)a->v[K_UP_NUM_FILTER].i);
+    const char *kv[13] = {"kernel", d->kernel,   "stride", d->stride, "pad",  d->pad, "num_filter",
+                          d->nf,    "num_group", d->nf,    "no_bias", "True", NULL};
+    memcpy(d->kv, kv, sizeof kv);
+}
+
+/* Deconvolution's definition and parsed attributes for this UpSampling call. */
+static hg_status up_deconv(const hg_attrs *a, const hg_op_def **op, hg_attrs *da)
+{
+    up_deconv_attrs d;
+    up_deconv_kv(a, &d);
+    *op = hg_registry_find("Deconvolution");
+    if (!*op) return hg_error(HG_ERR_INTERNAL, "UpSampling: Deconvolution is not registered");
+    hg_attrs_set_defaults(*op, da);
+    for (int i = 0; d.kv[i]; i += 2) {
+        int idx = hg_attr_index(*op, d.kv[i]);
+        if (idx < 0)
+            return hg_error(HG_ERR_INTERNAL, "UpSampling: Deconvolution has no %s", d.kv[i]);
+        HG_TRY(hg_attr_parse(*op, idx, d.kv[i + 1], da));
+    }
+    return hg_attrs_finish(*op, da);
+}
+
+static hg_status up_bilinear_infer(const hg_attrs *a, int nin, hg_meta *in, hg_meta *out)
+{
+    char s0[HG_SHAPE_STR];
+    int64_t scale = a->v[K_UP_SCALE].i, nf = a->v[K_UP_NUM_FILTER].i;
+    if (nin != 2)
+        return hg_error(HG_ERR_VALUE,
+                        "UpSampling: sample_type='bilinear' takes 2 inputs (data and weight), "
+                        "got num_args=%d",
+                        nin);
+    if (scale < 1 || scale > 1000)
+        return hg_error(HG_ERR_VALUE, "UpSampling: scale must be in [1, 1000], got %lld",
+                        (long long)scale);
+    if (in[0].ndim < 0) return HG_OK;
+    if (in[0].ndim != 4)
+        return hg_error(HG_ERR_VALUE,
+                        "UpSampling: bilinear data should be 4-D (batch, channel, y, x), got "
+                        "shape %s",
+                        hg_shape_str(s0, in[0].ndim, in[0].shape));
+    if (in[0].dtype != HG_DTYPE_F32 && in[0].dtype != HG_DTYPE_F64)
+        return hg_error(HG_ERR_TYPE,
+                        "UpSampling: sample_type='bilinear' supports float32 and float64 data, "
+                        "got %s",
+                        hg_dtype_name(in[0].dtype));
+    if (in[0].shape[1] >= 0 && nf != in[0].shape[1])
+        return hg_error(HG_ERR_VALUE,
+                        "UpSampling: sample_type='bilinear' needs num_filter equal to the "
+                        "channels of data: got num_filter=%lld for data shape %s",
+                        (long long)nf, hg_shape_str(s0, in[0].ndim, in[0].shape));
+    const hg_op_def *dop;
+    hg_attrs da;
+    HG_TRY(up_deconv(a, &dop, &da));
+    HG_TRY(dop->infer(dop, &da, 2, in, 1, out));
+    return HG_OK;
+}
+
+static size_t up_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    const hg_op_def *dop;
+    hg_attrs da;
+    if (a->v[K_UP_TYPE].i != UP_BILINEAR || up_deconv(a, &dop, &da) != HG_OK) return 0;
+    return dop->workspace ? dop->workspace(&da, nin, in) : 0;
+}
+
 static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
 {
@@ -361,10 +447,7 @@ static hg_status up_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     (void)nout;
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     int64_t scale = a->v[K_UP_SCALE].i;
-    if (a->v[K_UP_TYPE].i == UP_BILINEAR)
-        return hg_error(HG_ERR_UNSUPPORTED,
-                        "UpSampling: sample_type='bilinear' is not supported "
-                        "(it needs a deconvolution weight input); use sample_type='nearest'");
+    if (a->v[K_UP_TYPE].i == UP_BILINEAR) return up_bilinear_infer(a, nin, in, out);
     if (nin < 1) return hg_error(HG_ERR_VALUE, "UpSampling: num_args must be at least 1");
     if (scale < 1 || scale > 1000)
         return hg_error(HG_ERR_VALUE, "UpSampling: scale must be in [1, 1000], got %lld",
@@ -491,8 +574,12 @@ static hg_status up_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
                             hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)op;
-    (void)ctx;
-    (void)nout;
+    if (a->v[K_UP_TYPE].i == UP_BILINEAR) {
+        const hg_op_def *dop;
+        hg_attrs da;
+        HG_TRY(up_deconv(a, &dop, &da));
+        return dop->forward(dop, &da, ctx, nin, in, nout, out);
+    }
     const hg_tensor *y = out[0];
     bool sum = a->v[K_UP_MODE].i == UP_SUM;
     int64_t coff = 0;
@@ -523,6 +610,11 @@ static hg_status up_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     for (int i = 0; i < nout; i++) out[i].ndim = -1;
+    if (a->v[K_UP_TYPE].i == UP_BILINEAR)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: sample_type='bilinear' differentiates through "
+                        "_backward_Deconvolution, not this op",
+                        op->name);
     for (int i = 0; i < nin; i++)
         if (in[i].ndim < 0) return hg_error(HG_ERR_VALUE, "%s: input shapes unknown", op->name);
     hg_meta fout = {.ndim = -1};
@@ -596,6 +688,16 @@ static hg_status up_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 static hg_status up_grad(hg_grad_ctx *g)
 {
+    if (hg_g_attrs(g)->v[K_UP_TYPE].i == UP_BILINEAR) {
+        up_deconv_attrs d;
+        up_deconv_kv(hg_g_attrs(g), &d);
+        hg_sentry dx[2];
+        hg_g_opn(g, "_backward_Deconvolution", 2 + 1,
+                 (hg_sentry[]){hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)}, d.kv, 2, dx);
+        for (int i = 0; i < 2; i++)
+            if (hg_g_needs(g, i)) hg_g_set(g, i, dx[i]);
+        return hg_g_status(g);
+    }
     int k = hg_g_nin(g);
     hg_sentry in[HG_MAX_IO], dx[HG_MAX_IO];
     if (k + 1 > HG_MAX_IO)
@@ -650,16 +752,17 @@ const hg_op_def hg_ops_resample[] = {
      .workspace = pad_bw_workspace,
      .grad = pad_bw_grad},
     {.name = "UpSampling",
-     .doc =
-         "Nearest-neighbour up-sampling of 4-D inputs by an integer "
-         "scale; several inputs are brought to the first one's scaled size and concatenated along "
-         "channels or summed.",
+     .doc = "Up-sampling of 4-D inputs by an integer scale. nearest: several inputs are brought to "
+            "the first one's scaled size and concatenated along channels or summed; bilinear: "
+            "(data, weight (C, 1, k, k)) as a per-channel Deconvolution with kernel 2s - s%2, "
+            "stride s, pad ceil((s-1)/2).",
      .input_names = HG_NAMES("data"),
      .attrs = k_up_attrs,
      .num_attrs = HG_COUNT(k_up_attrs),
      .flags = HG_OP_VARARGS,
      .infer = up_infer,
      .forward = up_forward,
+     .workspace = up_workspace,
      .grad = up_grad},
     {.name = "_backward_UpSampling",
      .doc = "Gradient of UpSampling (nearest): one gradient per "

@@ -4459,7 +4459,7 @@ def Convolution(data: NDArray | None = None, weight: NDArray | None = None, bias
     cudnn_off : boolean, default=False
         turn off cuDNN (ignored)
     layout : enum or None, default=None
-        data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on CPU); None means channel-first
+        data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes only, the CPU forward refuses them as MXNet's); None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NHWC' 'NDHWC'
     """
     ...
@@ -4500,7 +4500,7 @@ def _backward_Convolution(ograd: NDArray | None = None, data: NDArray | None = N
     cudnn_off : boolean, default=False
         turn off cuDNN (ignored)
     layout : enum or None, default=None
-        data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on CPU); None means channel-first
+        data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes only, the CPU forward refuses them as MXNet's); None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NHWC' 'NDHWC'
     grad_data : boolean, default=True
         compute the data gradient (else output 0 is zeros)
@@ -4542,7 +4542,7 @@ def Pooling(data: NDArray | None = None, kernel: _Shape = (), pool_type: Literal
     count_include_pad : boolean or None, default=None
         avg pooling: count padded elements in the divisor (None means True)
     layout : enum or None, default=None
-        data layout; only channel-first (NCW, NCHW, NCDHW) is supported
+        data layout: NCW, NCHW, NCDHW, or channel-last NWC, NHWC, NDHWC; None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NWC' 'NHWC' 'NDHWC'
 
     Aliases: _npx_pooling
@@ -4582,7 +4582,7 @@ def _npx_pooling(data: NDArray | None = None, kernel: _Shape = (), pool_type: Li
     count_include_pad : boolean or None, default=None
         avg pooling: count padded elements in the divisor (None means True)
     layout : enum or None, default=None
-        data layout; only channel-first (NCW, NCHW, NCDHW) is supported
+        data layout: NCW, NCHW, NCDHW, or channel-last NWC, NHWC, NDHWC; None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NWC' 'NHWC' 'NDHWC'
 
     Aliases: _npx_pooling
@@ -4624,7 +4624,7 @@ def _backward_Pooling(ograd: NDArray | None = None, data: NDArray | None = None,
     count_include_pad : boolean or None, default=None
         avg pooling: count padded elements in the divisor (None means True)
     layout : enum or None, default=None
-        data layout; only channel-first (NCW, NCHW, NCDHW) is supported
+        data layout: NCW, NCHW, NCDHW, or channel-last NWC, NHWC, NDHWC; None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NWC' 'NHWC' 'NDHWC'
     """
     ...
@@ -4754,7 +4754,7 @@ def _backward_Pad(ograd: NDArray | None = None, mode: Literal['constant', 'edge'
 def UpSampling(*data: NDArray, scale: int = ..., num_filter: int = 0, sample_type: Literal['nearest', 'bilinear'] = ..., multi_input_mode: Literal['concat', 'sum'] = 'concat', num_args: int = ..., workspace: int = 512, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """UpSampling(*data, scale=<required>, num_filter=0, sample_type=<required>, multi_input_mode=concat, num_args=<required>, workspace=512)
 
-    Nearest-neighbour up-sampling of 4-D inputs by an integer scale; several inputs are brought to the first one's scaled size and concatenated along channels or summed.
+    Up-sampling of 4-D inputs by an integer scale. nearest: several inputs are brought to the first one's scaled size and concatenated along channels or summed; bilinear: (data, weight (C, 1, k, k)) as a per-channel Deconvolution with kernel 2s - s%2, stride s, pad ceil((s-1)/2).
 
     Inputs
     ------
@@ -4848,7 +4848,7 @@ def Deconvolution(data: NDArray | None = None, weight: NDArray | None = None, bi
     cudnn_off : boolean, default=False
         turn off cuDNN (ignored)
     layout : enum or None, default=None
-        data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on CPU); None means channel-first
+        data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes only, the CPU forward refuses them as MXNet's); None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NHWC' 'NDHWC'
     """
     ...
@@ -4893,7 +4893,7 @@ def _backward_Deconvolution(ograd: NDArray | None = None, data: NDArray | None =
     cudnn_off : boolean, default=False
         turn off cuDNN (ignored)
     layout : enum or None, default=None
-        data layout: NCW, NCHW or NCDHW (channel-last layouts are not supported on CPU); None means channel-first
+        data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes only, the CPU forward refuses them as MXNet's); None means channel-first
         one of: 'NCW' 'NCHW' 'NCDHW' 'NHWC' 'NDHWC'
     grad_data : boolean, default=True
         compute the data gradient (else output 0 is zeros)
@@ -5016,6 +5016,74 @@ def _backward_BatchNorm(ograd: NDArray | None = None, data: NDArray | None = Non
         quantisation calibration (accepted, unused)
     max_calib_range : float or None, default=None
         quantisation calibration (accepted, unused)
+    """
+    ...
+
+
+def _contrib_SyncBatchNorm(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, ndev: int = 1, key: str = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key=<required>)
+
+    batch normalisation over axis 1 with statistics shared across ndev devices (one on CPU: BatchNorm); output_mean_var gives the batch mean and variance
+
+    Inputs
+    ------
+    data : NDArray
+    gamma : NDArray
+    beta : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        running-average momentum of the moving statistics
+    fix_gamma : boolean, default=True
+        treat gamma as 1
+    use_global_stats : boolean, default=False
+        use moving_mean / moving_var in training too
+    output_mean_var : boolean, default=False
+        also return the mean and the variance
+    ndev : int, default=1
+        devices sharing the statistics (1 on CPU)
+    key : string, required
+        synchronisation key of the layer (its prefix)
+    """
+    ...
+
+
+def _backward__contrib_SyncBatchNorm(ograd: NDArray | None = None, data: NDArray | None = None, gamma: NDArray | None = None, mean: NDArray | None = None, var: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, ndev: int = 1, key: str = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward__contrib_SyncBatchNorm(ograd, data, gamma, mean, var, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key=<required>)
+
+    gradient of SyncBatchNorm from (ograd, data, gamma, mean, var, moving_mean, moving_var): BatchNorm's, with its moving-statistics update in training
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    gamma : NDArray
+    mean : NDArray
+    var : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        running-average momentum of the moving statistics
+    fix_gamma : boolean, default=True
+        treat gamma as 1
+    use_global_stats : boolean, default=False
+        use moving_mean / moving_var in training too
+    output_mean_var : boolean, default=False
+        also return the mean and the variance
+    ndev : int, default=1
+        devices sharing the statistics (1 on CPU)
+    key : string, required
+        synchronisation key of the layer (its prefix)
     """
     ...
 
@@ -9267,6 +9335,280 @@ def _linspace(start: float = ..., stop: float = ..., num: int = ..., endpoint: b
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
     """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
     nd.linspace.
+    """
+    ...
+
+
+def im2col(data: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """im2col(data, kernel=<required>, stride=(), dilate=(), pad=())
+
+    Sliding blocks of (N, C, *spatial) data as columns: (N, C * prod(kernel), blocks), rows in (channel, kernel offset) order, blocks in output-grid order; zero padding.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        sliding kernel size: (w,), (h, w) or (d, h, w)
+    stride : Shape(tuple), default=()
+        stride per spatial dim; () means 1s
+    dilate : Shape(tuple), default=()
+        kernel dilation per spatial dim; () means 1s
+    pad : Shape(tuple), default=()
+        zero padding per spatial dim (both sides)
+    """
+    ...
+
+
+def _backward_im2col(ograd: NDArray | None = None, data: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_im2col(ograd, data, kernel=<required>, stride=(), dilate=(), pad=())
+
+    Gradient of im2col from (ograd, data): col2im of ograd onto data's shape.
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        sliding kernel size: (w,), (h, w) or (d, h, w)
+    stride : Shape(tuple), default=()
+        stride per spatial dim; () means 1s
+    dilate : Shape(tuple), default=()
+        kernel dilation per spatial dim; () means 1s
+    pad : Shape(tuple), default=()
+        zero padding per spatial dim (both sides)
+    """
+    ...
+
+
+def col2im(data: NDArray | None = None, output_size: _Shape = ..., kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """col2im(data, output_size=<required>, kernel=<required>, stride=(), dilate=(), pad=())
+
+    Adjoint of im2col: adds the columns (N, C * prod(kernel), blocks) back into images (N, C, *output_size).
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    output_size : Shape(tuple), required
+        spatial size of the image: (w,), (h, w) or (d, h, w)
+    kernel : Shape(tuple), required
+        sliding kernel size: (w,), (h, w) or (d, h, w)
+    stride : Shape(tuple), default=()
+        stride per spatial dim; () means 1s
+    dilate : Shape(tuple), default=()
+        kernel dilation per spatial dim; () means 1s
+    pad : Shape(tuple), default=()
+        zero padding per spatial dim (both sides)
+    """
+    ...
+
+
+def GridGenerator(data: NDArray | None = None, transform_type: Literal['affine', 'warp'] = ..., target_shape: _Shape = (0, 0), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """GridGenerator(data, transform_type=<required>, target_shape=(0, 0))
+
+    Sampling grid (N, 2, H, W) in [-1, 1] for BilinearSampler: from (N, 6) affine matrices over target_shape, or from an optical flow (N, 2, H, W) (warp).
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    transform_type : enum, required
+        affine: data is (batch, 6) affine matrices; warp: data is an optical flow (batch, 2, h, w)
+        one of: 'affine' 'warp'
+    target_shape : Shape(tuple), default=(0, 0)
+        output (H, W); required by affine, ignored by warp
+    """
+    ...
+
+
+def _backward_GridGenerator(ograd: NDArray | None = None, data: NDArray | None = None, transform_type: Literal['affine', 'warp'] = ..., target_shape: _Shape = (0, 0), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_GridGenerator(ograd, data, transform_type=<required>, target_shape=(0, 0))
+
+    Gradient of GridGenerator from (ograd, data).
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    transform_type : enum, required
+        affine: data is (batch, 6) affine matrices; warp: data is an optical flow (batch, 2, h, w)
+        one of: 'affine' 'warp'
+    target_shape : Shape(tuple), default=(0, 0)
+        output (H, W); required by affine, ignored by warp
+    """
+    ...
+
+
+def BilinearSampler(data: NDArray | None = None, grid: NDArray | None = None, cudnn_off: bool | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """BilinearSampler(data, grid, cudnn_off=None)
+
+    Bilinear sampling of data (N, C, H, W) at grid (N, 2, h, w) (x, y in [-1, 1]); points outside the data read zeros. Output (N, C, h, w).
+
+    Inputs
+    ------
+    data : NDArray
+    grid : NDArray
+
+    Parameters
+    ----------
+    cudnn_off : boolean or None, default=None
+        turn off cuDNN (ignored on CPU)
+    """
+    ...
+
+
+def _backward_BilinearSampler(ograd: NDArray | None = None, data: NDArray | None = None, grid: NDArray | None = None, cudnn_off: bool | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_BilinearSampler(ograd, data, grid, cudnn_off=None)
+
+    Gradients of BilinearSampler (data, grid) from (ograd, data, grid).
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    grid : NDArray
+
+    Parameters
+    ----------
+    cudnn_off : boolean or None, default=None
+        turn off cuDNN (ignored on CPU)
+    """
+    ...
+
+
+def SpatialTransformer(data: NDArray | None = None, loc: NDArray | None = None, target_shape: _Shape = (0, 0), transform_type: Literal['affine'] = ..., sampler_type: Literal['bilinear'] = ..., cudnn_off: bool | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """SpatialTransformer(data, loc, target_shape=(0, 0), transform_type=<required>, sampler_type=<required>, cudnn_off=None)
+
+    Spatial transformer: an affine grid of loc (N, 6) over target_shape, then bilinear sampling of data (N, C, H, W).
+
+    Inputs
+    ------
+    data : NDArray
+    loc : NDArray
+
+    Parameters
+    ----------
+    target_shape : Shape(tuple), default=(0, 0)
+        output (H, W)
+    transform_type : enum, required
+        transformation type (affine)
+        one of: 'affine'
+    sampler_type : enum, required
+        sampling type (bilinear)
+        one of: 'bilinear'
+    cudnn_off : boolean or None, default=None
+        turn off cuDNN (ignored on CPU)
+    """
+    ...
+
+
+def ROIPooling(data: NDArray | None = None, rois: NDArray | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """ROIPooling(data, rois, pooled_size=<required>, spatial_scale=<required>)
+
+    Max pooling of each region (batch index, x1, y1, x2, y2) * spatial_scale of data into pooled_size bins: (num_rois, C, ph, pw). Hidden output: the flat argmax.
+
+    Inputs
+    ------
+    data : NDArray
+    rois : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output size (h, w) of each region
+    spatial_scale : float, required
+        ratio of the feature map's size to the image's (the rois' coordinates), in [0, 1]
+    """
+    ...
+
+
+def _backward_ROIPooling(ograd: NDArray | None = None, maxidx: NDArray | None = None, data: NDArray | None = None, pooled_size: _Shape = ..., spatial_scale: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_ROIPooling(ograd, maxidx, data, pooled_size=<required>, spatial_scale=<required>)
+
+    Gradient of ROIPooling's data from (ograd, maxidx, data).
+
+    Inputs
+    ------
+    ograd : NDArray
+    maxidx : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    pooled_size : Shape(tuple), required
+        output size (h, w) of each region
+    spatial_scale : float, required
+        ratio of the feature map's size to the image's (the rois' coordinates), in [0, 1]
+    """
+    ...
+
+
+def Correlation(data1: NDArray | None = None, data2: NDArray | None = None, kernel_size: int = 1, max_displacement: int = 1, stride1: int = 1, stride2: int = 1, pad_size: int = 0, is_multiply: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """Correlation(data1, data2, kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True)
+
+    Correlation of two feature maps (FlowNet): per position and displacement, the mean over a kernel_size patch and the channels of data1 * data2 (or |data1 - data2|).
+
+    Inputs
+    ------
+    data1 : NDArray
+    data2 : NDArray
+
+    Parameters
+    ----------
+    kernel_size : int, default=1
+        patch size (odd)
+    max_displacement : int, default=1
+        largest displacement compared
+    stride1 : int, default=1
+        stride over data1's positions
+    stride2 : int, default=1
+        stride of the displacements within the neighbourhood
+    pad_size : int, default=0
+        zero padding of both inputs
+    is_multiply : boolean, default=True
+        multiply the patches (True) or sum their absolute differences (False)
+    """
+    ...
+
+
+def _backward_Correlation(ograd: NDArray | None = None, data1: NDArray | None = None, data2: NDArray | None = None, kernel_size: int = 1, max_displacement: int = 1, stride1: int = 1, stride2: int = 1, pad_size: int = 0, is_multiply: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_Correlation(ograd, data1, data2, kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True)
+
+    Gradients of Correlation (data1, data2) from (ograd, data1, data2).
+
+    Inputs
+    ------
+    ograd : NDArray
+    data1 : NDArray
+    data2 : NDArray
+
+    Parameters
+    ----------
+    kernel_size : int, default=1
+        patch size (odd)
+    max_displacement : int, default=1
+        largest displacement compared
+    stride1 : int, default=1
+        stride over data1's positions
+    stride2 : int, default=1
+        stride of the displacements within the neighbourhood
+    pad_size : int, default=0
+        zero padding of both inputs
+    is_multiply : boolean, default=True
+        multiply the patches (True) or sum their absolute differences (False)
     """
     ...
 
