@@ -181,8 +181,11 @@ RULE(cosh, MUL(U("sinh", X)))
 RULE(arcsinh, DIV(U("sqrt", S("_plus_scalar", U("square", X), 1))))
 RULE(arccosh, DIV(U("sqrt", S("_minus_scalar", U("square", X), 1))))
 RULE(arctanh, DIV(S("_rminus_scalar", U("square", X), 1)))
-RULE(degrees, S("_mul_scalar", DY, 180 / 3.14159265358979323846))
-RULE(radians, S("_mul_scalar", DY, 3.14159265358979323846 / 180))
+/* A constant derivative, written through ones_like(x) so that the gradient stays connected to
+ * x: as with MXNet's _backward_degrees(dy, x), differentiating it again gives zeros, not an
+ * "unreachable variable" error (test_higher_order_grad's radians case). */
+RULE(degrees, MUL(S("_mul_scalar", U("ones_like", X), 180 / 3.14159265358979323846)))
+RULE(radians, MUL(S("_mul_scalar", U("ones_like", X), 3.14159265358979323846 / 180)))
 RULE(erf, MUL(S("_mul_scalar", U("exp", U("negative", U("square", X))), 1.12837916709551257390)))
 RULE(gamma, MUL(B("elemwise_mul", Y, U("_digamma", X))))
 RULE(gammaln, MUL(U("_digamma", X)))
