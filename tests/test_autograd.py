@@ -195,3 +195,21 @@ def test_dropout_follows_train_mode_when_hybridized():
     assert 50 < (y == 0).sum() < 150 and set(np.unique(y)) <= {0., 2.}
     with autograd.train_mode():
         assert (net(x).asnumpy() == 0).any()
+
+
+def test_fresh_grad_is_read_on_the_variable():
+    """backward marks the variable itself fresh (MXNet's _fresh_grad lives on the variable);
+    clearing it there clears the buffer's flag, and a variable backward does not reach (behind
+    detach) stays not fresh."""
+    x, y = mx.nd.ones((2, 2)), mx.nd.ones((2, 2))
+    mx.autograd.mark_variables([x, y], [mx.nd.zeros((2, 2)), mx.nd.zeros((2, 2))])
+    assert not x._fresh_grad and not y._fresh_grad
+    with mx.autograd.record():
+        (x + 2 + y).backward()
+    assert x._fresh_grad and y._fresh_grad and x.grad._fresh_grad
+    x._fresh_grad = False
+    y._fresh_grad = False
+    assert not x.grad._fresh_grad and not y._fresh_grad
+    with mx.autograd.record():
+        ((x + 2).detach() + y).backward()
+    assert y._fresh_grad and not x._fresh_grad

@@ -59,9 +59,13 @@ static PyObject *get_storage_id(NDArrayObject *self, void *c)
     return PyLong_FromVoidPtr(self->t->storage);
 }
 
+/* MXNet keeps the flag on the variable: backward sets it on the gradient buffer it writes, so a
+ * variable (attach_grad / mark_variables) reads its buffer's flag too, and setting it clears
+ * (or sets) both; the trainer reads either. */
 static PyObject *get_fresh_grad(NDArrayObject *self, void *c)
 {
-    return PyBool_FromLong(atomic_load(&self->t->fresh_grad));
+    hg_tensor *g = hg_ag_grad_buffer(self->t);
+    return PyBool_FromLong(atomic_load(&self->t->fresh_grad) || (g && atomic_load(&g->fresh_grad)));
 }
 
 static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
@@ -69,6 +73,8 @@ static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
     int b = v ? PyObject_IsTrue(v) : 0;
     if (b < 0) return -1;
     atomic_store(&self->t->fresh_grad, b);
+    hg_tensor *g = hg_ag_grad_buffer(self->t);
+    if (g) atomic_store(&g->fresh_grad, b);
     return 0;
 }
 
