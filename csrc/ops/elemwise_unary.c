@@ -10,7 +10,7 @@
 #define F(NAME, EXPR) HG_EW_FLOAT(HG_EW_UNARY, NAME, EXPR)
 #define A(NAME, EXPR) HG_EW_ALL(HG_EW_UNARY, NAME, EXPR)
 
-A(relu, v > 0 ? v : 0)
+A(relu, (v > 0 || v != v) ? v : 0) /* NaN stays NaN, as MXNet's */
 F(tanh_, tanh(v))
 F(softsign, v / (1 + fabs(v)))
 F(softrelu, v > 20 ? v : log1p(exp(v)))
@@ -128,7 +128,7 @@ A(ones, 1)
 /* Activation backward tiles: l = incoming gradient, r = the forward output (the input for
  * softsign). relu's gradient at 0 is 0, as MXNet's. */
 #define BW(NAME, EXPR) HG_EW_FLOAT(HG_EW_BINARY, NAME, EXPR)
-HG_EW_ALL(HG_EW_BINARY, bw_relu, r > 0 ? l : 0)
+HG_EW_ALL(HG_EW_BINARY, bw_relu, r != r ? r : (r > 0 ? l : 0)) /* NaN at NaN, as MXNet's */
 BW(bw_sigmoid, l * r * (1 - r))
 BW(bw_tanh, l * (1 - r * r))
 BW(bw_softrelu, -l *expm1(-r)) /* 1 - exp(-y), accurate for small y */

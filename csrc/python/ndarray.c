@@ -475,7 +475,21 @@ static PyObject *m_same_storage(NDArrayObject *self, PyObject *other)
                            hgpy_tensor(other)->storage == self->t->storage);
 }
 
+/* _take_handle(other): this object now holds other's array (its data, shape, dtype and
+ * device), as MXNet's NDArray.__setstate__ replaces its handle; the old array is released. */
+static PyObject *m_take_handle(NDArrayObject *self, PyObject *other)
+{
+    if (!hgpy_is_ndarray(other))
+        return hgpy_raise(hg_error(HG_ERR_TYPE, "_take_handle expects an NDArray"));
+    hg_tensor *old = self->t;
+    hg_tensor_retain(hgpy_tensor(other));
+    self->t = hgpy_tensor(other);
+    hg_tensor_free(old);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef k_methods[] = {
+    {"_take_handle", (PyCFunction)m_take_handle, METH_O, "hold another array's data"},
     {"_view", (PyCFunction)m_view, METH_O, "a view with another shape of the same size"},
     {"_slice0", (PyCFunction)m_slice0, METH_VARARGS, "a view of rows [begin, end)"},
     {"_at0", (PyCFunction)m_at0, METH_O, "a view of row i"},

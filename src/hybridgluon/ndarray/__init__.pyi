@@ -12,10 +12,34 @@ from .ndarray import NDArray
 _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
-__all__ = ['NDArray', 'arange', 'array', 'concat', 'concatenate', 'empty', 'eye', 'from_dlpack', 'full', 'load', 'load_frombuffer', 'ones', 'ones_like', 'save', 'to_dlpack_for_read', 'to_dlpack_for_write', 'waitall', 'zeros', 'zeros_like']
+__all__ = ['CachedOp', 'NDArray', 'add', 'arange', 'array', 'concat', 'concatenate', 'divide', 'empty', 'equal', 'eye', 'from_dlpack', 'from_numpy', 'full', 'greater', 'greater_equal', 'lesser', 'lesser_equal', 'linspace', 'load', 'load_frombuffer', 'logical_and', 'logical_or', 'logical_xor', 'maximum', 'minimum', 'modulo', 'moveaxis', 'multiply', 'not_equal', 'onehot_encode', 'ones', 'ones_like', 'power', 'save', 'subtract', 'to_dlpack_for_read', 'to_dlpack_for_write', 'true_divide', 'waitall', 'zeros', 'zeros_like']
 
 from . import ndarray as ndarray
 from .ndarray import NDArray as NDArray
+from .ndarray import add as add
+from .ndarray import subtract as subtract
+from .ndarray import multiply as multiply
+from .ndarray import divide as divide
+from .ndarray import true_divide as true_divide
+from .ndarray import modulo as modulo
+from .ndarray import power as power
+from .ndarray import maximum as maximum
+from .ndarray import minimum as minimum
+from .ndarray import equal as equal
+from .ndarray import not_equal as not_equal
+from .ndarray import greater as greater
+from .ndarray import greater_equal as greater_equal
+from .ndarray import lesser as lesser
+from .ndarray import lesser_equal as lesser_equal
+from .ndarray import logical_and as logical_and
+from .ndarray import logical_or as logical_or
+from .ndarray import logical_xor as logical_xor
+from .ndarray import onehot_encode as onehot_encode
+from .ndarray import moveaxis as moveaxis
+from .ndarray import linspace as linspace
+from .ndarray import from_numpy as from_numpy
+from . import cached_op as cached_op
+from .cached_op import CachedOp as CachedOp
 from . import random as random
 from . import utils as utils
 from .utils import save as save

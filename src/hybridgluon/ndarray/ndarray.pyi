@@ -53,6 +53,8 @@ class NDArray:
         ...
     def __getitem__(self, key) -> NDArray:
         ...
+    def __getstate__(self):
+        ...
     def __gt__(self, value, /):
         """Return self>value."""
         ...
@@ -134,6 +136,12 @@ class NDArray:
         ...
     def __setitem__(self, key, value):
         ...
+    def __setstate__(self, state):
+        """Restores the array `__getstate__` saved (a GPU array loads onto the CPU, as MXNet
+        does without GPUs). The data is copied into this array's place: its shape and dtype
+        become the saved ones.
+        """
+        ...
     def __str__(self):
         ...
     def __sub__(self, value, /) -> NDArray:
@@ -177,6 +185,9 @@ class NDArray:
     def _storage_id(self) -> Any:
         """identity of the underlying storage"""
         ...
+    def _take_handle(self, *args: Any, **kwargs: Any):
+        """hold another array's data"""
+        ...
     def _view(self, *args: Any, **kwargs: Any):
         """a view with another shape of the same size"""
         ...
@@ -200,6 +211,16 @@ class NDArray:
         data : NDArray
         """
         ...
+    def arccosh(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """arccosh(data)
+
+        inverse hyperbolic cosine
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def arcsin(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """arcsin(data)
 
@@ -210,10 +231,30 @@ class NDArray:
         data : NDArray
         """
         ...
+    def arcsinh(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """arcsinh(data)
+
+        inverse hyperbolic sine
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def arctan(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """arctan(data)
 
         inverse tangent
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
+    def arctanh(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """arctanh(data)
+
+        inverse hyperbolic tangent
 
         Inputs
         ------
@@ -296,6 +337,25 @@ class NDArray:
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Computes the gradients of this array with respect to the marked variables."""
         ...
+    def broadcast_axes(self, axis: _Shape = (), size: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """broadcast_axis(data, axis=(), size=())
+
+        broadcasts size-1 axes to the given sizes
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        axis : Shape(tuple), default=()
+            the size-1 axes to broadcast
+        size : Shape(tuple), default=()
+            the target size of each axis
+
+        Aliases: broadcast_axes
+        """
+        ...
     def broadcast_like(self, other):
         ...
     def broadcast_to(self, shape):
@@ -360,6 +420,16 @@ class NDArray:
         `as_in_context` put it, or for an op's output the context of the op's first input.
         """
         ...
+    def degrees(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """degrees(data)
+
+        radians to degrees
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def detach(self):
         """The same data, outside the recorded graph (no gradient flows through it)."""
         ...
@@ -406,7 +476,8 @@ class NDArray:
         data : NDArray
         """
         ...
-    def expand_dims(self, axis):
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at `axis`: a copy, or with inplace=True a view."""
         ...
     def expm1(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """expm1(data)
@@ -428,7 +499,8 @@ class NDArray:
         data : NDArray
         """
         ...
-    def flatten(self):
+    def flatten(self, inplace=False):
+        """(d0, d1 * d2 * ...): a copy, or with inplace=True a view sharing the data."""
         ...
     def flip(self, axis):
         ...
@@ -649,6 +721,28 @@ class NDArray:
         data : NDArray
         """
         ...
+    def pad(self, mode: Literal['constant', 'edge', 'reflect'] = ..., pad_width: _Shape = ..., constant_value: float = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """Pad(data, mode=<required>, pad_width=<required>, constant_value=0)
+
+        Pads 4-D or 5-D data on its spatial axes (constant, edge or reflect mode); pad_width holds (before, after) per axis.
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        mode : enum, required
+            padding type: constant, edge or reflect
+            one of: 'constant' 'edge' 'reflect'
+        pad_width : Shape(tuple), required
+            (before, after) pad sizes per axis, flattened; the first two axes must have 0
+        constant_value : float, default=0
+            fill value of constant mode
+
+        Aliases: pad
+        """
+        ...
     def pick(self, index, axis=-1, keepdims=False, mode='clip'):
         ...
     def prod(self, axis: _Shape | None = None, keepdims: bool = False, exclude: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -668,6 +762,26 @@ class NDArray:
             keep the reduced axes as dimensions of size 1
         exclude : boolean, default=False
             reduce the axes that are NOT in axis
+        """
+        ...
+    def radians(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """radians(data)
+
+        degrees to radians
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
+    def rcbrt(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """rcbrt(data)
+
+        1 / cbrt(x)
+
+        Inputs
+        ------
+        data : NDArray
         """
         ...
     def reciprocal(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -796,6 +910,51 @@ class NDArray:
         Aliases: crop
         """
         ...
+    def slice_assign(self, rhs: NDArray | None = None, begin: _Shape = ..., end: _Shape = ..., step: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """_slice_assign(lhs, rhs, begin=<required>, end=<required>, step=())
+
+        A copy of lhs with the region begin/end/step replaced by rhs.
+
+        Inputs
+        ------
+        lhs : NDArray
+        rhs : NDArray
+
+        Parameters
+        ----------
+        begin : Shape(tuple), required
+            starting indices for the slice operation, supports negative indices.
+        end : Shape(tuple), required
+            ending indices for the slice operation, supports negative indices.
+        step : Shape(tuple), default=()
+            step for the slice operation, supports negative values.
+
+        Aliases: _crop_assign
+        """
+        ...
+    def slice_assign_scalar(self, scalar: float = 0, begin: _Shape = ..., end: _Shape = ..., step: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """_slice_assign_scalar(data, scalar=0, begin=<required>, end=<required>, step=())
+
+        A copy of data with the region begin/end/step set to scalar.
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        scalar : float, default=0
+            The scalar value for assignment.
+        begin : Shape(tuple), required
+            starting indices for the slice operation, supports negative indices.
+        end : Shape(tuple), required
+            ending indices for the slice operation, supports negative indices.
+        step : Shape(tuple), default=()
+            step for the slice operation, supports negative values.
+
+        Aliases: _crop_assign_scalar
+        """
+        ...
     def slice_axis(self, axis, begin, end):
         ...
     def slice_like(self, shape_like: NDArray | None = None, axes: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -875,7 +1034,8 @@ class NDArray:
         data : NDArray
         """
         ...
-    def squeeze(self, axis=None):
+    def squeeze(self, axis=None, inplace=False):
+        """Drops axes of size 1: a copy, or with inplace=True a view."""
         ...
     @property
     def stype(self) -> Any:
@@ -927,6 +1087,14 @@ class NDArray:
         """
         ...
     def tile(self, reps):
+        ...
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory (CPU execution is synchronous, so
+        reading and writing need no different waits).
+        """
+        ...
+    def to_dlpack_for_write(self):
+        """A DLPack capsule sharing this array's memory, for a consumer that writes it."""
         ...
     def topk(self, axis: int | None = -1, k: int = 1, ret_typ: Literal['value', 'indices', 'mask', 'both'] = 'indices', is_ascend: bool = False, dtype: _DType = 'float32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """topk(data, axis=-1, k=1, ret_typ=indices, is_ascend=False, dtype=float32)
@@ -994,3 +1162,123 @@ class NDArray:
         data : NDArray
         """
         ...
+
+
+def add(lhs, rhs):
+    """Sum of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def subtract(lhs, rhs):
+    """Difference of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def multiply(lhs, rhs):
+    """Product of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def divide(lhs, rhs):
+    """Quotient of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def true_divide(lhs, rhs):
+    """Quotient of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def modulo(lhs, rhs):
+    """Remainder of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def maximum(lhs, rhs):
+    """Maximum of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def minimum(lhs, rhs):
+    """Minimum of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def equal(lhs, rhs):
+    """1 where equal, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def not_equal(lhs, rhs):
+    """1 where different, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def greater(lhs, rhs):
+    """1 where lhs > rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def greater_equal(lhs, rhs):
+    """1 where lhs >= rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def lesser(lhs, rhs):
+    """1 where lhs < rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def lesser_equal(lhs, rhs):
+    """1 where lhs <= rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def logical_and(lhs, rhs):
+    """Logical and (1 or 0) of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def logical_or(lhs, rhs):
+    """Logical or (1 or 0) of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def logical_xor(lhs, rhs):
+    """Logical exclusive or (1 or 0) of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def power(base, exp):
+    """base ** exp element-wise with broadcasting; either may be a scalar."""
+    ...
+
+
+def onehot_encode(indices, out):
+    """Writes the one-hot rows of `indices` (a 1-D array of class ids) into the 2-D `out`
+    (its second dimension is the number of classes) and returns it. Deprecated in MXNet in
+    favour of `one_hot`.
+    """
+    ...
+
+
+def moveaxis(tensor, source, destination):
+    """Moves the `source` axes (an int or a sequence, negative counting from the end) to the
+    `destination` positions, keeping the other axes in order (a transposed copy).
+    """
+    ...
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """`num` evenly spaced values from start to stop (stop included unless endpoint=False),
+    float32 unless `dtype`: start + i * step computed in float64 and then cast, as MXNet's
+    kernel does.
+    """
+    ...
+
+
+def from_numpy(ndarray, zero_copy=True, array_cls=...):
+    """An NDArray from a NumPy array. zero_copy=True shares the memory (C-contiguous arrays
+    only, ValueError otherwise) and, as MXNet, makes the NumPy array read-only; False copies.
+    """
+    ...

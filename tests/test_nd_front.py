@@ -1,0 +1,213 @@
+"""nd's Python front ends with MXNet 1.9.1's signatures: the NDArray-or-scalar functions
+(nd.add ... nd.logical_xor), onehot_encode, moveaxis, linspace, from_numpy, nd._internal,
+nd.CachedOp, pickling, DLPack methods, inplace views, and NaN propagation of maximum/relu."""
+import operator
+import pickle
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import nd
+
+# name: (NumPy function, Python function on two numbers)
+UFUNCS = {
+    'add': (np.add, operator.add), 'subtract': (np.subtract, operator.sub),
+    'multiply': (np.multiply, operator.mul), 'divide': (np.divide, operator.truediv),
+    'true_divide': (np.divide, operator.truediv), 'modulo': (np.mod, operator.mod),
+    'power': (np.power, operator.pow), 'maximum': (np.maximum, max),
+    'minimum': (np.minimum, min), 'equal': (np.equal, operator.eq),
+    'not_equal': (np.not_equal, operator.ne), 'greater': (np.greater, operator.gt),
+    'greater_equal': (np.greater_equal, operator.ge), 'lesser': (np.less, operator.lt),
+    'lesser_equal': (np.less_equal, operator.le), 'logical_and': (np.logical_and, None),
+    'logical_or': (np.logical_or, None), 'logical_xor': (np.logical_xor, None),
+}
+
+
+@pytest.mark.parametrize('name', sorted(UFUNCS))
+def test_ufunc_array_scalar_and_broadcast(name):
+    ref, _ = UFUNCS[name]
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.5, 3, size=(3, 4)).round(1)
+    b = rng.uniform(0.5, 3, size=(4,)).round(1)
+    b[0] = a[0, 0]  # a tie for the comparisons
+    fn = getattr(nd, name)
+    want = ref(a, b).astype(np.float64)
+    got = fn(nd.array(a, dtype='float64'), nd.array(b, dtype='float64'))
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12)
+    s = 1.5
+    np.testing.assert_allclose(fn(nd.array(a, dtype='float64'), s).asnumpy(),
+                               ref(a, s).astype(np.float64), rtol=1e-12)
+    np.testing.assert_allclose(fn(s, nd.array(a, dtype='float64')).asnumpy(),
+                               ref(s, a).astype(np.float64), rtol=1e-12)
+
+
+@pytest.mark.parametrize('name', sorted(UFUNCS))
+def test_ufunc_two_numbers_give_a_python_number(name):
+    ref, py = UFUNCS[name]
+    got = getattr(nd, name)(3, 2)
+    assert not isinstance(got, nd.NDArray)
+    assert got == (py(3, 2) if py else int(ref(3, 2)))
+
+
+def test_ufunc_rejects_other_types():
+    with pytest.raises(TypeError):
+        nd.add(nd.ones((2,)), [1, 2])
+
+
+def test_maximum_minimum_relu_propagate_nan():
+    a = nd.array([np.nan, 1, -1, np.nan])
+    b = nd.array([0, np.nan, 0, np.nan])
+    np.testing.assert_equal(nd.maximum(a, b).asnumpy(), [np.nan, np.nan, 0, np.nan])
+    np.testing.assert_equal(nd.minimum(a, b).asnumpy(), [np.nan, np.nan, -1, np.nan])
+    np.testing.assert_equal(nd.maximum(a, 0).asnumpy(), [np.nan, 1, 0, np.nan])
+    np.testing.assert_equal(nd.relu(a).asnumpy(), [np.nan, 1, 0, np.nan])
+    a.attach_grad()
+    with mx.autograd.record():
+        y = nd.relu(a)
+    y.backward()
+    np.testing.assert_equal(a.grad.asnumpy(), [np.nan, 1, 0, np.nan])
+    ints = nd.array([-3, 0, 4], dtype='int32')
+    np.testing.assert_equal(nd.relu(ints).asnumpy(), [0, 0, 4])
+
+
+def test_onehot_encode_writes_out():
+    out = nd.ones((4, 5))
+    idx = np.array([1, 4, 0, 1])
+    res = nd.onehot_encode(nd.array(idx), out)
+    assert res is out
+    np.testing.assert_array_equal(out.asnumpy(), np.eye(5)[idx])
+    with pytest.raises(mx.MXNetError, match='onehot_encode'):
+        nd.onehot_encode(nd.array([1, 2]), nd.zeros((3, 5)))
+
+
+@pytest.mark.parametrize('src,dst', [(0, -1), (-1, 0), ((0, 1), (2, 0)), ([2], [1]), (1, 1)])
+def test_moveaxis(src, dst):
+    x = np.arange(24).reshape(2, 3, 4).astype(np.float32)
+    np.testing.assert_array_equal(nd.moveaxis(nd.array(x), src, dst).asnumpy(),
+                                  np.moveaxis(x, src, dst))
+
+
+def test_moveaxis_errors():
+    x = nd.zeros((2, 3))
+    with pytest.raises(ValueError):
+        nd.moveaxis(x, 2, 0)
+    with pytest.raises(ValueError):
+        nd.moveaxis(x, (0, 1), 0)
+    with pytest.raises(ValueError):
+        nd.moveaxis(x, (0, 0), (0, 1))
+
+
+@pytest.mark.parametrize('num', [0, 1, 2, 7, 50])
+@pytest.mark.parametrize('endpoint', [True, False])
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'int32'])
+def test_linspace(num, endpoint, dtype):
+    start, stop = 0.1, 7.3
+    got = nd.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    steps = num - 1 if endpoint else num
+    step = (stop - start) / steps if steps > 0 else 0.0
+    want = (start + step * np.arange(num)).astype(dtype)  # MXNet's kernel: start + i * step
+    assert got.dtype == np.dtype(dtype) and got.shape == (num,)
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    if dtype != 'int32' and num > 1:
+        np.testing.assert_allclose(got.asnumpy(), np.linspace(start, stop, num, endpoint,
+                                                              dtype=dtype), rtol=1e-6)
+    assert nd.linspace(0, 1, 3, ctx=mx.cpu(1)).context == mx.cpu(1)
+    with pytest.raises(mx.MXNetError):
+        nd.linspace(0, 1, -1)
+
+
+def test_from_numpy_zero_copy_and_copy():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = nd.from_numpy(x)
+    assert not x.flags['WRITEABLE']
+    y[1, 1] = 100
+    assert x[1, 1] == 100  # the memory is shared
+    z = nd.from_numpy(x)  # a second import of the now read-only array still shares
+    z[0, 0] = -1
+    assert x[0, 0] == -1
+    c = np.ones((2, 2), dtype=np.int32)
+    d = nd.from_numpy(c, zero_copy=False)
+    d[:] = 5
+    assert c.flags['WRITEABLE'] and (c == 1).all() and d.dtype == np.int32
+    for arr in [np.array(3.0).reshape(()), np.zeros((1, 0, 2))]:
+        np.testing.assert_array_equal(nd.from_numpy(arr).asnumpy(), arr)
+    with pytest.raises(ValueError, match='c-contiguous'):
+        nd.from_numpy(np.ones((2, 3)).T)
+
+
+def test_internal_namespace():
+    assert nd._internal._plus_scalar(nd.ones((2,)), scalar=2).asnumpy().tolist() == [3, 3]
+    assert nd._internal._Plus(nd.ones((2,)), nd.ones((2,))).asnumpy().tolist() == [2, 2]
+    assert all(n.startswith('_') for n in dir(nd._internal) if callable(getattr(nd._internal, n))
+               and not n.startswith('__'))
+
+
+def test_cached_op():
+    data, w = mx.sym.var('data'), mx.sym.var('w')
+    sym = mx.sym.FullyConnected(data, w, num_hidden=3, no_bias=True) * 2
+    op = nd.CachedOp(sym)
+    x = nd.array(np.arange(8).reshape(2, 4))
+    wv = nd.array(np.ones((3, 4)))
+    o = op(x, wv)
+    want = 2 * np.arange(8).reshape(2, 4) @ np.ones((4, 3))
+    np.testing.assert_allclose(o.asnumpy(), want)
+    out = nd.zeros((2, 3))
+    assert op(x, wv, out=out) is out
+    np.testing.assert_allclose(out.asnumpy(), want)
+    wv.attach_grad()
+    with mx.autograd.record():
+        y = op(x, wv)
+    y.backward()
+    np.testing.assert_allclose(wv.grad.asnumpy(), 2 * np.tile(x.asnumpy().sum(0), (3, 1)))
+    with pytest.raises(mx.MXNetError, match='expected 2 inputs'):
+        op(x)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'int32', 'uint8'])
+def test_pickle_and_state(dtype):
+    a = nd.array(np.arange(6).reshape(2, 3), dtype=dtype)
+    b = pickle.loads(pickle.dumps(a))
+    assert b.dtype == a.dtype and b.shape == a.shape
+    np.testing.assert_array_equal(b.asnumpy(), a.asnumpy())
+    state = a.__getstate__()
+    assert isinstance(state['handle'], bytearray)
+    c = nd.zeros((1,))
+    c.__setstate__(state)
+    assert c.shape == (2, 3) and c.dtype == a.dtype
+    np.testing.assert_array_equal(c.asnumpy(), a.asnumpy())
+
+
+def test_state_is_mxnets_format():
+    # the bytes MXNet 1.9.1 gives for nd.array([[1, 2], [3, 4]]).__getstate__()['handle']
+    want = (b'\xc9\xfa\x93\xf9\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00'
+            b'\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+            b'\x00\x00\x80?\x00\x00\x00@\x00\x00@@\x00\x00\x80@')
+    assert bytes(nd.array([[1, 2], [3, 4]]).__getstate__()['handle']) == want
+
+
+def test_dlpack_methods_share_memory():
+    a = nd.array([1, 2, 3])
+    for pack in (a.to_dlpack_for_read(), a.to_dlpack_for_write()):
+        b = nd.from_dlpack(pack)
+        b[0] = 7
+        assert a.asnumpy()[0] == 7
+
+
+@pytest.mark.parametrize('method,args', [('squeeze', {'axis': 0}), ('expand_dims', {'axis': 1}),
+                                         ('flatten', {})])
+def test_inplace_is_a_view_default_a_copy(method, args):
+    x = nd.array(np.arange(6).reshape(1, 2, 3))
+    copy = getattr(x, method)(**args)
+    view = getattr(x, method)(inplace=True, **args)
+    want = copy.asnumpy().copy()
+    np.testing.assert_array_equal(view.asnumpy(), want)
+    x[:] = -1
+    np.testing.assert_array_equal(copy.asnumpy(), want)
+    assert (view.asnumpy() == -1).all()
+
+
+@pytest.mark.parametrize('name', ['arcsinh', 'arccosh', 'arctanh', 'degrees', 'radians', 'rcbrt'])
+def test_fluent_unary(name):
+    x = nd.array([1.5, 2.0]) if name == 'arccosh' else nd.array([0.25, 0.5])
+    np.testing.assert_allclose(getattr(x, name)().asnumpy(), getattr(nd, name)(x).asnumpy())
