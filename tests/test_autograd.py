@@ -213,3 +213,22 @@ def test_fresh_grad_is_read_on_the_variable():
     with mx.autograd.record():
         ((x + 2).detach() + y).backward()
     assert y._fresh_grad and not x._fresh_grad
+
+
+def test_output_of_a_freed_graph_is_a_constant_later():
+    """After backward without retain_graph, an intermediate of that graph used in a new
+    recording is a constant (MXNet clears its history): no 'graph freed' error, and no
+    gradient through it; the old head itself still cannot be differentiated again."""
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        b = x * 3
+        y = b * 2
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [6, 6])
+    with mx.autograd.record():
+        z = (b + 1) * x
+    z.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [4, 7])  # b + 1, b taken as a constant
+    with pytest.raises(mx.MXNetError, match='freed'):
+        y.backward()

@@ -178,19 +178,24 @@ hg_tensor *hg_ag_grad_buffer(const hg_tensor *t)
     return (i && !i->node->op && !i->constant) ? grad_of(i->node) : NULL;
 }
 
-bool hg_ag_should_record_one(const hg_tensor *t)
+/* Whether i is the output of an op whose graph a backward pass without retain_graph freed. As
+ * MXNet clears such arrays' history, a later recorded op takes them as constants. */
+static bool is_freed(const ag_info *i) { return i->node->op && !saved_of(i->node); }
+
+/* Whether t joins the graph: a variable or an op output still recorded. */
+static bool in_graph(const hg_tensor *t)
 {
     const ag_info *i = t->autograd;
-    return i && !i->constant;
+    return i && !i->constant && !is_freed(i);
 }
+
+bool hg_ag_should_record_one(const hg_tensor *t) { return in_graph(t); }
 
 bool hg_ag_should_record(int nin, hg_tensor *const *in)
 {
     if (!g_recording) return false;
-    for (int k = 0; k < nin; k++) {
-        const ag_info *i = in[k]->autograd;
-        if (i && !i->constant) return true;
-    }
+    for (int k = 0; k < nin; k++)
+        if (in_graph(in[k])) return true;
     return false;
 }
 
@@ -203,7 +208,8 @@ hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tenso
         return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_status st = HG_OK;
     for (int k = 0; k < nin && st == HG_OK; k++) {
-        if (!in[k]->autograd) { /* a constant: its value is kept by a variable node */
+        if (!in[k]->autograd || is_freed(in[k]->autograd)) {
+            /* a constant: its value is kept by a variable node */
             hg_snode *c = NULL;
             st = new_var(in[k], "const", &c);
             if (st == HG_OK) st = set_info(in[k], c, 0, true);
