@@ -211,3 +211,57 @@ def test_inplace_is_a_view_default_a_copy(method, args):
 def test_fluent_unary(name):
     x = nd.array([1.5, 2.0]) if name == 'arccosh' else nd.array([0.25, 0.5])
     np.testing.assert_allclose(getattr(x, name)().asnumpy(), getattr(nd, name)(x).asnumpy())
+
+
+SYM_FUNCS = {'maximum': (np.maximum, '_maximum'), 'minimum': (np.minimum, '_minimum'),
+             'pow': (np.power, '_power'), 'power': (np.power, '_power'),
+             'hypot': (np.hypot, '_hypot')}
+
+
+@pytest.mark.parametrize('name', sorted(SYM_FUNCS))
+def test_sym_symbol_or_number(name):
+    ref, op = SYM_FUNCS[name]
+    fn = getattr(mx.sym, name)
+    a, b = mx.sym.var('a'), mx.sym.var('b')
+    av, bv = np.array([0.5, 2.0, 3.0]), np.array([1.5, 2.0, 0.5])
+    feed = {'a': nd.array(av, dtype='float64'), 'b': nd.array(bv, dtype='float64')}
+    both = fn(a, b)
+    assert both.name.startswith(op)
+    np.testing.assert_allclose(both.eval(**feed)[0].asnumpy(), ref(av, bv), rtol=1e-12)
+    np.testing.assert_allclose(fn(a, 2.5).eval(a=feed['a'])[0].asnumpy(), ref(av, 2.5),
+                               rtol=1e-12)
+    np.testing.assert_allclose(fn(2.5, a).eval(a=feed['a'])[0].asnumpy(), ref(2.5, av),
+                               rtol=1e-12)
+    assert fn(3, 4) == ref(3, 4)
+    with pytest.raises(TypeError):
+        fn(a, 'x')
+
+
+def test_sym_linspace_matches_nd():
+    for num, endpoint, dtype in [(7, True, 'int32'), (5, False, 'float64'), (0, True, None),
+                                 (1, True, 'float32')]:
+        got = mx.sym.linspace(0.1, 7.3, num, endpoint=endpoint, dtype=dtype).eval()[0]
+        want = nd.linspace(0.1, 7.3, num, endpoint=endpoint, dtype=dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+
+
+def test_sym_random():
+    mx.random.seed(11)
+    u = mx.sym.random.uniform(-2, 3, shape=(200,))
+    assert u.name.startswith('_random_uniform')
+    v = u.eval()[0].asnumpy()
+    assert v.shape == (200,) and v.min() >= -2 and v.max() < 3 and v.std() > 0.5
+    n = mx.sym.random.normal(loc=4, scale=0.5, shape=(2000,), dtype='float64').eval()[0]
+    assert n.dtype == np.float64 and abs(n.asnumpy().mean() - 4) < 0.1
+    r = mx.sym.random.randn(3, 4, loc=1).eval()[0]
+    assert r.shape == (3, 4)
+    i = mx.sym.random.randint(2, 5, shape=(50,)).eval()[0].asnumpy()
+    assert i.dtype == np.int32 and set(i.tolist()) <= {2, 3, 4}
+    x = mx.sym.var('x')
+    s = mx.sym.random.shuffle(x).eval(x=nd.arange(10))[0].asnumpy()
+    assert sorted(s.tolist()) == list(range(10))
+    with pytest.raises(ValueError):
+        mx.sym.random.uniform(x, 1.0)
+    mx.random.seed(11)
+    assert (mx.sym.random.uniform(-2, 3, shape=(200,)).eval()[0].asnumpy() == v).all()

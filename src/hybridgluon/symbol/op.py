@@ -1,6 +1,8 @@
 """`sym.<op>`: one function per registered op, building graph nodes. Calls from the C op
 functions with Symbol inputs arrive here too (so `F.relu(x)` works while tracing)."""
+import math as _math
 import sys
+from numbers import Number as _Number
 
 from .. import _core, base
 from .symbol import NameManager, Symbol, _attr_str, _origin, var
@@ -96,6 +98,73 @@ def _make(op_name, alias):
     fn.__name__ = alias
     fn.__doc__ = _core.get_op(op_name).__doc__
     return fn
+
+
+# ---- functions taking a Symbol or a number on either side (MXNet's symbol.py) ------------------
+def _sym_or_scalar(name, left, right, op, scalar_op, rscalar_op, numbers):
+    """MXNet's dispatch: two Symbols give the same-shape op, a Symbol and a number the scalar op
+    (rscalar_op when the number is on the left), two numbers `numbers(left, right)`."""
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return _invoke(op, (left, right), {}, op.lower())
+    if isinstance(left, Symbol) and isinstance(right, _Number):
+        return _invoke(scalar_op, (left,), {'scalar': right}, scalar_op.lower())
+    if isinstance(left, _Number) and isinstance(right, Symbol):
+        return _invoke(rscalar_op, (right,), {'scalar': left}, rscalar_op.lower())
+    if isinstance(left, _Number) and isinstance(right, _Number):
+        return numbers(left, right)
+    raise TypeError('%s: types (%s, %s) not supported' % (name, type(left), type(right)))
+
+
+def pow(base, exp):  # noqa: A001 (MXNet's name)
+    """base ** exp element-wise: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('pow', base, exp, '_power', '_power_scalar', '_rpower_scalar',
+                          lambda a, b: a ** b)
+
+
+def power(base, exp):
+    """base ** exp element-wise (`pow`)."""
+    return pow(base, exp)
+
+
+def maximum(left, right):
+    """Element-wise maximum: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('maximum', left, right, '_maximum', '_maximum_scalar',
+                          '_maximum_scalar', lambda a, b: a if a > b else b)
+
+
+def minimum(left, right):
+    """Element-wise minimum: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('minimum', left, right, '_minimum', '_minimum_scalar',
+                          '_minimum_scalar', lambda a, b: a if a < b else b)
+
+
+def hypot(left, right):
+    """sqrt(left^2 + right^2) element-wise: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('hypot', left, right, '_hypot', '_hypot_scalar', '_hypot_scalar',
+                          lambda a, b: _math.hypot(a, b))
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """`num` evenly spaced values from start to stop (stop included unless endpoint=False),
+    float32 unless `dtype`: start + i * step in float64, then cast (as nd.linspace)."""
+    num = int(num)
+    dtype = 'float32' if dtype is None else base._dtype_name(dtype)
+    if '_linspace' in _core.list_ops():
+        return _invoke('_linspace', (), {'start': start, 'stop': stop, 'num': num,
+                                         'endpoint': endpoint, 'dtype': dtype, 'name': name},
+                       'linspace')
+    if num < 0:
+        raise base.MXNetError('linspace: num must be non-negative, got %d' % num)
+    if num == 0:
+        return _invoke('_zeros', (), {'shape': (0,), 'dtype': dtype, 'name': name}, 'linspace')
+    steps = num - 1 if endpoint else num
+    step = (float(stop) - float(start)) / steps if steps > 0 else 0.0
+    idx = _invoke('_arange', (), {'start': 0, 'stop': num, 'step': 1, 'dtype': 'float64'},
+                  '_arange')
+    val = _invoke('_plus_scalar', (_invoke('_mul_scalar', (idx,), {'scalar': step},
+                                           '_mul_scalar'),), {'scalar': float(start)},
+                  '_plus_scalar')
+    return _invoke('Cast', (val,), {'dtype': dtype, 'name': name}, 'linspace')
 
 
 def _register(namespace):

@@ -13,6 +13,38 @@ _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
 
+def pow(base, exp):
+    """base ** exp element-wise: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def power(base, exp):
+    """base ** exp element-wise (`pow`)."""
+    ...
+
+
+def maximum(left, right):
+    """Element-wise maximum: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def minimum(left, right):
+    """Element-wise minimum: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def hypot(left, right):
+    """sqrt(left^2 + right^2) element-wise: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """`num` evenly spaced values from start to stop (stop included unless endpoint=False),
+    float32 unless `dtype`: start + i * step in float64, then cast (as nd.linspace).
+    """
+    ...
+
+
 def relu(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """relu(data)
 
