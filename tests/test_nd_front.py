@@ -265,3 +265,21 @@ def test_sym_random():
         mx.sym.random.uniform(x, 1.0)
     mx.random.seed(11)
     assert (mx.sym.random.uniform(-2, 3, shape=(200,)).eval()[0].asnumpy() == v).all()
+
+
+@pytest.mark.parametrize('ctx', [mx.Context('cpu_shared', 0), mx.cpu_pinned(1)])
+def test_pinned_and_shared_contexts_stay_distinct(ctx):
+    assert ctx != mx.cpu(ctx.device_id) and hash(ctx) != hash(mx.cpu(ctx.device_id))
+    assert repr(ctx) == '%s(%d)' % (ctx.device_type, ctx.device_id)
+    made = [nd.zeros((2,), ctx=ctx), nd.ones((2,), ctx=ctx), nd.empty((2,), ctx=ctx),
+            nd.array([1, 2], ctx=ctx), nd.full((2,), 3, ctx=ctx), nd.arange(2, ctx=ctx),
+            nd.random.uniform(shape=2, ctx=ctx), nd.linspace(0, 1, 2, ctx=ctx)]
+    for a in made:
+        assert a.context == ctx
+    a = made[1]
+    assert a.copy().context == ctx and a.copyto(ctx).context == ctx
+    assert (a + 1).context == mx.cpu(ctx.device_id)  # op outputs are cpu(i), as in MXNet
+    back = a.as_in_context(mx.cpu())
+    assert back.context == mx.cpu() and (back.asnumpy() == 1).all()
+    loaded = nd.load_frombuffer(nd.utils._save_bytes([a]))[0]
+    assert (loaded.asnumpy() == 1).all()

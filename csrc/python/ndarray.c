@@ -91,10 +91,13 @@ static PyObject *m_set_device(NDArrayObject *self, PyObject *args)
 {
     int type, id;
     if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
-    if (type != HG_DEVICE_CPU || id < 0)
+    /* MXNet's CPU kinds: cpu (1), cpu_pinned (3) and cpu_shared (5), one memory here; a
+     * label the array's context reports (op outputs on them are cpu(i), as in MXNet). */
+    if ((type != HG_DEVICE_CPU && type != 3 && type != 5) || id < 0)
         return hgpy_raise(hg_error(HG_ERR_VALUE,
-                                   "an array can only be placed on cpu(i) with "
-                                   "i >= 0 in this build (device type %d, id %d)",
+                                   "an array can only be placed on cpu(i), cpu_pinned(i) or "
+                                   "cpu_shared(i) with i >= 0 in this build (device type %d, "
+                                   "id %d)",
                                    type, id));
     self->t->storage->device_type = type;
     self->t->storage->device_id = id;

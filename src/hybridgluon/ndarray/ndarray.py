@@ -32,11 +32,11 @@ def _op(name):
 
 def _place(arr, ctx):
     """Puts a fresh array (one nobody else holds) on `ctx` and returns it. CPU contexts share
-    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) all
-    become cpu(i), the context an op's output on them gets in MXNet."""
+    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) stay
+    distinct as in MXNet (an op's output on the last two is cpu(i), as there)."""
     _check_available(ctx)
-    if arr._device != (1, ctx.device_id):
-        arr._set_device(1, ctx.device_id)
+    if arr._device != (ctx.device_typeid, ctx.device_id):
+        arr._set_device(ctx.device_typeid, ctx.device_id)
     return arr
 
 
@@ -183,8 +183,11 @@ class NDArray(_core.NDArray):
         return _op('Cast')(self, dtype=dtype)
 
     def copy(self):
-        """A deep copy, on the same context."""
-        return _op('_copy')(self)
+        """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
+        out = _op('_copy')(self)
+        if out._device != self._device:
+            out._set_device(*self._device)
+        return out
 
     def copyto(self, other):
         """Copies into another NDArray (same shape) or onto a Context (a new array)."""
