@@ -283,3 +283,11 @@ def test_pinned_and_shared_contexts_stay_distinct(ctx):
     assert back.context == mx.cpu() and (back.asnumpy() == 1).all()
     loaded = nd.load_frombuffer(nd.utils._save_bytes([a]))[0]
     assert (loaded.asnumpy() == 1).all()
+
+
+def test_broadcast_like_refuses_empty_axes():
+    a, b = nd.ones((1, 3)), nd.ones((2, 3))
+    with pytest.raises(mx.MXNetError, match='empty lhs_axes'):
+        nd.broadcast_like(a, b, lhs_axes=(), rhs_axes=())
+    assert nd.broadcast_like(a, b).shape == (2, 3)
+    assert nd.broadcast_like(a, b, lhs_axes=(0,), rhs_axes=(0,)).shape == (2, 3)
