@@ -291,3 +291,67 @@ def test_broadcast_like_refuses_empty_axes():
         nd.broadcast_like(a, b, lhs_axes=(), rhs_axes=())
     assert nd.broadcast_like(a, b).shape == (2, 3)
     assert nd.broadcast_like(a, b, lhs_axes=(0,), rhs_axes=(0,)).shape == (2, 3)
+
+
+ADV_KEYS = [
+    ([1, 0, 1],),
+    (slice(None), [2, 0]),
+    ([0, 1], [1, 2]),
+    ([[0], [1]], slice(1, 3), [0, 2]),
+    (1, [0, 2], slice(None)),
+    ([1, 1, 0], 0, [3, 3, 1]),
+    (Ellipsis, [0, -1]),
+    (None, [1, 0], 2),
+    (np.array([True, False]),),
+    (slice(None), np.array([True, False, True]), 1),
+]
+
+
+@pytest.mark.parametrize('key', ADV_KEYS, ids=[str(i) for i in range(len(ADV_KEYS))])
+def test_advanced_getitem_and_setitem_follow_numpy(key):
+    base = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    x = nd.array(base)
+    want = base[key]
+    got = x[key]
+    np.testing.assert_array_equal(got.asnumpy().reshape(want.shape), want)
+    # the same index through NDArrays
+    nd_key = tuple(nd.array(k, dtype='int32') if isinstance(k, list) else k for k in key)
+    np.testing.assert_array_equal(x[nd_key].asnumpy().reshape(want.shape), want)
+    for value in [-7.0, np.full(want.shape, -3.0) - np.arange(want.size).reshape(want.shape),
+                  nd.array(-np.arange(want.shape[-1] if want.ndim else 1))]:
+        ref = base.copy()
+        ref[key] = value.asnumpy() if isinstance(value, nd.NDArray) else value
+        y = nd.array(base)
+        y[key] = value
+        np.testing.assert_array_equal(y.asnumpy(), ref)
+
+
+def test_repeated_positions_last_write_wins():
+    x = nd.zeros((4,))
+    x[[1, 1, 3]] = nd.array([5, 6, 7])
+    np.testing.assert_array_equal(x.asnumpy(), [0, 6, 0, 7])
+
+
+def test_basic_setitem_value_broadcast_and_newaxis():
+    base = np.zeros((3, 4, 5), dtype=np.float32)
+    x = nd.array(base)
+    x[1, :, 2] = nd.array(np.arange(4).reshape(1, 1, 4))  # leading 1s dropped, as NumPy
+    base[1, :, 2] = np.arange(4)
+    x[None, 0, None, 1, 2] = 9  # MXNet ignores newaxis in assignment
+    base[0, 1, 2] = 9
+    x[2, 3, 4] = [8]
+    base[2, 3, 4] = 8
+    np.testing.assert_array_equal(x.asnumpy(), base)
+
+
+def test_setitem_under_record_is_refused_like_mxnet():
+    x = nd.zeros((3,))
+    y = nd.ones((2,))
+    y.attach_grad()
+    with mx.autograd.record():
+        with pytest.raises(mx.MXNetError, match='Inplace operations'):
+            x[1:] = y
+        with pytest.raises(mx.MXNetError, match='Inplace operations'):
+            nd.elemwise_add(x[:2], y, out=y)
+        x[1:] = 2  # nothing recorded: fine
+    np.testing.assert_array_equal(x.asnumpy(), [0, 2, 2])

@@ -203,6 +203,17 @@ hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tenso
                        int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
                        void (*release)(void *))
 {
+    /* As MXNet: an output already in a graph (a variable, a recorded result, or an input of this
+     * very op, as with out=x) would make the recorded history wrong. */
+    for (int i = 0; i < nout; i++) {
+        bool is_input = false;
+        for (int k = 0; k < nin && !is_input; k++) is_input = in[k] == out[i];
+        if (is_input || (out[i]->autograd && in_graph(out[i])))
+            return hg_error(HG_ERR_VALUE,
+                            "%s: Inplace operations (+=, -=, x[:]=, etc) are not "
+                            "supported when recording with autograd.",
+                            op->name);
+    }
     hg_sentry stack[8] = {{0}}, *e = stack;
     if (nin > 8 && !(e = malloc(sizeof *e * (size_t)nin)))
         return hg_error(HG_ERR_MEMORY, "out of memory");

@@ -78,6 +78,13 @@ static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
     return 0;
 }
 
+/* _in_graph: whether an op on this array would be recorded now (recording, and the array is a
+ * variable or a recorded result). */
+static PyObject *get_in_graph(NDArrayObject *self, void *c)
+{
+    return PyBool_FromLong(hg_ag_should_record(1, &self->t));
+}
+
 /* The device lives on the storage, so every view of an array reports the array's device. */
 static PyObject *get_device(NDArrayObject *self, void *c)
 {
@@ -112,6 +119,7 @@ static PyGetSetDef k_getset[] = {
     {"_dtype_flag", (getter)get_flag, NULL, "MXNet type flag", NULL},
     {"_data_ptr", (getter)get_ptr, NULL, "address of the first element", NULL},
     {"_storage_id", (getter)get_storage_id, NULL, "identity of the underlying storage", NULL},
+    {"_in_graph", (getter)get_in_graph, NULL, "whether ops on it are recorded now", NULL},
     {"_fresh_grad", (getter)get_fresh_grad, (setter)set_fresh_grad,
      "gradient buffer written by backward since the last optimizer update", NULL},
     {NULL, NULL, NULL, NULL, NULL},
