@@ -355,3 +355,38 @@ def test_setitem_under_record_is_refused_like_mxnet():
             nd.elemwise_add(x[:2], y, out=y)
         x[1:] = 2  # nothing recorded: fine
     np.testing.assert_array_equal(x.asnumpy(), [0, 2, 2])
+
+
+def test_contiguous_basic_index_is_a_view():
+    from itertools import product
+    base = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    cases = [slice(None), slice(1, 3), slice(2, 3), slice(None, None, 2), slice(None, None, -1),
+             slice(3, 3)]
+    for key in product(cases, repeat=3):
+        want = base[key]
+        assert (nd.NDArray._basic_indexing_slice_is_contiguous(key, base.shape)
+                == want.flags['C_CONTIGUOUS']), key
+        x = nd.array(base)
+        got = x[key]
+        np.testing.assert_array_equal(got.asnumpy(), want)
+        if want.flags['C_CONTIGUOUS'] and want.size:
+            assert x._shares_storage(got), key
+            got[:] = -1
+            assert (x.asnumpy()[key] == -1).all()
+    x = nd.array(base)
+    v = x[2, 1:3]
+    assert v.shape == (2, 6) and x._shares_storage(v)
+    np.testing.assert_array_equal(v.asnumpy(), base[2, 1:3])
+
+
+def test_gradient_through_index_views():
+    x = nd.array(np.arange(24).reshape(2, 3, 4))
+    x.attach_grad()
+    with mx.autograd.record():
+        w = (x[1, 1:3] * 2).sum() + x[:, 2, :].sum() + x[:, ::2, 1].sum()
+    w.backward()
+    want = np.zeros((2, 3, 4))
+    want[1, 1:3] += 2
+    want[:, 2, :] += 1
+    want[:, ::2, 1] += 1
+    np.testing.assert_array_equal(x.grad.asnumpy(), want)

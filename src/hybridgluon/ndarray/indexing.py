@@ -85,6 +85,53 @@ def _basic(x, key):
     return out._view(tuple(shape))
 
 
+def slice_is_contiguous(slc_key, shape):
+    """Whether slicing an array of `shape` with `slc_key` (one slice per axis) selects one
+    contiguous block of its row-major memory: going from the last axis, once an axis is cut
+    to a proper part, every axis before it must keep at most one element; an axis keeping
+    several elements must step forward by 1. An empty or one-element result is contiguous."""
+    lens = [len(range(*k.indices(n))) for k, n in zip(slc_key, shape)]
+    if 0 in lens or int(_np.prod(lens)) == 1:
+        return True
+    cut = False
+    for k, n, m in zip(reversed(slc_key), reversed(shape), reversed(lens)):
+        if m > 1 and k.indices(n)[2] != 1:
+            return False
+        if cut and m > 1:
+            return False
+        cut = cut or m < n
+    return True
+
+
+def _contiguous_view(x, key):
+    """x[key] for ints and slices as a view sharing x's memory when it is one contiguous block
+    (as MXNet's basic indexing gives), else None. Ints keep their axis out of the result."""
+    if any(k is None for k in key) or x.ndim == 0:
+        return None
+    key = key + (slice(None),) * (x.ndim - len(key))
+    slices, shape = [], []
+    for k, n in zip(key, x.shape):
+        if _is_int(k):
+            i = int(k)
+            if i < -n or i >= n:
+                return None  # the general path raises the IndexError
+            i = i + n if i < 0 else i
+            slices.append(slice(i, i + 1))
+        else:
+            slices.append(k)
+            shape.append(len(range(*k.indices(n))))
+    if not shape or not slice_is_contiguous(slices, x.shape):
+        return None
+    size = int(_np.prod([len(range(*k.indices(n))) for k, n in zip(slices, x.shape)]))
+    if size == 0:
+        return None
+    offset, stride = 0, 1
+    for k, n in zip(reversed(slices), reversed(x.shape)):
+        offset += range(*k.indices(n))[0] * stride
+        stride *= n
+    return x.reshape((-1,))._slice0(offset, offset + size)._view(tuple(shape))
+
+
 def _slice_bounds(k, n):
     b, e, s = k.indices(n)
     if not range(b, e, s):  # empty: keep the slice op from reading -1 as "the last index"
@@ -131,7 +178,8 @@ def getitem(x, key):
             for k in key:
                 out = out._at0(k)
             return out
-        return _basic(x, key)
+        view = _contiguous_view(x, key)
+        return view if view is not None else _basic(x, key)
     if len(arrays) == 1 and not any(k is None or _is_int(k) for k in key):
         # Slices first (keeping the indexed axis whole), then one take on that axis.
         ax = arrays[0]

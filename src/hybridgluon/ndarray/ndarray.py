@@ -336,6 +336,13 @@ class NDArray(_core.NDArray):
         from .indexing import setitem
         setitem(self, key, value)
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether `slc_key` (one slice per axis of `shape`) selects a contiguous block, in
+        which case indexing with it gives a view (MXNet's helper of the same name)."""
+        from .indexing import slice_is_contiguous
+        return slice_is_contiguous(slc_key, shape)
+
 
 def _reduction(name):
     def method(self, *args, **kwargs):

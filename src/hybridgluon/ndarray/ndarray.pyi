@@ -153,6 +153,12 @@ class NDArray:
     def _at0(self, *args: Any, **kwargs: Any):
         """a view of row i"""
         ...
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether `slc_key` (one slice per axis of `shape`) selects a contiguous block, in
+        which case indexing with it gives a view (MXNet's helper of the same name).
+        """
+        ...
     def _copy_from(self, *args: Any, **kwargs: Any):
         """copy the bytes of an equal-sized array"""
         ...
@@ -171,6 +177,10 @@ class NDArray:
     @property
     def _fresh_grad(self) -> Any:
         """gradient buffer written by backward since the last optimizer update"""
+        ...
+    @property
+    def _in_graph(self) -> Any:
+        """whether ops on it are recorded now"""
         ...
     def _set_device(self, *args: Any, **kwargs: Any):
         """place a fresh array on a device"""
@@ -389,7 +399,7 @@ class NDArray:
         """
         ...
     def copy(self):
-        """A deep copy, on the same context."""
+        """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
         ...
     def copyto(self, other):
         """Copies into another NDArray (same shape) or onto a Context (a new array)."""
