@@ -232,3 +232,85 @@ def test_output_of_a_freed_graph_is_a_constant_later():
     np.testing.assert_allclose(x.grad.asnumpy(), [4, 7])  # b + 1, b taken as a constant
     with pytest.raises(mx.MXNetError, match='freed'):
         y.backward()
+
+
+class _DivMul(mx.autograd.Function):
+    """(x / y, x * y) with its hand-written gradient."""
+
+    def forward(self, x, y):
+        self.save_for_backward(x, y)
+        return x / y, x * y
+
+    def backward(self, dm, dn):
+        x, y = self.saved_tensors
+        assert not mx.autograd.is_recording()  # backward runs with recording paused
+        return dm / y + dn * y, dn * x - dm * x / y / y
+
+
+def test_function_gradient_matches_the_ops():
+    rng = np.random.default_rng(2)
+    xv, yv = rng.uniform(0.5, 2, size=(4, 3)), rng.uniform(0.5, 2, size=(4, 3))
+    hm, hn = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    x, y = mx.nd.array(xv, dtype='float64'), mx.nd.array(yv, dtype='float64')
+    x.attach_grad()
+    y.attach_grad()
+    with mx.autograd.record():
+        m, n = _DivMul()(x, y)
+        z = (m * mx.nd.array(hm, dtype='float64') + n * mx.nd.array(hn, dtype='float64')).sum()
+    z.backward()
+    np.testing.assert_allclose(m.asnumpy(), xv / yv)
+    np.testing.assert_allclose(x.grad.asnumpy(), hm / yv + hn * yv, rtol=1e-12)
+    np.testing.assert_allclose(y.grad.asnumpy(), hn * xv - hm * xv / yv ** 2, rtol=1e-12)
+
+
+def test_function_single_output_chain_and_outside_record():
+    class AddOne(mx.autograd.Function):
+        def forward(self, x):
+            return x + 1
+
+        def backward(self, dy):
+            return dy * 3  # a deliberately different gradient: it must be the one used
+
+    x = mx.nd.ones((2, 2))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x
+        for _ in range(3):
+            y = AddOne()(y)
+        (y * 2).backward()
+    np.testing.assert_array_equal(y.asnumpy(), np.full((2, 2), 4))
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 2), 54))
+    with mx.autograd.record():
+        c = AddOne()(mx.nd.zeros((2,)))  # no input in the graph: nothing recorded
+    np.testing.assert_array_equal(c.asnumpy(), [1, 1])
+    assert AddOne()(mx.nd.zeros((2,))).asnumpy().tolist() == [1, 1]
+
+
+def test_function_errors():
+    class BadShape(mx.autograd.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, dy):
+            return mx.nd.ones((5,))
+
+    class Raises(mx.autograd.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, dy):
+            raise RuntimeError('no gradient today')
+
+    f = BadShape()
+    x = mx.nd.ones((2,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = f(x)
+    with pytest.raises(mx.MXNetError, match='gradient 0 has shape'):
+        y.backward()
+    with pytest.raises(mx.MXNetError, match='only be called once'):
+        f(x)
+    with mx.autograd.record():
+        y = Raises()(x)
+    with pytest.raises(mx.MXNetError, match='no gradient today'):
+        y.backward()
