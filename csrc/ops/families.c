@@ -8,7 +8,7 @@
 #define HG_FAMILIES(X)                                                                          \
     X(elemwise_unary) X(elemwise_binary) X(reduce) X(matrix) X(shape) X(slicing) X(indexing)   \
     X(nn_basic) X(creation) X(random) X(sort) X(nn_train) X(conv) X(pool) X(cast) X(resample)   \
-    X(deconv) X(norm) X(grad_util) X(optimizer) X(reduce_grad) X(ctc)
+    X(deconv) X(norm) X(grad_util) X(optimizer) X(reduce_grad) X(ctc) X(sample)
 
 #define DECLARE(f) extern const hg_op_def hg_ops_##f[];
 HG_FAMILIES(DECLARE)

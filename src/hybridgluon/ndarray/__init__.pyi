@@ -6137,3 +6137,63 @@ def _contrib_ctc_loss(data: NDArray | None = None, label: NDArray | None = None,
     Aliases: ctc_loss _contrib_CTCLoss _contrib_ctc_loss
     """
     ...
+
+
+def _sample_multinomial(data: NDArray | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def sample_multinomial(data: NDArray | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def _backward_sample_multinomial(ograd: NDArray | None = None, data: NDArray | None = None, samples: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_sample_multinomial(ograd, data, samples)
+
+    gradient of _sample_multinomial's log-probabilities with respect to data
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    samples : NDArray
+    """
+    ...

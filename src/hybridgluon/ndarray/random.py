@@ -6,7 +6,7 @@ from ..base import _dtype_name
 from ..context import current_context, _check_available
 from .ndarray import _place
 
-__all__ = ['uniform', 'normal', 'randint', 'shuffle']
+__all__ = ['uniform', 'normal', 'randn', 'randint', 'shuffle', 'multinomial']
 
 
 def _on(res, ctx, out):
@@ -50,3 +50,18 @@ def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
 def shuffle(data, **kwargs):
     """A copy of data with its rows (axis 0) randomly permuted."""
     return _core.get_op('_shuffle')(data, **kwargs)
+
+
+def randn(*shape, **kwargs):
+    """Normal samples of the given shape: randn(2, 3, loc=0, scale=1, dtype=None, ctx=None)."""
+    loc = kwargs.pop('loc', 0)
+    scale = kwargs.pop('scale', 1)
+    return normal(loc=loc, scale=scale, shape=shape, **kwargs)
+
+
+def multinomial(data, shape=None, get_prob=False, out=None, dtype='int32', **kwargs):
+    """Draws category ids from the distributions in data's last axis: shape data.shape[:-1] +
+    shape. get_prob=True also returns log(p) of each draw (a list of two arrays), whose
+    gradient reaches data (the REINFORCE estimator)."""
+    return _core.get_op('_sample_multinomial')(data, shape=() if shape is None else _shape(shape),
+                                               get_prob=get_prob, dtype=dtype, out=out, **kwargs)

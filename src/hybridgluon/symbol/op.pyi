@@ -6099,3 +6099,63 @@ def _contrib_ctc_loss(data: Symbol | None = None, label: Symbol | None = None, d
     Aliases: ctc_loss _contrib_CTCLoss _contrib_ctc_loss
     """
     ...
+
+
+def _sample_multinomial(data: Symbol | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def sample_multinomial(data: Symbol | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def _backward_sample_multinomial(ograd: Symbol | None = None, data: Symbol | None = None, samples: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_sample_multinomial(ograd, data, samples)
+
+    gradient of _sample_multinomial's log-probabilities with respect to data
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    samples : NDArray
+    """
+    ...
