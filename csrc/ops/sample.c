@@ -16,7 +16,6 @@
 #include "core/op.h"
 #include "core/rng.h"
 #include "graph/grad.h"
-#include "graph/symbol.h"
 
 #define RNG_CHUNK 4096
 
@@ -137,8 +136,7 @@ static hg_status multinomial_forward(const hg_op_def *op, const hg_attrs *a, con
 /* Only the log-probabilities carry a gradient; the drawn ids are constants. */
 static hg_status multinomial_grad(hg_grad_ctx *g)
 {
-    const hg_snode *n = hg_g_node(g);
-    if (!n->attrs->v[MN_GET_PROB].b) {
+    if (!hg_g_attrs(g)->v[MN_GET_PROB].b) {
         hg_g_set(g, 0, hg_g_op(g, "zeros_like", HG_GIN(hg_g_in(g, 0)), NULL));
     } else {
         hg_g_set(g, 0,
