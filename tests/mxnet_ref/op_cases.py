@@ -482,4 +482,5 @@ def build_cases(seed=20240519):
     add(C('CTCLoss', [n(4, 2, 3), np.array([[0, -1], [1, 0]], F32), np.array([1, 2], F32)],
           {'blank_label': 'last', 'use_label_lengths': True}, wrt=[0],
           note='label lengths only'))
+    cases.extend(__import__('op_cases_ndfront').build_cases())  # helper ndfront's, own seed
     return cases
