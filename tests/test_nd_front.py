@@ -390,3 +390,13 @@ def test_gradient_through_index_views():
     want[:, 2, :] += 1
     want[:, ::2, 1] += 1
     np.testing.assert_array_equal(x.grad.asnumpy(), want)
+
+
+def test_python2_division_names_and_flags():
+    a = nd.array([2.0, 4.0])
+    np.testing.assert_array_equal(a.__div__(2).asnumpy(), [1, 2])
+    np.testing.assert_array_equal(a.__rdiv__(8).asnumpy(), [4, 2])
+    b = a.copy()
+    assert b.__idiv__(2) is b
+    np.testing.assert_array_equal(b.asnumpy(), [1, 2])
+    assert a.writable and a.as_nd_ndarray() is a

@@ -117,6 +117,25 @@ class NDArray(_core.NDArray):
         for i in range(self.shape[0]):
             yield self[i]
 
+    @property
+    def writable(self):
+        """Whether the array may be written: always True (MXNet's flag for arrays it shares
+        read-only, which this build never makes)."""
+        return True
+
+    def as_nd_ndarray(self):
+        """The array itself: it already is an `nd.NDArray` (MXNet converts from mx.np)."""
+        return self
+
+    def __div__(self, other):
+        return self.__truediv__(other)
+
+    def __rdiv__(self, other):
+        return self.__rtruediv__(other)
+
+    def __idiv__(self, other):
+        return self.__itruediv__(other)
+
     # ---- pickling: MXNet's state, {'handle': the array in MXNet's binary format} ---------
     def __getstate__(self):
         from .utils import _save_bytes
