@@ -1,4 +1,7 @@
-"""_sample_multinomial (nd.random.multinomial) and its gradient op: draws checked exactly
+"""_sample_uniform and _sample_normal (nd.sample_uniform/sample_normal, nd.random.uniform/normal
+with array parameters): draws against the same affine map of _random_uniform/_random_normal's
+numbers under one seed, shapes, dtypes, errors, no gradient.
+_sample_multinomial (nd.random.multinomial) and its gradient op: draws checked exactly
 against a NumPy reference fed the same uniform numbers (the global generator replayed by
 seed), frequencies, shapes and dtypes, log-probabilities, errors (the gradient: in
 test_grad_sample.py)."""
@@ -8,7 +11,8 @@ import pytest
 import hybridgluon as mx
 from hybridgluon import nd
 
-OPS_COVERED = ['_sample_multinomial', '_backward_sample_multinomial']
+OPS_COVERED = ['_sample_multinomial', '_backward_sample_multinomial', '_sample_uniform',
+               '_sample_normal']
 
 
 def _reference(p, m, u):
@@ -93,3 +97,63 @@ def test_backward_op_forward(dtype):
                                           nd.array(s, dtype='int32'))
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_allclose(got.asnumpy(), [[2.0 / 0.25, 0.0 / 0.5]], rtol=1e-3)
+
+
+PARAM_CASES = [((3,), ()), ((2,), (4,)), ((2, 3), (2, 2)), ((1,), ()), ((1,), (1,)),
+               ((0, 2), (3,))]
+
+
+@pytest.mark.parametrize('pshape,shape', PARAM_CASES)
+@pytest.mark.parametrize('pdtype', ['float16', 'float32', 'float64'])
+@pytest.mark.parametrize('dtype', [None, 'float16', 'float32', 'float64'])
+def test_param_samplers_match_the_reference(pshape, shape, pdtype, dtype):
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-2, 2, size=pshape).astype(pdtype)
+    b = (a + rng.uniform(0.5, 3, size=pshape)).astype(pdtype)
+    m = int(np.prod(shape)) if shape else 1  # draws per parameter element
+    n = int(np.prod(pshape)) * m
+    out_dtype = np.dtype(dtype or 'float32')
+    want_shape = (pshape + tuple(shape)) or (1,)
+    tol = 2e-3 if 'float16' in (pdtype, out_dtype) else 1e-6
+    a64, b64 = a.astype(np.float64).reshape(-1, 1), b.astype(np.float64).reshape(-1, 1)
+    for op, draw, ref in [
+            ('sample_uniform', nd.random.uniform, lambda u: a64 + (b64 - a64) * u),
+            ('sample_normal', nd.random.normal, lambda z: a64 + b64 * z)]:
+        mx.random.seed(21)
+        base = draw(0, 1, shape=(max(n, 1),), dtype='float64').asnumpy()[:n].reshape(-1, m) \
+            if n else np.zeros((0, m))
+        mx.random.seed(21)
+        got = getattr(nd, op)(nd.array(a, dtype=pdtype), nd.array(b, dtype=pdtype), shape=shape,
+                              dtype=dtype)
+        assert got.shape == want_shape and got.dtype == out_dtype
+        np.testing.assert_allclose(got.asnumpy().astype(np.float64).reshape(-1, m),
+                                   ref(base), rtol=tol, atol=tol)
+
+
+def test_param_samplers_front_ends_and_errors():
+    lo, hi = nd.array([0.0, 5.0]), nd.array([1.0, 6.0])
+    mx.random.seed(8)
+    a = nd.random.uniform(lo, hi, shape=3)
+    mx.random.seed(8)
+    b = nd._sample_uniform(lo, hi, shape=(3,))
+    mx.random.seed(8)
+    c = mx.sym.random.uniform(mx.sym.var('l'), mx.sym.var('h'), shape=3).eval(l=lo, h=hi)[0]
+    np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    np.testing.assert_array_equal(a.asnumpy(), c.asnumpy())
+    assert ((a.asnumpy() >= lo.asnumpy()[:, None]) & (a.asnumpy() < hi.asnumpy()[:, None])).all()
+    s = nd.sample_normal(mu=nd.array([10.0]), sigma=nd.array([0.5]))
+    assert s.shape == (1,)
+    assert nd.sample_normal(mu=nd.array([10.0]), sigma=nd.array([0.5]), shape=1).shape == (1, 1)
+    np.testing.assert_array_equal(nd.random.normal(lo, nd.zeros((2,))).asnumpy(), [0, 5])
+    with pytest.raises(mx.MXNetError, match='must match'):
+        nd.sample_normal(nd.array([0, 1]), nd.array([1, 1, 1]))
+    with pytest.raises(mx.MXNetError, match='dtype must be'):
+        nd.sample_uniform(lo, hi, dtype='int32')
+    with pytest.raises(ValueError):
+        nd.random.uniform(lo, 1.0)
+    x = nd.array([0.0, 1.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.sample_normal(x, nd.array([1.0, 1.0]))
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [0, 0])  # no gradient, as MXNet's

@@ -1,5 +1,12 @@
-/* Sampling from distributions given as arrays: _sample_multinomial (MXNet's
- * nd.random.multinomial) and its gradient, _backward_sample_multinomial.
+/* Sampling from distributions given as arrays: _sample_uniform and _sample_normal (one
+ * distribution per element of the parameter arrays, MXNet's nd.sample_uniform/sample_normal),
+ * _sample_multinomial (MXNet's nd.random.multinomial) and its gradient,
+ * _backward_sample_multinomial.
+ *
+ * _sample_uniform(low, high) and _sample_normal(mu, sigma) draw `shape` samples per element:
+ * the output has shape params.shape + shape, float32 unless `dtype`; the draws run over the
+ * output in order, in the same chunks as _random_uniform/_random_normal, so one seed gives the
+ * same numbers as theirs. As MXNet's, they pass no gradient (zeros).
  *
  * _sample_multinomial reads data of shape (..., k), each row a categorical distribution, and
  * draws `shape` samples per row: out[0] has shape data.shape[:-1] + shape ((1,) when that is
@@ -192,7 +199,122 @@ static hg_status bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     return HG_OK;
 }
 
+/* ---- _sample_uniform, _sample_normal --------------------------------------------------- */
+
+enum { SP_SHAPE, SP_DTYPE, SP_NATTRS };
+
+static const hg_attr_spec k_param_sampler_attrs[] = {
+    [SP_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()", "samples drawn per parameter element", NULL},
+    [SP_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_OPTIONAL, "None",
+                  "float16, float32 or float64; None means float32", NULL},
+};
+_Static_assert(HG_COUNT(k_param_sampler_attrs) == SP_NATTRS, "one spec per attribute");
+
+static hg_status param_sampler_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                     int nout, hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    const hg_tuple *s = &a->v[SP_SHAPE].t;
+    hg_dtype dt = a->v[SP_DTYPE].is_none ? HG_DTYPE_F32 : (hg_dtype)a->v[SP_DTYPE].i;
+    if (!is_float(dt))
+        return hg_error(HG_ERR_TYPE, "%s: dtype must be float16, float32 or float64, got %s",
+                        op->name, hg_dtype_name(dt));
+    for (int k = 0; k < 2; k++)
+        if (!is_float(in[k].dtype))
+            return hg_error(HG_ERR_TYPE, "%s: %s must be a float array, got %s", op->name,
+                            op->input_names[k], hg_dtype_name(in[k].dtype));
+    bool same = in[0].ndim == in[1].ndim;
+    for (int d = 0; same && d < in[0].ndim; d++) same = in[0].shape[d] == in[1].shape[d];
+    if (!same) {
+        char x[HG_SHAPE_STR], y[HG_SHAPE_STR];
+        return hg_error(HG_ERR_VALUE, "%s: %s of shape %s and %s of shape %s must match", op->name,
+                        op->input_names[0], hg_shape_str(x, in[0].ndim, in[0].shape),
+                        op->input_names[1], hg_shape_str(y, in[1].ndim, in[1].shape));
+    }
+    if (in[0].ndim + s->n > HG_MAX_NDIM)
+        return hg_error(HG_ERR_VALUE, "%s: the output would have %d dimensions, at most %d",
+                        op->name, in[0].ndim + s->n, HG_MAX_NDIM);
+    out[0].dtype = dt;
+    out[0].ndim = in[0].ndim + s->n;
+    memcpy(out[0].shape, in[0].shape, sizeof(int64_t) * (size_t)in[0].ndim);
+    memcpy(out[0].shape + in[0].ndim, s->v, sizeof(int64_t) * (size_t)s->n);
+    if (out[0].ndim == 0) {
+        out[0].ndim = 1;
+        out[0].shape[0] = 1;
+    }
+    hg_status st = hg_shape_check(out[0].ndim, out[0].shape, dt);
+    return st ? hg_error_prefix(st, "%s: ", op->name) : HG_OK;
+}
+
+/* Draws out->size numbers (uniform in [0, 1) or standard normal) chunk by chunk; draw i
+ * takes the parameters of element i / m (m draws per element). */
+static void param_sample(const hg_tensor *p0, const hg_tensor *p1, hg_tensor *out, bool normal)
+{
+    const int64_t n = p0->size, m = n ? out->size / n : 0;
+    double v[RNG_CHUNK];
+    for (int64_t i0 = 0; i0 < out->size; i0 += RNG_CHUNK) {
+        int64_t c = out->size - i0 < RNG_CHUNK ? out->size - i0 : RNG_CHUNK;
+        if (normal) hg_rng_normal(v, c);
+        else hg_rng_uniform(v, c);
+        for (int64_t j = 0; j < c; j++) {
+            int64_t e = (i0 + j) / m;
+            double a = load(p0, e), b = load(p1, e), x;
+            if (normal) {
+                x = a + b * v[j];
+            } else {
+                x = a + (b - a) * v[j];
+                if (a < b && x >= b) x = nextafter(b, a); /* [low, high), as _random_uniform */
+            }
+            store(out, i0 + j, x);
+        }
+    }
+}
+
+static hg_status uniform_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    param_sample(in[0], in[1], out[0], false);
+    return HG_OK;
+}
+
+static hg_status normal_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)op;
+    (void)a;
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    param_sample(in[0], in[1], out[0], true);
+    return HG_OK;
+}
+
+#define PARAM_SAMPLER(NAME, ALIAS, DOC, IN0, IN1, FWD)                                          \
+    {.name = NAME,                                                                              \
+     .aliases = HG_NAMES(ALIAS),                                                                \
+     .doc = DOC,                                                                                \
+     .input_names = HG_NAMES(IN0, IN1),                                                         \
+     .attrs = k_param_sampler_attrs,                                                            \
+     .num_attrs = SP_NATTRS,                                                                    \
+     .num_inputs = 2,                                                                           \
+     .num_outputs = 1,                                                                          \
+     .flags = HG_OP_RANDOM | HG_OP_NO_GRAD,                                                     \
+     .infer = param_sampler_infer,                                                              \
+     .forward = FWD}
+
 const hg_op_def hg_ops_sample[] = {
+    PARAM_SAMPLER("_sample_uniform", "sample_uniform",
+                  "samples from U[low, high) for every element of low and high", "low", "high",
+                  uniform_forward),
+    PARAM_SAMPLER("_sample_normal", "sample_normal",
+                  "samples from N(mu, sigma^2) for every element of mu and sigma", "mu", "sigma",
+                  normal_forward),
     {.name = "_sample_multinomial",
      .aliases = HG_NAMES("sample_multinomial"),
      .doc = "draws category ids from the categorical distributions in the last axis of data",

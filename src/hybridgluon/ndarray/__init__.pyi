@@ -6139,6 +6139,94 @@ def _contrib_ctc_loss(data: NDArray | None = None, label: NDArray | None = None,
     ...
 
 
+def _sample_uniform(low: NDArray | None = None, high: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def sample_uniform(low: NDArray | None = None, high: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def _sample_normal(mu: NDArray | None = None, sigma: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
+def sample_normal(mu: NDArray | None = None, sigma: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
 def _sample_multinomial(data: NDArray | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
 

@@ -6101,6 +6101,94 @@ def _contrib_ctc_loss(data: Symbol | None = None, label: Symbol | None = None, d
     ...
 
 
+def _sample_uniform(low: Symbol | None = None, high: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def sample_uniform(low: Symbol | None = None, high: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def _sample_normal(mu: Symbol | None = None, sigma: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
+def sample_normal(mu: Symbol | None = None, sigma: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
 def _sample_multinomial(data: Symbol | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
 
