@@ -392,6 +392,13 @@ for _name in ('abs', 'sign', 'sqrt', 'rsqrt', 'square', 'exp', 'expm1', 'log', '
 
 for _name in ('arcsinh', 'arccosh', 'arctanh', 'degrees', 'radians', 'rcbrt'):
     setattr(NDArray, _name, _elementwise(_name))
+# Fluent methods of MXNet's whose ops another part of the registry may provide: bound when
+# the op is registered, so the method appears with the op.
+_REGISTRY = set(_core.list_ops())
+for _name in ('argmax_channel', 'depth_to_space', 'space_to_depth', 'shape_array', 'size_array',
+              'softmin'):
+    if _name in _REGISTRY:
+        setattr(NDArray, _name, _elementwise(_name))
 NDArray.broadcast_axes = _elementwise('broadcast_axis')
 NDArray.broadcast_axes.__name__ = 'broadcast_axes'
 NDArray.pad = _elementwise('Pad')
