@@ -314,3 +314,30 @@ def test_function_errors():
         y = Raises()(x)
     with pytest.raises(mx.MXNetError, match='no gradient today'):
         y.backward()
+
+
+def test_function_backward_recorded_by_create_graph_outlives_the_call():
+    """create_graph records the Function's backward node; it keeps the call's record alive
+    after the forward arrays are gone, and differentiating it again is a clear error (a
+    Function's backward has no gradient), not a crash."""
+    import gc
+
+    class Sq(mx.autograd.Function):
+        def forward(self, x):
+            self.save_for_backward(x)
+            return x * x
+
+        def backward(self, dy):
+            x, = self.saved_tensors
+            return 2 * x * dy
+
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = Sq()(x)
+        g = mx.autograd.grad(y, x, create_graph=True)[0]
+    np.testing.assert_array_equal(g.asnumpy(), [2, 4])
+    del y
+    gc.collect()
+    with pytest.raises(mx.MXNetError, match='has no gradient'):
+        g.backward()

@@ -200,10 +200,20 @@ bool hg_ag_should_record(int nin, hg_tensor *const *in)
     return false;
 }
 
+static void *function_owner_of(const hg_op_def *op);
+static void function_retain(void *p);
+static void function_release(void *p);
+
 hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
                        int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
                        void (*release)(void *))
 {
+    if (!owner && (owner = function_owner_of(op))) {
+        /* A Function's backward recorded by create_graph: its definition lives in the call's
+         * record, which the new node must keep alive too. */
+        retain = function_retain;
+        release = function_release;
+    }
     /* As MXNet: an output already in a graph (a variable, a recorded result, or an input of this
      * very op, as with out=x) would make the recorded history wrong. */
     for (int i = 0; i < nout; i++) {
@@ -309,6 +319,11 @@ static hg_status function_bwd_run(const hg_op_def *op, const hg_attrs *a, const 
 {
     const ag_function *f = FUNCTION_OF(op, bwd_def);
     return f->fn(f->ctx, nin, in, nout, out);
+}
+
+static void *function_owner_of(const hg_op_def *op)
+{
+    return op->forward == function_bwd_run ? FUNCTION_OF(op, bwd_def) : NULL;
 }
 
 /* The rule: one backward node reading every output's gradient, giving every input's. */
