@@ -400,3 +400,32 @@ def test_python2_division_names_and_flags():
     assert b.__idiv__(2) is b
     np.testing.assert_array_equal(b.asnumpy(), [1, 2])
     assert a.writable and a.as_nd_ndarray() is a
+
+
+@pytest.mark.parametrize('spec,axis', [(3, 1), ((1, 5, 9), 1), ((2,), -1), ((1,), 0), (1, 0),
+                                       ((0, 4), 1), ((4, 4), 1)])
+def test_split_v2_matches_numpy(spec, axis):
+    x = np.arange(2 * 12, dtype=np.float32).reshape(2, 12)
+    want = np.split(x, spec if isinstance(spec, int) else list(spec), axis=axis)
+    empty = any(w.size == 0 for w in want)  # a Symbol's empty part: slice_axis refuses it
+    for got in (nd.split_v2(nd.array(x), spec, axis=axis),
+                nd.array(x).split_v2(spec, axis=axis)) + (() if empty else (
+                mx.sym.split_v2(mx.sym.var('d'), spec, axis=axis).eval(d=nd.array(x)),)):
+        got = got if isinstance(got, list) else [got]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.asnumpy(), w)
+
+
+def test_split_v2_squeeze_and_errors():
+    x = nd.array(np.arange(6).reshape(3, 2))
+    parts = nd.split_v2(x, 3, axis=0, squeeze_axis=True)
+    assert [p.shape for p in parts] == [(2,)] * 3
+    with pytest.raises(ValueError, match='equal division'):
+        nd.split_v2(x, 2, axis=0)
+    with pytest.raises(ValueError):
+        nd.split_v2(x, [1], axis=0)
+    with pytest.raises(mx.MXNetError, match='increasing'):
+        nd.split_v2(x, (2, 1), axis=0)
+    with pytest.raises(mx.MXNetError, match='squeeze_axis'):
+        nd.split_v2(x, (1,), axis=0, squeeze_axis=True)

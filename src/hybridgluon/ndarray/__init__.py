@@ -11,7 +11,7 @@ from .ndarray import NDArray, _place
 from .ndarray import (add, subtract, multiply, divide, true_divide, modulo, power, maximum,  # noqa: F401
                       minimum, equal, not_equal, greater, greater_equal, lesser, lesser_equal,
                       logical_and, logical_or, logical_xor, onehot_encode, moveaxis, linspace,
-                      from_numpy)
+                      from_numpy, split_v2)
 from .cached_op import CachedOp
 from . import random  # noqa: F401
 from .utils import save, load, load_frombuffer
@@ -22,7 +22,7 @@ __all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'eye', 'full', 'arange'
            'multiply', 'divide', 'true_divide', 'modulo', 'power', 'maximum', 'minimum', 'equal',
            'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal', 'logical_and',
            'logical_or', 'logical_xor', 'onehot_encode', 'moveaxis', 'linspace', 'from_numpy',
-           'CachedOp']
+           'CachedOp', 'split_v2']
 
 _PYTHON_DEFINED = set(__all__)
 

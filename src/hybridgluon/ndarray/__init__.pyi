@@ -12,7 +12,7 @@ from .ndarray import NDArray
 _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
-__all__ = ['CachedOp', 'NDArray', 'add', 'arange', 'array', 'concat', 'concatenate', 'divide', 'empty', 'equal', 'eye', 'from_dlpack', 'from_numpy', 'full', 'greater', 'greater_equal', 'lesser', 'lesser_equal', 'linspace', 'load', 'load_frombuffer', 'logical_and', 'logical_or', 'logical_xor', 'maximum', 'minimum', 'modulo', 'moveaxis', 'multiply', 'not_equal', 'onehot_encode', 'ones', 'ones_like', 'power', 'save', 'subtract', 'to_dlpack_for_read', 'to_dlpack_for_write', 'true_divide', 'waitall', 'zeros', 'zeros_like']
+__all__ = ['CachedOp', 'NDArray', 'add', 'arange', 'array', 'concat', 'concatenate', 'divide', 'empty', 'equal', 'eye', 'from_dlpack', 'from_numpy', 'full', 'greater', 'greater_equal', 'lesser', 'lesser_equal', 'linspace', 'load', 'load_frombuffer', 'logical_and', 'logical_or', 'logical_xor', 'maximum', 'minimum', 'modulo', 'moveaxis', 'multiply', 'not_equal', 'onehot_encode', 'ones', 'ones_like', 'power', 'save', 'split_v2', 'subtract', 'to_dlpack_for_read', 'to_dlpack_for_write', 'true_divide', 'waitall', 'zeros', 'zeros_like']
 
 from . import ndarray as ndarray
 from .ndarray import NDArray as NDArray
@@ -38,6 +38,7 @@ from .ndarray import onehot_encode as onehot_encode
 from .ndarray import moveaxis as moveaxis
 from .ndarray import linspace as linspace
 from .ndarray import from_numpy as from_numpy
+from .ndarray import split_v2 as split_v2
 from . import cached_op as cached_op
 from .cached_op import CachedOp as CachedOp
 from . import random as random

@@ -565,6 +565,52 @@ def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
     return _core.from_dlpack(capsule)
 
 
+def _split_bounds(shape, indices_or_sections, axis, squeeze_axis):
+    """MXNet's split_v2 segments along `axis`: (begin, end) pairs. An int splits into that many
+    equal parts (ValueError when they are not equal, as MXNet); a tuple gives the split points."""
+    ndim = len(shape)
+    if not -ndim <= axis < ndim:
+        raise MXNetError('split_v2: axis %d is out of range for %d dimensions' % (axis, ndim))
+    size = shape[axis]
+    if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
+        if indices_or_sections < 1 or size % indices_or_sections:
+            raise ValueError('array split does not result in an equal division')
+        step = size // indices_or_sections
+        points = [i * step for i in range(indices_or_sections)]
+    elif isinstance(indices_or_sections, tuple):
+        points = [0] + [int(i) for i in indices_or_sections]
+    else:
+        raise ValueError('indices_or_sections must either int or tuple of ints')
+    ends = points[1:] + [size]
+    bounds = list(zip(points, ends))
+    if any(not 0 <= b <= e <= size for b, e in bounds):
+        raise MXNetError('split_v2: split points %s must be increasing and within the axis '
+                         'of size %d' % (tuple(points[1:]), size))
+    if squeeze_axis and any(e - b != 1 for b, e in bounds):
+        raise MXNetError('split_v2: squeeze_axis needs every part to have size 1 along the '
+                         'axis')
+    return bounds
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits ary along `axis` into equal parts (an int) or at the given points (a tuple), as
+    NumPy's split; a list of arrays, or the array itself for one part. squeeze_axis drops the
+    split axis (every part must then have size 1 along it)."""
+    bounds = _split_bounds(ary.shape, indices_or_sections, axis, squeeze_axis)
+    ax = axis % ary.ndim
+    empty = ary.shape[:ax] + (0,) + ary.shape[ax + 1:]
+    outs = [_op('slice_axis')(ary, axis=axis, begin=b, end=e) if e > b else
+            _op('_zeros')(shape=empty, dtype=ary.dtype.__name__) for b, e in bounds]
+    if squeeze_axis:
+        outs = [_op('squeeze')(o, axis=axis) for o in outs]
+    return outs[0] if len(outs) == 1 else outs
+
+
+NDArray.split_v2 = lambda self, *args, **kwargs: split_v2(self, *args, **kwargs)
+NDArray.split_v2.__name__ = 'split_v2'
+NDArray.split_v2.__doc__ = 'See nd.split_v2.'
+
+
 def _restore(state):
     from .utils import load_frombuffer
     header = _np.array([0x112, 0, 1], dtype='<u8').tobytes()

@@ -1033,6 +1033,9 @@ class NDArray:
         ...
     def split(self, *args, **kwargs):
         ...
+    def split_v2(self, *args, **kwargs):
+        """See nd.split_v2."""
+        ...
     def sqrt(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """sqrt(data)
 
@@ -1305,5 +1308,13 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
 def from_numpy(ndarray, zero_copy=True, array_cls=...):
     """An NDArray from a NumPy array. zero_copy=True shares the memory (C-contiguous arrays
     only, ValueError otherwise) and, as MXNet, makes the NumPy array read-only; False copies.
+    """
+    ...
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits ary along `axis` into equal parts (an int) or at the given points (a tuple), as
+    NumPy's split; a list of arrays, or the array itself for one part. squeeze_axis drops the
+    split axis (every part must then have size 1 along it).
     """
     ...

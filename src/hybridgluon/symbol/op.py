@@ -167,6 +167,31 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
     return _invoke('Cast', (val,), {'dtype': dtype, 'name': name}, 'linspace')
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits ary along `axis` into equal parts (an int: a SliceChannel node) or at the given
+    points (a tuple: a group of slice_axis nodes, the last one reaching the end), as
+    nd.split_v2; one part gives the node itself."""
+    if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
+        return _invoke('SliceChannel', (ary,), {'num_outputs': indices_or_sections,
+                                                'axis': axis, 'squeeze_axis': squeeze_axis},
+                       'split_v2')
+    if not isinstance(indices_or_sections, tuple):
+        raise ValueError('indices_or_sections must either int or tuple of ints')
+    points = [0] + [int(i) for i in indices_or_sections]
+    if any(b > e for b, e in zip(points, points[1:])):
+        raise base.MXNetError('split_v2: split points %s must be increasing'
+                              % (tuple(points[1:]),))
+    ends = points[1:] + [None]
+    outs = [_invoke('slice_axis', (ary,), {'axis': axis, 'begin': b, 'end': e}, 'split_v2')
+            for b, e in zip(points, ends)]
+    if squeeze_axis:
+        outs = [_invoke('squeeze', (o,), {'axis': axis}, 'split_v2') for o in outs]
+    if len(outs) == 1:
+        return outs[0]
+    from .symbol import Group
+    return Group(outs)
+
+
 def _register(namespace):
     for name in _core.list_ops():
         for n in [name] + _core.op_info(name)['aliases']:

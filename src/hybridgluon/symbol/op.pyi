@@ -45,6 +45,14 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
     ...
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits ary along `axis` into equal parts (an int: a SliceChannel node) or at the given
+    points (a tuple: a group of slice_axis nodes, the last one reaching the end), as
+    nd.split_v2; one part gives the node itself.
+    """
+    ...
+
+
 def relu(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """relu(data)
 
