@@ -195,3 +195,149 @@ def test_dropout_follows_train_mode_when_hybridized():
     assert 50 < (y == 0).sum() < 150 and set(np.unique(y)) <= {0., 2.}
     with autograd.train_mode():
         assert (net(x).asnumpy() == 0).any()
+
+
+def test_fresh_grad_is_read_on_the_variable():
+    """backward marks the variable itself fresh (MXNet's _fresh_grad lives on the variable);
+    clearing it there clears the buffer's flag, and a variable backward does not reach (behind
+    detach) stays not fresh."""
+    x, y = mx.nd.ones((2, 2)), mx.nd.ones((2, 2))
+    mx.autograd.mark_variables([x, y], [mx.nd.zeros((2, 2)), mx.nd.zeros((2, 2))])
+    assert not x._fresh_grad and not y._fresh_grad
+    with mx.autograd.record():
+        (x + 2 + y).backward()
+    assert x._fresh_grad and y._fresh_grad and x.grad._fresh_grad
+    x._fresh_grad = False
+    y._fresh_grad = False
+    assert not x.grad._fresh_grad and not y._fresh_grad
+    with mx.autograd.record():
+        ((x + 2).detach() + y).backward()
+    assert y._fresh_grad and not x._fresh_grad
+
+
+def test_output_of_a_freed_graph_is_a_constant_later():
+    """After backward without retain_graph, an intermediate of that graph used in a new
+    recording is a constant (MXNet clears its history): no 'graph freed' error, and no
+    gradient through it; the old head itself still cannot be differentiated again."""
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        b = x * 3
+        y = b * 2
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [6, 6])
+    with mx.autograd.record():
+        z = (b + 1) * x
+    z.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [4, 7])  # b + 1, b taken as a constant
+    with pytest.raises(mx.MXNetError, match='freed'):
+        y.backward()
+
+
+class _DivMul(mx.autograd.Function):
+    """(x / y, x * y) with its hand-written gradient."""
+
+    def forward(self, x, y):
+        self.save_for_backward(x, y)
+        return x / y, x * y
+
+    def backward(self, dm, dn):
+        x, y = self.saved_tensors
+        assert not mx.autograd.is_recording()  # backward runs with recording paused
+        return dm / y + dn * y, dn * x - dm * x / y / y
+
+
+def test_function_gradient_matches_the_ops():
+    rng = np.random.default_rng(2)
+    xv, yv = rng.uniform(0.5, 2, size=(4, 3)), rng.uniform(0.5, 2, size=(4, 3))
+    hm, hn = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    x, y = mx.nd.array(xv, dtype='float64'), mx.nd.array(yv, dtype='float64')
+    x.attach_grad()
+    y.attach_grad()
+    with mx.autograd.record():
+        m, n = _DivMul()(x, y)
+        z = (m * mx.nd.array(hm, dtype='float64') + n * mx.nd.array(hn, dtype='float64')).sum()
+    z.backward()
+    np.testing.assert_allclose(m.asnumpy(), xv / yv)
+    np.testing.assert_allclose(x.grad.asnumpy(), hm / yv + hn * yv, rtol=1e-12)
+    np.testing.assert_allclose(y.grad.asnumpy(), hn * xv - hm * xv / yv ** 2, rtol=1e-12)
+
+
+def test_function_single_output_chain_and_outside_record():
+    class AddOne(mx.autograd.Function):
+        def forward(self, x):
+            return x + 1
+
+        def backward(self, dy):
+            return dy * 3  # a deliberately different gradient: it must be the one used
+
+    x = mx.nd.ones((2, 2))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x
+        for _ in range(3):
+            y = AddOne()(y)
+        (y * 2).backward()
+    np.testing.assert_array_equal(y.asnumpy(), np.full((2, 2), 4))
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 2), 54))
+    with mx.autograd.record():
+        c = AddOne()(mx.nd.zeros((2,)))  # no input in the graph: nothing recorded
+    np.testing.assert_array_equal(c.asnumpy(), [1, 1])
+    assert AddOne()(mx.nd.zeros((2,))).asnumpy().tolist() == [1, 1]
+
+
+def test_function_errors():
+    class BadShape(mx.autograd.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, dy):
+            return mx.nd.ones((5,))
+
+    class Raises(mx.autograd.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, dy):
+            raise RuntimeError('no gradient today')
+
+    f = BadShape()
+    x = mx.nd.ones((2,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = f(x)
+    with pytest.raises(mx.MXNetError, match='gradient 0 has shape'):
+        y.backward()
+    with pytest.raises(mx.MXNetError, match='only be called once'):
+        f(x)
+    with mx.autograd.record():
+        y = Raises()(x)
+    with pytest.raises(mx.MXNetError, match='no gradient today'):
+        y.backward()
+
+
+def test_function_backward_recorded_by_create_graph_outlives_the_call():
+    """create_graph records the Function's backward node; it keeps the call's record alive
+    after the forward arrays are gone, and differentiating it again is a clear error (a
+    Function's backward has no gradient), not a crash."""
+    import gc
+
+    class Sq(mx.autograd.Function):
+        def forward(self, x):
+            self.save_for_backward(x)
+            return x * x
+
+        def backward(self, dy):
+            x, = self.saved_tensors
+            return 2 * x * dy
+
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = Sq()(x)
+        g = mx.autograd.grad(y, x, create_graph=True)[0]
+    np.testing.assert_array_equal(g.asnumpy(), [2, 4])
+    del y
+    gc.collect()
+    with pytest.raises(mx.MXNetError, match='has no gradient'):
+        g.backward()

@@ -401,3 +401,38 @@ def test_second_derivative_of_gamma_is_a_clear_error():
     g1 = mx.sym.gammaln(x)._gradient(['x'])
     with pytest.raises(mx.MXNetError, match='_digamma has no gradient'):
         g1._gradient(['x'])
+
+
+def _first_grad(op, xv):
+    """d op / dx at xv through autograd, float64."""
+    x = mx.nd.array(xv, dtype='float64')
+    x.attach_grad()
+    with mx.autograd.record():
+        y = getattr(mx.nd, op)(x)
+    y.backward()
+    return x.grad.asnumpy()
+
+
+@pytest.mark.parametrize('op', ['arcsinh', 'arccosh', 'arctanh', 'radians', 'degrees', 'sin'])
+def test_second_order_through_autograd_vs_finite_differences(op):
+    """autograd.grad(create_graph=True) twice against central differences of the first
+    gradient: the true second derivative (arcsinh's is -x / (1 + x^2)^1.5; MXNet 1.9.1's own
+    rule has the opposite sign, a bug not copied here). A constant first derivative (radians,
+    degrees) gives zeros, as MXNet's does, not an unreachable-variable error."""
+    lo, hi = {'arccosh': (1.2, 3.0), 'arctanh': (-0.8, 0.8)}.get(op, (-2.0, 2.0))
+    xv = np.random.default_rng(5).uniform(lo, hi, size=(2, 3))
+    head1 = np.random.default_rng(6).standard_normal(xv.shape)
+    head2 = np.random.default_rng(7).standard_normal(xv.shape)
+    x = mx.nd.array(xv, dtype='float64')
+    x.attach_grad()
+    with mx.autograd.record():
+        y = getattr(mx.nd, op)(x)
+        g1 = mx.autograd.grad(y, x, head_grads=mx.nd.array(head1, dtype='float64'),
+                              create_graph=True, retain_graph=True)
+        assert isinstance(g1, list) and len(g1) == 1
+        g2 = mx.autograd.grad(g1[0], x, head_grads=mx.nd.array(head2, dtype='float64'),
+                              create_graph=True, retain_graph=True)[0]
+    h = 1e-6
+    fd = (_first_grad(op, xv + h) - _first_grad(op, xv - h)) / (2 * h)
+    np.testing.assert_allclose(g1[0].asnumpy(), head1 * _first_grad(op, xv), rtol=1e-12)
+    np.testing.assert_allclose(g2.asnumpy(), head1 * head2 * fd, rtol=1e-6, atol=1e-8)

@@ -77,9 +77,10 @@ def test_context_of_creation_inside_with_and_cpu_kinds():
         assert nd.zeros((1,)).context == mx.cpu(3)
         assert nd.random.uniform(shape=(2,)).context == mx.cpu(3)
         assert nd.ones((1,), ctx=mx.cpu(1)).context == mx.cpu(1)
-    # cpu_pinned(i) / cpu_shared(i) memory is plain CPU memory here: such arrays are cpu(i),
-    # the context MXNet gives an op's output on them
-    assert nd.ones((1,), ctx=mx.cpu_pinned(2)).context == mx.cpu(2)
+    # cpu_pinned(i) / cpu_shared(i) are plain CPU memory here but keep their context, as in
+    # MXNet; an op's output on them is cpu(i)
+    assert nd.ones((1,), ctx=mx.cpu_pinned(2)).context == mx.cpu_pinned(2)
+    assert (nd.ones((1,), ctx=mx.cpu_pinned(2)) * 2).context == mx.cpu(2)
     with pytest.raises(mx.MXNetError, match='GPU 0 is not available'):
         nd.ones((1,)).copyto(mx.gpu(0))
     with pytest.raises(mx.MXNetError, match='only be placed on cpu'):

@@ -533,11 +533,13 @@ def test_ndarray_reshape_views(rng):
 def test_ndarray_shape_methods(rng):
     a = rand((2, 1, 3), 'float32', rng)
     x = nd(a)
-    e = x.expand_dims(0)
+    e = x.expand_dims(0, inplace=True)  # a view only with inplace=True, as MXNet's
     assert e.shape == (1, 2, 1, 3) and x._shares_storage(e)
+    assert not x._shares_storage(x.expand_dims(0))
     assert x.expand_dims(-1).shape == (2, 1, 3, 1)
-    s = x.squeeze()
+    s = x.squeeze(inplace=True)
     assert s.shape == (2, 3) and x._shares_storage(s)
+    assert not x._shares_storage(x.squeeze())
     assert x.squeeze(axis=1).shape == (2, 3)
     check(x.transpose(), a.T.copy())
     check(x.transpose(1, 0, 2), a.transpose(1, 0, 2).copy())

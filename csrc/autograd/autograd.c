@@ -4,6 +4,7 @@
  * gradient buffer) is its own record, hung on the node's extension slot (graph/symbol.h). */
 #include "autograd/autograd.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,32 +179,59 @@ hg_tensor *hg_ag_grad_buffer(const hg_tensor *t)
     return (i && !i->node->op && !i->constant) ? grad_of(i->node) : NULL;
 }
 
-bool hg_ag_should_record_one(const hg_tensor *t)
+/* Whether i is the output of an op whose graph a backward pass without retain_graph freed. As
+ * MXNet clears such arrays' history, a later recorded op takes them as constants. */
+static bool is_freed(const ag_info *i) { return i->node->op && !saved_of(i->node); }
+
+/* Whether t joins the graph: a variable or an op output still recorded. */
+static bool in_graph(const hg_tensor *t)
 {
     const ag_info *i = t->autograd;
-    return i && !i->constant;
+    return i && !i->constant && !is_freed(i);
 }
+
+bool hg_ag_should_record_one(const hg_tensor *t) { return in_graph(t); }
 
 bool hg_ag_should_record(int nin, hg_tensor *const *in)
 {
     if (!g_recording) return false;
-    for (int k = 0; k < nin; k++) {
-        const ag_info *i = in[k]->autograd;
-        if (i && !i->constant) return true;
-    }
+    for (int k = 0; k < nin; k++)
+        if (in_graph(in[k])) return true;
     return false;
 }
+
+static void *function_owner_of(const hg_op_def *op);
+static void function_retain(void *p);
+static void function_release(void *p);
 
 hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tensor *const *in,
                        int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
                        void (*release)(void *))
 {
+    if (!owner && (owner = function_owner_of(op))) {
+        /* A Function's backward recorded by create_graph: its definition lives in the call's
+         * record, which the new node must keep alive too. */
+        retain = function_retain;
+        release = function_release;
+    }
+    /* As MXNet: an output already in a graph (a variable, a recorded result, or an input of this
+     * very op, as with out=x) would make the recorded history wrong. */
+    for (int i = 0; i < nout; i++) {
+        bool is_input = false;
+        for (int k = 0; k < nin && !is_input; k++) is_input = in[k] == out[i];
+        if (is_input || (out[i]->autograd && in_graph(out[i])))
+            return hg_error(HG_ERR_VALUE,
+                            "%s: Inplace operations (+=, -=, x[:]=, etc) are not "
+                            "supported when recording with autograd.",
+                            op->name);
+    }
     hg_sentry stack[8] = {{0}}, *e = stack;
     if (nin > 8 && !(e = malloc(sizeof *e * (size_t)nin)))
         return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_status st = HG_OK;
     for (int k = 0; k < nin && st == HG_OK; k++) {
-        if (!in[k]->autograd) { /* a constant: its value is kept by a variable node */
+        if (!in[k]->autograd || is_freed(in[k]->autograd)) {
+            /* a constant: its value is kept by a variable node */
             hg_snode *c = NULL;
             st = new_var(in[k], "const", &c);
             if (st == HG_OK) st = set_info(in[k], c, 0, true);
@@ -230,6 +258,133 @@ hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, hg_tenso
     }
     for (int i = 0; i < nout && st == HG_OK; i++) st = set_info(out[i], n, i, false);
     hg_snode_release(n);
+    return st;
+}
+
+/* ---- custom functions (MXNet's autograd.Function) ----------------------------------------- */
+
+/* One recorded call: its two dynamic op definitions (the forward node's, whose gradient rule
+ * emits one backward node, and that node's, whose kernel is the callback) and the metadata
+ * of the call's inputs and outputs. Kept alive by the forward node (a reference count). */
+typedef struct ag_function {
+    hg_op_def fwd_def, bwd_def;
+    atomic_long refs;
+    hg_ag_function_fn fn;
+    void *ctx;
+    void (*release)(void *ctx);
+    int nin, nout;
+    hg_meta *meta; /* nin input metas, then nout output metas */
+} ag_function;
+
+#define FUNCTION_OF(op, field) ((ag_function *)((char *)(op) - offsetof(ag_function, field)))
+
+static void function_retain(void *p) { atomic_fetch_add(&((ag_function *)p)->refs, 1); }
+
+static void function_release(void *p)
+{
+    ag_function *f = p;
+    if (atomic_fetch_sub(&f->refs, 1) != 1) return;
+    if (f->release) f->release(f->ctx);
+    free(f->meta);
+    free(f);
+}
+
+static hg_status function_fwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                    int nout, hg_meta *out)
+{
+    const ag_function *f = FUNCTION_OF(op, fwd_def);
+    memcpy(out, f->meta + f->nin, sizeof *out * (size_t)f->nout);
+    return HG_OK;
+}
+
+static hg_status function_fwd_run(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    return hg_error(HG_ERR_UNSUPPORTED,
+                    "%s: a custom Function's forward runs in Python, "
+                    "not as part of a graph",
+                    op->name);
+}
+
+static hg_status function_bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                    int nout, hg_meta *out)
+{
+    const ag_function *f = FUNCTION_OF(op, bwd_def);
+    memcpy(out, f->meta, sizeof *out * (size_t)f->nin);
+    return HG_OK;
+}
+
+static hg_status function_bwd_run(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    const ag_function *f = FUNCTION_OF(op, bwd_def);
+    return f->fn(f->ctx, nin, in, nout, out);
+}
+
+static void *function_owner_of(const hg_op_def *op)
+{
+    return op->forward == function_bwd_run ? FUNCTION_OF(op, bwd_def) : NULL;
+}
+
+/* The rule: one backward node reading every output's gradient, giving every input's. */
+static hg_status function_grad(hg_grad_ctx *g)
+{
+    ag_function *f = FUNCTION_OF(hg_g_node(g)->op, fwd_def);
+    hg_sentry *in = malloc(sizeof *in * (size_t)(f->nout + f->nin));
+    if (!in) return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_sentry *out = in + f->nout;
+    for (int h = 0; h < f->nout; h++) in[h] = hg_g_ograd(g, h);
+    hg_g_op_def(g, &f->bwd_def, f->nout, in, NULL, f->nin, out);
+    for (int k = 0; k < f->nin; k++) hg_g_set(g, k, out[k]);
+    free(in);
+    return hg_g_status(g);
+}
+
+hg_status hg_ag_record_function(int nin, hg_tensor *const *in, int nout, hg_tensor *const *out,
+                                hg_ag_function_fn backward, void *ctx, void (*release)(void *ctx))
+{
+    if (nin < 1 || nout < 1 || !in || !out || !backward)
+        return hg_error(HG_ERR_VALUE, "record_function: a Function needs inputs and outputs");
+    if (!hg_ag_should_record(nin, in)) {
+        if (release) release(ctx);
+        return HG_OK;
+    }
+    ag_function *f = calloc(1, sizeof *f);
+    hg_meta *meta = malloc(sizeof *meta * (size_t)(nin + nout));
+    if (!f || !meta) {
+        free(f);
+        free(meta);
+        if (release) release(ctx);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    for (int k = 0; k < nin; k++) meta[k] = hg_meta_of(in[k]);
+    for (int k = 0; k < nout; k++) meta[nin + k] = hg_meta_of(out[k]);
+    *f = (ag_function){
+        .fwd_def = {.name = "_CustomFunction",
+                    .doc = "a custom Function (forward run in Python; one tape node)",
+                    .num_inputs = nin,
+                    .num_outputs = nout,
+                    .infer = function_fwd_infer,
+                    .forward = function_fwd_run,
+                    .grad = function_grad},
+        .bwd_def = {.name = "_backward_CustomFunction",
+                    .doc = "the Function's backward",
+                    .num_inputs = nout,
+                    .num_outputs = nin,
+                    .infer = function_bwd_infer,
+                    .forward = function_bwd_run},
+        .fn = backward,
+        .ctx = ctx,
+        .release = release,
+        .nin = nin,
+        .nout = nout,
+        .meta = meta,
+    };
+    atomic_init(&f->refs, 1);
+    hg_attrs none = {0};
+    hg_status st = hg_ag_record(&f->fwd_def, &none, nin, in, nout, out, f, function_retain,
+                                function_release);
+    function_release(f); /* the node holds its own reference */
     return st;
 }
 

@@ -34,6 +34,19 @@ HG_API hg_status hg_ag_record(const hg_op_def *op, const hg_attrs *a, int nin, h
                               int nout, hg_tensor *const *out, void *owner, void (*retain)(void *),
                               void (*release)(void *));
 
+/* A custom function's backward (MXNet's autograd.Function): given the gradients of the
+ * function's nograd outputs, writes the gradients of its ngrad inputs into `grads` (arrays of
+ * the inputs' shapes and dtypes, allocated by the caller). Called during backward, on the
+ * thread that runs it. */
+typedef hg_status (*hg_ag_function_fn)(void *ctx, int nograd, hg_tensor *const *ograds, int ngrad,
+                                       hg_tensor *const *grads);
+/* Records outputs = f(inputs), computed by the caller outside the tape, as one node whose
+ * gradient calls `backward(ctx, ...)`. The node keeps ctx until it is freed, then calls
+ * release(ctx) (may be NULL). Nothing is recorded when no input is part of the graph. */
+HG_API hg_status hg_ag_record_function(int nin, hg_tensor *const *in, int nout,
+                                       hg_tensor *const *out, hg_ag_function_fn backward, void *ctx,
+                                       void (*release)(void *ctx));
+
 /* Gradients of heads. head_grads[h] NULL (or head_grads NULL) means ones. nvars == 0: write
  * (or add) into every reachable variable's buffer by its grad_req. nvars > 0: the gradients
  * of those tensors are returned in grads_out (new references to fresh arrays, each on its

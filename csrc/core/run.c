@@ -87,7 +87,7 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
             /* MXNet's rule: a new output lives on the first input's device (cpu(1) + cpu(0)
              * gives cpu(1)); an op without inputs leaves it to the caller (cpu(0)). */
             if (nin > 0) {
-                out[i]->storage->device_type = in[0]->storage->device_type;
+                out[i]->storage->device_type = hg_device_kind(in[0]->storage->device_type);
                 out[i]->storage->device_id = in[0]->storage->device_id;
             }
         }

@@ -23,6 +23,10 @@ typedef struct hg_storage {
     void *deleter_ctx;
 } hg_storage;
 
+/* The device an op's output on device type t gets: MXNet's cpu_pinned (3) and cpu_shared (5)
+ * labels give cpu, as MXNet's ops answer on cpu(i). */
+static inline int hg_device_kind(int t) { return t == 3 || t == 5 ? HG_DEVICE_CPU : t; }
+
 struct hg_tensor {
     atomic_long refcount;
     hg_storage *storage;

@@ -412,7 +412,7 @@ static hg_status new_output(const hg_plan *p, hg_tensor *const *inputs, int e, h
 {
     HG_TRY(hg_tensor_new_meta(&p->meta[e], out));
     if (p->ninputs > 0) {
-        (*out)->storage->device_type = inputs[0]->storage->device_type;
+        (*out)->storage->device_type = hg_device_kind(inputs[0]->storage->device_type);
         (*out)->storage->device_id = inputs[0]->storage->device_id;
     }
     return HG_OK;

@@ -10,7 +10,7 @@
 #define F(NAME, EXPR) HG_EW_FLOAT(HG_EW_UNARY, NAME, EXPR)
 #define A(NAME, EXPR) HG_EW_ALL(HG_EW_UNARY, NAME, EXPR)
 
-A(relu, v > 0 ? v : 0)
+A(relu, (v > 0 || v != v) ? v : 0) /* NaN stays NaN, as MXNet's */
 F(tanh_, tanh(v))
 F(softsign, v / (1 + fabs(v)))
 F(softrelu, v > 20 ? v : log1p(exp(v)))
@@ -128,7 +128,7 @@ A(ones, 1)
 /* Activation backward tiles: l = incoming gradient, r = the forward output (the input for
  * softsign). relu's gradient at 0 is 0, as MXNet's. */
 #define BW(NAME, EXPR) HG_EW_FLOAT(HG_EW_BINARY, NAME, EXPR)
-HG_EW_ALL(HG_EW_BINARY, bw_relu, r > 0 ? l : 0)
+HG_EW_ALL(HG_EW_BINARY, bw_relu, r != r ? r : (r > 0 ? l : 0)) /* NaN at NaN, as MXNet's */
 BW(bw_sigmoid, l * r * (1 - r))
 BW(bw_tanh, l * (1 - r * r))
 BW(bw_softrelu, -l *expm1(-r)) /* 1 - exp(-y), accurate for small y */
@@ -181,8 +181,11 @@ RULE(cosh, MUL(U("sinh", X)))
 RULE(arcsinh, DIV(U("sqrt", S("_plus_scalar", U("square", X), 1))))
 RULE(arccosh, DIV(U("sqrt", S("_minus_scalar", U("square", X), 1))))
 RULE(arctanh, DIV(S("_rminus_scalar", U("square", X), 1)))
-RULE(degrees, S("_mul_scalar", DY, 180 / 3.14159265358979323846))
-RULE(radians, S("_mul_scalar", DY, 3.14159265358979323846 / 180))
+/* A constant derivative, written through ones_like(x) so that the gradient stays connected to
+ * x: as with MXNet's _backward_degrees(dy, x), differentiating it again gives zeros, not an
+ * "unreachable variable" error (test_higher_order_grad's radians case). */
+RULE(degrees, MUL(S("_mul_scalar", U("ones_like", X), 180 / 3.14159265358979323846)))
+RULE(radians, MUL(S("_mul_scalar", U("ones_like", X), 3.14159265358979323846 / 180)))
 RULE(erf, MUL(S("_mul_scalar", U("exp", U("negative", U("square", X))), 1.12837916709551257390)))
 RULE(gamma, MUL(B("elemwise_mul", Y, U("_digamma", X))))
 RULE(gammaln, MUL(U("_digamma", X)))

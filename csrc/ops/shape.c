@@ -807,6 +807,8 @@ static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
         }
         return HG_OK;
     }
+    if (la->t.n == 0) /* as MXNet: () is not "no axes given" */
+        return hg_error(HG_ERR_VALUE, "%s: empty lhs_axes tuple is not allowed", op->name);
     if (la->t.n != ra->t.n)
         return hg_error(HG_ERR_VALUE, "%s: lhs_axes and rhs_axes sizes do not match (%d vs %d)",
                         op->name, la->t.n, ra->t.n);

@@ -3,6 +3,7 @@
 #include "python/binding.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd/autograd.h"
 
@@ -172,7 +173,123 @@ static PyObject *get_symbol(PyObject *self, PyObject *arr)
     return st ? hgpy_raise(st) : hgpy_wrap_symbol(s);
 }
 
+/* ---- custom functions: the backward callback of a recorded autograd.Function ------------- */
+
+/* Raises an hg error carrying the pending Python exception's text (and clears it). */
+static hg_status error_from_python(const char *what)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    hg_status st = hg_error(HG_ERR_VALUE, "%s: %s%s%s", what,
+                            type ? ((PyTypeObject *)type)->tp_name : "error", msg ? ": " : "",
+                            msg ? msg : "");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return st;
+}
+
+/* Copies what Function.backward returned for input k into the planned gradient array. */
+static hg_status take_grad(PyObject *r, int k, hg_tensor *dst)
+{
+    if (!hgpy_is_ndarray(r))
+        return hg_error(HG_ERR_TYPE, "Function.backward must return NDArrays; gradient %d is %s", k,
+                        Py_TYPE(r)->tp_name);
+    const hg_tensor *src = hgpy_tensor(r);
+    bool same = src->dtype == dst->dtype && src->ndim == dst->ndim;
+    for (int d = 0; same && d < src->ndim; d++) same = src->shape[d] == dst->shape[d];
+    if (!same) {
+        char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
+        return hg_error(HG_ERR_VALUE,
+                        "Function.backward: gradient %d has shape %s (%s), its input %s (%s)", k,
+                        hg_shape_str(a, src->ndim, src->shape), hg_dtype_name(src->dtype),
+                        hg_shape_str(b, dst->ndim, dst->shape), hg_dtype_name(dst->dtype));
+    }
+    memcpy(hg_data(dst), hg_data(src), hg_tensor_nbytes(dst));
+    return HG_OK;
+}
+
+/* Calls func.backward(*ograds) with the GIL held and recording paused (as MXNet's Function),
+ * and writes its results into grads. */
+static hg_status function_backward(void *ctx, int nograd, hg_tensor *const *ograds, int ngrad,
+                                   hg_tensor *const *grads)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    bool was_recording = hg_ag_set_recording(false);
+    hg_status st = HG_OK;
+    PyObject *args = PyTuple_New(nograd), *res = NULL, *seq = NULL;
+    for (int h = 0; args && h < nograd; h++) {
+        hg_tensor_retain(ograds[h]);
+        PyObject *a = hgpy_wrap(ograds[h]);
+        if (!a) break;
+        PyTuple_SET_ITEM(args, h, a);
+    }
+    PyObject *fn = args && !PyErr_Occurred() ? PyObject_GetAttrString(ctx, "backward") : NULL;
+    if (fn) res = PyObject_Call(fn, args, NULL);
+    Py_XDECREF(fn);
+    if (res)
+        seq = (PyList_Check(res) || PyTuple_Check(res)) ? PySequence_Fast(res, "")
+                                                        : PyTuple_Pack(1, res);
+    if (!seq) {
+        st = error_from_python("Function.backward failed");
+    } else if (PySequence_Fast_GET_SIZE(seq) != ngrad) {
+        st = hg_error(HG_ERR_VALUE, "Function.backward returned %zd gradients for %d inputs",
+                      PySequence_Fast_GET_SIZE(seq), ngrad);
+    } else {
+        for (int k = 0; k < ngrad && st == HG_OK; k++)
+            st = take_grad(PySequence_Fast_GET_ITEM(seq, k), k, grads[k]);
+    }
+    Py_XDECREF(seq);
+    Py_XDECREF(res);
+    Py_XDECREF(args);
+    hg_ag_set_recording(was_recording);
+    PyGILState_Release(gil);
+    return st;
+}
+
+static void function_release(void *ctx)
+{
+    if (!Py_IsInitialized()) return; /* a tape node freed at exit: Python is gone */
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(gil);
+}
+
+/* record_function(func, inputs, outputs): records outputs = func(inputs) on the tape (when an
+ * input is part of the graph); backward calls func.backward. */
+static PyObject *record_function(PyObject *self, PyObject *args)
+{
+    PyObject *func, *ins, *outs;
+    if (!PyArg_ParseTuple(args, "OO!O!", &func, &PyTuple_Type, &ins, &PyTuple_Type, &outs))
+        return NULL;
+    Py_ssize_t nin = PyTuple_GET_SIZE(ins), nout = PyTuple_GET_SIZE(outs);
+    hg_tensor **t = malloc(sizeof *t * (size_t)(nin + nout + 1));
+    if (!t) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < nin + nout; i++) {
+        PyObject *o = i < nin ? PyTuple_GET_ITEM(ins, i) : PyTuple_GET_ITEM(outs, i - nin);
+        if (!hgpy_is_ndarray(o)) {
+            free(t);
+            return PyErr_Format(PyExc_TypeError,
+                                "Function inputs and outputs must be NDArrays, got %s",
+                                Py_TYPE(o)->tp_name);
+        }
+        t[i] = hgpy_tensor(o);
+    }
+    Py_INCREF(func);
+    hg_status st = hg_ag_record_function((int)nin, t, (int)nout, t + nin, function_backward, func,
+                                         function_release);
+    free(t);
+    if (st) return hgpy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef k_functions[] = {
+    {"record_function", record_function, METH_VARARGS,
+     "record_function(func, inputs, outputs): a custom Function call as one tape node"},
     {"set_recording", set_recording, METH_O, "set the recording flag, return the previous one"},
     {"is_recording", is_recording, METH_NOARGS, "the recording flag (per thread)"},
     {"set_training", set_training, METH_O, "set the training flag, return the previous one"},

@@ -59,8 +59,9 @@ static PyObject *get_storage_id(NDArrayObject *self, void *c)
     return PyLong_FromVoidPtr(self->t->storage);
 }
 
-/* MXNet keeps the flag on the variable; backward sets it on the variable's gradient buffer, so a
- * marked variable reports (and clears) both. */
+/* MXNet keeps the flag on the variable: backward sets it on the gradient buffer it writes, so a
+ * variable (attach_grad / mark_variables) reads its buffer's flag too, and setting it clears
+ * (or sets) both; the trainer reads either. */
 static PyObject *get_fresh_grad(NDArrayObject *self, void *c)
 {
     hg_tensor *g = hg_ag_grad_buffer(self->t);
@@ -73,8 +74,15 @@ static int set_fresh_grad(NDArrayObject *self, PyObject *v, void *c)
     if (b < 0) return -1;
     atomic_store(&self->t->fresh_grad, b);
     hg_tensor *g = hg_ag_grad_buffer(self->t);
-    if (g && !b) atomic_store(&g->fresh_grad, 0);
+    if (g) atomic_store(&g->fresh_grad, b);
     return 0;
+}
+
+/* _in_graph: whether an op on this array would be recorded now (recording, and the array is a
+ * variable or a recorded result). */
+static PyObject *get_in_graph(NDArrayObject *self, void *c)
+{
+    return PyBool_FromLong(hg_ag_should_record(1, &self->t));
 }
 
 /* The device lives on the storage, so every view of an array reports the array's device. */
@@ -90,10 +98,13 @@ static PyObject *m_set_device(NDArrayObject *self, PyObject *args)
 {
     int type, id;
     if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
-    if (type != HG_DEVICE_CPU || id < 0)
+    /* MXNet's CPU kinds: cpu (1), cpu_pinned (3) and cpu_shared (5), one memory here; a
+     * label the array's context reports (op outputs on them are cpu(i), as in MXNet). */
+    if ((type != HG_DEVICE_CPU && type != 3 && type != 5) || id < 0)
         return hgpy_raise(hg_error(HG_ERR_VALUE,
-                                   "an array can only be placed on cpu(i) with "
-                                   "i >= 0 in this build (device type %d, id %d)",
+                                   "an array can only be placed on cpu(i), cpu_pinned(i) or "
+                                   "cpu_shared(i) with i >= 0 in this build (device type %d, "
+                                   "id %d)",
                                    type, id));
     self->t->storage->device_type = type;
     self->t->storage->device_id = id;
@@ -108,6 +119,7 @@ static PyGetSetDef k_getset[] = {
     {"_dtype_flag", (getter)get_flag, NULL, "MXNet type flag", NULL},
     {"_data_ptr", (getter)get_ptr, NULL, "address of the first element", NULL},
     {"_storage_id", (getter)get_storage_id, NULL, "identity of the underlying storage", NULL},
+    {"_in_graph", (getter)get_in_graph, NULL, "whether ops on it are recorded now", NULL},
     {"_fresh_grad", (getter)get_fresh_grad, (setter)set_fresh_grad,
      "gradient buffer written by backward since the last optimizer update", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -474,7 +486,21 @@ static PyObject *m_same_storage(NDArrayObject *self, PyObject *other)
                            hgpy_tensor(other)->storage == self->t->storage);
 }
 
+/* _take_handle(other): this object now holds other's array (its data, shape, dtype and
+ * device), as MXNet's NDArray.__setstate__ replaces its handle; the old array is released. */
+static PyObject *m_take_handle(NDArrayObject *self, PyObject *other)
+{
+    if (!hgpy_is_ndarray(other))
+        return hgpy_raise(hg_error(HG_ERR_TYPE, "_take_handle expects an NDArray"));
+    hg_tensor *old = self->t;
+    hg_tensor_retain(hgpy_tensor(other));
+    self->t = hgpy_tensor(other);
+    hg_tensor_free(old);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef k_methods[] = {
+    {"_take_handle", (PyCFunction)m_take_handle, METH_O, "hold another array's data"},
     {"_view", (PyCFunction)m_view, METH_O, "a view with another shape of the same size"},
     {"_slice0", (PyCFunction)m_slice0, METH_VARARGS, "a view of rows [begin, end)"},
     {"_at0", (PyCFunction)m_at0, METH_O, "a view of row i"},

@@ -10,7 +10,8 @@ from . import _core
 from .base import MXNetError
 
 __all__ = ['record', 'pause', 'train_mode', 'predict_mode', 'is_recording', 'is_training',
-           'set_recording', 'set_training', 'mark_variables', 'backward', 'grad', 'get_symbol']
+           'set_recording', 'set_training', 'mark_variables', 'backward', 'grad', 'get_symbol',
+           'Function']
 
 _REQS = {'null': 0, 'write': 1, 'add': 2, 'inplace': 1}
 
@@ -123,3 +124,41 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 def get_symbol(x):
     """The recorded computation that produced x, as a Symbol."""
     return _core.get_symbol(x)
+
+
+class Function:
+    """A differentiable function with a hand-written gradient (MXNet's autograd.Function).
+
+    Subclass it with forward(*inputs) and backward(*output_grads), which return NDArrays (one
+    or a tuple): backward gets one gradient per output and returns one per input. forward runs
+    with recording paused; under record() the call is one node of the tape, and backward runs
+    (recording paused) when a gradient flows through it. save_for_backward keeps arrays for
+    backward in `saved_tensors`. Each instance can be called once."""
+
+    def __init__(self):
+        self._used = False
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        self.saved_tensors = args
+
+    def forward(self, *inputs):
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        if self._used:
+            raise MXNetError('Each Function instance can only be called once. Please create '
+                             'another instance.')
+        self._used = True
+        prev = set_recording(False)
+        try:
+            outputs = self.forward(*inputs)
+        finally:
+            set_recording(prev)
+        if prev:
+            outs = (outputs,) if not isinstance(outputs, (list, tuple)) else tuple(outputs)
+            _core.record_function(self, tuple(inputs), outs)
+        return outputs

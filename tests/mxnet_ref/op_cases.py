@@ -487,4 +487,5 @@ def build_cases(seed=20240519):
     import op_cases_contribops; cases.extend(op_cases_contribops.cases())  # noqa: E702
     cases.extend(__import__('op_cases_tensorops').tensorops_cases())
     cases.extend(__import__('op_cases_vision').build_vision_cases())
+    cases.extend(__import__('op_cases_ndfront').build_cases())  # helper ndfront's, own seed
     return cases

@@ -8,12 +8,20 @@ from .. import _core
 from ..base import MXNetError, _MXNetTypeError, _MXNetValueError, _dtype_flag, _dtype_name
 from ..context import current_context, _check_available
 from .ndarray import NDArray, _place
+from .ndarray import (add, subtract, multiply, divide, true_divide, modulo, power, maximum,  # noqa: F401
+                      minimum, equal, not_equal, greater, greater_equal, lesser, lesser_equal,
+                      logical_and, logical_or, logical_xor, moveaxis, from_numpy)
+from .cached_op import CachedOp
 from . import random  # noqa: F401
 from .utils import save, load, load_frombuffer
 
 __all__ = ['NDArray', 'array', 'empty', 'zeros', 'ones', 'eye', 'full', 'arange', 'zeros_like',
            'ones_like', 'waitall', 'from_dlpack', 'to_dlpack_for_read', 'to_dlpack_for_write',
-           'concat', 'concatenate', 'save', 'load', 'load_frombuffer']
+           'concat', 'concatenate', 'save', 'load', 'load_frombuffer', 'add', 'subtract',
+           'multiply', 'divide', 'true_divide', 'modulo', 'power', 'maximum', 'minimum', 'equal',
+           'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal', 'logical_and',
+           'logical_or', 'logical_xor', 'onehot_encode', 'moveaxis', 'linspace', 'from_numpy',
+           'CachedOp', 'split_v2']
 
 _PYTHON_DEFINED = set(__all__)
 
@@ -180,7 +188,21 @@ def _register_ops(namespace, skip):
 
 _register_ops(globals(), _PYTHON_DEFINED)
 
+
+def _register_internal(module):
+    """Binds the ops whose name or alias starts with '_' into nd._internal."""
+    for name in _core.list_ops():
+        fn = _core.get_op(name)
+        for n in [name] + _core.op_info(name)['aliases']:
+            if n.startswith('_') and not hasattr(module, n):
+                setattr(module, n, fn)
+
+
+from . import _internal  # noqa: E402
+_register_internal(_internal)
+
 from . import contrib, linalg, sparse  # noqa: E402,F401  (after the ops: they bind registry ops)
+
 
 
 # --- MXNet's Python front ends over registry ops (histogram, split_v2, onehot_encode, linspace) -

@@ -12,10 +12,32 @@ from .ndarray import NDArray
 _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
-__all__ = ['NDArray', 'arange', 'array', 'concat', 'concatenate', 'empty', 'eye', 'from_dlpack', 'full', 'load', 'load_frombuffer', 'ones', 'ones_like', 'save', 'to_dlpack_for_read', 'to_dlpack_for_write', 'waitall', 'zeros', 'zeros_like']
+__all__ = ['CachedOp', 'NDArray', 'add', 'arange', 'array', 'concat', 'concatenate', 'divide', 'empty', 'equal', 'eye', 'from_dlpack', 'from_numpy', 'full', 'greater', 'greater_equal', 'lesser', 'lesser_equal', 'linspace', 'load', 'load_frombuffer', 'logical_and', 'logical_or', 'logical_xor', 'maximum', 'minimum', 'modulo', 'moveaxis', 'multiply', 'not_equal', 'onehot_encode', 'ones', 'ones_like', 'power', 'save', 'split_v2', 'subtract', 'to_dlpack_for_read', 'to_dlpack_for_write', 'true_divide', 'waitall', 'zeros', 'zeros_like']
 
 from . import ndarray as ndarray
 from .ndarray import NDArray as NDArray
+from .ndarray import add as add
+from .ndarray import subtract as subtract
+from .ndarray import multiply as multiply
+from .ndarray import divide as divide
+from .ndarray import true_divide as true_divide
+from .ndarray import modulo as modulo
+from .ndarray import power as power
+from .ndarray import maximum as maximum
+from .ndarray import minimum as minimum
+from .ndarray import equal as equal
+from .ndarray import not_equal as not_equal
+from .ndarray import greater as greater
+from .ndarray import greater_equal as greater_equal
+from .ndarray import lesser as lesser
+from .ndarray import lesser_equal as lesser_equal
+from .ndarray import logical_and as logical_and
+from .ndarray import logical_or as logical_or
+from .ndarray import logical_xor as logical_xor
+from .ndarray import moveaxis as moveaxis
+from .ndarray import from_numpy as from_numpy
+from . import cached_op as cached_op
+from .cached_op import CachedOp as CachedOp
 from . import random as random
 from . import utils as utils
 from .utils import save as save
@@ -9332,13 +9354,6 @@ def _linspace(start: float = ..., stop: float = ..., num: int = ..., endpoint: b
     ...
 
 
-def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
-    """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
-    nd.linspace.
-    """
-    ...
-
-
 def im2col(data: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """im2col(data, kernel=<required>, stride=(), dilate=(), pad=())
 
@@ -9613,6 +9628,154 @@ def _backward_Correlation(ograd: NDArray | None = None, data1: NDArray | None = 
     ...
 
 
+def _sample_uniform(low: NDArray | None = None, high: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def sample_uniform(low: NDArray | None = None, high: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def _sample_normal(mu: NDArray | None = None, sigma: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
+def sample_normal(mu: NDArray | None = None, sigma: NDArray | None = None, shape: _Shape = (), dtype: _DType | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
+def _sample_multinomial(data: NDArray | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def sample_multinomial(data: NDArray | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def _backward_sample_multinomial(ograd: NDArray | None = None, data: NDArray | None = None, samples: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_sample_multinomial(ograd, data, samples)
+
+    gradient of _sample_multinomial's log-probabilities with respect to data
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    samples : NDArray
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None):
     """Counts of a's elements in bins, and the bin edges (MXNet's nd.histogram). bins: an int
     (equal bins over range, or over [a.min(), a.max()] when range is None) or an NDArray of
@@ -9631,5 +9794,12 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
 def onehot_encode(indices, out):
     """Writes the one-hot rows of indices into out (n, k) and returns it (MXNet's legacy
     nd.onehot_encode).
+    """
+    ...
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
+    """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
+    nd.linspace.
     """
     ...

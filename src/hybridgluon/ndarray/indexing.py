@@ -85,6 +85,53 @@ def _basic(x, key):
     return out._view(tuple(shape))
 
 
+def slice_is_contiguous(slc_key, shape):
+    """Whether slicing an array of `shape` with `slc_key` (one slice per axis) selects one
+    contiguous block of its row-major memory: going from the last axis, once an axis is cut
+    to a proper part, every axis before it must keep at most one element; an axis keeping
+    several elements must step forward by 1. An empty or one-element result is contiguous."""
+    lens = [len(range(*k.indices(n))) for k, n in zip(slc_key, shape)]
+    if 0 in lens or int(_np.prod(lens)) == 1:
+        return True
+    cut = False
+    for k, n, m in zip(reversed(slc_key), reversed(shape), reversed(lens)):
+        if m > 1 and k.indices(n)[2] != 1:
+            return False
+        if cut and m > 1:
+            return False
+        cut = cut or m < n
+    return True
+
+
+def _contiguous_view(x, key):
+    """x[key] for ints and slices as a view sharing x's memory when it is one contiguous block
+    (as MXNet's basic indexing gives), else None. Ints keep their axis out of the result."""
+    if any(k is None for k in key) or x.ndim == 0:
+        return None
+    key = key + (slice(None),) * (x.ndim - len(key))
+    slices, shape = [], []
+    for k, n in zip(key, x.shape):
+        if _is_int(k):
+            i = int(k)
+            if i < -n or i >= n:
+                return None  # the general path raises the IndexError
+            i = i + n if i < 0 else i
+            slices.append(slice(i, i + 1))
+        else:
+            slices.append(k)
+            shape.append(len(range(*k.indices(n))))
+    if not shape or not slice_is_contiguous(slices, x.shape):
+        return None
+    size = int(_np.prod([len(range(*k.indices(n))) for k, n in zip(slices, x.shape)]))
+    if size == 0:
+        return None
+    offset, stride = 0, 1
+    for k, n in zip(reversed(slices), reversed(x.shape)):
+        offset += range(*k.indices(n))[0] * stride
+        stride *= n
+    return x.reshape((-1,))._slice0(offset, offset + size)._view(tuple(shape))
+
+
 def _slice_bounds(k, n):
     b, e, s = k.indices(n)
     if not range(b, e, s):  # empty: keep the slice op from reading -1 as "the last index"
@@ -95,10 +142,7 @@ def _slice_bounds(k, n):
 def _index_array(k, n):
     """An int64 NDArray of indices from an int or bool index (list, NumPy or NDArray)."""
     if isinstance(k, NDArray):
-        if k._dtype_flag == _core.DTYPE_FLAGS['bool']:
-            k = k.asnumpy()
-        else:
-            return k
+        k = k.asnumpy()  # negative entries count from the end, as NumPy's (read here)
     arr = _np.asarray(k)
     if arr.dtype == _np.bool_:
         if arr.ndim != 1 or arr.shape[0] != n:
@@ -134,32 +178,40 @@ def getitem(x, key):
             for k in key:
                 out = out._at0(k)
             return out
-        return _basic(x, key)
-    if any(k is None for k in key):
-        raise IndexError('newaxis cannot be combined with array indices')
-    # Slices first (keeping the array-indexed axes whole), then one take per array index.
-    basic_key = tuple(slice(None) if i in arrays else k for i, k in enumerate(key))
-    if any(_is_int(k) for k in basic_key):
-        raise IndexError('mixing integer and array indices is not supported; use take')
-    out = _basic(x, basic_key) if any(k != slice(None) for k in basic_key) else x
-    if len(arrays) == 1:
+        view = _contiguous_view(x, key)
+        return view if view is not None else _basic(x, key)
+    if len(arrays) == 1 and not any(k is None or _is_int(k) for k in key):
+        # Slices first (keeping the indexed axis whole), then one take on that axis.
         ax = arrays[0]
+        basic_key = tuple(slice(None) if i == ax else k for i, k in enumerate(key))
+        out = _basic(x, basic_key) if any(k != slice(None) for k in basic_key) else x
         return _op('take')(out, _index_array(key[ax], out.shape[ax]), axis=ax, mode='raise')
-    # Several arrays: broadcast them together and gather on the flattened indexed axes.
-    if arrays != list(range(arrays[0], arrays[0] + len(arrays))):
-        raise IndexError('array indices must be on adjacent axes')
-    idx = [_np.asarray(key[a].asnumpy() if isinstance(key[a], NDArray) else key[a]) for a in arrays]
-    idx = _np.broadcast_arrays(*idx)
-    dims = [out.shape[a] for a in arrays]
-    for i, n in zip(idx, dims):
-        if i.size and (i.min() < -n or i.max() >= n):
-            raise IndexError('index out of bounds for axis of size %d' % n)
-    flat = _np.ravel_multi_index(tuple(_np.where(i < 0, i + n, i) for i, n in zip(idx, dims)),
-                                 dims)
-    a0 = arrays[0]
-    merged = out.shape[:a0] + (int(_np.prod(dims)),) + out.shape[a0 + len(arrays):]
-    flat_nd = _core.from_buffer(_np.ascontiguousarray(flat.astype(_np.int64)), 6)
-    return _op('take')(out.reshape(merged), flat_nd, axis=a0, mode='raise')
+    flat = _flat_positions(x, key)
+    return _op('take')(x.reshape((-1,)), _int64_nd(flat.reshape(-1)), axis=0,
+                       mode='raise').reshape(flat.shape or (1,))
+
+
+def _numpy_key(k):
+    """An index part as NumPy reads it: NDArrays become NumPy arrays (integer, or bool for a
+    bool array; float indices are truncated, as MXNet casts them)."""
+    if isinstance(k, NDArray):
+        k = k.asnumpy()
+    if isinstance(k, (list, _np.ndarray)):
+        k = _np.asarray(k)
+        if k.dtype.kind == 'f':
+            k = k.astype(_np.int64)
+    return k
+
+
+def _flat_positions(x, key):
+    """The flat positions of x that a NumPy-style advanced index selects, in the result's
+    shape: index arithmetic only (NumPy applies the indexing rules), the data never leaves C."""
+    key = tuple(_numpy_key(k) for k in key)
+    return _np.arange(x.size, dtype=_np.int64).reshape(x.shape)[key]
+
+
+def _int64_nd(arr):
+    return _core.from_buffer(_np.ascontiguousarray(arr, dtype=_np.int64), 6)
 
 
 def _value_array(x, value, shape):
@@ -172,6 +224,8 @@ def _value_array(x, value, shape):
         value = _core.from_buffer(_np.ascontiguousarray(value, dtype=x.dtype), x._dtype_flag)
     elif value._dtype_flag != x._dtype_flag:
         value = value.astype(x.dtype)
+    while value.ndim > len(shape) and value.shape[0] == 1:  # NumPy drops leading 1s
+        value = value.reshape(value.shape[1:])
     if value.shape != tuple(shape):
         if value.size == _np.prod(shape, dtype=_np.int64) and value.ndim != len(shape):
             value = value.reshape(shape)
@@ -191,15 +245,17 @@ def _assign_view(view, value):
 
 
 def setitem(x, key, value):
+    if x._in_graph or (isinstance(value, NDArray) and value._in_graph):
+        raise MXNetError('Inplace operations (+=, -=, x[:]=, etc) are not supported when '
+                         'recording with autograd.')
     if _is_int(key) or (isinstance(key, slice) and key.step in (None, 1)) or key is Ellipsis:
         _assign_view(getitem(x, key) if key is not Ellipsis else x, value)
         return
-    if isinstance(key, (NDArray, list, _np.ndarray)):
-        raise MXNetError('assignment through integer or boolean array indices is not supported; '
-                         'use slices, or build the array with nd.where')
     key = _expand(key, x.ndim)
-    if any(_is_array_index(k) and not _is_int(k) for k in key) or any(k is None for k in key):
-        raise MXNetError('assignment supports integer and slice indices only')
+    if any(_is_array_index(k) and not _is_int(k) for k in key):
+        _advanced_assign(x, key, value)
+        return
+    key = tuple(k for k in key if k is not None)  # MXNet ignores newaxis in assignment
     begin, end, step, shape = [], [], [], []
     for axis, k in enumerate(key):
         n = x.shape[axis]
@@ -220,10 +276,35 @@ def setitem(x, key, value):
             step.append(s)
             shape.append(len(range(b, e, s)))
     shape += list(x.shape[len(key):])
-    v = _value_array(x, value, tuple(shape))
+    # The value broadcasts to NumPy's result shape (integer-indexed axes dropped), then takes
+    # the slice's shape (those axes of size 1).
+    kept = [d for d, k in zip(shape, key + (slice(None),) * (len(shape) - len(key)))
+            if not _is_int(k)]
+    v = _value_array(x, value, tuple(kept) or (1,))
+    if not isinstance(v, float):
+        v = v.reshape(tuple(shape))
     kw = dict(begin=tuple(begin), end=tuple(end), step=tuple(step))
     if isinstance(v, float):
         res = _op('_slice_assign_scalar')(x, scalar=v, **kw)
     else:
         res = _op('_slice_assign')(x, v, **kw)
     x._copy_from(res)
+
+
+def _advanced_assign(x, key, value):
+    """x[key] = value for an index with integer or boolean arrays, NumPy's rules (the last of
+    repeated positions wins): for every element of x, whether it is written and from which
+    element of the broadcast value, then one take and one where in C."""
+    flat = _flat_positions(x, key)
+    n = x.size
+    v = _value_array(x, value, flat.shape or (1,))
+    src = _np.zeros(n, dtype=_np.int64)
+    src[flat.reshape(-1)] = _np.arange(flat.size, dtype=_np.int64)
+    written = _np.zeros(n, dtype=_np.bool_)
+    written[flat.reshape(-1)] = True
+    if isinstance(v, float):
+        vals = _op('_full')(shape=(n,), value=v, dtype=x.dtype.__name__)
+    else:
+        vals = _op('take')(v.reshape((-1,)), _int64_nd(src), axis=0, mode='clip')
+    cond = _core.from_buffer(written.astype(x.dtype), x._dtype_flag)
+    x._copy_from(_op('where')(cond, vals, x.reshape((-1,))).reshape(x.shape))

@@ -4,6 +4,8 @@ The C base class (`_core.NDArray`) holds the tensor and implements arithmetic, c
 buffer protocol, DLPack and axis-0 views; this class adds the rest of MXNet's methods, each a
 call to a registered op. NumPy appears only to convert data in and out.
 """
+import operator as _operator
+
 import numpy as _np
 
 from .. import _core
@@ -30,11 +32,11 @@ def _op(name):
 
 def _place(arr, ctx):
     """Puts a fresh array (one nobody else holds) on `ctx` and returns it. CPU contexts share
-    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) all
-    become cpu(i), the context an op's output on them gets in MXNet."""
+    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) stay
+    distinct as in MXNet (an op's output on the last two is cpu(i), as there)."""
     _check_available(ctx)
-    if arr._device != (1, ctx.device_id):
-        arr._set_device(1, ctx.device_id)
+    if arr._device != (ctx.device_typeid, ctx.device_id):
+        arr._set_device(ctx.device_typeid, ctx.device_id)
     return arr
 
 
@@ -115,8 +117,54 @@ class NDArray(_core.NDArray):
         for i in range(self.shape[0]):
             yield self[i]
 
+    @property
+    def writable(self):
+        """Whether the array may be written: always True (MXNet's flag for arrays it shares
+        read-only, which this build never makes)."""
+        return True
+
+    def as_nd_ndarray(self):
+        """The array itself: it already is an `nd.NDArray` (MXNet converts from mx.np)."""
+        return self
+
+    def __div__(self, other):
+        return self.__truediv__(other)
+
+    def __rdiv__(self, other):
+        return self.__rtruediv__(other)
+
+    def __idiv__(self, other):
+        return self.__itruediv__(other)
+
+    # ---- pickling: MXNet's state, {'handle': the array in MXNet's binary format} ---------
+    def __getstate__(self):
+        from .utils import _save_bytes
+        raw = _save_bytes([self])
+        # The list file is a 24-byte header, the one array, and an empty name list (8 bytes).
+        return {'handle': bytearray(raw[24:-8])}
+
+    def __setstate__(self, state):
+        """Restores the array `__getstate__` saved (a GPU array loads onto the CPU, as MXNet
+        does without GPUs). The data is copied into this array's place: its shape and dtype
+        become the saved ones."""
+        from .utils import load_frombuffer
+        raw = bytes(state['handle'])
+        header = _np.array([0x112, 0, 1], dtype='<u8').tobytes()
+        arr = load_frombuffer(header + raw + _np.zeros(1, dtype='<u8').tobytes())[0]
+        self._take_handle(arr)
+
     def __reduce__(self):
-        return (_restore, (self.asnumpy(),))
+        return (_restore, (self.__getstate__(),))
+
+    # ---- DLPack -------------------------------------------------------------------------
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory (CPU execution is synchronous, so
+        reading and writing need no different waits)."""
+        return self.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule sharing this array's memory, for a consumer that writes it."""
+        return self.__dlpack__()
 
     # ---- conversion --------------------------------------------------------------------
     def asnumpy(self):
@@ -154,8 +202,11 @@ class NDArray(_core.NDArray):
         return _op('Cast')(self, dtype=dtype)
 
     def copy(self):
-        """A deep copy, on the same context."""
-        return _op('_copy')(self)
+        """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
+        out = _op('_copy')(self)
+        if out._device != self._device:
+            out._set_device(*self._device)
+        return out
 
     def copyto(self, other):
         """Copies into another NDArray (same shape) or onto a Context (a new array)."""
@@ -210,18 +261,27 @@ class NDArray(_core.NDArray):
     def reshape_like(self, other):
         return self._view(other.shape)
 
-    def flatten(self):
+    def flatten(self, inplace=False):
+        """(d0, d1 * d2 * ...): a copy, or with inplace=True a view sharing the data."""
+        if not inplace:
+            return _op('Flatten')(self)
         n = self.shape[0] if self.ndim else 1
         rest = 1
         for d in self.shape[1:]:
             rest *= d
         return self._view((n, rest))
 
-    def expand_dims(self, axis):
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at `axis`: a copy, or with inplace=True a view."""
+        if not inplace:
+            return _op('expand_dims')(self, axis=axis)
         (shape, _), = _op('expand_dims')._infer(self, axis=axis)
         return self._view(shape)
 
-    def squeeze(self, axis=None, inplace=False):  # inplace accepted: always a view here
+    def squeeze(self, axis=None, inplace=False):
+        """Drops axes of size 1: a copy, or with inplace=True a view."""
+        if not inplace:
+            return _op('squeeze')(self, axis=axis)
         (shape, _), = _op('squeeze')._infer(self, axis=axis)
         return self._view(shape)
 
@@ -295,6 +355,13 @@ class NDArray(_core.NDArray):
         from .indexing import setitem
         setitem(self, key, value)
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether `slc_key` (one slice per axis of `shape`) selects a contiguous block, in
+        which case indexing with it gives a view (MXNet's helper of the same name)."""
+        from .indexing import slice_is_contiguous
+        return slice_is_contiguous(slc_key, shape)
+
 
 def _reduction(name):
     def method(self, *args, **kwargs):
@@ -323,9 +390,164 @@ for _name in ('abs', 'sign', 'sqrt', 'rsqrt', 'square', 'exp', 'expm1', 'log', '
     setattr(NDArray, _name, _elementwise(_name))
 
 
-def _restore(arr):
-    from . import array
-    return array(arr, dtype=arr.dtype)
+for _name in ('arcsinh', 'arccosh', 'arctanh', 'degrees', 'radians', 'rcbrt'):
+    setattr(NDArray, _name, _elementwise(_name))
+# Fluent methods of MXNet's whose ops another part of the registry may provide: bound when
+# the op is registered, so the method appears with the op.
+_REGISTRY = set(_core.list_ops())
+for _name in ('argmax_channel', 'depth_to_space', 'space_to_depth', 'shape_array', 'size_array',
+              'softmin'):
+    if _name in _REGISTRY:
+        setattr(NDArray, _name, _elementwise(_name))
+NDArray.broadcast_axes = _elementwise('broadcast_axis')
+NDArray.broadcast_axes.__name__ = 'broadcast_axes'
+NDArray.pad = _elementwise('Pad')
+NDArray.pad.__name__ = 'pad'
+NDArray.slice_assign = _elementwise('_slice_assign')
+NDArray.slice_assign.__name__ = 'slice_assign'
+NDArray.slice_assign_scalar = _elementwise('_slice_assign_scalar')
+NDArray.slice_assign_scalar.__name__ = 'slice_assign_scalar'
+
+
+# ---- functions taking an NDArray or a scalar on either side (MXNet's ndarray.py) ---------------
+_NUMERIC = (int, float, _np.generic)
+
+
+def _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None):
+    """MXNet's dispatch: two numbers give fn_scalar's Python number; an array and a number the
+    scalar op (rfn_scalar, or lfn_scalar for a commutative op, when the number is on the left);
+    two arrays the broadcasting op."""
+    if isinstance(lhs, _NUMERIC):
+        if isinstance(rhs, _NUMERIC):
+            return fn_scalar(lhs, rhs)
+        return _op(rfn_scalar or lfn_scalar)(rhs, scalar=float(lhs))
+    if isinstance(rhs, _NUMERIC):
+        return _op(lfn_scalar)(lhs, scalar=float(rhs))
+    if isinstance(rhs, NDArray):
+        return _op(fn_array)(lhs, rhs)
+    raise TypeError('type %s not supported' % str(type(rhs)))
+
+
+def _ufunc(name, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None, doc=''):
+    def fn(lhs, rhs):
+        return _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = ('%s of lhs and rhs, element-wise with broadcasting; either may be a scalar '
+                  '(two scalars give a Python number).' % doc)
+    return fn
+
+
+def _flag(cond):
+    return 1 if cond else 0
+
+
+add = _ufunc('add', 'broadcast_add', _operator.add, '_plus_scalar', doc='Sum')
+subtract = _ufunc('subtract', 'broadcast_sub', _operator.sub, '_minus_scalar',
+                  '_rminus_scalar', doc='Difference')
+multiply = _ufunc('multiply', 'broadcast_mul', _operator.mul, '_mul_scalar', doc='Product')
+divide = _ufunc('divide', 'broadcast_div', _operator.truediv, '_div_scalar', '_rdiv_scalar',
+                doc='Quotient')
+true_divide = divide
+modulo = _ufunc('modulo', 'broadcast_mod', _operator.mod, '_mod_scalar', '_rmod_scalar',
+                doc='Remainder')
+maximum = _ufunc('maximum', 'broadcast_maximum', lambda x, y: x if x > y else y,
+                 '_maximum_scalar', doc='Maximum')
+minimum = _ufunc('minimum', 'broadcast_minimum', lambda x, y: x if x < y else y,
+                 '_minimum_scalar', doc='Minimum')
+equal = _ufunc('equal', 'broadcast_equal', lambda x, y: _flag(x == y), '_equal_scalar',
+               doc='1 where equal, else 0,')
+not_equal = _ufunc('not_equal', 'broadcast_not_equal', lambda x, y: _flag(x != y),
+                   '_not_equal_scalar', doc='1 where different, else 0,')
+greater = _ufunc('greater', 'broadcast_greater', lambda x, y: _flag(x > y), '_greater_scalar',
+                 '_lesser_scalar', doc='1 where lhs > rhs, else 0,')
+greater_equal = _ufunc('greater_equal', 'broadcast_greater_equal', lambda x, y: _flag(x >= y),
+                       '_greater_equal_scalar', '_lesser_equal_scalar',
+                       doc='1 where lhs >= rhs, else 0,')
+lesser = _ufunc('lesser', 'broadcast_lesser', lambda x, y: _flag(x < y), '_lesser_scalar',
+                '_greater_scalar', doc='1 where lhs < rhs, else 0,')
+lesser_equal = _ufunc('lesser_equal', 'broadcast_lesser_equal', lambda x, y: _flag(x <= y),
+                      '_lesser_equal_scalar', '_greater_equal_scalar',
+                      doc='1 where lhs <= rhs, else 0,')
+logical_and = _ufunc('logical_and', 'broadcast_logical_and', lambda x, y: _flag(x and y),
+                     '_logical_and_scalar', doc='Logical and (1 or 0)')
+logical_or = _ufunc('logical_or', 'broadcast_logical_or', lambda x, y: _flag(x or y),
+                    '_logical_or_scalar', doc='Logical or (1 or 0)')
+logical_xor = _ufunc('logical_xor', 'broadcast_logical_xor',
+                     lambda x, y: _flag(bool(x) ^ bool(y)), '_logical_xor_scalar',
+                     doc='Logical exclusive or (1 or 0)')
+
+
+def power(base, exp):
+    """base ** exp element-wise with broadcasting; either may be a scalar."""
+    return _ufunc_helper(base, exp, 'broadcast_power', _operator.pow, '_power_scalar',
+                         '_rpower_scalar')
+
+
+# ---- other functions of MXNet's ndarray.py ------------------------------------------------------
+def _axes(axes, ndim, what):
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    res = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError('%s should verify 0 <= %s < tensor.ndim (%d), got %d'
+                             % (what, what.lower(), ndim, a))
+        res.append(a % ndim)
+    if len(set(res)) != len(res):
+        raise ValueError('repeated axis in `%s` argument' % what.lower())
+    return res
+
+
+def moveaxis(tensor, source, destination):
+    """Moves the `source` axes (an int or a sequence, negative counting from the end) to the
+    `destination` positions, keeping the other axes in order (a transposed copy)."""
+    source = _axes(source, tensor.ndim, 'Source')
+    destination = _axes(destination, tensor.ndim, 'Destination')
+    if len(source) != len(destination):
+        raise ValueError('`source` and `destination` arguments must have the same number of '
+                         'elements')
+    order = [n for n in range(tensor.ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return _op('transpose')(tensor, axes=tuple(order))
+
+
+def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
+    """An NDArray from a NumPy array. zero_copy=True shares the memory (C-contiguous arrays
+    only, ValueError otherwise) and, as MXNet, makes the NumPy array read-only; False copies."""
+    if not zero_copy or ndarray.size == 0:  # an empty array has no memory to share
+        from . import array
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags['C_CONTIGUOUS']:
+        raise ValueError('Only c-contiguous arrays are supported for zero-copy')
+    if not ndarray.flags['WRITEABLE']:
+        # NumPy exports no read-only array through DLPack: one whose own flag was cleared (by
+        # an earlier from_numpy) is made writable for the export; a view of read-only memory
+        # cannot be, and is copied.
+        try:
+            ndarray.flags['WRITEABLE'] = True
+        except ValueError:
+            from . import array
+            return array(ndarray, dtype=ndarray.dtype)
+    capsule = ndarray.__dlpack__()
+    ndarray.flags['WRITEABLE'] = False
+    return _core.from_dlpack(capsule)
+
+
+def _split_v2_method(self, *args, **kwargs):
+    from . import split_v2
+    return split_v2(self, *args, **kwargs)
+
+
+NDArray.split_v2 = _split_v2_method
+NDArray.split_v2.__name__ = 'split_v2'
+NDArray.split_v2.__doc__ = 'See nd.split_v2.'
+
+
+def _restore(state):
+    from .utils import load_frombuffer
+    header = _np.array([0x112, 0, 1], dtype='<u8').tobytes()
+    raw = bytes(state['handle'])
+    return load_frombuffer(header + raw + _np.zeros(1, dtype='<u8').tobytes())[0]
 
 
 _core._set_ndarray_class(NDArray)

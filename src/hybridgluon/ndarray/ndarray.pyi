@@ -35,6 +35,8 @@ class NDArray:
     def __bool__(self, /):
         """True if self else False"""
         ...
+    def __div__(self, other):
+        ...
     def __dlpack__(self, *args: Any, **kwargs: Any):
         """export as a DLPack capsule (zero-copy)"""
         ...
@@ -53,6 +55,8 @@ class NDArray:
         ...
     def __getitem__(self, key) -> NDArray:
         ...
+    def __getstate__(self):
+        ...
     def __gt__(self, value, /):
         """Return self>value."""
         ...
@@ -61,6 +65,8 @@ class NDArray:
         ...
     def __iadd__(self, value, /) -> NDArray:
         """Return self+=value."""
+        ...
+    def __idiv__(self, other):
         ...
     def __ifloordiv__(self, other) -> NDArray:
         ...
@@ -111,6 +117,8 @@ class NDArray:
     def __radd__(self, value, /) -> NDArray:
         """Return value+self."""
         ...
+    def __rdiv__(self, other):
+        ...
     def __reduce__(self):
         ...
     def __repr__(self):
@@ -134,6 +142,12 @@ class NDArray:
         ...
     def __setitem__(self, key, value):
         ...
+    def __setstate__(self, state):
+        """Restores the array `__getstate__` saved (a GPU array loads onto the CPU, as MXNet
+        does without GPUs). The data is copied into this array's place: its shape and dtype
+        become the saved ones.
+        """
+        ...
     def __str__(self):
         ...
     def __sub__(self, value, /) -> NDArray:
@@ -144,6 +158,12 @@ class NDArray:
         ...
     def _at0(self, *args: Any, **kwargs: Any):
         """a view of row i"""
+        ...
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether `slc_key` (one slice per axis of `shape`) selects a contiguous block, in
+        which case indexing with it gives a view (MXNet's helper of the same name).
+        """
         ...
     def _copy_from(self, *args: Any, **kwargs: Any):
         """copy the bytes of an equal-sized array"""
@@ -164,6 +184,10 @@ class NDArray:
     def _fresh_grad(self) -> Any:
         """gradient buffer written by backward since the last optimizer update"""
         ...
+    @property
+    def _in_graph(self) -> Any:
+        """whether ops on it are recorded now"""
+        ...
     def _set_device(self, *args: Any, **kwargs: Any):
         """place a fresh array on a device"""
         ...
@@ -176,6 +200,9 @@ class NDArray:
     @property
     def _storage_id(self) -> Any:
         """identity of the underlying storage"""
+        ...
+    def _take_handle(self, *args: Any, **kwargs: Any):
+        """hold another array's data"""
         ...
     def _view(self, *args: Any, **kwargs: Any):
         """a view with another shape of the same size"""
@@ -200,6 +227,16 @@ class NDArray:
         data : NDArray
         """
         ...
+    def arccosh(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """arccosh(data)
+
+        inverse hyperbolic cosine
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def arcsin(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """arcsin(data)
 
@@ -210,10 +247,30 @@ class NDArray:
         data : NDArray
         """
         ...
+    def arcsinh(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """arcsinh(data)
+
+        inverse hyperbolic sine
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def arctan(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """arctan(data)
 
         inverse tangent
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
+    def arctanh(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """arctanh(data)
+
+        inverse hyperbolic tangent
 
         Inputs
         ------
@@ -235,6 +292,16 @@ class NDArray:
             axis to search; None searches the flattened array
         keepdims : boolean, default=False
             keep the reduced axis as a dimension of size 1
+        """
+        ...
+    def argmax_channel(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """argmax_channel(data)
+
+        index of the largest element along axis 1 (data's dtype)
+
+        Inputs
+        ------
+        data : NDArray
         """
         ...
     def argmin(self, axis: int | None = None, keepdims: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -279,6 +346,9 @@ class NDArray:
     def as_in_ctx(self, context):
         """The array on `context`: itself when already there, else a copy there."""
         ...
+    def as_nd_ndarray(self):
+        """The array itself: it already is an `nd.NDArray` (MXNet converts from mx.np)."""
+        ...
     def asnumpy(self):
         """A NumPy copy of the data."""
         ...
@@ -295,6 +365,25 @@ class NDArray:
         ...
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Computes the gradients of this array with respect to the marked variables."""
+        ...
+    def broadcast_axes(self, axis: _Shape = (), size: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """broadcast_axis(data, axis=(), size=())
+
+        broadcasts size-1 axes to the given sizes
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        axis : Shape(tuple), default=()
+            the size-1 axes to broadcast
+        size : Shape(tuple), default=()
+            the target size of each axis
+
+        Aliases: broadcast_axes
+        """
         ...
     def broadcast_like(self, other):
         ...
@@ -329,7 +418,7 @@ class NDArray:
         """
         ...
     def copy(self):
-        """A deep copy, on the same context."""
+        """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
         ...
     def copyto(self, other):
         """Copies into another NDArray (same shape) or onto a Context (a new array)."""
@@ -358,6 +447,31 @@ class NDArray:
     def ctx(self) -> Any:
         """The device holding the array: where it was created (`ctx=`), where `copyto` /
         `as_in_context` put it, or for an op's output the context of the op's first input.
+        """
+        ...
+    def degrees(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """degrees(data)
+
+        radians to degrees
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
+    def depth_to_space(self, block_size: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """depth_to_space(data, block_size=<required>)
+
+        moves depth blocks of size block_size^2 into spatial blocks (NCHW)
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        block_size : int, required
+            size of the square blocks moved between depth and space
         """
         ...
     def detach(self):
@@ -406,7 +520,8 @@ class NDArray:
         data : NDArray
         """
         ...
-    def expand_dims(self, axis):
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at `axis`: a copy, or with inplace=True a view."""
         ...
     def expm1(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """expm1(data)
@@ -428,7 +543,8 @@ class NDArray:
         data : NDArray
         """
         ...
-    def flatten(self):
+    def flatten(self, inplace=False):
+        """(d0, d1 * d2 * ...): a copy, or with inplace=True a view sharing the data."""
         ...
     def flip(self, axis):
         ...
@@ -648,6 +764,28 @@ class NDArray:
         data : NDArray
         """
         ...
+    def pad(self, mode: Literal['constant', 'edge', 'reflect'] = ..., pad_width: _Shape = ..., constant_value: float = 0, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """Pad(data, mode=<required>, pad_width=<required>, constant_value=0)
+
+        Pads 4-D or 5-D data on its spatial axes (constant, edge or reflect mode); pad_width holds (before, after) per axis.
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        mode : enum, required
+            padding type: constant, edge or reflect
+            one of: 'constant' 'edge' 'reflect'
+        pad_width : Shape(tuple), required
+            (before, after) pad sizes per axis, flattened; the first two axes must have 0
+        constant_value : float, default=0
+            fill value of constant mode
+
+        Aliases: pad
+        """
+        ...
     def pick(self, index, axis=-1, keepdims=False, mode='clip'):
         ...
     def prod(self, axis: _Shape | None = None, keepdims: bool = False, exclude: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -667,6 +805,26 @@ class NDArray:
             keep the reduced axes as dimensions of size 1
         exclude : boolean, default=False
             reduce the axes that are NOT in axis
+        """
+        ...
+    def radians(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """radians(data)
+
+        degrees to radians
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
+    def rcbrt(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """rcbrt(data)
+
+        1 / cbrt(x)
+
+        Inputs
+        ------
+        data : NDArray
         """
         ...
     def reciprocal(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
@@ -730,6 +888,16 @@ class NDArray:
     def shape(self) -> Any:
         """tuple of dimensions"""
         ...
+    def shape_array(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """shape_array(data)
+
+        the shape of the input as a 1-D int64 array
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def sigmoid(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """sigmoid(data)
 
@@ -774,6 +942,16 @@ class NDArray:
     def size(self) -> Any:
         """number of elements"""
         ...
+    def size_array(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """size_array(data)
+
+        the number of elements of the input as a (1,) int64 array
+
+        Inputs
+        ------
+        data : NDArray
+        """
+        ...
     def slice(self, begin: _Shape = ..., end: _Shape = ..., step: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """slice(data, begin=<required>, end=<required>, step=())
 
@@ -793,6 +971,51 @@ class NDArray:
             step for the slice operation, supports negative values.
 
         Aliases: crop
+        """
+        ...
+    def slice_assign(self, rhs: NDArray | None = None, begin: _Shape = ..., end: _Shape = ..., step: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """_slice_assign(lhs, rhs, begin=<required>, end=<required>, step=())
+
+        A copy of lhs with the region begin/end/step replaced by rhs.
+
+        Inputs
+        ------
+        lhs : NDArray
+        rhs : NDArray
+
+        Parameters
+        ----------
+        begin : Shape(tuple), required
+            starting indices for the slice operation, supports negative indices.
+        end : Shape(tuple), required
+            ending indices for the slice operation, supports negative indices.
+        step : Shape(tuple), default=()
+            step for the slice operation, supports negative values.
+
+        Aliases: _crop_assign
+        """
+        ...
+    def slice_assign_scalar(self, scalar: float = 0, begin: _Shape = ..., end: _Shape = ..., step: _Shape = (), out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """_slice_assign_scalar(data, scalar=0, begin=<required>, end=<required>, step=())
+
+        A copy of data with the region begin/end/step set to scalar.
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        scalar : float, default=0
+            The scalar value for assignment.
+        begin : Shape(tuple), required
+            starting indices for the slice operation, supports negative indices.
+        end : Shape(tuple), required
+            ending indices for the slice operation, supports negative indices.
+        step : Shape(tuple), default=()
+            step for the slice operation, supports negative values.
+
+        Aliases: _crop_assign_scalar
         """
         ...
     def slice_axis(self, axis, begin, end):
@@ -835,6 +1058,27 @@ class NDArray:
             whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
         """
         ...
+    def softmin(self, axis: int = -1, temperature: float | None = None, dtype: _DType | None = None, use_length: bool | None = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """softmin(data, axis=-1, temperature=None, dtype=None, use_length=False)
+
+        softmax(-x / temperature) along axis
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        axis : int, default=-1
+            the axis along which to compute softmax
+        temperature : float or None, default=None
+            temperature T: computes softmax(x / T); None means 1
+        dtype : dtype or None, default=None
+            output dtype (float16, float32 or float64); None: the input's dtype
+        use_length : boolean or None, default=False
+            whether the length input masks the data: along axis, only the first length entries of each slice take part, the rest are 0
+        """
+        ...
     def sort(self, axis: int | None = -1, is_ascend: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """sort(data, axis=-1, is_ascend=True)
 
@@ -852,7 +1096,25 @@ class NDArray:
             ascending (True) or descending order
         """
         ...
+    def space_to_depth(self, block_size: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """space_to_depth(data, block_size=<required>)
+
+        moves spatial blocks of block_size x block_size into depth (NCHW)
+
+        Inputs
+        ------
+        data : NDArray
+
+        Parameters
+        ----------
+        block_size : int, required
+            size of the square blocks moved between depth and space
+        """
+        ...
     def split(self, *args, **kwargs):
+        ...
+    def split_v2(self, *args, **kwargs):
+        """See nd.split_v2."""
         ...
     def sqrt(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """sqrt(data)
@@ -875,6 +1137,7 @@ class NDArray:
         """
         ...
     def squeeze(self, axis=None, inplace=False):
+        """Drops axes of size 1: a copy, or with inplace=True a view."""
         ...
     @property
     def stype(self) -> Any:
@@ -926,6 +1189,14 @@ class NDArray:
         """
         ...
     def tile(self, reps):
+        ...
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory (CPU execution is synchronous, so
+        reading and writing need no different waits).
+        """
+        ...
+    def to_dlpack_for_write(self):
+        """A DLPack capsule sharing this array's memory, for a consumer that writes it."""
         ...
     def topk(self, axis: int | None = -1, k: int = 1, ret_typ: Literal['value', 'indices', 'mask', 'both'] = 'indices', is_ascend: bool = False, dtype: _DType = 'float32', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """topk(data, axis=-1, k=1, ret_typ=indices, is_ascend=False, dtype=float32)
@@ -983,6 +1254,12 @@ class NDArray:
         y : NDArray
         """
         ...
+    @property
+    def writable(self) -> Any:
+        """Whether the array may be written: always True (MXNet's flag for arrays it shares
+        read-only, which this build never makes).
+        """
+        ...
     def zeros_like(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """zeros_like(data)
 
@@ -993,3 +1270,107 @@ class NDArray:
         data : NDArray
         """
         ...
+
+
+def add(lhs, rhs):
+    """Sum of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def subtract(lhs, rhs):
+    """Difference of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def multiply(lhs, rhs):
+    """Product of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def divide(lhs, rhs):
+    """Quotient of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def true_divide(lhs, rhs):
+    """Quotient of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def modulo(lhs, rhs):
+    """Remainder of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def maximum(lhs, rhs):
+    """Maximum of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def minimum(lhs, rhs):
+    """Minimum of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def equal(lhs, rhs):
+    """1 where equal, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def not_equal(lhs, rhs):
+    """1 where different, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def greater(lhs, rhs):
+    """1 where lhs > rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def greater_equal(lhs, rhs):
+    """1 where lhs >= rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def lesser(lhs, rhs):
+    """1 where lhs < rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def lesser_equal(lhs, rhs):
+    """1 where lhs <= rhs, else 0, of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def logical_and(lhs, rhs):
+    """Logical and (1 or 0) of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def logical_or(lhs, rhs):
+    """Logical or (1 or 0) of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def logical_xor(lhs, rhs):
+    """Logical exclusive or (1 or 0) of lhs and rhs, element-wise with broadcasting; either may be a scalar (two scalars give a Python number)."""
+    ...
+
+
+def power(base, exp):
+    """base ** exp element-wise with broadcasting; either may be a scalar."""
+    ...
+
+
+def moveaxis(tensor, source, destination):
+    """Moves the `source` axes (an int or a sequence, negative counting from the end) to the
+    `destination` positions, keeping the other axes in order (a transposed copy).
+    """
+    ...
+
+
+def from_numpy(ndarray, zero_copy=True, array_cls=...):
+    """An NDArray from a NumPy array. zero_copy=True shares the memory (C-contiguous arrays
+    only, ValueError otherwise) and, as MXNet, makes the NumPy array read-only; False copies.
+    """
+    ...

@@ -1,6 +1,8 @@
 """`sym.<op>`: one function per registered op, building graph nodes. Calls from the C op
 functions with Symbol inputs arrive here too (so `F.relu(x)` works while tracing)."""
+import math as _math
 import sys
+from numbers import Number as _Number
 
 from .. import _core, base
 from ..attribute import current as _attr_scope
@@ -99,6 +101,50 @@ def _make(op_name, alias):
     fn.__name__ = alias
     fn.__doc__ = _core.get_op(op_name).__doc__
     return fn
+
+
+# ---- functions taking a Symbol or a number on either side (MXNet's symbol.py) ------------------
+def _sym_or_scalar(name, left, right, op, scalar_op, rscalar_op, numbers):
+    """MXNet's dispatch: two Symbols give the same-shape op, a Symbol and a number the scalar op
+    (rscalar_op when the number is on the left), two numbers `numbers(left, right)`."""
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return _invoke(op, (left, right), {}, op.lower())
+    if isinstance(left, Symbol) and isinstance(right, _Number):
+        return _invoke(scalar_op, (left,), {'scalar': right}, scalar_op.lower())
+    if isinstance(left, _Number) and isinstance(right, Symbol):
+        return _invoke(rscalar_op, (right,), {'scalar': left}, rscalar_op.lower())
+    if isinstance(left, _Number) and isinstance(right, _Number):
+        return numbers(left, right)
+    raise TypeError('%s: types (%s, %s) not supported' % (name, type(left), type(right)))
+
+
+def pow(base, exp):  # noqa: A001 (MXNet's name)
+    """base ** exp element-wise: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('pow', base, exp, '_power', '_power_scalar', '_rpower_scalar',
+                          lambda a, b: a ** b)
+
+
+def power(base, exp):
+    """base ** exp element-wise (`pow`)."""
+    return pow(base, exp)
+
+
+def maximum(left, right):
+    """Element-wise maximum: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('maximum', left, right, '_maximum', '_maximum_scalar',
+                          '_maximum_scalar', lambda a, b: a if a > b else b)
+
+
+def minimum(left, right):
+    """Element-wise minimum: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('minimum', left, right, '_minimum', '_minimum_scalar',
+                          '_minimum_scalar', lambda a, b: a if a < b else b)
+
+
+def hypot(left, right):
+    """sqrt(left^2 + right^2) element-wise: Symbols of one shape, or a Symbol and a number."""
+    return _sym_or_scalar('hypot', left, right, '_hypot', '_hypot_scalar', '_hypot_scalar',
+                          lambda a, b: _math.hypot(a, b))
 
 
 def _register(namespace):

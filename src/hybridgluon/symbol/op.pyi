@@ -13,6 +13,31 @@ _Shape = int | tuple[int | None, ...] | list[int | None]
 _DType = str | type | numpy.dtype[Any]
 
 
+def pow(base, exp):
+    """base ** exp element-wise: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def power(base, exp):
+    """base ** exp element-wise (`pow`)."""
+    ...
+
+
+def maximum(left, right):
+    """Element-wise maximum: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def minimum(left, right):
+    """Element-wise minimum: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
+def hypot(left, right):
+    """sqrt(left^2 + right^2) element-wise: Symbols of one shape, or a Symbol and a number."""
+    ...
+
+
 def relu(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """relu(data)
 
@@ -9560,6 +9585,154 @@ def _backward_Correlation(ograd: Symbol | None = None, data1: Symbol | None = No
         zero padding of both inputs
     is_multiply : boolean, default=True
         multiply the patches (True) or sum their absolute differences (False)
+    """
+    ...
+
+
+def _sample_uniform(low: Symbol | None = None, high: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def sample_uniform(low: Symbol | None = None, high: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_uniform(low, high, shape=(), dtype=None)
+
+    samples from U[low, high) for every element of low and high
+
+    Inputs
+    ------
+    low : NDArray
+    high : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_uniform
+    """
+    ...
+
+
+def _sample_normal(mu: Symbol | None = None, sigma: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
+def sample_normal(mu: Symbol | None = None, sigma: Symbol | None = None, shape: _Shape = (), dtype: _DType | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_normal(mu, sigma, shape=(), dtype=None)
+
+    samples from N(mu, sigma^2) for every element of mu and sigma
+
+    Inputs
+    ------
+    mu : NDArray
+    sigma : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per parameter element
+    dtype : dtype or None, default=None
+        float16, float32 or float64; None means float32
+
+    Aliases: sample_normal
+    """
+    ...
+
+
+def _sample_multinomial(data: Symbol | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def sample_multinomial(data: Symbol | None = None, shape: _Shape = (), get_prob: bool = False, dtype: _DType = 'int32', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_sample_multinomial(data, shape=(), get_prob=False, dtype=int32)
+
+    draws category ids from the categorical distributions in the last axis of data
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    shape : Shape(tuple), default=()
+        samples drawn per distribution
+    get_prob : boolean, default=False
+        also return the log-probability of each draw
+    dtype : dtype, default=int32
+        dtype of the samples: float16, float32, float64, int32 or uint8
+
+    Aliases: sample_multinomial
+    """
+    ...
+
+
+def _backward_sample_multinomial(ograd: Symbol | None = None, data: Symbol | None = None, samples: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_sample_multinomial(ograd, data, samples)
+
+    gradient of _sample_multinomial's log-probabilities with respect to data
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    samples : NDArray
     """
     ...
 
