@@ -807,13 +807,11 @@ static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
         }
         return HG_OK;
     }
-    if (la->t.n == 0) /* as MXNet: () is not "no axes given" */
-        return hg_error(HG_ERR_VALUE, "%s: empty lhs_axes tuple is not allowed", op->name);
+    if (la->t.n == 0 || ra->t.n == 0) /* as MXNet: () is not "no axes given" */
+        return hg_error(HG_ERR_VALUE, "%s: Empty axes tuple is not allowed", op->name);
     if (la->t.n != ra->t.n)
         return hg_error(HG_ERR_VALUE, "%s: lhs_axes and rhs_axes sizes do not match (%d vs %d)",
                         op->name, la->t.n, ra->t.n);
-    if (la->t.n == 0)
-        return hg_error(HG_ERR_VALUE, "%s: Empty axes tuple is not allowed", op->name);
     for (int i = 0; i < la->t.n; i++) {
         int dl, dr;
         if (!norm_axis(la->t.v[i], l->ndim, &dl))

@@ -187,7 +187,9 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
                    'split_v2')
 
 
-def linspace(start, stop, num, endpoint=True, name=None, dtype='float32'):
-    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace)."""
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace); float32
+    unless dtype."""
+    dtype = 'float32' if dtype is None else base._dtype_name(dtype)
     return _invoke('_linspace', (), dict(start=start, stop=stop, num=num, endpoint=endpoint,
                                          name=name, dtype=dtype), 'linspace')

@@ -9310,8 +9310,10 @@ def _linspace(start: float = ..., stop: float = ..., num: int = ..., endpoint: b
     ...
 
 
-def linspace(start, stop, num, endpoint=True, name=None, dtype='float32'):
-    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace)."""
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """A symbol of num evenly spaced values from start to stop (MXNet's sym.linspace); float32
+    unless dtype.
+    """
     ...
 
 
