@@ -333,7 +333,7 @@ def test_replace_files_rejects_bad_jobs_without_touching_files(tmp_path):
         _replace_files([(str(f), 'file', 'not bytes')])
     with pytest.raises(mx.MXNetError, match='0-d'):
         _replace_files([(str(f), 'file', b'new'),
-                        (str(tmp_path / 'b'), 'NDArray file', ([nd.ones(())], None))])
+                        (str(tmp_path / 'b'), 'NDArray file', ([nd.empty(())], None))])
     assert f.read_bytes() == b'old' and os.listdir(tmp_path) == ['a']
     _replace_files([(str(f), 'file', b'new'), (str(tmp_path / 'b'), 'file', b'')])
     assert f.read_bytes() == b'new' and (tmp_path / 'b').read_bytes() == b''

@@ -21,7 +21,7 @@ def test_array_creation_dtypes():
     assert nd.array([1, 2], dtype=np.float64).dtype == np.float64
     x = nd.array([1, 2], dtype='int64')
     assert nd.array(x).dtype == np.int64                     # NDArray source keeps its dtype
-    assert nd.array(5).shape == (1,)
+    assert nd.array(5).shape == () and nd.array(np.ones([])).shape == ()  # 0-d, as in MXNet
     for dt in ['float32', 'float64', 'float16', 'uint8', 'int32', 'int8', 'int64', 'bool']:
         a = np.array([[1, 0, 1]]).astype(dt)
         y = nd.array(a, dtype=dt)

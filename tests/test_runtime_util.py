@@ -45,19 +45,24 @@ def test_util_env(monkeypatch):
     assert 'HG_TEST_UTIL_VAR' not in os.environ
 
 
-def test_util_np_semantics_are_off_and_cannot_be_turned_on():
+def test_util_np_array_semantics_cannot_be_turned_on():
+    # NumPy shape semantics work (tests/test_np_shape.py); mx.np array semantics do not.
     assert util.is_np_array() is False and util.is_np_shape() is False
     assert mx.np_shape is util.np_shape and mx.use_np_shape is util.use_np_shape
-    assert util.set_np_shape(False) is False
-    with mx.np_shape(False):                             # classic semantics: a no-op
-        assert mx.nd.ones((2, 0)).shape == (2, 0)
-    with pytest.raises(mx.MXNetError, match='np_shape.*not supported'):
-        with util.np_shape(True):
+    with pytest.raises(mx.MXNetError, match='np_array.*not supported'):
+        with util.np_array(True):
             pass
     with pytest.raises(mx.MXNetError, match='set_np'):
         util.set_np()
+    assert util.is_np_shape() is False
+    util.set_np(shape=True, array=False)
+    try:
+        assert util.is_np_shape() is True
+    finally:
+        util.reset_np()
+    assert util.is_np_shape() is False
 
-    @util.use_np_shape
+    @util.use_np
     def f():
         return 1
     with pytest.raises(mx.MXNetError):

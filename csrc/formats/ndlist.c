@@ -33,6 +33,18 @@
  * count a file can claim, so the pointer table allocated for it is at most twice the file. */
 #define MIN_RECORD_BYTES 4
 
+/* MXNet's NumPy shape semantics for this thread (hg_ndlist_set_np_shape): saving then writes V3
+ * records, where ndim 0 is a scalar, and loading accepts only V3 records; off (the default),
+ * V2 records are written and V3 ones refused, as MXNet 1.9.1 does. */
+static _Thread_local int t_np_shape;
+
+int hg_ndlist_set_np_shape(int on)
+{
+    int prev = t_np_shape;
+    t_np_shape = on != 0;
+    return prev;
+}
+
 struct hg_ndlist {
     int count;
     hg_tensor **arrays;
@@ -142,6 +154,14 @@ static hg_status rd_record_shape(reader *r, int *ndim, int64_t *dims)
 {
     uint32_t magic;
     HG_TRY(rd_u32(r, &magic, "record magic"));
+    if (magic == REC_V3 && !t_np_shape)
+        return rd_fail(r, HG_ERR_VALUE,
+                       "ndarray was saved in np shape semantics, must be loaded in the same "
+                       "semantics: load it within `with mx.np_shape(True)`");
+    if (magic != REC_V3 && t_np_shape)
+        return rd_fail(r, HG_ERR_VALUE,
+                       "ndarray was not saved in np shape semantics, but being loaded in np "
+                       "shape semantics: load it within `with mx.np_shape(False)`");
     if (magic == REC_V2 || magic == REC_V3) {
         int32_t stype;
         HG_TRY(rd_i32(r, &stype, "storage type"));
@@ -155,6 +175,8 @@ static hg_status rd_record_shape(reader *r, int *ndim, int64_t *dims)
             return rd_fail(r, HG_ERR_IO, "unknown storage type %d", stype);
         HG_TRY(rd_shape64(r, ndim, dims));
         if (magic == REC_V2 && *ndim == 0) *ndim = -1;
+        for (int i = 0; magic == REC_V3 && i < *ndim; i++)
+            if (dims[i] < 0) *ndim = -1; /* an unknown dimension: MXNet's none array */
         if (stype == -1 && *ndim >= 0)
             return rd_fail(r, HG_ERR_IO, "undefined storage type on an array with a shape");
     } else if (magic == REC_V1) {
@@ -415,7 +437,7 @@ static void w_u64(writer *w, uint64_t v)
     w_u32(w, (uint32_t)(v >> 32));
 }
 
-/* The whole file, exactly as MXNet 1.9.1 writes it in legacy-shape mode. */
+/* The whole file, exactly as MXNet 1.9.1 writes it (V3 records in NumPy-shape mode). */
 static void w_list(writer *w, int n, hg_tensor *const *arrays, const char *const *names)
 {
     w_u64(w, LIST_MAGIC);
@@ -423,7 +445,7 @@ static void w_list(writer *w, int n, hg_tensor *const *arrays, const char *const
     w_u64(w, (uint64_t)n);
     for (int i = 0; i < n; i++) {
         const hg_tensor *t = arrays[i];
-        w_u32(w, REC_V2);
+        w_u32(w, t_np_shape ? REC_V3 : REC_V2);
         w_u32(w, 0); /* dense storage */
         w_u32(w, (uint32_t)t->ndim);
         for (int d = 0; d < t->ndim; d++) w_u64(w, (uint64_t)t->shape[d]);
@@ -451,7 +473,7 @@ static hg_status check_save(int n, hg_tensor *const *arrays, const char *const *
     for (int i = 0; i < n; i++) {
         const hg_tensor *t = arrays[i];
         if (!t) return hg_error(HG_ERR_VALUE, "NDArray save: array %d is NULL", i);
-        if (t->ndim == 0)
+        if (t->ndim == 0 && !t_np_shape)
             return hg_error(HG_ERR_VALUE,
                             "NDArray save: array %d is 0-d; MXNet's format reads "
                             "ndim 0 back as an empty 'none' array, so reshape it to (1,) first",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "autograd/autograd.h"
+#include "hybridgluon/ndlist.h"
 
 #include <string.h>
 
@@ -528,9 +529,25 @@ PyTypeObject HgNDArray_Type = {
     .tp_new = nd_new,
 };
 
+/* _set_np_shape(on) -> the previous setting: MXNet's NumPy shape semantics for this thread, as
+ * the C core sees them (the NDArray file format: V3 records and 0-d arrays). */
+static PyObject *set_np_shape(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    return PyBool_FromLong(hg_ndlist_set_np_shape(on));
+}
+
+static PyMethodDef k_module_functions[] = {
+    {"_set_np_shape", set_np_shape, METH_O, "set NumPy shape semantics; returns the previous"},
+    {NULL, NULL, 0, NULL},
+};
+
 int hgpy_init_ndarray(PyObject *m)
 {
     if (PyType_Ready(&HgNDArray_Type) < 0) return -1;
+    if (PyModule_AddFunctions(m, k_module_functions) < 0) return -1;
     Py_INCREF(&HgNDArray_Type);
     return PyModule_AddObject(m, "NDArray", (PyObject *)&HgNDArray_Type);
 }

@@ -1,13 +1,17 @@
 """MXNet's `mx.util`: environment access and the NumPy-semantics switches.
 
-hybridgluon implements MXNet's classic (legacy) NDArray semantics only: `is_np_array()` and
-`is_np_shape()` are always False, `np_shape(False)` / `np_array(False)` are no-ops, and turning
-either on raises MXNetError (mx.np is not provided; docs/compat.md).
+NumPy shape semantics (`np_shape`, `set_np_shape`, `use_np_shape`) are a per-thread flag as in
+MXNet: with it on, `()` is a scalar shape and 0 a zero-size dimension for the classic NDArray
+and Symbol API. NumPy array semantics (mx.np arrays) are not provided: `is_np_array()` is always
+False and turning them on raises MXNetError (docs/compat.md).
 """
 import contextlib
 import functools
+import inspect
 import os
+import threading
 
+from . import _core
 from .base import MXNetError
 from .context import num_gpus
 
@@ -42,36 +46,63 @@ def is_np_array():
     return False
 
 
+_NP_SHAPE = threading.local()
+
+
 def is_np_shape():
-    return False
+    """Whether NumPy shape semantics are on in this thread: `()` is a scalar (0-d) shape and 0
+    a zero-size dimension, where the legacy semantics (the default) read both as unknown."""
+    return getattr(_NP_SHAPE, 'active', False)
 
 
 def _refuse(what, active):
     if active:
-        raise MXNetError('%s(True): NumPy semantics (mx.np) are not supported by hybridgluon; '
-                         'only the classic NDArray semantics are' % what)
+        raise MXNetError('%s(True): NumPy array semantics (mx.np arrays) are not supported by '
+                         'hybridgluon; only the classic NDArray semantics are' % what)
     return False
 
 
 def set_np_shape(active):
-    """Returns the previous state (always False); True raises MXNetError."""
-    return _refuse('set_np_shape', active)
+    """Turns NumPy shape semantics on or off for this thread; returns the previous state."""
+    prev = is_np_shape()
+    _NP_SHAPE.active = bool(active)
+    _core._set_np_shape(_NP_SHAPE.active)  # the C side: NDArray files (V3 records, 0-d arrays)
+    return prev
 
 
 def set_np(shape=True, array=True, dtype=False):
-    _refuse('set_np', shape or array or dtype)
+    """MXNet's `set_np`: NumPy shape semantics follow `shape`; array (mx.np arrays) and dtype
+    semantics are not provided, so turning them on raises MXNetError."""
+    _refuse('set_np', array or dtype)
+    set_np_shape(shape)
 
 
 def reset_np():
-    """Classic semantics: what is always in effect here."""
+    """Back to the classic semantics."""
+    set_np_shape(False)
 
 
-@contextlib.contextmanager
+class _NumpyShapeScope:
+    """The scope `np_shape(active)` returns: sets the thread's NumPy shape semantics on entry
+    and restores the previous state on exit (active=None leaves the state alone)."""
+
+    def __init__(self, active):
+        self._active = active
+        self._prev = None
+
+    def __enter__(self):
+        if self._active is not None:
+            self._prev = set_np_shape(self._active)
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        if self._active is not None:
+            set_np_shape(self._prev)
+
+
 def np_shape(active=True):
-    """Scope with NumPy shape semantics; only active=False (what is always in effect) is
-    supported."""
-    _refuse('np_shape', active)
-    yield
+    """A scope (for `with`) running its body with NumPy shape semantics on (or off)."""
+    return _NumpyShapeScope(active)
 
 
 @contextlib.contextmanager
@@ -99,9 +130,26 @@ def _refusing(func, what):
 
 
 def use_np_shape(func):
-    """MXNet's decorator running func (or a class's methods) under NumPy shape semantics: the
-    result raises MXNetError when called (a class: when instantiated)."""
-    return _refusing(func, 'use_np_shape')
+    """MXNet's decorator: a function runs under NumPy shape semantics; a class gets its
+    methods, static functions and properties so wrapped."""
+    if inspect.isclass(func):
+        def wanted(f):
+            return inspect.isfunction(f) or inspect.ismethod(f) or isinstance(f, property)
+        for name, member in inspect.getmembers(func, predicate=wanted):
+            if isinstance(member, property):
+                setattr(func, name, property(use_np_shape(member.__get__), member.__set__,
+                                             member.__delattr__, member.__doc__))
+            else:
+                setattr(func, name, use_np_shape(member))
+        return func
+    if callable(func):
+        @functools.wraps(func)
+        def with_np_shape(*args, **kwargs):
+            with np_shape(active=True):
+                return func(*args, **kwargs)
+        return with_np_shape
+    raise TypeError('use_np_shape can only decorate classes and callable objects, while '
+                    'received a %s' % type(func))
 
 
 def use_np_array(func):

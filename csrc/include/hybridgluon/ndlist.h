@@ -58,6 +58,10 @@ HG_API hg_status hg_ndlist_save_file(const char *path, int n, hg_tensor *const *
 HG_API hg_status hg_ndlist_save_bytes(int n, hg_tensor *const *arrays, const char *const *names,
                                       void **out_buf, size_t *out_len);
 
+/* Sets MXNet's NumPy shape semantics for this thread's saves and loads (V3 records, 0-d arrays
+ * allowed; off: V2 records) and returns the previous setting. */
+HG_API int hg_ndlist_set_np_shape(int on);
+
 /* Frees a buffer returned by this library (hg_ndlist_save_bytes). NULL is ignored. */
 HG_API void hg_buffer_free(void *buf);
 

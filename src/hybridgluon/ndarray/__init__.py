@@ -5,6 +5,7 @@ import operator as _operator
 import numpy as _np
 
 from .. import _core
+from .. import util as _util
 from ..base import MXNetError, _MXNetTypeError, _MXNetValueError, _dtype_flag, _dtype_name
 from ..context import current_context, _check_available
 from .ndarray import NDArray, _place
@@ -53,6 +54,18 @@ def _shape_tuple(shape, bools=False):
                 % _attr_str(shape if scalar else tuple(shape)))
 
 
+def _known_shape(op, shape):
+    """shape, checked as MXNet's zeros/ones check it: with the legacy shape semantics (the
+    default) `()` means "unknown", so it is refused; with `mx.np_shape()` on it is a scalar.
+    Zero-size dimensions are accepted in both modes here (MXNet's legacy mode refuses them as
+    unknown too; this library's ops handle them, and its own code relies on it)."""
+    if not shape and not _util.is_np_shape():
+        raise MXNetError('Operator %s inferring shapes failed: shape=() is not known with the '
+                         'legacy shape semantics; use mx.np_shape() for scalar (0-d) arrays'
+                         % op)
+    return shape
+
+
 def _ctx(ctx):
     ctx = ctx or current_context()
     _check_available(ctx)
@@ -66,19 +79,18 @@ def _placed(out, ctx):
 
 def array(source_array, ctx=None, dtype=None):
     """An NDArray from a list, scalar, NumPy array or NDArray. float32 unless `dtype` is given
-    or the source is an NDArray (MXNet's rule). The result is on `ctx` (default: the current
-    context, also for an NDArray source on another context)."""
+    or the source is an NDArray (MXNet's rule); a scalar gives a 0-d array, as in MXNet. The
+    result is on `ctx` (default: the current context, also for an NDArray source on another
+    context)."""
     ctx = _ctx(ctx)
     if isinstance(source_array, NDArray):
         out = source_array.copy() if dtype is None else source_array.astype(dtype)
         return _place(out, ctx)
     flag = _dtype_flag(dtype) if dtype is not None else _core.DTYPE_FLAGS['float32']
     try:
-        arr = _np.ascontiguousarray(source_array, dtype=_np.dtype(_dtype_name(flag)))
+        arr = _np.asarray(source_array, dtype=_np.dtype(_dtype_name(flag)), order='C')
     except (TypeError, ValueError) as err:
         raise TypeError('source_array must be array like object: %s' % err) from None
-    if arr.ndim == 0:
-        arr = arr.reshape((1,))
     return _place(_core.from_buffer(arr, flag), ctx)
 
 
@@ -91,7 +103,8 @@ def _fill_op(op, shape, dtype, kwargs):
     """zeros/ones with MXNet's extra keywords: `out` is written and returned (its dtype must be
     the one asked for, float32 by default, as in MXNet); others go to the op, which rejects
     what it does not know."""
-    return _core.get_op(op)(shape=_shape_tuple(shape), dtype=_dtype_name(dtype), **kwargs)
+    shape = _known_shape(op, _shape_tuple(shape))
+    return _core.get_op(op)(shape=shape, dtype=_dtype_name(dtype), **kwargs)
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
@@ -104,7 +117,8 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     if kwargs:
         res = _fill_op('_zeros', shape, dtype, kwargs)
         return res if kwargs.get('out') is not None else _placed(res, ctx)
-    return _placed(_core.zeros(_shape_tuple(shape), _dtype_flag(dtype)), ctx)
+    return _placed(_core.zeros(_known_shape('_zeros', _shape_tuple(shape)), _dtype_flag(dtype)),
+                   ctx)
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
