@@ -228,3 +228,22 @@ def test_many_small_arrays_leave_memory_flat():
         del y
     after = rss_kb()
     assert after - before < 8 * 1024, (before, after)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64', 'int32', 'uint8'])
+@pytest.mark.parametrize('shape', [(0,), (1,), (2, 3), (4, 1, 5)])
+def test_contrib_isinf_isfinite_isnan(dtype, shape):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-5, 5, shape).astype(dtype)
+    if np.issubdtype(x.dtype, np.floating) and x.size >= 3:
+        x.flat[0], x.flat[1], x.flat[2] = np.inf, -np.inf, np.nan
+    a = nd.array(x, dtype=dtype)
+    names = (('isinf', np.isinf), ('isfinite', np.isfinite), ('isnan', np.isnan))
+    if not np.issubdtype(x.dtype, np.floating):
+        # MXNet compares |x| with inf cast to the integer dtype (0 for uint8, INT_MIN for
+        # int32), so its isinf/isfinite on integers are not NumPy's; isnan is.
+        names = names[2:]
+    for name, ref in names:
+        out = getattr(nd.contrib, name)(a)
+        assert out.dtype == np.dtype(dtype) and out.shape == shape   # MXNet: 0/1 in data's dtype
+        np.testing.assert_array_equal(out.asnumpy(), ref(x).astype(dtype))

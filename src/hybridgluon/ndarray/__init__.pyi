@@ -50,8 +50,9 @@ from . import sparse as sparse
 
 def array(source_array, ctx=None, dtype=None):
     """An NDArray from a list, scalar, NumPy array or NDArray. float32 unless `dtype` is given
-    or the source is an NDArray (MXNet's rule). The result is on `ctx` (default: the current
-    context, also for an NDArray source on another context).
+    or the source is an NDArray (MXNet's rule); a scalar gives a 0-d array, as in MXNet. The
+    result is on `ctx` (default: the current context, also for an NDArray source on another
+    context).
     """
     ...
 
