@@ -247,3 +247,19 @@ def test_contrib_isinf_isfinite_isnan(dtype, shape):
         out = getattr(nd.contrib, name)(a)
         assert out.dtype == np.dtype(dtype) and out.shape == shape   # MXNet: 0/1 in data's dtype
         np.testing.assert_array_equal(out.asnumpy(), ref(x).astype(dtype))
+
+
+def test_fluent_transpose_and_reshape_like_take_mxnet_keywords():
+    x = nd.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    want = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(1, 0, 2)
+    for y in (x.transpose(axes=(1, 0, 2)), x.transpose((1, 0, 2)), x.transpose(1, 0, 2)):
+        np.testing.assert_array_equal(y.asnumpy(), want)
+    assert x.transpose().shape == (4, 3, 2) and x.transpose(axes=None).shape == (4, 3, 2)
+    with pytest.raises(TypeError, match='both'):
+        x.transpose(1, 0, 2, axes=(1, 0, 2))
+    r = x.reshape_like(rhs=nd.zeros((6, 4)))
+    assert r.shape == (6, 4)
+    np.testing.assert_array_equal(r.asnumpy(), np.arange(24).reshape(6, 4))
+    assert x.reshape_like(nd.zeros((4, 6))).shape == (4, 6)
+    assert x.reshape_like(nd.zeros((6, 1)), lhs_begin=0, lhs_end=2, rhs_begin=0,
+                          rhs_end=1).shape == (6, 4)

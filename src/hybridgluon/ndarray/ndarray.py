@@ -258,8 +258,9 @@ class NDArray(_core.NDArray):
         (out_shape, _), = _op('Reshape')._infer(self, shape=tuple(shape), reverse=reverse)
         return self._view(out_shape)
 
-    def reshape_like(self, other):
-        return self._view(other.shape)
+    def reshape_like(self, *args, **kwargs):
+        """The op reshape_like on this array (rhs, and lhs_begin/lhs_end/rhs_begin/rhs_end)."""
+        return _op('reshape_like')(self, *args, **kwargs)
 
     def flatten(self, inplace=False):
         """(d0, d1 * d2 * ...): a copy, or with inplace=True a view sharing the data."""
@@ -285,10 +286,17 @@ class NDArray(_core.NDArray):
         (shape, _), = _op('squeeze')._infer(self, axis=axis)
         return self._view(shape)
 
-    def transpose(self, *axes):
+    def transpose(self, *axes, **kwargs):
+        """The op transpose on this array: the axes as one tuple, as separate integers or as
+        `axes=` (MXNet's keyword); other keywords (out, ...) go to the op."""
+        if axes and 'axes' in kwargs:
+            raise TypeError('transpose: axes given both by position and as axes=')
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = axes[0]
-        return _op('transpose')(self, axes=tuple(axes) if axes else ())
+        axes = kwargs.pop('axes', axes)
+        if axes is None:
+            axes = ()
+        return _op('transpose')(self, axes=tuple(axes) if axes else (), **kwargs)
 
     def swapaxes(self, dim1, dim2):
         return _op('SwapAxis')(self, dim1=dim1, dim2=dim2)

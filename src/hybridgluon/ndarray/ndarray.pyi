@@ -852,7 +852,8 @@ class NDArray:
     def reshape(self, *shape, **kwargs):
         """A view with a new shape; MXNet's special codes 0, -1, -2, -3, -4 and `reverse`."""
         ...
-    def reshape_like(self, other):
+    def reshape_like(self, *args, **kwargs):
+        """The op reshape_like on this array (rhs, and lhs_begin/lhs_end/rhs_begin/rhs_end)."""
         ...
     def rint(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """rint(data)
@@ -1224,7 +1225,10 @@ class NDArray:
         ...
     def tostype(self, stype):
         ...
-    def transpose(self, *axes):
+    def transpose(self, *axes, **kwargs):
+        """The op transpose on this array: the axes as one tuple, as separate integers or as
+        `axes=` (MXNet's keyword); other keywords (out, ...) go to the op.
+        """
         ...
     def trunc(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """trunc(data)
