@@ -263,3 +263,34 @@ def test_fluent_transpose_and_reshape_like_take_mxnet_keywords():
     assert x.reshape_like(nd.zeros((4, 6))).shape == (4, 6)
     assert x.reshape_like(nd.zeros((6, 1)), lhs_begin=0, lhs_end=2, rhs_begin=0,
                           rhs_end=1).shape == (6, 4)
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8', 'uint8'])
+@pytest.mark.parametrize('axis', [0, 1, -1])
+def test_take_and_pick_integer_gradients(dtype, axis):
+    # MXNet gives integer arrays integer gradients through take / pick (indexing uses them);
+    # repeated indices add up, wrapping around in the dtype.
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 50, (4, 5, 3)).astype(dtype)
+    idx = np.array([0, 2, 2, 1, 2, 0])
+    g = rng.integers(0, 120, np.take(x, idx, axis=axis).shape).astype(dtype)
+    a = nd.array(x, dtype=dtype)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = nd.take(a, nd.array(idx), axis=axis)
+    y.backward(nd.array(g, dtype=dtype))
+    want = np.zeros(x.shape, np.int64)
+    ax = axis % x.ndim
+    for k, i in enumerate(idx):
+        sl = [slice(None)] * x.ndim
+        sl[ax] = i
+        want[tuple(sl)] += np.take(g, k, axis=ax)
+    assert a.grad.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a.grad.asnumpy(), want.astype(dtype))   # wraps as C does
+    p = rng.integers(0, x.shape[ax], np.delete(x.shape, ax))
+    with mx.autograd.record():
+        y = nd.pick(a, nd.array(p), axis=axis)
+    y.backward()
+    want = np.zeros(x.shape, dtype)
+    np.put_along_axis(want, np.expand_dims(p, ax), 1, axis=ax)
+    np.testing.assert_array_equal(a.grad.asnumpy(), want)

@@ -896,9 +896,9 @@ static hg_status bwd_gather_infer(const hg_op_def *op, const hg_attrs *a, hg_met
     const hg_meta *g = &in[0];
     hg_meta fin[2] = {in[2], in[1]}, y = {.ndim = -1, .dtype = in[2].dtype};
     out[0].dtype = g->dtype;
-    if (!hg_is_float(g->dtype))
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)", op->name,
-                        hg_dtype_name(g->dtype));
+    /* Integer gradients are MXNet's too (sums wrap around in the dtype); bool has none. */
+    if (g->dtype == HG_DTYPE_BOOL)
+        return hg_error(HG_ERR_TYPE, "%s: dtype bool is not supported", op->name);
     if (UNKNOWN(in[2]) || UNKNOWN(in[1])) return HG_OK;
     hg_status st = fwd(op, a, 2, fin, 1, &y);
     if (st != HG_OK) return hg_error_prefix(st, "%s: ", op->name);
@@ -1024,9 +1024,16 @@ static void scatter_range(void *ctx, int64_t begin, int64_t end)
         int64_t lo = q * j->n / j->nranges, hi = (q + 1) * j->n / j->nranges;
         memset(j->x + (size_t)((o * j->n + lo) * j->inner) * esz, 0,
                (size_t)((hi - lo) * j->inner) * esz);
-        if (j->dt == HG_DTYPE_F64) SCATTER_ADD(double, SC_ID, SC_ID);
-        else if (j->dt == HG_DTYPE_F16) SCATTER_ADD(uint16_t, hg_half_to_float, hg_float_to_half);
-        else SCATTER_ADD(float, SC_ID, SC_ID);
+        /* Signed integers add as their unsigned twins: the same two's-complement wrap-around
+         * MXNet gives, without signed overflow. */
+        switch (j->dt) {
+        case HG_DTYPE_F64: SCATTER_ADD(double, SC_ID, SC_ID); break;
+        case HG_DTYPE_F16: SCATTER_ADD(uint16_t, hg_half_to_float, hg_float_to_half); break;
+        case HG_DTYPE_F32: SCATTER_ADD(float, SC_ID, SC_ID); break;
+        case HG_DTYPE_I64: SCATTER_ADD(uint64_t, SC_ID, SC_ID); break;
+        case HG_DTYPE_I32: SCATTER_ADD(uint32_t, SC_ID, SC_ID); break;
+        default: SCATTER_ADD(uint8_t, SC_ID, SC_ID); break; /* int8, uint8 */
+        }
     }
 }
 
