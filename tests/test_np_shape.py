@@ -121,3 +121,20 @@ def test_save_load_follow_the_semantics(tmp_path):
         assert nd.load_frombuffer(buf)['s'].shape == ()
     with pytest.raises(mx.MXNetError, match='saved in np shape semantics'):
         nd.load_frombuffer(buf)
+
+
+def test_pickle_round_trips_in_either_mode():
+    import pickle
+    for save_mode in (False, True):
+        with mx.np_shape(save_mode):
+            blobs = [pickle.dumps(nd.array(a)) for a in
+                     (np.float32(3.5), np.zeros((0, 2), np.float32), np.arange(6.0).reshape(2, 3))]
+        for load_mode in (False, True):
+            with mx.np_shape(load_mode):
+                s, z, m = (pickle.loads(b) for b in blobs)
+            assert s.shape == () and s.asscalar() == 3.5
+            assert z.shape == (0, 2)
+            np.testing.assert_array_equal(m.asnumpy(), np.arange(6.0).reshape(2, 3))
+    x = nd.zeros((2,))
+    x.__setstate__(nd.array(np.float32(1.5)).__getstate__())   # in place, as MXNet's
+    assert x.shape == () and x.asscalar() == 1.5

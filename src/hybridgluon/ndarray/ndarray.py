@@ -139,7 +139,11 @@ class NDArray(_core.NDArray):
     # ---- pickling: MXNet's state, {'handle': the array in MXNet's binary format} ---------
     def __getstate__(self):
         from .utils import _save_bytes
-        raw = _save_bytes([self])
+        from ..util import np_shape
+        # A 0-d array is written as a NumPy-shape (V3) record, which keeps it 0-d: a legacy
+        # (V2) record would read back as a "none" array. Loading follows the record.
+        with np_shape(True if self.ndim == 0 else None):
+            raw = _save_bytes([self])
         # The list file is a 24-byte header, the one array, and an empty name list (8 bytes).
         return {'handle': bytearray(raw[24:-8])}
 
@@ -147,11 +151,7 @@ class NDArray(_core.NDArray):
         """Restores the array `__getstate__` saved (a GPU array loads onto the CPU, as MXNet
         does without GPUs). The data is copied into this array's place: its shape and dtype
         become the saved ones."""
-        from .utils import load_frombuffer
-        raw = bytes(state['handle'])
-        header = _np.array([0x112, 0, 1], dtype='<u8').tobytes()
-        arr = load_frombuffer(header + raw + _np.zeros(1, dtype='<u8').tobytes())[0]
-        self._take_handle(arr)
+        self._take_handle(_restore(state))
 
     def __reduce__(self):
         return (_restore, (self.__getstate__(),))
@@ -551,11 +551,18 @@ NDArray.split_v2.__name__ = 'split_v2'
 NDArray.split_v2.__doc__ = 'See nd.split_v2.'
 
 
+_V3_RECORD = (0xF993FACA).to_bytes(4, 'little')
+
+
 def _restore(state):
+    """The array of a pickled state, loaded under the shape semantics its record was written
+    in (a V3 record: NumPy shape semantics), whatever the current ones are."""
     from .utils import load_frombuffer
+    from ..util import np_shape
     header = _np.array([0x112, 0, 1], dtype='<u8').tobytes()
     raw = bytes(state['handle'])
-    return load_frombuffer(header + raw + _np.zeros(1, dtype='<u8').tobytes())[0]
+    with np_shape(raw[:4] == _V3_RECORD):
+        return load_frombuffer(header + raw + _np.zeros(1, dtype='<u8').tobytes())[0]
 
 
 _core._set_ndarray_class(NDArray)
