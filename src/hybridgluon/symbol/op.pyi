@@ -9739,6 +9739,168 @@ def _backward_sample_multinomial(ograd: Symbol | None = None, data: Symbol | Non
     ...
 
 
+def _contrib_DeformableConvolution(data: Symbol | None = None, offset: Symbol | None = None, weight: Symbol | None = None, bias: Symbol | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_DeformableConvolution(data, offset, weight, bias, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None)
+
+    deformable 2-D convolution (DCNv1): each kernel tap samples the NCHW data at its place plus a learned offset (bilinear); offset is (N, 2 * num_deformable_group * kh * kw, Ho, Wo) holding (dy, dx) pairs per tap
+
+    Inputs
+    ------
+    data : NDArray
+    offset : NDArray
+    weight : NDArray
+    bias : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    """
+    ...
+
+
+def _backward_contrib_DeformableConvolution(ograd: Symbol | None = None, data: Symbol | None = None, offset: Symbol | None = None, weight: Symbol | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_DeformableConvolution(ograd, data, offset, weight, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None)
+
+    DeformableConvolution's gradients: (data, offset, weight[, bias]) from (ograd, data, offset, weight)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    offset : NDArray
+    weight : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    """
+    ...
+
+
+def _contrib_ModulatedDeformableConvolution(data: Symbol | None = None, offset: Symbol | None = None, mask: Symbol | None = None, weight: Symbol | None = None, bias: Symbol | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, im2col_step: int = 64, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_ModulatedDeformableConvolution(data, offset, mask, weight, bias, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None, im2col_step=64)
+
+    modulated deformable 2-D convolution (DCNv2): DeformableConvolution whose samples are also scaled by mask (N, num_deformable_group * kh * kw, Ho, Wo)
+
+    Inputs
+    ------
+    data : NDArray
+    offset : NDArray
+    mask : NDArray
+    weight : NDArray
+    bias : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    im2col_step : int, default=64
+        images per im2col pass (a memory knob; results do not depend on it)
+    """
+    ...
+
+
+def _backward_contrib_ModulatedDeformableConvolution(ograd: Symbol | None = None, data: Symbol | None = None, offset: Symbol | None = None, mask: Symbol | None = None, weight: Symbol | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, im2col_step: int = 64, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_contrib_ModulatedDeformableConvolution(ograd, data, offset, mask, weight, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None, im2col_step=64)
+
+    ModulatedDeformableConvolution's gradients: (data, offset, mask, weight[, bias]) from (ograd, data, offset, mask, weight)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    offset : NDArray
+    mask : NDArray
+    weight : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    im2col_step : int, default=64
+        images per im2col pass (a memory knob; results do not depend on it)
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).
