@@ -1,0 +1,168 @@
+"""Forward of the deformable convolutions (csrc/ops/deform_conv.c) against a NumPy reference
+written from the definition: each kernel tap samples the data at its regular place plus an
+offset by bilinear interpolation (DCNv1: only inside [0, H) x [0, W), taps clamped to the last
+row / column; DCNv2: inside (-1, H) x (-1, W) with zero padding, times a mask), then the
+grouped convolution sums over channels and taps."""
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+
+OPS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution',
+               '_backward_contrib_DeformableConvolution',
+               '_backward_contrib_ModulatedDeformableConvolution']
+
+
+def _bilinear(plane, y, x, modulated):
+    h, w = plane.shape
+    if not modulated:
+        if not (0 <= y < h and 0 <= x < w):
+            return 0.0
+        y0, x0 = int(np.floor(y)), int(np.floor(x))
+        if y0 >= h - 1:
+            y1, y = y0, float(y0)
+        else:
+            y1 = y0 + 1
+        if x0 >= w - 1:
+            x1, x = x0, float(x0)
+        else:
+            x1 = x0 + 1
+        ly, lx = y - y0, x - x0
+        return ((1 - ly) * (1 - lx) * plane[y0, x0] + (1 - ly) * lx * plane[y0, x1]
+                + ly * (1 - lx) * plane[y1, x0] + ly * lx * plane[y1, x1])
+    if not (-1 < y < h and -1 < x < w):
+        return 0.0
+    y0, x0 = int(np.floor(y)), int(np.floor(x))
+    ly, lx = y - y0, x - x0
+    total = 0.0
+    for yy, wy in ((y0, 1 - ly), (y0 + 1, ly)):
+        for xx, wx in ((x0, 1 - lx), (x0 + 1, lx)):
+            if 0 <= yy < h and 0 <= xx < w:
+                total += wy * wx * plane[yy, xx]
+    return total
+
+
+def deform_conv_ref(x, off, mask, w, b, kernel, stride, pad, dilate, groups, dgroups):
+    n, c, h, wd = x.shape
+    f = w.shape[0]
+    kh, kw = kernel
+    ho = (h + 2 * pad[0] - dilate[0] * (kh - 1) - 1) // stride[0] + 1
+    wo = (wd + 2 * pad[1] - dilate[1] * (kw - 1) - 1) // stride[1] + 1
+    col = np.zeros((n, c, kh * kw, ho, wo))
+    cpd = c // dgroups
+    for b_ in range(n):
+        for ch in range(c):
+            d = ch // cpd
+            for i in range(kh):
+                for j in range(kw):
+                    k = i * kw + j
+                    for oy in range(ho):
+                        for ox in range(wo):
+                            dy = off[b_, d * 2 * kh * kw + 2 * k, oy, ox]
+                            dx = off[b_, d * 2 * kh * kw + 2 * k + 1, oy, ox]
+                            y = oy * stride[0] - pad[0] + i * dilate[0] + dy
+                            xx = ox * stride[1] - pad[1] + j * dilate[1] + dx
+                            v = _bilinear(x[b_, ch], y, xx, mask is not None)
+                            if mask is not None:
+                                v *= mask[b_, d * kh * kw + k, oy, ox]
+                            col[b_, ch, k, oy, ox] = v
+    cg, fg = c // groups, f // groups
+    out = np.zeros((n, f, ho, wo))
+    for g in range(groups):
+        cols = col[:, g * cg:(g + 1) * cg].reshape(n, cg * kh * kw, ho * wo)
+        wg = w[g * fg:(g + 1) * fg].reshape(fg, cg * kh * kw)
+        out[:, g * fg:(g + 1) * fg] = np.einsum('fk,nkp->nfp', wg, cols).reshape(n, fg, ho, wo)
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return out
+
+
+# (N, C, H, W, F, groups, deformable groups, kernel, stride, pad, dilate)
+CASES = [(2, 4, 5, 6, 6, 2, 2, (3, 3), (1, 1), (1, 1), (1, 1)),
+         (1, 2, 7, 7, 4, 1, 1, (3, 2), (2, 1), (0, 1), (2, 1)),
+         (1, 3, 4, 4, 3, 1, 3, (2, 2), (1, 1), (1, 1), (1, 1)),
+         (1, 1, 1, 1, 1, 1, 1, (1, 1), (1, 1), (0, 0), (1, 1)),
+         (0, 2, 3, 3, 2, 1, 1, (3, 3), (1, 1), (1, 1), (1, 1))]
+
+
+def _inputs(case, modulated, seed):
+    n, c, h, wd, f, g, dg, k, s, p, d = case
+    rng = np.random.RandomState(seed)
+    ho = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    wo = (wd + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    x = rng.randn(n, c, h, wd)
+    off = rng.uniform(-2.5, 2.5, (n, 2 * dg * k[0] * k[1], ho, wo))
+    mask = rng.rand(n, dg * k[0] * k[1], ho, wo) if modulated else None
+    w = rng.randn(f, c // g, *k)
+    b = rng.randn(f)
+    attrs = dict(kernel=k, stride=s, pad=p, dilate=d, num_filter=f, num_group=g,
+                 num_deformable_group=dg)
+    return x, off, mask, w, b, attrs
+
+
+@pytest.mark.parametrize('modulated', [False, True])
+@pytest.mark.parametrize('case', CASES)
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+@pytest.mark.parametrize('no_bias', [False, True])
+def test_deformable_convolution_forward(modulated, case, dtype, no_bias):
+    if modulated and case[4] % case[6]:
+        pytest.skip('ModulatedDeformableConvolution needs num_filter % num_deformable_group == 0')
+    x, off, mask, w, b, attrs = _inputs(case, modulated, seed=len(case) + case[1])
+    arrays = [x, off] + ([mask] if modulated else []) + [w] + ([] if no_bias else [b])
+    # the reference sees the values the op sees (rounded to dtype)
+    arrays = [a.astype(dtype).astype(np.float64) for a in arrays]
+    x, off = arrays[0], arrays[1]
+    m = arrays[2] if modulated else None
+    wq = arrays[3 if modulated else 2]
+    bq = None if no_bias else arrays[-1]
+    want = deform_conv_ref(x, off, m, wq, bq, attrs['kernel'], attrs['stride'], attrs['pad'],
+                           attrs['dilate'], attrs['num_group'], attrs['num_deformable_group'])
+    op = (mx.nd.contrib.ModulatedDeformableConvolution if modulated
+          else mx.nd.contrib.DeformableConvolution)
+    got = op(*[mx.nd.array(a, dtype=dtype) for a in arrays], no_bias=no_bias, **attrs)
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+    tol = {'float16': 2e-2, 'float32': 1e-5, 'float64': 1e-12}[dtype]
+    np.testing.assert_allclose(got.asnumpy().astype(np.float64), want, rtol=tol,
+                               atol=tol * max(1.0, float(np.abs(want).max(initial=0))))
+
+
+def test_deformable_convolution_zero_offset_is_convolution():
+    x, off, _, w, b, attrs = _inputs(CASES[0], False, seed=3)
+    got = mx.nd.contrib.DeformableConvolution(mx.nd.array(x), mx.nd.zeros(off.shape),
+                                              mx.nd.array(w), mx.nd.array(b), **attrs)
+    conv_attrs = {k: v for k, v in attrs.items() if k != 'num_deformable_group'}
+    want = mx.nd.Convolution(mx.nd.array(x), mx.nd.array(w), mx.nd.array(b), **conv_attrs)
+    np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('modulated', [False, True])
+def test_deformable_convolution_bad_input(modulated):
+    op = (mx.nd.contrib.ModulatedDeformableConvolution if modulated
+          else mx.nd.contrib.DeformableConvolution)
+    x = mx.nd.ones((1, 4, 5, 5))
+    off = mx.nd.zeros((1, 18, 5, 5))
+    extra = [mx.nd.ones((1, 9, 5, 5))] if modulated else []
+    w = mx.nd.ones((2, 4, 3, 3))
+    with pytest.raises(mx.MXNetError, match='offset'):
+        op(x, mx.nd.zeros((1, 17, 5, 5)), *extra, w, kernel=(3, 3), pad=(1, 1), num_filter=2,
+           no_bias=True)
+    with pytest.raises(mx.MXNetError, match='num_group'):
+        op(x, off, *extra, mx.nd.ones((2, 1, 3, 3)), kernel=(3, 3), pad=(1, 1), num_filter=2,
+           num_group=3, no_bias=True)
+    with pytest.raises(mx.MXNetError, match='2-D'):
+        op(x, off, *extra, w, kernel=(3,), num_filter=2, no_bias=True)
+    with pytest.raises(mx.MXNetError, match='4-D'):
+        op(mx.nd.ones((4, 5, 5)), off, *extra, w, kernel=(3, 3), num_filter=2, no_bias=True)
+    with pytest.raises(mx.MXNetError, match='exceeds'):
+        op(mx.nd.ones((1, 4, 2, 2)), off, *extra, w, kernel=(3, 3), num_filter=2, no_bias=True)
+
+
+def test_deformable_convolution_symbol_infers_parameters():
+    y = mx.sym.contrib.ModulatedDeformableConvolution(
+        mx.sym.var('data'), mx.sym.var('offset'), mx.sym.var('mask'), kernel=(3, 3),
+        num_filter=6, num_deformable_group=2, pad=(1, 1))
+    args, outs, _ = y.infer_shape(data=(2, 4, 5, 6), offset=(2, 36, 5, 6), mask=(2, 18, 5, 6))
+    shapes = dict(zip(y.list_arguments(), args))
+    assert shapes[y.list_arguments()[3]] == (6, 4, 3, 3)
+    assert shapes[y.list_arguments()[4]] == (6,)
+    assert outs == [(2, 6, 5, 6)]
