@@ -1,12 +1,14 @@
 """Gradient rules of the deformable convolutions (csrc/ops/deform_conv.c) against float64
 central finite differences: data, offset, mask, weight and bias. Offsets are drawn so that no
-sample sits on a grid line or a border, where the bilinear samples have kinks."""
+sample sits on a grid line or a border, where the bilinear samples have kinks. Also
+nd.image.normalize."""
 import numpy as np
 import pytest
 
 from gradcheck import check_grad
 
-GRADS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution']
+GRADS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution',
+                 '_image_normalize']
 
 # (N, C, H, W, F, groups, deformable groups, kernel, stride, pad, dilate)
 CASES = [(1, 4, 4, 5, 4, 2, 2, (3, 3), (1, 1), (1, 1), (1, 1)),
@@ -46,3 +48,11 @@ def test_deformable_convolution_grad_no_bias(modulated):
           else '_contrib_DeformableConvolution')
     check_grad(op, xs[:-1], attrs=dict(attrs, no_bias=True), wrt=[1, len(xs) - 2],
                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('shape,mean,std', [((3, 2, 4), (0.1, 0.2, 0.3), (0.5, 2.0, 4.0)),
+                                            ((2, 1, 3, 3), 0.5, 0.25),
+                                            ((2, 3, 2, 2), 1.0, (3.0, 0.5, 1.5))])
+def test_image_normalize_grad(shape, mean, std):
+    x = np.random.RandomState(len(shape)).randn(*shape)
+    check_grad('_image_normalize', [x], attrs={'mean': mean, 'std': std})

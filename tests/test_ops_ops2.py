@@ -2,7 +2,8 @@
 written from the definition: each kernel tap samples the data at its regular place plus an
 offset by bilinear interpolation (DCNv1: only inside [0, H) x [0, W), taps clamped to the last
 row / column; DCNv2: inside (-1, H) x (-1, W) with zero padding, times a mask), then the
-grouped convolution sums over channels and taps."""
+grouped convolution sums over channels and taps. Also the image ops (csrc/ops/image.c):
+normalize and to_tensor."""
 import numpy as np
 import pytest
 
@@ -10,7 +11,8 @@ import hybridgluon as mx
 
 OPS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution',
                '_backward_contrib_DeformableConvolution',
-               '_backward_contrib_ModulatedDeformableConvolution']
+               '_backward_contrib_ModulatedDeformableConvolution', '_image_normalize',
+               '_backward_image_normalize', '_image_to_tensor']
 
 
 def _bilinear(plane, y, x, modulated):
@@ -166,3 +168,68 @@ def test_deformable_convolution_symbol_infers_parameters():
     assert shapes[y.list_arguments()[3]] == (6, 4, 3, 3)
     assert shapes[y.list_arguments()[4]] == (6,)
     assert outs == [(2, 6, 5, 6)]
+
+
+# ---- image ops ------------------------------------------------------------------------------
+
+def normalize_ref(x, mean, std, dtype):
+    """MXNet's arithmetic: float32 for every dtype but float64; integers truncate and wrap."""
+    nch = x.shape[-3]
+    mean = np.resize(np.array(mean, np.float32), nch).reshape(nch, 1, 1)
+    std = np.resize(np.array(std, np.float32), nch).reshape(nch, 1, 1)
+    if dtype == 'float64':
+        return (x - mean.astype(np.float64)) / std.astype(np.float64)
+    r = (x.astype(np.float32) - mean) / std
+    if np.dtype(dtype).kind in 'iu':
+        return np.trunc(r).astype(np.int64).astype(dtype)
+    return r.astype(dtype)
+
+
+@pytest.mark.parametrize('shape', [(3, 4, 5), (1, 2, 2), (2, 3, 3, 2), (0, 1, 2, 2), (1, 1, 1),
+                                   (3, 0, 4)])
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64', 'uint8', 'int8', 'int32'])
+def test_image_normalize(shape, dtype):
+    rng = np.random.RandomState(sum(shape))
+    nch = shape[-3]
+    if np.dtype(dtype).kind in 'iu':
+        x = rng.randint(0, 100, shape).astype(dtype)
+    else:
+        x = rng.uniform(-2, 2, shape).astype(dtype)
+    for mean, std in [((0.485, 0.456, 0.406)[:nch], (0.229, 0.224, 0.225)[:nch]), (0.5, 2.0),
+                      (3, (0.5, 0.25, 4.0)[:nch])]:
+        got = mx.nd.image.normalize(mx.nd.array(x, dtype=dtype), mean=mean, std=std)
+        want = normalize_ref(x, mean, std, dtype)
+        assert got.dtype == np.dtype(dtype) and got.shape == shape
+        if np.dtype(dtype).kind in 'iu':
+            np.testing.assert_array_equal(got.asnumpy(), want)
+        else:
+            tol = 1e-3 if dtype == 'float16' else 1e-6
+            np.testing.assert_allclose(got.asnumpy().astype(np.float64), want, rtol=tol,
+                                       atol=tol)
+
+
+def test_image_normalize_symbol_and_bad_input():
+    y = mx.sym.image.normalize(mx.sym.var('x'), mean=(1, 2, 3), std=(1, 2, 4))
+    _, outs, _ = y.infer_shape(x=(2, 3, 4, 4))
+    assert outs == [(2, 3, 4, 4)]
+    with pytest.raises(mx.MXNetError, match='mean must have 1 or 3'):
+        mx.nd.image.normalize(mx.nd.ones((3, 2, 2)))  # MXNet's default has 4 entries
+    with pytest.raises(mx.MXNetError, match='channel'):
+        mx.nd.image.normalize(mx.nd.ones((4, 2, 2)), mean=0, std=1)
+    with pytest.raises(mx.MXNetError, match='shape'):
+        mx.nd.image.normalize(mx.nd.ones((2, 2)), mean=0, std=1)
+    with pytest.raises(mx.MXNetError, match='std'):
+        mx.nd.image.normalize(mx.nd.ones((3, 2, 2)), mean=0, std='(1, x)')
+
+
+@pytest.mark.parametrize('shape', [(4, 5, 3), (2, 3, 1), (2, 4, 3, 3), (0, 2, 2, 3), (1, 1, 1)])
+@pytest.mark.parametrize('dtype', ['uint8', 'float32', 'float64', 'int32', 'float16'])
+def test_image_to_tensor(shape, dtype):
+    x = np.random.RandomState(len(shape)).randint(0, 256, shape).astype(dtype)
+    got = mx.nd.image.to_tensor(mx.nd.array(x, dtype=dtype))
+    axes = (2, 0, 1) if len(shape) == 3 else (0, 3, 1, 2)
+    want = np.transpose(x.astype(np.float64), axes) / 255.0
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6, atol=1e-7)
+    with pytest.raises(mx.MXNetError, match='height, width, channels'):
+        mx.nd.image.to_tensor(mx.nd.ones((2, 2)))

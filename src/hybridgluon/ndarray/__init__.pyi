@@ -46,6 +46,7 @@ from .utils import load_frombuffer as load_frombuffer
 from . import contrib as contrib
 from . import linalg as linalg
 from . import sparse as sparse
+from . import image as image
 
 
 def array(source_array, ctx=None, dtype=None):
@@ -9934,6 +9935,56 @@ def _backward_contrib_ModulatedDeformableConvolution(ograd: NDArray | None = Non
         one of: 'NCW' 'NCHW' 'NCDHW'
     im2col_step : int, default=64
         images per im2col pass (a memory knob; results do not depend on it)
+    """
+    ...
+
+
+def _image_normalize(data: NDArray | None = None, mean: str = '(0, 0, 0, 0)', std: str = '(1, 1, 1, 1)', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_normalize(data, mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+    per-channel (x - mean[c]) / std[c] of a (C, H, W) or (N, C, H, W) image, C in {1, 3}; mean and std hold 1 or C numbers
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    mean : string, default=(0, 0, 0, 0)
+        per-channel means: 1 or C numbers (the default fits no image: as in MXNet)
+    std : string, default=(1, 1, 1, 1)
+        per-channel standard deviations: 1 or C numbers
+    """
+    ...
+
+
+def _backward_image_normalize(ograd: NDArray | None = None, mean: str = '(0, 0, 0, 0)', std: str = '(1, 1, 1, 1)', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_image_normalize(ograd, mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+    normalize's gradient: ograd / std[c]
+
+    Inputs
+    ------
+    ograd : NDArray
+
+    Parameters
+    ----------
+    mean : string, default=(0, 0, 0, 0)
+        per-channel means: 1 or C numbers (the default fits no image: as in MXNet)
+    std : string, default=(1, 1, 1, 1)
+        per-channel standard deviations: 1 or C numbers
+    """
+    ...
+
+
+def _image_to_tensor(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_to_tensor(data)
+
+    float32 (C, H, W) or (N, C, H, W) values / 255 of (H, W, C) or (N, H, W, C) pixels (no gradient: MXNet's copies the output gradient unshaped)
+
+    Inputs
+    ------
+    data : NDArray
     """
     ...
 

@@ -9901,6 +9901,56 @@ def _backward_contrib_ModulatedDeformableConvolution(ograd: Symbol | None = None
     ...
 
 
+def _image_normalize(data: Symbol | None = None, mean: str = '(0, 0, 0, 0)', std: str = '(1, 1, 1, 1)', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_image_normalize(data, mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+    per-channel (x - mean[c]) / std[c] of a (C, H, W) or (N, C, H, W) image, C in {1, 3}; mean and std hold 1 or C numbers
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    mean : string, default=(0, 0, 0, 0)
+        per-channel means: 1 or C numbers (the default fits no image: as in MXNet)
+    std : string, default=(1, 1, 1, 1)
+        per-channel standard deviations: 1 or C numbers
+    """
+    ...
+
+
+def _backward_image_normalize(ograd: Symbol | None = None, mean: str = '(0, 0, 0, 0)', std: str = '(1, 1, 1, 1)', name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_image_normalize(ograd, mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+    normalize's gradient: ograd / std[c]
+
+    Inputs
+    ------
+    ograd : NDArray
+
+    Parameters
+    ----------
+    mean : string, default=(0, 0, 0, 0)
+        per-channel means: 1 or C numbers (the default fits no image: as in MXNet)
+    std : string, default=(1, 1, 1, 1)
+        per-channel standard deviations: 1 or C numbers
+    """
+    ...
+
+
+def _image_to_tensor(data: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_image_to_tensor(data)
+
+    float32 (C, H, W) or (N, C, H, W) values / 255 of (H, W, C) or (N, H, W, C) pixels (no gradient: MXNet's copies the output gradient unshaped)
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).
