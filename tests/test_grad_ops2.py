@@ -1,14 +1,15 @@
 """Gradient rules of the deformable convolutions (csrc/ops/deform_conv.c) against float64
 central finite differences: data, offset, mask, weight and bias. Offsets are drawn so that no
 sample sits on a grid line or a border, where the bilinear samples have kinks. Also
-nd.image.normalize."""
+nd.image.normalize and BatchNorm_v1 (with moving statistics, and in training with batch
+statistics: finite differences of the training-mode forward)."""
 import numpy as np
 import pytest
 
 from gradcheck import check_grad
 
 GRADS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution',
-                 '_image_normalize']
+                 '_image_normalize', 'BatchNorm_v1']
 
 # (N, C, H, W, F, groups, deformable groups, kernel, stride, pad, dilate)
 CASES = [(1, 4, 4, 5, 4, 2, 2, (3, 3), (1, 1), (1, 1), (1, 1)),
@@ -56,3 +57,45 @@ def test_deformable_convolution_grad_no_bias(modulated):
 def test_image_normalize_grad(shape, mean, std):
     x = np.random.RandomState(len(shape)).randn(*shape)
     check_grad('_image_normalize', [x], attrs={'mean': mean, 'std': std})
+
+
+@pytest.mark.parametrize('fix_gamma', [True, False])
+def test_batchnorm_v1_grad_global(fix_gamma):
+    rng = np.random.RandomState(3)
+    xs = [rng.randn(3, 2, 2, 2), rng.randn(2), rng.randn(2), rng.randn(2), rng.rand(2) + 0.5]
+    check_grad('BatchNorm_v1', xs, attrs={'fix_gamma': fix_gamma}, wrt=[0, 1, 2])
+
+
+@pytest.mark.parametrize('shape', [(4, 3), (2, 2, 2, 3)])
+@pytest.mark.parametrize('fix_gamma', [True, False])
+def test_batchnorm_v1_grad_training(shape, fix_gamma):
+    import hybridgluon as mx
+    rng = np.random.RandomState(len(shape))
+    c = shape[1]
+    x, g, b = rng.randn(*shape), rng.randn(c), rng.randn(c)
+    head = rng.randn(*shape)
+
+    def run(xv, gv, bv, grad=False):
+        arrs = [mx.nd.array(a, dtype='float64') for a in (xv, gv, bv)]
+        aux = [mx.nd.zeros((c,), dtype='float64'), mx.nd.ones((c,), dtype='float64')]
+        for a in arrs:
+            a.attach_grad()
+        with mx.autograd.record(train_mode=True):
+            y = mx.nd.BatchNorm_v1(*arrs, *aux, fix_gamma=fix_gamma)
+        if not grad:
+            return float((y.asnumpy() * head).sum())
+        y.backward(mx.nd.array(head, dtype='float64'))
+        return [a.grad.asnumpy() for a in arrs]
+
+    got = run(x, g, b, grad=True)
+    vals, eps = [x, g, b], 1e-6
+    for i, v in enumerate(vals):
+        num = np.zeros(v.shape)
+        for j in range(v.size):
+            plus = [a.copy() for a in vals]
+            minus = [a.copy() for a in vals]
+            plus[i].reshape(-1)[j] += eps
+            minus[i].reshape(-1)[j] -= eps
+            num.reshape(-1)[j] = (run(*plus) - run(*minus)) / (2 * eps)
+        np.testing.assert_allclose(got[i], num, rtol=1e-5, atol=1e-6,
+                                   err_msg='BatchNorm_v1 gradient of input %d' % i)

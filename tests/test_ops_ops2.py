@@ -3,7 +3,7 @@ written from the definition: each kernel tap samples the data at its regular pla
 offset by bilinear interpolation (DCNv1: only inside [0, H) x [0, W), taps clamped to the last
 row / column; DCNv2: inside (-1, H) x (-1, W) with zero padding, times a mask), then the
 grouped convolution sums over channels and taps. Also the image ops (csrc/ops/image.c):
-normalize and to_tensor."""
+normalize and to_tensor; and BatchNorm_v1 (csrc/ops/bn_v1.c)."""
 import numpy as np
 import pytest
 
@@ -12,7 +12,8 @@ import hybridgluon as mx
 OPS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableConvolution',
                '_backward_contrib_DeformableConvolution',
                '_backward_contrib_ModulatedDeformableConvolution', '_image_normalize',
-               '_backward_image_normalize', '_image_to_tensor']
+               '_backward_image_normalize', '_image_to_tensor', 'BatchNorm_v1',
+               '_backward_BatchNorm_v1']
 
 
 def _bilinear(plane, y, x, modulated):
@@ -233,3 +234,71 @@ def test_image_to_tensor(shape, dtype):
     np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6, atol=1e-7)
     with pytest.raises(mx.MXNetError, match='height, width, channels'):
         mx.nd.image.to_tensor(mx.nd.ones((2, 2)))
+
+
+# ---- BatchNorm_v1 ---------------------------------------------------------------------------
+
+def bn_v1_ref(x, gamma, beta, mm, mv, eps, fix_gamma, batch):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    if batch:
+        mean, var = x.mean(axis=axes), x.var(axis=axes)
+    else:
+        mean, var = mm, mv
+    g = np.ones_like(gamma) if fix_gamma else gamma
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * g.reshape(shape)
+    return y + beta.reshape(shape), mean, var
+
+
+@pytest.mark.parametrize('shape', [(4, 3), (2, 3, 2, 5), (1, 1), (1, 2, 1, 1), (3, 0, 2, 2)])
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+@pytest.mark.parametrize('fix_gamma', [True, False])
+@pytest.mark.parametrize('train', [True, False])
+def test_batchnorm_v1_forward(shape, dtype, fix_gamma, train):
+    rng = np.random.RandomState(shape[0] + shape[1])
+    c = shape[1]
+    x = rng.randn(*shape).astype(dtype)
+    g, b, mm = (rng.randn(c).astype(dtype) for _ in range(3))
+    mv = (rng.rand(c) + 0.5).astype(dtype)
+    args = [mx.nd.array(a, dtype=dtype) for a in (x, g, b, mm, mv)]
+    with mx.autograd.record(train_mode=train):
+        y, mean, var = mx.nd.BatchNorm_v1(*args, eps=1e-3, fix_gamma=fix_gamma,
+                                          output_mean_var=True)
+    f64 = [a.astype(np.float64) for a in (x, g, b, mm, mv)]
+    want = bn_v1_ref(*f64, 1e-3, fix_gamma, train)
+    tol = 3e-3 if dtype == 'float16' else 1e-5
+    for got, ref in zip((y, mean, var), want):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.asnumpy().astype(np.float64), ref, rtol=tol, atol=tol)
+    # the forward never touches the moving statistics (the backward updates them)
+    np.testing.assert_array_equal(args[3].asnumpy(), mm)
+
+
+def test_batchnorm_v1_backward_updates_moving_stats():
+    rng = np.random.RandomState(5)
+    x = rng.randn(6, 2, 3, 3)
+    mm, mv = np.array([0.5, -1.0]), np.array([2.0, 0.5])
+    s = mx.sym.BatchNorm_v1(mx.sym.var('x'), name='bn', momentum=0.75)
+    args = {'x': mx.nd.array(x), 'bn_gamma': mx.nd.ones((2,)), 'bn_beta': mx.nd.zeros((2,))}
+    grads = {k: mx.nd.zeros(v.shape) for k, v in args.items()}
+    aux = {'bn_moving_mean': mx.nd.array(mm), 'bn_moving_var': mx.nd.array(mv)}
+    assert s.list_auxiliary_states() == ['bn_moving_mean', 'bn_moving_var']
+    ex = s.bind(mx.cpu(), args, args_grad=grads, aux_states=aux)
+    ex.forward(is_train=True)
+    ex.backward([mx.nd.ones((6, 2, 3, 3))])
+    axes = (0, 2, 3)
+    np.testing.assert_allclose(aux['bn_moving_mean'].asnumpy(),
+                               0.75 * mm + 0.25 * x.mean(axis=axes), rtol=1e-5)
+    np.testing.assert_allclose(aux['bn_moving_var'].asnumpy(),
+                               0.75 * mv + 0.25 * x.var(axis=axes), rtol=1e-5)
+
+
+def test_batchnorm_v1_bad_input():
+    with pytest.raises(mx.MXNetError, match='2-D .* or 4-D'):
+        mx.nd.BatchNorm_v1(mx.nd.ones((2, 3, 4)), mx.nd.ones((3,)), mx.nd.ones((3,)),
+                           mx.nd.ones((3,)), mx.nd.ones((3,)))
+    with pytest.raises(mx.MXNetError, match='gamma'):
+        mx.nd.BatchNorm_v1(mx.nd.ones((2, 3)), mx.nd.ones((4,)), mx.nd.ones((3,)),
+                           mx.nd.ones((3,)), mx.nd.ones((3,)))
+    with pytest.raises(mx.MXNetError, match='float'):
+        mx.nd.BatchNorm_v1(*[mx.nd.ones(s, dtype='int32') for s in [(2, 3)] + [(3,)] * 4])

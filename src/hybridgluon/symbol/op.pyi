@@ -9951,6 +9951,66 @@ def _image_to_tensor(data: Symbol | None = None, name: str | None = None, attr: 
     ...
 
 
+def BatchNorm_v1(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """BatchNorm_v1(data, gamma, beta, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+    MXNet's older batch normalisation over axis 1 of 2-D or 4-D data; mean / var outputs are the batch mean and variance in training (the moving statistics otherwise), which the backward folds into moving_mean / moving_var
+
+    Inputs
+    ------
+    data : NDArray
+    gamma : NDArray
+    beta : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        moving statistics = momentum * moving + (1 - momentum) * batch
+    fix_gamma : boolean, default=True
+        treat gamma as 1 (no gradient)
+    use_global_stats : boolean, default=False
+        normalise with the moving statistics also in training
+    output_mean_var : boolean, default=False
+        also output the mean and the variance used
+    """
+    ...
+
+
+def _backward_BatchNorm_v1(ograd: Symbol | None = None, data: Symbol | None = None, gamma: Symbol | None = None, mean: Symbol | None = None, var: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_BatchNorm_v1(ograd, data, gamma, mean, var, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+    gradient of BatchNorm_v1 from (ograd, data, gamma, mean, var, moving_mean, moving_var): data, gamma and beta gradients, and in training the update of the moving statistics
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    gamma : NDArray
+    mean : NDArray
+    var : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        moving statistics = momentum * moving + (1 - momentum) * batch
+    fix_gamma : boolean, default=True
+        treat gamma as 1 (no gradient)
+    use_global_stats : boolean, default=False
+        normalise with the moving statistics also in training
+    output_mean_var : boolean, default=False
+        also output the mean and the variance used
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).
