@@ -3,7 +3,8 @@ written from the definition: each kernel tap samples the data at its regular pla
 offset by bilinear interpolation (DCNv1: only inside [0, H) x [0, W), taps clamped to the last
 row / column; DCNv2: inside (-1, H) x (-1, W) with zero padding, times a mask), then the
 grouped convolution sums over channels and taps. Also the image ops (csrc/ops/image.c):
-normalize and to_tensor; and BatchNorm_v1 (csrc/ops/bn_v1.c)."""
+normalize and to_tensor; BatchNorm_v1 (csrc/ops/bn_v1.c); Proposal and MultiProposal
+(csrc/ops/proposal.c)."""
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ OPS_COVERED = ['_contrib_DeformableConvolution', '_contrib_ModulatedDeformableCo
                '_backward_contrib_DeformableConvolution',
                '_backward_contrib_ModulatedDeformableConvolution', '_image_normalize',
                '_backward_image_normalize', '_image_to_tensor', 'BatchNorm_v1',
-               '_backward_BatchNorm_v1']
+               '_backward_BatchNorm_v1', '_contrib_Proposal', '_contrib_MultiProposal']
 
 
 def _bilinear(plane, y, x, modulated):
@@ -302,3 +303,137 @@ def test_batchnorm_v1_bad_input():
                            mx.nd.ones((3,)), mx.nd.ones((3,)))
     with pytest.raises(mx.MXNetError, match='float'):
         mx.nd.BatchNorm_v1(*[mx.nd.ones(s, dtype='int32') for s in [(2, 3)] + [(3,)] * 4])
+
+
+# ---- Proposal / MultiProposal ---------------------------------------------------------------
+
+def _anchors(stride, ratios, scales):
+    f = np.float32
+    out = []
+    w = h = f(stride)
+    xc = yc = f(0.5) * (w - f(1))
+    for r in ratios:
+        for s in scales:
+            nw = np.floor(np.sqrt(np.floor(w * h / f(r))) + f(0.5)) * f(s)
+            nh = np.floor(nw / f(s) * f(r) + f(0.5)) * f(s)
+            out.append([xc - f(0.5) * (nw - f(1)), yc - f(0.5) * (nh - f(1)),
+                        xc + f(0.5) * (nw - f(1)), yc + f(0.5) * (nh - f(1))])
+    return np.array(out, np.float32)
+
+
+def proposal_ref(cls, deltas, info, stride, scales, ratios, pre, post, thresh, min_size, iou):
+    """One image, from the definition, in float32."""
+    f = np.float32
+    a_n = len(scales) * len(ratios)
+    _, _, hh, ww = cls.shape
+    anc = _anchors(stride, ratios, scales)
+    boxes = []
+    for h in range(hh):
+        for w in range(ww):
+            for a in range(a_n):
+                x1, y1, x2, y2 = anc[a] + f([w * stride, h * stride, w * stride, h * stride])
+                d = deltas[0, 4 * a:4 * a + 4, h, w]
+                if iou:
+                    p = [x1 + d[0], y1 + d[1], x2 + d[2], y2 + d[3]]
+                else:
+                    bw, bh = x2 - x1 + f(1), y2 - y1 + f(1)
+                    cx, cy = x1 + f(0.5) * (bw - f(1)), y1 + f(0.5) * (bh - f(1))
+                    pcx, pcy = d[0] * bw + cx, d[1] * bh + cy
+                    pw, ph = np.exp(d[2]) * bw, np.exp(d[3]) * bh
+                    p = [pcx - f(0.5) * (pw - f(1)), pcy - f(0.5) * (ph - f(1)),
+                         pcx + f(0.5) * (pw - f(1)), pcy + f(0.5) * (ph - f(1))]
+                lim = [info[1] - 1, info[0] - 1] * 2
+                p = [min(max(v, f(0)), f(m)) for v, m in zip(p, lim)]
+                score = cls[0, a_n + a, h, w]
+                if h >= int(info[0] / stride) or w >= int(info[1] / stride):
+                    score = f(-1)
+                ms = f(min_size) * f(info[2])
+                if p[2] - p[0] + 1 < ms or p[3] - p[1] + 1 < ms:
+                    p = [p[0] - ms / 2, p[1] - ms / 2, p[2] + ms / 2, p[3] + ms / 2]
+                    score = f(-1)
+                boxes.append(p + [score])
+    boxes = np.array(boxes, np.float32)
+    order = np.argsort(-boxes[:, 4], kind='stable')
+    pre = len(boxes) if pre <= 0 else min(pre, len(boxes))
+    boxes = boxes[order[:pre]]
+    area = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    keep, supp = [], np.zeros(pre, bool)
+    for i in range(pre):
+        if len(keep) == post:
+            break
+        if supp[i]:
+            continue
+        keep.append(i)
+        xx1 = np.maximum(boxes[i, 0], boxes[:, 0])
+        yy1 = np.maximum(boxes[i, 1], boxes[:, 1])
+        xx2 = np.minimum(boxes[i, 2], boxes[:, 2])
+        yy2 = np.minimum(boxes[i, 3], boxes[:, 3])
+        inter = np.maximum(0, xx2 - xx1 + 1) * np.maximum(0, yy2 - yy1 + 1)
+        ovr = inter / (area[i] + area - inter)
+        later = np.arange(pre) > i
+        supp |= later & (ovr > thresh)
+    rows = [keep[i % len(keep)] for i in range(post)]
+    return boxes[rows, :4], boxes[rows, 4:]
+
+
+PROPOSAL_CASES = [  # N, H, W, scales, ratios, pre, post, threshold, min_size, iou_loss, stride
+    (2, 8, 9, (8, 16), (0.5, 1, 2), 200, 30, 0.7, 16, False, 16),
+    (1, 5, 4, (4,), (1,), -1, 12, 0.5, 4, True, 8),
+    (1, 1, 1, (2,), (1,), 1, 3, 0.7, 1, False, 4),
+    (3, 6, 6, (2, 4), (0.5, 2), 50, 20, 0.6, 2, False, 4)]
+
+
+@pytest.mark.parametrize('case', PROPOSAL_CASES)
+def test_proposal(case):
+    n, h, w, scales, ratios, pre, post, thr, mins, iou, stride = case
+    rng = np.random.RandomState(h * w)
+    a_n = len(scales) * len(ratios)
+    cls = rng.rand(n, 2 * a_n, h, w).astype(np.float32)
+    deltas = (rng.randn(n, 4 * a_n, h, w) * (2 if iou else 0.3)).astype(np.float32)
+    info = np.array([[h * stride - rng.randint(0, stride * h // 2 + 1),
+                      w * stride - rng.randint(0, stride * w // 2 + 1), rng.uniform(0.6, 1.2)]
+                     for _ in range(n)], np.float32)
+    kw = dict(feature_stride=stride, scales=scales, ratios=ratios, rpn_pre_nms_top_n=pre,
+              rpn_post_nms_top_n=post, threshold=thr, rpn_min_size=mins, iou_loss=iou,
+              output_score=True)
+    rois, score = mx.nd.contrib.MultiProposal(mx.nd.array(cls), mx.nd.array(deltas),
+                                              mx.nd.array(info), **kw)
+    assert rois.shape == (n * post, 5) and score.shape == (n * post, 1)
+    for b in range(n):
+        want_box, want_score = proposal_ref(cls[b:b + 1], deltas[b:b + 1], info[b], stride,
+                                            scales, ratios, pre, post, thr, mins, iou)
+        got = rois.asnumpy()[b * post:(b + 1) * post]
+        np.testing.assert_array_equal(got[:, 0], b)
+        np.testing.assert_allclose(got[:, 1:], want_box, rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(score.asnumpy()[b * post:(b + 1) * post], want_score,
+                                   rtol=1e-6)
+        one, one_score = mx.nd.contrib.Proposal(mx.nd.array(cls[b:b + 1]),
+                                                mx.nd.array(deltas[b:b + 1]),
+                                                mx.nd.array(info[b:b + 1]), **kw)
+        np.testing.assert_array_equal(one.asnumpy()[:, 1:], got[:, 1:])
+        np.testing.assert_array_equal(one.asnumpy()[:, 0], 0)
+        np.testing.assert_array_equal(one_score.asnumpy(), score.asnumpy()[b * post:(b + 1) * post])
+    only = mx.nd.contrib.MultiProposal(mx.nd.array(cls), mx.nd.array(deltas), mx.nd.array(info),
+                                       **dict(kw, output_score=False))
+    np.testing.assert_array_equal(only.asnumpy(), rois.asnumpy())
+
+
+def test_proposal_empty_batch_and_bad_input():
+    rois = mx.nd.contrib.MultiProposal(mx.nd.zeros((0, 2, 3, 3)), mx.nd.zeros((0, 4, 3, 3)),
+                                       mx.nd.zeros((0, 3)), scales=(8,), ratios=(1,),
+                                       rpn_post_nms_top_n=5)
+    assert rois.shape == (0, 5)
+    cls, dl = mx.nd.ones((2, 18, 4, 4)), mx.nd.zeros((2, 36, 4, 4))
+    info = mx.nd.array([[64, 64, 1], [64, 64, 1]])
+    with pytest.raises(mx.MXNetError, match='one image'):
+        mx.nd.contrib.Proposal(cls, dl, info, scales=(8, 16, 32))
+    with pytest.raises(mx.MXNetError, match='num_anchors'):
+        mx.nd.contrib.MultiProposal(cls, dl, info, scales=(8, 16))
+    with pytest.raises(mx.MXNetError, match='bbox_pred'):
+        mx.nd.contrib.MultiProposal(cls, mx.nd.zeros((2, 35, 4, 4)), info, scales=(8, 16, 32))
+    with pytest.raises(mx.MXNetError, match='feature map'):
+        mx.nd.contrib.MultiProposal(cls, dl, info * 4, scales=(8, 16, 32))
+    with pytest.raises(mx.MXNetError, match='float32'):
+        mx.nd.contrib.MultiProposal(cls.astype('float64'), dl, info, scales=(8, 16, 32))
+    with pytest.raises(mx.MXNetError, match='scales'):
+        mx.nd.contrib.MultiProposal(cls, dl, info, scales='(8, x)')

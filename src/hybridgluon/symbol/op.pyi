@@ -10011,6 +10011,76 @@ def _backward_BatchNorm_v1(ograd: Symbol | None = None, data: Symbol | None = No
     ...
 
 
+def _contrib_Proposal(cls_prob: Symbol | None = None, bbox_pred: Symbol | None = None, im_info: Symbol | None = None, rpn_pre_nms_top_n: int = 6000, rpn_post_nms_top_n: int = 300, threshold: float = 0.7, rpn_min_size: int = 16, scales: str = '(4, 8, 16, 32)', ratios: str = '(0.5, 1, 2)', feature_stride: int = 16, output_score: bool = False, iou_loss: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_Proposal(cls_prob, bbox_pred, im_info, rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+    region proposals of one image from RPN scores (1, 2A, H, W), box deltas (1, 4A, H, W) and im_info (1, 3): rois (post_nms_top_n, 5) = [0, x1, y1, x2, y2] (+ scores)
+
+    Inputs
+    ------
+    cls_prob : NDArray
+    bbox_pred : NDArray
+    im_info : NDArray
+
+    Parameters
+    ----------
+    rpn_pre_nms_top_n : int, default=6000
+        boxes kept (best scores) before NMS; <= 0: all
+    rpn_post_nms_top_n : int, default=300
+        boxes output per image after NMS
+    threshold : float, default=0.7
+        NMS overlap (IoU) above which a box is suppressed
+    rpn_min_size : int, default=16
+        boxes narrower or lower than this times the image scale get score -1
+    scales : string, default=(4, 8, 16, 32)
+        anchor scales
+    ratios : string, default=(0.5, 1, 2)
+        anchor aspect ratios
+    feature_stride : int, default=16
+        image pixels per feature-map cell
+    output_score : boolean, default=False
+        also output each box's score
+    iou_loss : boolean, default=False
+        deltas move the corners (IoU loss) instead of centre and size
+    """
+    ...
+
+
+def _contrib_MultiProposal(cls_prob: Symbol | None = None, bbox_pred: Symbol | None = None, im_info: Symbol | None = None, rpn_pre_nms_top_n: int = 6000, rpn_post_nms_top_n: int = 300, threshold: float = 0.7, rpn_min_size: int = 16, scales: str = '(4, 8, 16, 32)', ratios: str = '(0.5, 1, 2)', feature_stride: int = 16, output_score: bool = False, iou_loss: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_contrib_MultiProposal(cls_prob, bbox_pred, im_info, rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+    Proposal over a batch: rois (batch * post_nms_top_n, 5) = [image index, x1, y1, x2, y2] (+ scores)
+
+    Inputs
+    ------
+    cls_prob : NDArray
+    bbox_pred : NDArray
+    im_info : NDArray
+
+    Parameters
+    ----------
+    rpn_pre_nms_top_n : int, default=6000
+        boxes kept (best scores) before NMS; <= 0: all
+    rpn_post_nms_top_n : int, default=300
+        boxes output per image after NMS
+    threshold : float, default=0.7
+        NMS overlap (IoU) above which a box is suppressed
+    rpn_min_size : int, default=16
+        boxes narrower or lower than this times the image scale get score -1
+    scales : string, default=(4, 8, 16, 32)
+        anchor scales
+    ratios : string, default=(0.5, 1, 2)
+        anchor aspect ratios
+    feature_stride : int, default=16
+        image pixels per feature-map cell
+    output_score : boolean, default=False
+        also output each box's score
+    iou_loss : boolean, default=False
+        deltas move the corners (IoU loss) instead of centre and size
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).
