@@ -61,6 +61,8 @@ def _mx_op(name):
         fn = getattr(mx.nd.linalg, name[len('_linalg_'):])
     if fn is None and name.startswith('_contrib_'):  # mx.nd has them as contrib.X only
         fn = getattr(mx.nd.contrib, name[len('_contrib_'):], None)
+    if fn is None and name.startswith('_image_'):  # and these as image.X only
+        fn = getattr(mx.nd.image, name[len('_image_'):], None)
     if fn is None:
         fn = getattr(mx.nd._internal, name)
     return fn
