@@ -1,8 +1,6 @@
 """Conformance cases of helper ops2's ops (deformable convolutions, nd.image, Proposal),
 appended to op_cases.build_cases with their own seeded generator so that the other fixtures do
-not move. Needs NumPy only. BatchNorm_v1 has none: MXNet's nd.BatchNorm_v1 cannot take its
-moving statistics imperatively (it is compared through the executor in tests/test_ops_ops2.py's
-checks instead)."""
+not move. Needs NumPy only."""
 import numpy as np
 
 from op_cases import C
@@ -54,6 +52,17 @@ def build_ops2_cases(seed=20261126):
           note='uint8: float arithmetic truncated and wrapped'))
     add(C('_image_to_tensor', [rng.integers(0, 256, (4, 5, 3)).astype('uint8')], grad=False))
     add(C('_image_to_tensor', [rng.uniform(0, 255, (2, 3, 4, 1)).astype(F32)], grad=False))
+    # BatchNorm_v1: training (batch statistics; the backward updates the moving ones) and
+    # predict mode (forward only: MXNet's backward would run in training mode over the
+    # predict-mode outputs), fix_gamma on and off, 2-D and 4-D
+    for shape, fix, train in [((4, 3), False, None), ((2, 3, 2, 5), True, None),
+                              ((3, 2, 2, 2), False, False)]:
+        c = shape[1]
+        xs = [n(*shape), rng.uniform(0.5, 1.5, c).astype(F32), n(c), n(c),
+              rng.uniform(0.5, 1.5, c).astype(F32)]
+        add(C('BatchNorm_v1', xs, {'fix_gamma': fix, 'eps': 1e-3, 'momentum': 0.8,
+                                   'output_mean_var': True},
+              wrt=[0, 1, 2], train=train, mutates=[3, 4], grad=train is None))
     # Proposal / MultiProposal (no gradient in MXNet)
     for (nb, h, w, iou) in [(1, 6, 7, False), (3, 5, 5, False), (2, 4, 6, True)]:
         a = 6
