@@ -1,0 +1,45 @@
+"""Fixes for MXNet 1.9.1 semantics found by its unit tests: integer gradients through
+broadcast ops, gradient buffers of another dtype, and the smaller pieces that follow."""
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8', 'uint8'])
+def test_int_broadcast_gradient_is_summed(dtype):
+    rng = np.random.default_rng(1)
+    a_np = rng.integers(1, 5, (3, 4, 2)).astype(dtype)
+    b_np = rng.integers(1, 5, (4, 1)).astype(dtype)
+    head = rng.integers(0, 4, (3, 4, 2)).astype(dtype)
+    a, b = mx.nd.array(a_np, dtype=dtype), mx.nd.array(b_np, dtype=dtype)
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.broadcast_add(a, b)
+    y.backward(mx.nd.array(head, dtype=dtype))
+    assert a.grad.dtype == np.dtype(dtype) and b.grad.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a.grad.asnumpy(), head)
+    want = head.astype(np.int64).sum(axis=(0, 2)).reshape(4, 1).astype(dtype)
+    np.testing.assert_array_equal(b.grad.asnumpy(), want)
+
+
+@pytest.mark.parametrize('req', ['write', 'add'])
+def test_gradient_buffer_of_another_dtype(req):
+    x_np = np.array([[0.5, -1.0, 2.0]], dtype=np.float16)
+    x = mx.sym.var('x')
+    y = x * x
+    grad = mx.nd.ones((1, 3), dtype='float64')
+    exe = y.bind(mx.cpu(), args={'x': mx.nd.array(x_np, dtype='float16')},
+                 args_grad={'x': grad}, grad_req=req)
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((1, 3), dtype='float16'))
+    want = 2 * x_np.astype(np.float64) + (1 if req == 'add' else 0)
+    assert grad.dtype == np.float64
+    np.testing.assert_allclose(grad.asnumpy(), want, rtol=1e-3)
+
+
+def test_gradient_buffer_must_have_the_shape():
+    x = mx.nd.ones((2, 2))
+    with pytest.raises(mx.base.MXNetError, match='shape'):
+        mx.autograd.mark_variables([x], [mx.nd.zeros((2, 3))])
