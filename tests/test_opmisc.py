@@ -43,3 +43,19 @@ def test_gradient_buffer_must_have_the_shape():
     x = mx.nd.ones((2, 2))
     with pytest.raises(mx.base.MXNetError, match='shape'):
         mx.autograd.mark_variables([x], [mx.nd.zeros((2, 3))])
+
+
+def test_ctc_labels_and_lengths_truncate_to_integers():
+    # MXNet reads labels and lengths as int (C++ truncation): 2.001 is class 2, 1.9 is 1.
+    rng = np.random.default_rng(2)
+    x = mx.nd.array(rng.standard_normal((5, 2, 4)))
+    want = mx.nd.CTCLoss(x, mx.nd.array([[2, 3, 0], [1, 0, 0]])).asnumpy()
+    got = mx.nd.CTCLoss(x, mx.nd.array([[2.001, 3.9, 0.5], [1.2, 0.3, 0]])).asnumpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    lens = mx.nd.CTCLoss(x, mx.nd.array([[2, 3, 0], [1, 0, 0]]), mx.nd.array([5.7, 3.2]),
+                         use_data_lengths=True).asnumpy()
+    ref = mx.nd.CTCLoss(x, mx.nd.array([[2, 3, 0], [1, 0, 0]]), mx.nd.array([5, 3]),
+                        use_data_lengths=True).asnumpy()
+    np.testing.assert_allclose(lens, ref, rtol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match=r'label\[0, 0\] = 4 is not a class'):
+        mx.nd.CTCLoss(x, mx.nd.array([[4.5, 0, 0], [1, 0, 0]]))
