@@ -59,3 +59,39 @@ def test_ctc_labels_and_lengths_truncate_to_integers():
     np.testing.assert_allclose(lens, ref, rtol=1e-6)
     with pytest.raises(mx.base.MXNetError, match=r'label\[0, 0\] = 4 is not a class'):
         mx.nd.CTCLoss(x, mx.nd.array([[4.5, 0, 0], [1, 0, 0]]))
+
+
+def test_get_all_registered_operators():
+    from hybridgluon.operator import get_all_registered_operators
+    ops = get_all_registered_operators()
+    assert isinstance(ops, list) and len(ops) == len(set(ops))
+    for name in ('Activation', 'Dropout', 'CTCLoss', 'ctc_loss', '_Plus', 'elemwise_add'):
+        assert name in ops
+    from hybridgluon.operator import get_operator_arguments
+    for name in ops:  # every listed name is one the registry resolves
+        assert get_operator_arguments(name).narg >= 0
+
+
+def test_get_operator_arguments_formats():
+    # The strings are those MXNet 1.9.1's get_operator_arguments gives for these ops.
+    from hybridgluon.operator import OperatorArguments, get_operator_arguments
+    act = get_operator_arguments('Activation')
+    assert isinstance(act, OperatorArguments)
+    assert act == (2, ['data', 'act_type'],
+                   ['NDArray-or-Symbol',
+                    "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"])
+    drop = get_operator_arguments('Dropout')
+    assert drop.names == ['data', 'p', 'mode', 'axes', 'cudnn_off']
+    assert drop.types[1:4] == ['float, optional, default=0.5',
+                               "{'always', 'training'},optional, default='training'",
+                               'Shape(tuple), optional, default=[]']
+    assert get_operator_arguments('take').types[2:] == [
+        "int, optional, default='0'", "{'clip', 'raise', 'wrap'},optional, default='clip'"]
+    assert get_operator_arguments('sum').types[1:] == [
+        'Shape or None, optional, default=None', 'boolean, optional, default=0',
+        'boolean, optional, default=0']
+    assert get_operator_arguments('Concat').types[0] == 'NDArray-or-Symbol[]'
+    assert get_operator_arguments('ctc_loss') == get_operator_arguments('CTCLoss')
+    assert get_operator_arguments('clip').types[1:] == ['float, required', 'float, required']
+    with pytest.raises(mx.base.MXNetError, match='nope is not registered'):
+        get_operator_arguments('nope')
