@@ -95,3 +95,24 @@ def test_get_operator_arguments_formats():
     assert get_operator_arguments('clip').types[1:] == ['float, required', 'float, required']
     with pytest.raises(mx.base.MXNetError, match='nope is not registered'):
         get_operator_arguments('nope')
+
+
+def test_engine_bulk_size_is_per_thread_and_restored():
+    import threading
+    assert mx.engine.set_bulk_size(5) == 0
+    assert mx.engine.set_bulk_size(0) == 5
+    seen = []
+    mx.engine.set_bulk_size(4)
+    t = threading.Thread(target=lambda: seen.append(mx.engine.set_bulk_size(7)))
+    t.start()
+    t.join()
+    assert seen == [0]  # another thread starts from 0, as in MXNet
+    with mx.engine.bulk(10):
+        assert mx.engine.set_bulk_size(10) == 10
+        x = mx.nd.ones((3,))
+        for _ in range(20):
+            x += 1
+    assert mx.engine.set_bulk_size(0) == 4
+    np.testing.assert_array_equal(x.asnumpy(), np.full(3, 21.0))
+    with pytest.raises(mx.base.MXNetError, match='>= 0'):
+        mx.engine.set_bulk_size(-1)
