@@ -116,3 +116,23 @@ def test_engine_bulk_size_is_per_thread_and_restored():
     np.testing.assert_array_equal(x.asnumpy(), np.full(3, 21.0))
     with pytest.raises(mx.base.MXNetError, match='>= 0'):
         mx.engine.set_bulk_size(-1)
+
+
+def test_head_gradient_of_another_dtype_enters_as_is():
+    # MXNet 1.9.1: a float32 head gradient of an int32 Cast output reaches _backward_Cast
+    # unrounded (x.grad == 2.7), and index_array's int64 output takes a float32 one.
+    x = mx.nd.ones((2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x.astype('int32')
+    y.backward(mx.nd.full((2, 3), 2.7))
+    np.testing.assert_allclose(x.grad.asnumpy(), np.full((2, 3), 2.7, np.float32))
+    with mx.autograd.record():
+        z = mx.nd.contrib.index_array(x)
+    assert z.dtype == np.int64
+    z.backward(mx.nd.ones(z.shape))
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.zeros((2, 3)))
+    with mx.autograd.record():
+        y = x.astype('int32')
+    with pytest.raises(mx.base.MXNetError, match='head_grads'):
+        y.backward(mx.nd.ones((3, 2)))

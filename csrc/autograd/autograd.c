@@ -446,8 +446,9 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
         b->heads[h] = (hg_sentry){i->node, i->index, 0};
         hg_tensor *g = head_grads ? head_grads[h] : NULL;
         if (!g) continue;
-        if (!hg_shape_equal(g->ndim, g->shape, heads[h]->ndim, heads[h]->shape) ||
-            g->dtype != heads[h]->dtype) {
+        /* Any dtype: as in MXNet, the head gradient enters the backward graph as it is (a
+         * float32 gradient for an int32 Cast output reaches _backward_Cast unrounded). */
+        if (!hg_shape_equal(g->ndim, g->shape, heads[h]->ndim, heads[h]->shape)) {
             char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
             return hg_error(HG_ERR_VALUE, "head_grads[%d] has shape %s (%s), the head %s (%s)", h,
                             hg_shape_str(a, g->ndim, g->shape), hg_dtype_name(g->dtype),
