@@ -1358,6 +1358,32 @@ def broadcast_mod(lhs: NDArray | None = None, rhs: NDArray | None = None, out: N
     ...
 
 
+def _mod_lgrad(lhs: NDArray | None = None, rhs: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_mod_lgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d lhs: 1 for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def _mod_rgrad(lhs: NDArray | None = None, rhs: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_mod_rgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d rhs: -floor(lhs / rhs) for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
 def broadcast_power(lhs: NDArray | None = None, rhs: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """broadcast_power(lhs, rhs)
 

@@ -1293,6 +1293,32 @@ def broadcast_mod(lhs: Symbol | None = None, rhs: Symbol | None = None, name: st
     ...
 
 
+def _mod_lgrad(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_mod_lgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d lhs: 1 for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def _mod_rgrad(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_mod_rgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d rhs: -floor(lhs / rhs) for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
 def broadcast_power(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """broadcast_power(lhs, rhs)
 
