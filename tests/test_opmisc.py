@@ -136,3 +136,19 @@ def test_head_gradient_of_another_dtype_enters_as_is():
         y = x.astype('int32')
     with pytest.raises(mx.base.MXNetError, match='head_grads'):
         y.backward(mx.nd.ones((3, 2)))
+
+
+@pytest.mark.parametrize('dtype', ['int8', 'uint8', 'int32', 'int64'])
+@pytest.mark.parametrize('shape,like', [((0, 3), (1, 3)), ((1,), (1,)), ((4, 5), (5,)),
+                                        ((3, 70, 2), (70, 1)), ((2, 3, 4), (2, 1, 4))])
+def test_sum_to_like_integer_dtypes(dtype, shape, like):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 100, shape).astype(dtype)
+    out = mx.nd._sum_to_like(mx.nd.array(x, dtype=dtype), mx.nd.zeros(like, dtype=dtype))
+    lead = len(shape) - len(like)
+    axes = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(like)
+                                      if n == 1 and shape[lead + d] != 1)
+    # summed in int64, then wrapped to the dtype as C++ integer arithmetic does
+    want = x.astype(np.int64).sum(axis=axes).reshape(like).astype(dtype)
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out.asnumpy(), want)
