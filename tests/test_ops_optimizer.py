@@ -347,25 +347,26 @@ def _mp_adamw_ref(w32, g, s, **attrs):
 SCALES = [0.5, 2.0, float('nan'), 1.0, 0.0, float('inf'), 0.25]
 
 
+@pytest.mark.parametrize('wdtype', ['float16', 'float32', 'float64'])
 @pytest.mark.parametrize('shape', SHAPES + [(0,)])
-def test_mp_adamw_update(rng, shape):
+def test_mp_adamw_update(rng, shape, wdtype):
     attrs = dict(lr=0.5, eta=0.02, beta1=0.85, beta2=0.99, epsilon=1e-6, wd=0.1,
                  clip_gradient=0.7)
     w32_np = rng.standard_normal(shape).astype(np.float32)
     s_np = [np.zeros(shape, np.float32), np.zeros(shape, np.float32)]
-    w = nd.array(w32_np, dtype='float16')
+    w = nd.array(w32_np, dtype=wdtype)
     w32 = nd.array(w32_np)
     mean, var = nd.zeros(shape), nd.zeros(shape)
     for scale in SCALES:
-        g_np = rng.standard_normal(shape).astype(np.float16)
-        nd._mp_adamw_update(w, nd.array(g_np, dtype='float16'), mean, var, w32,
+        g_np = rng.standard_normal(shape).astype(wdtype)
+        nd._mp_adamw_update(w, nd.array(g_np, dtype=wdtype), mean, var, w32,
                             nd.array([scale]), out=w, **attrs)
         w32_np = _mp_adamw_ref(w32_np, g_np, s_np, rescale_grad=scale, **attrs)
         np.testing.assert_allclose(w32.asnumpy(), w32_np, **TOL['float32'])
         np.testing.assert_allclose(mean.asnumpy(), s_np[0], **TOL['float32'])
         np.testing.assert_allclose(var.asnumpy(), s_np[1], **TOL['float32'])
-        assert w.dtype == np.float16
-        np.testing.assert_array_equal(w.asnumpy(), w32_np.astype(np.float16))
+        assert w.dtype == np.dtype(wdtype)
+        np.testing.assert_array_equal(w.asnumpy(), w32_np.astype(wdtype))
 
 
 def _multi_case(rng, dtype, n, mp):
