@@ -1293,6 +1293,32 @@ def broadcast_mod(lhs: Symbol | None = None, rhs: Symbol | None = None, name: st
     ...
 
 
+def _mod_lgrad(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_mod_lgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d lhs: 1 for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def _mod_rgrad(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_mod_rgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d rhs: -floor(lhs / rhs) for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
 def broadcast_power(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
     """broadcast_power(lhs, rhs)
 
@@ -5509,6 +5535,210 @@ def _contrib_adamw_update(weight: Symbol | None = None, grad: Symbol | None = No
         clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
 
     Aliases: _contrib_adamw_update
+    """
+    ...
+
+
+def _mp_adamw_update(weight: Symbol | None = None, grad: Symbol | None = None, mean: Symbol | None = None, var: Symbol | None = None, weight32: Symbol | None = None, rescale_grad: Symbol | None = None, lr: float = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wd: float = 0, eta: float = ..., clip_gradient: float = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta=<required>, clip_gradient=-1)
+
+    AdamW with a float32 master copy (weight32); rescale_grad is a one-value float32 array and a non-finite or zero value skips the update
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    mean : NDArray
+    var : NDArray
+    weight32 : NDArray
+    rescale_grad : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wd : float, default=0
+        weight decay: adds wd * weight to the gradient
+    eta : float, required
+        learning rate schedule multiplier
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+
+    Aliases: _contrib_mp_adamw_update
+    """
+    ...
+
+
+def _contrib_mp_adamw_update(weight: Symbol | None = None, grad: Symbol | None = None, mean: Symbol | None = None, var: Symbol | None = None, weight32: Symbol | None = None, rescale_grad: Symbol | None = None, lr: float = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wd: float = 0, eta: float = ..., clip_gradient: float = -1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta=<required>, clip_gradient=-1)
+
+    AdamW with a float32 master copy (weight32); rescale_grad is a one-value float32 array and a non-finite or zero value skips the update
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    mean : NDArray
+    var : NDArray
+    weight32 : NDArray
+    rescale_grad : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wd : float, default=0
+        weight decay: adds wd * weight to the gradient
+    eta : float, required
+        learning rate schedule multiplier
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+
+    Aliases: _contrib_mp_adamw_update
+    """
+    ...
+
+
+def _multi_adamw_update(*data: Symbol, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_multi_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW on num_weights (weight, grad, mean, var) groups then one rescale_grad; per-weight lrs, wds, etas; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_adamw_update
+    """
+    ...
+
+
+def _contrib_multi_adamw_update(*data: Symbol, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_multi_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW on num_weights (weight, grad, mean, var) groups then one rescale_grad; per-weight lrs, wds, etas; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_adamw_update
+    """
+    ...
+
+
+def _multi_mp_adamw_update(*data: Symbol, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_multi_mp_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW with float32 master copies on num_weights (weight, grad, mean, var, weight32) groups then one rescale_grad; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_mp_adamw_update
+    """
+    ...
+
+
+def _contrib_multi_mp_adamw_update(*data: Symbol, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_multi_mp_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW with float32 master copies on num_weights (weight, grad, mean, var, weight32) groups then one rescale_grad; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_mp_adamw_update
     """
     ...
 
