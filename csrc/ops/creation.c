@@ -139,7 +139,26 @@ static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)nin;
     (void)in;
     (void)nout;
-    return shape_from_attr(op, &a->v[IN_SHAPE].t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
+    /* In a graph a dimension given as -1 is unknown (MXNet): the consumers' shapes, known
+     * already in out[0], decide it. */
+    const hg_tuple *t = &a->v[IN_SHAPE].t;
+    bool unknown = false;
+    for (int d = 0; d < t->n; d++) unknown |= t->v[d] < 0;
+    if (!unknown || t->n > HG_MAX_NDIM)
+        return shape_from_attr(op, t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
+    char s[HG_SHAPE_STR];
+    hg_meta m = {.ndim = t->n, .dtype = (hg_dtype)a->v[IN_DTYPE].i};
+    for (int d = 0; d < t->n; d++) {
+        m.shape[d] = t->v[d] >= 0 ? t->v[d] : -1;
+        if (t->v[d] < -1)
+            return hg_error(HG_ERR_VALUE, "%s: invalid dimension %lld in shape %s", op->name,
+                            (long long)t->v[d], hg_shape_str(s, t->n, t->v));
+        if (m.shape[d] < 0 && out[0].ndim == t->n) m.shape[d] = out[0].shape[d];
+    }
+    out[0] = m;
+    for (int d = 0; d < m.ndim; d++)
+        if (m.shape[d] < 0) return HG_OK; /* partial: a later sweep may decide it */
+    return hg_shape_check(m.ndim, m.shape, m.dtype);
 }
 
 static hg_status zeros_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,

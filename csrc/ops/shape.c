@@ -425,7 +425,15 @@ static hg_status transpose_infer(const hg_op_def *op, const hg_attrs *a, int nin
     (void)nin;
     (void)nout;
     int perm[HG_MAX_NDIM];
+    /* Backwards (MXNet's TransposeShape): unknown input dims come from a known output. */
+    if (out[0].ndim >= 0 && in[0].ndim < 0) {
+        in[0].ndim = out[0].ndim;
+        for (int d = 0; d < in[0].ndim; d++) in[0].shape[d] = -1;
+    }
     HG_TRY(transpose_perm(op, a, &in[0], perm));
+    if (out[0].ndim == in[0].ndim)
+        for (int d = 0; d < in[0].ndim; d++)
+            if (in[0].shape[perm[d]] < 0) in[0].shape[perm[d]] = out[0].shape[d];
     out[0].ndim = in[0].ndim;
     out[0].dtype = in[0].dtype;
     for (int d = 0; d < in[0].ndim; d++) out[0].shape[d] = in[0].shape[perm[d]];

@@ -1,0 +1,123 @@
+"""Partial shape inference with MXNet 1.9.1's semantics: 0 marks an unknown dimension, rules
+run forwards and backwards (element-wise ops unify their shapes; FullyConnected, Convolution,
+Concat and SliceChannel fill unknown input dimensions from a known output), and unknown
+shapes come back as (). Expected shapes are worked out by hand; full inference and hybridized
+results must not change."""
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import nd, sym
+from hybridgluon.gluon import nn
+
+
+def _args(s, **kw):
+    arg, out, aux = s.infer_shape_partial(**kw)
+    return dict(zip(s.list_arguments(), arg)), out
+
+
+def test_elementwise_unifies_both_operands():
+    a = sym.var('a', shape=(0, 3, 0))
+    b = sym.var('b', shape=(2, 0, 0))
+    c = sym.var('c', shape=(0, 0, 7))
+    args, out = _args((a + b) * c)
+    assert args == {'a': (2, 3, 7), 'b': (2, 3, 7), 'c': (2, 3, 7)}
+    assert out == [(2, 3, 7)]
+
+
+def test_elementwise_conflict_is_an_error():
+    a = sym.var('a', shape=(2, 3))
+    b = sym.var('b', shape=(4, 3))
+    with pytest.raises(mx.MXNetError):
+        (a + b).infer_shape()
+
+
+def test_symbol_plus_is_same_shape_op():
+    a, b = sym.var('a'), sym.var('b')
+    c = a + b
+    assert c.name.startswith('_plus')
+    with pytest.raises(mx.MXNetError):
+        c.infer_shape(a=(2, 3), b=(1, 3))  # no broadcasting, as MXNet's _Plus
+    assert sym.broadcast_add(a, b).infer_shape(a=(2, 3), b=(1, 3))[1] == [(2, 3)]
+
+
+def test_fully_connected_batch_from_output():
+    x = sym.var('x', shape=(0, 6))
+    y = sym.FullyConnected(x, num_hidden=4, name='fc') + sym.var('z', shape=(9, 0))
+    args, out = _args(y)
+    assert args == {'x': (9, 6), 'fc_weight': (4, 6), 'fc_bias': (4,), 'z': (9, 4)}
+    assert out == [(9, 4)]
+
+
+@pytest.mark.parametrize('stride,pad,dilate,want', [
+    (1, 0, 1, (3, 2, 12, 12)),   # 10 + (3 - 1) - 0
+    (1, 2, 1, (3, 2, 8, 8)),     # 10 + 2 - 4
+    (1, 1, 2, (3, 2, 12, 12)),   # 10 + 2 * 2 - 2
+    (2, 1, 1, (3, 2, 0, 0)),     # stride 2: the spatial size cannot be recovered
+])
+def test_convolution_data_from_output(stride, pad, dilate, want):
+    x = sym.var('x', shape=(0, 2, 0, 0))
+    y = sym.Convolution(x, num_filter=5, kernel=(3, 3), stride=(stride, stride),
+                        pad=(pad, pad), dilate=(dilate, dilate), name='cv')
+    y = y + sym.var('o', shape=(3, 5, 10, 10))
+    args, _ = _args(y)
+    assert args['x'] == want
+    assert args['cv_weight'] == (5, 2, 3, 3)
+
+
+def test_convolution_weight_without_data():
+    args, out = _args(sym.Convolution(sym.var('x'), num_filter=8, kernel=(5, 3), name='cv'))
+    assert args == {'x': (), 'cv_weight': (8, 0, 5, 3), 'cv_bias': (8,)}
+    assert out == [()]
+
+
+def test_concat_fills_missing_size():
+    a = sym.var('a', shape=(0, 4))
+    b = sym.var('b', shape=(0, 0))
+    d = sym.var('d', shape=(5, 11))
+    args, _ = _args(sym.Concat(a, b, dim=1) + d)
+    assert args == {'a': (5, 4), 'b': (5, 7), 'd': (5, 11)}
+
+
+def test_concat_two_missing_sizes_stay_unknown():
+    a, b = sym.var('a', shape=(0, 0)), sym.var('b', shape=(0, 0))
+    args, _ = _args(sym.Concat(a, b, dim=1) + sym.var('d', shape=(5, 11)))
+    assert args['a'] == (5, 0) and args['b'] == (5, 0)
+
+
+@pytest.mark.parametrize('squeeze,cshape,want', [
+    (False, (2, 3, 4), (2, 9, 4)),
+    (True, (2, 4), (2, 3, 4)),
+])
+def test_slice_channel_from_output(squeeze, cshape, want):
+    a = sym.var('a', shape=(0, 0, 0))
+    parts = sym.SliceChannel(a, num_outputs=3, axis=1, squeeze_axis=squeeze)
+    args, _ = _args(parts[2] + sym.var('c', shape=cshape))
+    assert args['a'] == want
+
+
+def test_unknown_shapes_are_empty_tuples():
+    y = sym.sin(sym.var('data'))
+    arg, out, aux = y.infer_shape_partial()
+    assert arg == [()] and out == [()] and aux == []
+    with pytest.warns(UserWarning):
+        assert y.infer_shape() == (None, None, None)
+
+
+def test_full_inference_unchanged_and_hybridize_matches():
+    x = sym.var('data')
+    y = sym.FullyConnected(sym.relu(sym.Convolution(x, num_filter=4, kernel=(3, 3), name='c')),
+                           num_hidden=5, name='f')
+    arg, out, _ = y.infer_shape(data=(2, 3, 8, 8))
+    assert dict(zip(y.list_arguments(), arg)) == {
+        'data': (2, 3, 8, 8), 'c_weight': (4, 3, 3, 3), 'c_bias': (4,),
+        'f_weight': (5, 144), 'f_bias': (5,)}
+    assert out == [(2, 5)]
+
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3), nn.Dense(5))
+    net.initialize()
+    xv = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 3, 8, 8)))
+    want = net(xv).asnumpy()
+    net.hybridize()
+    np.testing.assert_allclose(net(xv).asnumpy(), want, rtol=1e-5, atol=1e-6)
