@@ -121,3 +121,71 @@ def test_full_inference_unchanged_and_hybridize_matches():
     want = net(xv).asnumpy()
     net.hybridize()
     np.testing.assert_allclose(net(xv).asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_reshape_one_unknown_input_dim_from_output():
+    x = sym.var('x')
+    y = sym.elemwise_add(sym.reshape(x, shape=(-1, 6)), sym.ones(shape=(4, 6)))
+    arg, out, _ = y.infer_shape(x=(2, 0, 3))
+    assert arg == [(2, 4, 3)] and out == [(4, 6)]   # 24 / (2 * 3)
+    args, _ = _args(y, x=(0, 0, 3))                  # two unknowns: undecided
+    assert args['x'] == (0, 0, 3)
+
+
+def test_transpose_and_ones_with_unknown_dims():
+    o1 = sym.ones(shape=(2, -1))
+    o2 = sym.ones(shape=(3, -1))
+    y = o1 + sym.transpose(o2)
+    assert y.infer_shape()[1] == [(2, 3)]
+    out = y.bind(mx.cpu(), args={}).forward()[0]
+    assert out.shape == (2, 3) and (out.asnumpy() == 2).all()
+    with pytest.raises(mx.MXNetError):  # nothing decides the -1
+        sym.ones(shape=(2, -1)).bind(mx.cpu(), args={}).forward()
+
+
+def test_transpose_backwards_to_variable():
+    x = sym.var('x', shape=(0, 0, 0))
+    y = sym.transpose(x, axes=(1, 2, 0)) + sym.var('z', shape=(4, 5, 6))
+    args, _ = _args(y)
+    assert args['x'] == (6, 4, 5)
+
+
+def test_cast_passes_shape_backwards():
+    w = sym.var('w')
+    y = sym.Convolution(sym.var('x', shape=(1, 0, 0, 0)), weight=sym.cast(w, dtype='float16'),
+                        num_filter=16, kernel=(5, 5), no_bias=True)
+    args, out = _args(y)
+    assert args['w'] == (16, 0, 5, 5)
+
+
+@pytest.mark.parametrize('lhs,rhs,want', [
+    ((0, 3, 4), (0, 4, 5), (0, 3, 5)),
+    ((0, 3, 4), (0, 0, 5), ()),      # the contracted size of rhs unknown: nothing inferred
+    ((0, 3, 0), (0, 4, 5), ()),
+])
+def test_batch_dot_partial(lhs, rhs, want):
+    y = sym.batch_dot(sym.var('x'), sym.var('y'))
+    assert y.infer_shape_partial(x=lhs, y=rhs)[1] == [want]
+
+
+def test_where_needs_known_condition():
+    y = sym.where(sym.var('c'), sym.var('x'), sym.var('y'))
+    assert y.infer_shape_partial(c=(0, 2), x=(3, 2), y=(3, 2))[1] == [()]
+    arg, out, _ = y.infer_shape_partial(c=(3, 2), x=(3, 0), y=(0, 2))
+    assert arg == [(3, 2)] * 3 and out == [(3, 2)]
+
+
+def test_infer_type_fills_parameters_after_cast():
+    x = sym.var('x')
+    y = sym.FullyConnected(sym.Cast(x, dtype='float64'), num_hidden=3, name='fc')
+    arg, out, _ = y.infer_type(x=np.float16)
+    assert arg == [np.float16, np.float64, np.float64] and out == [np.float64]
+    arg, out, _ = y.infer_type_partial()
+    assert arg == [None, np.float64, np.float64] and out == [np.float64]
+
+
+def test_fluent_names_follow_mxnet():
+    d = sym.var('data')
+    assert d.flip(axis=0).name.startswith('flip')
+    assert d.swapaxes(dim1=0, dim2=1).name.startswith('swapaxes')
+    assert d.astype('float16').name.startswith('cast')
