@@ -189,3 +189,15 @@ def test_fluent_names_follow_mxnet():
     assert d.flip(axis=0).name.startswith('flip')
     assert d.swapaxes(dim1=0, dim2=1).name.startswith('swapaxes')
     assert d.astype('float16').name.startswith('cast')
+
+
+@pytest.mark.parametrize('start,step,n,want', [(0, 1, 5, [0, 1, 2, 3, 4]),
+                                               (2, 3, 4, [2, 5, 8, 11])])
+def test_arange_infer_range_takes_length_from_graph(start, step, n, want):
+    s = sym.elemwise_add(sym.arange(start=start, step=step, infer_range=True),
+                         sym.zeros(shape=(n,)))
+    out = s.bind(mx.cpu(), args={}).forward()[0].asnumpy()
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(mx.MXNetError, match='infer_range'):
+        sym.arange(start=start, infer_range=True).bind(mx.cpu(), args={}).forward()
+    assert sym.arange(3).infer_shape()[1] == [(3,)]  # without infer_range: [0, start)

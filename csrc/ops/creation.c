@@ -223,7 +223,7 @@ _Static_assert(HG_COUNT(k_arange_attrs) == AR_NATTRS, "k_arange_attrs must match
 /* MXNet's reading: with stop None the interval is [0, start). */
 static void arange_bounds(const hg_attrs *a, double *start, double *stop)
 {
-    if (a->v[AR_STOP].is_none) {
+    if (a->v[AR_STOP].is_none && !a->v[AR_INFER_RANGE].b) {
         *start = 0;
         *stop = a->v[AR_START].f;
     } else {
@@ -246,6 +246,16 @@ static hg_status arange_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     if (repeat <= 0)
         return hg_error(HG_ERR_VALUE, "%s: repeat must be positive, got repeat=%lld", op->name,
                         (long long)repeat);
+    if (a->v[AR_STOP].is_none && a->v[AR_INFER_RANGE].b) {
+        /* MXNet's infer_range: the length comes from the graph (a consumer's shape). */
+        if (out[0].ndim != 1 || out[0].shape[0] < 0)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: infer_range=True without stop: the length must come from the "
+                            "graph, and nothing there decides it",
+                            op->name);
+        out[0].dtype = (hg_dtype)a->v[AR_DTYPE].i;
+        return hg_shape_check(1, out[0].shape, out[0].dtype);
+    }
     double len = ceil((stop - start) / step);
     /* MXNet rejects empty ranges too: start must lie strictly before stop in step's direction. */
     if (!(len > 0))

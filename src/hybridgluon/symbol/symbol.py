@@ -856,11 +856,12 @@ def full(shape, val, dtype=None, **kwargs):
                      value=float(val), dtype=dtype or 'float32', **kwargs)
 
 
-def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None):
-    """A symbol of evenly spaced values (MXNet's sym.arange)."""
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """A symbol of evenly spaced values (MXNet's sym.arange). infer_range=True without stop:
+    start, start + step, ... as many as the graph's shapes decide."""
     from . import op as _op
-    return _op._arange(start=start, stop=stop, step=step, repeat=repeat, name=name,
-                       dtype=dtype or 'float32')
+    return _op._arange(start=start, stop=stop, step=step, repeat=repeat,
+                       infer_range=infer_range, name=name, dtype=dtype or 'float32')
 
 
 def Group(symbols):
