@@ -18,6 +18,8 @@ def test_every_prefixed_op_is_in_its_namespace():
     for prefix, nd_ns, sym_ns in (('_contrib_', mx.nd.contrib, mx.sym.contrib),
                                   ('_linalg_', mx.nd.linalg, mx.sym.linalg)):
         for short, name in _prefixed(prefix).items():
+            if short in mx.nd._contrib_adamw.__all__:  # MXNet's Python front ends of the op
+                continue
             assert getattr(nd_ns, short).name == name
             assert callable(getattr(sym_ns, short))
     assert mx.contrib.nd is mx.nd.contrib and mx.contrib.symbol is mx.sym.contrib

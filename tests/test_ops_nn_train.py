@@ -111,13 +111,16 @@ def test_dropout_p_zero_draws_no_random_numbers():
     np.testing.assert_array_equal(a, b)
 
 
-def test_dropout_p_one_drops_everything(rng):
-    """MXNet accepts p in [0, 1] inclusive; p = 1 zeroes the whole output while training."""
-    x = _nonzero(rng, (3, 50), 'float32')
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+def test_dropout_p_one_gives_nan(rng, dtype):
+    """MXNet accepts p in [0, 1] inclusive; with p = 1 its mask is (u < 0) * (1 / 0) = 0 * inf,
+    so the training output is NaN everywhere (MXNet 1.9.1's test_dropout checks exactly that);
+    at inference Dropout is the identity."""
+    x = _nonzero(rng, (3, 50), dtype)
     with training():
-        out = nd.Dropout(nd.array(x), p=1.0)
-    np.testing.assert_array_equal(out.asnumpy(), np.zeros_like(x))
-    np.testing.assert_array_equal(nd.Dropout(nd.array(x), p=1.0).asnumpy(), x)
+        out = nd.Dropout(nd.array(x, dtype=dtype), p=1.0)
+    assert out.dtype == np.dtype(dtype) and np.all(np.isnan(out.asnumpy()))
+    np.testing.assert_array_equal(nd.Dropout(nd.array(x, dtype=dtype), p=1.0).asnumpy(), x)
 
 
 def test_dropout_mode_always_drops_at_inference(rng):

@@ -14,7 +14,8 @@ OPS_COVERED = ['sgd_update', 'sgd_mom_update', 'mp_sgd_update', 'mp_sgd_mom_upda
                'nag_mom_update', 'mp_nag_mom_update', 'adam_update', '_adamw_update',
                'rmsprop_update', 'rmspropalex_update', 'signsgd_update', 'signum_update',
                'ftrl_update', 'lamb_update_phase1', 'lamb_update_phase2', '_adagrad_update',
-               '_adadelta_update']
+               '_adadelta_update', '_mp_adamw_update', '_multi_adamw_update',
+               '_multi_mp_adamw_update']
 
 SHAPES = [(1,), (7,), (3, 4), (2, 3, 5)]
 TOL = {'float32': dict(rtol=2e-5, atol=1e-6), 'float64': dict(rtol=1e-12, atol=1e-14)}
@@ -332,3 +333,131 @@ def test_float64_params_are_float32_rounded():
     w = nd.array([1.0], dtype='float64')
     nd.sgd_update(w, nd.array([1.0], dtype='float64'), lr=0.1, out=w)
     assert w.asnumpy()[0] == 1.0 - float(np.float32(0.1))
+
+
+# ---------------------------------------------------------------------------------------------
+# AdamW's mixed-precision and multi-weight forms, and nd.contrib's front ends
+
+
+def _mp_adamw_ref(w32, g, s, **attrs):
+    """mp_adamw: the float32 master copy updated from the float16 gradient read as float32."""
+    return R.adamw(w32, g.astype(np.float32), s, **attrs)
+
+
+SCALES = [0.5, 2.0, float('nan'), 1.0, 0.0, float('inf'), 0.25]
+
+
+@pytest.mark.parametrize('wdtype', ['float16', 'float32', 'float64'])
+@pytest.mark.parametrize('shape', SHAPES + [(0,)])
+def test_mp_adamw_update(rng, shape, wdtype):
+    attrs = dict(lr=0.5, eta=0.02, beta1=0.85, beta2=0.99, epsilon=1e-6, wd=0.1,
+                 clip_gradient=0.7)
+    w32_np = rng.standard_normal(shape).astype(np.float32)
+    s_np = [np.zeros(shape, np.float32), np.zeros(shape, np.float32)]
+    w = nd.array(w32_np, dtype=wdtype)
+    w32 = nd.array(w32_np)
+    mean, var = nd.zeros(shape), nd.zeros(shape)
+    for scale in SCALES:
+        g_np = rng.standard_normal(shape).astype(wdtype)
+        nd._mp_adamw_update(w, nd.array(g_np, dtype=wdtype), mean, var, w32,
+                            nd.array([scale]), out=w, **attrs)
+        w32_np = _mp_adamw_ref(w32_np, g_np, s_np, rescale_grad=scale, **attrs)
+        np.testing.assert_allclose(w32.asnumpy(), w32_np, **TOL['float32'])
+        np.testing.assert_allclose(mean.asnumpy(), s_np[0], **TOL['float32'])
+        np.testing.assert_allclose(var.asnumpy(), s_np[1], **TOL['float32'])
+        assert w.dtype == np.dtype(wdtype)
+        np.testing.assert_array_equal(w.asnumpy(), w32_np.astype(wdtype))
+
+
+def _multi_case(rng, dtype, n, mp):
+    shapes = [(1,), (3, 4), (2, 3, 5), (7,), (4, 1), (2, 2)][:n]
+    w_np = [rng.standard_normal(sh).astype(np.float32 if mp else dtype) for sh in shapes]
+    s_np = [[np.zeros(sh, w.dtype), np.zeros(sh, w.dtype)] for sh, w in zip(shapes, w_np)]
+    lrs = list(rng.uniform(0.1, 0.9, n))
+    wds = list(rng.uniform(0.0, 0.1, n))
+    etas = list(rng.uniform(0.5, 1.0, n))
+    return shapes, w_np, s_np, lrs, wds, etas
+
+
+@pytest.mark.parametrize('n', [1, 2, 6])
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_multi_adamw_update(rng, n, dtype):
+    shapes, w_np, s_np, lrs, wds, etas = _multi_case(rng, dtype, n, mp=False)
+    w = [nd.array(x, dtype=dtype) for x in w_np]
+    mean = [nd.zeros(sh, dtype=dtype) for sh in shapes]
+    var = [nd.zeros(sh, dtype=dtype) for sh in shapes]
+    for scale in SCALES:
+        g_np = [rng.standard_normal(sh).astype(dtype) for sh in shapes]
+        mx.nd.contrib.multi_adamw_update(w, [nd.array(g, dtype=dtype) for g in g_np], mean, var,
+                                         scale, out=w, lrs=lrs, wds=wds, etas=etas,
+                                         beta1=0.8, epsilon=1e-6, clip_gradient=0.9)
+        for k in range(n):
+            # the op reads lrs/wds/etas as float32, as MXNet's Tuple<float>
+            w_np[k] = R.adamw(w_np[k], g_np[k], s_np[k], lr=np.float32(lrs[k]),
+                              eta=np.float32(etas[k]), wd=np.float32(wds[k]),
+                              rescale_grad=scale, beta1=0.8, epsilon=1e-6, clip_gradient=0.9)
+            tol = TOL['float32'] if dtype == 'float32' else dict(rtol=1e-6, atol=1e-8)
+            np.testing.assert_allclose(w[k].asnumpy(), w_np[k], **tol)
+            np.testing.assert_allclose(mean[k].asnumpy(), s_np[k][0], **tol)
+            np.testing.assert_allclose(var[k].asnumpy(), s_np[k][1], **tol)
+
+
+@pytest.mark.parametrize('n', [1, 3, 6])
+def test_multi_mp_adamw_update(rng, n):
+    shapes, w32_np, s_np, lrs, wds, etas = _multi_case(rng, 'float32', n, mp=True)
+    w = [nd.array(x, dtype='float16') for x in w32_np]
+    w32 = [nd.array(x) for x in w32_np]
+    mean, var = [nd.zeros(sh) for sh in shapes], [nd.zeros(sh) for sh in shapes]
+    for scale in SCALES:
+        g_np = [rng.standard_normal(sh).astype(np.float16) for sh in shapes]
+        res = mx.nd.contrib.multi_mp_adamw_update(
+            w, [nd.array(g, dtype='float16') for g in g_np], mean, var, w32, nd.array([scale]),
+            lrs=lrs, wds=wds, etas=etas, clip_gradient=0.5)
+        res = res if isinstance(res, list) else [res]
+        for k in range(n):
+            w32_np[k] = _mp_adamw_ref(w32_np[k], g_np[k], s_np[k], lr=np.float32(lrs[k]),
+                                      eta=np.float32(etas[k]), wd=np.float32(wds[k]),
+                                      rescale_grad=scale, clip_gradient=0.5)
+            np.testing.assert_allclose(w32[k].asnumpy(), w32_np[k], **TOL['float32'])
+            np.testing.assert_allclose(var[k].asnumpy(), s_np[k][1], **TOL['float32'])
+            assert res[k].dtype == np.float16
+            np.testing.assert_array_equal(res[k].asnumpy(), w32_np[k].astype(np.float16))
+            w[k][:] = res[k]
+
+
+def test_contrib_adamw_front_ends_take_a_number(rng):
+    w_np = rng.standard_normal((4,)).astype(np.float32)
+    g_np = rng.standard_normal((4,)).astype(np.float32)
+    w, mean, var = nd.array(w_np), nd.zeros((4,)), nd.zeros((4,))
+    mx.nd.contrib.adamw_update(w, nd.array(g_np), mean, var, 2.0, lr=0.1, eta=0.5, out=w)
+    s = [np.zeros(4, np.float32), np.zeros(4, np.float32)]
+    np.testing.assert_allclose(w.asnumpy(), R.adamw(w_np, g_np, s, lr=0.1, eta=0.5,
+                                                    rescale_grad=2.0), **TOL['float32'])
+    w16, w32 = nd.array(w_np, dtype='float16'), nd.array(w_np)
+    out = mx.nd.contrib.mp_adamw_update(w16, nd.array(g_np, dtype='float16'), nd.zeros((4,)),
+                                        nd.zeros((4,)), w32, float('nan'), lr=0.1, eta=0.5)
+    np.testing.assert_array_equal(out.asnumpy(), w16.asnumpy())  # skipped step
+    np.testing.assert_array_equal(w32.asnumpy(), w_np)
+
+
+def test_multi_adamw_errors():
+    w, z = nd.ones((2,)), nd.zeros((2,))
+    args = [w, w, z, z, w, w, z, z, nd.array([1.0])]
+    with pytest.raises(mx.MXNetError, match='lrs has 1 values for num_weights=2'):
+        nd._multi_adamw_update(*args, num_weights=2, lrs='(0.1)', wds='(0, 0)',
+                               etas='(1, 1)')
+    with pytest.raises(mx.MXNetError, match='wds must be a tuple of numbers'):
+        nd._multi_adamw_update(*args, num_weights=2, lrs='(0.1, 0.2)', wds='(0, x)',
+                               etas='(1, 1)')
+    with pytest.raises(mx.MXNetError, match=r'expects 9 input'):
+        nd._multi_adamw_update(*args[:5], num_weights=2, lrs='(0.1, 0.2)', wds='(0, 0)',
+                               etas='(1, 1)')
+    with pytest.raises(mx.MXNetError, match='rescale_grad must be float32'):
+        nd._multi_adamw_update(w, w, z, z, nd.array([1.0], dtype='float64'), lrs='(0.1,)',
+                               wds='(0,)', etas='(1,)')
+    with pytest.raises(mx.MXNetError, match='must be float32 .a float32 master copy'):
+        nd._multi_mp_adamw_update(w, w, z, z, nd.ones((2,), dtype='float16'), nd.array([1.0]),
+                                  lrs='(0.1,)', wds='(0,)', etas='(1,)')
+    with pytest.raises(mx.MXNetError, match='lrs'):
+        mx.nd.contrib.multi_adamw_update([w], [w], [z], [z], 1.0, lrs=[0.1, 0.2], wds=[0],
+                                         etas=[1])

@@ -154,14 +154,16 @@ hg_status hg_ag_mark_variable(hg_tensor *t, hg_tensor *grad, int grad_req)
     if (!t) return hg_error(HG_ERR_VALUE, "mark_variables: NULL array");
     if (grad_req < HG_GRAD_NULL || grad_req > HG_GRAD_ADD)
         return hg_error(HG_ERR_VALUE, "grad_req must be 'write', 'add' or 'null'");
-    if (grad_req != HG_GRAD_NULL && (!grad || grad->dtype != t->dtype ||
-                                     !hg_shape_equal(grad->ndim, grad->shape, t->ndim, t->shape))) {
+    /* The buffer may have another dtype (MXNet binds float64 gradient arrays to float16
+     * arguments): the gradient is computed in the variable's dtype and cast into it. */
+    if (grad_req != HG_GRAD_NULL &&
+        (!grad || !hg_shape_equal(grad->ndim, grad->shape, t->ndim, t->shape))) {
         char a[HG_SHAPE_STR], b[HG_SHAPE_STR];
         return hg_error(HG_ERR_VALUE,
                         "mark_variables: the gradient buffer (%s) must have the "
-                        "variable's shape %s and dtype %s",
+                        "variable's shape %s",
                         grad ? hg_shape_str(a, grad->ndim, grad->shape) : "none",
-                        hg_shape_str(b, t->ndim, t->shape), hg_dtype_name(t->dtype));
+                        hg_shape_str(b, t->ndim, t->shape));
     }
     hg_snode *n = NULL;
     HG_TRY(new_var(t, "var", &n));
@@ -444,8 +446,9 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
         b->heads[h] = (hg_sentry){i->node, i->index, 0};
         hg_tensor *g = head_grads ? head_grads[h] : NULL;
         if (!g) continue;
-        if (!hg_shape_equal(g->ndim, g->shape, heads[h]->ndim, heads[h]->shape) ||
-            g->dtype != heads[h]->dtype) {
+        /* Any dtype: as in MXNet, the head gradient enters the backward graph as it is (a
+         * float32 gradient for an int32 Cast output reaches _backward_Cast unrounded). */
+        if (!hg_shape_equal(g->ndim, g->shape, heads[h]->ndim, heads[h]->shape)) {
             char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
             return hg_error(HG_ERR_VALUE, "head_grads[%d] has shape %s (%s), the head %s (%s)", h,
                             hg_shape_str(a, g->ndim, g->shape), hg_dtype_name(g->dtype),
@@ -591,10 +594,26 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
 static hg_status accumulate(hg_snode *var, hg_tensor *g)
 {
     hg_tensor *buf = grad_of(var);
-    if (!hg_shape_equal(buf->ndim, buf->shape, g->ndim, g->shape) || buf->dtype != g->dtype) {
+    if (!hg_shape_equal(buf->ndim, buf->shape, g->ndim, g->shape)) {
         char a[HG_SHAPE_STR], c[HG_SHAPE_STR];
         return hg_error(HG_ERR_INTERNAL, "gradient of shape %s for a variable of shape %s",
                         hg_shape_str(a, g->ndim, g->shape), hg_shape_str(c, buf->ndim, buf->shape));
+    }
+    if (buf->dtype != g->dtype) { /* a buffer of another dtype: cast, then write or add */
+        static const hg_op_def *cast;
+        if (!cast) cast = hg_registry_find("_backward_Cast");
+        hg_attrs a;
+        hg_attrs_set_defaults(cast, &a);
+        hg_tensor *in[2] = {g, buf}, *out[1] = {NULL};
+        if (rec_of(var)->grad_req == HG_GRAD_WRITE) out[0] = buf;
+        HG_TRY(hg_op_run(cast, &a, false, 2, in, 1, out));
+        if (out[0] == buf) {
+            atomic_store(&buf->fresh_grad, 1);
+            return HG_OK;
+        }
+        hg_status st = accumulate(var, out[0]);
+        hg_tensor_free(out[0]);
+        return st;
     }
     if (rec_of(var)->grad_req == HG_GRAD_WRITE) {
         memcpy(hg_data(buf), hg_data(g), hg_tensor_nbytes(g));

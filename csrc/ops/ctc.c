@@ -147,18 +147,22 @@ static double lse2(double a, double b)
     return a > b ? a + log1p(exp(b - a)) : b + log1p(exp(a - b));
 }
 
+/* Labels and lengths are read as integers, truncating, as MXNet's IndexTensorToVector does
+ * (so a label of 2.001 is class 2). */
+static double load_trunc(const hg_tensor *t, int64_t i) { return trunc(load_num(t, i)); }
+
 /* The number of labels of sequence b and its time steps (validated by ctc_check). */
 static int64_t seq_labels(const ctc_job *j, int64_t b)
 {
-    if (j->llen) return (int64_t)load_num(j->llen, b);
+    if (j->llen) return (int64_t)load_trunc(j->llen, b);
     int64_t l = 0;
-    while (l < j->l_max && load_num(j->lab, b * j->l_max + l) != j->pad) l++;
+    while (l < j->l_max && load_trunc(j->lab, b * j->l_max + l) != j->pad) l++;
     return l;
 }
 
 static int64_t seq_steps(const ctc_job *j, int64_t b)
 {
-    return j->dlen ? (int64_t)load_num(j->dlen, b) : j->t_max;
+    return j->dlen ? (int64_t)load_trunc(j->dlen, b) : j->t_max;
 }
 
 static void store(hg_tensor *t, int64_t i, double v)
@@ -185,7 +189,7 @@ static void ctc_one(const ctc_job *j, int64_t b)
         for (int64_t k = 0; k < c; k++) lp[t * c + k] -= m + log(sum);
     }
     for (int64_t s = 0; s < s_len; s++)
-        ext[s] = s % 2 ? load_num(j->lab, b * j->l_max + s / 2) : (double)j->blank;
+        ext[s] = s % 2 ? load_trunc(j->lab, b * j->l_max + s / 2) : (double)j->blank;
     if (tb == 0) {
         store(j->loss, b, 0.0); /* nothing to align: 0 as an empty label, or infeasible */
         return;
@@ -240,20 +244,17 @@ static void ctc_range(void *ctx, int64_t begin, int64_t end)
 static hg_status ctc_check(const hg_op_def *op, const ctc_job *j)
 {
     for (int64_t b = 0; b < j->n; b++) {
-        int64_t tb = seq_steps(j, b), lb = seq_labels(j, b);
-        if (j->dlen && (load_num(j->dlen, b) != (double)tb || tb < 0 || tb > j->t_max))
-            return hg_error(HG_ERR_VALUE,
-                            "%s: data_lengths[%lld] = %g must be an integer in "
-                            "[0, %lld]",
+        double dl = j->dlen ? load_trunc(j->dlen, b) : 0, ll = j->llen ? load_trunc(j->llen, b) : 0;
+        if (!(dl >= 0 && dl <= (double)j->t_max))
+            return hg_error(HG_ERR_VALUE, "%s: data_lengths[%lld] = %g is not in [0, %lld]",
                             op->name, (long long)b, load_num(j->dlen, b), (long long)j->t_max);
-        if (j->llen && (load_num(j->llen, b) != (double)lb || lb < 0 || lb > j->l_max))
-            return hg_error(HG_ERR_VALUE,
-                            "%s: label_lengths[%lld] = %g must be an integer in "
-                            "[0, %lld]",
+        if (!(ll >= 0 && ll <= (double)j->l_max))
+            return hg_error(HG_ERR_VALUE, "%s: label_lengths[%lld] = %g is not in [0, %lld]",
                             op->name, (long long)b, load_num(j->llen, b), (long long)j->l_max);
+        int64_t lb = seq_labels(j, b);
         for (int64_t l = 0; l < lb; l++) {
-            double v = load_num(j->lab, b * j->l_max + l);
-            if (v != floor(v) || v < 0 || v >= (double)j->c || v == (double)j->blank)
+            double v = load_trunc(j->lab, b * j->l_max + l);
+            if (!(v >= 0 && v < (double)j->c) || v == (double)j->blank)
                 return hg_error(HG_ERR_VALUE,
                                 "%s: label[%lld, %lld] = %g is not a class in "
                                 "[0, %lld] other than the blank %lld",

@@ -44,6 +44,12 @@ ARITH(sub, l - r, l - r)
 ARITH(mul, l *r, l *r)
 ARITH(div, l / r, idiv(l, r))
 ARITH(mod, fmod_py(l, r), imod_py(l, r))
+/* The partial derivatives of mod, as MXNet's mshadow_op::mod_grad / mod_rgrad: 1 and
+ * -floor(l / r) for float types, 0 for integer types (integer mod passes no gradient). */
+HG_EW_FLOAT(HG_EW_BINARY, modlg, ((void)l, (void)r, 1))
+HG_EW_INT(HG_EW_BINARY, modlg, ((void)l, (void)r, 0))
+HG_EW_FLOAT(HG_EW_BINARY, modrg, -floor((double)l / (double)r))
+HG_EW_INT(HG_EW_BINARY, modrg, ((void)l, (void)r, 0))
 ARITH(pow, pow(l, r), pow((double)l, (double)r))
 /* A NaN on either side gives NaN, as MXNet's mshadow_op::maximum/minimum (and NumPy's). */
 ARITH(max, (l > r || l != l) ? l : r, l > r ? l : r)
@@ -113,13 +119,12 @@ static hg_status div_rule(hg_grad_ctx *g, bool bc)
     return hg_g_status(g);
 }
 
-/* l mod r = l - floor(l / r) r: d/dl = 1, d/dr = -floor(l / r) */
+/* l mod r = l - floor(l / r) r: d/dl = 1, d/dr = -floor(l / r) for float types; 0 for
+ * integer types, as MXNet (the _mod_lgrad / _mod_rgrad factors). */
 static hg_status mod_rule(hg_grad_ctx *g, bool bc)
 {
-    if (NEED(0)) set_in(g, bc, 0, DY);
-    if (NEED(1))
-        set_in(g, bc, 1,
-               U("negative", B("elemwise_mul", DY, U("floor", MIX("div", "elemwise_div", L, R)))));
+    if (NEED(0)) set_in(g, bc, 0, B("elemwise_mul", DY, B("_mod_lgrad", L, R)));
+    if (NEED(1)) set_in(g, bc, 1, B("elemwise_mul", DY, B("_mod_rgrad", L, R)));
     return hg_g_status(g);
 }
 
@@ -371,6 +376,12 @@ const hg_op_def hg_ops_elemwise_binary[] = {
     BCAST("broadcast_mul", NULL, mul, "lhs * rhs, broadcasting", 0, mul_bgrad),
     BCAST("broadcast_div", NULL, div, "lhs / rhs, broadcasting", 0, div_bgrad),
     BCAST("broadcast_mod", NULL, mod, "lhs mod rhs, broadcasting", 0, mod_bgrad),
+    BCAST("_mod_lgrad", NULL, modlg,
+          "d(lhs mod rhs)/d lhs: 1 for float types, 0 for integer types (broadcasting)", NG, NULL),
+    BCAST("_mod_rgrad", NULL, modrg,
+          "d(lhs mod rhs)/d rhs: -floor(lhs / rhs) for float types, 0 for integer types "
+          "(broadcasting)",
+          NG, NULL),
     BCAST("broadcast_power", NULL, pow, "lhs ** rhs, broadcasting", 0, power_bgrad),
     BCAST("broadcast_maximum", NULL, max, "max(lhs, rhs), broadcasting", 0, maximum_bgrad),
     BCAST("broadcast_minimum", NULL, min, "min(lhs, rhs), broadcasting", 0, minimum_bgrad),

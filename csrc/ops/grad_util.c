@@ -25,8 +25,8 @@ static hg_status sum_like_infer(const hg_op_def *op, const hg_attrs *a, int nin,
     if (!ok)
         return hg_error(HG_ERR_VALUE, "%s: cannot sum shape %s down to %s", op->name,
                         hg_shape_str(sa, x->ndim, x->shape), hg_shape_str(sb, l->ndim, l->shape));
-    if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64 && x->dtype != HG_DTYPE_F16)
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported (float types only)", op->name,
+    if (x->dtype == HG_DTYPE_BOOL) /* integer gradients (int ops under autograd) are summed too */
+        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported", op->name,
                         hg_dtype_name(x->dtype));
     out[0] = *l;
     out[0].dtype = x->dtype;
@@ -73,6 +73,13 @@ static hg_status sum_like_infer(const hg_op_def *op, const hg_attrs *a, int nin,
 SUM_LIKE(sum_like_f32, float, float, ID, ID)
 SUM_LIKE(sum_like_f64, double, double, ID, ID)
 SUM_LIKE(sum_like_f16, uint16_t, float, hg_half_to_float, F2H)
+#define ST_I32(v) ((int32_t)(uint32_t)(uint64_t)(v)) /* wraps like C++ int32 arithmetic */
+#define ST_I8(v) ((int8_t)(uint8_t)(uint64_t)(v))
+#define ST_U8(v) ((uint8_t)(uint64_t)(v))
+SUM_LIKE(sum_like_i64, int64_t, int64_t, ID, ID)
+SUM_LIKE(sum_like_i32, int32_t, int64_t, ID, ST_I32)
+SUM_LIKE(sum_like_i8, int8_t, int64_t, ID, ST_I8)
+SUM_LIKE(sum_like_u8, uint8_t, int64_t, ID, ST_U8)
 
 static hg_status sum_like_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                   int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
@@ -96,10 +103,19 @@ static hg_status sum_like_forward(const hg_op_def *op, const hg_attrs *a, const 
         sum_like_f64(x, y, hg_data(y));
         return HG_OK;
     }
-    float *acc = hg_alloc(sizeof(float) * (size_t)(y->size ? y->size : 1));
+    if (x->dtype == HG_DTYPE_I64) {
+        sum_like_i64(x, y, hg_data(y));
+        return HG_OK;
+    }
+    size_t nb = (x->dtype == HG_DTYPE_F16 ? sizeof(float) : sizeof(int64_t)) *
+                (size_t)(y->size ? y->size : 1);
+    void *acc = hg_alloc(nb);
     if (!acc) return hg_error(HG_ERR_MEMORY, "%s: out of memory", op->name);
-    sum_like_f16(x, y, acc);
-    hg_free(acc, sizeof(float) * (size_t)(y->size ? y->size : 1));
+    if (x->dtype == HG_DTYPE_F16) sum_like_f16(x, y, acc);
+    else if (x->dtype == HG_DTYPE_I32) sum_like_i32(x, y, acc);
+    else if (x->dtype == HG_DTYPE_I8) sum_like_i8(x, y, acc);
+    else sum_like_u8(x, y, acc);
+    hg_free(acc, nb);
     return HG_OK;
 }
 

@@ -98,13 +98,15 @@ HG_EW_FLOAT(HG_EW_BINARY, dropout_mul, l *r)
 static const hg_op_def k_dropout_mul = {
     .name = "Dropout", .ew = HG_EW_TABLE_FLOAT(dropout_mul), .ew_arity = 2};
 
-/* Draws the mask: scale where u < keep (probability keep), 0 elsewhere. The scale is rounded
- * to the mask's dtype once, so every kept element carries the same value. */
+/* Draws the mask: (u < keep) * (1 / keep), as MXNet's DropoutKernel: scale where u < keep
+ * (probability keep), 0 elsewhere; with p == 1 (keep 0) that is 0 * inf, NaN everywhere, as
+ * MXNet gives. The scale is rounded to the mask's dtype once, so every kept element carries
+ * the same value. */
 static void dropout_draw_mask(hg_tensor *m, double keep)
 {
-    const double scale = keep > 0 ? 1.0 / keep : 0.0;
-    const float scale_f = keep > 0 ? 1.0f / (float)keep : 0.0f;
-    const f16 scale_h = hg_float_to_half(scale_f), zero_h = hg_float_to_half(0.0f);
+    const double scale = 1.0 / keep, zero = 0.0 * scale;
+    const float scale_f = 1.0f / (float)keep, zero_f = 0.0f * scale_f;
+    const f16 scale_h = hg_float_to_half(scale_f), zero_h = hg_float_to_half(zero_f);
     double u[RNG_CHUNK];
     for (int64_t i0 = 0; i0 < m->size; i0 += RNG_CHUNK) {
         int64_t n = m->size - i0 < RNG_CHUNK ? m->size - i0 : RNG_CHUNK;
@@ -112,12 +114,12 @@ static void dropout_draw_mask(hg_tensor *m, double keep)
         switch (m->dtype) {
         case HG_DTYPE_F32: {
             float *y = HG_DATA(m, float) + i0;
-            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale_f : 0.0f;
+            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale_f : zero_f;
             break;
         }
         case HG_DTYPE_F64: {
             double *y = HG_DATA(m, double) + i0;
-            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale : 0.0;
+            for (int64_t i = 0; i < n; i++) y[i] = u[i] < keep ? scale : zero;
             break;
         }
         default: {

@@ -12,6 +12,7 @@
  * Each kernel reads an element's inputs before writing its output, so out may alias weight.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
@@ -411,6 +412,216 @@ static hg_status adamw_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     job_init(&j, op, a, nin, in, out[0]);
     j.p[ADW_SCALE] = scale;
     job_run(&j, adamw_fns, in[0]->dtype, out[0]->size);
+    return HG_OK;
+}
+
+/* mp_adamw_update: weight and grad in a float type (float16 in practice), mean, var and the
+ * float32 master copy weight32 updated in place; the new weight32 rounded to the weight's type is
+ * the output. Inputs: weight, grad, mean, var, weight32, rescale_grad. */
+#define MP_ADAMW_BODY(R, LD, ST)                                                               \
+    {                                                                                          \
+        const float lr = (float)j->p[ADW_LR], b1 = (float)j->p[ADW_B1];                        \
+        const float b2 = (float)j->p[ADW_B2], eps = (float)j->p[ADW_EPS];                      \
+        const float wd = (float)j->p[ADW_WD], eta = (float)j->p[ADW_ETA];                      \
+        const float cg = (float)j->p[ADW_CLIP], rg = (float)j->p[ADW_SCALE];                   \
+        float w = F32(4)[i];                                                                   \
+        float gr = rg * (float)LD(G, i);                                                       \
+        if (cg >= 0) gr = CLIP(gr, cg);                                                        \
+        const float m = b1 * F32(2)[i] + (1 - b1) * gr;                                        \
+        const float v = b2 * F32(3)[i] + (1 - b2) * gr * gr;                                   \
+        F32(2)[i] = m;                                                                         \
+        F32(3)[i] = v;                                                                         \
+        w = w - eta * (lr * m / (sqrtf(v) + eps) + wd * w);                                    \
+        F32(4)[i] = w;                                                                         \
+        ST(j->out, i, (R)w);                                                                   \
+    }
+OPT_KERNELS(mp_adamw, MP_ADAMW_BODY)
+
+/* rescale_grad (the last input): float32, one value. */
+static hg_status check_scale(const hg_op_def *op, hg_meta *s)
+{
+    if (s->ndim < 0) { /* graph inference: one value */
+        const int64_t one = 1;
+        hg_meta_merge(s, HG_DTYPE_F32, 1, &one);
+    }
+    if (s->dtype != HG_DTYPE_F32)
+        return hg_error(HG_ERR_TYPE, "%s: rescale_grad must be float32, got %s", op->name,
+                        hg_dtype_name(s->dtype));
+    if (hg_shape_size(s->ndim, s->shape) < 1)
+        return hg_error(HG_ERR_VALUE, "%s: rescale_grad must hold one value, got an empty array",
+                        op->name);
+    return HG_OK;
+}
+
+static hg_status mp_adamw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                int nout, hg_meta *out)
+{
+    (void)a;
+    (void)nin;
+    (void)nout;
+    HG_TRY(check_scale(op, &in[5]));
+    return infer_result(op, in, out, 5, 2);
+}
+
+/* A non-finite or zero rescale_grad skips the step (MXNet's PrepareInputBlobs): nothing is
+ * updated and the output is the weight as it is. */
+static bool skip_step(float scale) { return !isfinite(scale) || scale == 0; }
+
+static void copy_weight(const hg_tensor *w, hg_tensor *out)
+{
+    if (hg_data(out) != hg_data(w))
+        memcpy(hg_data(out), hg_data(w), (size_t)w->size * hg_dtype_size(w->dtype));
+}
+
+static hg_status mp_adamw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    (void)nout;
+    const float scale = HG_DATA(in[5], float)[0];
+    if (skip_step(scale)) {
+        copy_weight(in[0], out[0]);
+        return HG_OK;
+    }
+    opt_job j;
+    job_init(&j, op, a, nin, in, out[0]);
+    j.p[ADW_SCALE] = scale;
+    job_run(&j, mp_adamw_fns, in[0]->dtype, out[0]->size);
+    return HG_OK;
+}
+
+/* multi_adamw_update / multi_mp_adamw_update: num_weights groups of (weight, grad, mean, var)
+ * or (weight, grad, mean, var, weight32), then one rescale_grad; one output per weight. The
+ * per-weight lrs, wds and etas are float tuples: MXNet's Tuple<float>, kept here as the
+ * attribute's text ("(0.1, 0.2)" or "[0.1, 0.2]") and parsed by the op, since attribute
+ * tuples hold integers; the text holds at most HG_MAX_STR - 1 bytes. */
+enum {
+    MADW_LRS,
+    MADW_B1,
+    MADW_B2,
+    MADW_EPS,
+    MADW_WDS,
+    MADW_ETAS,
+    MADW_CLIP,
+    MADW_NUM,
+    MADW_NATTRS
+};
+static const hg_attr_spec k_multi_adamw_attrs[] = {
+    [MADW_LRS] = {"lrs", HG_ATTR_STRING, HG_ATTR_REQUIRED, NULL,
+                  "learning rates, one per weight (a tuple of floats)", NULL},
+    [MADW_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
+    [MADW_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
+    [MADW_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-08", "added to sqrt(var) against division by 0",
+                  NULL},
+    [MADW_WDS] = {"wds", HG_ATTR_STRING, HG_ATTR_REQUIRED, NULL,
+                  "weight decays, one per weight (a tuple of floats)", NULL},
+    [MADW_ETAS] = {"etas", HG_ATTR_STRING, HG_ATTR_REQUIRED, NULL,
+                   "learning rate schedule multipliers, one per weight (a tuple of floats)", NULL},
+    [MADW_CLIP] = A_CLIP,
+    [MADW_NUM] = {"num_weights", HG_ATTR_INT, 0, "1", "number of weights updated", NULL},
+};
+_Static_assert(HG_COUNT(k_multi_adamw_attrs) == MADW_NATTRS,
+               "k_multi_adamw_attrs must match its enum");
+
+#define MADW_MAX_WEIGHTS (HG_MAX_STR / 2) /* "1," is the shortest entry */
+/* multi_mp: mean 5k+2, var 5k+3 and weight32 5k+4 for the groups within the 32-input mask. */
+#define MP_MULTI_MUTATES 0x39ce739cu
+
+/* Parses a float tuple attribute into v (as MXNet's float32 values); n: its length. */
+static hg_status parse_floats(const hg_op_def *op, const hg_attrs *a, int k, float *v, int *n)
+{
+    const char *p = a->v[k].s, *name = op->attrs[k].name;
+    *n = 0;
+    while (*p == ' ' || *p == '(' || *p == '[') p++;
+    for (;;) {
+        while (*p == ' ') p++;
+        if (*p == ')' || *p == ']' || *p == '\0') break;
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p || *n >= MADW_MAX_WEIGHTS)
+            return hg_error(HG_ERR_VALUE, "%s: %s must be a tuple of numbers, got '%s'", op->name,
+                            name, a->v[k].s);
+        v[(*n)++] = (float)x;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == ',') p++;
+        else if (*p != ')' && *p != ']' && *p != '\0')
+            return hg_error(HG_ERR_VALUE, "%s: %s must be a tuple of numbers, got '%s'", op->name,
+                            name, a->v[k].s);
+    }
+    return HG_OK;
+}
+
+typedef struct madw_params {
+    float lrs[MADW_MAX_WEIGHTS], wds[MADW_MAX_WEIGHTS], etas[MADW_MAX_WEIGHTS];
+} madw_params;
+
+static hg_status multi_params(const hg_op_def *op, const hg_attrs *a, madw_params *p)
+{
+    const int64_t nw = a->v[MADW_NUM].i;
+    float *dst[3] = {p->lrs, p->wds, p->etas};
+    const int keys[3] = {MADW_LRS, MADW_WDS, MADW_ETAS};
+    for (int t = 0; t < 3; t++) {
+        int n;
+        HG_TRY(parse_floats(op, a, keys[t], dst[t], &n));
+        if (n != nw)
+            return hg_error(HG_ERR_VALUE, "%s: %s has %d values for num_weights=%lld", op->name,
+                            op->attrs[keys[t]].name, n, (long long)nw);
+    }
+    return HG_OK;
+}
+
+static int multi_stride(const hg_op_def *op) { return strstr(op->name, "_mp_") ? 5 : 4; }
+static int multi_adamw_nin(const hg_attrs *a) { return (int)a->v[MADW_NUM].i * 4 + 1; }
+static int multi_mp_adamw_nin(const hg_attrs *a) { return (int)a->v[MADW_NUM].i * 5 + 1; }
+static int multi_adamw_nout(const hg_attrs *a) { return (int)a->v[MADW_NUM].i; }
+
+static hg_status multi_adamw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
+                                   int nout, hg_meta *out)
+{
+    const int64_t nw = a->v[MADW_NUM].i;
+    const int st = multi_stride(op);
+    if (nw < 1 || nw > MADW_MAX_WEIGHTS)
+        return hg_error(HG_ERR_VALUE, "%s: num_weights must be in [1, %d], got %lld", op->name,
+                        MADW_MAX_WEIGHTS, (long long)nw);
+    if (nin != nw * st + 1 || nout != nw)
+        return hg_error(HG_ERR_VALUE, "%s: num_weights=%lld needs %lld inputs, got %d", op->name,
+                        (long long)nw, (long long)(nw * st + 1), nin);
+    madw_params p;
+    HG_TRY(multi_params(op, a, &p));
+    HG_TRY(check_scale(op, &in[nin - 1]));
+    for (int k = 0; k < nw; k++)
+        HG_TRY(infer_result(op, &in[k * st], &out[k], st, st == 5 ? 2 : 4));
+    return HG_OK;
+}
+
+static hg_status multi_adamw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                                     int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    (void)ctx;
+    const int st = multi_stride(op);
+    const float scale = HG_DATA(in[nin - 1], float)[0];
+    if (skip_step(scale)) {
+        for (int k = 0; k < nout; k++) copy_weight(in[k * st], out[k]);
+        return HG_OK;
+    }
+    madw_params p;
+    HG_TRY(multi_params(op, a, &p));
+    for (int k = 0; k < nout; k++) {
+        opt_job j;
+        memset(&j, 0, sizeof j);
+        for (int i = 0; i < st; i++) j.in[i] = hg_data(in[k * st + i]);
+        j.out = hg_data(out[k]);
+        j.p[ADW_LR] = p.lrs[k];
+        j.p[ADW_B1] = (float)a->v[MADW_B1].f;
+        j.p[ADW_B2] = (float)a->v[MADW_B2].f;
+        j.p[ADW_EPS] = (float)a->v[MADW_EPS].f;
+        j.p[ADW_WD] = p.wds[k];
+        j.p[ADW_ETA] = p.etas[k];
+        j.p[ADW_CLIP] = (float)a->v[MADW_CLIP].f;
+        j.p[ADW_SCALE] = scale;
+        job_run(&j, st == 5 ? mp_adamw_fns : adamw_fns, in[k * st]->dtype, out[k]->size);
+    }
     return HG_OK;
 }
 
@@ -1014,6 +1225,44 @@ const hg_op_def hg_ops_optimizer[] = {
      .forward = adamw_forward,
      .flags = HG_OP_NO_GRAD | HG_OP_INPLACE,
      .mutate_inputs = (1u << 2) | (1u << 3)},
+    {.name = "_mp_adamw_update",
+     .aliases = HG_NAMES("_contrib_mp_adamw_update"),
+     .doc = "AdamW with a float32 master copy (weight32); rescale_grad is a one-value float32 "
+            "array and a non-finite or zero value skips the update",
+     .input_names = HG_NAMES("weight", "grad", "mean", "var", "weight32", "rescale_grad"),
+     .attrs = k_adamw_attrs,
+     .num_attrs = HG_COUNT(k_adamw_attrs),
+     .num_inputs = 6,
+     .infer = mp_adamw_infer,
+     .forward = mp_adamw_forward,
+     .flags = HG_OP_NO_GRAD | HG_OP_INPLACE,
+     .mutate_inputs = (1u << 2) | (1u << 3) | (1u << 4)},
+    {.name = "_multi_adamw_update",
+     .aliases = HG_NAMES("_contrib_multi_adamw_update"),
+     .doc = "AdamW on num_weights (weight, grad, mean, var) groups then one rescale_grad; "
+            "per-weight lrs, wds, etas; returns the new weights",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_multi_adamw_attrs,
+     .num_attrs = HG_COUNT(k_multi_adamw_attrs),
+     .get_num_inputs = multi_adamw_nin,
+     .get_num_outputs = multi_adamw_nout,
+     .infer = multi_adamw_infer,
+     .forward = multi_adamw_forward,
+     .flags = HG_OP_VARARGS | HG_OP_NO_GRAD,
+     .mutate_inputs = 0xccccccccu}, /* mean 4k+2, var 4k+3 (within the 32-input mask) */
+    {.name = "_multi_mp_adamw_update",
+     .aliases = HG_NAMES("_contrib_multi_mp_adamw_update"),
+     .doc = "AdamW with float32 master copies on num_weights (weight, grad, mean, var, weight32) "
+            "groups then one rescale_grad; returns the new weights",
+     .input_names = HG_NAMES("data"),
+     .attrs = k_multi_adamw_attrs,
+     .num_attrs = HG_COUNT(k_multi_adamw_attrs),
+     .get_num_inputs = multi_mp_adamw_nin,
+     .get_num_outputs = multi_adamw_nout,
+     .infer = multi_adamw_infer,
+     .forward = multi_adamw_forward,
+     .flags = HG_OP_VARARGS | HG_OP_NO_GRAD,
+     .mutate_inputs = MP_MULTI_MUTATES},
     OPT_OP("rmsprop_update", "RMSProp (Tieleman & Hinton); updates n in place",
            HG_NAMES("weight", "grad", "n"), k_rmsprop_attrs, infer_plain, rmsprop_forward, 1u << 2),
     OPT_OP("rmspropalex_update", "centered RMSProp (Graves 2013); updates n, g, delta in place",

@@ -28,6 +28,7 @@ from . import kvstore as kv
 from . import gluon
 from . import runtime
 from . import operator
+from . import engine  # noqa: F401
 from . import util
 from . import contrib
 from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401 (as in MXNet)

@@ -55,12 +55,27 @@ def _jsonable(v):
     return v
 
 
+def _invoke_raw(name):
+    """The op called with every input positionally, through MXNet's C API: the nd wrapper of
+    a legacy op with auxiliary states (BatchNorm_v1) has no slots for them."""
+    import ctypes
+    from mxnet._ctypes.ndarray import _imperative_invoke
+    handle = mx.base.OpHandle()
+    mx.base.check_call(mx.base._LIB.NNGetOpHandle(mx.base.c_str(name), ctypes.byref(handle)))
+    return lambda *xs, **kw: _imperative_invoke(handle.value, list(xs), list(kw),
+                                                [str(v) for v in kw.values()], None, 0, 0)
+
+
 def _mx_op(name):
+    if name == 'BatchNorm_v1':
+        return _invoke_raw(name)
     fn = getattr(mx.nd, name, None)
     if fn is None and name.startswith('_linalg_'):  # MXNet has them in nd.linalg only
         fn = getattr(mx.nd.linalg, name[len('_linalg_'):])
     if fn is None and name.startswith('_contrib_'):  # mx.nd has them as contrib.X only
         fn = getattr(mx.nd.contrib, name[len('_contrib_'):], None)
+    if fn is None and name.startswith('_image_'):  # and these as image.X only
+        fn = getattr(mx.nd.image, name[len('_image_'):], None)
     if fn is None:
         fn = getattr(mx.nd._internal, name)
     return fn

@@ -202,6 +202,7 @@ from . import _internal  # noqa: E402
 _register_internal(_internal)
 
 from . import contrib, linalg, sparse  # noqa: E402,F401  (after the ops: they bind registry ops)
+from . import image  # noqa: E402,F401
 
 
 

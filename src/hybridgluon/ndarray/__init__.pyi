@@ -46,6 +46,7 @@ from .utils import load_frombuffer as load_frombuffer
 from . import contrib as contrib
 from . import linalg as linalg
 from . import sparse as sparse
+from . import image as image
 
 
 def array(source_array, ctx=None, dtype=None):
@@ -1349,6 +1350,32 @@ def broadcast_mod(lhs: NDArray | None = None, rhs: NDArray | None = None, out: N
     """broadcast_mod(lhs, rhs)
 
     lhs mod rhs, broadcasting
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def _mod_lgrad(lhs: NDArray | None = None, rhs: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_mod_lgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d lhs: 1 for float types, 0 for integer types (broadcasting)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
+def _mod_rgrad(lhs: NDArray | None = None, rhs: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_mod_rgrad(lhs, rhs)
+
+    d(lhs mod rhs)/d rhs: -floor(lhs / rhs) for float types, 0 for integer types (broadcasting)
 
     Inputs
     ------
@@ -5553,6 +5580,210 @@ def _contrib_adamw_update(weight: NDArray | None = None, grad: NDArray | None = 
         clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
 
     Aliases: _contrib_adamw_update
+    """
+    ...
+
+
+def _mp_adamw_update(weight: NDArray | None = None, grad: NDArray | None = None, mean: NDArray | None = None, var: NDArray | None = None, weight32: NDArray | None = None, rescale_grad: NDArray | None = None, lr: float = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wd: float = 0, eta: float = ..., clip_gradient: float = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta=<required>, clip_gradient=-1)
+
+    AdamW with a float32 master copy (weight32); rescale_grad is a one-value float32 array and a non-finite or zero value skips the update
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    mean : NDArray
+    var : NDArray
+    weight32 : NDArray
+    rescale_grad : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wd : float, default=0
+        weight decay: adds wd * weight to the gradient
+    eta : float, required
+        learning rate schedule multiplier
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+
+    Aliases: _contrib_mp_adamw_update
+    """
+    ...
+
+
+def _contrib_mp_adamw_update(weight: NDArray | None = None, grad: NDArray | None = None, mean: NDArray | None = None, var: NDArray | None = None, weight32: NDArray | None = None, rescale_grad: NDArray | None = None, lr: float = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wd: float = 0, eta: float = ..., clip_gradient: float = -1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta=<required>, clip_gradient=-1)
+
+    AdamW with a float32 master copy (weight32); rescale_grad is a one-value float32 array and a non-finite or zero value skips the update
+
+    Inputs
+    ------
+    weight : NDArray
+    grad : NDArray
+    mean : NDArray
+    var : NDArray
+    weight32 : NDArray
+    rescale_grad : NDArray
+
+    Parameters
+    ----------
+    lr : float, required
+        learning rate
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wd : float, default=0
+        weight decay: adds wd * weight to the gradient
+    eta : float, required
+        learning rate schedule multiplier
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+
+    Aliases: _contrib_mp_adamw_update
+    """
+    ...
+
+
+def _multi_adamw_update(*data: NDArray, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_multi_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW on num_weights (weight, grad, mean, var) groups then one rescale_grad; per-weight lrs, wds, etas; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_adamw_update
+    """
+    ...
+
+
+def _contrib_multi_adamw_update(*data: NDArray, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_multi_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW on num_weights (weight, grad, mean, var) groups then one rescale_grad; per-weight lrs, wds, etas; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_adamw_update
+    """
+    ...
+
+
+def _multi_mp_adamw_update(*data: NDArray, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_multi_mp_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW with float32 master copies on num_weights (weight, grad, mean, var, weight32) groups then one rescale_grad; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_mp_adamw_update
+    """
+    ...
+
+
+def _contrib_multi_mp_adamw_update(*data: NDArray, lrs: str = ..., beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-08, wds: str = ..., etas: str = ..., clip_gradient: float = -1, num_weights: int = 1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_multi_mp_adamw_update(*data, lrs=<required>, beta1=0.9, beta2=0.999, epsilon=1e-08, wds=<required>, etas=<required>, clip_gradient=-1, num_weights=1)
+
+    AdamW with float32 master copies on num_weights (weight, grad, mean, var, weight32) groups then one rescale_grad; returns the new weights
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    lrs : string, required
+        learning rates, one per weight (a tuple of floats)
+    beta1 : float, default=0.9
+        decay rate of the first moment
+    beta2 : float, default=0.999
+        decay rate of the second moment
+    epsilon : float, default=1e-08
+        added to sqrt(var) against division by 0
+    wds : string, required
+        weight decays, one per weight (a tuple of floats)
+    etas : string, required
+        learning rate schedule multipliers, one per weight (a tuple of floats)
+    clip_gradient : float, default=-1
+        clip the rescaled gradient to [-clip_gradient, clip_gradient]; negative: off
+    num_weights : int, default=1
+        number of weights updated
+
+    Aliases: _contrib_multi_mp_adamw_update
     """
     ...
 
@@ -9772,6 +10003,348 @@ def _backward_sample_multinomial(ograd: NDArray | None = None, data: NDArray | N
     ograd : NDArray
     data : NDArray
     samples : NDArray
+    """
+    ...
+
+
+def _contrib_DeformableConvolution(data: NDArray | None = None, offset: NDArray | None = None, weight: NDArray | None = None, bias: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_DeformableConvolution(data, offset, weight, bias, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None)
+
+    deformable 2-D convolution (DCNv1): each kernel tap samples the NCHW data at its place plus a learned offset (bilinear); offset is (N, 2 * num_deformable_group * kh * kw, Ho, Wo) holding (dy, dx) pairs per tap
+
+    Inputs
+    ------
+    data : NDArray
+    offset : NDArray
+    weight : NDArray
+    bias : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    """
+    ...
+
+
+def _backward_contrib_DeformableConvolution(ograd: NDArray | None = None, data: NDArray | None = None, offset: NDArray | None = None, weight: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_contrib_DeformableConvolution(ograd, data, offset, weight, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None)
+
+    DeformableConvolution's gradients: (data, offset, weight[, bias]) from (ograd, data, offset, weight)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    offset : NDArray
+    weight : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    """
+    ...
+
+
+def _contrib_ModulatedDeformableConvolution(data: NDArray | None = None, offset: NDArray | None = None, mask: NDArray | None = None, weight: NDArray | None = None, bias: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, im2col_step: int = 64, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_ModulatedDeformableConvolution(data, offset, mask, weight, bias, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None, im2col_step=64)
+
+    modulated deformable 2-D convolution (DCNv2): DeformableConvolution whose samples are also scaled by mask (N, num_deformable_group * kh * kw, Ho, Wo)
+
+    Inputs
+    ------
+    data : NDArray
+    offset : NDArray
+    mask : NDArray
+    weight : NDArray
+    bias : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    im2col_step : int, default=64
+        images per im2col pass (a memory knob; results do not depend on it)
+    """
+    ...
+
+
+def _backward_contrib_ModulatedDeformableConvolution(ograd: NDArray | None = None, data: NDArray | None = None, offset: NDArray | None = None, mask: NDArray | None = None, weight: NDArray | None = None, kernel: _Shape = ..., stride: _Shape = (), dilate: _Shape = (), pad: _Shape = (), num_filter: int = ..., num_group: int = 1, num_deformable_group: int = 1, workspace: int = 1024, no_bias: bool = False, layout: Literal['NCW', 'NCHW', 'NCDHW'] | None = None, im2col_step: int = 64, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_contrib_ModulatedDeformableConvolution(ograd, data, offset, mask, weight, kernel=<required>, stride=(), dilate=(), pad=(), num_filter=<required>, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None, im2col_step=64)
+
+    ModulatedDeformableConvolution's gradients: (data, offset, mask, weight[, bias]) from (ograd, data, offset, mask, weight)
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    offset : NDArray
+    mask : NDArray
+    weight : NDArray
+
+    Parameters
+    ----------
+    kernel : Shape(tuple), required
+        convolution kernel size (h, w)
+    stride : Shape(tuple), default=()
+        stride (h, w); () means 1s
+    dilate : Shape(tuple), default=()
+        dilation (h, w); () means 1s
+    pad : Shape(tuple), default=()
+        zero padding (h, w); () means 0s
+    num_filter : int, required
+        number of output channels
+    num_group : int, default=1
+        number of channel groups
+    num_deformable_group : int, default=1
+        number of channel groups sharing one set of offsets
+    workspace : int, default=1024
+        workspace limit in MB (ignored)
+    no_bias : boolean, default=False
+        whether to leave out the bias input
+    layout : enum or None, default=None
+        data layout; only NCHW (the 2-D default) is supported, as in MXNet
+        one of: 'NCW' 'NCHW' 'NCDHW'
+    im2col_step : int, default=64
+        images per im2col pass (a memory knob; results do not depend on it)
+    """
+    ...
+
+
+def _image_normalize(data: NDArray | None = None, mean: str = '(0, 0, 0, 0)', std: str = '(1, 1, 1, 1)', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_normalize(data, mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+    per-channel (x - mean[c]) / std[c] of a (C, H, W) or (N, C, H, W) image, C in {1, 3}; mean and std hold 1 or C numbers
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    mean : string, default=(0, 0, 0, 0)
+        per-channel means: 1 or C numbers (the default fits no image: as in MXNet)
+    std : string, default=(1, 1, 1, 1)
+        per-channel standard deviations: 1 or C numbers
+    """
+    ...
+
+
+def _backward_image_normalize(ograd: NDArray | None = None, mean: str = '(0, 0, 0, 0)', std: str = '(1, 1, 1, 1)', out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_image_normalize(ograd, mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+    normalize's gradient: ograd / std[c]
+
+    Inputs
+    ------
+    ograd : NDArray
+
+    Parameters
+    ----------
+    mean : string, default=(0, 0, 0, 0)
+        per-channel means: 1 or C numbers (the default fits no image: as in MXNet)
+    std : string, default=(1, 1, 1, 1)
+        per-channel standard deviations: 1 or C numbers
+    """
+    ...
+
+
+def _image_to_tensor(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_to_tensor(data)
+
+    float32 (C, H, W) or (N, C, H, W) values / 255 of (H, W, C) or (N, H, W, C) pixels (no gradient: MXNet's copies the output gradient unshaped)
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def BatchNorm_v1(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """BatchNorm_v1(data, gamma, beta, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+    MXNet's older batch normalisation over axis 1 of 2-D or 4-D data; mean / var outputs are the batch mean and variance in training (the moving statistics otherwise), which the backward folds into moving_mean / moving_var
+
+    Inputs
+    ------
+    data : NDArray
+    gamma : NDArray
+    beta : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        moving statistics = momentum * moving + (1 - momentum) * batch
+    fix_gamma : boolean, default=True
+        treat gamma as 1 (no gradient)
+    use_global_stats : boolean, default=False
+        normalise with the moving statistics also in training
+    output_mean_var : boolean, default=False
+        also output the mean and the variance used
+    """
+    ...
+
+
+def _backward_BatchNorm_v1(ograd: NDArray | None = None, data: NDArray | None = None, gamma: NDArray | None = None, mean: NDArray | None = None, var: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_BatchNorm_v1(ograd, data, gamma, mean, var, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+    gradient of BatchNorm_v1 from (ograd, data, gamma, mean, var, moving_mean, moving_var): data, gamma and beta gradients, and in training the update of the moving statistics
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+    gamma : NDArray
+    mean : NDArray
+    var : NDArray
+    moving_mean : NDArray
+    moving_var : NDArray
+
+    Parameters
+    ----------
+    eps : float, default=0.001
+        added to the variance before the square root
+    momentum : float, default=0.9
+        moving statistics = momentum * moving + (1 - momentum) * batch
+    fix_gamma : boolean, default=True
+        treat gamma as 1 (no gradient)
+    use_global_stats : boolean, default=False
+        normalise with the moving statistics also in training
+    output_mean_var : boolean, default=False
+        also output the mean and the variance used
+    """
+    ...
+
+
+def _contrib_Proposal(cls_prob: NDArray | None = None, bbox_pred: NDArray | None = None, im_info: NDArray | None = None, rpn_pre_nms_top_n: int = 6000, rpn_post_nms_top_n: int = 300, threshold: float = 0.7, rpn_min_size: int = 16, scales: str = '(4, 8, 16, 32)', ratios: str = '(0.5, 1, 2)', feature_stride: int = 16, output_score: bool = False, iou_loss: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_Proposal(cls_prob, bbox_pred, im_info, rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+    region proposals of one image from RPN scores (1, 2A, H, W), box deltas (1, 4A, H, W) and im_info (1, 3): rois (post_nms_top_n, 5) = [0, x1, y1, x2, y2] (+ scores)
+
+    Inputs
+    ------
+    cls_prob : NDArray
+    bbox_pred : NDArray
+    im_info : NDArray
+
+    Parameters
+    ----------
+    rpn_pre_nms_top_n : int, default=6000
+        boxes kept (best scores) before NMS; <= 0: all
+    rpn_post_nms_top_n : int, default=300
+        boxes output per image after NMS
+    threshold : float, default=0.7
+        NMS overlap (IoU) above which a box is suppressed
+    rpn_min_size : int, default=16
+        boxes narrower or lower than this times the image scale get score -1
+    scales : string, default=(4, 8, 16, 32)
+        anchor scales
+    ratios : string, default=(0.5, 1, 2)
+        anchor aspect ratios
+    feature_stride : int, default=16
+        image pixels per feature-map cell
+    output_score : boolean, default=False
+        also output each box's score
+    iou_loss : boolean, default=False
+        deltas move the corners (IoU loss) instead of centre and size
+    """
+    ...
+
+
+def _contrib_MultiProposal(cls_prob: NDArray | None = None, bbox_pred: NDArray | None = None, im_info: NDArray | None = None, rpn_pre_nms_top_n: int = 6000, rpn_post_nms_top_n: int = 300, threshold: float = 0.7, rpn_min_size: int = 16, scales: str = '(4, 8, 16, 32)', ratios: str = '(0.5, 1, 2)', feature_stride: int = 16, output_score: bool = False, iou_loss: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_contrib_MultiProposal(cls_prob, bbox_pred, im_info, rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+    Proposal over a batch: rois (batch * post_nms_top_n, 5) = [image index, x1, y1, x2, y2] (+ scores)
+
+    Inputs
+    ------
+    cls_prob : NDArray
+    bbox_pred : NDArray
+    im_info : NDArray
+
+    Parameters
+    ----------
+    rpn_pre_nms_top_n : int, default=6000
+        boxes kept (best scores) before NMS; <= 0: all
+    rpn_post_nms_top_n : int, default=300
+        boxes output per image after NMS
+    threshold : float, default=0.7
+        NMS overlap (IoU) above which a box is suppressed
+    rpn_min_size : int, default=16
+        boxes narrower or lower than this times the image scale get score -1
+    scales : string, default=(4, 8, 16, 32)
+        anchor scales
+    ratios : string, default=(0.5, 1, 2)
+        anchor aspect ratios
+    feature_stride : int, default=16
+        image pixels per feature-map cell
+    output_score : boolean, default=False
+        also output each box's score
+    iou_loss : boolean, default=False
+        deltas move the corners (IoU loss) instead of centre and size
     """
     ...
 

@@ -5,6 +5,7 @@ from .symbol import (Symbol, var, Variable, Group, load, load_json, NameManager,
 from . import op
 from .op import *  # noqa: F401,F403  (every registered op)
 from . import contrib, linalg, _internal, random  # noqa: F401
+from . import image  # noqa: F401
 
 __all__ = ['Symbol', 'var', 'Variable', 'Group', 'load', 'load_json', 'zeros', 'ones', 'full',
            'arange']

@@ -1,4 +1,6 @@
 """Contributed Gluon code (MXNet's `gluon.contrib`): `contrib.nn` layers and `contrib.data`
-samplers. contrib.rnn, contrib.cnn and contrib.estimator are not provided."""
+samplers, `contrib.cnn`
+deformable convolutions. contrib.rnn and contrib.estimator are not provided."""
 from . import nn  # noqa: F401
 from . import data  # noqa: F401
+from . import cnn  # noqa: F401
