@@ -33,7 +33,7 @@ def test_elementwise_chain_is_one_fused_kernel(shape):
             'y': rng.standard_normal(shape).astype('f4')}
     out, st = _run(sym, feed)
     assert st['kernels'] == 1 and st['fused_groups'] == 1 and st['fused_ops'] == 6, st['plan']
-    assert 'fused[exp _mul_scalar broadcast_add relu _plus_scalar sqrt]' in st['plan']
+    assert 'fused[exp _mul_scalar elemwise_add relu _plus_scalar sqrt]' in st['plan']
     assert st['planned_internal_bytes'] == 0 < st['unplanned_internal_bytes']
     np.testing.assert_allclose(out[0], ref(feed['x'], feed['y']), rtol=1e-6)
     unfused, st2 = _run(sym, feed, fusion=False)

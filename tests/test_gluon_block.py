@@ -222,7 +222,7 @@ class DeferredCustom(gluon.HybridBlock):
         self.w = self.params.get('w', shape=(0,), allow_deferred_init=True)
 
     def hybrid_forward(self, F, x, w):
-        return x * w
+        return F.broadcast_mul(x, w)  # no backward shape rule (x * w has one)
 
 
 def test_custom_deferred_without_rule_fails():

@@ -138,8 +138,8 @@ def test_default_names_and_operators():
         assert sym.FullyConnected(x, num_hidden=2).name == 'fullyconnected0'
     with sym.Prefix('net_'):
         assert sym.relu(sym.var('z')).name == 'net_relu0'
-    # Arithmetic broadcasts in both modes: the graph uses the broadcast ops.
-    assert json.loads((x + y).tojson())['nodes'][-1]['op'] == 'broadcast_add'
+    # As MXNet's Symbol, `+` of two symbols is the same-shape op (_Plus), not broadcast_add.
+    assert json.loads((x + y).tojson())['nodes'][-1]['op'] == 'elemwise_add'
 
 
 def test_multi_output_and_groups():

@@ -199,37 +199,149 @@ static bool meta_known(const hg_meta *m)
     return true;
 }
 
-static hg_status infer_node(hg_plan *p, int i, bool partial)
+/* Merges what b knows of a value into a (MXNet's shape unification, where 0 / -1 is an
+ * unknown dimension): returns false on a conflict; *changed is set when a learned something. */
+static bool meta_merge(hg_meta *a, const hg_meta *b, bool *changed)
+{
+    if (b->ndim < 0) return true;
+    if (a->ndim < 0) {
+        int dt = a->dtype;
+        *a = *b;
+        a->dtype = (hg_dtype)dt;
+        *changed = true;
+        return true;
+    }
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++) {
+        if (b->shape[d] < 0) continue;
+        if (a->shape[d] < 0) {
+            a->shape[d] = b->shape[d];
+            *changed = true;
+        } else if (a->shape[d] != b->shape[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static hg_status merge_error(const hg_snode *nd, const char *what, int k, const hg_meta *a,
+                             const hg_meta *b)
+{
+    char x[HG_SHAPE_STR], y[HG_SHAPE_STR];
+    hg_status st = hg_error(HG_ERR_VALUE, "%s %d: shape %s is inconsistent with %s", what, k,
+                            hg_shape_str(x, a->ndim, a->shape), hg_shape_str(y, b->ndim, b->shape));
+    hg_error_prefix(st, "Error in operator %s (%s): ", nd->name, nd->op->name);
+    if (nd->origin) hg_error_prefix(st, "%s: ", nd->origin);
+    return st;
+}
+
+/* Runs node i's rule. The rule sees its inputs' metas (unknown dimensions -1) and its outputs'
+ * metas as known so far (from consumers: MXNet's rules run backwards too), and may fill unknown
+ * input dimensions; what it learns flows back to the values. *changed: some meta changed.
+ * *deferred: a failure was put off (partial: an undecided input may decide it later). */
+static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool *deferred)
 {
     hg_snode *nd = p->nodes[i];
     hg_meta im_stack[8], *im = im_stack;
+    hg_meta om_old[8];
     if (nd->nin > 8 && !(im = malloc(sizeof(hg_meta) * (size_t)nd->nin)))
         return hg_error(HG_ERR_MEMORY, "out of memory");
     /* An unknown input produced by another op means an earlier rule could not decide: then
      * this rule's failure is not an error yet (partial inference). Unknown variables are
      * parameters the rule is expected to fill in, so its errors about them are real; but
      * data (the first input) given with unknown (0) dimensions may not decide it yet. */
-    bool upstream_unknown = false;
+    bool upstream_unknown = nd->nin == 0;
     for (int k = 0; k < nd->nin; k++) {
         int src = p->in_idx[p->off[i] + k], e = input_entry_of(p, i, k);
         im[k] = p->meta[e];
         upstream_unknown |= !meta_known(&im[k]) && p->nodes[src]->op != NULL && p->fed_slot[e] < 0;
         upstream_unknown |= k == 0 && im[k].ndim >= 0 && !meta_known(&im[k]);
     }
+    /* Type inference without dtypes given (MXNet's default type rule): a parameter variable of
+     * undecided dtype takes the first decided input's, an auxiliary state the op updates
+     * float32 (BatchNorm's statistics, also for float16 data). */
+    int decided = -1;
+    for (int k = 0; k < nd->nin && decided < 0; k++)
+        if ((unsigned)im[k].dtype < HG_NUM_DTYPES) decided = (int)im[k].dtype;
+    for (int k = 0; decided >= 0 && k < nd->nin; k++) {
+        int src = p->in_idx[p->off[i] + k];
+        if ((unsigned)im[k].dtype < HG_NUM_DTYPES || p->nodes[src]->op) continue;
+        im[k].dtype = hg_op_mutates_input(nd->op, k) ? HG_DTYPE_F32 : (hg_dtype)decided;
+        p->meta[input_entry_of(p, i, k)].dtype = im[k].dtype;
+        *changed = true;
+    }
     hg_meta *om = &p->meta[p->entry[i]];
+    int nold = nd->nout < 8 ? nd->nout : 8;
     for (int k = 0; k < nd->nout; k++) {
-        om[k].ndim = -1;
+        if (k < nold) om_old[k] = om[k];
         om[k].dtype = nd->nin ? im[0].dtype : HG_DTYPE_F32;
     }
-    hg_status st = nd->op->infer(nd->op, nd->attrs, nd->nin, im, nd->nout, om);
+    hg_status st = HG_OK;
+    /* Same-shape element-wise ops: every input and output has one shape, each dimension known
+     * if any of them knows it (MXNet's ElemwiseShape, forwards and backwards). */
+    if ((nd->op->flags & HG_OP_ELEMWISE) && nd->nin > 0) {
+        hg_meta u = {.ndim = -1};
+        bool ok = true, dummy = false;
+        for (int k = 0; ok && k < nd->nin; k++) ok = meta_merge(&u, &im[k], &dummy);
+        for (int k = 0; ok && k < nold; k++) ok = meta_merge(&u, &om_old[k], &dummy);
+        if (ok && u.ndim >= 0)
+            for (int k = 0; k < nd->nin; k++) {
+                hg_dtype dt = im[k].dtype;
+                bool c = false;
+                meta_merge(&im[k], &u, &c);
+                im[k].dtype = dt;
+            }
+    }
+    st = nd->op->infer(nd->op, nd->attrs, nd->nin, im, nd->nout, om);
     if (st == HG_OK) {
-        /* Unknown inputs the rule filled in (weights from data) flow back to their values. */
-        for (int k = 0; k < nd->nin; k++) {
+        /* What the consumers knew of the outputs stays known. */
+        for (int k = 0; k < nold && st == HG_OK; k++) {
+            hg_meta before = om_old[k];
+            bool c = false;
+            hg_meta now = om[k];
+            if (!meta_merge(&now, &before, &c)) {
+                st = merge_error(nd, "output", k, &om[k], &before);
+                break;
+            }
+            now.dtype = om[k].dtype;
+            om[k] = now;
+            if (before.dtype != now.dtype ||
+                !hg_shape_equal(before.ndim, before.shape, now.ndim, now.shape))
+                *changed = true;
+        }
+        /* Unknown input dimensions the rule filled in (weights from data, data from outputs)
+         * flow back to their values. */
+        for (int k = 0; k < nd->nin && st == HG_OK; k++) {
             hg_meta *src = &p->meta[input_entry_of(p, i, k)];
-            if (!meta_known(src) && meta_known(&im[k])) *src = im[k];
+            if (meta_known(src)) continue;
+            hg_meta m = *src;
+            bool c = false;
+            if (!meta_merge(&m, &im[k], &c)) {
+                st = merge_error(nd, "input", k, &im[k], src);
+                break;
+            }
+            if (c || (src->ndim < 0 && im[k].ndim >= 0)) {
+                m.dtype = src->ndim < 0 ? im[k].dtype : src->dtype;
+                *src = m;
+                *changed = true;
+            }
         }
     } else if (partial && upstream_unknown) {
-        hg_error_clear(); /* cannot decide yet: leave the outputs unknown */
+        hg_error_clear(); /* cannot decide yet: leave the outputs as they were */
+        for (int k = 0; k < nold; k++) om[k] = om_old[k];
+        *deferred = true;
+        /* Input dimensions the rule filled before it stopped (MXNet's rules report "not
+         * complete" after writing what they could) still flow back where they agree. */
+        for (int k = 0; k < nd->nin; k++) {
+            hg_meta *src = &p->meta[input_entry_of(p, i, k)];
+            if (src->ndim < 0 || im[k].ndim != src->ndim || meta_known(src)) continue;
+            hg_meta m = *src;
+            bool c = false;
+            if (meta_merge(&m, &im[k], &c) && c) {
+                *src = m;
+                *changed = true;
+            }
+        }
         st = HG_OK;
     } else {
         char shapes[HG_ERROR_MAX / 2], buf[HG_SHAPE_STR];
@@ -268,13 +380,40 @@ static hg_status infer_locked(hg_plan *p, hg_meta *in, hg_meta *out, bool partia
     for (int k = 0; k < p->ninputs; k++)
         if (p->input_entry[k] >= 0) p->meta[p->input_entry[k]] = in[k];
     p->inferred = false;
-    /* Two sweeps: the second picks up what the first filled in backwards (an unknown weight
-     * shape completed by its consumer feeds nodes that come before that consumer). */
-    for (int sweep = 0; sweep < 2; sweep++) {
+    /* Sweeps until nothing changes: a sweep may fill in values backwards (an unknown weight or
+     * data shape completed by its consumer) that nodes before that consumer need. A fully
+     * known graph takes two sweeps. Failures are put off while something may still change;
+     * the last sweep reports them unless partial. */
+    bool changed = true, deferred = true;
+    for (int sweep = 0; changed && sweep < p->n + 2; sweep++) {
+        changed = deferred = false;
         for (int i = 0; i < p->n; i++) {
             if (!p->needed[i]) continue;
-            hg_status st = infer_node(p, i, partial || sweep == 0);
+            hg_status st = infer_node(p, i, true, &changed, &deferred);
             if (st != HG_OK) return st;
+        }
+    }
+    if (deferred && !partial) {
+        bool c = false, d = false;
+        for (int i = 0; i < p->n; i++) {
+            if (!p->needed[i]) continue;
+            hg_status st = infer_node(p, i, false, &c, &d);
+            if (st != HG_OK) return st;
+        }
+    }
+    /* Every value a run computes must be decided (a rule may leave dimensions unknown in
+     * partial inference, as _ones(shape=(-1, 3)) does until a consumer decides them). */
+    for (int i = 0; !partial && i < p->n; i++) {
+        if (!p->needed[i]) continue;
+        for (int k = 0; k < p->nodes[i]->nout; k++) {
+            const hg_meta *m = &p->meta[entry_of(p, i, k)];
+            if (m->ndim < 0 || meta_known(m)) continue;
+            char buf[HG_SHAPE_STR];
+            return hg_error(HG_ERR_VALUE,
+                            "cannot infer the shape of output %d of operator %s (%s): got %s "
+                            "(-1: unknown)",
+                            k, p->nodes[i]->name, p->nodes[i]->op->name,
+                            hg_shape_str(buf, m->ndim, m->shape));
         }
     }
     for (int k = 0; k < p->ninputs; k++)

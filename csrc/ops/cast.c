@@ -27,6 +27,16 @@ static hg_status cast_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)op;
     (void)nin;
     (void)nout;
+    /* The shape passes through both ways (MXNet's ElemwiseShape): an unknown input shape or
+     * dimension comes back from an output known from a consumer. */
+    if (out[0].ndim >= 0 && (in[0].ndim < 0 || in[0].ndim == out[0].ndim)) {
+        if (in[0].ndim < 0) {
+            in[0].ndim = out[0].ndim;
+            for (int d = 0; d < out[0].ndim; d++) in[0].shape[d] = -1;
+        }
+        for (int d = 0; d < in[0].ndim; d++)
+            if (in[0].shape[d] < 0) in[0].shape[d] = out[0].shape[d];
+    }
     out[0] = in[0];
     out[0].dtype = (hg_dtype)a->v[CA_DTYPE].i;
     return HG_OK;

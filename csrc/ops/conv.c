@@ -199,13 +199,35 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
                             "num_filter=%lld: expected [%lld]",
                             hg_shape_str(s0, b->ndim, b->shape), (long long)g.F, (long long)g.F);
     }
-    if (x->ndim < 0) return HG_OK; /* the weight's channel count needs the data shape */
+    if (x->ndim < 0) {
+        /* Without the data shape the weight is still known but for its channel count. */
+        int64_t part[5] = {g.F, -1};
+        for (int i = 0; i < nsp; i++) part[2 + i] = g.k[off + i];
+        if (!hg_meta_merge(w, dt, nsp + 2, part))
+            return hg_error(HG_ERR_VALUE,
+                            "Convolution: weight shape %s does not match num_filter=%lld, "
+                            "kernel=%s: expected %s",
+                            hg_shape_str(s0, w->ndim, w->shape), (long long)g.F,
+                            tuple_str(s1, &a->v[K_KERNEL].t), hg_shape_str(s2, nsp + 2, part));
+        return HG_OK;
+    }
     if (x->ndim != nsp + 2)
         return hg_error(HG_ERR_VALUE,
                         "Convolution: data shape %s does not match kernel=%s: "
                         "expected %d dims (batch, channel and %d spatial)",
                         hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, &a->v[K_KERNEL].t),
                         nsp + 2, nsp);
+    /* Backwards from a known output (MXNet's incomplete inference): the batch size always,
+     * a spatial size where the stride is 1. */
+    if (out[0].ndim == nsp + 2) {
+        if (x->shape[0] < 0) x->shape[0] = out[0].shape[0];
+        for (int i = 0; i < nsp; i++) {
+            int j = off + i;
+            int64_t oi = out[0].shape[2 + i];
+            if (x->shape[2 + i] < 0 && oi >= 0 && g.s[j] == 1)
+                x->shape[2 + i] = oi + g.d[j] * (g.k[j] - 1) - 2 * g.p[j];
+        }
+    }
     if (x->dtype != HG_DTYPE_F32 && x->dtype != HG_DTYPE_F64 && x->dtype != HG_DTYPE_F16)
         return hg_error(HG_ERR_TYPE,
                         "Convolution: dtype %s is not supported (float32, float64 "
@@ -265,6 +287,8 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
                         "Convolution: matrix product of size M=%lld, N=%lld, "
                         "K=%lld is too large: the BLAS takes sizes below 2^31",
                         (long long)(g.F / g.G), (long long)P, (long long)K);
+    for (int d = 0; d < o->ndim; d++)
+        if (o->shape[d] < 0) return HG_OK; /* partial: the known dims are all there is */
     return hg_shape_check(o->ndim, o->shape, o->dtype);
 }
 

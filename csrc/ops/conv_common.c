@@ -59,6 +59,7 @@ hg_status hg_conv_infer_layout(const hg_op_def *op, const hg_attrs *a, int layou
     int nsp = a->v[layout].i == HG_LAYOUT_NHWC ? 2 : 3;
     for (int i = 0; i < 2 && i < nin; i++) /* data and weight: the last dim moves to 1 */
         if (in[i].ndim == nsp + 2) meta_move_dim(&in[i], -1, 1);
+    if (out[0].ndim == nsp + 2) meta_move_dim(&out[0], -1, 1); /* known from consumers */
     hg_status st = cf(op, a, nin, in, nout, out);
     for (int i = 0; i < 2 && i < nin; i++)
         if (in[i].ndim == nsp + 2) meta_move_dim(&in[i], 1, -1);

@@ -139,7 +139,26 @@ static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)nin;
     (void)in;
     (void)nout;
-    return shape_from_attr(op, &a->v[IN_SHAPE].t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
+    /* In a graph a dimension given as -1 is unknown (MXNet): the consumers' shapes, known
+     * already in out[0], decide it. */
+    const hg_tuple *t = &a->v[IN_SHAPE].t;
+    bool unknown = false;
+    for (int d = 0; d < t->n; d++) unknown |= t->v[d] < 0;
+    if (!unknown || t->n > HG_MAX_NDIM)
+        return shape_from_attr(op, t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
+    char s[HG_SHAPE_STR];
+    hg_meta m = {.ndim = t->n, .dtype = (hg_dtype)a->v[IN_DTYPE].i};
+    for (int d = 0; d < t->n; d++) {
+        m.shape[d] = t->v[d] >= 0 ? t->v[d] : -1;
+        if (t->v[d] < -1)
+            return hg_error(HG_ERR_VALUE, "%s: invalid dimension %lld in shape %s", op->name,
+                            (long long)t->v[d], hg_shape_str(s, t->n, t->v));
+        if (m.shape[d] < 0 && out[0].ndim == t->n) m.shape[d] = out[0].shape[d];
+    }
+    out[0] = m;
+    for (int d = 0; d < m.ndim; d++)
+        if (m.shape[d] < 0) return HG_OK; /* partial: a later sweep may decide it */
+    return hg_shape_check(m.ndim, m.shape, m.dtype);
 }
 
 static hg_status zeros_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
@@ -204,7 +223,7 @@ _Static_assert(HG_COUNT(k_arange_attrs) == AR_NATTRS, "k_arange_attrs must match
 /* MXNet's reading: with stop None the interval is [0, start). */
 static void arange_bounds(const hg_attrs *a, double *start, double *stop)
 {
-    if (a->v[AR_STOP].is_none) {
+    if (a->v[AR_STOP].is_none && !a->v[AR_INFER_RANGE].b) {
         *start = 0;
         *stop = a->v[AR_START].f;
     } else {
@@ -227,6 +246,16 @@ static hg_status arange_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     if (repeat <= 0)
         return hg_error(HG_ERR_VALUE, "%s: repeat must be positive, got repeat=%lld", op->name,
                         (long long)repeat);
+    if (a->v[AR_STOP].is_none && a->v[AR_INFER_RANGE].b) {
+        /* MXNet's infer_range: the length comes from the graph (a consumer's shape). */
+        if (out[0].ndim != 1 || out[0].shape[0] < 0)
+            return hg_error(HG_ERR_VALUE,
+                            "%s: infer_range=True without stop: the length must come from the "
+                            "graph, and nothing there decides it",
+                            op->name);
+        out[0].dtype = (hg_dtype)a->v[AR_DTYPE].i;
+        return hg_shape_check(1, out[0].shape, out[0].dtype);
+    }
     double len = ceil((stop - start) / step);
     /* MXNet rejects empty ranges too: start must lie strictly before stop in step's direction. */
     if (!(len > 0))

@@ -542,6 +542,17 @@ static hg_status where_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     if (x->dtype != y->dtype)
         return hg_error(HG_ERR_TYPE, "where: x and y must have the same dtype, got %s and %s",
                         hg_dtype_name(x->dtype), hg_dtype_name(y->dtype));
+    /* As MXNet, nothing is inferred before the condition's shape is fully known. */
+    if (UNKNOWN(*c)) return HG_OK;
+    for (int d = 0; d < c->ndim; d++)
+        if (c->shape[d] < 0) return HG_OK;
+    /* x, y and the output (known from a consumer) share one shape, both ways. */
+    for (int d = 0; !UNKNOWN(*x) && x->ndim == y->ndim && d < x->ndim; d++) {
+        int64_t v = x->shape[d] >= 0 ? x->shape[d] : y->shape[d];
+        if (v < 0 && out[0].ndim == x->ndim) v = out[0].shape[d];
+        if (in[1].shape[d] < 0) in[1].shape[d] = v;
+        if (in[2].shape[d] < 0) in[2].shape[d] = v;
+    }
     if (UNKNOWN(*x) || UNKNOWN(*y)) return HG_OK;
     if (!shape_match(x, y))
         return hg_error(HG_ERR_VALUE, "where: x and y must have the same shape, got %s and %s",

@@ -330,6 +330,9 @@ static hg_status batch_dot_infer(const hg_op_def *op, const hg_attrs *a, int nin
                         "dimensions, at least 3; got lhs %s and rhs %s",
                         sl, sr);
     int n = l->ndim;
+    /* As MXNet: with the last dim of lhs or the second-to-last of rhs unknown, nothing is
+     * inferred (partial inference leaves the output unknown). */
+    if (l->shape[n - 1] < 0 || r->shape[n - 2] < 0) return HG_OK;
     for (int i = 0; i < n - 2; i++) {
         if (l->shape[i] >= 0 && r->shape[i] >= 0 && l->shape[i] != r->shape[i])
             return hg_error(HG_ERR_VALUE,
@@ -445,6 +448,10 @@ static hg_status fc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         return hg_error(HG_ERR_VALUE, "FullyConnected: data must have at least one dimension, "
                                       "got shape []");
     if (w->ndim == 2 && w->shape[1] >= 0) fc_backfill_data(x, flatten, w->shape[1]);
+    /* The batch dimensions come back from a known output (MXNet's incomplete inference). */
+    if (flatten && out[0].ndim == 2 && x->shape[0] < 0) x->shape[0] = out[0].shape[0];
+    for (int d = 0; !flatten && out[0].ndim == x->ndim && d < x->ndim - 1; d++)
+        if (x->shape[d] < 0) x->shape[d] = out[0].shape[d];
     int64_t M, K;
     fc_rows(x, flatten, &M, &K);
     int64_t want_w[2] = {nh, K};

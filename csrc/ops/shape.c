@@ -285,6 +285,22 @@ static hg_status reshape_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     (void)nin;
     (void)nout;
     if (in[0].ndim < 0) return hg_error(HG_ERR_VALUE, "%s: the input shape is unknown", op->name);
+    /* Backwards (MXNet's ReverseReshapeInferShape): one unknown input dimension follows from a
+     * fully known output (from a consumer), the sizes being equal. */
+    int unknown = -1, nunknown = 0;
+    int64_t known = 1, total = out[0].ndim >= 0 ? 1 : -1;
+    for (int d = 0; d < in[0].ndim; d++) {
+        if (in[0].shape[d] < 0) {
+            unknown = d;
+            nunknown++;
+        } else {
+            known *= in[0].shape[d];
+        }
+    }
+    for (int d = 0; total >= 0 && d < out[0].ndim; d++)
+        total = out[0].shape[d] < 0 ? -1 : total * out[0].shape[d];
+    if (nunknown == 1 && total >= 0 && known > 0 && total % known == 0)
+        in[0].shape[unknown] = total / known;
     if (a->v[R_SHAPE].t.n > 0) return reshape_codes(op, a, &in[0], &out[0]);
     if (a->v[R_TARGET].is_set) return reshape_target(op, a, &in[0], &out[0]);
     return reshape_fail(op, a, &in[0], "shape is empty; give the target shape, e.g. shape=(-1,)");
@@ -425,7 +441,15 @@ static hg_status transpose_infer(const hg_op_def *op, const hg_attrs *a, int nin
     (void)nin;
     (void)nout;
     int perm[HG_MAX_NDIM];
+    /* Backwards (MXNet's TransposeShape): unknown input dims come from a known output. */
+    if (out[0].ndim >= 0 && in[0].ndim < 0) {
+        in[0].ndim = out[0].ndim;
+        for (int d = 0; d < in[0].ndim; d++) in[0].shape[d] = -1;
+    }
     HG_TRY(transpose_perm(op, a, &in[0], perm));
+    if (out[0].ndim == in[0].ndim)
+        for (int d = 0; d < in[0].ndim; d++)
+            if (in[0].shape[perm[d]] < 0) in[0].shape[perm[d]] = out[0].shape[d];
     out[0].ndim = in[0].ndim;
     out[0].dtype = in[0].dtype;
     for (int d = 0; d < in[0].ndim; d++) out[0].shape[d] = in[0].shape[perm[d]];

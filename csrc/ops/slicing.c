@@ -212,6 +212,33 @@ static hg_status concat_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
     HG_TRY(check_same_dtype(op, nin, in));
     HG_TRY(check_axis(op, "dim", a->v[K_CONCAT_DIM].i, &in[0], in[0].ndim, &axis));
+    /* MXNet's incomplete inference: the dims off the axis are shared by every input and the
+     * output (known from a consumer); a single unknown size on the axis is the output's less
+     * the others. */
+    const hg_meta known = out[0];
+    bool same_nd = known.ndim < 0 || known.ndim == in[0].ndim;
+    for (int i = 1; i < nin; i++) same_nd &= in[i].ndim == in[0].ndim;
+    for (int d = 0; same_nd && d < in[0].ndim; d++) {
+        if (d == axis) continue;
+        int64_t v = known.ndim >= 0 ? known.shape[d] : -1;
+        for (int i = 0; i < nin && v < 0; i++) v = in[i].shape[d];
+        for (int i = 0; i < nin; i++)
+            if (in[i].shape[d] < 0) in[i].shape[d] = v;
+    }
+    if (same_nd && known.ndim >= 0 && known.shape[axis] >= 0) {
+        int missing = -1, nmissing = 0;
+        int64_t sum = 0;
+        for (int i = 0; i < nin; i++) {
+            if (in[i].shape[axis] < 0) {
+                missing = i;
+                nmissing++;
+            } else {
+                sum += in[i].shape[axis];
+            }
+        }
+        if (nmissing == 1 && known.shape[axis] >= sum)
+            in[missing].shape[axis] = known.shape[axis] - sum;
+    }
     out[0] = in[0];
     for (int i = 1; i < nin; i++) {
         bool ok = in[i].ndim == in[0].ndim;
@@ -341,8 +368,24 @@ static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
         return hg_error(HG_ERR_VALUE, "%s: num_outputs must be between 1 and %d, got %lld",
                         op->name, 1 << 20, (long long)n);
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
-    const hg_meta *x = &in[0];
+    hg_meta *x = &in[0];
     HG_TRY(check_axis(op, "axis", a->v[K_SPLIT_AXIS].i, x, x->ndim, &axis));
+    bool squeeze = a->v[K_SPLIT_SQUEEZE].b;
+    /* MXNet's incomplete inference: unknown input dims come back from known outputs. */
+    for (int i = 0; i < nout; i++) {
+        const hg_meta *o = &out[i];
+        if (o->ndim != x->ndim - (squeeze ? 1 : 0)) continue;
+        for (int d = 0, j = 0; d < x->ndim; d++) {
+            if (d == axis) {
+                if (x->shape[d] < 0 && squeeze) x->shape[d] = n;
+                if (x->shape[d] < 0 && !squeeze && o->shape[j] >= 0) x->shape[d] = o->shape[j] * n;
+                if (!squeeze) j++;
+                continue;
+            }
+            if (x->shape[d] < 0) x->shape[d] = o->shape[j];
+            j++;
+        }
+    }
     int64_t len = x->shape[axis];
     if (len >= 0 && len % n != 0)
         return hg_error(HG_ERR_VALUE,
@@ -350,7 +393,6 @@ static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
                         "num_outputs=%lld evenly sized chunks: %lld does not divide %lld",
                         op->name, axis, hg_shape_str(s, x->ndim, x->shape), (long long)n,
                         (long long)n, (long long)len);
-    bool squeeze = a->v[K_SPLIT_SQUEEZE].b;
     if (squeeze && len >= 0 && len != n)
         return hg_error(HG_ERR_VALUE,
                         "%s: with squeeze_axis=True the size of the split axis must "

@@ -10350,6 +10350,19 @@ def _contrib_MultiProposal(cls_prob: NDArray | None = None, bbox_pred: NDArray |
     ...
 
 
+def _identity_with_attr_like_rhs(lhs: NDArray | None = None, rhs: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_identity_with_attr_like_rhs(lhs, rhs)
+
+    lhs unchanged; lhs, rhs and the output share one shape (for shape inference)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None):
     """Counts of a's elements in bins, and the bin edges (MXNet's nd.histogram). bins: an int
     (equal bins over range, or over [a.min(), a.max()] when range is None) or an NDArray of

@@ -10311,6 +10311,19 @@ def _contrib_MultiProposal(cls_prob: Symbol | None = None, bbox_pred: Symbol | N
     ...
 
 
+def _identity_with_attr_like_rhs(lhs: Symbol | None = None, rhs: Symbol | None = None, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_identity_with_attr_like_rhs(lhs, rhs)
+
+    lhs unchanged; lhs, rhs and the output share one shape (for shape inference)
+
+    Inputs
+    ------
+    lhs : NDArray
+    rhs : NDArray
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).

@@ -308,10 +308,7 @@ class Symbol(_core.Symbol):
                 flag = -1 if default_flag is None else default_flag
             metas.append((tuple(int(d) for d in shape) if shape is not None else None, flag))
         op = _core.CachedOp(self, inputs)
-        if default_flag is None and all(f < 0 for _, f in metas):
-            if not float32_if_undecided:  # infer_type: nothing decides any dtype
-                return {n: (m, -1) for n, (m, _) in zip(inputs, metas)}, \
-                    [(None, -1)] * self._num_outputs
+        if default_flag is None and all(f < 0 for _, f in metas) and float32_if_undecided:
             # Nothing decides a dtype: MXNet's default, float32, for the inputs.
             metas = [(m, _FLOAT32) for m, _ in metas]
         try:
@@ -628,48 +625,51 @@ class Symbol(_core.Symbol):
     def __reduce__(self):
         return (load_json, (self.tojson(),))
 
-    # ---- arithmetic: the same ops NDArray uses, so hybridizing never changes a result ----------
+    # ---- arithmetic: as MXNet's Symbol, `a + b` of two symbols is the same-shape element-wise
+    # op (_Plus), not broadcast_add: its shape rule runs backwards too, so partial inference
+    # completes either operand from the other. ----------------------------------------------
     def _binary(self, other, array_op, scalar_op, rscalar_op=None, reverse=False):
         from .op import _invoke
         if isinstance(other, Symbol):
             a, b = (other, self) if reverse else (self, other)
-            # Names as MXNet's operators give them (_plus0), though the op broadcasts.
-            hint = '_' + _OPERATOR_HINTS.get(array_op[10:], array_op[10:])
+            # Names as MXNet's operators give them (_plus0, _mod0, _equal0).
+            base = array_op[9:] if array_op.startswith('elemwise_') else array_op[1:]
+            hint = '_' + _OPERATOR_HINTS.get(base, base)
             return _invoke(array_op, (a, b), {}, hint)
         if isinstance(other, numbers.Number) and not isinstance(other, bool):  # NumPy's too
             name = rscalar_op if reverse and rscalar_op else scalar_op
             return _invoke(name, (self,), {'scalar': other}, '_' + name[1:].replace('_', ''))
         return NotImplemented
 
-    def __add__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar')
-    def __radd__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar', reverse=True)
-    def __sub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar')
-    def __rsub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar',
+    def __add__(self, o): return self._binary(o, 'elemwise_add', '_plus_scalar')
+    def __radd__(self, o): return self._binary(o, 'elemwise_add', '_plus_scalar', reverse=True)
+    def __sub__(self, o): return self._binary(o, 'elemwise_sub', '_minus_scalar')
+    def __rsub__(self, o): return self._binary(o, 'elemwise_sub', '_minus_scalar',
                                                '_rminus_scalar', True)
-    def __mul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar')
-    def __rmul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar', reverse=True)
-    def __truediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar')
-    def __rtruediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar',
+    def __mul__(self, o): return self._binary(o, 'elemwise_mul', '_mul_scalar')
+    def __rmul__(self, o): return self._binary(o, 'elemwise_mul', '_mul_scalar', reverse=True)
+    def __truediv__(self, o): return self._binary(o, 'elemwise_div', '_div_scalar')
+    def __rtruediv__(self, o): return self._binary(o, 'elemwise_div', '_div_scalar',
                                                    '_rdiv_scalar', True)
-    def __mod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar')
-    def __rmod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar', '_rmod_scalar',
+    def __mod__(self, o): return self._binary(o, '_mod', '_mod_scalar')
+    def __rmod__(self, o): return self._binary(o, '_mod', '_mod_scalar', '_rmod_scalar',
                                                True)
-    def __pow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar')
-    def __rpow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar',
+    def __pow__(self, o): return self._binary(o, '_power', '_power_scalar')
+    def __rpow__(self, o): return self._binary(o, '_power', '_power_scalar',
                                                '_rpower_scalar', True)
-    def __gt__(self, o): return self._binary(o, 'broadcast_greater', '_greater_scalar')
-    def __ge__(self, o): return self._binary(o, 'broadcast_greater_equal', '_greater_equal_scalar')
-    def __lt__(self, o): return self._binary(o, 'broadcast_lesser', '_lesser_scalar')
-    def __le__(self, o): return self._binary(o, 'broadcast_lesser_equal', '_lesser_equal_scalar')
+    def __gt__(self, o): return self._binary(o, '_greater', '_greater_scalar')
+    def __ge__(self, o): return self._binary(o, '_greater_equal', '_greater_equal_scalar')
+    def __lt__(self, o): return self._binary(o, '_lesser', '_lesser_scalar')
+    def __le__(self, o): return self._binary(o, '_lesser_equal', '_lesser_equal_scalar')
 
     def __eq__(self, o):
         if isinstance(o, (Symbol, int, float)):
-            return self._binary(o, 'broadcast_equal', '_equal_scalar')
+            return self._binary(o, '_equal', '_equal_scalar')
         return NotImplemented
 
     def __ne__(self, o):
         if isinstance(o, (Symbol, int, float)):
-            return self._binary(o, 'broadcast_not_equal', '_not_equal_scalar')
+            return self._binary(o, '_not_equal', '_not_equal_scalar')
         return NotImplemented
 
     __hash__ = object.__hash__
@@ -729,10 +729,12 @@ for _name in ('sum', 'mean', 'max', 'min', 'prod', 'nansum', 'nanprod', 'argmax'
               'shape_array', 'size_array', 'depth_to_space', 'space_to_depth', 'degrees',
               'radians', 'arcsinh', 'arccosh', 'arctanh', 'rcbrt', 'softmin'):
     setattr(Symbol, _name, _fluent(_name, 'Flatten' if _name == 'flatten' else None))
-Symbol.swapaxes = _fluent('swapaxes', 'SwapAxis')
-Symbol.flip = _fluent('flip', 'reverse')
-Symbol.split = _fluent('split', 'SliceChannel')
-Symbol.astype = lambda self, dtype, **kw: _fluent('astype', 'Cast')(self, dtype=dtype)
+# Through the alias MXNet's fluent method calls, so the node is named as there (flip0, not
+# reverse0; swapaxes0, split0, cast0).
+Symbol.swapaxes = _fluent('swapaxes')
+Symbol.flip = _fluent('flip')
+Symbol.split = _fluent('split')
+Symbol.astype = lambda self, dtype, **kw: _fluent('astype', 'cast')(self, dtype=dtype)
 
 
 def _shape_size(shape):
@@ -854,11 +856,12 @@ def full(shape, val, dtype=None, **kwargs):
                      value=float(val), dtype=dtype or 'float32', **kwargs)
 
 
-def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None):
-    """A symbol of evenly spaced values (MXNet's sym.arange)."""
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """A symbol of evenly spaced values (MXNet's sym.arange). infer_range=True without stop:
+    start, start + step, ... as many as the graph's shapes decide."""
     from . import op as _op
-    return _op._arange(start=start, stop=stop, step=step, repeat=repeat, name=name,
-                       dtype=dtype or 'float32')
+    return _op._arange(start=start, stop=stop, step=step, repeat=repeat,
+                       infer_range=infer_range, name=name, dtype=dtype or 'float32')
 
 
 def Group(symbols):
