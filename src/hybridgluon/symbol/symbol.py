@@ -498,12 +498,15 @@ class Symbol(_core.Symbol):
         shapes = {k: v for k, v in kwargs.items() if isinstance(v, tuple)}
         try:
             by_name, _ = self._infer_metas(shapes, type_dict or {}, None)
+            from ..util import is_np_shape
+            marker = -1 if is_np_shape() else 0  # 0 is a real zero-size dim under np_shape
             unknown = [n for n in self.list_inputs()
-                       if by_name[n][0] is None or 0 in by_name[n][0]]
+                       if by_name[n][0] is None or marker in by_name[n][0]]
             if unknown:
                 raise MXNetError(
-                    'InferShape pass cannot decide shapes for the following arguments (0s '
+                    'InferShape pass cannot decide shapes for the following arguments (%ds '
                     'means unknown dimensions). Please consider providing them as inputs:\n'
+                    % marker
                     + ', '.join('%s: %s' % (n, by_name[n][0]) for n in unknown) + ', ')
         except MXNetError as e:
             raise RuntimeError('simple_bind error. Arguments:\n'
