@@ -158,22 +158,27 @@ static PyObject *co_call(CachedOpObject *self, PyObject *args, PyObject *kw)
  * through the binding are not disturbed. */
 static PyObject *co_call_all(CachedOpObject *self, PyObject *args) { return co_run(self, args, 0); }
 
-static PyObject *meta_to_py(const hg_meta *m)
+/* A meta as (shape or None, dtype flag); an unknown dimension (-1 inside) reads 0 in MXNet's
+ * legacy convention, -1 under NumPy shape semantics (np_shape), where 0 is a real zero. */
+static PyObject *meta_to_py(const hg_meta *m, int np_shape)
 {
     if (m->ndim < 0) return Py_BuildValue("(Oi)", Py_None, (int)m->dtype);
     PyObject *shape = PyTuple_New(m->ndim);
     for (int d = 0; shape && d < m->ndim; d++)
-        PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(m->shape[d] < 0 ? 0 : m->shape[d]));
+        PyTuple_SET_ITEM(shape, d,
+                         PyLong_FromLongLong(m->shape[d] < 0 ? (np_shape ? -1 : 0) : m->shape[d]));
     return shape ? Py_BuildValue("(Ni)", shape, (int)m->dtype) : NULL;
 }
 
-/* infer([(shape or None, dtype_flag)], partial) -> ([in metas], [out metas]); in shapes, 0
- * marks an unknown dimension (MXNet's convention), None an unknown shape. */
+/* infer([(shape or None, dtype_flag)], partial, np_shape=False) -> ([in metas], [out metas]);
+ * None marks an unknown shape. In shapes, 0 marks an unknown dimension (MXNet's legacy
+ * convention); with np_shape (MXNet's NumPy shape semantics) -1 does and 0 is a real zero-size
+ * dimension. Inside, the plan marks unknown dimensions -1 either way. */
 static PyObject *co_infer(CachedOpObject *self, PyObject *args)
 {
     PyObject *list;
-    int partial = 0;
-    if (!PyArg_ParseTuple(args, "O|p", &list, &partial)) return NULL;
+    int partial = 0, np_shape = 0;
+    if (!PyArg_ParseTuple(args, "O|pp", &list, &partial, &np_shape)) return NULL;
     PyObject *seq = PySequence_Fast(list, "expected a list of (shape, dtype) pairs");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -213,7 +218,7 @@ static PyObject *co_infer(CachedOpObject *self, PyObject *args)
                 Py_DECREF(s);
                 goto done;
             }
-            in[i].shape[d] = v <= 0 ? -1 : v;
+            in[i].shape[d] = (np_shape ? v < 0 : v <= 0) ? -1 : v;
         }
         Py_DECREF(s);
     }
@@ -224,8 +229,8 @@ static PyObject *co_infer(CachedOpObject *self, PyObject *args)
     }
     ins = PyList_New(n);
     outs = PyList_New(nout);
-    for (Py_ssize_t i = 0; ins && i < n; i++) PyList_SET_ITEM(ins, i, meta_to_py(&in[i]));
-    for (int i = 0; outs && i < nout; i++) PyList_SET_ITEM(outs, i, meta_to_py(&out[i]));
+    for (Py_ssize_t i = 0; ins && i < n; i++) PyList_SET_ITEM(ins, i, meta_to_py(&in[i], np_shape));
+    for (int i = 0; outs && i < nout; i++) PyList_SET_ITEM(outs, i, meta_to_py(&out[i], np_shape));
     if (ins && outs) res = Py_BuildValue("(OO)", ins, outs);
 done:
     Py_XDECREF(ins);

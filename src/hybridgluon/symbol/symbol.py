@@ -284,9 +284,12 @@ class Symbol(_core.Symbol):
     # ---- inference ---------------------------------------------------------------------------
     def _infer_metas(self, shapes, dtypes, default_flag, float32_if_undecided=True):
         """Shape and dtype inference over the graph from shapes and dtypes given by input name
-        (a variable's own shape= and dtype= when not given; 0 marks an unknown dimension).
+        (a variable's own shape= and dtype= when not given; 0 marks an unknown dimension, or
+        -1 under NumPy shape semantics, where 0 is a real zero-size dimension).
         Returns ({input name: (shape or None, dtype flag or -1)}, [output metas])."""
         import ast
+        from ..util import is_np_shape
+        np_shape = is_np_shape()
         nodes, _ = self._graph()
         attrs = {n[0]: n[2] for n in nodes if n[1] is None}
         inputs = self.list_inputs()
@@ -312,12 +315,13 @@ class Symbol(_core.Symbol):
             # Nothing decides a dtype: MXNet's default, float32, for the inputs.
             metas = [(m, _FLOAT32) for m, _ in metas]
         try:
-            ins, outs = op.infer(metas, True)
+            ins, outs = op.infer(metas, True, np_shape)
         except MXNetError:
             if default_flag is not None or all(f >= 0 for _, f in metas):
                 raise
             # An op that cannot run on an undecided dtype: float32 for the undecided inputs.
-            ins, outs = op.infer([(m, f if f >= 0 else _FLOAT32) for m, f in metas], True)
+            ins, outs = op.infer([(m, f if f >= 0 else _FLOAT32) for m, f in metas], True,
+                                  np_shape)
         by_name = dict(zip(inputs, ins))
         fill, fill_shape = {}, {}
         for _, opname, _, node_inputs, _, _ in nodes:
@@ -335,7 +339,7 @@ class Symbol(_core.Symbol):
                     fill[n] = _FLOAT32 if n in mutated else flags[0]
             # As MXNet's element-wise shape rule, which also runs backwards: the variable
             # inputs of an element-wise op share one shape, each dimension known if any
-            # input knows it.
+            # input knows it (max: an unknown dimension reads 0, or -1 under np_shape).
             known = [by_name[n][0] for n in srcs if by_name[n][0] is not None]
             if len(srcs) > 1 and known and _core.op_info(opname)['elemwise'] and \
                     len({len(k) for k in known}) == 1:
@@ -345,7 +349,7 @@ class Symbol(_core.Symbol):
                         fill_shape[n] = merged
         if fill or fill_shape:
             metas = [(fill_shape.get(n, m), fill.get(n, f)) for n, (m, f) in zip(inputs, metas)]
-            ins, outs = op.infer(metas, True)
+            ins, outs = op.infer(metas, True, np_shape)
             by_name = dict(zip(inputs, ins))
         return by_name, outs
 
@@ -365,6 +369,10 @@ class Symbol(_core.Symbol):
         return {k: v for k, v in known.items() if v is not None}
 
     def _infer(self, args, kwargs, partial, what):
+        """infer_*: with NumPy shape semantics (np_shape), what stays unknown reads -1 for a
+        dimension and None for a shape, as in MXNet; () is then a scalar's shape."""
+        from ..util import is_np_shape
+        np_shape = is_np_shape()
         known = self._known(args, kwargs, what)
         if what == 'shape':
             by_name, outs = self._infer_metas(known, {}, _FLOAT32)
@@ -379,13 +387,16 @@ class Symbol(_core.Symbol):
                 return _np_dtype(m[1]) if m[1] >= 0 else None
         else:
             def pick(m):
-                return m[0] if m[0] is not None else ()
+                return m[0] if m[0] is not None or np_shape else ()
 
         arg = [pick(by_name[n]) for n in args_names]
         aux = [pick(by_name[n]) for n in aux_names]
         out = [pick(m) for m in outs]
         if not partial:
-            if what == 'shape':
+            if what == 'shape' and np_shape:
+                def bad(v):
+                    return v is None or -1 in v
+            elif what == 'shape':
                 def bad(v):
                     return not v or 0 in v
             else:
@@ -399,18 +410,26 @@ class Symbol(_core.Symbol):
         """(argument shapes, output shapes, auxiliary shapes) from known input shapes, or
         (None, None, None) with a warning when some cannot be decided."""
         import warnings
+        from ..util import is_np_shape
         res = self._infer(args, kwargs, False, 'shape')
         if res[0] is None:
             arg = self._infer(args, kwargs, True, 'shape')[0]
-            unknown = ['%s: %s' % (n, s) for n, s in zip(self.list_arguments(), arg)
-                       if not s or 0 in s]
-            warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
-                          'unknown dimensions). Consider providing them as input:\n\t'
+            if is_np_shape():
+                unknown = ['%s: %s' % (n, s) for n, s in zip(self.list_arguments(), arg)
+                           if s is None or -1 in s]
+                marker = '-1s'
+            else:
+                unknown = ['%s: %s' % (n, s) for n, s in zip(self.list_arguments(), arg)
+                           if not s or 0 in s]
+                marker = '0s'
+            warnings.warn('Cannot decide shape for the following arguments (%s in shape means '
+                          'unknown dimensions). Consider providing them as input:\n\t' % marker
                           + '\n\t'.join(unknown), stacklevel=2)
         return res
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like infer_shape, with undecided shapes given as () and unknown dimensions as 0."""
+        """Like infer_shape, with undecided shapes given as () and unknown dimensions as 0 (None
+        and -1 under NumPy shape semantics)."""
         return self._infer(args, kwargs, True, 'shape')
 
     def infer_type(self, *args, **kwargs):
@@ -479,12 +498,15 @@ class Symbol(_core.Symbol):
         shapes = {k: v for k, v in kwargs.items() if isinstance(v, tuple)}
         try:
             by_name, _ = self._infer_metas(shapes, type_dict or {}, None)
+            from ..util import is_np_shape
+            marker = -1 if is_np_shape() else 0  # 0 is a real zero-size dim under np_shape
             unknown = [n for n in self.list_inputs()
-                       if by_name[n][0] is None or 0 in by_name[n][0]]
+                       if by_name[n][0] is None or marker in by_name[n][0]]
             if unknown:
                 raise MXNetError(
-                    'InferShape pass cannot decide shapes for the following arguments (0s '
+                    'InferShape pass cannot decide shapes for the following arguments (%ds '
                     'means unknown dimensions). Please consider providing them as inputs:\n'
+                    % marker
                     + ', '.join('%s: %s' % (n, by_name[n][0]) for n in unknown) + ', ')
         except MXNetError as e:
             raise RuntimeError('simple_bind error. Arguments:\n'
