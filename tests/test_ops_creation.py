@@ -197,3 +197,27 @@ def test_nd_eye_defaults_and_out():
     np.testing.assert_array_equal(out.asnumpy(), np.eye(2, 3))
     with pytest.raises(mx.MXNetError):
         nd.eye(-1)
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'int64', 'int8', 'uint8'])
+@pytest.mark.parametrize('args', [(1.3, 456.6, 1.3), (-1.5, 10.6, 1.7), (2.7, -10.6, -1.7),
+                                  (0.5, 3, 0.5), (0, 300, 1)])
+@pytest.mark.parametrize('repeat', [1, 3])
+def test_arange_int_dtype_float_step(dtype, args, repeat):
+    # MXNet casts start and step to the integer dtype before the arithmetic (1.3 -> 1, 0.5 -> 0),
+    # the length still coming from the float values; the result wraps in the dtype (uint8/int8
+    # past 255/127). NumPy's integer arange truncates start and step the same way for these cases.
+    out = nd.arange(*args, repeat=repeat, dtype=dtype)
+    n = int(np.ceil((args[1] - args[0]) / args[2]))
+    start, step = np.int64(args[0]), np.int64(args[2])
+    ref = (start + np.arange(n, dtype=np.int64) * step).astype(dtype)
+    _check(out, np.repeat(ref, repeat))
+    if dtype in ('int32', 'int64') and args != (0.5, 3, 0.5):
+        _check(out, np.repeat(np.arange(*args, dtype=dtype), repeat))
+
+
+def test_arange_float32_computed_in_float32():
+    # start + i * step in float32, as MXNet's kernel does in the output dtype.
+    out = nd.arange(0.1, 1000.0, 0.1, dtype='float32').asnumpy()
+    i = np.arange(out.size, dtype=np.float32)
+    np.testing.assert_array_equal(out, np.float32(0.1) + i * np.float32(0.1))

@@ -253,9 +253,30 @@ def test_swapaxis_errors():
     ((100, 70), (3, 2)),
 ])
 def test_tile(shape, reps, rng):
-    for dtype in ('float32', 'int64', 'float16', 'bool'):
-        a = rand(shape, dtype, rng)
+    # A zero-size result needs NumPy shape semantics, as in MXNet (see test_tile_zero_size).
+    with mx.np_shape(np.tile(np.zeros(shape), reps).size == 0):
+        for dtype in ('float32', 'int64', 'float16', 'bool'):
+            a = rand(shape, dtype, rng)
+            check(mx.nd.tile(nd(a), reps=reps), np.tile(a, reps))
+
+
+@pytest.mark.parametrize('shape,reps', [
+    ((2, 3), (0,)), ((2, 3), (2, 0)), ((2, 3), (0, 0, 1)), ((0, 3), (2, 2)), ((4,), (3, 0)),
+])
+def test_tile_zero_size(shape, reps, rng):
+    # Without np_shape MXNet reads a 0 dim as unknown, so its tile refuses a zero-size result;
+    # with it, the result is NumPy's.
+    a = rand(shape, 'float32', rng)
+    with mx.np_shape(False):
+        raises(lambda: mx.nd.tile(nd(a), reps=reps), 'tile', 'zero-size', 'np_shape')
+        if 0 not in shape:  # a graph's shape rule refuses it too
+            y = mx.sym.tile(mx.sym.var('x'), reps=reps)
+            with pytest.raises(mx.MXNetError, match='zero-size'):
+                y.infer_shape(x=shape)
+    with mx.np_shape(True):
         check(mx.nd.tile(nd(a), reps=reps), np.tile(a, reps))
+    # The setting is restored on leaving the block.
+    raises(lambda: mx.nd.tile(nd(a), reps=reps), 'tile', 'zero-size')
 
 
 def test_tile_errors():

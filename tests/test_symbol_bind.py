@@ -344,3 +344,54 @@ def test_common_subexpression_elimination(monkeypatch):
     monkeypatch.setenv('MXNET_ELIMINATE_COMMON_EXPR', '0')
     exe = s.simple_bind(mx.cpu(), a=(2,), b=(2,))
     assert exe.get_optimized_symbol() is s
+
+
+def _take_graph():
+    x, idx = sym.var('x'), sym.var('idx')
+    return sym.batch_take(x, idx)
+
+
+_TAKE_SHAPES = dict(x=(4, 3), idx=(4,), type_dict={'x': np.float32, 'idx': np.int32})
+
+
+def test_bind_rejects_op_without_gradient_on_differentiated_path():
+    # batch_take has no gradient in MXNet either: needing one fails at bind, not at backward.
+    y = _take_graph()
+    with pytest.raises(mx.MXNetError, match='batch_take is non-differentiable'):
+        y.simple_bind(mx.cpu(), **_TAKE_SHAPES)
+    args = {'x': nd.ones((4, 3)), 'idx': nd.array([0, 1, 2, 0], dtype='int32')}
+    with pytest.raises(mx.MXNetError, match='batch_take'):
+        y.bind(mx.cpu(), args=args, args_grad={'x': nd.zeros((4, 3))})
+    # As in MXNet's gradient pass, every op reachable from the outputs is visited, even when
+    # only another argument (w) needs a gradient.
+    w = sym.var('w')
+    with pytest.raises(mx.MXNetError, match='batch_take'):
+        (y + w).simple_bind(mx.cpu(), w=(4,), grad_req={'w': 'write'}, **_TAKE_SHAPES)
+
+
+def test_bind_accepts_op_without_gradient_off_differentiated_path():
+    y = _take_graph()
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx = np.array([0, 2, 1, 2], dtype=np.int32)
+    # No gradient needed: binds and runs.
+    exe = y.simple_bind(mx.cpu(), grad_req='null', **_TAKE_SHAPES)
+    out = exe.forward(x=nd.array(x), idx=nd.array(idx, dtype='int32'))[0]
+    np.testing.assert_array_equal(out.asnumpy(), x[np.arange(4), idx])
+    # Behind stop_gradient the gradient reaching batch_take is zero, so the bind succeeds and
+    # backward writes zeros.
+    z = sym.stop_gradient(y)
+    exe = z.simple_bind(mx.cpu(), **_TAKE_SHAPES)
+    exe.arg_dict['x'][:] = x
+    exe.arg_dict['idx'][:] = idx
+    exe.grad_dict['x'][:] = 5
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((4,)))
+    np.testing.assert_array_equal(exe.grad_dict['x'].asnumpy(), np.zeros((4, 3), np.float32))
+    # Through a no_grad op that is not stop_gradient (argmax), then a differentiable one.
+    q = sym.argmax(y, axis=0) * 2 + sym.var('w')
+    exe = q.simple_bind(mx.cpu(), w=(1,), **_TAKE_SHAPES)
+    exe.arg_dict['x'][:] = x
+    exe.arg_dict['idx'][:] = idx
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((1,)))
+    np.testing.assert_array_equal(exe.grad_dict['w'].asnumpy(), [1])

@@ -62,6 +62,17 @@ bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
     return true;
 }
 
+static _Thread_local bool t_np_shape;
+
+bool hg_set_np_shape(bool on)
+{
+    bool prev = t_np_shape;
+    t_np_shape = on;
+    return prev;
+}
+
+bool hg_np_shape(void) { return t_np_shape; }
+
 hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype)
 {
     char buf[HG_SHAPE_STR];

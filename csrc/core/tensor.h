@@ -58,6 +58,12 @@ bool hg_shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b);
 hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype);
 HG_API hg_meta hg_meta_of(const hg_tensor *t);
 
+/* MXNet's NumPy shape semantics for this thread (mx.np_shape): off, the legacy reading where a
+ * 0 dim means "unknown", so shape rules that MXNet makes refuse zero-size results check it.
+ * hg_set_np_shape returns the previous setting. */
+HG_API bool hg_set_np_shape(bool on);
+bool hg_np_shape(void);
+
 /* A new tensor viewing t's storage with another shape (same size) or an axis-0 range. */
 HG_API hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out);
 HG_API hg_status hg_tensor_slice0(hg_tensor *t, int64_t begin, int64_t end, hg_tensor **out);

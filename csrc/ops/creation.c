@@ -281,35 +281,46 @@ typedef struct {
     int64_t repeat;
 } arange_job;
 
-/* repeat == 1 is the common case: no integer division per element. */
-#define ARANGE_LOOP(T, CONV)                                                                    \
+/* MXNet casts start and step to the output dtype first and computes start + (i / repeat) * step
+ * in that dtype: an integer arange with a float step uses the truncated step (1.3 -> 1), and
+ * integer results wrap like the dtype does. repeat == 1 skips the division per element. */
+#define ARANGE_LOOP(T, ST, EXPR)                                                                \
     do {                                                                                        \
         T *y = HG_DATA(j->t, T);                                                                \
-        if (j->repeat == 1) {                                                                   \
-            for (int64_t i = b; i < e; i++) {                                                   \
-                double v = j->start + (double)i * j->step;                                      \
-                y[i] = CONV;                                                                    \
-            }                                                                                   \
-        } else {                                                                                \
-            for (int64_t i = b; i < e; i++) {                                                   \
-                double v = j->start + (double)(i / j->repeat) * j->step;                        \
-                y[i] = CONV;                                                                    \
-            }                                                                                   \
+        for (int64_t i = b; i < e; i++) {                                                       \
+            ST k = (ST)(j->repeat == 1 ? i : i / j->repeat);                                    \
+            y[i] = EXPR;                                                                        \
         }                                                                                       \
+    } while (0)
+
+/* Integer dtypes: the arithmetic runs in uint64_t so overflow wraps instead of being undefined;
+ * the final cast keeps the dtype's low bits, as two's-complement arithmetic in T would. */
+#define ARANGE_INT(T)                                                                           \
+    do {                                                                                        \
+        uint64_t s0 = (uint64_t)(T)to_i64(j->start), d = (uint64_t)(T)to_i64(j->step);          \
+        ARANGE_LOOP(T, uint64_t, (T)(s0 + k * d));                                              \
     } while (0)
 
 static void arange_range(void *ctx, int64_t b, int64_t e)
 {
     const arange_job *j = ctx;
     switch (j->t->dtype) {
-    case HG_DTYPE_F32: ARANGE_LOOP(float, (float)v); break;
-    case HG_DTYPE_F64: ARANGE_LOOP(double, v); break;
-    case HG_DTYPE_F16: ARANGE_LOOP(uint16_t, hg_float_to_half((float)v)); break;
-    case HG_DTYPE_U8: ARANGE_LOOP(uint8_t, (uint8_t)to_i64(v)); break;
-    case HG_DTYPE_I8: ARANGE_LOOP(int8_t, (int8_t)to_i64(v)); break;
-    case HG_DTYPE_I32: ARANGE_LOOP(int32_t, (int32_t)to_i64(v)); break;
-    case HG_DTYPE_I64: ARANGE_LOOP(int64_t, to_i64(v)); break;
-    case HG_DTYPE_BOOL: ARANGE_LOOP(uint8_t, v != 0); break;
+    case HG_DTYPE_F32: {
+        float s0 = (float)j->start, d = (float)j->step;
+        ARANGE_LOOP(float, float, s0 + k * d);
+        break;
+    }
+    case HG_DTYPE_F64: ARANGE_LOOP(double, double, j->start + k * j->step); break;
+    case HG_DTYPE_F16: {
+        float s0 = (float)j->start, d = (float)j->step;
+        ARANGE_LOOP(uint16_t, float, hg_float_to_half(s0 + k * d));
+        break;
+    }
+    case HG_DTYPE_U8: ARANGE_INT(uint8_t); break;
+    case HG_DTYPE_I8: ARANGE_INT(int8_t); break;
+    case HG_DTYPE_I32: ARANGE_INT(int32_t); break;
+    case HG_DTYPE_I64: ARANGE_INT(int64_t); break;
+    case HG_DTYPE_BOOL: ARANGE_LOOP(uint8_t, double, j->start + k * j->step != 0); break;
     default: break;
     }
 }

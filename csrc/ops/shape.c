@@ -535,7 +535,7 @@ static const hg_attr_spec k_tile_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_tile_attrs) == TL_NATTRS, "k_tile_attrs must match its enum");
 
-static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+static hg_status tile_shape(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                             hg_meta *out)
 {
     (void)nin;
@@ -564,6 +564,26 @@ static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     }
     out[0].ndim = on;
     out[0].dtype = x->dtype;
+    return HG_OK;
+}
+
+/* tile's own shape rule (not _backward_tile's, whose result has the input's shape). */
+static hg_status tile_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                            hg_meta *out)
+{
+    HG_TRY(tile_shape(op, a, nin, in, nout, out));
+    char s[HG_SHAPE_STR], t[HG_MAX_TUPLE * 24 + 8];
+    int on = out[0].ndim;
+    hg_attr_format(op, 0, a, t, sizeof t);
+    /* Without NumPy shape semantics MXNet reads a 0 dim as unknown, so a zero-size result (a 0
+     * in reps or in the input's shape) fails its shape inference. */
+    if (!hg_np_shape())
+        for (int i = 0; i < on; i++)
+            if (out[0].shape[i] == 0)
+                return hg_error(HG_ERR_VALUE,
+                                "%s: tiling shape %s by reps=%s gives a zero-size result, which "
+                                "needs NumPy shape semantics (mx.np_shape(True))",
+                                op->name, hg_shape_str(s, in[0].ndim, in[0].shape), t);
     return HG_OK;
 }
 
@@ -1153,7 +1173,7 @@ static hg_status bwd_tile_infer(const hg_op_def *op, const hg_attrs *a, int nin,
 {
     (void)nin;
     (void)nout;
-    return bwd_infer_via(op, a, in, out, tile_infer);
+    return bwd_infer_via(op, a, in, out, tile_shape);
 }
 
 /* Output dim i of tile is (rep_i, dim_i) with strides (dim_i * S_i, S_i): sum over rep_i. */

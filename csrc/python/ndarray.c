@@ -536,6 +536,7 @@ static PyObject *set_np_shape(PyObject *self, PyObject *arg)
     (void)self;
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;
+    hg_set_np_shape(on);
     return PyBool_FromLong(hg_ndlist_set_np_shape(on));
 }
 

@@ -61,6 +61,8 @@ class Executor:
         for i, g in enumerate(self.grad_arrays):
             if g is None:
                 self._reqs[i] = 'null'
+        if any(r != 'null' for r in self._reqs):
+            _check_differentiable(symbol)
         # The graph run: the symbol after common-subexpression elimination unless
         # MXNET_ELIMINATE_COMMON_EXPR=0, as MXNet's executor decides when it is made.
         self._optimized = (symbol if os.environ.get('MXNET_ELIMINATE_COMMON_EXPR', '1') == '0'
@@ -390,6 +392,42 @@ def _eliminate_common_expr(symbol):
         used.add((n, k))
         outs.append(out)
     return outs[0] if len(outs) == 1 else Group(outs)
+
+
+def _check_differentiable(symbol):
+    """Raises MXNetError, as MXNet's bind does when it builds the backward graph, when an op
+    without a gradient rule would have to pass on a gradient that is not known to be zero.
+
+    MXNet's gradient pass walks every node reachable from the outputs (whichever arguments need
+    gradients), last first. An output's gradient is zero only when every gradient flowing into
+    it comes from an op whose gradient is zero by definition (stop_gradient, argmax, ...: our
+    no_grad flag); a head's gradient and an unused output's (MXNet aggregates nothing into a
+    zeros_without_dtype node, not one of its zero ops) count as non-zero, as do the input
+    gradients of an op with a gradient rule. An op with neither a rule nor the no_grad flag
+    (batch_take) is accepted only when all its output gradients are zero; it then passes zeros
+    on."""
+    nodes, heads = symbol._graph()
+    # zero[n][k]: None while nothing flows into output k of node n, else whether all of it is
+    # zero.
+    zero = [[None] * node[4] for node in nodes]
+    for n, k in heads:
+        zero[n][k] = False
+    for n in range(len(nodes) - 1, -1, -1):
+        _, op, _, inputs, _, _ = nodes[n]
+        if op is None or not inputs:
+            continue
+        info = _core.op_info(op)
+        outs_zero = all(z is True for z in zero[n])
+        if info['has_grad']:
+            in_zero = False
+        elif info['no_grad'] or outs_zero:
+            in_zero = True
+        else:
+            raise MXNetError('Operator %s is non-differentiable because it has no gradient '
+                             '(MXNet: it did not register an FGradient attribute)'
+                             % info['name'])
+        for i, k, _ in inputs:
+            zero[i][k] = in_zero if zero[i][k] is None else (zero[i][k] and in_zero)
 
 
 def _as_nd(array, like):
