@@ -237,9 +237,12 @@ static hg_status merge_error(const hg_snode *nd, const char *what, int k, const 
 
 /* Runs node i's rule. The rule sees its inputs' metas (unknown dimensions -1) and its outputs'
  * metas as known so far (from consumers: MXNet's rules run backwards too), and may fill unknown
- * input dimensions; what it learns flows back to the values. *changed: some meta changed.
- * *deferred: a failure was put off (partial: an undecided input may decide it later). */
-static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool *deferred)
+ * input dimensions; what it learns flows back to the values. *changed: some meta changed;
+ * *back: a change other than this node's outputs found from its inputs (something a node
+ * before it may need). *deferred: a failure was put off (partial: an undecided input may
+ * decide it later). */
+static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool *deferred,
+                            bool *back)
 {
     hg_snode *nd = p->nodes[i];
     hg_meta im_stack[8], *im = im_stack;
@@ -268,7 +271,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
         if ((unsigned)im[k].dtype < HG_NUM_DTYPES || p->nodes[src]->op) continue;
         im[k].dtype = hg_op_mutates_input(nd->op, k) ? HG_DTYPE_F32 : (hg_dtype)decided;
         p->meta[input_entry_of(p, i, k)].dtype = im[k].dtype;
-        *changed = true;
+        *changed = *back = true;
     }
     hg_meta *om = &p->meta[p->entry[i]];
     int nold = nd->nout < 8 ? nd->nout : 8;
@@ -306,8 +309,10 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
             now.dtype = om[k].dtype;
             om[k] = now;
             if (before.dtype != now.dtype ||
-                !hg_shape_equal(before.ndim, before.shape, now.ndim, now.shape))
+                !hg_shape_equal(before.ndim, before.shape, now.ndim, now.shape)) {
                 *changed = true;
+                *back |= before.ndim >= 0; /* consumers had known it otherwise */
+            }
         }
         /* Unknown input dimensions the rule filled in (weights from data, data from outputs)
          * flow back to their values. */
@@ -323,7 +328,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
             if (c || (src->ndim < 0 && im[k].ndim >= 0)) {
                 m.dtype = src->ndim < 0 ? im[k].dtype : src->dtype;
                 *src = m;
-                *changed = true;
+                *changed = *back = true;
             }
         }
     } else if (partial && upstream_unknown) {
@@ -339,7 +344,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
             bool c = false;
             if (meta_merge(&m, &im[k], &c) && c) {
                 *src = m;
-                *changed = true;
+                *changed = *back = true;
             }
         }
         st = HG_OK;
@@ -381,23 +386,24 @@ static hg_status infer_locked(hg_plan *p, hg_meta *in, hg_meta *out, bool partia
         if (p->input_entry[k] >= 0) p->meta[p->input_entry[k]] = in[k];
     p->inferred = false;
     /* Sweeps until nothing changes: a sweep may fill in values backwards (an unknown weight or
-     * data shape completed by its consumer) that nodes before that consumer need. A fully
-     * known graph takes two sweeps. Failures are put off while something may still change;
-     * the last sweep reports them unless partial. */
-    bool changed = true, deferred = true;
-    for (int sweep = 0; changed && sweep < p->n + 2; sweep++) {
-        changed = deferred = false;
+     * data shape completed by its consumer) that nodes before that consumer need. The nodes
+     * are in topological order, so a sweep that learned nothing backwards and put nothing off
+     * is final: a fully known graph takes one sweep. Failures are put off while something may
+     * still change; the last sweep reports them unless partial. */
+    bool changed = true, deferred = true, back = true;
+    for (int sweep = 0; changed && (back || deferred) && sweep < p->n + 2; sweep++) {
+        changed = deferred = back = false;
         for (int i = 0; i < p->n; i++) {
             if (!p->needed[i]) continue;
-            hg_status st = infer_node(p, i, true, &changed, &deferred);
+            hg_status st = infer_node(p, i, true, &changed, &deferred, &back);
             if (st != HG_OK) return st;
         }
     }
     if (deferred && !partial) {
-        bool c = false, d = false;
+        bool c = false, d = false, b = false;
         for (int i = 0; i < p->n; i++) {
             if (!p->needed[i]) continue;
-            hg_status st = infer_node(p, i, false, &c, &d);
+            hg_status st = infer_node(p, i, false, &c, &d, &b);
             if (st != HG_OK) return st;
         }
     }
