@@ -13,33 +13,6 @@
 
 #define MAX_FLOATS 32
 
-/* MXNet's Tuple<float> attribute text: "(0.5, 0.25)", "[1, 2]", "0.5". Returns the count, or
- * -1 (with the error set) on bad text. */
-static int parse_floats(const hg_op_def *op, const char *name, const char *text, float *v)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p == ' ' || *p == '(' || *p == '[') p++;
-    while (*p && *p != ')' && *p != ']') {
-        char *end;
-        double d = strtod(p, &end);
-        if (end == p || n == MAX_FLOATS) goto bad;
-        v[n++] = (float)d;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',') p++;
-        while (*p == ' ') p++;
-    }
-    if (*p) p++;
-    while (*p == ' ') p++;
-    if (*p) goto bad;
-    return n;
-bad:
-    hg_error(HG_ERR_VALUE, "%s: attribute %s='%s' is not a tuple of at most %d numbers", op->name,
-             name, text, MAX_FLOATS);
-    return -1;
-}
-
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
 
 /* MXNet's legacy operators default to float32 inputs only. */
@@ -73,10 +46,14 @@ typedef struct {
 static hg_status mbp_parse(const hg_op_def *op, const hg_attrs *a, mbp_params *p)
 {
     int nst, nof;
-    if ((p->ns = parse_floats(op, "sizes", a->v[MBP_SIZES].s, p->sizes)) < 0 ||
-        (p->nr = parse_floats(op, "ratios", a->v[MBP_RATIOS].s, p->ratios)) < 0 ||
-        (nst = parse_floats(op, "steps", a->v[MBP_STEPS].s, p->steps)) < 0 ||
-        (nof = parse_floats(op, "offsets", a->v[MBP_OFFSETS].s, p->offsets)) < 0)
+    if ((p->ns = hg_ops_parse_floats(op, "sizes", a->v[MBP_SIZES].s, p->sizes, MAX_FLOATS, false)) <
+            0 ||
+        (p->nr = hg_ops_parse_floats(op, "ratios", a->v[MBP_RATIOS].s, p->ratios, MAX_FLOATS,
+                                     false)) < 0 ||
+        (nst = hg_ops_parse_floats(op, "steps", a->v[MBP_STEPS].s, p->steps, MAX_FLOATS, false)) <
+            0 ||
+        (nof = hg_ops_parse_floats(op, "offsets", a->v[MBP_OFFSETS].s, p->offsets, MAX_FLOATS,
+                                   false)) < 0)
         return HG_ERR_VALUE;
     if (p->ns < 1 || p->nr < 1)
         return hg_error(HG_ERR_VALUE, "%s: sizes and ratios need at least one value each",
@@ -190,7 +167,7 @@ _Static_assert(HG_COUNT(k_mbt_attrs) == MBT_NATTRS, "k_mbt_attrs must match its 
 static hg_status mbt_variances(const hg_op_def *op, const hg_attrs *a, float *v)
 {
     float tmp[MAX_FLOATS];
-    int n = parse_floats(op, "variances", a->v[MBT_VARIANCES].s, tmp);
+    int n = hg_ops_parse_floats(op, "variances", a->v[MBT_VARIANCES].s, tmp, MAX_FLOATS, false);
     if (n < 0) return HG_ERR_VALUE;
     if (n != 4) return hg_error(HG_ERR_VALUE, "%s: variances takes 4 values, got %d", op->name, n);
     memcpy(v, tmp, sizeof(float) * 4);

@@ -22,40 +22,13 @@ _Static_assert(HG_COUNT(k_nm_attrs) == NM_NATTRS, "k_nm_attrs must match its enu
 
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
 
-/* MXNet's Tuple<float> text: "(0.5, 0.25)", "[1, 2]", "0.5". Returns the count (at most
- * max), or -1 with the error set. */
-static int parse_floats(const hg_op_def *op, int k, const char *text, float *v, int max)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p == ' ' || *p == '(' || *p == '[') p++;
-    while (*p && *p != ')' && *p != ']') {
-        char *end;
-        double d = strtod(p, &end);
-        if (end == p || n == max) goto bad;
-        v[n++] = (float)d;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',') p++;
-        while (*p == ' ') p++;
-    }
-    if (*p) p++;
-    while (*p == ' ') p++;
-    if (*p || n == 0) goto bad;
-    return n;
-bad:
-    hg_error(HG_ERR_VALUE, "%s: %s='%s' is not a tuple of 1 to %d numbers", op->name,
-             op->attrs[k].name, text, max);
-    return -1;
-}
-
 /* mean[c] and std[c] for c < 3, the one-number forms repeated. */
 static hg_status nm_params(const hg_op_def *op, const hg_attrs *a, int nch, float *mean, float *sd)
 {
     float m[5], s[5];
-    int nm = parse_floats(op, NM_MEAN, a->v[NM_MEAN].s, m, 5);
+    int nm = hg_ops_parse_floats(op, op->attrs[NM_MEAN].name, a->v[NM_MEAN].s, m, 5, true);
     if (nm < 0) return HG_ERR_VALUE; /* the message is set */
-    int ns = parse_floats(op, NM_STD, a->v[NM_STD].s, s, 5);
+    int ns = hg_ops_parse_floats(op, op->attrs[NM_STD].name, a->v[NM_STD].s, s, 5, true);
     if (ns < 0) return HG_ERR_VALUE; /* the message is set */
     if (nm != 1 && nm != nch)
         return hg_error(HG_ERR_VALUE, "%s: mean must have 1 or %d elements (the channels), got %d",

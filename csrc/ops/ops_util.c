@@ -1,4 +1,5 @@
 /* Helpers shared by the op families (see ops_util.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
@@ -26,4 +27,30 @@ hg_status hg_ops_adjoint_grad(hg_grad_ctx *g, const char *name, bool with_in0)
     else hg_g_op_fwd_attrs(g, name, HG_GIN(hg_g_ograd(g, 0)), NULL, 1, &r);
     hg_g_set(g, 0, r);
     return hg_g_status(g);
+}
+
+int hg_ops_parse_floats(const hg_op_def *op, const char *attr, const char *text, float *v, int max,
+                        bool min_one)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p == ' ' || *p == '(' || *p == '[') p++;
+    while (*p && *p != ')' && *p != ']') {
+        char *end;
+        double d = strtod(p, &end);
+        if (end == p || n == max) goto bad;
+        v[n++] = (float)d;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == ',') p++;
+        while (*p == ' ') p++;
+    }
+    if (*p) p++;
+    while (*p == ' ') p++;
+    if (*p || (min_one && n == 0)) goto bad;
+    return n;
+bad:
+    hg_error(HG_ERR_VALUE, "%s: attribute %s='%s' is not a tuple of %s%d numbers", op->name, attr,
+             text, min_one ? "1 to " : "at most ", max);
+    return -1;
 }

@@ -89,9 +89,14 @@ static inline void st_f16(void *p, int64_t i, float v) { ((uint16_t *)p)[i] = hg
 
 static int type_index(hg_dtype dt) { return dt == HG_DTYPE_F32 ? 0 : dt == HG_DTYPE_F64 ? 1 : 2; }
 
+/* Input k's name; the list is NULL-terminated and shorter than the inputs of the variadic
+ * multi-tensor updates, which are named by position. */
 static const char *input_name(const hg_op_def *op, int k)
 {
-    return op->input_names && op->input_names[k] ? op->input_names[k] : "input";
+    if (!op->input_names || (op->flags & HG_OP_VARARGS)) return "input";
+    for (int i = 0; i <= k; i++)
+        if (!op->input_names[i]) return "input";
+    return op->input_names[k];
 }
 
 /* Inputs [0, n_same) must have the weight's shape; of those, [0, n_w) the weight's dtype and
@@ -530,26 +535,8 @@ _Static_assert(HG_COUNT(k_multi_adamw_attrs) == MADW_NATTRS,
 /* Parses a float tuple attribute into v (as MXNet's float32 values); n: its length. */
 static hg_status parse_floats(const hg_op_def *op, const hg_attrs *a, int k, float *v, int *n)
 {
-    const char *p = a->v[k].s, *name = op->attrs[k].name;
-    *n = 0;
-    while (*p == ' ' || *p == '(' || *p == '[') p++;
-    for (;;) {
-        while (*p == ' ') p++;
-        if (*p == ')' || *p == ']' || *p == '\0') break;
-        char *end;
-        double x = strtod(p, &end);
-        if (end == p || *n >= MADW_MAX_WEIGHTS)
-            return hg_error(HG_ERR_VALUE, "%s: %s must be a tuple of numbers, got '%s'", op->name,
-                            name, a->v[k].s);
-        v[(*n)++] = (float)x;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',') p++;
-        else if (*p != ')' && *p != ']' && *p != '\0')
-            return hg_error(HG_ERR_VALUE, "%s: %s must be a tuple of numbers, got '%s'", op->name,
-                            name, a->v[k].s);
-    }
-    return HG_OK;
+    *n = hg_ops_parse_floats(op, op->attrs[k].name, a->v[k].s, v, MADW_MAX_WEIGHTS, false);
+    return *n < 0 ? HG_ERR_VALUE : HG_OK;
 }
 
 typedef struct madw_params {

@@ -50,32 +50,6 @@ static bool is_multi(const hg_op_def *op) { return op->name[9] == 'M'; } /* _con
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
 static int pr_visible(const hg_attrs *a) { return a->v[PR_OUTPUT_SCORE].b ? 2 : 1; }
 
-/* MXNet's Tuple<float> text: "(0.5, 1, 2)", "[8]", "16". Returns the count or -1 (error set). */
-static int parse_floats(const hg_op_def *op, int k, const char *text, float *v)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p == ' ' || *p == '(' || *p == '[') p++;
-    while (*p && *p != ')' && *p != ']') {
-        char *end;
-        double d = strtod(p, &end);
-        if (end == p || n == MAX_ANCHOR_PARAMS) goto bad;
-        v[n++] = (float)d;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',') p++;
-        while (*p == ' ') p++;
-    }
-    if (*p) p++;
-    while (*p == ' ') p++;
-    if (*p || n == 0) goto bad;
-    return n;
-bad:
-    hg_error(HG_ERR_VALUE, "%s: %s='%s' is not a tuple of 1 to %d numbers", op->name,
-             op->attrs[k].name, text, MAX_ANCHOR_PARAMS);
-    return -1;
-}
-
 static hg_status pr_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
 {
@@ -83,9 +57,11 @@ static hg_status pr_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
     (void)nout;
     char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
     float sc[MAX_ANCHOR_PARAMS], ra[MAX_ANCHOR_PARAMS];
-    int ns = parse_floats(op, PR_SCALES, a->v[PR_SCALES].s, sc);
+    int ns = hg_ops_parse_floats(op, op->attrs[PR_SCALES].name, a->v[PR_SCALES].s, sc,
+                                 MAX_ANCHOR_PARAMS, true);
     if (ns < 0) return HG_ERR_VALUE;
-    int nr = parse_floats(op, PR_RATIOS, a->v[PR_RATIOS].s, ra);
+    int nr = hg_ops_parse_floats(op, op->attrs[PR_RATIOS].name, a->v[PR_RATIOS].s, ra,
+                                 MAX_ANCHOR_PARAMS, true);
     if (nr < 0) return HG_ERR_VALUE;
     if (a->v[PR_POST].i < 1 || a->v[PR_STRIDE].i < 1)
         return hg_error(HG_ERR_VALUE, "%s: rpn_post_nms_top_n and feature_stride must be >= 1",
@@ -256,8 +232,10 @@ static hg_status pr_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
     (void)nout;
     float sc[MAX_ANCHOR_PARAMS], ra[MAX_ANCHOR_PARAMS],
         anc[4 * MAX_ANCHOR_PARAMS * MAX_ANCHOR_PARAMS];
-    int ns = parse_floats(op, PR_SCALES, a->v[PR_SCALES].s, sc);
-    int nr = parse_floats(op, PR_RATIOS, a->v[PR_RATIOS].s, ra);
+    int ns = hg_ops_parse_floats(op, op->attrs[PR_SCALES].name, a->v[PR_SCALES].s, sc,
+                                 MAX_ANCHOR_PARAMS, true);
+    int nr = hg_ops_parse_floats(op, op->attrs[PR_RATIOS].name, a->v[PR_RATIOS].s, ra,
+                                 MAX_ANCHOR_PARAMS, true);
     if (ns < 0 || nr < 0) return HG_ERR_VALUE;
     pr_geom g = {.A = (int64_t)ns * nr,
                  .H = in[0]->shape[2],
