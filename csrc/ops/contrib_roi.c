@@ -30,19 +30,20 @@ _Static_assert(HG_COUNT(k_ra_attrs) == RA_NATTRS, "k_ra_attrs must match its enu
 
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
 
-static hg_status ra_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
-                          hg_meta *out)
+/* The checks ROIAlign and RROIAlign share: pooled_size, spatial_scale (MXNet's float32 value),
+ * float data, rois of data's dtype, and once both shapes are known (*ready) 4-D data and rois
+ * of shape (num_rois, ncols) whose columns are `cols`. */
+static hg_status roi_infer_common(const hg_op_def *op, const hg_tuple *ps, double scale,
+                                  const hg_meta *in, hg_meta *out, int ncols, const char *cols,
+                                  bool *ready)
 {
-    (void)nin;
-    (void)nout;
     char s1[HG_SHAPE_STR];
-    const hg_tuple *ps = &a->v[RA_POOLED].t;
     if (ps->n != 2 || ps->v[0] < 1 || ps->v[1] < 1)
         return hg_error(HG_ERR_VALUE, "%s: pooled_size must be two sizes >= 1 (h, w)", op->name);
-    double sc = (float)a->v[RA_SCALE].f;
+    double sc = (float)scale;
     if (!(sc >= 0 && sc <= 1))
         return hg_error(HG_ERR_VALUE, "%s: spatial_scale must lie in [0, 1], got %g", op->name,
-                        a->v[RA_SCALE].f);
+                        scale);
     hg_status st = hg_c_check_float(op, "data", in[0].dtype);
     if (st) return st;
     if (known(&in[1]) && in[1].dtype != in[0].dtype)
@@ -54,11 +55,23 @@ static hg_status ra_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         return hg_error(HG_ERR_VALUE,
                         "%s: data must be 4-D (batch, channel, height, width), got %s", op->name,
                         hg_shape_str(s1, in[0].ndim, in[0].shape));
-    if (in[1].ndim != 2 || in[1].shape[1] != 5)
-        return hg_error(HG_ERR_VALUE,
-                        "%s: rois must have shape (num_rois, 5): [batch index, x1, y1, x2, y2], "
-                        "got %s",
-                        op->name, hg_shape_str(s1, in[1].ndim, in[1].shape));
+    if (in[1].ndim != 2 || in[1].shape[1] != ncols)
+        return hg_error(HG_ERR_VALUE, "%s: rois must have shape (num_rois, %d): %s, got %s",
+                        op->name, ncols, cols, hg_shape_str(s1, in[1].ndim, in[1].shape));
+    *ready = true;
+    return HG_OK;
+}
+
+static hg_status ra_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
+                          hg_meta *out)
+{
+    (void)nin;
+    (void)nout;
+    const hg_tuple *ps = &a->v[RA_POOLED].t;
+    bool ready = false;
+    hg_status st = roi_infer_common(op, ps, a->v[RA_SCALE].f, in, out, 5,
+                                    "[batch index, x1, y1, x2, y2]", &ready);
+    if (st || !ready) return st;
     int64_t c = in[0].shape[1], bins = ps->v[0] * ps->v[1];
     if (a->v[RA_PS].b && c % bins != 0)
         return hg_error(HG_ERR_VALUE,
@@ -248,30 +261,12 @@ static hg_status rr_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
 {
     (void)nin;
     (void)nout;
-    char s1[HG_SHAPE_STR];
     const hg_tuple *ps = &a->v[RR_POOLED].t;
-    if (ps->n != 2 || ps->v[0] < 1 || ps->v[1] < 1)
-        return hg_error(HG_ERR_VALUE, "%s: pooled_size must be two sizes >= 1 (h, w)", op->name);
-    double sc = (float)a->v[RR_SCALE].f;
-    if (!(sc >= 0 && sc <= 1))
-        return hg_error(HG_ERR_VALUE, "%s: spatial_scale must lie in [0, 1], got %g", op->name,
-                        a->v[RR_SCALE].f);
-    hg_status st = hg_c_check_float(op, "data", in[0].dtype);
-    if (st) return st;
-    if (known(&in[1]) && in[1].dtype != in[0].dtype)
-        return hg_error(HG_ERR_TYPE, "%s: rois has dtype %s, data %s (must match)", op->name,
-                        hg_dtype_name(in[1].dtype), hg_dtype_name(in[0].dtype));
-    out[0].dtype = in[0].dtype;
-    if (!known(&in[0]) || !known(&in[1])) return HG_OK;
-    if (in[0].ndim != 4)
-        return hg_error(HG_ERR_VALUE,
-                        "%s: data must be 4-D (batch, channel, height, width), got %s", op->name,
-                        hg_shape_str(s1, in[0].ndim, in[0].shape));
-    if (in[1].ndim != 2 || in[1].shape[1] != 6)
-        return hg_error(HG_ERR_VALUE,
-                        "%s: rois must have shape (num_rois, 6): [batch index, centre x, "
-                        "centre y, width, height, angle in degrees], got %s",
-                        op->name, hg_shape_str(s1, in[1].ndim, in[1].shape));
+    bool ready = false;
+    hg_status st = roi_infer_common(
+        op, ps, a->v[RR_SCALE].f, in, out, 6,
+        "[batch index, centre x, centre y, width, height, angle in degrees]", &ready);
+    if (st || !ready) return st;
     out[0].ndim = 4;
     out[0].shape[0] = in[1].shape[0], out[0].shape[1] = in[0].shape[1];
     out[0].shape[2] = ps->v[0], out[0].shape[3] = ps->v[1];
