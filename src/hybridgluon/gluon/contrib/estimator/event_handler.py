@@ -339,7 +339,10 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
         self.current_epoch += 1
 
     def _checkpoint_numbers(self, estimator):
-        if not self.resume_from_checkpoint:
+        # MXNet also offsets a run that found nothing to resume (trained_epoch = -1), which
+        # names its epoch checkpoints one batch short ('epoch1batch5' for 6 batches); a fresh
+        # run is named here as without resume_from_checkpoint.
+        if not self.resume_from_checkpoint or self.trained_epoch < 0:
             return self.current_epoch, self.current_batch
         # Continue the numbering of the run resumed from. At an epoch end the batch counter
         # has already moved past the last batch; at a batch end it has not.
