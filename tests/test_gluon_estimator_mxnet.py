@@ -41,12 +41,19 @@ def _normalise(log):
                      for line in log.split('\n'))
 
 
-SCENARIOS = sorted(k for k in FX if k != 'mxnet_version')
+SCENARIOS = sorted(k for k in FX if k not in ('mxnet_version', 'all'))
 
 
 def test_fixture_is_from_mxnet_1_9_1():
     assert FX['mxnet_version'] == '1.9.1'
     assert len(SCENARIOS) == 12
+
+
+def test_public_names_as_mxnet():
+    for mod, names in FX['all'].items():
+        assert sorted(getattr(est_pkg, mod).__all__) == names, mod
+        for name in names:   # re-exported by the package, as `from ...estimator import *` needs
+            assert getattr(est_pkg, name) is getattr(getattr(est_pkg, mod), name)
 
 
 @pytest.mark.parametrize('name', SCENARIOS)

@@ -9,7 +9,8 @@ as well, so both libraries run the same code. Nothing here imports MXNet at modu
 Each scenario trains a one-layer net from fixed NumPy weights on fixed NumPy data through
 gluon.contrib.estimator and records: the log (elapsed times replaced by 'T' / 'N', the work
 directory by 'DIR'), the final weights, the metrics' (name, value) pairs, the checkpoint files
-left in the model directory, and the handlers' counters.
+left in the model directory, and the handlers' counters. Also the `__all__` of the package's
+three modules.
 """
 import argparse
 import io
@@ -207,6 +208,8 @@ def main():
     finally:
         shutil.rmtree(workdir)
     result['mxnet_version'] = mx.__version__
+    result['all'] = {mod: sorted(getattr(estimator, mod).__all__)
+                     for mod in ('estimator', 'event_handler', 'batch_processor')}
     path = os.path.join(args.out, 'estimator.json')
     with open(path, 'w') as f:
         json.dump(result, f, indent=1, sort_keys=True)
