@@ -1,6 +1,7 @@
 """Contributed Gluon code (MXNet's `gluon.contrib`): `contrib.nn` layers and `contrib.data`
 samplers, `contrib.cnn`
-deformable convolutions. contrib.rnn and contrib.estimator are not provided."""
+deformable convolutions, `contrib.rnn` cells. contrib.estimator is not provided."""
 from . import nn  # noqa: F401
 from . import data  # noqa: F401
 from . import cnn  # noqa: F401
+from . import rnn  # noqa: F401
