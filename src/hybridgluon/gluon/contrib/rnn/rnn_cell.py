@@ -10,7 +10,7 @@ from ...rnn import BidirectionalCell, SequentialRNNCell, ModifierCell, HybridRec
 from ...rnn.rnn_cell import (_format_sequence, _default_begin_state,
                              _mask_sequence_variable_length, _is_tensor)
 
-__all__ = ['VariationalDropoutCell', 'LSTMPCell', 'dynamic_unroll']
+__all__ = ['VariationalDropoutCell', 'LSTMPCell']  # dynamic_unroll: by module, as MXNet
 
 
 def _holds_bidirectional(cell):
