@@ -8,6 +8,11 @@ outputs `<case>:out` and final states `<case>:s<i>`, and the gradients of
 sum(out * `<case>:w`) + sum_i sum(s_i) with respect to the input (`<case>:gx`) and every
 parameter (`<case>:g:<name>`).
 
+`legacy:*` keys are mx.rnn's (the legacy symbolic package): `legacy:unpack:<cfg>:<name>`, the
+per-gate arrays FusedRNNCell.unpack_weights cuts from the vector 0, 1, 2, ... of FUSED_CFGS,
+and `legacy:fusedinit:<cfg>`, that vector initialized by mx.init.FusedRNN(None) under the
+global initializer Constant(0.5).
+
 `build(mx, case)` makes a case's cell with the library it is given, so the test runs the very
 same construction with hybridgluon (tests/test_gluon_rnn_cell.py imports this file; it imports
 MXNet only when run as a script). Random streams are NumPy's, seeded per case: adding a case
@@ -40,6 +45,41 @@ CASES = {
     'conv1d_gru': ('conv1d_gru', (2, 3, 2, 6), 'NTC', False),
     'conv3d_gru': ('conv3d_gru', (3, 2, 2, 4, 4, 3), 'TNC', False),
 }
+
+
+# name: (num_hidden, num_layers, mode, bidirectional, input size)
+FUSED_CFGS = {
+    'lstm_bi2': (3, 2, 'lstm', True, 4),
+    'gru_1': (2, 1, 'gru', False, 5),
+    'rnn_tanh_uni3': (2, 3, 'rnn_tanh', False, 3),
+}
+
+
+def fused_size(h, layers, mode, bi, ni):
+    gates = {'lstm': 4, 'gru': 3}.get(mode, 1)
+    d = 2 if bi else 1
+    return (ni + h + 2) * h * gates * d + (layers - 1) * gates * h * (h + d * h + 2) * d
+
+
+def legacy_arrays(mx):
+    """The legacy `legacy:*` fixtures (see the module docstring)."""
+    arrays = {}
+    for cfg, (h, layers, mode, bi, ni) in FUSED_CFGS.items():
+        n = fused_size(h, layers, mode, bi, ni)
+        cell = mx.rnn.FusedRNNCell(h, num_layers=layers, mode=mode, bidirectional=bi,
+                                   prefix='f_')
+        vec = mx.nd.arange(n)
+        for name, v in cell.unpack_weights({'f_parameters': vec}).items():
+            arrays['legacy:unpack:%s:%s' % (cfg, name)] = v.asnumpy()
+        arr = mx.nd.zeros((n,))
+        # MXNet 1.9.1's FusedRNN cannot be rebuilt from its JSON with an inner initializer
+        # (a registry lookup bug), so the weights take the global one, as Module.init_params
+        # does it: the variable's __init__ attribute names FusedRNN
+        fused = mx.init.FusedRNN(None, h, layers, mode, bi, forget_bias=2.5)
+        mx.init.Constant(0.5)(mx.init.InitDesc('f_parameters', attrs={'__init__': fused.dumps()}),
+                       arr)
+        arrays['legacy:fusedinit:%s' % cfg] = arr.asnumpy()
+    return arrays
 
 
 def build(mx, case):
@@ -159,6 +199,7 @@ def main():
         for i, s in enumerate(states):
             arrays['%s:s%d' % (case, i)] = s
         arrays['%s:gx' % case] = gx
+    arrays.update(legacy_arrays(mx))
     path = os.path.join(args.out, 'rnn_cells.npz')
     np.savez_compressed(path, **arrays)
     print('wrote %s (%d cases)' % (path, len(CASES)))
