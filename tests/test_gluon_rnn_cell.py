@@ -341,3 +341,20 @@ def test_repr():
     stack = rnn.SequentialRNNCell()
     stack.add(rnn.GRUCell(2, input_size=1))
     assert repr(stack) == 'SequentialRNNCell(\n(0): GRUCell(1 -> 6)\n)'
+
+
+def test_context_default_ctx():
+    """MXNet 1.x's deprecated Context.default_ctx (MXNet's cell export test passes it to
+    SymbolBlock.imports): the current context, settable."""
+    with pytest.warns(DeprecationWarning):
+        assert mx.Context.default_ctx == mx.current_context() == mx.cpu()
+    with mx.cpu(0):
+        with pytest.warns(DeprecationWarning):
+            assert mx.Context.default_ctx == mx.cpu(0)
+    old = mx.current_context()
+    with pytest.warns(DeprecationWarning):
+        mx.Context.default_ctx = mx.cpu_pinned(0)
+    try:
+        assert mx.current_context() == mx.cpu_pinned(0)
+    finally:
+        mx.Context._default.value = old
