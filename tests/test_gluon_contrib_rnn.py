@@ -152,3 +152,36 @@ def test_dynamic_unroll_matches_unroll(layout):
     np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
     for g, w in zip(got_states, want_states):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def _python_foreach(body, data, init_states):
+    """MXNet's foreach semantics as a Python loop (body(step, states) -> (out, states),
+    outputs stacked on axis 0), to test dynamic_unroll's own logic without the operator."""
+    states, outs = list(init_states), []
+    for t in range(data.shape[0]):
+        out, states = body(data[t], states)
+        outs.append(out)
+    return nd.stack(*outs, axis=0), states
+
+
+@pytest.mark.parametrize('layout', ['TNC', 'NTC'])
+@pytest.mark.parametrize('with_valid', [False, True])
+def test_dynamic_unroll_logic(monkeypatch, layout, with_valid):
+    """Layout handling and the valid-length freezing of states, with the loop done in
+    Python (the foreach operator itself is tested by the control-flow tests)."""
+    monkeypatch.setattr(nd.contrib, 'foreach', _python_foreach, raising=False)
+    rng = np.random.RandomState(2)
+    cell = rnn.GRUCell(4, input_size=3)
+    cell.initialize()
+    shape = (5, 3, 3) if layout == 'TNC' else (3, 5, 3)
+    x = nd.array(rng.uniform(-1, 1, shape))
+    vl = nd.array([2, 5, 4]) if with_valid else None
+    begin = cell.begin_state(batch_size=3)
+    want, want_states = cell.unroll(5, x, begin_state=begin, layout=layout,
+                                    merge_outputs=True, valid_length=vl)
+    got, got_states = crnn.rnn_cell.dynamic_unroll(cell, x, begin, layout=layout,
+                                                   valid_length=vl)
+    np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    assert len(got_states) == len(want_states)
+    for g, w in zip(got_states, want_states):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
