@@ -1,12 +1,30 @@
 """Devices (MXNet's `mx.context`): `mx.cpu()`, `mx.gpu(i)`, `with ctx:` and the current one."""
 import threading
+import warnings
 
 from .base import MXNetError
 
 __all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'num_gpus', 'current_context']
 
 
-class Context:
+class _ContextMeta(type):
+    """Gives Context MXNet 1.x's deprecated class property `default_ctx` (the current
+    context; still used by MXNet's own tests and older scripts)."""
+
+    @property
+    def default_ctx(cls):
+        warnings.warn('Context.default_ctx has been deprecated. Please use '
+                      'mx.context.current_context() instead.', DeprecationWarning, stacklevel=2)
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, val):
+        warnings.warn('Context.default_ctx has been deprecated. Please use `with ctx:` to set '
+                      'the current context.', DeprecationWarning, stacklevel=2)
+        Context._default.value = val
+
+
+class Context(metaclass=_ContextMeta):
     """A device: `cpu(0)` or `gpu(i)`. Equal by device type and id; usable as `with ctx:`."""
     devtype2str = {1: 'cpu', 2: 'gpu', 3: 'cpu_pinned', 5: 'cpu_shared'}
     devstr2type = {v: k for k, v in devtype2str.items()}
