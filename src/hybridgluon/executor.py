@@ -228,6 +228,8 @@ class Executor:
                     g = g.astype(h.dtype)
                 head_grads.append(g)
         autograd.backward(heads, head_grads, retain_graph=True, train_mode=bool(is_train))
+        if self._monitor_callback is not None:
+            self._monitor_backward(head_grads, bool(is_train))
 
     # ---- monitor ---------------------------------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):
@@ -261,6 +263,55 @@ class Executor:
             for out_name in output_names(nodes, [(nid, k) for k in range(nout)]):
                 if out_name in values:
                     self._monitor_callback(out_name.encode(), values[out_name])
+
+    def _monitor_backward(self, head_grads, is_train):
+        """Hands the monitor what MXNet's backward nodes compute: for each op node on the
+        gradient path, last first, the gradient flowing through it into each of its inputs,
+        named `<node>_backward_output` (`..._output<i>` for an op with several inputs).
+
+        Our backward runs as one planned graph, so these per-node gradients are recomputed
+        here, node by node, from the forward values: each node's op is run again on copies
+        of its inputs under autograd and differentiated with the gradient its outputs
+        received. Only a monitored executor pays for this."""
+        nodes, heads = self._symbol._graph()
+        internals = self._symbol.get_internals()
+        op = _core.CachedOp(internals, self._inputs)
+        with autograd.pause():
+            values = dict(zip(internals._graph()[1], op(*self._input_arrays())))
+        req_of = dict(zip(self._arg_names, self._reqs))
+        needs = [False] * len(nodes)
+        for n, (name, opname, _, inputs, _, _) in enumerate(nodes):
+            if opname is None:
+                needs[n] = req_of.get(name, 'null') != 'null'
+            elif not _core.op_info(opname)['no_grad']:
+                needs[n] = any(needs[i] for i, _, _ in inputs)
+        grads = {}
+        with autograd.pause():
+            for h, (n, k) in enumerate(heads):
+                given = head_grads[h] if head_grads else None
+                grads[(n, k)] = given if given is not None else values[(n, k)].ones_like()
+        for n in range(len(nodes) - 1, -1, -1):
+            name, opname, attrs, inputs, nout, _ = nodes[n]
+            if opname is None or not needs[n]:
+                continue
+            with autograd.pause():
+                outs_grad = [grads.get((n, k)) for k in range(nout)]
+                outs_grad = [g if g is not None else values[(n, k)].zeros_like()
+                             for k, g in enumerate(outs_grad)]
+                args = [values[(i, k)].copy() for i, k, _ in inputs]
+            for a in args:
+                a.attach_grad()
+            kwargs = {k: v for k, v in attrs.items() if not k.startswith('__')}
+            with autograd.record(train_mode=is_train):
+                outs = _core.get_op(opname)(*args, **kwargs)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            autograd.backward(outs[:nout], outs_grad[:len(outs)], train_mode=is_train)
+            for j, ((i, k, _), a) in enumerate(zip(inputs, args)):
+                label = '%s_backward_output%s' % (name, '' if len(inputs) == 1 else j)
+                self._monitor_callback(label.encode(), a.grad)
+                with autograd.pause():
+                    prev = grads.get((i, k))
+                    grads[(i, k)] = a.grad.copy() if prev is None else prev + a.grad
 
     # ---- parameters and shapes --------------------------------------------------------------
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
