@@ -327,8 +327,9 @@ class NDArrayIter(DataIter):
         axis = self._batch_axis()
         self.num_data = self.data[0][1].shape[axis]
         for name, arr in self.data + self.label:
-            if arr.shape[axis] != self.num_data:
-                raise ValueError('NDArrayIter: %s has %d examples along the batch axis, %s has '
+            # A longer source is allowed (its extra examples are never read, as in MXNet).
+            if arr.shape[axis] < self.num_data:
+                raise ValueError('NDArrayIter: %s has %d examples along the batch axis, %s only '
                                  '%d' % (self.data[0][0], self.num_data, name, arr.shape[axis]))
         self.idx = np.arange(self.num_data)
         self.shuffle = shuffle
