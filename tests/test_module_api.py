@@ -367,3 +367,68 @@ def test_errors_for_bad_arguments():
     with pytest.raises(mx.MXNetError, match='inputs_need_grad'):
         mx.mod.Module(sym, label_names=None).bind([('data', (2, 3))], for_training=False,
                                                   inputs_need_grad=True)
+
+
+# ---- SequentialModule and PythonLossModule -------------------------------------------------
+def _two_stage(second_takes_labels=True):
+    fc1 = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=G.HIDDEN, name='fc1')
+    first = mx.mod.Module(mx.sym.Activation(fc1, act_type='tanh', name='tanh1'),
+                          label_names=None)
+    fc2 = mx.sym.FullyConnected(mx.sym.Variable('hidden'), num_hidden=G.CLASSES, name='fc2')
+    second = mx.mod.Module(mx.sym.SoftmaxOutput(fc2, name='softmax'), data_names=['hidden'])
+    seq = mx.mod.SequentialModule()
+    seq.add(first).add(second, take_labels=second_takes_labels, auto_wiring=True)
+    return seq
+
+
+def test_sequential_module_trains_like_one_module():
+    x, y = G.data()
+    init = {k: mx.nd.array(v) for k, v in G.init_params().items()}
+    opt = {'learning_rate': 0.1, 'momentum': 0.9}
+    it = mx.io.NDArrayIter(x, y, batch_size=G.BATCH)
+    whole = mx.mod.Module(G.mlp(mx))
+    whole.fit(it, num_epoch=2, optimizer_params=opt, arg_params=init)
+    it.reset()
+    seq = _two_stage()
+    seq.fit(it, num_epoch=2, optimizer_params=opt, arg_params=init, allow_missing=False)
+    assert seq.data_names == ['data'] and seq.output_names == ['softmax_output']
+    assert seq.label_shapes[0].name == 'softmax_label'
+    got, want = seq.get_params()[0], whole.get_params()[0]
+    assert sorted(got) == sorted(want)
+    for k in want:
+        np.testing.assert_allclose(got[k].asnumpy(), want[k].asnumpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(seq.predict(it).asnumpy(), whole.predict(it).asnumpy(),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match='Unknown meta'):
+        seq.add(mx.mod.Module(G.mlp(mx)), take_label=True)
+    with pytest.raises(mx.MXNetError, match='empty'):
+        mx.mod.SequentialModule().bind([('data', (2, 3))])
+
+
+def test_python_loss_module_gives_softmax_gradient():
+    x, y = G.data()
+    init = {k: mx.nd.array(v) for k, v in G.init_params().items()}
+    net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=G.HIDDEN, name='fc1')
+    net = mx.sym.Activation(net, act_type='tanh')
+    logits = mx.sym.FullyConnected(net, num_hidden=G.CLASSES, name='fc2')
+
+    def grad(scores, labels):  # d(cross-entropy)/d(logits), as SoftmaxOutput's backward
+        return mx.nd.softmax(scores) - mx.nd.one_hot(labels, G.CLASSES)
+
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(logits, label_names=None))
+    seq.add(mx.mod.PythonLossModule(grad_func=grad), take_labels=True, auto_wiring=True)
+    it = mx.io.NDArrayIter(x, y, batch_size=G.BATCH)
+    seq.fit(it, num_epoch=1, optimizer_params={'learning_rate': 0.1}, arg_params=init,
+            eval_metric=mx.metric.Loss())
+    it.reset()
+    whole = mx.mod.Module(G.mlp(mx))
+    whole.fit(it, num_epoch=1, optimizer_params={'learning_rate': 0.1}, arg_params=init)
+    got, want = seq.get_params()[0], whole.get_params()[0]
+    for k in want:
+        np.testing.assert_allclose(got[k].asnumpy(), want[k].asnumpy(), rtol=1e-5, atol=1e-6)
+    loss = mx.mod.PythonLossModule()
+    loss.bind([('data', (2, 3))], [('softmax_label', (2,))])
+    loss.forward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones(2)]))
+    with pytest.raises(NotImplementedError, match='grad_func'):
+        loss.backward()
