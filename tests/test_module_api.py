@@ -196,7 +196,8 @@ def test_save_load_checkpoint_round_trip_with_optimizer_states(tmp_path):
     # One more epoch from the same state gives the same parameters.
     for m in (mod, mod2):
         it.reset()  # fit resets the iterator only after each epoch, as MXNet's does
-        m.fit(it, num_epoch=1, optimizer_params={'learning_rate': 0.1, 'momentum': 0.9})
+        with pytest.warns(UserWarning, match='already initialized'):  # fit keeps them
+            m.fit(it, num_epoch=1, optimizer_params={'learning_rate': 0.1, 'momentum': 0.9})
     for k, v in mod.get_params()[0].items():
         np.testing.assert_allclose(mod2.get_params()[0][k].asnumpy(), v.asnumpy(), rtol=1e-6)
     # save_params / load_params and mx.model.load_params.

@@ -202,7 +202,10 @@ class _Prefetcher(object):
     def stop(self):
         self.running = False
         self.wanted.set()
-        self.thread.join()
+        # The collector may run the iterator's __del__ on this very thread (its next() can
+        # allocate); a thread cannot join itself, and it ends when the loop sees running.
+        if threading.current_thread() is not self.thread:
+            self.thread.join()
 
 
 class PrefetchingIter(DataIter):
