@@ -165,3 +165,68 @@ def test_prefetching_iter_passes_errors_and_stops():
         it.next()
     it.close()
     assert threading.active_count() == before
+
+
+def _write_csv(path, rows):
+    with open(path, 'w') as f:
+        for row in rows:
+            f.write(','.join(str(v) for v in row) + '\n')
+
+
+def test_csv_iter_epochs_round_batch(tmp_path):
+    _write_csv(tmp_path / 'd.csv', [[10 * i + j for j in range(4)] for i in range(10)])
+    _write_csv(tmp_path / 'l.csv', [[i] for i in range(10)])
+    it = mx.io.CSVIter(data_csv=str(tmp_path / 'd.csv'), data_shape=(2, 2),
+                       label_csv=str(tmp_path / 'l.csv'), batch_size=4)
+    assert [(d.name, d.shape) for d in it.provide_data] == [('data', (4, 2, 2))]
+    assert [(d.name, d.shape) for d in it.provide_label] == [('softmax_label', (4,))]
+
+    def epoch():
+        out = [(b.label[0].asnumpy().tolist(), b.pad, b.index.tolist()) for b in it]
+        it.reset()
+        return out
+
+    # The short batch borrows rows 0, 1; the next epoch starts after them (ends on a full
+    # batch), and the one after starts over.
+    first = epoch()
+    assert first == [([0, 1, 2, 3], 0, [0, 1, 2, 3]), ([4, 5, 6, 7], 0, [4, 5, 6, 7]),
+                     ([8, 9, 0, 1], 2, [8, 9, 0, 1])]
+    assert epoch() == [([2, 3, 4, 5], 0, [2, 3, 4, 5]), ([6, 7, 8, 9], 0, [6, 7, 8, 9])]
+    assert epoch() == first
+    batch = it.next()  # after the third epoch's borrowed rows: rows 2..5
+    np.testing.assert_array_equal(batch.data[0].asnumpy()[1], [[30, 31], [32, 33]])
+    assert it.getdata() is batch.data[0] and it.getpad() == 0
+
+
+def test_csv_iter_no_round_batch_and_dtypes(tmp_path):
+    _write_csv(tmp_path / 'd.csv', [[10 * i + j for j in range(4)] for i in range(10)])
+    it = mx.io.CSVIter(data_csv=str(tmp_path / 'd.csv'), data_shape=(4,), batch_size=4,
+                       round_batch=False)
+    for _ in range(2):
+        got = [(b.data[0].asnumpy()[:, 0].tolist(), b.pad) for b in it]
+        # The short batch keeps the previous batch's rows in its last two places.
+        assert got == [([0, 10, 20, 30], 0), ([40, 50, 60, 70], 0), ([80, 90, 60, 70], 2)]
+        it.reset()
+    assert it.next().label[0].asnumpy().tolist() == [0, 0, 0, 0]  # no label file: zeros
+    big = 2 ** 53 + 1
+    _write_csv(tmp_path / 'big.csv', [[big, 1], [2, 3]])
+    it = mx.io.CSVIter(data_csv=str(tmp_path / 'big.csv'), data_shape=(2,), batch_size=2,
+                       dtype='int64')
+    batch = it.next()
+    assert batch.data[0].dtype == np.int64 and int(batch.data[0].asnumpy()[0, 0]) == big
+
+
+def test_csv_iter_errors(tmp_path):
+    _write_csv(tmp_path / 'd.csv', [[1, 2, 3, 4]] * 3)
+    path = str(tmp_path / 'd.csv')
+    with pytest.raises(mx.MXNetError, match='do not match size of shape'):
+        mx.io.CSVIter(data_csv=path, data_shape=(3,))
+    with pytest.raises(mx.MXNetError, match='cannot find'):
+        mx.io.CSVIter(data_csv=str(tmp_path / 'missing.csv'), data_shape=(4,))
+    with pytest.raises(mx.MXNetError, match='bigger than batch size'):
+        mx.io.CSVIter(data_csv=path, data_shape=(4,), batch_size=7).next()
+    with pytest.raises(mx.MXNetError, match='dtype'):
+        mx.io.CSVIter(data_csv=path, data_shape=(4,), dtype='float16')
+    _write_csv(tmp_path / 'bad.csv', [[1, 'x']])
+    with pytest.raises(mx.MXNetError, match='line 1'):
+        mx.io.CSVIter(data_csv=str(tmp_path / 'bad.csv'), data_shape=(2,))
