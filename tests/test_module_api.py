@@ -433,3 +433,35 @@ def test_python_loss_module_gives_softmax_gradient():
     loss.forward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones(2)]))
     with pytest.raises(NotImplementedError, match='grad_func'):
         loss.backward()
+
+
+def test_monitor_backward_with_hidden_outputs_and_aux_states():
+    data = mx.sym.Variable('data')
+    x = mx.sym.FullyConnected(data, num_hidden=4, name='fc')
+    x = mx.sym.BatchNorm(x, moving_mean=mx.sym.var('bn_moving_mean', init=mx.init.Zero()),
+                         moving_var=mx.sym.var('bn_moving_var', init=mx.init.One()), name='bn')
+    parts = mx.sym.split(x, num_outputs=2, axis=1, name='sp')
+    x = mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(parts[0] - 2 * parts[1])), name='loss')
+    seen = {}
+    mon = mx.mon.Monitor(1, stat_func=lambda a: a.copy(), pattern='.*_backward_.*')
+    mod = mx.mod.Module(x, label_names=None)
+    mod.bind([('data', (5, 3))])
+    mod.install_monitor(mon)
+    mod.init_params(mx.init.Xavier())
+    mon.tic()
+    mod.forward_backward(mx.io.DataBatch([mx.nd.array(np.random.RandomState(0).rand(5, 3))]))
+    for _, name, _ in mon.toc():
+        seen[name] = True
+    # BatchNorm's gradient goes to data, gamma and beta, not to its two auxiliary states.
+    assert {'bn_backward_output0', 'bn_backward_output1', 'bn_backward_output2'} <= set(seen)
+    assert 'bn_backward_output3' not in seen
+    # fc is used once: its per-node weight gradient is the executor's weight gradient.
+    got = {}
+    exe = mod._exec_group.execs[0]
+    exe.set_monitor_callback(lambda name, arr: got.__setitem__(name.decode(), arr.asnumpy()))
+    exe.forward(is_train=True)
+    exe.backward()
+    np.testing.assert_allclose(got['fc_backward_output1'], exe.grad_dict['fc_weight'].asnumpy(),
+                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(got['bn_backward_output1'], exe.grad_dict['bn_gamma'].asnumpy(),
+                               rtol=1e-4, atol=1e-6)
