@@ -357,6 +357,10 @@ def test_errors_for_bad_arguments():
         mod.set_params(extra, {}, allow_missing=True)
     mod.set_params(extra, {}, allow_missing=True, allow_extra=True)
     mod.set_params(extra, {})  # MXNet: without allow_missing, extra names are not looked at
+    with pytest.raises(mx.MXNetError, match=r'fc_weight has shape \(2, 3\)'):
+        mod.set_params({'fc_weight': mx.nd.ones((3, 3)), 'fc_bias': mx.nd.ones(2)}, {})
+    mod.set_params({'fc_weight': np.full((2, 3), 2.0), 'fc_bias': np.zeros(2)}, {})  # NumPy
+    np.testing.assert_array_equal(mod.get_params()[0]['fc_weight'].asnumpy(), np.full((2, 3), 2))
     with pytest.raises(TypeError, match='optimizer'):
         mod.init_optimizer(optimizer=42)
     with pytest.raises(ValueError, match='number of epochs'):

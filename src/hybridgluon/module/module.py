@@ -12,13 +12,14 @@ import logging
 import warnings
 
 from .. import context as ctx
+from .. import ndarray as nd
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..model import (_create_kvstore, _initialize_kvstore, _update_params,
                      _update_params_on_kvstore, load_checkpoint)
-from ..ndarray import zeros
+from ..ndarray import NDArray, zeros
 from .base_module import BaseModule, _check_input_names, _parse_data_desc, _require
 from .executor_group import DataParallelExecutorGroup
 
@@ -166,8 +167,15 @@ class Module(BaseModule):
             if given is None:
                 initializer(InitDesc(name, attrs.get(name, None)), arr)
             elif name in given:
-                if given[name] is not arr:
-                    given[name].copyto(arr)
+                src = given[name]
+                if src is arr:
+                    return
+                if not isinstance(src, NDArray):
+                    src = nd.array(src, dtype=arr.dtype)
+                if tuple(src.shape) != tuple(arr.shape):
+                    raise MXNetError('init_params: %s has shape %s, the value given has shape %s'
+                                     % (name, tuple(arr.shape), tuple(src.shape)))
+                src.copyto(arr)
             elif not allow_missing:
                 raise RuntimeError('%s is not presented' % name)
             elif initializer is not None:
