@@ -469,3 +469,42 @@ def test_monitor_backward_with_hidden_outputs_and_aux_states():
                                rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(got['bn_backward_output1'], exe.grad_dict['bn_gamma'].asnumpy(),
                                rtol=1e-4, atol=1e-6)
+
+
+def test_predict_options_and_iter_predict():
+    x = np.arange(10, dtype=np.float32).reshape(5, 2)
+    data = mx.sym.Variable('data')
+    sym = mx.sym.Group([data * 2, mx.sym.sum(data, axis=1)])
+    mod = mx.mod.Module(sym, label_names=None)
+    it = mx.io.NDArrayIter(x, batch_size=2)  # 3 batches, the last padded by 1
+    mod.bind(it.provide_data, for_training=False)
+    mod.init_params()
+    doubled, sums = mod.predict(it)
+    np.testing.assert_array_equal(doubled.asnumpy(), 2 * x)  # the padding is dropped
+    np.testing.assert_array_equal(sums.asnumpy(), x.sum(axis=1))
+    per_batch = mod.predict(it, merge_batches=False)
+    assert [len(b) for b in per_batch] == [2, 2, 2]
+    assert [b[0].shape[0] for b in per_batch] == [2, 2, 1]
+    assert len(mod.predict(it, num_batch=1)[0]) == 2
+    got = [(outs[1].asnumpy().tolist(), n, batch.pad) for outs, n, batch in mod.iter_predict(it)]
+    assert got == [([1, 5], 0, 0), ([9, 13], 1, 0), ([17], 2, 1)]
+    one = mx.mod.Module(mx.sym.Variable('data') + 1, label_names=None)
+    one.bind(it.provide_data, for_training=False)
+    one.init_params()
+    assert isinstance(one.predict(it), mx.nd.NDArray)
+    assert isinstance(one.predict(it, always_output_list=True), list)
+    np.testing.assert_array_equal(one.predict(x[:2]).asnumpy(), x[:2] + 1)  # a NumPy batch
+
+
+def test_fit_begin_epoch_and_validation_metric():
+    x, y = G.data()
+    it = mx.io.NDArrayIter(x, y, batch_size=G.BATCH)
+    mod = mx.mod.Module(G.mlp(mx))
+    epochs, scores = [], []
+    mod.fit(it, eval_data=it, num_epoch=4, begin_epoch=2, eval_metric='acc',
+            validation_metric='ce', initializer=mx.init.Xavier(),
+            epoch_end_callback=lambda e, *_: epochs.append(e),
+            eval_end_callback=lambda p: scores.append(p.eval_metric.get()))
+    assert epochs == [2, 3]
+    assert [name for name, _ in scores] == ['cross-entropy', 'cross-entropy']
+    assert mod.optimizer_initialized and mod.params_initialized and mod.binded
