@@ -233,6 +233,12 @@ def test_bucketing_shares_parameters_and_checkpoints(tmp_path):
     mod2.forward(batch, is_train=False)
     np.testing.assert_allclose(mod2.get_outputs()[0].asnumpy(),
                                mod.get_outputs()[0].asnumpy(), rtol=1e-6)
+    # A batch without provide_data: its arrays give the shapes of a new bucket.
+    bare = mx.io.DataBatch([mx.nd.ones((G.BATCH, 3, G.IN_UNITS))], bucket_key=3)
+    with pytest.warns(UserWarning, match="label_shapes don't match"):  # bound without labels
+        mod2.forward(bare, is_train=False)
+    assert sorted(mod2._buckets) == [2, 3, 4]
+    assert mod2.get_outputs()[0].shape == (G.BATCH, G.CLASSES)
 
 
 def test_states_and_get_input_grads_layout():

@@ -208,15 +208,28 @@ class BucketingModule(BaseModule):
     def prepare(self, data_batch, sparse_row_id_fn=None):
         _require(self, what='prepare')
         original = self._curr_bucket_key
-        self.switch_bucket(data_batch.bucket_key, data_batch.provide_data,
-                           data_batch.provide_label)
+        self.switch_bucket(data_batch.bucket_key, *self._batch_descs(data_batch))
         self._curr_module.prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
         self.switch_bucket(original, None, None)
 
+    def _batch_descs(self, data_batch):
+        """The batch's provide_data / provide_label, or (when it has none, which MXNet
+        requires for a new bucket) descriptions made from its arrays and the current bucket's
+        names."""
+        data_shapes = getattr(data_batch, 'provide_data', None)
+        label_shapes = getattr(data_batch, 'provide_label', None)
+        if not data_shapes:
+            data_shapes = [(d.name, tuple(a.shape)) for d, a in
+                           zip(self._curr_module.data_shapes, data_batch.data)]
+        if not label_shapes and getattr(data_batch, 'label', None) and \
+                self._curr_module.label_shapes:
+            label_shapes = [(d.name, tuple(a.shape)) for d, a in
+                            zip(self._curr_module.label_shapes, data_batch.label)]
+        return data_shapes, label_shapes or None
+
     def forward(self, data_batch, is_train=None):
         _require(self, what='forward')
-        self.switch_bucket(data_batch.bucket_key, data_batch.provide_data,
-                           data_batch.provide_label)
+        self.switch_bucket(data_batch.bucket_key, *self._batch_descs(data_batch))
         self._curr_module.forward(data_batch, is_train=is_train)
 
     def backward(self, out_grads=None):
