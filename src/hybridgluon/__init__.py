@@ -32,6 +32,9 @@ from . import operator
 from . import engine  # noqa: F401
 from . import util
 from . import contrib
+from . import io
+from . import model, callback, monitor, monitor as mon  # noqa: F401
+from . import module, module as mod  # noqa: F401
 from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401 (as in MXNet)
 from .util import np_array, use_np_array, use_np  # noqa: F401
 from . import numpy, numpy as np, numpy_extension, numpy_extension as npx  # noqa: F401

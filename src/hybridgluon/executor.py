@@ -143,7 +143,7 @@ class Executor:
         results = self._run(bool(is_train))
         self._store_outputs(results)
         if self._monitor_callback is not None:
-            self._monitor()
+            self._monitor(bool(is_train))
         return self.outputs
 
     def _run(self, is_train):
@@ -228,6 +228,8 @@ class Executor:
                     g = g.astype(h.dtype)
                 head_grads.append(g)
         autograd.backward(heads, head_grads, retain_graph=True, train_mode=bool(is_train))
+        if self._monitor_callback is not None:
+            self._monitor_backward(head_grads, bool(is_train))
 
     # ---- monitor ---------------------------------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):
@@ -237,13 +239,22 @@ class Executor:
         self._monitor_callback = callback
         self._monitor_all = bool(monitor_all)
 
-    def _monitor(self):
-        # MXNet's callback gets the name as the C string (bytes) its ctypes wrapper passes.
+    def _internal_values(self, is_train):
+        """(internals symbol, every node output's value in a forward of mode is_train). The
+        auxiliary states go in as copies, so a training forward (BatchNorm) leaves the bound
+        ones as the real forward left them (a random op draws anew)."""
         internals = self._symbol.get_internals()
-        names = internals.list_outputs()
         op = _core.CachedOp(internals, self._inputs)
-        with autograd.pause():
-            values = dict(zip(names, op(*self._input_arrays())))
+        aux = set(self._aux_names)
+        with autograd.pause(train_mode=is_train):
+            ins = [a.copy() if n in aux else a for n, a in zip(self._inputs,
+                                                               self._input_arrays())]
+            return internals, list(op(*ins))
+
+    def _monitor(self, is_train=False):
+        # MXNet's callback gets the name as the C string (bytes) its ctypes wrapper passes.
+        internals, outs = self._internal_values(is_train)
+        values = dict(zip(internals.list_outputs(), outs))
         nodes, _ = self._symbol._graph()
         output_names = self._symbol._output_names
         for nid, (name, opname, _, inputs, nout, _) in enumerate(nodes):
@@ -261,6 +272,59 @@ class Executor:
             for out_name in output_names(nodes, [(nid, k) for k in range(nout)]):
                 if out_name in values:
                     self._monitor_callback(out_name.encode(), values[out_name])
+
+    def _monitor_backward(self, head_grads, is_train):
+        """Hands the monitor what MXNet's backward nodes compute: for each op node on the
+        gradient path, last first, the gradient flowing through it into each of its inputs
+        that is not an auxiliary state, named `<node>_backward_output` (`..._output<i>` for
+        several). MXNet names a few ops' gradients differently (those it builds from other
+        ops, like split's or MakeLoss's `<node>_backward_data`).
+
+        Our backward runs as one planned graph, so these per-node gradients are recomputed
+        here, node by node, from the forward values: each node's op is run again on copies
+        of its inputs under autograd and differentiated with the gradient its visible outputs
+        received (a random op, like Dropout, draws anew). Only a monitored executor pays."""
+        nodes, heads = self._symbol._graph()
+        internals, outs = self._internal_values(is_train)
+        values = dict(zip(internals._graph()[1], outs))
+        req_of = dict(zip(self._arg_names, self._reqs))
+        aux = set(self._aux_names)
+        needs = [False] * len(nodes)
+        for n, (name, opname, _, inputs, _, _) in enumerate(nodes):
+            if opname is None:
+                needs[n] = req_of.get(name, 'null') != 'null'
+            elif not _core.op_info(opname)['no_grad']:
+                needs[n] = any(needs[i] for i, _, _ in inputs)
+        grads = {}
+        with autograd.pause():
+            for h, (n, k) in enumerate(heads):
+                given = head_grads[h] if head_grads else None
+                grads[(n, k)] = given if given is not None else values[(n, k)].ones_like()
+        for n in range(len(nodes) - 1, -1, -1):
+            name, opname, attrs, inputs, _, _ = nodes[n]
+            if opname is None or not needs[n]:
+                continue
+            with autograd.pause():
+                args = [values[(i, k)].copy() for i, k, _ in inputs]
+            for a in args:
+                a.attach_grad()
+            kwargs = {k: v for k, v in attrs.items() if not k.startswith('__')}
+            with autograd.record(train_mode=is_train):
+                outs = _core.get_op(opname)(*args, **kwargs)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            with autograd.pause():
+                outs_grad = [grads[(n, k)] if (n, k) in grads else o.zeros_like()
+                             for k, o in enumerate(outs)]
+            autograd.backward(outs, outs_grad, train_mode=is_train)
+            differentiable = [(j, entry) for j, entry in enumerate(inputs)
+                              if not (nodes[entry[0]][1] is None and nodes[entry[0]][0] in aux)]
+            for j, (i, k, _) in differentiable:
+                suffix = '' if len(differentiable) == 1 else str(j)
+                self._monitor_callback(('%s_backward_output%s' % (name, suffix)).encode(),
+                                       args[j].grad)
+                with autograd.pause():
+                    prev = grads.get((i, k))
+                    grads[(i, k)] = args[j].grad.copy() if prev is None else prev + args[j].grad
 
     # ---- parameters and shapes --------------------------------------------------------------
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):

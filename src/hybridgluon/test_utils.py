@@ -562,6 +562,25 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5):
     return fname
 
 
+class DummyIter(mx.io.DataIter):
+    """An iterator that returns the first batch of `real_iter` forever (for timing)."""
+
+    def __init__(self, real_iter):
+        super(DummyIter, self).__init__()
+        self.real_iter = real_iter
+        self.provide_data = real_iter.provide_data
+        self.provide_label = real_iter.provide_label
+        self.batch_size = real_iter.batch_size
+        self.the_batch = next(real_iter)
+
+    def __iter__(self):
+        return self
+
+    def next(self):
+        """The first batch again; never raises StopIteration."""
+        return self.the_batch
+
+
 # ---- random generator checks ----------------------------------------------------------------
 def gen_buckets_probs_with_ppf(ppf, nbuckets):
     """nbuckets equal-probability buckets (lo, hi) of a distribution given its quantile function."""
