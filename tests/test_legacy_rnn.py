@@ -218,8 +218,6 @@ def test_encode_sentences():
         mx.rnn.encode_sentences([['q']], vocab={'a': 1})
 
 
-@pytest.mark.skipif(not hasattr(mx.rnn, 'BucketSentenceIter'),
-                    reason='needs hybridgluon.io (Module API branch)')
 def test_bucket_sentence_iter():
     sentences = [[1, 2, 3], [4, 5], [6, 7, 8], [9, 10], [1, 2, 3, 4, 5, 6]]
     it = mx.rnn.BucketSentenceIter(sentences, 2, buckets=[2, 3], invalid_label=0)
@@ -234,7 +232,6 @@ def test_bucket_sentence_iter():
     assert sorted(seen) == [(1, 2, 3), (4, 5), (6, 7, 8), (9, 10)]
 
 
-@pytest.mark.skipif(not hasattr(mx, 'model'), reason='needs hybridgluon.model (Module API)')
 def test_rnn_checkpoint_round_trip(tmp_path):
     cell = mx.rnn.LSTMCell(2, prefix='l_')
     sym, _ = cell.unroll(2, mx.sym.Variable('data'), merge_outputs=True)
