@@ -493,13 +493,45 @@ def test_json_form_and_reload():
     assert node['attrs'] == {'op_type': 't_affine', 'scale': '2.5', 'shift': '-1'}
     back = mx.sym.load_json(text)
     assert back.tojson() == text
-    assert back.list_outputs() == ['aff_output0', 'aff_output1']
+    assert back.list_outputs() == ['aff_out', 'aff_diff']
     a, b = _rand(3, 2, seed=11), _rand(3, 2, seed=12)
     outs = back.eval(p=mx.nd.array(a), q=mx.nd.array(b))
     for got, want in zip(outs, _affine_np(a, b, 2.5, -1)):
         np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6, atol=1e-6)
     with pytest.raises(mx.MXNetError, match="Custom operator 't_gone' is not registered"):
         mx.sym.load_json(text.replace('"t_affine"', '"t_gone"'))
+
+
+@mx.operator.register('t_names')
+class _NamesProp(mx.operator.CustomOpProp):
+    def list_arguments(self):
+        return ['a', 'b']
+
+    def list_outputs(self):
+        return ['out', 'diff']
+
+    def list_auxiliary_states(self):
+        return ['cnt']
+
+
+def test_names_and_json_are_mxnets():
+    """What MXNet 1.9.1 writes for this node (its tojson(), read back as a dict): the outputs
+    named by list_outputs, missing inputs made variables carrying the node's attributes."""
+    y = mx.sym.Custom(mx.sym.var('p'), op_type='t_names', name='aff')
+    assert y.list_arguments() == ['p', 'aff_b']
+    assert y.list_outputs() == ['aff_out', 'aff_diff']
+    assert y.list_auxiliary_states() == ['aff_cnt']
+    assert y.get_internals().list_outputs() == ['p', 'aff_b', 'aff_cnt', 'aff_out', 'aff_diff']
+    mxnet_json = {
+        'nodes': [
+            {'op': 'null', 'name': 'p', 'inputs': []},
+            {'op': 'null', 'name': 'aff_b', 'attrs': {'op_type': 't_names'}, 'inputs': []},
+            {'op': 'null', 'name': 'aff_cnt', 'attrs': {'op_type': 't_names'}, 'inputs': []},
+            {'op': 'Custom', 'name': 'aff', 'attrs': {'op_type': 't_names'},
+             'inputs': [[0, 0, 0], [1, 0, 0], [2, 0, 1]]}],
+        'arg_nodes': [0, 1, 2], 'node_row_ptr': [0, 1, 2, 3, 5],
+        'heads': [[3, 0, 0], [3, 1, 0]], 'attrs': {'mxnet_version': ['int', 10901]}}
+    assert json.loads(y.tojson()) == mxnet_json
 
 
 def test_exported_block_reloads(tmp_path):

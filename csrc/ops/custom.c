@@ -189,6 +189,12 @@ static hg_status custom_grad(hg_grad_ctx *g)
     const hg_attrs *a = hg_g_attrs(g);
     int na = nargs(a), no = nouts(a), nx = nauxs(a), k = 0;
     if (na == 0) return hg_g_status(g);
+    /* _backward_Custom is built from the node's keywords (hg_g_op_fwd_attrs copies at most
+     * HG_MAX_ATTRS * 4): with fewer, its properties would be another operator's. */
+    if (hg_g_node(g)->nattr > HG_MAX_ATTRS * 4)
+        return hg_error(HG_ERR_VALUE,
+                        "Custom operator '%s': %d keywords; its gradient takes at most %d",
+                        op_type(a), hg_g_node(g)->nattr, HG_MAX_ATTRS * 4);
     hg_sentry in[HG_MAX_IO], out[HG_MAX_IO];
     for (int i = 0; i < no; i++) in[k++] = hg_g_ograd(g, i);
     for (int i = 0; i < na; i++) in[k++] = hg_g_in(g, i);

@@ -129,6 +129,19 @@ def _describe(exc):
     return '%s%s' % (type(exc).__name__, ': ' + text if text else '')
 
 
+def _error(op_type, msg):
+    return MXNetError("Custom operator '%s': %s" % (op_type, msg))
+
+
+def _call(op_type, what, fn, *args, **kwargs):
+    """fn(*args, **kwargs), an exception in it becoming MXNetError naming op_type and what
+    failed (as MXNet reports 'Error in CustomOp.forward')."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001  (the user's code: any exception)
+        raise _error(op_type, '%s raised %s' % (what, _describe(e))) from e
+
+
 class _Entry:
     """One (op_type, keywords): its properties, their lists, and the operator instances a graph
     uses, by input shapes and dtypes."""
@@ -149,15 +162,10 @@ class _Entry:
         self.lock = threading.Lock()
 
     def error(self, msg):
-        return MXNetError("Custom operator '%s': %s" % (self.op_type, msg))
+        return _error(self.op_type, msg)
 
     def call(self, what, fn, *args, **kwargs):
-        """fn(*args, **kwargs), an exception in it becoming MXNetError naming op_type and what
-        failed (as MXNet reports 'Error in CustomOp.forward')."""
-        try:
-            return fn(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001  (the user's code: any exception)
-            raise self.error('%s raised %s' % (what, _describe(e))) from e
+        return _call(self.op_type, what, fn, *args, **kwargs)
 
     def operator(self, ctx, shapes, flags):
         """The graph's operator instance for these inputs (made once)."""
@@ -268,11 +276,8 @@ class _Dispatcher:
         with self._lock:
             handle = self._by_key.get(key)
         if handle is None:
-            tmp = _Entry.__new__(_Entry)
-            tmp.op_type = op_type
-            prop = tmp.call('CustomOpProp(%s)' % ', '.join('%s=%r' % kv for kv in
-                                                           sorted(kwargs.items())),
-                            cls, **kwargs)
+            what = 'CustomOpProp(%s)' % ', '.join('%s=%r' % kv for kv in sorted(kwargs.items()))
+            prop = _call(op_type, what, cls, **kwargs)
             entry = _Entry(op_type, prop)
             with self._lock:
                 handle = self._by_key.get(key)
@@ -434,14 +439,22 @@ def _sym_custom(*args, **kwargs):
                             % (op_type, i, type(a).__name__))
     entry = _DISPATCH.entry(_DISPATCH.create(op_type, strs)[0])
     node_name = NameManager.current.get(name, 'custom')
-    inputs = _gather(entry, args, named, lambda n: var('%s_%s' % (node_name, n)))
     attrs = dict(strs, op_type=op_type)
+    # MXNet gives the variables it makes for missing inputs the node's attributes.
+    inputs = _gather(entry, args, named, lambda n: var('%s_%s' % (node_name, n), attr=attrs))
     for k, v in extra.items():
         attrs[_hidden_key(k)] = _attr_str(v)
     for k, v in kwargs.items():
         if k.startswith('__') and k.endswith('__'):
             attrs[k] = _attr_str(v)
     return _with_origin(_core.symbol_op('Custom', node_name, attrs, inputs))
+
+
+def _output_names(attrs):
+    """A Custom node's output names: its properties' list_outputs()."""
+    strs = {k: v for k, v in attrs.items()
+            if k != 'op_type' and not (k.startswith('__') and k.endswith('__'))}
+    return _DISPATCH.entry(_DISPATCH.create(attrs['op_type'], strs)[0]).outs
 
 
 def _install():
@@ -457,6 +470,8 @@ def _install():
         setattr(module, 'Custom', Custom)
     for module, impl in ((ndarray, _nd_custom), (symbol, _sym_custom), (_symop, _sym_custom)):
         bind(module, impl)
+    from .symbol.symbol import _OUTPUT_NAMES
+    _OUTPUT_NAMES['Custom'] = _output_names
 
 
 _install()
