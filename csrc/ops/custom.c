@@ -134,7 +134,7 @@ static hg_status bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
 static hg_status private_copy(const hg_tensor *t, bool fill, hg_tensor **out)
 {
     hg_meta m = hg_meta_of(t);
-    HG_TRY(hg_tensor_new_zeroed(&m, out));
+    HG_TRY(fill ? hg_tensor_new_meta(&m, out) : hg_tensor_new_zeroed(&m, out));
     (*out)->storage->device_type = t->storage->device_type;
     (*out)->storage->device_id = t->storage->device_id;
     if (fill) memcpy(hg_data(*out), hg_data(t), hg_tensor_nbytes(t));
