@@ -222,6 +222,19 @@ def test_forward_runs_outside_the_tape_with_the_training_flag():
                     ('forward', False, False, False, ['write', 'write'])]
 
 
+def test_base_class_defaults():
+    prop = mx.operator.CustomOpProp()
+    assert prop.list_arguments() == ['data'] and prop.list_outputs() == ['output']
+    assert prop.list_auxiliary_states() == [] and prop.need_top_grad_
+    assert prop.declare_backward_dependency([0], [1], [2]) == [0, 1, 2]
+    assert mx.operator.CustomOpProp(need_top_grad=False).declare_backward_dependency(
+        [0], [1], [2]) == [1, 2]
+    # 'custom_op' is the base class itself (as MXNet registers it): shapes and dtypes pass
+    # through from the first argument.
+    y = mx.nd.Custom(mx.nd.ones((2, 5), dtype=np.float64), op_type='custom_op')
+    assert y.shape == (2, 5) and y.dtype == np.float64
+
+
 def test_one_operator_for_forward_and_backward():
     data = _rand(3, 4, seed=7)
     x = mx.nd.array(data)
