@@ -481,6 +481,28 @@ def test_bad_shape_rules_are_errors():
         mx.sym.Custom(mx.sym.var('x'), op_type='t_changes_input').eval(x=x)
 
 
+@mx.operator.register('t_no_outputs')
+class _NoOutputsProp(mx.operator.CustomOpProp):
+    def list_outputs(self):
+        return []
+
+
+@mx.operator.register('t_bad_names')
+class _BadNamesProp(mx.operator.CustomOpProp):
+    def list_arguments(self):
+        return 'data'
+
+
+def test_bad_properties_are_errors():
+    x = mx.nd.ones((2,))
+    for make in (lambda: mx.nd.Custom(x, op_type='t_no_outputs'),
+                 lambda: mx.sym.Custom(mx.sym.var('x'), op_type='t_no_outputs')):
+        with pytest.raises(mx.MXNetError, match="'t_no_outputs': has 1 argument.*0 output"):
+            make()
+    with pytest.raises(mx.MXNetError, match="'t_bad_names': list_arguments must return a list"):
+        mx.nd.Custom(x, op_type='t_bad_names')
+
+
 def test_bad_calls_are_errors():
     x = mx.nd.ones((2,))
     with pytest.raises(mx.MXNetError, match="'t_affine': input 'b' is missing"):

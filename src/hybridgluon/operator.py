@@ -158,6 +158,13 @@ class _Entry:
                                                                for n in names):
                 raise self.error('%s must return a list of names, got %r' % (what, names))
         self.args, self.outs, self.auxs = list(self.args), list(self.outs), list(self.auxs)
+        na, no, nx = len(self.args), len(self.outs), len(self.auxs)
+        # What a graph node can hold (ops/custom.c checks the same), so that an operator that
+        # runs imperatively also runs hybridized.
+        if no < 1 or na + nx > 32 or 2 * no + na + nx > 64:
+            raise self.error('has %d argument(s), %d output(s) and %d auxiliary state(s): it '
+                             'needs at least one output, at most 32 inputs and 2 * outputs + '
+                             'inputs <= 64' % (na, no, nx))
         self.ops = {}
         self.lock = threading.Lock()
 
