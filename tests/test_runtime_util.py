@@ -69,16 +69,6 @@ def test_util_np_array_semantics_cannot_be_turned_on():
         f()
 
 
-def test_custom_ops_refuse_with_a_clear_error():
-    class Sqr(mx.operator.CustomOp):
-        pass
-    with pytest.raises(mx.MXNetError, match="register\\('sqr'\\).*not supported"):
-        @mx.operator.register('sqr')
-        class SqrProp(mx.operator.CustomOpProp):
-            pass
-    assert mx.operator.CustomOpProp().list_arguments() == ['data']
-
-
 def test_small_names_mxnet_modules_have():
     from hybridgluon.ndarray import ndarray as ndm
     assert ndm.py_slice is slice

@@ -80,6 +80,8 @@ enum {
     HG_OP_NO_INPUTS = 1 << 3, /* creation op: shape/dtype come from attrs */
     HG_OP_VARARGS = 1 << 4,   /* input count from the num_args attribute */
     HG_OP_NO_GRAD = 1 << 5,   /* gradient is zero / undefined (comparisons, argmax, creation) */
+    HG_OP_HOST_CODE = 1 << 6, /* runs code of the host language (Custom: Python) through a
+                               * callback: a deployment without it (the C predictor) refuses it */
 };
 
 /* A gradient rule (see graph/grad.h): emits the backward ops of one node into a graph. */
@@ -123,6 +125,17 @@ struct hg_op_def {
      * NULL without it: differentiating through the op is an error naming it. */
     hg_grad_rule grad;
     uint32_t mutate_inputs; /* bit i: input i is an auxiliary state the op updates (BatchNorm) */
+    /* The same mask when it depends on the attributes (Custom's auxiliary states); NULL: use
+     * mutate_inputs. */
+    uint32_t (*get_mutate_inputs)(const hg_attrs *a);
+    /* Free-form attributes (Custom: op_type plus whatever keywords its Python class takes).
+     * Called when a node is built from attribute strings, after the schema's keys are parsed
+     * and checked, with the keys the schema does not name (annotations aside; n may be 0). The
+     * op keeps what it derives from them in the slots from num_attrs on: its private parsed
+     * state, which hg_attrs_set_defaults zeroes. The strings themselves stay with the node
+     * (JSON writes them back). NULL: an unknown key is an error. */
+    hg_status (*parse_free)(const hg_op_def *op, int n, const char *const *keys,
+                            const char *const *vals, hg_attrs *a);
 };
 
 /* Whether input i is one the op updates; ops with more than 32 inputs (a cached graph) mutate
@@ -130,6 +143,12 @@ struct hg_op_def {
 static inline bool hg_op_mutates_input(const hg_op_def *op, int i)
 {
     return i >= 0 && i < 32 && ((op->mutate_inputs >> i) & 1u);
+}
+/* The same for a node with parsed attributes a (which decide it for some ops; may be NULL). */
+static inline bool hg_op_mutates_input_a(const hg_op_def *op, const hg_attrs *a, int i)
+{
+    uint32_t m = op->get_mutate_inputs && a ? op->get_mutate_inputs(a) : op->mutate_inputs;
+    return i >= 0 && i < 32 && ((m >> i) & 1u);
 }
 
 /* Registry. The ops layer installs its family list (NULL-terminated tables of definitions,

@@ -164,6 +164,9 @@ void hg_attrs_set_defaults(const hg_op_def *op, hg_attrs *a)
             a->n = op->num_attrs;
             memcpy(a->v, g_defaults[g_by_ptr[i].op]->v,
                    sizeof(hg_attr_value) * (size_t)op->num_attrs);
+            if (op->parse_free) /* its private state: unset until parse_free fills it */
+                memset(a->v + op->num_attrs, 0,
+                       sizeof(hg_attr_value) * (size_t)(HG_MAX_ATTRS - op->num_attrs));
             return;
         }
     }

@@ -217,14 +217,30 @@ static hg_status parse_node_attrs(hg_snode *n)
     n->attrs = malloc(sizeof *n->attrs);
     if (!n->attrs) return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_attrs_set_defaults(op, n->attrs);
-    for (int i = 0; i < n->nattr; i++) {
+    /* Free-form ops get the keys outside their schema (kept in the node's sorted order). */
+    const char **fk = NULL, **fv = NULL;
+    int nfree = 0;
+    if (op->parse_free && n->nattr > 0) {
+        fk = malloc(sizeof(char *) * (size_t)n->nattr);
+        fv = malloc(sizeof(char *) * (size_t)n->nattr);
+    }
+    hg_status st = !op->parse_free || n->nattr == 0 || (fk && fv)
+                       ? HG_OK
+                       : hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < n->nattr && st == HG_OK; i++) {
         if (is_annotation(n->keys[i])) continue;
         int k = hg_attr_index(op, n->keys[i]);
-        hg_status st = k < 0 ? hg_attr_unknown(op, n->keys[i])
-                             : hg_attr_parse(op, k, n->vals[i], n->attrs);
-        if (st != HG_OK) return hg_error_prefix(st, "node '%s': ", n->name);
+        if (k < 0 && op->parse_free) {
+            fk[nfree] = n->keys[i];
+            fv[nfree++] = n->vals[i];
+            continue;
+        }
+        st = k < 0 ? hg_attr_unknown(op, n->keys[i]) : hg_attr_parse(op, k, n->vals[i], n->attrs);
     }
-    hg_status st = hg_attrs_finish(op, n->attrs);
+    if (st == HG_OK) st = hg_attrs_finish(op, n->attrs);
+    if (st == HG_OK && op->parse_free) st = op->parse_free(op, nfree, fk, fv, n->attrs);
+    free(fk);
+    free(fv);
     if (st != HG_OK) return hg_error_prefix(st, "node '%s': ", n->name);
     n->nout = hg_op_num_outputs(op, n->attrs);
     n->nvisible = hg_op_num_visible_outputs(op, n->attrs);
@@ -258,7 +274,7 @@ hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr, cons
             break;
         }
         n->in[i] = in[i];
-        if (hg_op_mutates_input(op, i)) n->in[i].version++;
+        if (hg_op_mutates_input_a(op, n->attrs, i)) n->in[i].version++;
         atomic_fetch_add(&n->in[i].node->refcount, 1);
         n->nin++;
     }

@@ -104,6 +104,28 @@ static const char *list_slots(const hg_pmodel *m, char *buf, size_t cap)
     return buf;
 }
 
+/* A node that calls host-language code (Custom: Python) cannot run in a C deployment, even in
+ * a process where the Python package happens to be loaded: the predictor promises no Python. */
+static hg_status refuse_host_code(const hg_symbol *s, const char *what)
+{
+    hg_snode **nodes;
+    int n;
+    HG_TRY(hg_symbol_topo(s, &nodes, &n));
+    hg_status st = HG_OK;
+    for (int i = 0; i < n && st == HG_OK; i++) {
+        const hg_snode *nd = nodes[i];
+        if (!nd->op || !(nd->op->flags & HG_OP_HOST_CODE)) continue;
+        int k = hg_attr_index(nd->op, "op_type");
+        st = hg_error(HG_ERR_UNSUPPORTED,
+                      "%s: node '%s' is operator %s%s%s%s, Python code: the C predictor cannot "
+                      "run it (run the model from Python, or replace the operator)",
+                      what, nd->name, nd->op->name, k >= 0 ? " (op_type '" : "",
+                      k >= 0 ? nd->attrs->v[k].s : "", k >= 0 ? "')" : "");
+    }
+    free(nodes);
+    return st;
+}
+
 /* Every variable of the graph becomes a slot; each is a data input or a parameter. */
 static hg_status match_variables(hg_pmodel *m, hg_ndlist *params, const char *what)
 {
@@ -186,6 +208,7 @@ hg_status hg_pmodel_load(const char *json, size_t json_len, hg_ndlist *params, i
         st = hg_symbol_from_json(json, json_len, &m->sym);
         if (st != HG_OK) hg_error_prefix(st, "%s: symbol JSON: ", what);
     }
+    if (st == HG_OK) st = refuse_host_code(m->sym, what);
     if (st == HG_OK) st = match_variables(m, params, what);
     if (st != HG_OK) {
         hg_pmodel_release(m);

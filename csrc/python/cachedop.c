@@ -222,7 +222,11 @@ static PyObject *co_infer(CachedOpObject *self, PyObject *args)
         }
         Py_DECREF(s);
     }
+    /* Without the GIL: a run of this plan on another thread may hold the plan's lock while a
+     * Custom op in it waits for the GIL. */
+    PyThreadState *ts = PyEval_SaveThread();
     hg_status st = hg_plan_infer(self->plan, in, out, partial);
+    PyEval_RestoreThread(ts);
     if (st) {
         hgpy_raise(st);
         goto done;
@@ -244,9 +248,14 @@ done:
 static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
 {
     hg_plan_stats s;
-    hg_plan_get_stats(self->plan, &s);
     char *text = NULL;
+    PyThreadState *ts = PyEval_SaveThread(); /* the plan's lock: see co_infer */
+    hg_plan_get_stats(self->plan, &s);
     hg_status st = hg_plan_describe(self->plan, &text);
+    hg_plan_stats f, b;
+    int nsaved;
+    bool training = st == HG_OK && hg_cachedop_train_stats(self->op, &f, &b, &nsaved);
+    PyEval_RestoreThread(ts);
     if (st) return hgpy_raise(st);
     PyObject *r = Py_BuildValue(
         "{s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:s}", "kernels", s.kernels, "folded_batchnorm",
@@ -255,9 +264,7 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
         (long long)s.unplanned_bytes, "peak_internal_bytes", (long long)s.peak_bytes,
         "total_internal_bytes", (long long)s.total_bytes, "plan", text);
     free(text);
-    hg_plan_stats f, b;
-    int nsaved;
-    if (r && hg_cachedop_train_stats(self->op, &f, &b, &nsaved)) {
+    if (r && training) {
         PyObject *t = Py_BuildValue(
             "{s:i,s:i,s:i,s:L,s:L,s:i,s:i,s:L,s:L}", "saved_activations", nsaved, "forward_kernels",
             f.kernels, "forward_fused_groups", f.fused_groups, "forward_planned_bytes",

@@ -160,5 +160,12 @@ class Function:
             set_recording(prev)
         if prev:
             outs = (outputs,) if not isinstance(outputs, (list, tuple)) else tuple(outputs)
+            from .symbol import Symbol
+            if any(isinstance(a, Symbol) for a in tuple(inputs) + outs):
+                raise MXNetError('autograd.Function %s was called on Symbols while recording (a '
+                                 'hybridized block traced under autograd.record()): a graph '
+                                 'cannot hold its Python backward; write the operator as an '
+                                 'mx.operator.CustomOp (the Custom op), which runs in graphs'
+                                 % type(self).__name__)
             _core.record_function(self, tuple(inputs), outs)
         return outputs

@@ -10363,6 +10363,30 @@ def _identity_with_attr_like_rhs(lhs: NDArray | None = None, rhs: NDArray | None
     ...
 
 
+def Custom(*args, **kwargs):
+    """nd.Custom(*inputs, op_type=name, **keywords): runs the registered operator on NDArrays
+    (see the module's docstring).
+    """
+    ...
+
+
+def _backward_Custom(ograd: NDArray | None = None, op_type: str = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_Custom(ograd, op_type=<required>)
+
+    Gradients of Custom: calls the operator's backward with (output gradients, arguments, outputs, auxiliary states) and returns the arguments' gradients.
+
+    Inputs
+    ------
+    ograd : NDArray
+
+    Parameters
+    ----------
+    op_type : string, required
+        the name the operator's CustomOpProp was registered under (mx.operator.register)
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None):
     """Counts of a's elements in bins, and the bin edges (MXNet's nd.histogram). bins: an int
     (equal bins over range, or over [a.min(), a.max()] when range is None) or an NDArray of

@@ -10324,6 +10324,30 @@ def _identity_with_attr_like_rhs(lhs: Symbol | None = None, rhs: Symbol | None =
     ...
 
 
+def Custom(*args, **kwargs):
+    """sym.Custom(*inputs, op_type=name, **keywords): a Custom node; inputs not given become
+    variables named <node>_<input>, as MXNet makes them.
+    """
+    ...
+
+
+def _backward_Custom(ograd: Symbol | None = None, op_type: str = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_Custom(ograd, op_type=<required>)
+
+    Gradients of Custom: calls the operator's backward with (output gradients, arguments, outputs, auxiliary states) and returns the arguments' gradients.
+
+    Inputs
+    ------
+    ograd : NDArray
+
+    Parameters
+    ----------
+    op_type : string, required
+        the name the operator's CustomOpProp was registered under (mx.operator.register)
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).

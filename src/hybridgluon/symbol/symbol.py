@@ -156,6 +156,11 @@ def _not_for_symbol(name, alias=None, why='It needs the values of the data.'):
 _INPLACE = ('A Symbol has no buffer to update; write `x = x + y` instead of `x += y`.')
 
 
+# Ops whose output names depend on the node's attributes (Custom: its list_outputs()):
+# op name -> callable(attrs) -> names. Filled by the modules that define such ops.
+_OUTPUT_NAMES = {}
+
+
 class Symbol(_core.Symbol):
     """A symbolic graph with one or more outputs."""
     __slots__ = ()
@@ -176,11 +181,12 @@ class Symbol(_core.Symbol):
     def _output_names(self, nodes, heads):
         out = []
         for node, index in heads:
-            name, op, _, _, nout, _ = nodes[node]
+            name, op, attrs, _, nout, _ = nodes[node]
             if op is None:
                 out.append(name)
                 continue
-            names = _core.op_info(op)['outputs']
+            named_by = _OUTPUT_NAMES.get(op)
+            names = named_by(attrs) if named_by else _core.op_info(op)['outputs']
             if names and index < len(names):
                 out.append('%s_%s' % (name, names[index]))
             else:
