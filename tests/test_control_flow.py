@@ -1,0 +1,241 @@
+"""Control flow (foreach, while_loop, cond): imperative against NumPy, hybridized (one graph node
+holding subgraphs, run by the executor) against imperative, forward and backward (finite
+differences: test_grad_control_flow.py); export / SymbolBlock.imports round trips; MXNet
+1.9.1's JSON (tests/mxnet_ref/control_flow.npz, made by gen_control_flow_ref.py) loaded and run
+against MXNet's outputs and gradients; bad graphs give clear errors."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import autograd, gluon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, 'mxnet_ref', 'control_flow.npz')
+
+
+def _np_tanh_rnn(x, h, w, u, b):
+    outs = []
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] @ w.T + b + h @ u.T)
+        outs.append(h * 2)
+    return np.stack(outs), h
+
+
+# ---- imperative ------------------------------------------------------------------------------
+def test_nd_foreach_matches_numpy_and_formats():
+    rng = np.random.RandomState(0)
+    x, h = rng.rand(4, 2, 3), rng.rand(2, 5)
+    w, u, b = rng.rand(5, 3), rng.rand(5, 5), rng.rand(5)
+    W, U, B = (mx.nd.array(a) for a in (w, u, b))
+
+    def step(xt, states):
+        ht = mx.nd.tanh(mx.nd.FullyConnected(xt, W, B, num_hidden=5)
+                        + mx.nd.FullyConnected(states[0], U, no_bias=True, num_hidden=5))
+        return ht * 2, [ht]
+    out, states = mx.nd.contrib.foreach(step, mx.nd.array(x), [mx.nd.array(h)])
+    ref_out, ref_h = _np_tanh_rnn(x, h, w, u, b)
+    assert isinstance(out, mx.nd.NDArray) and isinstance(states, list)
+    np.testing.assert_allclose(out.asnumpy(), ref_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(states[0].asnumpy(), ref_h, rtol=1e-5, atol=1e-6)
+    # lists of data and of outputs keep their nesting; no outputs gives []
+    outs, st = mx.nd.contrib.foreach(lambda xs, s: ([xs[0] + xs[1], xs[0]], s),
+                                     [mx.nd.array(x), mx.nd.array(x)], mx.nd.array(h))
+    assert isinstance(outs, list) and len(outs) == 2 and isinstance(st, mx.nd.NDArray)
+    np.testing.assert_allclose(outs[0].asnumpy(), 2 * x, rtol=1e-6)
+    none, _ = mx.nd.contrib.foreach(lambda xt, s: ([], [s[0] + xt]), mx.nd.array(x[:, 0]),
+                                    [mx.nd.array(h[0, :3])])
+    assert none == []
+
+
+def test_nd_while_loop_pads_with_zeros_and_cond_picks_branch():
+    i0, s0 = mx.nd.array([0.0]), mx.nd.array([1.0, 2.0])
+    outs, (i, s) = mx.nd.contrib.while_loop(lambda i, s: i < 3,
+                                            lambda i, s: ([s * 2], [i + 1, s + i]),
+                                            [i0, s0], max_iterations=5)
+    ref, cur = [], np.array([1.0, 2.0])
+    for k in range(3):
+        ref.append(cur * 2)
+        cur = cur + k
+    ref += [np.zeros(2)] * 2
+    np.testing.assert_allclose(outs[0].asnumpy(), np.stack(ref))
+    assert i.asscalar() == 3
+    np.testing.assert_allclose(s.asnumpy(), cur)
+    with pytest.raises(ValueError, match='max_iterations'):
+        mx.nd.contrib.while_loop(lambda i: i < 3, lambda i: (None, [i + 1]), [i0])
+    a = mx.nd.array([1.0, 2.0])
+    assert mx.nd.contrib.cond(a.sum() > 2, lambda: a * 2, lambda: a).asnumpy().tolist() == [2, 4]
+    assert mx.nd.contrib.cond(a.sum() > 9, lambda: a * 2, lambda: a).asnumpy().tolist() == [1, 2]
+
+
+# ---- hybridized against imperative -----------------------------------------------------------
+class _RNN(gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.w = self.params.get('w', shape=(5, 3))
+            self.u = self.params.get('u', shape=(5, 5))
+
+    def hybrid_forward(self, F, x, h, w, u):
+        def step(xt, states):
+            ht = F.tanh(F.FullyConnected(xt, w, no_bias=True, num_hidden=5)
+                        + F.FullyConnected(states[0], u, no_bias=True, num_hidden=5))
+            return ht * 2, [ht]
+        out, states = F.contrib.foreach(step, x, [h])
+        return out + 1, states[0]
+
+
+class _While(gluon.HybridBlock):
+    def hybrid_forward(self, F, i, s, w):
+        outs, (i2, s2) = F.contrib.while_loop(
+            lambda i, s: i < 3, lambda i, s: ([F.sin(s) * w], [i + 1, s * w + 0.5]), [i, s],
+            max_iterations=5)
+        return outs[0], s2
+
+
+class _Cond(gluon.HybridBlock):
+    def hybrid_forward(self, F, a, b):
+        out = F.contrib.cond(F.sum(a) > F.sum(b), lambda: [a * b, F.exp(a)],
+                             lambda: [a - b, a * a * b])
+        return out[0], out[1]
+
+
+def _run(block, inputs, hybridize, params=None):
+    if hybridize:
+        block.hybridize()
+    xs = [mx.nd.array(a) for a in inputs]
+    for x in xs:
+        x.attach_grad()
+    with autograd.record():
+        outs = block(*xs)
+        loss = sum(((o * o) * (k + 1)).sum() for k, o in enumerate(outs))
+    loss.backward()
+    got = [o.asnumpy() for o in outs] + [x.grad.asnumpy() for x in xs]
+    got += [p.grad().asnumpy() for p in (params or [])]
+    return got
+
+
+def _make_rnn():
+    net = _RNN(prefix='rnn_')
+    net.initialize()
+    rng = np.random.RandomState(1)
+    net.w.set_data(mx.nd.array(rng.uniform(-1, 1, (5, 3))))
+    net.u.set_data(mx.nd.array(rng.uniform(-1, 1, (5, 5))))
+    return net
+
+
+@pytest.mark.parametrize('kind', ['foreach', 'while', 'cond_then', 'cond_else'])
+def test_hybridized_forward_backward_equal_imperative(kind):
+    rng = np.random.RandomState(2)
+    if kind == 'foreach':
+        make, inputs = _make_rnn, [rng.rand(4, 2, 3), rng.rand(2, 5)]
+    elif kind == 'while':
+        make, inputs = _While, [np.zeros(1), rng.rand(2, 3), rng.rand(2, 3)]
+    else:
+        a, b = rng.rand(2, 3), rng.rand(2, 3)
+        make, inputs = _Cond, ([a + 1, b] if kind == 'cond_then' else [a, b + 1])
+    results = []
+    for hyb in (False, True):
+        block = make()
+        if kind != 'foreach':
+            block.initialize()
+        params = [block.w, block.u] if kind == 'foreach' else []
+        results.append(_run(block, inputs, hyb, params))
+    for imp, hyb in zip(*results):
+        np.testing.assert_allclose(hyb, imp, rtol=1e-5, atol=1e-6)
+
+
+def test_hybridized_graph_is_one_node_and_round_trips(tmp_path):
+    net = _make_rnn()
+    net.hybridize()
+    x, h = mx.nd.array(np.random.rand(3, 2, 3)), mx.nd.array(np.random.rand(2, 5))
+    out, hn = net(x, h)
+    prefix = str(tmp_path / 'rnn')
+    net.export(prefix)
+    doc = json.load(open(prefix + '-symbol.json'))
+    ops = [n['op'] for n in doc['nodes']]
+    assert ops.count('_foreach') == 1 and 'FullyConnected' not in ops  # the body is a subgraph
+    node = doc['nodes'][ops.index('_foreach')]
+    assert len(node['subgraphs']) == 1
+    assert {'in_data_locs', 'in_state_locs', 'remain_locs', 'num_args'} <= set(node['attrs'])
+    back = gluon.SymbolBlock.imports(prefix + '-symbol.json', ['data0', 'data1'],
+                                     prefix + '-0000.params')
+    out2, hn2 = back(x, h)
+    np.testing.assert_allclose(out2.asnumpy(), out.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(hn2.asnumpy(), hn.asnumpy(), rtol=1e-6)
+    text = open(prefix + '-symbol.json').read()
+    assert mx.sym.load_json(text).tojson() == text
+
+
+def test_foreach_unknown_dim_partial_inference():
+    data = mx.sym.var('data', shape=(0, 3, 4))
+    outs, _ = mx.sym.contrib.foreach(lambda x, s: (x + s[0], [s[0] * 2]), data,
+                                     [mx.sym.var('state')])
+    _, out_shapes, _ = outs.infer_shape_partial()
+    assert tuple(out_shapes[0]) == (0, 3, 4)
+    _, out_shapes, _ = outs.infer_shape(data=(5, 3, 4))
+    assert tuple(out_shapes[0]) == (5, 3, 4)
+
+
+# ---- MXNet 1.9.1's graphs -----------------------------------------------------------------------
+def _fixture():
+    if not os.path.exists(FIXTURE):
+        pytest.skip('control_flow.npz not generated')
+    return np.load(FIXTURE, allow_pickle=False)
+
+
+@pytest.mark.parametrize('case', ['foreach_rnn', 'foreach_nested', 'while', 'cond_then',
+                                  'cond_else'])
+def test_mxnet_json_loads_and_gives_mxnets_numbers(case):
+    fx = _fixture()
+    meta = json.loads(bytes(fx['meta']).decode())[case]
+    text = bytes(fx['%s_json' % case]).decode()
+    sym = mx.sym.load_json(text)
+    assert sym.tojson() == text  # the same bytes MXNet wrote
+    args = {k: mx.nd.array(fx['%s_arg_%s' % (case, k)]) for k in meta['args']}
+    grads = {k: mx.nd.zeros(v.shape) for k, v in args.items()}
+    ex = sym.bind(mx.cpu(), args, args_grad=grads)
+    outs = ex.forward(is_train=True)
+    for i, o in enumerate(outs):
+        want = fx['%s_out%d' % (case, i)]
+        rows = meta['rows'].get(str(i))
+        got = o.asnumpy()
+        if rows is not None:  # MXNet leaves the rows after the last step uninitialised
+            assert np.all(got[rows:] == 0)
+            got, want = got[:rows], want[:rows]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    ex.backward([mx.nd.array(fx['%s_ograd%d' % (case, i)]) for i in range(meta['nout'])])
+    for k in meta['args']:
+        np.testing.assert_allclose(grads[k].asnumpy(), fx['%s_grad_%s' % (case, k)],
+                                   rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+# ---- errors --------------------------------------------------------------------------------------
+def test_errors_are_clear():
+    with pytest.raises(mx.MXNetError, match='needs its subgraphs'):
+        mx.nd._internal._foreach(mx.nd.ones((2, 3)), num_args=2, num_outputs=1,
+                                 num_out_data=1, in_state_locs='[]', in_data_locs='[0]',
+                                 remain_locs='[]')
+    outs, _ = mx.sym.contrib.foreach(lambda x, s: (x * 2, []), mx.sym.var('d'), [])
+    doc = json.loads(outs.tojson())
+    node = [n for n in doc['nodes'] if n['op'] == '_foreach'][0]
+    node['attrs']['in_data_locs'] = '[7]'
+    bad = mx.sym.load_json(json.dumps(doc))
+    with pytest.raises(mx.MXNetError, match='in_data_locs entry 0'):
+        bad.bind(mx.cpu(), {'d': mx.nd.ones((2, 3))}).forward()
+    node['attrs']['in_data_locs'] = '[0]'
+    node['subgraphs'] = node['subgraphs'] * 2
+    bad = mx.sym.load_json(json.dumps(doc))
+    with pytest.raises(mx.MXNetError, match='needs 1 subgraph'):
+        bad.bind(mx.cpu(), {'d': mx.nd.ones((2, 3))}).forward()
+    del node['subgraphs']
+    bad = mx.sym.load_json(json.dumps(doc))
+    with pytest.raises(mx.MXNetError, match='needs its subgraphs'):
+        bad.bind(mx.cpu(), {'d': mx.nd.ones((2, 3))}).forward()
+    node['subgraphs'] = {'nodes': []}
+    with pytest.raises(mx.MXNetError, match='subgraphs'):
+        mx.sym.load_json(json.dumps(doc))
+    with pytest.raises(AssertionError, match='state arrays'):
+        mx.sym.contrib.foreach(lambda x, s: (x, [x]), mx.sym.var('d'), [mx.sym.var('s')])
