@@ -239,3 +239,16 @@ def test_errors_are_clear():
         mx.sym.load_json(json.dumps(doc))
     with pytest.raises(AssertionError, match='state arrays'):
         mx.sym.contrib.foreach(lambda x, s: (x, [x]), mx.sym.var('d'), [mx.sym.var('s')])
+
+
+def test_single_output_cond_unpacks_while_tracing():
+    class Block(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            (y,) = F.contrib.cond(x > 0.5, lambda: x * 2, lambda: x * 3, name='my_cond')
+            return y
+    block = Block()
+    block.initialize()
+    block.hybridize()
+    x = mx.nd.array([0.25])
+    assert block(x).asscalar() == 0.75
+    assert block(mx.nd.array([1.0])).asscalar() == 2.0

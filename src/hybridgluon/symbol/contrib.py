@@ -309,4 +309,16 @@ def cond(pred, then_func, else_func, name='cond'):
         'cond_input_locs': _locs(locs[0][0]), 'then_input_locs': _locs(locs[1][0]),
         'else_input_locs': _locs(locs[2][0]), 'num_outputs': n_then})
     outputs, _ = _cf_regroup([ret[i] for i in range(n_then)], then_fmt)
+    if isinstance(outputs, _Symbol):
+        outputs.__class__ = _BranchOutput
     return outputs
+
+
+class _BranchOutput(_Symbol):
+    """cond's result when a branch returns one Symbol. It stands for the branch's list of
+    outputs, so it iterates while tracing (MXNet code unpacks it: `(y,) = F.contrib.cond(...)`),
+    where iterating a traced Symbol is otherwise refused as a use of data."""
+    __slots__ = ()
+
+    def __iter__(self):
+        return (self[i] for i in range(self._num_outputs))
