@@ -252,3 +252,21 @@ def test_single_output_cond_unpacks_while_tracing():
     x = mx.nd.array([0.25])
     assert block(x).asscalar() == 0.75
     assert block(mx.nd.array([1.0])).asscalar() == 2.0
+
+
+def test_carried_values_and_branches_must_keep_their_shape():
+    i, s, a = mx.sym.var('i'), mx.sym.var('s'), mx.sym.var('a')
+    outs, lv = mx.sym.contrib.while_loop(
+        lambda i, s: i < 3, lambda i, s: ([s], [i + 1, mx.sym.concat(s, s, dim=0)]), [i, s],
+        max_iterations=4)
+    with pytest.raises(mx.MXNetError, match=r'loop variable 1 is \[2\].*after it'):
+        mx.sym.Group(outs + lv).bind(mx.cpu(), {'i': mx.nd.zeros((1,)),
+                                                's': mx.nd.ones((2,))}).forward()
+    out = mx.sym.contrib.cond(a.sum() > 0, lambda: a, lambda: mx.sym.concat(a, a, dim=0))
+    with pytest.raises(mx.MXNetError, match='output 0 is .* from then and .* from else'):
+        out.bind(mx.cpu(), {'a': mx.nd.ones((2,))}).forward()
+    outs, st = mx.sym.contrib.foreach(lambda x, s: (x, [mx.sym.concat(s[0], x, dim=0)]),
+                                      mx.sym.var('d'), [s])
+    with pytest.raises(mx.MXNetError, match='state 0 is'):
+        mx.sym.Group([outs] + st).bind(mx.cpu(), {'d': mx.nd.ones((3, 2)),
+                                                  's': mx.nd.ones((2,))}).forward()

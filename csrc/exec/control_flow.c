@@ -84,9 +84,25 @@ static void free_all(hg_tensor **t, int n)
     }
 }
 
-static void copy_into(hg_tensor *dst, const hg_tensor *src)
+static hg_status copy_into(hg_tensor *dst, const hg_tensor *src)
 {
-    if (dst != src) memcpy(hg_data(dst), hg_data(src), hg_tensor_nbytes(src));
+    if (dst == src) return HG_OK;
+    if (hg_tensor_nbytes(dst) != hg_tensor_nbytes(src)) /* inference rules this out */
+        return hg_error(HG_ERR_INTERNAL, "a loop value changed size between steps");
+    memcpy(hg_data(dst), hg_data(src), hg_tensor_nbytes(src));
+    return HG_OK;
+}
+
+/* A value carried from step to step (a state, a loop variable) must keep its shape and dtype:
+ * the step after reads what this one wrote. */
+static hg_status same_carried(const char *what, int j, const hg_meta *a, const hg_meta *b)
+{
+    if (!known(a) || !known(b)) return HG_OK;
+    if (a->dtype == b->dtype && hg_shape_equal(a->ndim, a->shape, b->ndim, b->shape)) return HG_OK;
+    char x[HG_SHAPE_STR], y[HG_SHAPE_STR];
+    return hg_error(HG_ERR_VALUE, "%s %d is %s (%s) before a step and %s (%s) after it", what, j,
+                    hg_shape_str(x, a->ndim, a->shape), hg_dtype_name(a->dtype),
+                    hg_shape_str(y, b->ndim, b->shape), hg_dtype_name(b->dtype));
 }
 
 /* dst += src (same shape and dtype). */
@@ -302,11 +318,7 @@ static hg_status foreach_infer(hg_cflow *c, hg_meta *in, hg_meta *out, hg_meta *
     for (int j = 0; j < nod; j++) out[j] = add0(steps, &bout[j]);
     for (int j = 0; j < ns; j++) {
         const hg_meta *a = &bin[sl->v[j]], *b = &bout[nod + j];
-        if (known(a) && known(b) && !hg_shape_equal(a->ndim, a->shape, b->ndim, b->shape)) {
-            char x[HG_SHAPE_STR], y[HG_SHAPE_STR];
-            return hg_error(HG_ERR_VALUE, "state %d has shape %s before a step and %s after it", j,
-                            hg_shape_str(x, a->ndim, a->shape), hg_shape_str(y, b->ndim, b->shape));
-        }
+        HG_TRY(same_carried("state", j, a, b));
         out[nod + j] = known(a) ? *a : *b;
         if (!known(&in[nd + j])) in[nd + j] = out[nod + j];
     }
@@ -327,6 +339,7 @@ static hg_status while_infer(hg_cflow *c, hg_meta *in, hg_meta *out, hg_meta *bi
     for (int j = 0; j < nod; j++) out[j] = add0(ival(c, W_MAXIT), &bout[j]);
     for (int j = 0; j < vl->n; j++) {
         const hg_meta *a = &in[fl->v[vl->v[j]]];
+        HG_TRY(same_carried("loop variable", j, a, &bout[nod + j]));
         out[nod + j] = known(a) ? *a : bout[nod + j];
     }
     gather(cl, in, bin);
@@ -344,7 +357,18 @@ static hg_status cond_infer(hg_cflow *c, hg_meta *in, hg_meta *out, hg_meta *bin
         gather(tup(c, C_COND + k), in, bin);
         HG_TRY(body_infer(c, k, bin, bout));
         scatter_unknown(tup(c, C_COND + k), bin, in);
-        for (int j = 0; j < c->nout; j++) out[j] = bout[j];
+        for (int j = 0; j < c->nout; j++) {
+            const hg_meta *e = &out[j], *t = &bout[j];
+            if (k == 1 && known(e) && known(t) &&
+                (e->dtype != t->dtype || !hg_shape_equal(e->ndim, e->shape, t->ndim, t->shape))) {
+                char x[HG_SHAPE_STR], y[HG_SHAPE_STR];
+                return hg_error(HG_ERR_VALUE,
+                                "output %d is %s (%s) from then and %s (%s) from else", j,
+                                hg_shape_str(x, t->ndim, t->shape), hg_dtype_name(t->dtype),
+                                hg_shape_str(y, e->ndim, e->shape), hg_dtype_name(e->dtype));
+            }
+            out[j] = *t;
+        }
     }
     return HG_OK;
 }
@@ -427,7 +451,7 @@ static hg_status foreach_loop(hg_cflow *c, bool is_train, hg_tensor *const *in,
         for (int j = 0; keep && j < ns && st == HG_OK; j++) {
             hg_meta m = hg_meta_of(cur[j]);
             st = hg_tensor_new_meta(&m, &keep[t * ns + j]);
-            if (st == HG_OK) copy_into(keep[t * ns + j], cur[j]);
+            if (st == HG_OK) st = copy_into(keep[t * ns + j], cur[j]);
         }
         if (st != HG_OK || (keep && t == steps - 1)) break;
         bool last = t == steps - 1;
@@ -456,7 +480,7 @@ static hg_status foreach_loop(hg_cflow *c, bool is_train, hg_tensor *const *in,
         }
     }
     if (st == HG_OK && out && steps == 0)
-        for (int j = 0; j < ns; j++) copy_into(out[nod + j], in[nd + j]);
+        for (int j = 0; j < ns && st == HG_OK; j++) st = copy_into(out[nod + j], in[nd + j]);
     free(cur);
     scratch_free(&s);
     return st;
@@ -542,7 +566,8 @@ static hg_status while_loop_run(hg_cflow *c, bool is_train, hg_tensor *const *in
         step++;
     }
     if (st == HG_OK && out) {
-        for (int j = 0; j < nv; j++) copy_into(out[nod + j], cur_in[var_input(c, j)]);
+        for (int j = 0; j < nv && st == HG_OK; j++)
+            st = copy_into(out[nod + j], cur_in[var_input(c, j)]);
         for (int j = 0; j < nod; j++) {
             size_t row = out[j]->shape[0] ? hg_tensor_nbytes(out[j]) / (size_t)out[j]->shape[0] : 0;
             memset((char *)hg_data(out[j]) + row * (size_t)step, 0,
@@ -630,7 +655,7 @@ static hg_status foreach_backward(hg_cflow *c, bool is_train, hg_tensor *const *
             bog[j] = NULL;
         }
     }
-    for (int j = 0; st == HG_OK && j < ns; j++) copy_into(gin[nd + j], carry[j]);
+    for (int j = 0; st == HG_OK && j < ns; j++) st = copy_into(gin[nd + j], carry[j]);
     free(carry);
     free_all(keep, (int)(steps * ns));
     free(keep);
