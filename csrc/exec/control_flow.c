@@ -154,12 +154,17 @@ static hg_status body_make(const hg_symbol *g, bool grad, body *b)
             vars[b->nvars++] = nodes[i];
         }
     if (st == HG_OK) st = hg_plan_create_entries(g, b->nvars, in, &b->fwd);
+    /* A body runs once a step: its arena stays between runs (the plan is this node's alone,
+     * and its lock serialises the runs). */
+    if (st == HG_OK) hg_plan_set_flags(b->fwd, hg_plan_env_flags() | HG_PLAN_STATIC_ALLOC);
     for (int h = 0; grad && st == HG_OK && h < g->n; h++) {
         st = hg_snode_new_var("_head_grad", &hgv[h]);
         hge[h] = in[b->nvars + h] = (hg_sentry){hgv[h], 0, 0};
     }
     if (grad && st == HG_OK) st = hg_graph_grad(g->n, g->heads, hge, b->nvars, vars, &gsym);
     if (grad && st == HG_OK) st = hg_plan_create_entries(gsym, b->nvars + g->n, in, &b->grad);
+    if (grad && st == HG_OK)
+        hg_plan_set_flags(b->grad, hg_plan_env_flags() | HG_PLAN_STATIC_ALLOC);
     for (int h = 0; hgv && h < g->n; h++) hg_snode_release(hgv[h]);
     hg_symbol_free(gsym);
     free(nodes);
