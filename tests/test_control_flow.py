@@ -270,3 +270,46 @@ def test_carried_values_and_branches_must_keep_their_shape():
     with pytest.raises(mx.MXNetError, match='state 0 is'):
         mx.sym.Group([outs] + st).bind(mx.cpu(), {'d': mx.nd.ones((3, 2)),
                                                   's': mx.nd.ones((2,))}).forward()
+
+
+def test_c_predictor_runs_an_exported_foreach(tmp_path):
+    """The no-Python deployment path (hybridgluon/predict.h through ctypes) runs the loop."""
+    import ctypes
+
+    class Spec(ctypes.Structure):
+        _fields_ = [('name', ctypes.c_char_p), ('ndim', ctypes.c_int),
+                    ('shape', ctypes.POINTER(ctypes.c_int64)), ('dtype', ctypes.c_int)]
+    lib = ctypes.CDLL(os.path.join(mx.get_lib_dir(), 'libhybridgluon.so'))
+    P = ctypes.c_void_p
+    lib.hg_predictor_create_from_files.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                                   ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                                   ctypes.POINTER(Spec), ctypes.POINTER(P)]
+    lib.hg_predictor_set_input.argtypes = [P, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.hg_predictor_forward.argtypes = [P]
+    lib.hg_predictor_get_output.argtypes = [P, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    lib.hg_predictor_free.argtypes = [P]
+    lib.hg_predictor_free.restype = None
+    lib.hg_last_error.restype = ctypes.c_char_p
+    net = _make_rnn()
+    net.hybridize()
+    x = np.random.RandomState(7).rand(3, 2, 3).astype(np.float32)
+    h = np.random.RandomState(8).rand(2, 5).astype(np.float32)
+    want = net(mx.nd.array(x), mx.nd.array(h))[0].asnumpy()
+    prefix = str(tmp_path / 'rnn')
+    net.export(prefix)
+    shapes = [(ctypes.c_int64 * 3)(3, 2, 3), (ctypes.c_int64 * 2)(2, 5)]
+    specs = (Spec * 2)(Spec(b'data0', 3, shapes[0], 0), Spec(b'data1', 2, shapes[1], 0))
+    p = P()
+    st = lib.hg_predictor_create_from_files((prefix + '-symbol.json').encode(),
+                                            (prefix + '-0000.params').encode(), 1, 0, 2, specs,
+                                            ctypes.byref(p))
+    assert st == 0, lib.hg_last_error()
+    try:
+        assert lib.hg_predictor_set_input(p, b'data0', x.ctypes.data, x.nbytes) == 0
+        assert lib.hg_predictor_set_input(p, b'data1', h.ctypes.data, h.nbytes) == 0
+        assert lib.hg_predictor_forward(p) == 0, lib.hg_last_error()
+        got = np.empty_like(want)
+        assert lib.hg_predictor_get_output(p, 0, got.ctypes.data, got.nbytes) == 0
+    finally:
+        lib.hg_predictor_free(p)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
