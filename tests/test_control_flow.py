@@ -313,3 +313,28 @@ def test_c_predictor_runs_an_exported_foreach(tmp_path):
     finally:
         lib.hg_predictor_free(p)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_hybridized_loop_called_from_threads():
+    import threading
+    net = _make_rnn()
+    net.hybridize()
+    rng = np.random.RandomState(9)
+    inputs = [(mx.nd.array(rng.rand(t, 2, 3)), mx.nd.array(rng.rand(2, 5))) for t in (2, 3, 5)]
+    want = [net(x, h)[0].asnumpy() for x, h in inputs]
+    errors = []
+
+    def work(k):
+        try:
+            for r in range(10):
+                x, h = inputs[(k + r) % 3]
+                got = net(x, h)[0].asnumpy()
+                np.testing.assert_allclose(got, want[(k + r) % 3], rtol=1e-6)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
