@@ -212,6 +212,21 @@ def test_mxnet_json_loads_and_gives_mxnets_numbers(case):
                                    rtol=1e-4, atol=1e-5, err_msg=k)
 
 
+@pytest.mark.parametrize('case', ['foreach_rnn', 'foreach_nested', 'while', 'cond_then'])
+def test_graphs_built_here_are_mxnets_json(case):
+    """The generator's own case functions, run on hybridgluon, write MXNet's bytes: names,
+    cut variables, locations and subgraphs as MXNet 1.9.1 made them."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, 'mxnet_ref'))
+    try:
+        import gen_control_flow_ref as gen
+    finally:
+        sys.path.pop(0)
+    fx = _fixture()
+    sym, _, _ = gen.build(mx, gen.CASES[case])
+    assert sym.tojson() == bytes(fx['%s_json' % case]).decode()
+
+
 # ---- errors --------------------------------------------------------------------------------------
 def test_errors_are_clear():
     with pytest.raises(mx.MXNetError, match='needs its subgraphs'):
