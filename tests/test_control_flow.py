@@ -353,3 +353,21 @@ def test_hybridized_loop_called_from_threads():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_random_ops_in_a_differentiated_body_are_refused():
+    class Block(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, h):
+            out, _ = F.contrib.foreach(lambda d, s: (F.Dropout(d, p=0.5) + s[0], [s[0] + d]),
+                                       x, [h])
+            return out
+    block = Block()
+    block.initialize()
+    block.hybridize()
+    x, h = mx.nd.ones((3, 2)), mx.nd.ones((2,))
+    assert block(x, h).shape == (3, 2)  # the forward runs
+    x.attach_grad()
+    with pytest.raises(mx.MXNetError, match=r"draws random numbers \(node '.*dropout0', Dropout"):
+        with autograd.record():
+            y = block(x, h)
+        y.backward()

@@ -133,6 +133,22 @@ static hg_status truthy(const hg_tensor *t, bool *out)
 
 /* ---- bodies ------------------------------------------------------------------------------- */
 
+/* The first node of g (nested subgraphs included) that draws random numbers, or NULL. */
+static hg_status find_random(const hg_symbol *g, int depth, const hg_snode **found)
+{
+    hg_snode **nodes = NULL;
+    int n = 0;
+    HG_TRY(hg_symbol_topo(g, &nodes, &n));
+    hg_status st = HG_OK;
+    for (int i = 0; i < n && !*found && st == HG_OK; i++) {
+        if (nodes[i]->op && (nodes[i]->op->flags & HG_OP_RANDOM)) *found = nodes[i];
+        for (int k = 0; k < nodes[i]->nsub && !*found && st == HG_OK && depth < 16; k++)
+            st = find_random(nodes[i]->sub[k], depth + 1, found);
+    }
+    free(nodes);
+    return st;
+}
+
 static hg_status body_make(const hg_symbol *g, bool grad, body *b)
 {
     hg_snode **nodes = NULL, **vars = NULL, **hgv = NULL;
@@ -161,6 +177,16 @@ static hg_status body_make(const hg_symbol *g, bool grad, body *b)
         st = hg_snode_new_var("_head_grad", &hgv[h]);
         hge[h] = in[b->nvars + h] = (hg_sentry){hgv[h], 0, 0};
     }
+    /* The backward recomputes each step's activations: draws would differ from the forward's,
+     * and the gradient would belong to other numbers. Refused rather than wrong. */
+    const hg_snode *rnd = NULL;
+    if (grad && st == HG_OK) st = find_random(g, 0, &rnd);
+    if (grad && st == HG_OK && rnd)
+        st = hg_error(HG_ERR_UNSUPPORTED,
+                      "the body draws random numbers (node '%s', %s): its gradient recomputes "
+                      "the steps and would draw others; differentiating it is not supported "
+                      "hybridized (call the block imperatively, or draw outside the loop)",
+                      rnd->name, rnd->op->name);
     if (grad && st == HG_OK) st = hg_graph_grad(g->n, g->heads, hge, b->nvars, vars, &gsym);
     if (grad && st == HG_OK) st = hg_plan_create_entries(gsym, b->nvars + g->n, in, &b->grad);
     if (grad && st == HG_OK)
