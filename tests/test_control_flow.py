@@ -371,3 +371,25 @@ def test_random_ops_in_a_differentiated_body_are_refused():
         with autograd.record():
             y = block(x, h)
         y.backward()
+
+
+@pytest.mark.parametrize('kind', ['while', 'cond'])
+def test_while_and_cond_export_round_trip_with_static_alloc(kind, tmp_path):
+    rng = np.random.RandomState(10)
+    if kind == 'while':
+        block, inputs = _While(), [np.zeros(1), rng.rand(2, 3), rng.rand(2, 3)]
+    else:
+        block, inputs = _Cond(), [rng.rand(2, 3) + 1, rng.rand(2, 3)]
+    block.initialize()
+    block.hybridize(static_alloc=True, static_shape=True)
+    xs = [mx.nd.array(a) for a in inputs]
+    want = [o.asnumpy() for o in block(*xs)]
+    again = [o.asnumpy() for o in block(*xs)]  # the kept arenas give the same numbers
+    for a, b in zip(want, again):
+        np.testing.assert_array_equal(a, b)
+    prefix = str(tmp_path / kind)
+    block.export(prefix)
+    names = ['data%d' % i for i in range(len(inputs))]
+    back = gluon.SymbolBlock.imports(prefix + '-symbol.json', names)
+    for got, w in zip(back(*xs), want):
+        np.testing.assert_allclose(got.asnumpy(), w, rtol=1e-6)
