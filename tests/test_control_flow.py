@@ -252,6 +252,14 @@ def test_errors_are_clear():
     node['subgraphs'] = {'nodes': []}
     with pytest.raises(mx.MXNetError, match='subgraphs'):
         mx.sym.load_json(json.dumps(doc))
+    outs, st = mx.sym.contrib.foreach(lambda x, s: (x * s[0], [s[0] + 1]), mx.sym.var('d'),
+                                      [mx.sym.var('s')])
+    doc = json.loads(mx.sym.Group([outs] + st).tojson())
+    node = [n for n in doc['nodes'] if n['op'] == '_foreach'][0]
+    node['attrs']['in_state_locs'] = node['attrs']['in_data_locs']  # a hostile file
+    bad = mx.sym.load_json(json.dumps(doc))
+    with pytest.raises(mx.MXNetError, match='name input 0 twice'):
+        bad.bind(mx.cpu(), {'d': mx.nd.ones((2, 3)), 's': mx.nd.ones((3,))}).forward()
     with pytest.raises(AssertionError, match='state arrays'):
         mx.sym.contrib.foreach(lambda x, s: (x, [x]), mx.sym.var('d'), [mx.sym.var('s')])
 
@@ -393,3 +401,14 @@ def test_while_and_cond_export_round_trip_with_static_alloc(kind, tmp_path):
     back = gluon.SymbolBlock.imports(prefix + '-symbol.json', names)
     for got, w in zip(back(*xs), want):
         np.testing.assert_allclose(got.asnumpy(), w, rtol=1e-6)
+
+
+def test_more_free_variables_than_a_location_list_holds_is_a_clear_error():
+    ws = [mx.sym.var('w%d' % i) for i in range(40)]
+
+    def step(x, s):
+        for w in ws:
+            x = x + w
+        return x, [s[0] + x]
+    with pytest.raises(mx.MXNetError, match='reads 40 values .* at most 32'):
+        mx.sym.contrib.foreach(step, mx.sym.var('d'), [mx.sym.var('s')])

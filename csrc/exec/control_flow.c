@@ -189,8 +189,7 @@ static hg_status body_make(const hg_symbol *g, bool grad, body *b)
                       rnd->name, rnd->op->name);
     if (grad && st == HG_OK) st = hg_graph_grad(g->n, g->heads, hge, b->nvars, vars, &gsym);
     if (grad && st == HG_OK) st = hg_plan_create_entries(gsym, b->nvars + g->n, in, &b->grad);
-    if (grad && st == HG_OK)
-        hg_plan_set_flags(b->grad, hg_plan_env_flags() | HG_PLAN_STATIC_ALLOC);
+    if (grad && st == HG_OK) hg_plan_set_flags(b->grad, hg_plan_env_flags() | HG_PLAN_STATIC_ALLOC);
     for (int h = 0; hgv && h < g->n; h++) hg_snode_release(hgv[h]);
     hg_symbol_free(gsym);
     free(nodes);
@@ -221,6 +220,24 @@ static hg_status locs_check(const hg_cflow *c, int k, const char *what, int coun
     return HG_OK;
 }
 
+/* The locations in attributes keys[0..n) name each of [0, limit) at most once. */
+static hg_status distinct(const hg_cflow *c, const int *keys, int n, int limit, const char *what)
+{
+    char *seen = calloc((size_t)limit + 1, 1);
+    if (!seen) return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_status st = HG_OK;
+    for (int k = 0; k < n && st == HG_OK; k++) {
+        const hg_tuple *t = tup(c, keys[k]);
+        for (int i = 0; i < t->n && st == HG_OK; i++) {
+            if (seen[t->v[i]])
+                st = hg_error(HG_ERR_VALUE, "%s name input %lld twice", what, (long long)t->v[i]);
+            seen[t->v[i]] = 1;
+        }
+    }
+    free(seen);
+    return st;
+}
+
 static hg_status check_layout(hg_cflow *c)
 {
     int nout = c->nout;
@@ -238,6 +255,10 @@ static hg_status check_layout(hg_cflow *c)
         if (nd + ns + tup(c, F_REMAIN)->n != nv)
             return hg_error(HG_ERR_VALUE, "the body has %d inputs, the locations name %d", nv,
                             nd + ns + tup(c, F_REMAIN)->n);
+        /* Each body input is fed by exactly one node input (a run frees the data slices it
+         * made by location, so a shared location would free a state). */
+        int keys[3] = {F_DATA, F_STATE, F_REMAIN};
+        HG_TRY(distinct(c, keys, 3, nv, "in_data_locs, in_state_locs and remain_locs"));
     } else if (c->kind == K_WHILE) {
         int nod = (int)ival(c, W_NOD);
         if (nod < 0 || nod > nout) return hg_error(HG_ERR_VALUE, "num_out_data is out of range");
@@ -249,6 +270,8 @@ static hg_status check_layout(hg_cflow *c)
         HG_TRY(locs_check(c, W_COND, "cond_input_locs", c->b[0].nvars, c->nin));
         HG_TRY(locs_check(c, W_FUNC, "func_input_locs", c->b[1].nvars, c->nin));
         HG_TRY(locs_check(c, W_VARS, "func_var_locs", nout - nod, c->b[1].nvars));
+        int keys[1] = {W_VARS};
+        HG_TRY(distinct(c, keys, 1, c->b[1].nvars, "func_var_locs"));
     } else {
         if (c->b[0].nheads != 1) return hg_error(HG_ERR_VALUE, "pred must have one output");
         for (int k = 1; k < 3; k++)

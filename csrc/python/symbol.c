@@ -143,8 +143,8 @@ static PyObject *symbol_op(PyObject *mod, PyObject *args)
             if (!(subs[i] = as_symbol(PySequence_Fast_GET_ITEM(subseq, i)))) goto done;
     }
     hg_symbol *s;
-    hg_status st = subs ? hg_symbol_op_sub(op, name, n, keys, vals, (int)nin, ins, (int)nsub,
-                                           subs, &s)
+    hg_status st = subs ? hg_symbol_op_sub(op, name, n, keys, vals, (int)nin, ins, (int)nsub, subs,
+                                           &s)
                         : hg_symbol_op(op, name, n, keys, vals, (int)nin, ins, &s);
     res = st ? hgpy_raise(st) : wrap_symbol(s);
 done:

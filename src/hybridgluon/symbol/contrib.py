@@ -13,7 +13,7 @@ _register_prefixed(globals(), '_contrib_', _make)
 import copy as _copy  # noqa: E402
 from collections import defaultdict as _defaultdict  # noqa: E402
 
-from .. import _core  # noqa: E402
+from .. import _core, base  # noqa: E402
 from ..attribute import AttrScope as _AttrScope  # noqa: E402
 from ..attribute import current as _attr_scope  # noqa: E402
 from .symbol import NameManager as _NameManager  # noqa: E402
@@ -123,7 +123,15 @@ def _node(op, subgraphs, inputs, attrs):
     return _with_origin(_core.symbol_op(op, name, str_attrs, list(inputs), list(subgraphs)))
 
 
+_MAX_LOCS = 32  # the longest tuple an op attribute holds here (HG_MAX_TUPLE)
+
+
 def _locs(values):
+    if len(values) > _MAX_LOCS:
+        raise base._MXNetValueError(
+            'a control-flow body reads %d values (inputs and free variables) through one '
+            'location list; hybridgluon holds at most %d there (MXNet has no limit): group '
+            'parameters, or run the block imperatively' % (len(values), _MAX_LOCS))
     return '[%s]' % ', '.join(str(int(v)) for v in values)
 
 
