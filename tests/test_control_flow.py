@@ -412,3 +412,31 @@ def test_more_free_variables_than_a_location_list_holds_is_a_clear_error():
         return x, [s[0] + x]
     with pytest.raises(mx.MXNetError, match='reads 40 values .* at most 32'):
         mx.sym.contrib.foreach(step, mx.sym.var('d'), [mx.sym.var('s')])
+
+
+def test_repeated_outputs_stay_repeated_and_run():
+    """MXNet copies a foreach state that is also an output through identity, but leaves an
+    output given twice as a repeated head; the executor fills both."""
+    d, s, s2 = mx.sym.var('d'), mx.sym.var('s'), mx.sym.var('s2')
+
+    def step(x, st):
+        out = x + st[0] * 2 + st[1]
+        return [out, out], [out, out * 3]
+    outs, states = mx.sym.contrib.foreach(step, d, [s, s2])
+    doc = json.loads(mx.sym.Group(outs + states).tojson())
+    body = [n for n in doc['nodes'] if n['op'] == '_foreach'][0]['subgraphs'][0]
+    heads = [tuple(h) for h in body['heads']]
+    assert heads[0] == heads[1] and len(set(heads)) == 3  # state 0 went through identity
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    ex = mx.sym.Group(outs + states).bind(mx.cpu(), {'d': mx.nd.array(x), 's': mx.nd.ones(2),
+                                                     's2': mx.nd.ones(2)})
+    got = [o.asnumpy() for o in ex.forward()]
+    a, b, ref = np.ones(2), np.ones(2), []
+    for t in range(3):
+        out = x[t] + a * 2 + b
+        ref.append(out)
+        a, b = out, out * 3
+    np.testing.assert_allclose(got[0], np.stack(ref))
+    np.testing.assert_allclose(got[1], np.stack(ref))
+    np.testing.assert_allclose(got[2], a)
+    np.testing.assert_allclose(got[3], b)

@@ -79,16 +79,19 @@ def _in_graph(sym, name):
     return sym.list_attr().get('__subgraph_name__', '') == name
 
 
-def _make_outputs(outputs, name):
+def _make_outputs(outputs, name, states=()):
     """The subgraph's heads: an output that is an input or made outside the body goes through
-    identity (a head must be a node of the body, distinct from its inputs)."""
-    inputs = set(_Group(outputs).list_inputs()) if outputs else set()
-    seen, flat = set(), []
+    identity (a head must be a node of the body, distinct from its inputs); so does a state
+    (foreach) that is also an output. Repeated outputs stay repeated, as in MXNet."""
+    everything = list(outputs) + list(states)
+    inputs = set(_Group(everything).list_inputs()) if everything else set()
+    out_names = {o.name for o in outputs}
+    flat = []
     for o in outputs:
-        if o.name in inputs or o.name in seen or not _in_graph(o, name):
-            o = _identity(o)
-        seen.add(o.name)
-        flat.append(o)
+        flat.append(_identity(o) if o.name in inputs or not _in_graph(o, name) else o)
+    for o in states:
+        copy = o.name in inputs or o.name in out_names or not _in_graph(o, name)
+        flat.append(_identity(o) if copy else o)
     return _Group(flat)
 
 
@@ -157,7 +160,7 @@ def foreach(body, data, init_states, name='foreach'):
         _check_symbols(sym_states,
                        'the output states should be an NDArray or a nested list of NDArrays')
         num_out_data, num_states = len(sym_out), len(sym_states)
-        graph = _make_outputs(sym_out + sym_states, name)
+        graph = _make_outputs(sym_out, name, sym_states)
     graph, cut = _cut(graph)
     names = graph.list_inputs()
     if len(set(names)) != len(names):
