@@ -13,7 +13,8 @@ _register_prefixed(globals(), '_contrib_', _make)
 import copy as _copy  # noqa: E402
 from collections import defaultdict as _defaultdict  # noqa: E402
 
-from .. import _core, base  # noqa: E402
+from .. import _core  # noqa: E402
+from .. import base as _base  # noqa: E402
 from ..attribute import AttrScope as _AttrScope  # noqa: E402
 from ..attribute import current as _attr_scope  # noqa: E402
 from .symbol import NameManager as _NameManager  # noqa: E402
@@ -131,7 +132,7 @@ _MAX_LOCS = 32  # the longest tuple an op attribute holds here (HG_MAX_TUPLE)
 
 def _locs(values):
     if len(values) > _MAX_LOCS:
-        raise base._MXNetValueError(
+        raise _base._MXNetValueError(
             'a control-flow body reads %d values (inputs and free variables) through one '
             'location list; hybridgluon holds at most %d there (MXNet has no limit): group '
             'parameters, or run the block imperatively' % (len(values), _MAX_LOCS))
