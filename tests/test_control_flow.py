@@ -440,3 +440,41 @@ def test_repeated_outputs_stay_repeated_and_run():
     np.testing.assert_allclose(got[1], np.stack(ref))
     np.testing.assert_allclose(got[2], a)
     np.testing.assert_allclose(got[3], b)
+
+
+def test_language_model_loop_over_int_token_ids():
+    """The RNN-LM pattern: int32 token ids sliced per step into an Embedding; hybridized
+    gradients of the embedding and recurrent weights equal the imperative ones."""
+    class LM(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.emb = self.params.get('emb', shape=(10, 4))
+                self.u = self.params.get('u', shape=(4, 4))
+
+        def hybrid_forward(self, F, tok, h, emb, u):
+            def step(t, st):
+                hn = F.tanh(F.Embedding(t, emb, input_dim=10, output_dim=4)
+                            + F.dot(st[0], u))
+                return hn, [hn]
+            out, _ = F.contrib.foreach(step, tok, [h])
+            return out
+    rng = np.random.RandomState(11)
+    tok = mx.nd.array(rng.randint(0, 10, (5, 2)), dtype='int32')
+    h = mx.nd.zeros((2, 4))
+    res = []
+    for hyb in (False, True):
+        net = LM()
+        net.initialize()
+        net.emb.set_data(mx.nd.array(np.random.RandomState(0).rand(10, 4)))
+        net.u.set_data(mx.nd.array(np.random.RandomState(1).rand(4, 4)))
+        if hyb:
+            net.hybridize()
+        with autograd.record():
+            out = net(tok, h)
+            loss = (out * out).sum()
+        loss.backward()
+        res.append([out.asnumpy(), net.emb.grad().asnumpy(), net.u.grad().asnumpy()])
+    for imp, hyb in zip(*res):
+        np.testing.assert_allclose(hyb, imp, rtol=1e-5, atol=1e-6)
+    assert np.abs(res[1][1]).sum() > 0
