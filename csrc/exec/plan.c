@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/env.h"
+#include "exec/control_flow.h"
 #include "exec/plan_impl.h"
 
 void hg_plan_free(hg_plan *p)
@@ -24,6 +25,8 @@ void hg_plan_free(hg_plan *p)
     free(p->input_entry);
     free(p->fed_slot);
     free(p->head_entry);
+    for (int i = 0; p->cf && i < p->n; i++) hg_cflow_free(p->cf[i]);
+    free(p->cf);
     free(p->needed);
     free(p->uses);
     free(p->meta);
@@ -151,6 +154,11 @@ hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentr
         if (!p->meta || !p->fed_slot || !p->uses) st = hg_error(HG_ERR_MEMORY, "out of memory");
     }
     if (st == HG_OK) st = analyse(p, inputs);
+    if (st == HG_OK && !(p->cf = calloc((size_t)p->n + 1, sizeof *p->cf)))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    /* Control-flow nodes that run plan their subgraphs now, once. */
+    for (int i = 0; st == HG_OK && i < p->n; i++)
+        if (p->nodes[i]->nsub && p->needed[i]) st = hg_cflow_new(p->nodes[i], &p->cf[i]);
     if (st == HG_OK) {
         p->flags = hg_plan_env_flags();
         p->print = hg_env_on("HG_PRINT_PLAN");
@@ -295,7 +303,8 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
                 im[k].dtype = dt;
             }
     }
-    st = nd->op->infer(nd->op, nd->attrs, nd->nin, im, nd->nout, om);
+    if (p->cf[i]) st = hg_cflow_infer(p->cf[i], nd->nin, im, nd->nout, om);
+    else st = nd->op->infer(nd->op, nd->attrs, nd->nin, im, nd->nout, om);
     if (st == HG_OK) {
         /* What the consumers knew of the outputs stays known. */
         for (int k = 0; k < nold && st == HG_OK; k++) {
@@ -543,7 +552,8 @@ static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int
     for (int k = 0; k < nout; k++) out[k] = cur[outs[k]];
     hg_exec_ctx ctx = {is_train, s->ws_bytes ? (char *)p->arena + s->ws_off : NULL, s->ws_bytes};
     hg_status st;
-    if (nd->op->forward) st = nd->op->forward(nd->op, nd->attrs, &ctx, nin, in, nout, out);
+    if (p->cf[node]) st = hg_cflow_run(p->cf[node], is_train, nin, in, nout, out);
+    else if (nd->op->forward) st = nd->op->forward(nd->op, nd->attrs, &ctx, nin, in, nout, out);
     else st = hg_ew_forward(nd->op, nd->attrs, nin, in, out[0]);
     if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
     if (in != in_stack) free(in);

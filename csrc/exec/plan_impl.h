@@ -44,6 +44,7 @@ struct hg_plan {
     int *head_entry;
     bool *needed; /* node runs (dead-code elimination, fed values) */
     int *uses; /* entry -> readers among needed nodes + heads */
+    struct hg_cflow **cf; /* per node: the control-flow runner of a node with subgraphs */
     hg_meta *meta; /* per entry, for the current signature */
     hg_meta *sig; /* input metas the current plan was made for */
     unsigned flags;

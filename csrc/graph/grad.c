@@ -205,6 +205,36 @@ void hg_g_op_fwd_attrs(hg_grad_ctx *g, const char *name, int nin, const hg_sentr
     emit(g, op, n, keys, vals, nin, in, nout, out);
 }
 
+/* The rule of every node with subgraphs (control flow): one backward node, _backward_<op>,
+ * with the forward attributes and subgraphs, reading the output gradients and the forward
+ * inputs and returning every input's gradient (the executor runs the bodies' gradients). */
+static hg_status subgraph_grad(hg_grad_ctx *g)
+{
+    const hg_snode *f = g->node;
+    char name[64];
+    snprintf(name, sizeof name, "_backward_%s", f->op->name + (f->op->name[0] == '_'));
+    int nin = f->nout + f->nin;
+    hg_sentry *in = malloc(sizeof *in * (size_t)nin), *out = malloc(sizeof *out * (size_t)f->nin);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < f->nout; i++) in[i] = hg_g_ograd(g, i);
+    for (int k = 0; k < f->nin; k++) in[f->nout + k] = f->in[k];
+    hg_g_op_fwd_attrs(g, name, nin, in, NULL, f->nin, out);
+    if (g->st == HG_OK && g->nmade > 0) {
+        hg_snode *b = g->made[g->nmade - 1];
+        hg_status st = hg_snode_set_subgraphs(b, f->nsub, (const hg_symbol *const *)f->sub);
+        if (st != HG_OK) fail(g, st);
+    }
+    for (int k = 0; g->st == HG_OK && k < f->nin; k++)
+        if (g->needs[k]) hg_g_set(g, k, out[k]);
+    free(in);
+    free(out);
+    return g->st;
+}
+
 hg_sentry hg_g_scalar(hg_grad_ctx *g, const char *scalar_op, hg_sentry x, double v)
 {
     return hg_g_op(g, scalar_op, HG_GIN(x), HG_KV("scalar", hg_g_fmt(g, "%.17g", v)));
@@ -296,7 +326,7 @@ hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *hea
         bool any = false;
         for (int k = 0; k < nd->nout; k++) any |= grads[entry[i] + k].n > 0;
         if (!any) continue;
-        if (!nd->op->grad) {
+        if (!nd->op->grad && !nd->nsub) {
             if (nd->op->flags & HG_OP_NO_GRAD) continue;
             st = hg_error(HG_ERR_VALUE,
                           "cannot differentiate through node '%s': operator %s "
@@ -332,7 +362,7 @@ hg_status hg_graph_grad(int nheads, const hg_sentry *heads, const hg_sentry *hea
             need_in[k] = needs[in_idx[off[i] + k]] && !hg_op_mutates_input(nd->op, k);
             igrads[k] = NO_ENTRY;
         }
-        if (g.st == HG_OK) g.st = nd->op->grad(&g);
+        if (g.st == HG_OK) g.st = nd->nsub ? subgraph_grad(&g) : nd->op->grad(&g);
         st = g.st;
         if (st != HG_OK) {
             hg_error_prefix(st, "gradient of node '%s' (%s): ", nd->name, nd->op->name);

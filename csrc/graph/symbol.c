@@ -47,6 +47,8 @@ static void node_release(hg_snode *n)
         free(n->in);
         free(n->name);
         free(n->origin);
+        for (int i = 0; i < n->nsub; i++) hg_symbol_free(n->sub[i]); /* depth = nesting */
+        free(n->sub);
         if (n->ext_release) n->ext_release(n->ext);
         free(n);
         n = NULL;
@@ -286,6 +288,28 @@ hg_status hg_snode_new_op(const hg_op_def *op, const char *name, int nattr, cons
     return HG_OK;
 }
 
+hg_status hg_snode_set_subgraphs(hg_snode *n, int nsub, const hg_symbol *const *subs)
+{
+    if (!n || nsub < 0 || (nsub && !subs) || n->nsub)
+        return hg_error(HG_ERR_VALUE, "hg_snode_set_subgraphs: bad arguments");
+    if (!nsub) return HG_OK;
+    hg_symbol **copy = calloc((size_t)nsub, sizeof *copy);
+    if (!copy) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < nsub; i++) {
+        hg_status st = subs[i]
+                           ? hg_symbol_group(1, &subs[i], &copy[i])
+                           : hg_error(HG_ERR_VALUE, "node '%s': subgraph %d is NULL", n->name, i);
+        if (st != HG_OK) {
+            for (int k = 0; k < i; k++) hg_symbol_free(copy[k]);
+            free(copy);
+            return st;
+        }
+    }
+    n->sub = copy;
+    n->nsub = nsub;
+    return HG_OK;
+}
+
 hg_status hg_snode_new_var(const char *name, hg_snode **out)
 {
     hg_snode *n = node_new(name);
@@ -363,6 +387,22 @@ hg_status hg_symbol_op(const hg_op_def *op, const char *name, int nattr, const c
     for (int i = 0; i < n->nvisible; i++) {
         s->heads[i] = (hg_sentry){n, i, 0};
         if (i) atomic_fetch_add(&n->refcount, 1);
+    }
+    *out = s;
+    return HG_OK;
+}
+
+hg_status hg_symbol_op_sub(const hg_op_def *op, const char *name, int nattr,
+                           const char *const *keys, const char *const *vals, int nin,
+                           const hg_symbol *const *inputs, int nsub, const hg_symbol *const *subs,
+                           hg_symbol **out)
+{
+    hg_symbol *s;
+    HG_TRY(hg_symbol_op(op, name, nattr, keys, vals, nin, inputs, &s));
+    hg_status st = hg_snode_set_subgraphs(s->heads[0].node, nsub, subs);
+    if (st != HG_OK) {
+        hg_symbol_free(s);
+        return st;
     }
     *out = s;
     return HG_OK;
@@ -647,6 +687,8 @@ hg_status hg_symbol_compose(const hg_symbol *s, int n, const char *const *names,
         st = hg_snode_new_op(nd->op, nd->name, nd->nattr, (const char *const *)nd->keys,
                              (const char *const *)nd->vals, nd->nin, in, &copy[i]);
         if (in != in_stack) free(in);
+        if (st == HG_OK && nd->nsub)
+            st = hg_snode_set_subgraphs(copy[i], nd->nsub, (const hg_symbol *const *)nd->sub);
         if (st == HG_OK && nd->origin) {
             size_t len = strlen(nd->origin) + 1;
             if ((copy[i]->origin = malloc(len))) memcpy(copy[i]->origin, nd->origin, len);
@@ -709,46 +751,48 @@ static void entry_array(hg_strbuf *sb, const int *e, int n, int level)
     hg_sb_put(sb, "]", 1);
 }
 
-hg_status hg_symbol_to_json(const hg_symbol *s, char **out)
+/* Writes s at indentation level b (0: the document; a subgraph nests inside its node). MXNet
+ * writes the version attribute only on the document. */
+static hg_status write_json(const hg_symbol *s, hg_strbuf *out, int b, bool top)
 {
     hg_snode **nodes;
     int n;
     ptrmap map;
     HG_TRY(topo(s, &nodes, &n, &map));
-    hg_strbuf sb = {0};
+    hg_strbuf sb = *out;
     int *tmp = malloc(sizeof(int) * (size_t)(3 * (s->n + 1) + n + 1 + 3 * 64));
     int tcap = 3 * (s->n + 1) + n + 1 + 3 * 64;
     hg_status st = tmp ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
     hg_sb_puts(&sb, "{");
-    indent(&sb, 1);
+    indent(&sb, b + 1);
     hg_sb_puts(&sb, "\"nodes\": [");
     for (int i = 0; i < n && st == HG_OK; i++) {
         hg_snode *nd = nodes[i];
         if (i) hg_sb_put(&sb, ", ", 2);
-        indent(&sb, 2);
+        indent(&sb, b + 2);
         hg_sb_puts(&sb, "{");
-        indent(&sb, 3);
+        indent(&sb, b + 3);
         hg_sb_puts(&sb, "\"op\": ");
         hg_sb_json_string(&sb, nd->op ? nd->op->name : "null");
         hg_sb_put(&sb, ", ", 2);
-        indent(&sb, 3);
+        indent(&sb, b + 3);
         hg_sb_puts(&sb, "\"name\": ");
         hg_sb_json_string(&sb, nd->name);
         hg_sb_put(&sb, ", ", 2);
         if (nd->nattr) {
-            indent(&sb, 3);
+            indent(&sb, b + 3);
             hg_sb_puts(&sb, "\"attrs\": {");
             for (int k = 0; k < nd->nattr; k++) {
                 if (k) hg_sb_put(&sb, ", ", 2);
-                if (nd->nattr > 1) indent(&sb, 4);
+                if (nd->nattr > 1) indent(&sb, b + 4);
                 hg_sb_json_string(&sb, nd->keys[k]);
                 hg_sb_puts(&sb, ": ");
                 hg_sb_json_string(&sb, nd->vals[k]);
             }
-            if (nd->nattr > 1) indent(&sb, 3);
+            if (nd->nattr > 1) indent(&sb, b + 3);
             hg_sb_puts(&sb, "}, ");
         }
-        indent(&sb, 3);
+        indent(&sb, b + 3);
         hg_sb_puts(&sb, "\"inputs\": ");
         if (3 * nd->nin > tcap) {
             int *t = realloc(tmp, sizeof(int) * (size_t)(3 * nd->nin));
@@ -764,12 +808,27 @@ hg_status hg_symbol_to_json(const hg_symbol *s, char **out)
             tmp[3 * k + 1] = nd->in[k].index;
             tmp[3 * k + 2] = nd->in[k].version;
         }
-        entry_array(&sb, tmp, nd->nin, 3);
-        indent(&sb, 2);
+        entry_array(&sb, tmp, nd->nin, b + 3);
+        for (int k = 0; k < nd->nsub && st == HG_OK; k++) {
+            if (k == 0) {
+                hg_sb_put(&sb, ", ", 2);
+                indent(&sb, b + 3);
+                hg_sb_puts(&sb, "\"subgraphs\": [");
+            } else {
+                hg_sb_put(&sb, ", ", 2);
+            }
+            indent(&sb, b + 4);
+            st = write_json(nd->sub[k], &sb, b + 4, false);
+            if (k == nd->nsub - 1) {
+                indent(&sb, b + 3);
+                hg_sb_puts(&sb, "]");
+            }
+        }
+        indent(&sb, b + 2);
         hg_sb_puts(&sb, "}");
     }
     if (st == HG_OK) {
-        indent(&sb, 1);
+        indent(&sb, b + 1);
         hg_sb_puts(&sb, "], ");
         /* arg_nodes, node_row_ptr and heads need up to n+1 and 3*heads ints. */
         int need = (n + 1) > 3 * s->n ? n + 1 : 3 * s->n;
@@ -783,34 +842,44 @@ hg_status hg_symbol_to_json(const hg_symbol *s, char **out)
         int k = 0;
         for (int i = 0; i < n; i++)
             if (!nodes[i]->op) tmp[k++] = i;
-        indent(&sb, 1);
+        indent(&sb, b + 1);
         hg_sb_puts(&sb, "\"arg_nodes\": ");
-        int_array(&sb, tmp, k, 1);
+        int_array(&sb, tmp, k, b + 1);
         hg_sb_put(&sb, ", ", 2);
         tmp[0] = 0;
         for (int i = 0; i < n; i++) tmp[i + 1] = tmp[i] + nodes[i]->nout;
-        indent(&sb, 1);
+        indent(&sb, b + 1);
         hg_sb_puts(&sb, "\"node_row_ptr\": ");
-        int_array(&sb, tmp, n + 1, 1);
+        int_array(&sb, tmp, n + 1, b + 1);
         hg_sb_put(&sb, ", ", 2);
         for (int h = 0; h < s->n; h++) {
             tmp[3 * h] = ptrmap_get(&map, s->heads[h].node);
             tmp[3 * h + 1] = s->heads[h].index;
             tmp[3 * h + 2] = 0;
         }
-        indent(&sb, 1);
+        indent(&sb, b + 1);
         hg_sb_puts(&sb, "\"heads\": ");
-        entry_array(&sb, tmp, s->n, 1);
-        hg_sb_put(&sb, ", ", 2);
-        indent(&sb, 1);
-        hg_sb_printf(&sb, "\"attrs\": {\"mxnet_version\": [\"int\", %d]}", MXNET_VERSION);
-        indent(&sb, 0);
+        entry_array(&sb, tmp, s->n, b + 1);
+        if (top) {
+            hg_sb_put(&sb, ", ", 2);
+            indent(&sb, b + 1);
+            hg_sb_printf(&sb, "\"attrs\": {\"mxnet_version\": [\"int\", %d]}", MXNET_VERSION);
+        }
+        indent(&sb, b);
         hg_sb_puts(&sb, "}");
     }
     free(tmp);
     free(nodes);
     free(map.keys);
     free(map.vals);
+    *out = sb;
+    return st;
+}
+
+hg_status hg_symbol_to_json(const hg_symbol *s, char **out)
+{
+    hg_strbuf sb = {0};
+    hg_status st = write_json(s, &sb, 0, true);
     if (st == HG_OK && sb.oom) st = hg_error(HG_ERR_MEMORY, "out of memory writing JSON");
     if (st != HG_OK) {
         free(sb.buf);
@@ -887,7 +956,9 @@ static hg_status read_attrs(const hg_json *jn, int where, int *nattr, const char
     return HG_OK;
 }
 
-static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode **out)
+static hg_status read_doc(const hg_json *doc, int depth, hg_symbol **out);
+
+static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, int depth, hg_snode **out)
 {
     static const char *const allowed[] = {"op",
                                           "name",
@@ -912,11 +983,9 @@ static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode 
     if (!op || op->type != HG_JSON_STRING || !name || name->type != HG_JSON_STRING || !inputs ||
         inputs->type != HG_JSON_ARRAY)
         return bad_json("needs string 'op', string 'name' and array 'inputs'", i);
-    if (sub && sub->type == HG_JSON_ARRAY && sub->n > 0)
-        return hg_error(HG_ERR_UNSUPPORTED,
-                        "node %d ('%s'): subgraphs (control flow or "
-                        "partitioned graphs) are not supported",
-                        i, name->str);
+    if (sub && (sub->type != HG_JSON_ARRAY || (sub->n > 0 && strcmp(op->str, "null") == 0)))
+        return bad_json("'subgraphs' must be an array of graphs on an op node", i);
+    if (depth > 16) return bad_json("subgraphs nested more than 16 deep", i);
     const char **keys = NULL, **vals = NULL;
     int nattr = 0;
     hg_sentry *in = NULL;
@@ -945,9 +1014,20 @@ static hg_status load_node(const hg_json *jn, hg_snode **nodes, int i, hg_snode 
                     atomic_fetch_add(&in[k].node->refcount, 1);
                 }
             }
+            int nsub = sub ? sub->n : 0;
+            hg_symbol **subs = calloc((size_t)(nsub ? nsub : 1), sizeof *subs);
+            if (!subs && st == HG_OK) st = hg_error(HG_ERR_MEMORY, "out of memory");
+            for (int k = 0; st == HG_OK && k < nsub; k++) {
+                st = read_doc(sub->items[k], depth + 1, &subs[k]);
+                if (st != HG_OK)
+                    hg_error_prefix(st, "subgraph %d of node %d ('%s'): ", k, i, name->str);
+            }
             if (st == HG_OK)
-                st = hg_symbol_op(def, name->str, nattr, keys, vals, inputs->n,
-                                  (const hg_symbol *const *)ins, &sym);
+                st = hg_symbol_op_sub(def, name->str, nattr, keys, vals, inputs->n,
+                                      (const hg_symbol *const *)ins, nsub,
+                                      (const hg_symbol *const *)subs, &sym);
+            for (int k = 0; subs && k < nsub; k++) hg_symbol_free(subs[k]);
+            free(subs);
             if (st == HG_OK) /* keep the versions the file recorded */
                 for (int k = 0; k < inputs->n; k++)
                     sym->heads[0].node->in[k].version = in[k].version;
@@ -973,6 +1053,14 @@ hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out)
     if (!text || !out) return hg_error(HG_ERR_VALUE, "hg_symbol_from_json: NULL argument");
     hg_json *doc;
     HG_TRY(hg_json_parse(text, len, &doc));
+    hg_status st = read_doc(doc, 0, out);
+    hg_json_free(doc);
+    return st;
+}
+
+/* One graph: the document, or a node's subgraph (depth > 0). */
+static hg_status read_doc(const hg_json *doc, int depth, hg_symbol **out)
+{
     static const char *const allowed[] = {"nodes", "arg_nodes", "node_row_ptr",
                                           "heads", "attrs",     NULL};
     hg_status st = HG_OK;
@@ -993,7 +1081,7 @@ hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out)
     if (st == HG_OK && !(nodes = calloc((size_t)(jnodes->n ? jnodes->n : 1), sizeof *nodes)))
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     for (int i = 0; st == HG_OK && i < jnodes->n; i++) {
-        st = load_node(jnodes->items[i], nodes, i, &nodes[i]);
+        st = load_node(jnodes->items[i], nodes, i, depth, &nodes[i]);
         if (st == HG_OK) n++;
     }
     for (int k = 0; st == HG_OK && k < jargs->n; k++) {
@@ -1014,7 +1102,6 @@ hg_status hg_symbol_from_json(const char *text, size_t len, hg_symbol **out)
     }
     for (int i = 0; i < n; i++) node_release(nodes[i]);
     free(nodes);
-    hg_json_free(doc);
     if (st != HG_OK) {
         hg_symbol_free(s);
         return st;

@@ -32,6 +32,11 @@ struct hg_snode {
      * it only calls ext_release(ext) when the node is freed. NULL: none. */
     void *ext;
     void (*ext_release)(void *ext);
+    /* Control flow (_foreach, _while_loop, _cond and their backward ops): the graphs the node
+     * runs, each owned by the node (MXNet keeps them in the node's attributes and writes them
+     * under "subgraphs" in JSON). 0 / NULL for every other node. */
+    int nsub;
+    struct hg_symbol **sub;
 };
 
 typedef struct hg_symbol {
@@ -60,10 +65,27 @@ hg_status hg_snode_new_parsed(const hg_op_def *op, const char *name, const hg_at
  * node is unchanged on error. Not safe against a concurrent reader of the node's attributes. */
 HG_API hg_status hg_snode_set_attrs(hg_snode *n, int nattr, const char *const *keys,
                                     const char *const *vals);
+/* Gives node n copies of the symbols subs[0..nsub) (sharing their nodes) as its subgraphs;
+ * a node has its subgraphs set once, right after it is made. */
+hg_status hg_snode_set_subgraphs(hg_snode *n, int nsub, const struct hg_symbol *const *subs);
 /* A variable node (no op). */
 hg_status hg_snode_new_var(const char *name, hg_snode **out);
 void hg_snode_retain(hg_snode *n);
 void hg_snode_release(hg_snode *n);
+/* hg_symbol_op for a node that holds subgraphs (control flow): the node gets copies of
+ * subs[0..nsub). */
+HG_API hg_status hg_symbol_op_sub(const hg_op_def *op, const char *name, int nattr,
+                                  const char *const *keys, const char *const *vals, int nin,
+                                  const struct hg_symbol *const *inputs, int nsub,
+                                  const struct hg_symbol *const *subs, struct hg_symbol **out);
+/* MXNet's MXSymbolCutSubgraph: the nodes of s whose "__subgraph_name__" attribute equals its
+ * first head node's form the subgraph; every input edge of those nodes that comes from a node
+ * outside it is replaced by a new variable named after that output ("fc_output", or the
+ * variable's own name), one variable per distinct outside value. *out is the cut graph (new
+ * nodes where inputs changed), cut[0..*ncut) the outside values in the order of the
+ * variables (single-output symbols, malloc'ed array). Without the attribute nothing is cut. */
+HG_API hg_status hg_symbol_cut_subgraph(const struct hg_symbol *s, struct hg_symbol **out,
+                                        int *ncut, struct hg_symbol ***cut);
 /* A symbol whose heads are the given entries (retained). */
 hg_status hg_symbol_from_entries(int n, const hg_sentry *e, hg_symbol **out);
 HG_API hg_status hg_symbol_group(int n, const hg_symbol *const *syms, hg_symbol **out);

@@ -113,14 +113,17 @@ static PyObject *symbol_op(PyObject *mod, PyObject *args)
     PyObject *attrs, *inputs, *items = NULL;
     const char **keys = NULL, **vals = NULL;
     int n;
-    if (!PyArg_ParseTuple(args, "ssOO", &opname, &name, &attrs, &inputs)) return NULL;
+    PyObject *subgraphs = Py_None;
+    if (!PyArg_ParseTuple(args, "ssOO|O", &opname, &name, &attrs, &inputs, &subgraphs)) return NULL;
     const hg_op_def *op = hg_registry_find(opname);
     if (!op) return hgpy_raise(hg_error(HG_ERR_VALUE, "operator '%s' is not registered", opname));
     PyObject *seq = PySequence_Fast(inputs, "inputs must be a sequence of Symbols");
     if (!seq) return NULL;
     Py_ssize_t nin = PySequence_Fast_GET_SIZE(seq);
     const hg_symbol **ins = PyMem_Malloc(sizeof(hg_symbol *) * (size_t)(nin ? nin : 1));
-    PyObject *res = NULL;
+    const hg_symbol **subs = NULL;
+    PyObject *res = NULL, *subseq = NULL;
+    Py_ssize_t nsub = 0;
     if (!ins) {
         PyErr_NoMemory();
         goto done;
@@ -128,14 +131,75 @@ static PyObject *symbol_op(PyObject *mod, PyObject *args)
     for (Py_ssize_t i = 0; i < nin; i++)
         if (!(ins[i] = as_symbol(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
     if (attrs_from_dict(attrs, &items, &n, &keys, &vals) < 0) goto done;
+    if (subgraphs != Py_None) { /* control flow: the node holds these graphs */
+        if (!(subseq = PySequence_Fast(subgraphs, "subgraphs must be a sequence of Symbols")))
+            goto done;
+        nsub = PySequence_Fast_GET_SIZE(subseq);
+        if (!(subs = PyMem_Malloc(sizeof(hg_symbol *) * (size_t)(nsub ? nsub : 1)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nsub; i++)
+            if (!(subs[i] = as_symbol(PySequence_Fast_GET_ITEM(subseq, i)))) goto done;
+    }
     hg_symbol *s;
-    hg_status st = hg_symbol_op(op, name, n, keys, vals, (int)nin, ins, &s);
+    hg_status st = subs ? hg_symbol_op_sub(op, name, n, keys, vals, (int)nin, ins, (int)nsub, subs,
+                                           &s)
+                        : hg_symbol_op(op, name, n, keys, vals, (int)nin, ins, &s);
     res = st ? hgpy_raise(st) : wrap_symbol(s);
 done:
     attrs_release(items, keys, vals);
+    PyMem_Free(subs);
+    Py_XDECREF(subseq);
     PyMem_Free(ins);
     Py_DECREF(seq);
     return res;
+}
+
+/* (cut graph, [outside values]) of MXNet's _cut_subgraph (hg_symbol_cut_subgraph). */
+static PyObject *symbol_cut_subgraph(PyObject *mod, PyObject *arg)
+{
+    hg_symbol *s = as_symbol(arg), *cut = NULL, **outside = NULL;
+    int n = 0;
+    if (!s) return NULL;
+    hg_status st = hg_symbol_cut_subgraph(s, &cut, &n, &outside);
+    if (st) return hgpy_raise(st);
+    PyObject *list = PyList_New(n), *res = NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *o = list ? wrap_symbol(outside[i]) : NULL;
+        if (!o) {
+            for (int k = i + (list ? 1 : 0); k < n; k++) hg_symbol_free(outside[k]);
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, o);
+    }
+    free(outside);
+    PyObject *g = wrap_symbol(cut);
+    if (g && list) res = Py_BuildValue("(NN)", g, list);
+    else {
+        Py_XDECREF(g);
+        Py_XDECREF(list);
+    }
+    return res;
+}
+
+/* The subgraphs of the head node of s (a control-flow node), as symbols. */
+static PyObject *symbol_subgraphs(PyObject *mod, PyObject *arg)
+{
+    hg_symbol *s = as_symbol(arg);
+    if (!s) return NULL;
+    hg_snode *nd = s->n ? s->heads[0].node : NULL;
+    int n = nd ? nd->nsub : 0;
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        hg_symbol *c = NULL;
+        hg_status st = hg_symbol_group(1, (const hg_symbol *const *)&nd->sub[i], &c);
+        PyObject *o = st ? hgpy_raise(st) : wrap_symbol(c);
+        if (!o) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, o);
+    }
+    return list;
 }
 
 static PyObject *symbol_group(PyObject *mod, PyObject *list)
@@ -515,6 +579,9 @@ static PyMethodDef k_functions[] = {
     {"symbol_var", symbol_var, METH_VARARGS, "symbol_var(name, attrs=None)"},
     {"symbol_op", symbol_op, METH_VARARGS, "symbol_op(op, name, attrs, inputs)"},
     {"symbol_group", symbol_group, METH_O, "symbol_group([symbols])"},
+    {"symbol_cut_subgraph", symbol_cut_subgraph, METH_O,
+     "symbol_cut_subgraph(sym) -> (cut graph, [outside values])"},
+    {"symbol_subgraphs", symbol_subgraphs, METH_O, "symbol_subgraphs(sym): its head's subgraphs"},
     {"symbol_from_json", symbol_from_json, METH_O, "symbol_from_json(text)"},
     {"op_num_inputs", op_num_inputs, METH_VARARGS, "op_num_inputs(op, attrs)"},
     {"symbol_internal", symbol_internal, METH_VARARGS, "symbol_internal(sym, node, index)"},

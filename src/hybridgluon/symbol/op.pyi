@@ -10348,6 +10348,168 @@ def _backward_Custom(ograd: Symbol | None = None, op_type: str = ..., name: str 
     ...
 
 
+def _foreach(*data: Symbol, num_args: int = ..., num_outputs: int = ..., num_out_data: int = ..., in_state_locs: _Shape = ..., in_data_locs: _Shape = ..., remain_locs: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_foreach(*data, num_args=<required>, num_outputs=<required>, num_out_data=<required>, in_state_locs=<required>, in_data_locs=<required>, remain_locs=<required>)
+
+    Runs its body over axis 0 of the data, carrying states.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        inputs + 1 (the body)
+    num_outputs : int, required
+        outputs: data then states
+    num_out_data : int, required
+        outputs stacked over steps
+    in_state_locs : Shape(tuple), required
+        body inputs of the states
+    in_data_locs : Shape(tuple), required
+        body inputs of the data
+    remain_locs : Shape(tuple), required
+        body inputs of the rest
+    """
+    ...
+
+
+def _while_loop(*data: Symbol, num_args: int = ..., num_outputs: int = ..., num_out_data: int = ..., max_iterations: int = ..., cond_input_locs: _Shape = ..., func_input_locs: _Shape = ..., func_var_locs: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_while_loop(*data, num_args=<required>, num_outputs=<required>, num_out_data=<required>, max_iterations=<required>, cond_input_locs=<required>, func_input_locs=<required>, func_var_locs=<required>)
+
+    Runs func while cond holds, at most max_iterations times.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        inputs + 2 (cond and func)
+    num_outputs : int, required
+        outputs: data then loop vars
+    num_out_data : int, required
+        outputs stacked over steps
+    max_iterations : int, required
+        most steps; outputs' rows
+    cond_input_locs : Shape(tuple), required
+        node inputs of cond
+    func_input_locs : Shape(tuple), required
+        node inputs of func
+    func_var_locs : Shape(tuple), required
+        func inputs of the loop vars
+    """
+    ...
+
+
+def _cond(*data: Symbol, num_args: int = ..., num_outputs: int = ..., cond_input_locs: _Shape = ..., then_input_locs: _Shape = ..., else_input_locs: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_cond(*data, num_args=<required>, num_outputs=<required>, cond_input_locs=<required>, then_input_locs=<required>, else_input_locs=<required>)
+
+    Runs the then or the else branch as pred says.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        inputs + 3 (pred, then, else)
+    num_outputs : int, required
+        outputs of either branch
+    cond_input_locs : Shape(tuple), required
+        node inputs of pred
+    then_input_locs : Shape(tuple), required
+        node inputs of then
+    else_input_locs : Shape(tuple), required
+        node inputs of else
+    """
+    ...
+
+
+def _backward_foreach(*data: Symbol, num_args: int = ..., num_outputs: int = ..., num_out_data: int = ..., in_state_locs: _Shape = ..., in_data_locs: _Shape = ..., remain_locs: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_foreach(*data, num_args=<required>, num_outputs=<required>, num_out_data=<required>, in_state_locs=<required>, in_data_locs=<required>, remain_locs=<required>)
+
+    Gradient of _foreach.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        inputs + 1 (the body)
+    num_outputs : int, required
+        outputs: data then states
+    num_out_data : int, required
+        outputs stacked over steps
+    in_state_locs : Shape(tuple), required
+        body inputs of the states
+    in_data_locs : Shape(tuple), required
+        body inputs of the data
+    remain_locs : Shape(tuple), required
+        body inputs of the rest
+    """
+    ...
+
+
+def _backward_while_loop(*data: Symbol, num_args: int = ..., num_outputs: int = ..., num_out_data: int = ..., max_iterations: int = ..., cond_input_locs: _Shape = ..., func_input_locs: _Shape = ..., func_var_locs: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_while_loop(*data, num_args=<required>, num_outputs=<required>, num_out_data=<required>, max_iterations=<required>, cond_input_locs=<required>, func_input_locs=<required>, func_var_locs=<required>)
+
+    Gradient of _while_loop.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        inputs + 2 (cond and func)
+    num_outputs : int, required
+        outputs: data then loop vars
+    num_out_data : int, required
+        outputs stacked over steps
+    max_iterations : int, required
+        most steps; outputs' rows
+    cond_input_locs : Shape(tuple), required
+        node inputs of cond
+    func_input_locs : Shape(tuple), required
+        node inputs of func
+    func_var_locs : Shape(tuple), required
+        func inputs of the loop vars
+    """
+    ...
+
+
+def _backward_cond(*data: Symbol, num_args: int = ..., num_outputs: int = ..., cond_input_locs: _Shape = ..., then_input_locs: _Shape = ..., else_input_locs: _Shape = ..., name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_cond(*data, num_args=<required>, num_outputs=<required>, cond_input_locs=<required>, then_input_locs=<required>, else_input_locs=<required>)
+
+    Gradient of _cond.
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        inputs + 3 (pred, then, else)
+    num_outputs : int, required
+        outputs of either branch
+    cond_input_locs : Shape(tuple), required
+        node inputs of pred
+    then_input_locs : Shape(tuple), required
+        node inputs of then
+    else_input_locs : Shape(tuple), required
+        node inputs of else
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).

@@ -160,6 +160,10 @@ _INPLACE = ('A Symbol has no buffer to update; write `x = x + y` instead of `x +
 # op name -> callable(attrs) -> names. Filled by the modules that define such ops.
 _OUTPUT_NAMES = {}
 
+_SNAKE_HINTS = frozenset(['_equal_scalar', '_not_equal_scalar', '_greater_scalar',
+                          '_greater_equal_scalar', '_lesser_scalar', '_lesser_equal_scalar',
+                          '_rpower_scalar'])
+
 
 class Symbol(_core.Symbol):
     """A symbolic graph with one or more outputs."""
@@ -666,7 +670,10 @@ class Symbol(_core.Symbol):
             return _invoke(array_op, (a, b), {}, hint)
         if isinstance(other, numbers.Number) and not isinstance(other, bool):  # NumPy's too
             name = rscalar_op if reverse and rscalar_op else scalar_op
-            return _invoke(name, (self,), {'scalar': other}, '_' + name[1:].replace('_', ''))
+            # MXNet calls the comparisons (and _rpower_scalar) by their own names, the rest by
+            # the CamelCase aliases: _lesser_scalar0 but _mulscalar0.
+            hint = name if name in _SNAKE_HINTS else '_' + name[1:].replace('_', '')
+            return _invoke(name, (self,), {'scalar': other}, hint)
         return NotImplemented
 
     def __add__(self, o): return self._binary(o, 'elemwise_add', '_plus_scalar')
