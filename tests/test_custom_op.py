@@ -590,9 +590,8 @@ def _custom_model(tmp_path):
     return path
 
 
-def test_predictor_refuses_custom_in_process(tmp_path):
+def _predictor_error(path):
     import ctypes
-    path = _custom_model(tmp_path)
     lib = ctypes.CDLL(os.path.join(mx.get_lib_dir(), 'libhybridgluon.so'))
     lib.hg_last_error.restype = ctypes.c_char_p
     lib.hg_predictor_create_from_files.argtypes = [
@@ -602,9 +601,25 @@ def test_predictor_refuses_custom_in_process(tmp_path):
     st = lib.hg_predictor_create_from_files(path.encode(), None, 1, 0, 0, None,
                                             ctypes.byref(pred))
     assert st != 0 and not pred.value
-    msg = lib.hg_last_error().decode()
+    return lib.hg_last_error().decode()
+
+
+def test_predictor_refuses_custom_in_process(tmp_path):
+    msg = _predictor_error(_custom_model(tmp_path))
     assert "node 'stash' is operator Custom (op_type 't_stash')" in msg, msg
     assert 'C predictor' in msg
+
+
+def test_predictor_refuses_custom_in_a_loop_body(tmp_path):
+    # The Custom node lives in the foreach's subgraph, not in the top-level graph.
+    def body(x, states):
+        return mx.sym.Custom(x, op_type='t_stash', name='stash_in_loop'), states
+    out, _ = mx.sym.contrib.foreach(body, mx.sym.var('data'), [mx.sym.var('s')])
+    path = str(tmp_path / 'loop-symbol.json')
+    out.save(path)
+    assert '"Custom"' in open(path).read()
+    msg = _predictor_error(path)
+    assert "node 'stash_in_loop' is operator Custom (op_type 't_stash')" in msg, msg
 
 
 @pytest.mark.skipif(not CC, reason='needs a C compiler')

@@ -105,7 +105,9 @@ static const char *list_slots(const hg_pmodel *m, char *buf, size_t cap)
 }
 
 /* A node that calls host-language code (Custom: Python) cannot run in a C deployment, even in
- * a process where the Python package happens to be loaded: the predictor promises no Python. */
+ * a process where the Python package happens to be loaded: the predictor promises no Python.
+ * Loop bodies and branches (control-flow subgraphs) are searched too; JSON nesting is capped
+ * when a file is read, so the recursion is bounded. */
 static hg_status refuse_host_code(const hg_symbol *s, const char *what)
 {
     hg_snode **nodes;
@@ -114,7 +116,8 @@ static hg_status refuse_host_code(const hg_symbol *s, const char *what)
     hg_status st = HG_OK;
     for (int i = 0; i < n && st == HG_OK; i++) {
         const hg_snode *nd = nodes[i];
-        if (!nd->op || !(nd->op->flags & HG_OP_HOST_CODE)) continue;
+        for (int k = 0; k < nd->nsub && st == HG_OK; k++) st = refuse_host_code(nd->sub[k], what);
+        if (st != HG_OK || !nd->op || !(nd->op->flags & HG_OP_HOST_CODE)) continue;
         int k = hg_attr_index(nd->op, "op_type");
         st = hg_error(HG_ERR_UNSUPPORTED,
                       "%s: node '%s' is operator %s%s%s%s, Python code: the C predictor cannot "
