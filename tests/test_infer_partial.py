@@ -201,3 +201,23 @@ def test_arange_infer_range_takes_length_from_graph(start, step, n, want):
     with pytest.raises(mx.MXNetError, match='infer_range'):
         sym.arange(start=start, infer_range=True).bind(mx.cpu(), args={}).forward()
     assert sym.arange(3).infer_shape()[1] == [(3,)]  # without infer_range: [0, start)
+
+
+def test_zeros_with_a_zero_dim_is_unknown_in_a_graph():
+    # MXNet's exported RNN cells begin with _zeros(shape=(0, H)): in the legacy shape reading
+    # the 0 is the batch size the consumer decides, in a graph only.
+    begin = sym.zeros(shape=(0, 4))
+    out = sym.elemwise_add(begin, sym.var('data'))
+    _, shapes, _ = out.infer_shape(data=(3, 4))
+    assert shapes == [(3, 4)]
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ex = out.bind(mx.cpu(), {'data': nd.array(x)})
+    np.testing.assert_array_equal(ex.forward()[0].asnumpy(), x)
+    loaded = sym.load_json(out.tojson())
+    np.testing.assert_array_equal(loaded.eval(data=nd.array(x))[0].asnumpy(), x)
+    # Imperatively a 0 stays a real zero-size dimension.
+    assert nd.zeros((0, 4)).shape == (0, 4)
+    # With NumPy shape semantics a 0 is a real dimension in a graph too.
+    with mx.util.np_shape(True):
+        with pytest.raises(mx.MXNetError):
+            out.infer_shape(data=(3, 4))

@@ -73,6 +73,17 @@ bool hg_set_np_shape(bool on)
 
 bool hg_np_shape(void) { return t_np_shape; }
 
+static _Thread_local bool t_graph_infer;
+
+bool hg_set_graph_infer(bool on)
+{
+    bool prev = t_graph_infer;
+    t_graph_infer = on;
+    return prev;
+}
+
+bool hg_graph_infer(void) { return t_graph_infer; }
+
 hg_status hg_shape_check(int ndim, const int64_t *shape, hg_dtype dtype)
 {
     char buf[HG_SHAPE_STR];

@@ -63,6 +63,12 @@ HG_API hg_meta hg_meta_of(const hg_tensor *t);
  * hg_set_np_shape returns the previous setting. */
 HG_API bool hg_set_np_shape(bool on);
 bool hg_np_shape(void);
+/* Whether this thread is inferring the shapes of a graph (the planner sets it): a creation
+ * op's shape attribute then reads a 0 dim as unknown in the legacy reading, as MXNet's graphs
+ * do (`_zeros(shape=(0, H))` is a begin state whose batch size the consumers decide), while an
+ * imperative call keeps it a real zero-size dim. Returns the previous setting. */
+bool hg_set_graph_infer(bool on);
+bool hg_graph_infer(void);
 
 /* A new tensor viewing t's storage with another shape (same size) or an axis-0 range. */
 HG_API hg_status hg_tensor_view(hg_tensor *t, int ndim, const int64_t *shape, hg_tensor **out);

@@ -379,7 +379,7 @@ static bool meta_equal(const hg_meta *a, const hg_meta *b)
 }
 
 /* hg_plan_infer with the plan's lock held. */
-static hg_status infer_locked(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
+static hg_status infer_graph(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
 {
     /* The lowered signature answers without disturbing it (dynamic ops infer per call). */
     bool same = p->inferred && p->lowered;
@@ -439,6 +439,15 @@ static hg_status infer_locked(hg_plan *p, hg_meta *in, hg_meta *out, bool partia
             return hg_error(HG_ERR_VALUE, "cannot infer the shape of output %d", h);
     }
     return HG_OK;
+}
+
+/* The sweeps with the thread's graph-inference flag set (see hg_set_graph_infer). */
+static hg_status infer_locked(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
+{
+    bool prev = hg_set_graph_infer(true);
+    hg_status st = infer_graph(p, in, out, partial);
+    hg_set_graph_infer(prev);
+    return st;
 }
 
 hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)

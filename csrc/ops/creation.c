@@ -140,16 +140,18 @@ static hg_status init_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
     (void)in;
     (void)nout;
     /* In a graph a dimension given as -1 is unknown (MXNet): the consumers' shapes, known
-     * already in out[0], decide it. */
+     * already in out[0], decide it. So is a 0 in the legacy shape reading (MXNet's exported
+     * begin states are _zeros(shape=(0, H))); imperatively a 0 stays a zero-size dim. */
     const hg_tuple *t = &a->v[IN_SHAPE].t;
+    const int64_t unknown_below = hg_graph_infer() && !hg_np_shape() ? 1 : 0;
     bool unknown = false;
-    for (int d = 0; d < t->n; d++) unknown |= t->v[d] < 0;
+    for (int d = 0; d < t->n; d++) unknown |= t->v[d] < unknown_below;
     if (!unknown || t->n > HG_MAX_NDIM)
         return shape_from_attr(op, t, (hg_dtype)a->v[IN_DTYPE].i, &out[0]);
     char s[HG_SHAPE_STR];
     hg_meta m = {.ndim = t->n, .dtype = (hg_dtype)a->v[IN_DTYPE].i};
     for (int d = 0; d < t->n; d++) {
-        m.shape[d] = t->v[d] >= 0 ? t->v[d] : -1;
+        m.shape[d] = t->v[d] >= unknown_below ? t->v[d] : -1;
         if (t->v[d] < -1)
             return hg_error(HG_ERR_VALUE, "%s: invalid dimension %lld in shape %s", op->name,
                             (long long)t->v[d], hg_shape_str(s, t->n, t->v));
