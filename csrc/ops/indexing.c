@@ -1175,6 +1175,9 @@ const hg_op_def hg_ops_indexing[] = {
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
      .grad = clip_grad},
     {.name = "Embedding",
+     /* MXNet's SparseEmbedding has Embedding's inputs and attributes; its row_sparse gradient
+      * is a dense one here (no sparse storage), with the same values. */
+     .aliases = HG_NAMES("_contrib_SparseEmbedding"),
      .doc = "rows of weight looked up by integer indices",
      .input_names = HG_NAMES("data", "weight"),
      .attrs = k_embedding_attrs,

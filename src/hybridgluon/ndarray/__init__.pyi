@@ -3835,6 +3835,34 @@ def Embedding(data: NDArray | None = None, weight: NDArray | None = None, input_
         dtype of weight when it is not given
     sparse_grad : boolean, default=False
         row-sparse weight gradient (computed dense here)
+
+    Aliases: _contrib_SparseEmbedding
+    """
+    ...
+
+
+def _contrib_SparseEmbedding(data: NDArray | None = None, weight: NDArray | None = None, input_dim: int = ..., output_dim: int = ..., dtype: _DType = 'float32', sparse_grad: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """Embedding(data, weight, input_dim=<required>, output_dim=<required>, dtype=float32, sparse_grad=False)
+
+    rows of weight looked up by integer indices
+
+    Inputs
+    ------
+    data : NDArray
+    weight : NDArray
+
+    Parameters
+    ----------
+    input_dim : int, required
+        vocabulary size (rows of weight)
+    output_dim : int, required
+        embedding size (columns of weight)
+    dtype : dtype, default=float32
+        dtype of weight when it is not given
+    sparse_grad : boolean, default=False
+        row-sparse weight gradient (computed dense here)
+
+    Aliases: _contrib_SparseEmbedding
     """
     ...
 

@@ -3789,6 +3789,34 @@ def Embedding(data: Symbol | None = None, weight: Symbol | None = None, input_di
         dtype of weight when it is not given
     sparse_grad : boolean, default=False
         row-sparse weight gradient (computed dense here)
+
+    Aliases: _contrib_SparseEmbedding
+    """
+    ...
+
+
+def _contrib_SparseEmbedding(data: Symbol | None = None, weight: Symbol | None = None, input_dim: int = ..., output_dim: int = ..., dtype: _DType = 'float32', sparse_grad: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """Embedding(data, weight, input_dim=<required>, output_dim=<required>, dtype=float32, sparse_grad=False)
+
+    rows of weight looked up by integer indices
+
+    Inputs
+    ------
+    data : NDArray
+    weight : NDArray
+
+    Parameters
+    ----------
+    input_dim : int, required
+        vocabulary size (rows of weight)
+    output_dim : int, required
+        embedding size (columns of weight)
+    dtype : dtype, default=float32
+        dtype of weight when it is not given
+    sparse_grad : boolean, default=False
+        row-sparse weight gradient (computed dense here)
+
+    Aliases: _contrib_SparseEmbedding
     """
     ...
 
