@@ -387,6 +387,22 @@ static hg_status pc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_me
         in[i].ndim = nd;
         for (int k = 0; k < nd; k++) in[i].shape[k] = -1;
     }
+    /* Several unknown sizes on the axis (a bidirectional layer's two first-layer weights) share
+     * what the output leaves, equally, as MXNet's rule does: the directions' weights are of one
+     * size. Concat's rule then checks the result. */
+    int64_t axis = a->v[1].i;
+    if (nd > 0 && out[0].ndim == nd && axis >= -nd && axis < nd) {
+        if (axis < 0) axis += nd;
+        int64_t total = out[0].shape[axis], sum = 0, nmissing = 0;
+        for (int i = 0; i < nin; i++) {
+            if (in[i].ndim != nd) return concat_def()->infer(op, a, nin, in, nout, out);
+            if (in[i].shape[axis] < 0) nmissing++;
+            else sum += in[i].shape[axis];
+        }
+        if (total >= 0 && nmissing > 1 && total >= sum && (total - sum) % nmissing == 0)
+            for (int i = 0; i < nin; i++)
+                if (in[i].shape[axis] < 0) in[i].shape[axis] = (total - sum) / nmissing;
+    }
     return concat_def()->infer(op, a, nin, in, nout, out);
 }
 

@@ -4,6 +4,7 @@ from .block import *  # noqa: F401,F403
 from .symbol_block import SymbolBlock  # noqa: F401
 from .trainer import Trainer  # noqa: F401
 from . import nn  # noqa: F401
+from . import rnn  # noqa: F401
 from . import utils  # noqa: F401
 from . import data  # noqa: F401
 from . import loss  # noqa: F401
