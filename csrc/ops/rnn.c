@@ -37,32 +37,39 @@ enum {
     K_USE_SEQ,
     K_NATTRS
 };
-static const hg_attr_spec k_rnn_attrs[] = {
-    [K_STATE_SIZE] = {"state_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-                      "size of the state for each layer", NULL},
-    [K_NUM_LAYERS] = {"num_layers", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of stacked layers",
-                      NULL},
-    [K_BIDIR] = {"bidirectional", HG_ATTR_BOOL, 0, "False",
-                 "whether to use bidirectional recurrent layers", NULL},
-    [K_MODE] = {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "the type of RNN to compute",
-                k_modes},
-    [K_P] = {"p", HG_ATTR_FLOAT, 0, "0",
-             "drop rate of the dropout on the outputs of each RNN layer, except the last layer",
-             NULL},
-    [K_STATE_OUTPUTS] = {"state_outputs", HG_ATTR_BOOL, 0, "False",
-                         "Whether to have the states as symbol outputs.", NULL},
-    [K_PROJ] = {"projection_size", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
-                "size of the LSTM's projection of h", NULL},
-    [K_CLIP_MIN] = {"lstm_state_clip_min", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
-                    "Minimum clip value of LSTM states (with lstm_state_clip_max)", NULL},
-    [K_CLIP_MAX] = {"lstm_state_clip_max", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
-                    "Maximum clip value of LSTM states (with lstm_state_clip_min)", NULL},
-    [K_CLIP_NAN] = {"lstm_state_clip_nan", HG_ATTR_BOOL, 0, "False",
-                    "clip NaN cell states to the range instead of propagating them", NULL},
-    [K_USE_SEQ] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",
+/* The schema; _backward_RNN's adds data_grad (whether the data's gradient is wanted: the
+ * input projection's adjoint is a GEMM as large as the forward's, skipped when nobody reads it). */
+#define RNN_ATTR_SPECS                                                                             \
+    [K_STATE_SIZE] = {"state_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,                           \
+                      "size of the state for each layer", NULL},                                   \
+    [K_NUM_LAYERS] = {"num_layers", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of stacked layers", \
+                      NULL},                                                                       \
+    [K_BIDIR] = {"bidirectional", HG_ATTR_BOOL, 0, "False",                                        \
+                 "whether to use bidirectional recurrent layers", NULL},                           \
+    [K_MODE] = {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "the type of RNN to compute",        \
+                k_modes},                                                                          \
+    [K_P] = {"p", HG_ATTR_FLOAT, 0, "0",                                                           \
+             "drop rate of the dropout on the outputs of each RNN layer, except the last layer",   \
+             NULL},                                                                                \
+    [K_STATE_OUTPUTS] = {"state_outputs", HG_ATTR_BOOL, 0, "False",                                \
+                         "Whether to have the states as symbol outputs.", NULL},                   \
+    [K_PROJ] = {"projection_size", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",                          \
+                "size of the LSTM's projection of h", NULL},                                       \
+    [K_CLIP_MIN] = {"lstm_state_clip_min", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",                \
+                    "Minimum clip value of LSTM states (with lstm_state_clip_max)", NULL},         \
+    [K_CLIP_MAX] = {"lstm_state_clip_max", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",                \
+                    "Maximum clip value of LSTM states (with lstm_state_clip_min)", NULL},         \
+    [K_CLIP_NAN] = {"lstm_state_clip_nan", HG_ATTR_BOOL, 0, "False",                               \
+                    "clip NaN cell states to the range instead of propagating them", NULL},        \
+    [K_USE_SEQ] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",                                \
                    "take a sequence_length input: valid steps per batch row", NULL},
-};
+
+static const hg_attr_spec k_rnn_attrs[] = {RNN_ATTR_SPECS};
 _Static_assert(HG_COUNT(k_rnn_attrs) == K_NATTRS, "k_rnn_attrs must match its enum");
+static const hg_attr_spec k_rnn_bwd_attrs[] = {
+    RNN_ATTR_SPECS[K_NATTRS] = {"data_grad", HG_ATTR_BOOL, 0, "True",
+                                "compute the gradient of data", NULL},
+};
 
 static bool is_lstm(const hg_attrs *a) { return a->v[K_MODE].i == HG_RNN_LSTM; }
 static int seq_input(const hg_attrs *a) { return is_lstm(a) ? 4 : 3; }
@@ -326,6 +333,8 @@ static hg_status rnn_backward(const hg_op_def *op, const hg_attrs *a, const hg_e
     void *scratch = lens ? (void *)(lens + d.N) : NULL;
     if (a->v[K_USE_SEQ].b) load_lens(in[B_FIXED + (lstm ? 1 : 0)], d.T, lens);
     else lens = NULL;
+    const bool want_dx = a->v[K_NATTRS].b;
+    if (!want_dx) hg_ops_zero_fill(out[0]); /* defined, though nobody reads it */
     /* train: the forward left the masked layer outputs in the reserve (also in predict mode,
      * where the mask is ones), so the backward always reads them. */
 #define BWD(RT, SFX)                                                                           \
@@ -333,7 +342,8 @@ static hg_status rnn_backward(const hg_op_def *op, const hg_attrs *a, const hg_e
                           HG_DATA(in[B_H0], RT), lstm ? HG_DATA(in[B_FIXED], RT) : NULL, lens, \
                           HG_DATA(in[B_Y], RT), HG_DATA(in[B_RES], RT), HG_DATA(in[B_DY], RT), \
                           HG_DATA(in[B_DHY], RT), lstm ? HG_DATA(in[B_DCY], RT) : NULL,        \
-                          HG_DATA(out[0], RT), HG_DATA(out[1], RT), HG_DATA(out[2], RT),       \
+                          want_dx ? HG_DATA(out[0], RT) : NULL, HG_DATA(out[1], RT),            \
+                          HG_DATA(out[2], RT),                                                  \
                           lstm ? HG_DATA(out[3], RT) : NULL, scratch)
     if (in[B_X]->dtype == HG_DTYPE_F32) BWD(float, f32);
     else BWD(double, f64);
@@ -358,7 +368,8 @@ static hg_status rnn_grad(hg_grad_ctx *g)
     if (lstm) in[n++] = hg_g_in(g, 3);
     if (a->v[K_USE_SEQ].b) in[n++] = hg_g_in(g, seq_input(a));
     int nout = lstm ? 4 : 3;
-    hg_g_op_fwd_attrs(g, "_backward_RNN", n, in, NULL, nout, outs);
+    hg_g_op_fwd_attrs(g, "_backward_RNN", n, in,
+                      hg_g_needs(g, 0) ? NULL : HG_KV("data_grad", "False"), nout, outs);
     for (int k = 0; k < nout; k++) hg_g_set(g, k, outs[k]);
     return hg_g_status(g);
 }
@@ -443,8 +454,8 @@ const hg_op_def hg_ops_rnn[] = {
      .input_names = HG_NAMES("ograd", "ograd_state", "ograd_statecell", "data", "parameters",
                              "state", "output", "reserve", "state_cell", "sequence_length"),
      .output_names = HG_NAMES("data_grad", "parameters_grad", "state_grad", "state_cell_grad"),
-     .attrs = k_rnn_attrs,
-     .num_attrs = K_NATTRS,
+     .attrs = k_rnn_bwd_attrs,
+     .num_attrs = K_NATTRS + 1,
      .num_inputs = B_FIXED + 2,
      .num_outputs = 4,
      .get_num_inputs = bwd_num_inputs,

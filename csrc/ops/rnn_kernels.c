@@ -5,27 +5,30 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/rnn.h"
+#include "kernels/cpu/vmath.h"
+
+/* float64 has no vectorised exp: libm's, element by element. */
+static void vexp_f64(const double *src, double *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = exp(src[i]);
+}
 
 #define RT float
 #define RSFX f32
 #define RGEMM hg_gemm_f32
-#define REXP expf
-#define RTANH tanhf
+#define RVEXP hg_vexp_f32
 #include "kernels/cpu/rnn_tmpl.h"
 #undef RT
 #undef RSFX
 #undef RGEMM
-#undef REXP
-#undef RTANH
+#undef RVEXP
 
 #define RT double
 #define RSFX f64
 #define RGEMM hg_gemm_f64
-#define REXP exp
-#define RTANH tanh
+#define RVEXP vexp_f64
 #include "kernels/cpu/rnn_tmpl.h"
 #undef RT
 #undef RSFX
 #undef RGEMM
-#undef REXP
-#undef RTANH
+#undef RVEXP

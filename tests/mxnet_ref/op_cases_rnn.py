@@ -45,4 +45,11 @@ def build_rnn_cases(seed=20261127):
     case('lstm', 3, 2, 4, 5, L=2, bi=True, P=2, dtype='float64')
     case('gru', 6, 4, 8, 7, bi=True)
     case('lstm', 1, 1, 3, 4, L=2, bi=True, dtype='float64')
+    # _rnn_param_concat: Concat's arithmetic (its difference is in shape inference).
+    out.append(C('_rnn_param_concat', [rng.uniform(-1, 1, 6).astype('float32'),
+                                       rng.uniform(-1, 1, 4).astype('float32'),
+                                       rng.uniform(-1, 1, 3).astype('float32')],
+                 {'dim': 0, 'num_args': 3}))
+    out.append(C('_rnn_param_concat', [rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (2, 5))],
+                 {'dim': 1, 'num_args': 2}))
     return out

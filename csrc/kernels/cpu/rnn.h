@@ -9,7 +9,8 @@
  *
  * Reserve, per layer l: per direction the gates after activation of every step (T*N rows of
  * GS = G*H values; GRU keeps a fourth block, W_hn h + b_hn, which the reset gate multiplies),
- * LSTM's cell states (T*N*H) and with a projection the unprojected outputs (T*N*H); then, for
+ * LSTM's cell states and their tanh (T*N*H each: the backward reads both, and the forward
+ * computes the tanh anyway) and with a projection the unprojected outputs (T*N*H); then, for
  * every layer but the last, the layer's output (T*N*D*R: the next layer's input and the source
  * of h_{t-1}) and, with dropout, the mask and the masked output. Every element is written by
  * the forward (steps past a sequence's length hold zeros), so the backward never reads
@@ -82,14 +83,14 @@ static inline hg_rnn_poff hg_rnn_param_offsets(const hg_rnn_dims *d, int64_t l, 
 
 /* Offsets of one layer's blocks in the reserve (-1: the block does not exist). */
 typedef struct hg_rnn_roff {
-    int64_t gates[2], c[2], r[2]; /* per direction */
+    int64_t gates[2], c[2], tc[2], r[2]; /* per direction */
     int64_t y, mask, xd;          /* per layer */
 } hg_rnn_roff;
 
 static inline int64_t hg_rnn_reserve_layer(const hg_rnn_dims *d, int64_t l)
 {
     int64_t TN = d->T * d->N, per_dir = TN * hg_rnn_GS(d);
-    if (d->mode == HG_RNN_LSTM) per_dir += TN * d->H * (d->P ? 2 : 1);
+    if (d->mode == HG_RNN_LSTM) per_dir += TN * d->H * (d->P ? 3 : 2);
     int64_t n = d->D * per_dir;
     if (l < d->L - 1) n += TN * d->D * hg_rnn_R(d) * (d->drop > 0 ? 3 : 1);
     return n;
@@ -108,13 +109,14 @@ static inline hg_rnn_roff hg_rnn_reserve_offsets(const hg_rnn_dims *d, int64_t l
     for (int64_t k = 0; k < l; k++) off += hg_rnn_reserve_layer(d, k);
     hg_rnn_roff o;
     for (int64_t dir = 0; dir < 2; dir++) {
-        o.gates[dir] = o.c[dir] = o.r[dir] = -1;
+        o.gates[dir] = o.c[dir] = o.tc[dir] = o.r[dir] = -1;
         if (dir >= d->D) continue;
         o.gates[dir] = off;
         off += TN * hg_rnn_GS(d);
         if (d->mode == HG_RNN_LSTM) {
             o.c[dir] = off;
-            off += TN * d->H;
+            o.tc[dir] = off + TN * d->H;
+            off += 2 * TN * d->H;
             if (d->P) {
                 o.r[dir] = off;
                 off += TN * d->H;
@@ -153,7 +155,7 @@ static inline int64_t hg_rnn_bwd_scratch(const hg_rnn_dims *d)
  * steps (0..T), or NULL for all T. Forward writes y (T, N, D*R), hy (L*D, N, R), cy (LSTM:
  * L*D, N, H) and the reserve; `train` applies the dropout mask the caller drew into the
  * reserve. Backward reads the forward's inputs, y and the reserve, and writes every gradient
- * (dx, dw, dh0, dc0: none accumulates). ws: the scratch above. Thread-safe: they touch only
+ * (dx, dw, dh0, dc0: none accumulates; dx NULL: the data's gradient is not computed). ws: the scratch above. Thread-safe: they touch only
  * their arguments. */
 void hg_rnn_forward_f32(const hg_rnn_dims *d, bool train, const float *x, const float *w,
                         const float *h0, const float *c0, const int64_t *lens, float *y, float *hy,

@@ -1,6 +1,6 @@
 /* The fused RNN forward and backward for one float type, included once per type by
- * ops/rnn_kernels.c with RT (float or double), RSFX (f32, f64), RGEMM (hg_gemm_f32/f64) and the
- * math functions REXP, RTANH defined. Geometry, parameter and reserve layouts: rnn.h.
+ * ops/rnn_kernels.c with RT (float or double), RSFX (f32, f64), RGEMM (hg_gemm_f32/f64) and
+ * RVEXP(src, dst, n), an element-wise exp over n values (dst may equal src), defined. Geometry, parameter and reserve layouts: rnn.h.
  *
  * Forward, per layer and direction: one GEMM projects the inputs of every step at once (the
  * bulk of the work for a wide input), then per step one recurrent GEMM (N x R times R x G*H) and
@@ -12,8 +12,6 @@
 #define RCAT2(a, b) a##_##b
 #define RCAT(a, b) RCAT2(a, b)
 #define RFN(name) RCAT(name, RSFX)
-
-static inline RT RFN(sigm)(RT v) { return (RT)1 / ((RT)1 + REXP(-v)); }
 
 static inline bool RFN(valid)(const int64_t *lens, int64_t t, int64_t n)
 {
@@ -43,39 +41,58 @@ static RT RFN(clip_cell)(const hg_rnn_dims *d, RT c)
     return c<(RT)d->clip_min ? (RT)d->clip_min : c>(RT) d->clip_max ? (RT)d->clip_max : c;
 }
 
-/* One step's gate loop for batch row n: reads the input projection (g, without biases) and the
- * recurrent product hh, writes the activated gates back over g and the new state. Returns the
- * new h (unprojected for LSTM with a projection) in hout[0..H). */
+/* One step's gate loop for one batch row: reads the input projection (g, without biases) and
+ * the recurrent product hh, writes the activated gates back over g and the new state. Returns
+ * the new h (unprojected for LSTM with a projection) in hout[0..H). The activations come from
+ * one vectorised exp over the row's gates: sigmoid(a) = 1 / (1 + e^-a), tanh(a) =
+ * 2 / (1 + e^-2a) - 1 (within a few ulp of 1 in absolute terms, which is what a gate needs). */
 static void RFN(gate_row)(const hg_rnn_dims *d, RT *g, const RT *hh, const RT *bx, const RT *bh,
-                          RT *h, RT *c, RT *cst, RT *hout)
+                          const RT *h, RT *c, RT *cst, RT *tcs, RT *hout)
 {
     const int64_t H = d->H;
     switch (d->mode) {
     case HG_RNN_LSTM:
+        for (int64_t j = 0; j < 4 * H; j++) {
+            RT a = g[j] + bx[j] + bh[j] + hh[j];
+            g[j] = j >= 2 * H && j < 3 * H ? -2 * a : -a;
+        }
+        RVEXP(g, g, 4 * H);
         for (int64_t j = 0; j < H; j++) {
-            RT i = RFN(sigm)(g[j] + bx[j] + bh[j] + hh[j]);
-            RT f = RFN(sigm)(g[H + j] + bx[H + j] + bh[H + j] + hh[H + j]);
-            RT gg = RTANH(g[2 * H + j] + bx[2 * H + j] + bh[2 * H + j] + hh[2 * H + j]);
-            RT o = RFN(sigm)(g[3 * H + j] + bx[3 * H + j] + bh[3 * H + j] + hh[3 * H + j]);
+            RT i = 1 / (1 + g[j]), f = 1 / (1 + g[H + j]);
+            RT gg = 2 / (1 + g[2 * H + j]) - 1, o = 1 / (1 + g[3 * H + j]);
             RT cv = RFN(clip_cell)(d, f * c[j] + i * gg);
             g[j] = i, g[H + j] = f, g[2 * H + j] = gg, g[3 * H + j] = o;
-            c[j] = cv;
-            cst[j] = cv;
-            hout[j] = o * RTANH(cv);
+            c[j] = cst[j] = cv;
+            tcs[j] = -2 * cv;
+        }
+        RVEXP(tcs, tcs, H);
+        for (int64_t j = 0; j < H; j++) {
+            RT tc = 2 / (1 + tcs[j]) - 1;
+            tcs[j] = tc;
+            hout[j] = g[3 * H + j] * tc;
         }
         break;
     case HG_RNN_GRU:
+        for (int64_t j = 0; j < 2 * H; j++) g[j] = -(g[j] + bx[j] + hh[j] + bh[j]);
+        RVEXP(g, g, 2 * H);
         for (int64_t j = 0; j < H; j++) {
-            RT r = RFN(sigm)(g[j] + bx[j] + hh[j] + bh[j]);
-            RT z = RFN(sigm)(g[H + j] + bx[H + j] + hh[H + j] + bh[H + j]);
-            RT hn = hh[2 * H + j] + bh[2 * H + j];
-            RT nn = RTANH(g[2 * H + j] + bx[2 * H + j] + r * hn);
-            g[j] = r, g[H + j] = z, g[2 * H + j] = nn, g[3 * H + j] = hn;
-            hout[j] = ((RT)1 - z) * nn + z * h[j];
+            RT r = 1 / (1 + g[j]), hn = hh[2 * H + j] + bh[2 * H + j];
+            g[j] = r;
+            g[H + j] = 1 / (1 + g[H + j]);
+            g[3 * H + j] = hn;
+            g[2 * H + j] = -2 * (g[2 * H + j] + bx[2 * H + j] + r * hn);
+        }
+        RVEXP(g + 2 * H, g + 2 * H, H);
+        for (int64_t j = 0; j < H; j++) {
+            RT nn = 2 / (1 + g[2 * H + j]) - 1, z = g[H + j];
+            g[2 * H + j] = nn;
+            hout[j] = (1 - z) * nn + z * h[j];
         }
         break;
     case HG_RNN_TANH:
-        for (int64_t j = 0; j < H; j++) g[j] = hout[j] = RTANH(g[j] + bx[j] + hh[j] + bh[j]);
+        for (int64_t j = 0; j < H; j++) g[j] = -2 * (g[j] + bx[j] + hh[j] + bh[j]);
+        RVEXP(g, g, H);
+        for (int64_t j = 0; j < H; j++) g[j] = hout[j] = 2 / (1 + g[j]) - 1;
         break;
     case HG_RNN_RELU:
         for (int64_t j = 0; j < H; j++) {
@@ -99,7 +116,7 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
     hg_rnn_roff ro = hg_rnn_reserve_offsets(d, l);
     RT *hcur = ws, *ccur = hcur + N * R, *hg = ccur + N * H, *hp = hg + N * GH;
     RT *gates = res + ro.gates[dir], *cst = lstm ? res + ro.c[dir] : NULL;
-    RT *rst = d->P ? res + ro.r[dir] : NULL;
+    RT *tcst = lstm ? res + ro.tc[dir] : NULL, *rst = d->P ? res + ro.r[dir] : NULL;
     const RT *bx = w + po.bx, *bh = w + po.bh;
     RGEMM(false, true, TN, GH, Iin, 1, in, Iin, w + po.wx, Iin, 0, gates, GS);
     RFN(copy)(hcur, h0 + k * N * R, N * R);
@@ -114,13 +131,15 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
                 for (int64_t j = 0; j < R; j++) yrow[j] = 0;
                 for (int64_t j = 0; j < GS; j++) g[j] = 0;
                 if (cst) RFN(copy)(cst + row * H, ccur + n * H, H);
+                if (tcst)
+                    for (int64_t j = 0; j < H; j++) tcst[row * H + j] = 0;
                 if (rst)
                     for (int64_t j = 0; j < H; j++) rst[row * H + j] = 0;
                 continue;
             }
             RT *hout = rst ? rst + row * H : yrow;
             RFN(gate_row)(d, g, hg + n * GH, bx, bh, hcur + n * R, lstm ? ccur + n * H : NULL,
-                          cst ? cst + row * H : NULL, hout);
+                          cst ? cst + row * H : NULL, tcst ? tcst + row * H : NULL, hout);
             if (!rst) RFN(copy)(hcur + n * R, yrow, R);
         }
         if (rst) { /* h = W_hr r for the valid rows */
@@ -165,15 +184,15 @@ void RFN(hg_rnn_forward)(const hg_rnn_dims *d, bool train, const RT *x, const RT
 /* Gate gradients of one step for batch row n. dh: dL/dh_t (after the projection's adjoint when
  * there is one: dL/dr_t), updated to the part of dL/dh_{t-1} that bypasses the recurrent GEMM
  * (GRU's z * dh; zero otherwise). dc: dL/dc_t in, dL/dc_{t-1} out. */
-static void RFN(gate_grad_row)(const hg_rnn_dims *d, const RT *g, const RT *cst, const RT *cprev,
-                               const RT *hprev, RT *dh, RT *dc, RT *dgx, RT *dgh)
+static void RFN(gate_grad_row)(const hg_rnn_dims *d, const RT *g, const RT *cst, const RT *tcs,
+                               const RT *cprev, const RT *hprev, RT *dh, RT *dc, RT *dgx, RT *dgh)
 {
     const int64_t H = d->H;
     switch (d->mode) {
     case HG_RNN_LSTM:
         for (int64_t j = 0; j < H; j++) {
             RT i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j], c = cst[j];
-            RT tc = RTANH(c);
+            RT tc = tcs[j];
             RT dcv = dc[j] + dh[j] * o * ((RT)1 - tc * tc);
             if (d->clip && (c <= (RT)d->clip_min || c >= (RT)d->clip_max)) dcv = 0;
             dgx[j] = dcv * gg * i * ((RT)1 - i);
@@ -238,7 +257,7 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
     hg_rnn_poff po = hg_rnn_param_offsets(d, l, dir);
     hg_rnn_roff ro = hg_rnn_reserve_offsets(d, l);
     const RT *gates = res + ro.gates[dir], *cst = lstm ? res + ro.c[dir] : NULL;
-    const RT *rst = d->P ? res + ro.r[dir] : NULL;
+    const RT *tcst = lstm ? res + ro.tc[dir] : NULL, *rst = d->P ? res + ro.r[dir] : NULL;
     RT *dgh = gru ? b->dgh : b->dg;
     /* h_{t-1} of every step, for the recurrent weights' gradient (and GRU's gate loop). */
     for (int64_t t = 0; t < T; t++)
@@ -277,9 +296,10 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
             int64_t p = RFN(prev_step)(lens, T, dir, t, n);
             const RT *cprev = NULL;
             if (lstm) cprev = p < 0 ? c0 + (k * N + n) * H : cst + (p * N + n) * H;
-            RFN(gate_grad_row)(d, gates + row * GS, cst ? cst + row * H : NULL, cprev,
-                               b->hp + row * R, dgate_in + n * din_ld, lstm ? b->dc + n * H : NULL,
-                               b->dg + row * GH, dgh + row * GH);
+            RFN(gate_grad_row)(d, gates + row * GS, cst ? cst + row * H : NULL,
+                               tcst ? tcst + row * H : NULL, cprev, b->hp + row * R,
+                               dgate_in + n * din_ld, lstm ? b->dc + n * H : NULL, b->dg + row * GH,
+                               dgh + row * GH);
             if (rst) /* dh fed the projection only; the recurrent GEMM below gives dh_{t-1} */
                 for (int64_t j = 0; j < R; j++) b->dh[n * R + j] = 0;
         }
@@ -298,7 +318,8 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
     if (rst) RGEMM(true, false, R, H, TN, 1, b->dhall, R, rst, H, 0, dw + po.wr, H);
     RFN(colsum)(b->dg, TN, GH, dw + po.bx);
     RFN(colsum)(dgh, TN, GH, dw + po.bh);
-    RGEMM(false, false, TN, Iin, GH, 1, b->dg, GH, w + po.wx, Iin, dir == 0 ? 0 : 1, dxl, Iin);
+    if (dxl)
+        RGEMM(false, false, TN, Iin, GH, 1, b->dg, GH, w + po.wx, Iin, dir == 0 ? 0 : 1, dxl, Iin);
 }
 
 void RFN(hg_rnn_backward)(const hg_rnn_dims *d, bool train, const RT *x, const RT *w, const RT *h0,

@@ -10405,8 +10405,8 @@ def RNN(data: NDArray | None = None, parameters: NDArray | None = None, state: N
     ...
 
 
-def _backward_RNN(ograd: NDArray | None = None, ograd_state: NDArray | None = None, ograd_statecell: NDArray | None = None, data: NDArray | None = None, parameters: NDArray | None = None, state: NDArray | None = None, output: NDArray | None = None, reserve: NDArray | None = None, state_cell: NDArray | None = None, sequence_length: NDArray | None = None, state_size: int = ..., num_layers: int = ..., bidirectional: bool = False, mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'] = ..., p: float = 0, state_outputs: bool = False, projection_size: int | None = None, lstm_state_clip_min: float | None = None, lstm_state_clip_max: float | None = None, lstm_state_clip_nan: bool = False, use_sequence_length: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
-    """_backward_RNN(ograd, ograd_state, ograd_statecell, data, parameters, state, output, reserve, state_cell, sequence_length, state_size=<required>, num_layers=<required>, bidirectional=False, mode=<required>, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False)
+def _backward_RNN(ograd: NDArray | None = None, ograd_state: NDArray | None = None, ograd_statecell: NDArray | None = None, data: NDArray | None = None, parameters: NDArray | None = None, state: NDArray | None = None, output: NDArray | None = None, reserve: NDArray | None = None, state_cell: NDArray | None = None, sequence_length: NDArray | None = None, state_size: int = ..., num_layers: int = ..., bidirectional: bool = False, mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'] = ..., p: float = 0, state_outputs: bool = False, projection_size: int | None = None, lstm_state_clip_min: float | None = None, lstm_state_clip_max: float | None = None, lstm_state_clip_nan: bool = False, use_sequence_length: bool = False, data_grad: bool = True, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_RNN(ograd, ograd_state, ograd_statecell, data, parameters, state, output, reserve, state_cell, sequence_length, state_size=<required>, num_layers=<required>, bidirectional=False, mode=<required>, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False, data_grad=True)
 
     gradient of RNN (BPTT) from the output gradients, the forward's inputs, its output and its reserve
 
@@ -10448,6 +10448,8 @@ def _backward_RNN(ograd: NDArray | None = None, ograd_state: NDArray | None = No
         clip NaN cell states to the range instead of propagating them
     use_sequence_length : boolean, default=False
         take a sequence_length input: valid steps per batch row
+    data_grad : boolean, default=True
+        compute the gradient of data
     """
     ...
 

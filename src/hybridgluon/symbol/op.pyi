@@ -10366,8 +10366,8 @@ def RNN(data: Symbol | None = None, parameters: Symbol | None = None, state: Sym
     ...
 
 
-def _backward_RNN(ograd: Symbol | None = None, ograd_state: Symbol | None = None, ograd_statecell: Symbol | None = None, data: Symbol | None = None, parameters: Symbol | None = None, state: Symbol | None = None, output: Symbol | None = None, reserve: Symbol | None = None, state_cell: Symbol | None = None, sequence_length: Symbol | None = None, state_size: int = ..., num_layers: int = ..., bidirectional: bool = False, mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'] = ..., p: float = 0, state_outputs: bool = False, projection_size: int | None = None, lstm_state_clip_min: float | None = None, lstm_state_clip_max: float | None = None, lstm_state_clip_nan: bool = False, use_sequence_length: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
-    """_backward_RNN(ograd, ograd_state, ograd_statecell, data, parameters, state, output, reserve, state_cell, sequence_length, state_size=<required>, num_layers=<required>, bidirectional=False, mode=<required>, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False)
+def _backward_RNN(ograd: Symbol | None = None, ograd_state: Symbol | None = None, ograd_statecell: Symbol | None = None, data: Symbol | None = None, parameters: Symbol | None = None, state: Symbol | None = None, output: Symbol | None = None, reserve: Symbol | None = None, state_cell: Symbol | None = None, sequence_length: Symbol | None = None, state_size: int = ..., num_layers: int = ..., bidirectional: bool = False, mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'] = ..., p: float = 0, state_outputs: bool = False, projection_size: int | None = None, lstm_state_clip_min: float | None = None, lstm_state_clip_max: float | None = None, lstm_state_clip_nan: bool = False, use_sequence_length: bool = False, data_grad: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_RNN(ograd, ograd_state, ograd_statecell, data, parameters, state, output, reserve, state_cell, sequence_length, state_size=<required>, num_layers=<required>, bidirectional=False, mode=<required>, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False, data_grad=True)
 
     gradient of RNN (BPTT) from the output gradients, the forward's inputs, its output and its reserve
 
@@ -10409,6 +10409,8 @@ def _backward_RNN(ograd: Symbol | None = None, ograd_state: Symbol | None = None
         clip NaN cell states to the range instead of propagating them
     use_sequence_length : boolean, default=False
         take a sequence_length input: valid steps per batch row
+    data_grad : boolean, default=True
+        compute the gradient of data
     """
     ...
 
