@@ -215,3 +215,50 @@ def test_rnn_param_concat_fills_one_unknown():
     x, y = np.arange(5.0), np.arange(3.0) + 10
     out = mx.nd._internal._rnn_param_concat(mx.nd.array(x), mx.nd.array(y), dim=0, num_args=2)
     np.testing.assert_array_equal(out.asnumpy(), np.concatenate([x, y]))
+
+
+def _gemm_lib():
+    import ctypes
+    import os
+    h = ctypes.CDLL(os.path.join(os.path.dirname(mx.__file__), 'lib', 'libhybridgluon.so'))
+    h.hg_gemm_set_kernel.argtypes = [ctypes.c_int]
+    h.hg_gemm_set_kernel.restype = ctypes.c_int
+    h.hg_gemm_kernel.restype = ctypes.c_int
+    return h
+
+
+@pytest.mark.parametrize('level', [0, 2, 3])  # BLAS, AVX2+FMA, AVX-512F
+@pytest.mark.parametrize('mode,N,L,bi,P', [('lstm', 11, 2, True, None), ('gru', 20, 1, False, None),
+                                           ('rnn_tanh', 9, 2, False, None),
+                                           ('lstm', 13, 1, True, 3)])
+def test_packed_recurrent_kernels(level, mode, N, L, bi, P):
+    """float32 with more than 8 batch rows runs the recurrent products on packed weights
+    (kernels/cpu/rnn_gemm.h, per instruction set): forward against NumPy, gradients against the
+    float64 op (whose backward finite differences check)."""
+    lib = _gemm_lib()
+    before = lib.hg_gemm_kernel()
+    if lib.hg_gemm_set_kernel(level) != level:
+        lib.hg_gemm_set_kernel(before)
+        pytest.skip('the CPU lacks this kernel set')
+    try:
+        rng = np.random.default_rng(N)
+        xs = _inputs(rng, mode, 7, N, 5, 37, L, bi, P=P, dtype='float64')
+        _check([x.astype(np.float32) for x in xs], mode, 37, L, bi, P, tol=2e-5)
+        grads = []
+        for dt in ('float64', 'float32'):
+            arrs = [mx.nd.array(x, dtype=dt) for x in xs]
+            for a in arrs:
+                a.attach_grad()
+            kw = dict(state_size=37, num_layers=L, bidirectional=bi, mode=mode,
+                      state_outputs=True)
+            if P:
+                kw['projection_size'] = P
+            with mx.autograd.record():
+                out = mx.nd.RNN(*arrs, **kw)
+                loss = sum((o * o).sum() for o in out)
+            loss.backward()
+            grads.append([a.grad.asnumpy() for a in arrs])
+        for g64, g32 in zip(*grads):
+            np.testing.assert_allclose(g32, g64, rtol=1e-4, atol=1e-4)
+    finally:
+        lib.hg_gemm_set_kernel(before)

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/rnn.h"
+#include "kernels/cpu/rnn_gemm.h"
 #include "kernels/cpu/vmath.h"
 
 /* float64 has no vectorised exp: libm's, element by element. */
@@ -17,18 +18,22 @@ static void vexp_f64(const double *src, double *dst, int64_t n)
 #define RSFX f32
 #define RGEMM hg_gemm_f32
 #define RVEXP hg_vexp_f32
+#define RPACKED 1
 #include "kernels/cpu/rnn_tmpl.h"
 #undef RT
 #undef RSFX
 #undef RGEMM
 #undef RVEXP
+#undef RPACKED
 
 #define RT double
 #define RSFX f64
 #define RGEMM hg_gemm_f64
 #define RVEXP vexp_f64
+#define RPACKED 0
 #include "kernels/cpu/rnn_tmpl.h"
 #undef RT
 #undef RSFX
 #undef RGEMM
 #undef RVEXP
+#undef RPACKED

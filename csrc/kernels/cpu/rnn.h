@@ -135,17 +135,20 @@ static inline hg_rnn_roff hg_rnn_reserve_offsets(const hg_rnn_dims *d, int64_t l
     return o;
 }
 
-/* Scratch (in elements of the data type) of the forward and backward kernels. */
+/* Scratch (in elements of the data type) of the forward and backward kernels; the recurrent
+ * product's output rows and its packed weights are sized for 32-wide panels (rnn_gemm.h). */
+static inline int64_t hg_rnn_pad32(int64_t n) { return (n + 31) / 32 * 32; }
+
 static inline int64_t hg_rnn_fwd_scratch(const hg_rnn_dims *d)
 {
-    int64_t R = hg_rnn_R(d);
-    return d->N * (2 * R + d->H + hg_rnn_gates(d) * d->H);
+    int64_t R = hg_rnn_R(d), GHp = hg_rnn_pad32(hg_rnn_gates(d) * d->H);
+    return d->N * (2 * R + d->H + GHp) + GHp * R;
 }
 
 static inline int64_t hg_rnn_bwd_scratch(const hg_rnn_dims *d)
 {
     int64_t R = hg_rnn_R(d), TN = d->T * d->N, GH = hg_rnn_gates(d) * d->H;
-    int64_t n = d->N * (2 * R + 2 * d->H);
+    int64_t n = d->N * (R + hg_rnn_pad32(R) + 2 * d->H) + hg_rnn_pad32(R) * GH;
     n += TN * GH * (d->mode == HG_RNN_GRU ? 2 : 1) + TN * R * (d->P ? 2 : 1);
     if (d->L > 1) n += 2 * TN * d->D * R;
     return n;

@@ -33,6 +33,38 @@ static void RFN(copy)(RT *dst, const RT *src, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] = src[i];
 }
 
+/* The recurrent products on packed weights (rnn_gemm.h) for float32 with more than 8 batch
+ * rows (fewer go to hg_gemm's own small-side kernels, which need no packing); width 0: the
+ * BLAS. */
+static int64_t RFN(panel_width)(const hg_rnn_dims *d)
+{
+#if RPACKED
+    return d->N > 8 ? hg_rnn_panel_width() : 0;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+static void RFN(pack)(const RT *B, bool tb, int64_t K, int64_t Ncols, int64_t ldb, int64_t W, RT *P)
+{
+#if RPACKED
+    hg_rnn_pack(B, tb, K, Ncols, ldb, W, P);
+#else
+    (void)B, (void)tb, (void)K, (void)Ncols, (void)ldb, (void)W, (void)P;
+#endif
+}
+
+static void RFN(gemm_packed)(int64_t M, int64_t Ncols, int64_t K, const RT *A, int64_t lda,
+                             const RT *P, int64_t W, RT *C, int64_t ldc)
+{
+#if RPACKED
+    hg_rnn_gemm_packed(M, Ncols, K, A, lda, P, W, C, ldc);
+#else
+    (void)M, (void)Ncols, (void)K, (void)A, (void)lda, (void)P, (void)W, (void)C, (void)ldc;
+#endif
+}
+
 static RT RFN(clip_cell)(const hg_rnn_dims *d, RT c)
 {
     if (!d->clip) return c;
@@ -114,16 +146,20 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
     const bool lstm = d->mode == HG_RNN_LSTM;
     hg_rnn_poff po = hg_rnn_param_offsets(d, l, dir);
     hg_rnn_roff ro = hg_rnn_reserve_offsets(d, l);
-    RT *hcur = ws, *ccur = hcur + N * R, *hg = ccur + N * H, *hp = hg + N * GH;
+    const int64_t W = RFN(panel_width)(d), ldhg = W ? hg_rnn_pad32(GH) : GH;
+    RT *hcur = ws, *ccur = hcur + N * R, *hg = ccur + N * H, *hp = hg + N * hg_rnn_pad32(GH);
+    RT *packed = hp + N * R;
     RT *gates = res + ro.gates[dir], *cst = lstm ? res + ro.c[dir] : NULL;
     RT *tcst = lstm ? res + ro.tc[dir] : NULL, *rst = d->P ? res + ro.r[dir] : NULL;
     const RT *bx = w + po.bx, *bh = w + po.bh;
     RGEMM(false, true, TN, GH, Iin, 1, in, Iin, w + po.wx, Iin, 0, gates, GS);
     RFN(copy)(hcur, h0 + k * N * R, N * R);
     if (lstm) RFN(copy)(ccur, c0 + k * N * H, N * H);
+    if (W && T > 0) RFN(pack)(w + po.wh, true, R, GH, R, W, packed);
     for (int64_t s = 0; s < T; s++) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
-        RGEMM(false, true, N, GH, R, 1, hcur, R, w + po.wh, R, 0, hg, GH);
+        if (W) RFN(gemm_packed)(N, GH, R, hcur, R, packed, W, hg, ldhg);
+        else RGEMM(false, true, N, GH, R, 1, hcur, R, w + po.wh, R, 0, hg, GH);
         for (int64_t n = 0; n < N; n++) {
             const int64_t row = t * N + n;
             RT *yrow = yl + row * YW + dir * R, *g = gates + row * GS;
@@ -138,7 +174,7 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
                 continue;
             }
             RT *hout = rst ? rst + row * H : yrow;
-            RFN(gate_row)(d, g, hg + n * GH, bx, bh, hcur + n * R, lstm ? ccur + n * H : NULL,
+            RFN(gate_row)(d, g, hg + n * ldhg, bx, bh, hcur + n * R, lstm ? ccur + n * H : NULL,
                           cst ? cst + row * H : NULL, tcst ? tcst + row * H : NULL, hout);
             if (!rst) RFN(copy)(hcur + n * R, yrow, R);
         }
@@ -240,7 +276,7 @@ static void RFN(colsum)(const RT *a, int64_t rows, int64_t cols, RT *out)
 }
 
 typedef struct RFN(bwd_bufs) {
-    RT *dh, *dc, *dr, *tmp, *dg, *dgh, *hp, *dhall;
+    RT *dh, *dc, *dr, *tmp, *dg, *dgh, *hp, *dhall, *packed;
 } RFN(bwd_bufs);
 
 /* One direction of one layer, backward: BPTT over the steps, then the batched weight, bias and
@@ -268,6 +304,8 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
         }
     RFN(copy)(b->dh, dhy + k * N * R, N * R);
     if (lstm) RFN(copy)(b->dc, dcy + k * N * H, N * H);
+    const int64_t W = RFN(panel_width)(d), ldt = W ? hg_rnn_pad32(R) : R;
+    if (W && T > 0) RFN(pack)(w + po.wh, false, GH, R, R, W, b->packed);
     for (int64_t s = T - 1; s >= 0; s--) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
         for (int64_t n = 0; n < N; n++) {
@@ -305,10 +343,11 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
         }
         /* dh_{t-1} = dG_h W_hh (+ GRU's bypass, already in dh) for the valid rows; rows past
          * their length pass dh through unchanged (their gate gradients are zero). */
-        RGEMM(false, false, N, R, GH, 1, dgh + t * N * GH, GH, w + po.wh, R, 0, b->tmp, R);
+        if (W) RFN(gemm_packed)(N, R, GH, dgh + t * N * GH, GH, b->packed, W, b->tmp, ldt);
+        else RGEMM(false, false, N, R, GH, 1, dgh + t * N * GH, GH, w + po.wh, R, 0, b->tmp, R);
         for (int64_t n = 0; n < N; n++) {
             if (!RFN(valid)(lens, t, n)) continue;
-            for (int64_t j = 0; j < R; j++) b->dh[n * R + j] += b->tmp[n * R + j];
+            for (int64_t j = 0; j < R; j++) b->dh[n * R + j] += b->tmp[n * ldt + j];
         }
     }
     RFN(copy)(dh0 + k * N * R, b->dh, N * R);
@@ -317,7 +356,8 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
     RGEMM(true, false, GH, R, TN, 1, dgh, GH, b->hp, R, 0, dw + po.wh, R);
     if (rst) RGEMM(true, false, R, H, TN, 1, b->dhall, R, rst, H, 0, dw + po.wr, H);
     RFN(colsum)(b->dg, TN, GH, dw + po.bx);
-    RFN(colsum)(dgh, TN, GH, dw + po.bh);
+    if (gru) RFN(colsum)(dgh, TN, GH, dw + po.bh);
+    else /* both biases enter the same sum */ RFN(copy)(dw + po.bh, dw + po.bx, GH);
     if (dxl)
         RGEMM(false, false, TN, Iin, GH, 1, b->dg, GH, w + po.wx, Iin, dir == 0 ? 0 : 1, dxl, Iin);
 }
@@ -334,7 +374,8 @@ void RFN(hg_rnn_backward)(const hg_rnn_dims *d, bool train, const RT *x, const R
     b.dh = p, p += N * R;
     b.dc = p, p += N * H;
     b.dr = p, p += N * H;
-    b.tmp = p, p += N * R;
+    b.tmp = p, p += N * hg_rnn_pad32(R);
+    b.packed = p, p += hg_rnn_pad32(R) * GH;
     b.dg = p, p += TN * GH;
     b.dgh = NULL;
     if (d->mode == HG_RNN_GRU) b.dgh = p, p += TN * GH;
