@@ -171,21 +171,25 @@ def test_parameter_names_and_shapes():
     assert [s['shape'] for s in layer.state_info(7)] == [(4, 7, 3), (4, 7, 6)]
 
 
-def test_use_sequence_length():
+@pytest.mark.parametrize('cls,mode', [(gluon.rnn.LSTM, 'lstm'), (gluon.rnn.GRU, 'gru')])
+def test_use_sequence_length(cls, mode):
     rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (6, 3, 3)).astype(np.float32)
+    lens = np.array([6, 2, 4], dtype=np.float32)
     for hybridize in (False, True):
-        layer = gluon.rnn.LSTM(5, bidirectional=True, use_sequence_length=True, input_size=3)
+        layer = cls(5, bidirectional=True, use_sequence_length=True, input_size=3)
         layer.initialize(mx.init.Uniform(0.5))
         if hybridize:
             layer.hybridize()
-        x = rng.uniform(-1, 1, (6, 3, 3)).astype(np.float32)
-        lens = np.array([6, 2, 4], dtype=np.float32)
-        states = layer.begin_state(3)
+        states = [mx.nd.array(rng.uniform(-1, 1, s.shape)) for s in layer.begin_state(3)]
         out, new_states = layer(mx.nd.array(x), states, mx.nd.array(lens))
-        ref = rnn_ref.rnn(x, _flat(layer), np.zeros((2, 3, 5)), np.zeros((2, 3, 5)), 'lstm', 5,
-                          1, True, None, lens.astype(int))
+        c0 = states[1].asnumpy() if mode == 'lstm' else None
+        ref = rnn_ref.rnn(x, _flat(layer), states[0].asnumpy(), c0, mode, 5, 1, True, None,
+                          lens.astype(int))
         np.testing.assert_allclose(out.asnumpy(), ref[0], rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(new_states[0].asnumpy(), ref[1], rtol=1e-5, atol=1e-6)
+        for s, r in zip(new_states, ref[1:]):
+            np.testing.assert_allclose(s.asnumpy(), r, rtol=1e-5, atol=1e-6)
+        assert np.all(out.asnumpy()[2:, 1] == 0)
 
 
 def test_dropout_only_in_training():

@@ -441,6 +441,7 @@ const hg_op_def hg_ops_rnn[] = {
      .attrs = k_rnn_attrs,
      .num_attrs = K_NATTRS,
      .num_inputs = 5, /* the most: positional slots; the count comes from get_num_inputs */
+     .flags = HG_OP_RANDOM, /* dropout between layers draws masks in training */
      .num_outputs = 4,
      .get_num_inputs = rnn_num_inputs,
      .get_num_visible_outputs = rnn_visible,
