@@ -308,3 +308,27 @@ def test_c_predictor_runs_mxnet_exported_lstm():
     y = _predict_c(os.path.join(REF, 'lstm_bi2-symbol.json'),
                    os.path.join(REF, 'lstm_bi2-0000.params'), x, states)
     np.testing.assert_allclose(y, a['lstm_bi2_y0'], rtol=1e-5, atol=1e-6)
+
+
+def test_threads_share_a_hybridized_lstm():
+    """Calls from several threads (the GIL released in C) give the serial results."""
+    import threading
+    layer = gluon.rnn.LSTM(16, num_layers=2, input_size=8)
+    layer.initialize(mx.init.Uniform(0.3))
+    layer.hybridize()
+    rng = np.random.default_rng(6)
+    xs = [mx.nd.array(rng.uniform(-1, 1, (5, 12, 8))) for _ in range(4)]
+    want = [layer(x).asnumpy() for x in xs]
+    got = [None] * len(xs)
+
+    def run(i):
+        for _ in range(3):
+            got[i] = layer(xs[i]).asnumpy()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(w, g)

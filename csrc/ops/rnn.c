@@ -14,6 +14,7 @@
  * zeros and leave the state as it was; the backward direction starts at the row's last valid
  * step); MXNet 1.9.1's CPU kernel ignores both. float16 is refused, as MXNet's CPU refuses it.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/rng.h"
@@ -381,9 +382,14 @@ static hg_status rnn_grad(hg_grad_ctx *g)
  * the schema is Concat's, index for index, and so are the rules. */
 static const hg_op_def *concat_def(void)
 {
-    static const hg_op_def *def;
-    if (!def) def = hg_registry_find("Concat");
-    return def;
+    /* Looked up once; threads racing here store the same pointer (atomically: no data race). */
+    static _Atomic(const hg_op_def *) def;
+    const hg_op_def *d = atomic_load_explicit(&def, memory_order_acquire);
+    if (!d) {
+        d = hg_registry_find("Concat");
+        atomic_store_explicit(&def, d, memory_order_release);
+    }
+    return d;
 }
 
 static hg_status pc_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
