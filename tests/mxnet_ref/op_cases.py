@@ -491,4 +491,5 @@ def build_cases(seed=20240519):
     cases.extend(__import__('op_cases_ops2').build_ops2_cases())  # helper ops2's, own seed
     cases.extend(__import__('op_cases_opmisc').build_opmisc_cases())  # helper opmisc's, own seed
     cases.extend(__import__('op_cases_infer').build_infer_cases())  # helper infer's, own seed
+    cases.extend(__import__('op_cases_rnn').build_rnn_cases())  # helper rnnop's, own seed
     return cases

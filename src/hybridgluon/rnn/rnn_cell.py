@@ -12,7 +12,6 @@ import warnings
 
 from .. import initializer as _init, ndarray, symbol
 from ..base import numeric_types, string_types
-from ..gluon.rnn.rnn_cell import _graph_unknown_dims
 
 __all__ = ['RNNParams', 'BaseRNNCell', 'RNNCell', 'LSTMCell', 'GRUCell', 'FusedRNNCell',
            'SequentialRNNCell', 'DropoutCell', 'ModifierCell', 'ZoneoutCell', 'ResidualCell',
@@ -138,7 +137,7 @@ class BaseRNNCell:
             if info is not None:
                 kwargs.update(info)  # MXNet's: one state's info stays for the next
             name = '%sbegin_state_%d' % (self._prefix, self._init_counter)
-            states.append(func(name=name, **_graph_unknown_dims(func, kwargs)))
+            states.append(func(name=name, **kwargs))
         return states
 
     def unpack_weights(self, args):

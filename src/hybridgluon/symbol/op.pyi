@@ -10538,6 +10538,116 @@ def _backward_cond(*data: Symbol, num_args: int = ..., num_outputs: int = ..., c
     ...
 
 
+def RNN(data: Symbol | None = None, parameters: Symbol | None = None, state: Symbol | None = None, state_cell: Symbol | None = None, sequence_length: Symbol | None = None, state_size: int = ..., num_layers: int = ..., bidirectional: bool = False, mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'] = ..., p: float = 0, state_outputs: bool = False, projection_size: int | None = None, lstm_state_clip_min: float | None = None, lstm_state_clip_max: float | None = None, lstm_state_clip_nan: bool = False, use_sequence_length: bool = False, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """RNN(data, parameters, state, state_cell, sequence_length, state_size=<required>, num_layers=<required>, bidirectional=False, mode=<required>, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False)
+
+    Applies recurrent layers to input data (layout TNC): vanilla RNN with relu or tanh, LSTM (with optional projection and cell clipping) and GRU (cuDNN's variant), stacked and optionally bidirectional, from one flat parameter vector in MXNet's layout
+
+    Inputs
+    ------
+    data : NDArray
+    parameters : NDArray
+    state : NDArray
+    state_cell : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    state_size : int, required
+        size of the state for each layer
+    num_layers : int, required
+        number of stacked layers
+    bidirectional : boolean, default=False
+        whether to use bidirectional recurrent layers
+    mode : enum, required
+        the type of RNN to compute
+        one of: 'rnn_relu' 'rnn_tanh' 'lstm' 'gru'
+    p : float, default=0
+        drop rate of the dropout on the outputs of each RNN layer, except the last layer
+    state_outputs : boolean, default=False
+        Whether to have the states as symbol outputs.
+    projection_size : int or None, default=None
+        size of the LSTM's projection of h
+    lstm_state_clip_min : float or None, default=None
+        Minimum clip value of LSTM states (with lstm_state_clip_max)
+    lstm_state_clip_max : float or None, default=None
+        Maximum clip value of LSTM states (with lstm_state_clip_min)
+    lstm_state_clip_nan : boolean, default=False
+        clip NaN cell states to the range instead of propagating them
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: valid steps per batch row
+    """
+    ...
+
+
+def _backward_RNN(ograd: Symbol | None = None, ograd_state: Symbol | None = None, ograd_statecell: Symbol | None = None, data: Symbol | None = None, parameters: Symbol | None = None, state: Symbol | None = None, output: Symbol | None = None, reserve: Symbol | None = None, state_cell: Symbol | None = None, sequence_length: Symbol | None = None, state_size: int = ..., num_layers: int = ..., bidirectional: bool = False, mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'] = ..., p: float = 0, state_outputs: bool = False, projection_size: int | None = None, lstm_state_clip_min: float | None = None, lstm_state_clip_max: float | None = None, lstm_state_clip_nan: bool = False, use_sequence_length: bool = False, data_grad: bool = True, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_backward_RNN(ograd, ograd_state, ograd_statecell, data, parameters, state, output, reserve, state_cell, sequence_length, state_size=<required>, num_layers=<required>, bidirectional=False, mode=<required>, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False, data_grad=True)
+
+    gradient of RNN (BPTT) from the output gradients, the forward's inputs, its output and its reserve
+
+    Inputs
+    ------
+    ograd : NDArray
+    ograd_state : NDArray
+    ograd_statecell : NDArray
+    data : NDArray
+    parameters : NDArray
+    state : NDArray
+    output : NDArray
+    reserve : NDArray
+    state_cell : NDArray
+    sequence_length : NDArray
+
+    Parameters
+    ----------
+    state_size : int, required
+        size of the state for each layer
+    num_layers : int, required
+        number of stacked layers
+    bidirectional : boolean, default=False
+        whether to use bidirectional recurrent layers
+    mode : enum, required
+        the type of RNN to compute
+        one of: 'rnn_relu' 'rnn_tanh' 'lstm' 'gru'
+    p : float, default=0
+        drop rate of the dropout on the outputs of each RNN layer, except the last layer
+    state_outputs : boolean, default=False
+        Whether to have the states as symbol outputs.
+    projection_size : int or None, default=None
+        size of the LSTM's projection of h
+    lstm_state_clip_min : float or None, default=None
+        Minimum clip value of LSTM states (with lstm_state_clip_max)
+    lstm_state_clip_max : float or None, default=None
+        Maximum clip value of LSTM states (with lstm_state_clip_min)
+    lstm_state_clip_nan : boolean, default=False
+        clip NaN cell states to the range instead of propagating them
+    use_sequence_length : boolean, default=False
+        take a sequence_length input: valid steps per batch row
+    data_grad : boolean, default=True
+        compute the gradient of data
+    """
+    ...
+
+
+def _rnn_param_concat(*data: Symbol, num_args: int = ..., dim: int = 1, name: str | None = None, attr: dict[str, str] | None = None, **kwargs: Any) -> Symbol:
+    """_rnn_param_concat(*data, num_args=<required>, dim=1)
+
+    Concat for the fused RNN layers' parameter vector: joins inputs along dim and infers a single unknown input size from the output
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    num_args : int, required
+        Number of inputs to be concated.
+    dim : int, default=1
+        the dimension to be concated.
+    """
+    ...
+
+
 def histogram(a, bins=10, range=None, **kwargs):
     """Counts of a in bins and the bin edges (MXNet's sym.histogram): bins a Symbol of edges,
     or an int with range (required in symbol mode).

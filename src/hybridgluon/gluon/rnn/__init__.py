@@ -1,8 +1,4 @@
 """Recurrent layers (MXNet's `gluon.rnn`): the cells of rnn_cell (one step a call, `unroll`
 over a sequence) and the fused layers RNN, LSTM and GRU of rnn_layer."""
 from .rnn_cell import *  # noqa: F401,F403
-
-try:  # merge: the lead removes this guard once rnn_layer.py (branch rnnop) is merged
-    from .rnn_layer import *  # noqa: F401,F403
-except ImportError:
-    pass
+from .rnn_layer import *  # noqa: F401,F403

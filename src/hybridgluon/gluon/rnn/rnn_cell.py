@@ -56,24 +56,6 @@ def _begin_state_of(cells, **kwargs):
     return out
 
 
-def _graph_unknown_dims(func, info):
-    """In a graph (legacy shape semantics) a 0 in a begin state's shape means "the batch size
-    the data decides" (MXNet's creation ops read it so). Our creation ops mark an undecided
-    dimension with -1, so a symbolic creation function gets -1 there; a placeholder
-    (`sym.var`) keeps MXNet's 0, which variables already read as unknown."""
-    from ...util import is_np_shape
-    module = getattr(func, '__module__', '') or ''
-    if (not module.startswith('hybridgluon.symbol') or is_np_shape()
-            or func in (symbol.var, symbol.Variable)):
-        return info
-    shape = info.get('shape')
-    if shape is None or 0 not in shape:
-        return info
-    info = dict(info)
-    info['shape'] = tuple(-1 if d == 0 else d for d in shape)
-    return info
-
-
 def _default_begin_state(cell, F, begin_state, inputs, batch_size):
     """`begin_state` if given, else zeros from `cell.begin_state` (on the inputs' context)."""
     if begin_state is not None:
@@ -211,7 +193,6 @@ class RecurrentCell(Block):
         for info in self.state_info(batch_size):
             self._init_counter += 1
             info = dict(info, **kwargs) if info is not None else dict(kwargs)
-            info = _graph_unknown_dims(func, info)
             states.append(func(name='%sbegin_state_%d' % (self._prefix, self._init_counter),
                                **info))
         return states
