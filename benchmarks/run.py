@@ -23,7 +23,8 @@ sys.path.insert(0, HERE)
 
 # In the order they run. bench_lenet and bench_conv are optional (written separately): a
 # missing one is skipped with a note.
-NAMES = ['ndarray', 'hybridize', 'train', 'lenet', 'conv', 'zoo', 'predict', 'gemm', 'graph_scale']
+NAMES = ['ndarray', 'hybridize', 'train', 'lenet', 'conv', 'zoo', 'predict', 'gemm', 'graph_scale',
+         'rnn']
 OPTIONAL = {'lenet', 'conv'}
 # The peers the targets are stated against: faster than MXNet, no slower than PyTorch.
 TARGETS = {'mxnet': 'faster than MXNet 1.9.1', 'torch': 'no slower than PyTorch',

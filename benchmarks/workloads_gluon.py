@@ -183,6 +183,65 @@ def fmnist_epoch(mx, batch=128, limit=None):
     return epoch
 
 
+def _word_lm(mx, vocab, embed, hidden, layers):
+    """The word-level language model of the RNN benchmark (Zaremba et al.'s medium config
+    without dropout: timings, not perplexity): embedding, a fused multi-layer LSTM in TNC layout
+    and a decoder applied to every time step."""
+    gluon, nn = mx.gluon, mx.gluon.nn
+
+    class WordLM(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super(WordLM, self).__init__(**kwargs)
+            with self.name_scope():
+                self.embedding = nn.Embedding(vocab, embed)
+                self.lstm = gluon.rnn.LSTM(hidden, num_layers=layers, input_size=embed)
+                self.decoder = nn.Dense(vocab, in_units=hidden, flatten=False)
+
+        def hybrid_forward(self, F, x, h, c):
+            out, (h, c) = self.lstm(self.embedding(x), [h, c])
+            return self.decoder(out), h, c
+    net = WordLM()
+    net.initialize(mx.init.Uniform(0.1))
+    net.hybridize(static_alloc=True, static_shape=True)
+    return net
+
+
+def word_lm_train_step(mx, batch=32, seq=35, vocab=10000, embed=650, hidden=650, layers=2):
+    """One training step of the word LM: forward over `seq` steps, softmax cross-entropy over
+    every token, backward through time, gradient clipping and an SGD update (lr 1), as the
+    classic PTB recipe trains it. Token ids are synthetic (timing only)."""
+    net = _word_lm(mx, vocab, embed, hidden, layers)
+    rng = np.random.RandomState(0)
+    x = mx.nd.array(rng.randint(0, vocab, (seq, batch)), dtype='float32')
+    y = mx.nd.array(rng.randint(0, vocab, (seq, batch)), dtype='float32')
+    h = mx.nd.zeros((layers, batch, hidden))
+    c = mx.nd.zeros((layers, batch, hidden))
+    params = net.collect_params()
+    trainer = mx.gluon.Trainer(params, 'sgd', {'learning_rate': 1.0})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    grads = [p.grad() for p in params.values() if p.grad_req != 'null']
+
+    def step():
+        with mx.autograd.record():
+            out, _, _ = net(x, h, c)
+            loss = loss_fn(out.reshape((-1, vocab)), y.reshape((-1,)))
+        loss.backward()
+        mx.gluon.utils.clip_global_norm(grads, 0.25 * seq * batch)
+        trainer.step(seq * batch)
+        return _sync(loss)
+    return step
+
+
+def word_lm_infer(mx, batch=1, seq=35, vocab=10000, embed=650, hidden=650, layers=2):
+    """Inference latency of the word LM: one forward over `seq` tokens (hybridized)."""
+    net = _word_lm(mx, vocab, embed, hidden, layers)
+    x = mx.nd.array(np.random.RandomState(0).randint(0, vocab, (seq, batch)), dtype='float32')
+    h = mx.nd.zeros((layers, batch, hidden))
+    c = mx.nd.zeros((layers, batch, hidden))
+    return lambda: _sync(net(x, h, c)[0])
+
+
 WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
                                      mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
-                                     conv3x3, fmnist_epoch)}
+                                     conv3x3, fmnist_epoch, word_lm_train_step,
+                                     word_lm_infer)}

@@ -209,6 +209,53 @@ def fmnist_epoch(batch=128, limit=None):
     return epoch
 
 
+class _WordLM(nn.Module):
+    def __init__(self, vocab, embed, hidden, layers):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, layers)
+        self.decoder = nn.Linear(hidden, vocab)
+        for p in self.parameters():
+            nn.init.uniform_(p, -0.1, 0.1)
+
+    def forward(self, x, h, c):
+        out, (h, c) = self.lstm(self.embedding(x), (h, c))
+        return self.decoder(out), h, c
+
+
+def word_lm_train_step(batch=32, seq=35, vocab=10000, embed=650, hidden=650, layers=2):
+    """workloads_gluon.word_lm_train_step in PyTorch: nn.LSTM (its fused CPU kernel)."""
+    net = _WordLM(vocab, embed, hidden, layers)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, vocab, (seq, batch), generator=g)
+    y = torch.randint(0, vocab, (seq, batch), generator=g)
+    h, c = torch.zeros(layers, batch, hidden), torch.zeros(layers, batch, hidden)
+    opt = torch.optim.SGD(net.parameters(), lr=1.0)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        out, _, _ = net(x, h, c)
+        loss = loss_fn(out.reshape(-1, vocab), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
+        opt.step()
+        return loss.item()
+    return step
+
+
+def word_lm_infer(batch=1, seq=35, vocab=10000, embed=650, hidden=650, layers=2):
+    net = _WordLM(vocab, embed, hidden, layers).eval()
+    x = torch.randint(0, vocab, (seq, batch), generator=torch.Generator().manual_seed(0))
+    h, c = torch.zeros(layers, batch, hidden), torch.zeros(layers, batch, hidden)
+
+    def run():
+        with torch.inference_mode():
+            return net(x, h, c)[0]
+    return run
+
+
 WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
                                      mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
-                                     conv3x3, fmnist_epoch)}
+                                     conv3x3, fmnist_epoch, word_lm_train_step,
+                                     word_lm_infer)}
