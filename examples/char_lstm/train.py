@@ -92,6 +92,7 @@ def main():
     ap.add_argument('--lr', type=float, default=3e-3)
     ap.add_argument('--sample', type=int, default=400, help='characters to generate')
     ap.add_argument('--temperature', type=float, default=0.7)
+    ap.add_argument('--prime', default='The ', help='text the sample starts from')
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--save', help='prefix: export the trained model (symbol + params)')
     args = ap.parse_args()
@@ -135,7 +136,8 @@ def main():
                 break
 
     print('\n--- sample (temperature %.2f) ---' % args.temperature)
-    print(sample(net, chars, index, args.layers, args.hidden, 'The ', args.sample,
+    prime = ''.join(ch for ch in args.prime if ch in index) or text[0]  # known characters
+    print(sample(net, chars, index, args.layers, args.hidden, prime, args.sample,
                  args.temperature, rng))
     if args.save:
         net.export(args.save)
