@@ -514,3 +514,23 @@ def test_fit_begin_epoch_and_validation_metric():
     assert epochs == [2, 3]
     assert [name for name, _ in scores] == ['cross-entropy', 'cross-entropy']
     assert mod.optimizer_initialized and mod.params_initialized and mod.binded
+
+
+def test_init_params_sets_running_stats_and_prelu_slopes_as_mxnet():
+    # The variables BatchNorm and PReLU create for their missing inputs carry MXNet's __init__
+    # attribute (its FSetInputVarAttrOnCompose), so the default initializer needs no pattern.
+    d = mx.sym.var('data')
+    y = mx.sym.BatchNorm(mx.sym.FullyConnected(d, num_hidden=4, name='fc'), name='bn')
+    y = mx.sym.LeakyReLU(y, act_type='prelu', name='pr')
+    inits = {n: a['__init__'] for n, a in y.attr_dict().items() if '__init__' in a}
+    assert inits == {'bn_moving_mean': '["zero", {}]', 'bn_moving_var': '["one", {}]',
+                     'pr_gamma': '["Constant", {"value": 0.25}]'}  # MXNet 1.9.1's strings
+    mod = mx.mod.Module(mx.sym.SoftmaxOutput(y, name='softmax'))
+    mod.bind([('data', (2, 3))], [('softmax_label', (2,))])
+    mod.init_params(mx.init.Uniform(0.5))
+    arg, aux = mod.get_params()
+    np.testing.assert_array_equal(aux['bn_moving_mean'].asnumpy(), np.zeros(4))
+    np.testing.assert_array_equal(aux['bn_moving_var'].asnumpy(), np.ones(4))
+    np.testing.assert_array_equal(arg['pr_gamma'].asnumpy(), np.full(4, 0.25))
+    w = arg['fc_weight'].asnumpy()
+    assert np.abs(w).max() <= 0.5 and np.abs(w).max() > 0  # the given initializer

@@ -80,10 +80,25 @@ def _invoke(op_name, args, kwargs, hint=None):
         ins = []
         for arg in input_names[:n]:
             if arg not in inputs:  # MXNet: missing inputs become variables <node>_<arg>
-                inputs[arg] = var('%s_%s' % (node_name, arg),
-                                  attr={k: v for k, v in str_attrs.items()})
+                vattr = dict(str_attrs)
+                init = _COMPOSE_INIT.get((op_name, arg))
+                if init is not None:
+                    vattr['__init__'] = init
+                inputs[arg] = var('%s_%s' % (node_name, arg), attr=vattr)
             ins.append(inputs[arg])
     return _with_origin(_core.symbol_op(op_name, node_name, str_attrs, ins))
+
+
+# MXNet's FSetInputVarAttrOnCompose: the initializer an op gives the variables it creates for
+# its missing inputs, so that Module.init_params / Initializer set running statistics and PReLU
+# slopes as MXNet does (names alone would not: `moving_mean` matches no default pattern).
+_ZERO, _ONE = '["zero", {}]', '["one", {}]'
+_COMPOSE_INIT = {
+    ('BatchNorm', 'moving_mean'): _ZERO, ('BatchNorm', 'moving_var'): _ONE,
+    ('BatchNorm_v1', 'moving_mean'): _ZERO, ('BatchNorm_v1', 'moving_var'): _ONE,
+    ('_contrib_SyncBatchNorm', 'moving_mean'): _ZERO, ('_contrib_SyncBatchNorm', 'moving_var'): _ONE,
+    ('LeakyReLU', 'gamma'): '["Constant", {"value": 0.25}]',
+}
 
 
 def _with_origin(sym):
