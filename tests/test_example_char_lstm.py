@@ -22,9 +22,10 @@ def test_char_lstm_trains_samples_and_exports(tmp_path):
     prefix = str(tmp_path / 'charlm')
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, 'src') + os.pathsep
                + os.environ.get('PYTHONPATH', ''))
-    r = subprocess.run([sys.executable, SCRIPT, '--text', str(text), '--steps', '100', '--lr', '0.03',
-                        '--batch', '8', '--seq', '16', '--embed', '16', '--hidden', '32',
-                        '--layers', '1', '--dropout', '0', '--sample', '40', '--prime', 'The fox', '--save', prefix],
+    args = ['--text', str(text), '--steps', '100', '--lr', '0.03', '--batch', '8', '--seq', '16',
+            '--embed', '16', '--hidden', '32', '--layers', '1', '--dropout', '0',
+            '--sample', '40', '--prime', 'The fox', '--save', prefix]
+    r = subprocess.run([sys.executable, SCRIPT] + args,
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     bits = [float(b) for b in re.findall(r'step +\d+ +([\d.]+) bits/char', r.stdout)]

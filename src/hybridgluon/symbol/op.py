@@ -96,7 +96,8 @@ _ZERO, _ONE = '["zero", {}]', '["one", {}]'
 _COMPOSE_INIT = {
     ('BatchNorm', 'moving_mean'): _ZERO, ('BatchNorm', 'moving_var'): _ONE,
     ('BatchNorm_v1', 'moving_mean'): _ZERO, ('BatchNorm_v1', 'moving_var'): _ONE,
-    ('_contrib_SyncBatchNorm', 'moving_mean'): _ZERO, ('_contrib_SyncBatchNorm', 'moving_var'): _ONE,
+    ('_contrib_SyncBatchNorm', 'moving_mean'): _ZERO,
+    ('_contrib_SyncBatchNorm', 'moving_var'): _ONE,
     ('LeakyReLU', 'gamma'): '["Constant", {"value": 0.25}]',
 }
 
