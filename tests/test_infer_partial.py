@@ -221,3 +221,11 @@ def test_zeros_with_a_zero_dim_is_unknown_in_a_graph():
     with mx.util.np_shape(True):
         with pytest.raises(mx.MXNetError):
             out.infer_shape(data=(3, 4))
+
+
+def test_reshape_completes_its_input_from_its_decided_output():
+    # Reshape decides its output from an input with an unknown dim; a later sweep must run it
+    # again to fill that dim (2 = 6*1*5*6 / (3*5*6)), as MXNet does.
+    net = sym.elemwise_add(sym.var('data').reshape((6, 1, -2)), sym.ones(shape=(6, 1, 5, 6)))
+    arg, out, _ = net.infer_shape(data=(0, 3, 5, 6))
+    assert arg == [(2, 3, 5, 6)] and out == [(6, 1, 5, 6)]

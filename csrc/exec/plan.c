@@ -306,6 +306,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
     if (p->cf[i]) st = hg_cflow_infer(p->cf[i], nd->nin, im, nd->nout, om);
     else st = nd->op->infer(nd->op, nd->attrs, nd->nin, im, nd->nout, om);
     if (st == HG_OK) {
+        bool out_learned = false;
         /* What the consumers knew of the outputs stays known. */
         for (int k = 0; k < nold && st == HG_OK; k++) {
             hg_meta before = om_old[k];
@@ -319,7 +320,7 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
             om[k] = now;
             if (before.dtype != now.dtype ||
                 !hg_shape_equal(before.ndim, before.shape, now.ndim, now.shape)) {
-                *changed = true;
+                *changed = out_learned = true;
                 *back |= before.ndim >= 0; /* consumers had known it otherwise */
             }
         }
@@ -339,6 +340,10 @@ static hg_status infer_node(hg_plan *p, int i, bool partial, bool *changed, bool
                 *src = m;
                 *changed = *back = true;
             }
+            /* A rule that has just decided its outputs from an input it could not complete
+             * (Reshape(6, 1, -2) of (0, 3, 5, 6) gives (6, 1, 5, 6)) completes that input from
+             * them when it runs again: one more sweep. */
+            if (out_learned && !meta_known(src)) *back = true;
         }
     } else if (partial && upstream_unknown) {
         hg_error_clear(); /* cannot decide yet: leave the outputs as they were */
