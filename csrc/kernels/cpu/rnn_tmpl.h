@@ -135,6 +135,50 @@ static void RFN(gate_row)(const hg_rnn_dims *d, RT *g, const RT *hh, const RT *b
     }
 }
 
+/* The gate loop of one forward step for batch rows [n0, n1): the rows are independent, so the
+ * pool splits them (the loop is a tenth of an LSTM's time, on one core otherwise). */
+typedef struct RFN(fgate_job) {
+    const hg_rnn_dims *d;
+    const int64_t *lens;
+    int64_t t, dir, ldhg;
+    RT *yl, *gates, *cst, *tcst, *rst, *hg, *hcur, *ccur;
+    const RT *bx, *bh;
+} RFN(fgate_job);
+
+/* Rows a task takes: enough gate values that the hand-off costs little beside them. */
+static int64_t RFN(gate_grain)(int64_t GS) { return GS >= 8192 ? 1 : 8192 / (GS > 0 ? GS : 1); }
+
+static void RFN(fgate_range)(void *ctx, int64_t n0, int64_t n1)
+{
+    const RFN(fgate_job) *job = ctx;
+    const hg_rnn_dims *d = job->d;
+    const int64_t N = d->N, H = d->H, R = hg_rnn_R(d), YW = d->D * R, GS = hg_rnn_GS(d);
+    const int64_t t = job->t, dir = job->dir, ldhg = job->ldhg;
+    const int64_t *lens = job->lens;
+    const bool lstm = d->mode == HG_RNN_LSTM;
+    RT *yl = job->yl, *gates = job->gates, *cst = job->cst, *tcst = job->tcst, *rst = job->rst;
+    RT *hg = job->hg, *hcur = job->hcur, *ccur = job->ccur;
+    const RT *bx = job->bx, *bh = job->bh;
+    for (int64_t n = n0; n < n1; n++) {
+        const int64_t row = t * N + n;
+        RT *yrow = yl + row * YW + dir * R, *g = gates + row * GS;
+        if (!RFN(valid)(lens, t, n)) { /* past the sequence: zeros, the state kept */
+            for (int64_t j = 0; j < R; j++) yrow[j] = 0;
+            for (int64_t j = 0; j < GS; j++) g[j] = 0;
+            if (cst) RFN(copy)(cst + row * H, ccur + n * H, H);
+            if (tcst)
+                for (int64_t j = 0; j < H; j++) tcst[row * H + j] = 0;
+            if (rst)
+                for (int64_t j = 0; j < H; j++) rst[row * H + j] = 0;
+            continue;
+        }
+        RT *hout = rst ? rst + row * H : yrow;
+        RFN(gate_row)(d, g, hg + n * ldhg, bx, bh, hcur + n * R, lstm ? ccur + n * H : NULL,
+                      cst ? cst + row * H : NULL, tcst ? tcst + row * H : NULL, hout);
+        if (!rst) RFN(copy)(hcur + n * R, yrow, R);
+    }
+}
+
 /* One direction of one layer, forward. in: (T*N, Iin); yl: the layer's output (T*N, D*R). */
 static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT *in, const RT *w,
                          const RT *h0, const RT *c0, const int64_t *lens, RT *yl, RT *hy, RT *cy,
@@ -160,24 +204,23 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
         const int64_t t = dir == 0 ? s : T - 1 - s;
         if (W) RFN(gemm_packed)(N, GH, R, hcur, R, packed, W, hg, ldhg);
         else RGEMM(false, true, N, GH, R, 1, hcur, R, w + po.wh, R, 0, hg, GH);
-        for (int64_t n = 0; n < N; n++) {
-            const int64_t row = t * N + n;
-            RT *yrow = yl + row * YW + dir * R, *g = gates + row * GS;
-            if (!RFN(valid)(lens, t, n)) { /* past the sequence: zeros, the state kept */
-                for (int64_t j = 0; j < R; j++) yrow[j] = 0;
-                for (int64_t j = 0; j < GS; j++) g[j] = 0;
-                if (cst) RFN(copy)(cst + row * H, ccur + n * H, H);
-                if (tcst)
-                    for (int64_t j = 0; j < H; j++) tcst[row * H + j] = 0;
-                if (rst)
-                    for (int64_t j = 0; j < H; j++) rst[row * H + j] = 0;
-                continue;
-            }
-            RT *hout = rst ? rst + row * H : yrow;
-            RFN(gate_row)(d, g, hg + n * ldhg, bx, bh, hcur + n * R, lstm ? ccur + n * H : NULL,
-                          cst ? cst + row * H : NULL, tcst ? tcst + row * H : NULL, hout);
-            if (!rst) RFN(copy)(hcur + n * R, yrow, R);
-        }
+        RFN(fgate_job)
+        job = {.d = d,
+               .lens = lens,
+               .t = t,
+               .dir = dir,
+               .ldhg = ldhg,
+               .yl = yl,
+               .gates = gates,
+               .cst = cst,
+               .tcst = tcst,
+               .rst = rst,
+               .hg = hg,
+               .hcur = hcur,
+               .ccur = ccur,
+               .bx = bx,
+               .bh = bh};
+        hg_parallel_for(N, RFN(gate_grain)(GS), RFN(fgate_range), &job);
         if (rst) { /* h = W_hr r for the valid rows */
             RGEMM(false, true, N, R, H, 1, rst + t * N * H, H, w + po.wr, H, 0, hp, R);
             for (int64_t n = 0; n < N; n++) {
@@ -281,6 +324,44 @@ typedef struct RFN(bwd_bufs) {
 
 /* One direction of one layer, backward: BPTT over the steps, then the batched weight, bias and
  * input gradients (dxl accumulates over the directions: dir 0 writes it). */
+/* The gate-gradient loop of one backward step for batch rows [n0, n1) (independent rows, as
+ * in the forward). */
+typedef struct RFN(bgate_job) {
+    const hg_rnn_dims *d;
+    const int64_t *lens;
+    int64_t t, k, dir, din_ld;
+    const RT *c0, *gates, *cst, *tcst;
+    const RFN(bwd_bufs) * b;
+    RT *dgate_in, *dgh;
+    bool proj;
+} RFN(bgate_job);
+
+static void RFN(bgate_range)(void *ctx, int64_t n0, int64_t n1)
+{
+    const RFN(bgate_job) *job = ctx;
+    const hg_rnn_dims *d = job->d;
+    const int64_t T = d->T, N = d->N, H = d->H, R = hg_rnn_R(d), GS = hg_rnn_GS(d);
+    const int64_t GH = hg_rnn_gates(d) * H, t = job->t, k = job->k, din_ld = job->din_ld;
+    const int64_t *lens = job->lens;
+    const bool lstm = d->mode == HG_RNN_LSTM;
+    const RT *c0 = job->c0, *gates = job->gates, *cst = job->cst, *tcst = job->tcst;
+    const RFN(bwd_bufs) *b = job->b;
+    RT *dgate_in = job->dgate_in, *dgh = job->dgh;
+    for (int64_t n = n0; n < n1; n++) {
+        const int64_t row = t * N + n;
+        if (!RFN(valid)(lens, t, n)) continue;
+        int64_t p = RFN(prev_step)(lens, T, job->dir, t, n);
+        const RT *cprev = NULL;
+        if (lstm) cprev = p < 0 ? c0 + (k * N + n) * H : cst + (p * N + n) * H;
+        RFN(gate_grad_row)(d, gates + row * GS, cst ? cst + row * H : NULL,
+                           tcst ? tcst + row * H : NULL, cprev, b->hp + row * R,
+                           dgate_in + n * din_ld, lstm ? b->dc + n * H : NULL, b->dg + row * GH,
+                           dgh + row * GH);
+        if (job->proj) /* dh fed the projection only; the recurrent GEMM gives dh_{t-1} */
+            for (int64_t j = 0; j < R; j++) b->dh[n * R + j] = 0;
+    }
+}
+
 static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT *in, const RT *w,
                          const RT *h0, const RT *c0, const int64_t *lens, const RT *yl,
                          const RT *res, const RT *dyl, const RT *dhy, const RT *dcy, RT *dxl,
@@ -328,19 +409,22 @@ static void RFN(bwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
             dgate_in = b->dr;
             din_ld = H;
         }
-        for (int64_t n = 0; n < N; n++) {
-            const int64_t row = t * N + n;
-            if (!RFN(valid)(lens, t, n)) continue;
-            int64_t p = RFN(prev_step)(lens, T, dir, t, n);
-            const RT *cprev = NULL;
-            if (lstm) cprev = p < 0 ? c0 + (k * N + n) * H : cst + (p * N + n) * H;
-            RFN(gate_grad_row)(d, gates + row * GS, cst ? cst + row * H : NULL,
-                               tcst ? tcst + row * H : NULL, cprev, b->hp + row * R,
-                               dgate_in + n * din_ld, lstm ? b->dc + n * H : NULL, b->dg + row * GH,
-                               dgh + row * GH);
-            if (rst) /* dh fed the projection only; the recurrent GEMM below gives dh_{t-1} */
-                for (int64_t j = 0; j < R; j++) b->dh[n * R + j] = 0;
-        }
+        RFN(bgate_job)
+        job = {.d = d,
+               .lens = lens,
+               .t = t,
+               .k = k,
+               .dir = dir,
+               .c0 = c0,
+               .gates = gates,
+               .cst = cst,
+               .tcst = tcst,
+               .b = b,
+               .dgate_in = dgate_in,
+               .din_ld = din_ld,
+               .dgh = dgh,
+               .proj = rst != NULL};
+        hg_parallel_for(N, RFN(gate_grain)(GS), RFN(bgate_range), &job);
         /* dh_{t-1} = dG_h W_hh (+ GRU's bypass, already in dh) for the valid rows; rows past
          * their length pass dh through unchanged (their gate gradients are zero). */
         if (W) RFN(gemm_packed)(N, R, GH, dgh + t * N * GH, GH, b->packed, W, b->tmp, ldt);
