@@ -20,8 +20,9 @@ def test_char_lstm_trains_samples_and_exports(tmp_path):
     # Real prose with a small alphabet, repeated so that a few steps can learn something.
     text.write_text(('the quick brown fox jumps over the lazy dog. ' * 200).strip())
     prefix = str(tmp_path / 'charlm')
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, 'src') + os.pathsep
-               + os.environ.get('PYTHONPATH', ''))
+    # The script imports the hybridgluon this test imported (installed, or the in-place build).
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
+    env = dict(os.environ, PYTHONPATH=pkg_parent + os.pathsep + os.environ.get('PYTHONPATH', ''))
     args = ['--text', str(text), '--steps', '100', '--lr', '0.03', '--batch', '8', '--seq', '16',
             '--embed', '16', '--hidden', '32', '--layers', '1', '--dropout', '0',
             '--sample', '40', '--prime', 'The fox', '--save', prefix]
