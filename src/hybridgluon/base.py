@@ -198,3 +198,18 @@ def _register_prefixed(namespace, prefix, make):
         for n in [name] + _core.op_info(name)['aliases']:
             if n.startswith(prefix) and len(n) > len(prefix):
                 namespace.setdefault(n[len(prefix):], make(name, n[len(prefix):]))
+
+
+def _cf_regroup(args, fmt):
+    """The control-flow functions' (nd.contrib and sym.contrib foreach/while_loop/cond) inverse
+    of flattening nested lists: (the values `fmt` describes, the rest of args). fmt is 0 for a
+    bare value, n for a list of n values (a Symbol of n outputs), or a list of nested formats."""
+    if isinstance(fmt, int):
+        if fmt == 0:
+            return args[0], args[1:]
+        return args[:fmt], args[fmt:]
+    ret = []
+    for f in fmt:
+        res, args = _cf_regroup(args, f)
+        ret.append(res)
+    return ret, args

@@ -1,7 +1,7 @@
 """`nd.contrib`: the registry's `_contrib_*` ops under their short names, as MXNet lays them
 out (`nd.contrib.X` is the op `_contrib_X`). Generated from the registry at import."""
 from .. import _core
-from ..base import _register_prefixed
+from ..base import _cf_regroup, _register_prefixed
 
 _register_prefixed(globals(), '_contrib_', lambda name, short: _core.get_op(name))
 from ._contrib_adamw import *  # noqa: E402,F401,F403 (MXNet's AdamW front ends)
@@ -46,18 +46,6 @@ def _cf_flatten(args, what):
         flat.extend(f)
         fmts.append(fmt)
     return flat, fmts
-
-
-def _cf_regroup(args, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    ret = []
-    for f in fmt:
-        res, args = _cf_regroup(args, f)
-        ret.append(res)
-    return ret, args
 
 
 def _cf_scalar(value, type_, what):

@@ -1,6 +1,6 @@
 """`sym.contrib`: the registry's `_contrib_*` ops under their short names, as MXNet lays them
 out (`sym.contrib.X` is the op `_contrib_X`). Generated from the registry at import."""
-from ..base import _register_prefixed
+from ..base import _cf_regroup, _register_prefixed
 from .op import _make
 
 _register_prefixed(globals(), '_contrib_', _make)
@@ -43,18 +43,6 @@ def _cf_flatten(args, what):
         flat.extend(f)
         fmts.append(fmt)
     return flat, fmts
-
-
-def _cf_regroup(args, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    ret = []
-    for f in fmt:
-        res, args = _cf_regroup(args, f)
-        ret.append(res)
-    return ret, args
 
 
 def _check_symbols(items, msg):
