@@ -113,7 +113,23 @@ class DataIter(object):
         """How many examples at the end of the current batch are padding."""
 
 
-class ResizeIter(DataIter):
+class _WrappingIter(DataIter):
+    """An iterator over another iterator's batches: the accessors read the batch it holds."""
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_WrappingIter):
     """Gives `size` batches an epoch from `data_iter`, starting it over when it runs out;
     reset_internal: whether reset() also resets `data_iter`."""
 
@@ -145,18 +161,6 @@ class ResizeIter(DataIter):
             self.current_batch = self.data_iter.next()
         self.cur += 1
         return True
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 class _Prefetcher(object):
@@ -208,7 +212,7 @@ class _Prefetcher(object):
             self.thread.join()
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_WrappingIter):
     """Reads the next batch of each iterator in `iters` on its own thread while the caller
     works on the current one; the batches of the iterators are joined into one.
     rename_data / rename_label: one {old name: new name} dict per iterator."""
@@ -287,18 +291,6 @@ class PrefetchingIter(DataIter):
         if not self.iter_next():
             raise StopIteration
         return self.current_batch
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 class NDArrayIter(DataIter):

@@ -321,6 +321,22 @@ class BaseModule(object):
                          allow_missing=allow_missing, force_init=force_init,
                          allow_extra=allow_extra)
 
+    def _set_params_handled(self, arg_params, aux_params, allow_missing, force_init,
+                            allow_extra):
+        """What Module and BucketingModule's set_params share: without allow_missing it is
+        init_params; with it, a call after initialisation without force_init is ignored (with
+        MXNet's warning). True when nothing is left for the caller to do."""
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return True
+        if self.params_initialized and not force_init:
+            warnings.warn('Parameters already initialized and force_init=False. set_params '
+                          'call ignored.', stacklevel=3)
+            return True
+        return False
+
     def save_params(self, fname):
         """Writes the parameters to `fname` (MXNet's arg:/aux: .params format)."""
         arg_params, aux_params = self.get_params()

@@ -6,7 +6,6 @@ under a fresh NameManager, so automatically named layers get the same names in e
 bucket. A batch's `bucket_key` picks (and on first sight binds) its bucket's module.
 """
 import logging
-import warnings
 
 import numpy as np
 
@@ -114,14 +113,8 @@ class BucketingModule(BaseModule):
 
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn('Parameters already initialized and force_init=False. set_params '
-                          'call ignored.', stacklevel=2)
+        if self._set_params_handled(arg_params, aux_params, allow_missing, force_init,
+                                    allow_extra):
             return
         self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing,
                                      force_init=force_init, allow_extra=allow_extra)

@@ -192,14 +192,8 @@ class Module(BaseModule):
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
         """Sets the parameters (copied into every executor)."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn('Parameters already initialized and force_init=False. set_params '
-                          'call ignored.', stacklevel=2)
+        if self._set_params_handled(arg_params, aux_params, allow_missing, force_init,
+                                    allow_extra):
             return
         _require(self, params=False, what='set_params')
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
