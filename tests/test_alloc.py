@@ -107,8 +107,8 @@ def test_cache_release_gives_back_mapped_and_malloc_blocks():
 
 
 def test_large_unpooled_zeros():
-    """Over 64 MiB a block bypasses the pool (mapped and unmapped on each use)."""
-    n = (64 << 20) // 4 + 16
+    """Over 256 MiB a block bypasses the pool (mapped and unmapped on each use)."""
+    n = (256 << 20) // 4 + 16
     a = nd.full((n,), 3)
     del a
     z = nd.zeros((n,))
@@ -155,9 +155,9 @@ def _vm_kb(field):
 
 @pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs /proc')
 def test_unpooled_blocks_of_odd_sizes_are_unmapped_whole():
-    """Blocks over 64 MiB are mapped 2 MiB-aligned and trimmed; every byte of one is usable and
+    """Blocks over 256 MiB are mapped 2 MiB-aligned and trimmed; every byte of one is usable and
     giving it back unmaps all of it (address space does not grow)."""
-    n = (64 << 20) // 4 + 12345
+    n = (256 << 20) // 4 + 12345
     for dtype in ('float32', 'int8'):
         a = nd.zeros((n,), dtype=dtype)
         a[n - 1] = 3

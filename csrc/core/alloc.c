@@ -1,5 +1,5 @@
 /* Size-class pooled allocator for tensor memory. Small and medium blocks are recycled through
- * per-class free lists so the imperative hot path does not hit malloc; large blocks (> 64 MiB)
+ * per-class free lists so the imperative hot path does not hit malloc; large blocks (> 256 MiB)
  * go straight to the system. Thread-safe through one mutex, uncontended in practice.
  *
  * Blocks of a class of at least MMAP_MIN bytes, and all large blocks, are mapped with mmap:
@@ -22,7 +22,7 @@
 
 #define HG_ALIGN 64
 #define NUM_CLASSES 48           /* classes cover 64 B .. 2^26 B with 2 classes per power of 2 */
-#define MAX_POOLED ((size_t)64 << 20)
+#define MAX_POOLED ((size_t)256 << 20)
 #define MAX_CACHED_TOTAL ((size_t)512 << 20)
 /* Smallest block taken from mmap: 128 KiB. Below it a system call and page faults would cost
  * more than clearing the block. It and every class above it are multiples of MAP_UNIT. */
