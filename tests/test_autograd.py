@@ -341,3 +341,40 @@ def test_function_backward_recorded_by_create_graph_outlives_the_call():
     gc.collect()
     with pytest.raises(mx.MXNetError, match='has no gradient'):
         g.backward()
+
+
+def test_gradient_written_into_buffer_it_reads():
+    """backward writes a 'write' gradient straight into the variable's buffer, except when the
+    backward pass reads that buffer: here x.grad is a constant operand of the product."""
+    rng = np.random.RandomState(3)
+    r = rng.rand(4, 4)
+    x = nd.array(rng.rand(4, 4), dtype='float64')
+    x.attach_grad()
+    x.grad[:] = r
+    buf = x.grad
+    with autograd.record():
+        y = nd.dot(x, x.grad)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), np.ones((4, 4)) @ r.T, rtol=1e-12)
+    np.testing.assert_array_equal(buf.asnumpy(), x.grad.asnumpy())
+    # An ordinary parameter gradient lands in the same buffer, run after run.
+    w = nd.array(rng.rand(3, 5), dtype='float64')
+    w.attach_grad()
+    wbuf = w.grad
+    for k in (1.0, 2.0):
+        with autograd.record():
+            z = (w * k).sum()
+        z.backward()
+        np.testing.assert_array_equal(w.grad.asnumpy(), np.full((3, 5), k))
+        np.testing.assert_array_equal(wbuf.asnumpy(), np.full((3, 5), k))
+
+
+def test_autograd_grad_leaves_grad_buffers_alone():
+    x = nd.array([[1.0, 2.0], [3.0, 4.0]])
+    x.attach_grad()
+    x.grad[:] = 7
+    with autograd.record():
+        y = (x * x).sum()
+    (g,) = autograd.grad(y, [x])
+    np.testing.assert_allclose(g.asnumpy(), 2 * x.asnumpy())
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 2), 7.0))

@@ -485,8 +485,33 @@ static hg_status collect(bw *b, int nheads, hg_tensor *const *heads, hg_tensor *
     return HG_OK;
 }
 
-/* Runs the gradient graph with a plan: every value a node kept is fed, nothing forward runs. */
-static hg_status run_planned(bw *b, bool is_train, hg_tensor **grads)
+/* Whether the gradient of b->wrt[w] can be written by the plan straight into the variable's
+ * gradient buffer (grad_req 'write'), sparing a copy of every parameter's gradient per step.
+ * Only when the buffer has the variable's dtype and shape (the gradient's), is no other
+ * variable's buffer, and shares no storage with a value the plan reads (a buffer used in the
+ * forward pass as a constant would otherwise be overwritten while it is read). */
+static bool write_in_place(const bw *b, int w, hg_tensor *const *vals, int nfeed,
+                           hg_tensor *const *grads)
+{
+    const hg_snode *var = b->wrt[w];
+    const ag_node *r = rec_of(var);
+    hg_tensor **saved = saved_of(var);
+    if (!r || r->grad_req != HG_GRAD_WRITE || !r->grad || !saved || !saved[0]) return false;
+    const hg_tensor *buf = r->grad, *v = saved[0];
+    if (buf->dtype != v->dtype || !hg_shape_equal(buf->ndim, buf->shape, v->ndim, v->shape))
+        return false;
+    for (int k = 0; k < nfeed; k++)
+        if (vals[k]->storage == buf->storage) return false;
+    for (int u = 0; u < w; u++)
+        if (grads[u] && grads[u]->storage == buf->storage) return false;
+    return true;
+}
+
+/* Runs the gradient graph with a plan: every value a node kept is fed, nothing forward runs.
+ * With into_buffers (backward, not autograd.grad), a gradient the plan wrote into its
+ * variable's buffer (write_in_place) comes back as NULL in grads, with the buffer marked fresh;
+ * the others come back as new arrays. */
+static hg_status run_planned(bw *b, bool is_train, bool into_buffers, hg_tensor **grads)
 {
     hg_snode **nodes = NULL;
     int n = 0, nfeed = 0;
@@ -507,7 +532,18 @@ static hg_status run_planned(bw *b, bool is_train, hg_tensor **grads)
         }
     }
     if (st == HG_OK) st = hg_plan_create_entries(b->gsym, nfeed, feed, &plan);
+    bool *direct = st == HG_OK ? calloc((size_t)b->nwrt + 1, sizeof *direct) : NULL;
+    if (st == HG_OK && !direct) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int w = 0; w < b->nwrt && st == HG_OK; w++)
+        if ((direct[w] = into_buffers && write_in_place(b, w, vals, nfeed, grads)))
+            grads[w] = grad_of(b->wrt[w]);
     if (st == HG_OK) st = hg_plan_run(plan, vals, is_train, grads);
+    for (int w = 0; direct && w < b->nwrt; w++) {
+        if (!direct[w]) continue;
+        if (st == HG_OK) atomic_store(&grads[w]->fresh_grad, 1);
+        grads[w] = NULL; /* the variable's own buffer: neither accumulated nor freed */
+    }
+    free(direct);
     hg_plan_free(plan);
     free(feed);
     free(vals);
@@ -648,7 +684,8 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
     if (st == HG_OK && !(grads = calloc((size_t)b.nwrt, sizeof *grads)))
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK)
-        st = create_graph ? run_recorded(&b, is_train, grads) : run_planned(&b, is_train, grads);
+        st = create_graph ? run_recorded(&b, is_train, grads)
+                          : run_planned(&b, is_train, nvars == 0, grads);
     for (int w = 0; w < b.nwrt && st == HG_OK; w++) {
         if (nvars) {
             /* Both runners give fresh arrays, so relabelling moves nobody else's: the gradient
@@ -658,7 +695,7 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
             s->device_id = vars[w]->storage->device_id;
             grads_out[w] = grads[w];
             grads[w] = NULL;
-        } else {
+        } else if (grads[w]) { /* NULL: already written in place (run_planned) */
             st = accumulate(b.wrt[w], grads[w]);
         }
     }
