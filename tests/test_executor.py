@@ -274,3 +274,45 @@ def test_batchnorm_folded_into_convolution_in_inference(use_bias, fix_gamma, gro
     with mx.autograd.train_mode():
         imp = net(x).asnumpy()
     np.testing.assert_allclose(hyb, imp, rtol=1e-5, atol=1e-5)
+
+
+def test_view_of_an_input_is_an_alias_not_a_copy():
+    """A Reshape of a graph input (a parameter) read only inside the plan becomes a view of its
+    data: no arena block, no copy, the input unchanged."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal(50000).astype('f4')
+    x = rng.standard_normal((3, 1000)).astype('f4')
+    xs, ws = mx.sym.var('x'), mx.sym.var('w')
+    y = mx.sym.dot(xs, mx.sym.reshape(ws, shape=(1000, 50)))
+    for fusion in (True, False):
+        out, st = _run(y, {'x': x, 'w': w}, fusion=fusion)
+        np.testing.assert_allclose(out[0], x @ w.reshape(1000, 50), rtol=1e-4, atol=1e-4)
+        assert 'Reshape, a view' in st['plan'], st['plan']
+        assert st['planned_internal_bytes'] < 50000 * 4, st
+
+
+@pytest.mark.parametrize('fusion', [True, False])
+def test_value_an_alias_reads_outlives_its_other_readers(fusion):
+    """b views a; the last direct reader of a could run in place over a's block, which b still
+    reads afterwards: the planner must keep that block."""
+    x = mx.sym.var('x')
+    a = mx.sym.exp(x)                      # (4, 3), internal
+    b = mx.sym.reshape(a, shape=(12,))     # view of a
+    c = mx.sym.relu(a * 2)                 # may run in place over a
+    y = mx.sym.reshape(c, shape=(12,)) + b * 10
+    xv = np.random.default_rng(2).standard_normal((4, 3)).astype('f4')
+    out, st = _run(y, {'x': xv}, fusion=fusion)
+    e = np.exp(xv).ravel()
+    np.testing.assert_allclose(out[0], 2 * e + 10 * e, rtol=1e-5)
+
+
+def test_view_that_is_an_output_is_a_fresh_array():
+    x = mx.sym.var('x')
+    co = _core.CachedOp(mx.sym.Group([mx.sym.reshape(x, shape=(-1,)),
+                                      mx.sym.flatten(mx.sym.exp(x))]), ['x'])
+    xin = mx.nd.ones((2, 3))
+    a, b = co(xin)
+    assert a._storage_id != xin._storage_id
+    a[:] = 5
+    np.testing.assert_array_equal(xin.asnumpy(), np.ones((2, 3)))
+    np.testing.assert_allclose(b.asnumpy(), np.full((2, 3), np.e), rtol=1e-6)

@@ -332,3 +332,42 @@ def test_threads_share_a_hybridized_lstm():
         t.join()
     for w, g in zip(want, got):
         np.testing.assert_array_equal(w, g)
+
+
+@pytest.mark.parametrize('kind,kw', [
+    ('LSTM', dict(num_layers=2)),
+    ('LSTM', dict(num_layers=2, bidirectional=True, projection_size=3)),
+    ('GRU', dict(num_layers=3, bidirectional=True)),
+    ('RNN', dict(num_layers=1, activation='tanh')),
+])
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_hybridized_inference_runs_on_the_parameter_arrays(kind, kw, dtype):
+    """In inference the plan runs the RNN on the layer's weights and biases themselves (no flat
+    vector is built): the same numbers as the imperative layer, which concatenates them; and a
+    training pass (whose backward reads the vector) still builds it."""
+    rng = np.random.RandomState(7)
+    layer = getattr(gluon.rnn, kind)(5, input_size=4, **kw)
+    layer.initialize(mx.init.Uniform(0.5))
+    layer.cast(dtype)
+    x = mx.nd.array(rng.uniform(-1, 1, (6, 2, 4)), dtype=dtype)
+    want = layer(x).asnumpy()
+    layer.hybridize()
+    got = layer(x).asnumpy()
+    assert 'not concatenated' in layer._cached_op.stats()['plan']
+    tol = 1e-5 if dtype == 'float32' else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = layer(x)
+    y.backward()
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=tol, atol=tol)
+    # Parameters changed in place are read afresh at the next call (nothing is cached).
+    for p in layer.collect_params().values():
+        p.data()[:] = p.data() * 0.5
+    layer2 = getattr(gluon.rnn, kind)(5, input_size=4, **kw)
+    layer2.initialize()
+    layer2.cast(dtype)
+    for (n, p), p2 in zip(sorted(layer.collect_params().items()),
+                          [v for _, v in sorted(layer2.collect_params().items())]):
+        p2.set_data(p.data())
+    np.testing.assert_allclose(layer(x).asnumpy(), layer2(x).asnumpy(), rtol=tol, atol=tol)

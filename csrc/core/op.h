@@ -82,6 +82,8 @@ enum {
     HG_OP_NO_GRAD = 1 << 5,   /* gradient is zero / undefined (comparisons, argmax, creation) */
     HG_OP_HOST_CODE = 1 << 6, /* runs code of the host language (Custom: Python) through a
                                * callback: a deployment without it (the C predictor) refuses it */
+    HG_OP_VIEW = 1 << 7,      /* output 0 is input 0's elements, in order, under another shape
+                               * (Reshape, Flatten): a plan may alias it instead of copying */
 };
 
 /* A gradient rule (see graph/grad.h): emits the backward ops of one node into a graph. */

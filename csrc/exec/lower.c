@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/memplan.h"
+#include "ops/rnn.h"
 
 static int in_entry(const hg_plan *p, int i, int k)
 {
@@ -78,6 +79,9 @@ void hg_plan_clear(hg_plan *p)
     free(p->vt);
     free(p->cur);
     free(p->head_owner);
+    free(p->alias_e);
+    p->alias_e = NULL;
+    p->nalias = 0;
     free(p->steps);
     free(p->sin);
     free(p->sout);
@@ -142,6 +146,34 @@ static void find_producers(const hg_plan *p, const int *group, const int *mstart
     }
 }
 
+/* RNN nodes fed by a _rnn_param_concat that nothing else reads, whose inputs are exactly the
+ * layer's weight and bias blocks: split_of[rnn] = the concat (taken: it never runs), -1
+ * elsewhere. Training plans keep the vector when the backward reads it (it is then an output
+ * of the forward plan, so read twice). */
+static void find_splits(const hg_plan *p, const int *group, bool *taken, int *split_of)
+{
+    hg_meta pm[64];
+    for (int i = 0; i < p->n; i++) {
+        const hg_snode *nd = p->nodes[i];
+        if (!p->needed[i] || group[i] >= 0 || taken[i] || !nd->op || nd->nin < 2 ||
+            strcmp(nd->op->name, "RNN") != 0)
+            continue;
+        int q = p->in_idx[p->off[i] + 1], e = in_entry(p, i, 1);
+        const hg_snode *c = p->nodes[q];
+        if (!c->op || strcmp(c->op->name, "_rnn_param_concat") != 0 || !p->needed[q] ||
+            group[q] >= 0 || taken[q] || p->uses[e] != 1 || p->fed_slot[e] >= 0 || c->nin > 64)
+            continue;
+        int dim = hg_attr_index(c->op, "dim");
+        if (dim < 0) continue;
+        for (int k = 0; k < c->nin; k++) pm[k] = p->meta[in_entry(p, q, k)];
+        if (!hg_rnn_split_ok(nd->attrs, &p->meta[in_entry(p, i, 0)], c->attrs->v[dim].i, c->nin,
+                             pm))
+            continue;
+        split_of[i] = q;
+        taken[q] = true;
+    }
+}
+
 /* Where the next step's inputs and outputs go in p->sin / p->sout / p->gnodes. */
 typedef struct cursor {
     int ni, no, ng;
@@ -161,6 +193,21 @@ static void step_fold(hg_plan *p, hg_pstep *s, int i, int q, cursor *c)
     for (int k = 0; k < p->nodes[i]->nout; k++) p->sout[c->no++] = p->entry[i] + k;
     s->nout = 1 + p->nodes[i]->nout;
     s->ws_bytes = hg_fold_workspace(p, q);
+}
+
+/* An RNN (node i) on the arrays of the concat q before it (find_splits). */
+static void step_split(hg_plan *p, hg_pstep *s, int i, int q, cursor *c)
+{
+    s->count = 1;
+    s->producer = q;
+    s->split = p->nodes[q]->nin;
+    p->sin[c->ni++] = in_entry(p, i, 0);
+    for (int k = 0; k < s->split; k++) p->sin[c->ni++] = in_entry(p, q, k);
+    for (int k = 2; k < p->nodes[i]->nin; k++) p->sin[c->ni++] = in_entry(p, i, k);
+    s->nin = c->ni - s->in_base;
+    s->nout = p->nodes[i]->nout;
+    for (int k = 0; k < s->nout; k++) p->sout[c->no++] = p->entry[i] + k;
+    s->ws_bytes = node_workspace(p, i);
 }
 
 static void step_plain(hg_plan *p, hg_pstep *s, int i, cursor *c)
@@ -219,7 +266,8 @@ static void step_group(hg_plan *p, hg_pstep *s, int i, const int *group, const i
 
 /* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
 static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, const int *mlist,
-                             const int *producer, const bool *taken, const int *fold_of)
+                             const int *producer, const bool *taken, const int *fold_of,
+                             const int *split_of)
 {
     int nin_total = 0, nout_total = 0, nsteps = 0, ngn = 0;
     for (int i = 0; i < p->n; i++) {
@@ -246,6 +294,7 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, co
         s->in_base = c.ni;
         s->out_base = c.no;
         if (group[i] < 0 && fold_of[i] >= 0) step_fold(p, s, i, fold_of[i], &c);
+        else if (group[i] < 0 && split_of[i] >= 0) step_split(p, s, i, split_of[i], &c);
         else if (group[i] < 0) step_plain(p, s, i, &c);
         else step_group(p, s, i, group, mstart, mlist, producer[i], &c);
     }
@@ -273,30 +322,33 @@ static hg_status plan_fusion(hg_plan *p)
     size_t n1 = (size_t)p->n + 1;
     int *group = malloc(sizeof(int) * n1), *gsize = malloc(sizeof(int) * n1);
     int *producer = malloc(sizeof(int) * n1), *fold_of = malloc(sizeof(int) * n1);
+    int *split_of = malloc(sizeof(int) * n1);
     int *mstart = malloc(sizeof(int) * n1); /* group chains, then members */
     int *mlist = malloc(sizeof(int) * n1);
     bool *taken = calloc(n1, sizeof(bool));
     hg_status st = HG_OK;
-    if (!group || !gsize || !producer || !taken || !fold_of || !mstart || !mlist)
+    if (!group || !gsize || !producer || !taken || !fold_of || !split_of || !mstart || !mlist)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
         find_groups(p, group, gsize, mstart, mlist);
-        for (int i = 0; i < p->n; i++) producer[i] = fold_of[i] = -1;
+        for (int i = 0; i < p->n; i++) producer[i] = fold_of[i] = split_of[i] = -1;
         group_members(p, group, mstart, mlist);
         if (!(p->flags & HG_PLAN_NO_FUSION)) {
             find_producers(p, group, mstart, mlist, producer, taken);
             find_folds(p, group, taken, fold_of);
+            find_splits(p, group, taken, split_of);
         }
         for (int i = 0; i < p->n; i++) /* a group of one without a producer is a plain step */
             if (group[i] >= 0 && gsize[group[i]] == 1 && producer[group[i]] < 0) group[i] = -1;
         group_members(p, group, mstart, mlist);
-        st = build_steps(p, group, mstart, mlist, producer, taken, fold_of);
+        st = build_steps(p, group, mstart, mlist, producer, taken, fold_of, split_of);
     }
     free(group);
     free(gsize);
     free(producer);
     free(taken);
     free(fold_of);
+    free(split_of);
     free(mstart);
     free(mlist);
     return st;
@@ -318,7 +370,50 @@ static hg_status own_heads(hg_plan *p, bool *is_head)
     return HG_OK;
 }
 
-/* Headers for every arena value, all sharing the arena storage. */
+/* Whether value e is read as an input that its reader may update (BatchNorm's moving
+ * statistics, an optimizer's state): such a value is never an alias of another. */
+static bool mutated(const hg_plan *p, int e)
+{
+    for (int i = 0; i < p->n; i++) {
+        const hg_snode *nd = p->nodes[i];
+        if (!p->needed[i] || !nd->op) continue;
+        for (int k = 0; k < nd->nin; k++)
+            if (in_entry(p, i, k) == e && hg_op_mutates_input_a(nd->op, nd->attrs, k)) return true;
+    }
+    return false;
+}
+
+/* View ops whose output stays inside the plan become aliases: the output is input 0's data
+ * under the output's shape, so nothing is copied (a Reshape of a parameter, which the fused
+ * RNN layers apply to every weight at every call). An output that leaves the plan (a head:
+ * callers get fresh tensors) or that a reader may update keeps its own buffer. */
+static hg_status mark_aliases(hg_plan *p, const bool *is_head)
+{
+    int n = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+        hg_pstep *sp = &p->steps[s];
+        const hg_snode *nd = p->nodes[sp->node];
+        if (sp->fold || sp->producer >= 0 || sp->count != 1 || !nd->op ||
+            !(nd->op->flags & HG_OP_VIEW) || p->cf[sp->node] || sp->nin != 1 || sp->nout != 1)
+            continue;
+        int src = p->sin[sp->in_base], e = p->sout[sp->out_base];
+        if (is_head[e] || p->fed_slot[e] >= 0 || p->meta[e].dtype != p->meta[src].dtype ||
+            !hg_plan_same_size(&p->meta[e], &p->meta[src]) || mutated(p, e))
+            continue;
+        sp->alias = true;
+        n++;
+    }
+    p->nalias = 0;
+    if (!n) return HG_OK;
+    if (!(p->alias_e = malloc(sizeof(int) * (size_t)n)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int s = 0; s < p->nsteps; s++)
+        if (p->steps[s].alias) p->alias_e[p->nalias++] = p->sout[p->steps[s].out_base];
+    return HG_OK;
+}
+
+/* Headers for every arena value, all sharing the arena storage; an alias's header, placed by
+ * each run, rests on the arena storage between runs. */
 static hg_status arena_headers(hg_plan *p, const int64_t *at)
 {
     if (!p->arena_storage) {
@@ -332,6 +427,11 @@ static hg_status arena_headers(hg_plan *p, const int64_t *at)
     for (int e = 0; st == HG_OK && e < p->nentries; e++) {
         if (at[e] < 0) continue;
         st = hg_tensor_on_storage(p->arena_storage, (size_t)at[e], &p->meta[e], &p->vt[e]);
+        p->cur[e] = p->vt[e];
+    }
+    for (int a = 0; st == HG_OK && a < p->nalias; a++) {
+        int e = p->alias_e[a];
+        st = hg_tensor_on_storage(p->arena_storage, 0, &p->meta[e], &p->vt[e]);
         p->cur[e] = p->vt[e];
     }
     return st;
@@ -348,7 +448,7 @@ static void count_stats(hg_plan *p, const bool *is_head, int64_t arena_bytes)
         const hg_pstep *sp = &p->steps[s];
         if (sp->fold) {
             folded++;
-        } else if (sp->count > 1 || sp->producer >= 0) {
+        } else if (sp->count > 1 || (sp->producer >= 0 && !sp->split)) {
             fused_groups++;
             fused_ops += sp->count + (sp->producer >= 0);
             for (int g = sp->first; g < sp->first + sp->count - 1; g++)
@@ -356,7 +456,7 @@ static void count_stats(hg_plan *p, const bool *is_head, int64_t arena_bytes)
         }
         for (int k = 0; k < sp->nout; k++) {
             int e = p->sout[sp->out_base + k];
-            if (!is_head[e] && p->fed_slot[e] < 0)
+            if (!is_head[e] && p->fed_slot[e] < 0 && !sp->alias)
                 unplanned += (int64_t)hg_plan_value_bytes(&p->meta[e]);
         }
         unplanned += (int64_t)sp->ws_bytes;
@@ -383,6 +483,7 @@ hg_status hg_plan_lower(hg_plan *p)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) st = plan_fusion(p);
     if (st == HG_OK) st = own_heads(p, is_head);
+    if (st == HG_OK) st = mark_aliases(p, is_head);
     if (st == HG_OK) st = hg_memplan_run(p, is_head, at, &arena_bytes);
     if (st == HG_OK) st = arena_headers(p, at);
     if (st == HG_OK) count_stats(p, is_head, arena_bytes);
@@ -411,6 +512,10 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
         if (sp->fold) {
             PUT("  %d: %s+%s (folded in inference) -> %s\n", s, p->nodes[sp->producer]->op->name,
                 p->nodes[sp->node]->op->name, p->nodes[sp->node]->name);
+        } else if (sp->split) {
+            PUT("  %d: %s (%s on the %d arrays of %s, not concatenated)\n", s,
+                p->nodes[sp->node]->name, p->nodes[sp->node]->op->name, sp->split,
+                p->nodes[sp->producer]->name);
         } else if (sp->count > 1 || sp->producer >= 0) {
             if (sp->producer >= 0) PUT("  %d: %s+fused[", s, p->nodes[sp->producer]->op->name);
             else PUT("  %d: fused[", s);
@@ -418,7 +523,8 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
                 PUT("%s%s", g > sp->first ? " " : "", p->nodes[p->gnodes[g]]->op->name);
             PUT("] -> %s\n", p->nodes[sp->node]->name);
         } else {
-            PUT("  %d: %s (%s)\n", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name);
+            PUT("  %d: %s (%s%s)\n", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name,
+                sp->alias ? ", a view" : "");
         }
     }
 #undef PUT

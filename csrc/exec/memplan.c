@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { UNSET, LIVE, DEAD };
+enum { UNSET, LIVE, DEAD, ALIAS }; /* ALIAS: an alias step's output, in no block of its own */
 
 typedef struct block {
     int64_t off, size;
@@ -96,7 +96,8 @@ typedef struct walk {
     const bool *is_head;
     int64_t *at;
     int *last;   /* value -> the last step reading it (-1: none) */
-    char *state; /* value -> UNSET, LIVE or DEAD */
+    char *state; /* value -> UNSET, LIVE, DEAD or ALIAS */
+    bool *aliased; /* value -> an alias step reads it: its block is never taken over in place */
     arena_plan a;
 } walk;
 
@@ -108,7 +109,8 @@ static void take_over(walk *w, int e, int from)
 }
 
 /* The outputs of step s: in place over input 0 when the op allows it and input 0 dies here;
- * a fused group with a producer works in place on the producer's output. */
+ * a fused group with a producer works in place on the producer's output (a split RNN's
+ * producer, the concat, makes no output). */
 static void place_outputs(walk *w, int s)
 {
     hg_plan *p = w->p;
@@ -118,12 +120,16 @@ static void place_outputs(walk *w, int s)
     for (int k = 0; k < sp->nout; k++) {
         int e = p->sout[sp->out_base + k];
         if (w->is_head[e] || p->fed_slot[e] >= 0) continue;
+        if (sp->alias) {
+            w->state[e] = ALIAS;
+            continue;
+        }
         int pe = p->sout[sp->out_base];
-        if (k == 1 && sp->producer >= 0 && !w->a.no_reuse && w->state[pe] == LIVE &&
+        if (k == 1 && sp->producer >= 0 && !sp->split && !w->a.no_reuse && w->state[pe] == LIVE &&
             hg_plan_same_size(&p->meta[pe], &p->meta[e])) {
             take_over(w, e, pe);
         } else if (k == 0 && sp->count == 1 && sp->producer < 0 && may_inplace(nd->op) && e0 >= 0 &&
-                   !w->a.no_reuse && w->last[e0] == s && w->state[e0] == LIVE &&
+                   !w->a.no_reuse && w->last[e0] == s && w->state[e0] == LIVE && !w->aliased[e0] &&
                    hg_plan_same_size(&p->meta[e0], &p->meta[e])) {
             take_over(w, e, e0);
         } else {
@@ -149,20 +155,30 @@ static void free_dead(walk *w, int s, hg_status *st)
 
 hg_status hg_memplan_run(hg_plan *p, const bool *is_head, int64_t *at, int64_t *arena_bytes)
 {
-    walk w = {p,
-              is_head,
-              at,
-              malloc(sizeof(int) * (size_t)(p->nentries + 1)),
-              calloc((size_t)p->nentries + 1, 1),
-              {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0}};
-    hg_status st = (w.last && w.state) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    walk w = {.p = p,
+              .is_head = is_head,
+              .at = at,
+              .last = malloc(sizeof(int) * (size_t)(p->nentries + 1)),
+              .state = calloc((size_t)p->nentries + 1, 1),
+              .aliased = calloc((size_t)p->nentries + 1, sizeof(bool)),
+              .a = {.no_reuse = (p->flags & HG_PLAN_NO_MEMPLAN) != 0}};
+    hg_status st = (w.last && w.state && w.aliased) ? HG_OK
+                                                    : hg_error(HG_ERR_MEMORY, "out of memory");
     for (int e = 0; st == HG_OK && e < p->nentries; e++) {
         w.last[e] = -1;
         at[e] = -1;
     }
-    /* Liveness: the last step reading each value. */
+    /* Liveness: the last step reading each value. A value an alias views lives as long as the
+     * alias is read (backwards, so that an alias of an alias extends the first source too). */
     for (int s = 0; st == HG_OK && s < p->nsteps; s++)
         for (int k = 0; k < p->steps[s].nin; k++) w.last[p->sin[p->steps[s].in_base + k]] = s;
+    for (int s = p->nsteps - 1; st == HG_OK && s >= 0; s--) {
+        const hg_pstep *sp = &p->steps[s];
+        if (!sp->alias) continue;
+        int src = p->sin[sp->in_base], e = p->sout[sp->out_base];
+        w.aliased[src] = true;
+        if (w.last[e] > w.last[src]) w.last[src] = w.last[e];
+    }
     for (int s = 0; st == HG_OK && s < p->nsteps; s++) {
         hg_pstep *sp = &p->steps[s];
         place_outputs(&w, s);
@@ -175,6 +191,7 @@ hg_status hg_memplan_run(hg_plan *p, const bool *is_head, int64_t *at, int64_t *
     *arena_bytes = w.a.end;
     free(w.last);
     free(w.state);
+    free(w.aliased);
     free(w.a.free_list);
     return st;
 }

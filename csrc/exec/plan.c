@@ -10,6 +10,7 @@
 #include "core/env.h"
 #include "exec/control_flow.h"
 #include "exec/plan_impl.h"
+#include "ops/rnn.h"
 
 void hg_plan_free(hg_plan *p)
 {
@@ -539,9 +540,37 @@ static void arena_release(hg_plan *p)
 static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int *outs, int nout,
                         const hg_pstep *s, hg_tensor **cur, bool is_train);
 
+/* An RNN on the arrays its parameter vector would be made of (lower.c, find_splits). */
+static hg_status run_split(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
+{
+    hg_snode *nd = p->nodes[s->node];
+    const int *ins = p->sin + s->in_base;
+    hg_tensor *in[8] = {NULL}, *out[8] = {NULL}, *stack[64], **pieces = stack;
+    if (nd->nin > 8 || s->nout > 8) return hg_error(HG_ERR_INTERNAL, "RNN: too many inputs");
+    if (s->split > 64 && !(pieces = malloc(sizeof *pieces * (size_t)s->split)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    in[0] = cur[ins[0]];
+    for (int k = 0; k < s->split; k++) pieces[k] = cur[ins[1 + k]];
+    for (int k = 2; k < nd->nin; k++) in[k] = cur[ins[s->split + k - 1]];
+    for (int k = 0; k < s->nout; k++) out[k] = cur[p->sout[s->out_base + k]];
+    hg_exec_ctx ctx = {is_train, s->ws_bytes ? (char *)p->arena + s->ws_off : NULL, s->ws_bytes};
+    hg_status st = hg_rnn_forward_split(nd->op, nd->attrs, &ctx, s->split, pieces, in, out);
+    if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
+    if (pieces != stack) free(pieces);
+    return st;
+}
+
 static hg_status run_step(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
 {
+    if (s->alias) { /* the output's header onto input 0's data (no kernel: see mark_aliases) */
+        const hg_tensor *src = cur[p->sin[s->in_base]];
+        hg_tensor *v = cur[p->sout[s->out_base]];
+        v->storage = src->storage;
+        v->offset = src->offset;
+        return HG_OK;
+    }
     if (s->fold) return hg_fold_run(p, s, cur, is_train);
+    if (s->split) return run_split(p, s, cur, is_train);
     if (s->producer >= 0) {
         HG_TRY(run_op(p, s->producer, p->sin + s->in_base, s->pnin, p->sout + s->out_base, 1, s,
                       cur, is_train));
@@ -631,6 +660,11 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
             outputs[h] = NULL;
         }
     if (given != given_stack) free(given);
+    /* The aliases' headers go back to the arena storage they hold a reference to. */
+    for (int a = 0; a < p->nalias; a++) {
+        p->vt[p->alias_e[a]]->storage = p->arena_storage;
+        p->vt[p->alias_e[a]]->offset = 0;
+    }
     arena_release(p);
     return st;
 }

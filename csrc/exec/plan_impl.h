@@ -19,6 +19,12 @@ typedef struct hg_pstep {
     int pnin;                 /* the producer's inputs: the first pnin of sin */
     bool fold;                /* producer = a convolution, node = the BatchNorm after it: in
                                * inference the normalisation is folded into the weights */
+    int split;                /* > 0: an RNN run on the split arrays of the _rnn_param_concat
+                               * before it (node `producer`), which then never runs: sin holds
+                               * data, the `split` arrays, then the RNN's other inputs */
+    bool alias;               /* a view op (HG_OP_VIEW) whose output only steps of this plan
+                               * read: no kernel runs, the output's header points at input 0's
+                               * data for the run (see lower.c, mark_aliases) */
     int first, count;
     int nin, nout;
     int in_base, out_base;    /* into sin / sout (value ids = entries) */
@@ -60,6 +66,8 @@ struct hg_plan {
     hg_tensor **vt; /* entry -> tensor header into the arena (internal values) */
     hg_tensor **cur; /* entry -> the tensor used in this run */
     int *head_owner; /* head h -> first head with the same entry */
+    int *alias_e; /* the outputs of alias steps, whose headers a run points at their sources */
+    int nalias;
     size_t arena_bytes;
     hg_plan_stats stats;
 

@@ -47,6 +47,14 @@ static inline int64_t hg_rnn_layer_in(const hg_rnn_dims *d, int64_t l)
     return l == 0 ? d->I : d->D * hg_rnn_R(d);
 }
 
+/* Where one layer and direction's weights and biases are: in the flat vector, or in the
+ * separate arrays the vector would be made of (a plan that never builds it: ops/rnn.c). The
+ * forward kernel takes one per layer and direction (index l * D + dir); wr is NULL without a
+ * projection. */
+typedef struct hg_rnn_wptr {
+    const void *wx, *wh, *wr, *bx, *bh;
+} hg_rnn_wptr;
+
 /* Offsets (in elements) of one layer and direction's weights and biases in the flat vector. */
 typedef struct hg_rnn_poff {
     int64_t wx, wh, wr, bx, bh;
@@ -157,13 +165,14 @@ static inline int64_t hg_rnn_bwd_scratch(const hg_rnn_dims *d)
 /* The kernels (rnn_tmpl.h, instantiated in ops/rnn.c). lens: per batch row the number of valid
  * steps (0..T), or NULL for all T. Forward writes y (T, N, D*R), hy (L*D, N, R), cy (LSTM:
  * L*D, N, H) and the reserve; `train` applies the dropout mask the caller drew into the
- * reserve. Backward reads the forward's inputs, y and the reserve, and writes every gradient
+ * reserve; wp: the weights of every layer and direction (hg_rnn_wptr). Backward reads the
+ * forward's inputs, y and the reserve, and writes every gradient
  * (dx, dw, dh0, dc0: none accumulates; dx NULL: the data's gradient is not computed). ws: the scratch above. Thread-safe: they touch only
  * their arguments. */
-void hg_rnn_forward_f32(const hg_rnn_dims *d, bool train, const float *x, const float *w,
+void hg_rnn_forward_f32(const hg_rnn_dims *d, bool train, const float *x, const hg_rnn_wptr *wp,
                         const float *h0, const float *c0, const int64_t *lens, float *y, float *hy,
                         float *cy, float *res, float *ws);
-void hg_rnn_forward_f64(const hg_rnn_dims *d, bool train, const double *x, const double *w,
+void hg_rnn_forward_f64(const hg_rnn_dims *d, bool train, const double *x, const hg_rnn_wptr *wp,
                         const double *h0, const double *c0, const int64_t *lens, double *y,
                         double *hy, double *cy, double *res, double *ws);
 void hg_rnn_backward_f32(const hg_rnn_dims *d, bool train, const float *x, const float *w,

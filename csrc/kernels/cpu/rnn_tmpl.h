@@ -180,30 +180,30 @@ static void RFN(fgate_range)(void *ctx, int64_t n0, int64_t n1)
 }
 
 /* One direction of one layer, forward. in: (T*N, Iin); yl: the layer's output (T*N, D*R). */
-static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT *in, const RT *w,
-                         const RT *h0, const RT *c0, const int64_t *lens, RT *yl, RT *hy, RT *cy,
-                         RT *res, RT *ws)
+static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT *in,
+                         const hg_rnn_wptr *wp, const RT *h0, const RT *c0, const int64_t *lens,
+                         RT *yl, RT *hy, RT *cy, RT *res, RT *ws)
 {
     const int64_t T = d->T, N = d->N, H = d->H, R = hg_rnn_R(d), D = d->D, TN = T * N;
     const int64_t GH = hg_rnn_gates(d) * H, GS = hg_rnn_GS(d), Iin = hg_rnn_layer_in(d, l);
     const int64_t k = l * D + dir, YW = D * R;
     const bool lstm = d->mode == HG_RNN_LSTM;
-    hg_rnn_poff po = hg_rnn_param_offsets(d, l, dir);
+    const RT *wx = wp[k].wx, *wh = wp[k].wh, *wr = wp[k].wr;
     hg_rnn_roff ro = hg_rnn_reserve_offsets(d, l);
     const int64_t W = RFN(panel_width)(d), ldhg = W ? hg_rnn_pad32(GH) : GH;
     RT *hcur = ws, *ccur = hcur + N * R, *hg = ccur + N * H, *hp = hg + N * hg_rnn_pad32(GH);
     RT *packed = hp + N * R;
     RT *gates = res + ro.gates[dir], *cst = lstm ? res + ro.c[dir] : NULL;
     RT *tcst = lstm ? res + ro.tc[dir] : NULL, *rst = d->P ? res + ro.r[dir] : NULL;
-    const RT *bx = w + po.bx, *bh = w + po.bh;
-    RGEMM(false, true, TN, GH, Iin, 1, in, Iin, w + po.wx, Iin, 0, gates, GS);
+    const RT *bx = wp[k].bx, *bh = wp[k].bh;
+    RGEMM(false, true, TN, GH, Iin, 1, in, Iin, wx, Iin, 0, gates, GS);
     RFN(copy)(hcur, h0 + k * N * R, N * R);
     if (lstm) RFN(copy)(ccur, c0 + k * N * H, N * H);
-    if (W && T > 0) RFN(pack)(w + po.wh, true, R, GH, R, W, packed);
+    if (W && T > 0) RFN(pack)(wh, true, R, GH, R, W, packed);
     for (int64_t s = 0; s < T; s++) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
         if (W) RFN(gemm_packed)(N, GH, R, hcur, R, packed, W, hg, ldhg);
-        else RGEMM(false, true, N, GH, R, 1, hcur, R, w + po.wh, R, 0, hg, GH);
+        else RGEMM(false, true, N, GH, R, 1, hcur, R, wh, R, 0, hg, GH);
         RFN(fgate_job)
         job = {.d = d,
                .lens = lens,
@@ -222,7 +222,7 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
                .bh = bh};
         hg_parallel_for(N, RFN(gate_grain)(GS), RFN(fgate_range), &job);
         if (rst) { /* h = W_hr r for the valid rows */
-            RGEMM(false, true, N, R, H, 1, rst + t * N * H, H, w + po.wr, H, 0, hp, R);
+            RGEMM(false, true, N, R, H, 1, rst + t * N * H, H, wr, H, 0, hp, R);
             for (int64_t n = 0; n < N; n++) {
                 if (!RFN(valid)(lens, t, n)) continue;
                 RFN(copy)(hcur + n * R, hp + n * R, R);
@@ -234,8 +234,9 @@ static void RFN(fwd_dir)(const hg_rnn_dims *d, int64_t l, int64_t dir, const RT 
     if (lstm) RFN(copy)(cy + k * N * H, ccur, N * H);
 }
 
-void RFN(hg_rnn_forward)(const hg_rnn_dims *d, bool train, const RT *x, const RT *w, const RT *h0,
-                         const RT *c0, const int64_t *lens, RT *y, RT *hy, RT *cy, RT *res, RT *ws)
+void RFN(hg_rnn_forward)(const hg_rnn_dims *d, bool train, const RT *x, const hg_rnn_wptr *wp,
+                         const RT *h0, const RT *c0, const int64_t *lens, RT *y, RT *hy, RT *cy,
+                         RT *res, RT *ws)
 {
     const int64_t TN = d->T * d->N, YS = TN * d->D * hg_rnn_R(d);
     const RT *in = x;
@@ -243,7 +244,7 @@ void RFN(hg_rnn_forward)(const hg_rnn_dims *d, bool train, const RT *x, const RT
         hg_rnn_roff ro = hg_rnn_reserve_offsets(d, l);
         RT *yl = l == d->L - 1 ? y : res + ro.y;
         for (int64_t dir = 0; dir < d->D; dir++)
-            RFN(fwd_dir)(d, l, dir, in, w, h0, c0, lens, yl, hy, cy, res, ws);
+            RFN(fwd_dir)(d, l, dir, in, wp, h0, c0, lens, yl, hy, cy, res, ws);
         in = yl;
         if (l < d->L - 1 && d->drop > 0) {
             /* The mask (drawn by the caller) always exists; the masked copy feeds the next layer
