@@ -417,6 +417,12 @@ def test_imageiter_last_batch_handles(image_dir):
         [([5, 6, 0], 1), ([1, 2, 3], 0), ([4, 5, 6], 0)]]
     with pytest.raises(mx.MXNetError, match='last_batch_handle'):
         mx.image.ImageIter(3, (3, 16, 16), imglist=imglist, last_batch_handle='bogus')
+    # hard_reset drops the held-over batch: the next epoch starts clean.
+    it = mx.image.ImageIter(3, (3, 16, 16), imglist=imglist, path_root=root,
+                            last_batch_handle='roll_over')
+    assert len(list(it)) == 2 and it._cache_data is not None
+    it.hard_reset()
+    assert [b.label[0].asnumpy().tolist() for b in it] == [[0, 1, 2], [3, 4, 5]]
 
 
 def test_imageiter_list_file_shuffle_parts_and_label_width(image_dir, tmp_path):

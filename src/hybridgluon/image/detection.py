@@ -471,10 +471,9 @@ class ImageDetIter(ImageIter):
                     continue
                 batch_data[i] = self.postprocess_data(data)
                 rows = min(label.shape[0], batch_label.shape[1])
-                row = batch_label[i]
+                row = batch_label[i]  # a view of the batch's row i
                 row[:] = -1
                 row[0:rows] = nd.array(label[:rows])
-                batch_label[i] = row
                 i += 1
         except StopIteration:
             if not i:
