@@ -503,6 +503,15 @@ def test_imageiter_reads_rec_files(image_dir, tmp_path):
     part = mx.image.ImageIter(2, (3, 24, 24), path_imgrec=rec, path_imgidx=idx,
                               part_index=1, num_parts=3)
     np.testing.assert_array_equal(part.next().label[0].asnumpy(), [2, 3])
+    # A list file next to the .rec gives the labels; its keys are the record indices.
+    lst = tmp_path / 'x.lst'
+    lst.write_text(''.join('%d\t%d\t%s\n' % (k, 10 * k, n) for k, n in enumerate(names)))
+    relabelled = mx.image.ImageIter(3, (3, 24, 24), path_imgrec=rec, path_imgidx=idx,
+                                    path_imglist=str(lst), last_batch_handle='discard')
+    labels = [b.label[0].asnumpy().tolist() for b in relabelled]
+    assert labels == [[0, 10, 20], [30, 40, 50]]
+    with pytest.raises(mx.MXNetError, match='path_imgidx'):
+        mx.image.ImageIter(2, (3, 24, 24), path_imgrec=rec, shuffle=True)
 
 
 # ---------------------------------------------------------------- detection
@@ -631,3 +640,21 @@ def test_image_det_iter_with_all_augmenters_and_bad_labels(image_dir):
     with pytest.raises(RuntimeError, match='no valid label'):
         mx.image.ImageDetIter(1, (3, 8, 8), imglist=[[2, 5, 0, .5, .5, .4, .4, names[0]]],
                               path_root=root)
+
+
+def test_image_det_iter_draw_next_draws_the_boxes(image_dir):
+    root, names, arrays = image_dir
+    label = [2, 5, 1, 0.25, 0.25, 0.75, 0.75]
+    aug = [mx.image.DetBorrowAug(mx.image.ForceResizeAug((40, 40), 0)),
+           mx.image.DetBorrowAug(mx.image.CastAug())]
+    it = mx.image.ImageDetIter(1, (3, 40, 40), imglist=[label + [names[0]]], path_root=root,
+                               aug_list=aug)
+    images = list(it.draw_next(color=(255, 0, 0), thickness=1))
+    assert len(images) == 1
+    drawn = images[0]
+    base = cv2.resize(arrays[0], (40, 40), interpolation=0)
+    assert drawn.dtype == np.uint8 and drawn.shape == (40, 40, 3)
+    # OpenCV draws in BGR: the RGB colour (255, 0, 0) is (0, 0, 255) there.
+    np.testing.assert_array_equal(drawn[10, 10:31], np.tile([0, 0, 255], (21, 1)))
+    np.testing.assert_array_equal(drawn[10:31, 30], np.tile([0, 0, 255], (21, 1)))
+    np.testing.assert_array_equal(drawn[12:29, 12:29], base[12:29, 12:29])
