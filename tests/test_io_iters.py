@@ -155,3 +155,83 @@ def test_libsvm_errors(tmp_path):
     with pytest.raises(mx.MXNetError, match='holds 1 examples'):
         mx.io.LibSVMIter(data_libsvm=str(bad), data_shape=(3,), batch_size=2,
                          label_libsvm=str(lab), label_shape=(2,))
+
+
+@pytest.mark.parametrize('name,kwargs', C.CSV_CASES, ids=[c[0] for c in C.CSV_CASES])
+def test_csv_same_as_mxnet(tmp_path, name, kwargs):
+    # Bit for bit, including MXNet's own rounding of decimals, exponent clamping and int wrap.
+    data, label, pads = C.run_csv(mx, str(tmp_path), kwargs)
+    np.testing.assert_array_equal(pads, REF['csv_%s_pad' % name])
+    ref = REF['csv_%s_data' % name]
+    assert data.dtype == ref.dtype
+    np.testing.assert_array_equal(data.view(np.uint8), ref.view(np.uint8))
+    np.testing.assert_array_equal(label, REF['csv_%s_label' % name])
+
+
+def test_csv_float_parse_close_to_correct_rounding(tmp_path):
+    # Independently of MXNet: every value is within 2 ulp of the correctly rounded float32.
+    rs = np.random.RandomState(4)
+    vals = rs.randn(400) * 10.0 ** rs.randint(-30, 30, size=400)
+    text = '\n'.join('%.12g' % v for v in vals)
+    (tmp_path / 'v.csv').write_text(text)
+    it = mx.io.CSVIter(data_csv=str(tmp_path / 'v.csv'), data_shape=(1,), batch_size=400)
+    got = next(it).data[0].asnumpy().ravel()
+    want = np.array([float('%.12g' % v) for v in vals]).astype(np.float32)
+    ulp = np.spacing(np.abs(want))
+    assert np.all(np.abs(got.astype(np.float64) - want) <= 2 * ulp)
+
+
+def test_csv_parser_errors_and_line_numbers(tmp_path):
+    from hybridgluon import _core
+    path = tmp_path / 'e.csv'
+    path.write_bytes(b'1,2,3\r\n\r\n4,5\r\n')
+    with pytest.raises(mx.MXNetError, match=r"line 3: the data size in CSV do not match size "
+                       r"of shape: the row holds 2 values, the shape 3"):
+        mx.io.CSVIter(data_csv=str(path), data_shape=(3,))
+    path.write_text('1,2,3\n4,five,6\n')
+    with pytest.raises(mx.MXNetError, match="line 2: field 2 'five' is not a number"):
+        mx.io.CSVIter(data_csv=str(path), data_shape=(3,))
+    path.write_text('1,,3\n')  # an empty field reads 0, as in MXNet
+    np.testing.assert_array_equal(next(mx.io.CSVIter(data_csv=str(path), data_shape=(3,)))
+                                  .data[0].asnumpy(), [[1, 0, 3]])
+    with pytest.raises(mx.MXNetError, match='float64 is not supported'):
+        _core.text_parse_csv(b'1', 1, 'x', 1, 1)
+    with pytest.raises(mx.MXNetError):
+        _core.text_parse_csv(b'1', 1, 'x', 0, 0)
+    empty = _core.text_parse_csv(b'\n\n', 1, 'x', 4, 0)
+    assert empty.shape == (0, 4)
+
+
+def test_libsvm_parser_direct():
+    from hybridgluon import _core
+    lab, ptr, col, val = _core.text_parse_libsvm(b'1 0:0.5 2:1.2\r\n\n-2\n3:0.5 1:2.4', 7, 'x', 3)
+    np.testing.assert_array_equal(lab.asnumpy(), [1, -2, 3])  # "label:weight" keeps the label
+    np.testing.assert_array_equal(ptr.asnumpy(), [0, 2, 2, 3])
+    np.testing.assert_array_equal(col.asnumpy(), [0, 2, 1])
+    np.testing.assert_array_equal(val.asnumpy(), np.float32([0.5, 1.2, 2.4]))
+    with pytest.raises(mx.MXNetError, match=r'LibSVM x line 9: column index 5 is out of range'):
+        _core.text_parse_libsvm(b'1 0:0.5\n\n2 5:1', 7, 'x', 3)
+    with pytest.raises(mx.MXNetError, match=r"line 1: malformed value in '1:abc'"):
+        _core.text_parse_libsvm(b'1 1:abc', 1, 'x', 3)
+    with pytest.raises(mx.MXNetError, match='column index 99999999999999999999999 is out of'):
+        _core.text_parse_libsvm(b'1 99999999999999999999999:1', 1, 'x', 3)
+
+
+def test_parsers_run_in_threads(tmp_path):
+    # The binding releases the GIL around parsing: parses in threads give the same arrays.
+    import threading
+    from hybridgluon import _core
+    rs = np.random.RandomState(0)
+    text = '\n'.join(','.join('%.6g' % v for v in rs.randn(50)) for _ in range(400)).encode()
+    want = _core.text_parse_csv(text, 1, 'x', 50, 0).asnumpy()
+    out = [None] * 4
+
+    def work(i):
+        out[i] = _core.text_parse_csv(text, 1, 'x', 50, 0).asnumpy()
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for o in out:
+        np.testing.assert_array_equal(o, want)

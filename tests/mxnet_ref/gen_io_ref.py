@@ -1,4 +1,4 @@
-"""Writes io_iters.npz: MXNet 1.9.1's MNISTIter and LibSVMIter batches for io_cases.py.
+"""Writes io_iters.npz: MXNet 1.9.1's MNISTIter, LibSVMIter and CSVIter batches for io_cases.py.
 Run with real MXNet: python tests/mxnet_ref/gen_io_ref.py"""
 import os
 import sys
@@ -24,6 +24,11 @@ if __name__ == '__main__':
             out['libsvm_%s_data' % name] = data
             out['libsvm_%s_label' % name] = label
             out['libsvm_%s_pad' % name] = pads
+        for name, kw in C.CSV_CASES:
+            data, label, pads = C.run_csv(mx, tmp, kw)
+            out['csv_%s_data' % name] = data
+            out['csv_%s_label' % name] = label
+            out['csv_%s_pad' % name] = pads
     path = os.path.join(HERE, 'io_iters.npz')
     np.savez_compressed(path, **out)
     print('wrote', path, len(out), 'arrays')

@@ -27,6 +27,68 @@ LIBSVM_CASES = [
 ]
 
 
+# (name, CSVIter keyword arguments; file names are filled in by run_csv)
+CSV_CASES = [
+    ('floats', dict(data='floats.csv', data_shape=(2, 3), batch_size=4)),
+    ('special', dict(data='special.csv', data_shape=(6,), batch_size=2)),
+    ('crlf_dir', dict(data='dir', data_shape=(6,), label='floats.csv', label_shape=(3, 2),
+                      batch_size=5)),
+    ('int32_wrap', dict(data='ints.csv', data_shape=(3,), batch_size=3, dtype='int32')),
+    ('int64', dict(data='ints.csv', data_shape=(3,), batch_size=2, dtype='int64',
+                   round_batch=False)),
+    ('null_label', dict(data='floats.csv', data_shape=(6,), label='NULL', batch_size=4)),
+]
+
+
+def write_csv(folder):
+    """Writes the CSV files of CSV_CASES into folder: floats of many magnitudes printed with 6
+    to 12 digits, numbers MXNet's parser reads in its own way (long fractions, exponents past
+    float's range, inf, signs, trailing text), a directory of two files with CRLF line ends, and
+    integers beyond int32."""
+    rs = np.random.RandomState(11)
+    rows = []
+    for _ in range(13):
+        digits = rs.randint(6, 13)
+        vals = rs.randn(6) * 10.0 ** rs.randint(-8, 9, size=6)
+        rows.append(','.join('%.*g' % (digits, v) for v in vals))
+    with open(os.path.join(folder, 'floats.csv'), 'w') as f:
+        f.write('\n'.join(rows) + '\n')
+    special = ['0.12345678901234567890123,123456789.123456789,1e39,-1e-39,+.5,-0',
+               'inf,-Infinity,3.4028235e38,1.17549435e-38,12abc,7.',
+               '0.1,0.2,0.3,1e-7,99999999999,2.5e+3',
+               '  4.5 , 6 ,1.5E-2,1.0e10,-7.25e-5,3']
+    with open(os.path.join(folder, 'special.csv'), 'w') as f:
+        f.write('\n'.join(special))  # no newline at the end
+    os.makedirs(os.path.join(folder, 'dir'), exist_ok=True)
+    for name, part in (('a.csv', rows[:6]), ('b.csv', rows[6:])):
+        with open(os.path.join(folder, 'dir', name), 'wb') as f:
+            f.write(('\r\n'.join(part) + '\r\n').encode())
+    ints = [','.join(str(int(v)) for v in rs.randint(-2 ** 40, 2 ** 40, size=3))
+            for _ in range(7)]
+    ints.append('2147483647,-2147483648,1.9')
+    with open(os.path.join(folder, 'ints.csv'), 'w') as f:
+        f.write('\n'.join(ints) + '\n')
+
+
+def run_csv(mx, folder, kwargs):
+    """(data batches, label batches, pads) over two epochs of CSVIter."""
+    write_csv(folder)
+    kwargs = dict(kwargs)
+    kwargs['data_csv'] = os.path.join(folder, kwargs.pop('data'))
+    label = kwargs.pop('label', None)
+    if label is not None:
+        kwargs['label_csv'] = label if label == 'NULL' else os.path.join(folder, label)
+    it = mx.io.CSVIter(**kwargs)
+    data, labels, pads = [], [], []
+    for _ in range(2):
+        for batch in it:
+            data.append(batch.data[0].asnumpy())
+            labels.append(batch.label[0].asnumpy())
+            pads.append(batch.pad)
+        it.reset()
+    return np.stack(data), np.stack(labels), np.array(pads)
+
+
 def write_mnist(folder):
     """Writes img-idx3-ubyte / lab-idx1-ubyte with N_IMAGES distinct random images; returns
     (image path, label path, images (N, 28, 28) uint8, labels uint8)."""

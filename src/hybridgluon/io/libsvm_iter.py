@@ -4,113 +4,41 @@ column indices ("label idx:value idx:value ...", one example a line).
 hybridgluon has no sparse storage, so batches are DENSE NDArrays of shape
 (batch_size,) + data_shape where MXNet gives CSRNDArrays with the same values; labels are read
 from the first column of `data_libsvm` (shape (batch_size,)), or from `label_libsvm` as dense
-(batch_size,) + label_shape arrays. The file (its part, see _part_lines) is parsed once at
-construction into compressed rows; each batch is made dense by one scatter_nd in the core, so
-memory stays proportional to the file, not to rows x columns.
+(batch_size,) + label_shape arrays. The file (its part, see utils._text_chunks) is parsed once at
+construction (in the core, csrc/formats/textparse.c, with MXNet's number conversion: values
+equal MXNet's to the bit) into compressed rows; each batch is made dense by one scatter_nd in
+the core, so memory stays proportional to the file, not to rows x columns.
 
 Batches follow MXNet's round_batch=True (the only mode MXNet supports here): the last, short
 batch is completed with rows from the start and the next epoch starts after those rows.
 """
-import os
-
 import numpy as np
 
+from .. import _core
 from .. import ndarray as nd
 from ..base import MXNetError
 from .io import DataBatch, DataDesc, DataIter
-from .utils import _dmlc_strtof
+from .utils import _text_chunks
 
 __all__ = ['LibSVMIter']
 
 
-def _files(path, what):
-    if os.path.isdir(path):
-        names = sorted(os.listdir(path))
-        files = [os.path.join(path, n) for n in names
-                 if os.path.isfile(os.path.join(path, n))]
-    elif os.path.isfile(path):
-        files = [path]
-    else:
-        raise MXNetError('LibSVMIter: cannot find %s file %s' % (what, path))
-    return files
-
-
-def _part_lines(path, num_parts, part_index, what):
-    """[(file name, line number, text)] of the non-empty lines of part `part_index` of
-    `num_parts` of the file(s) at `path`, split as MXNet's (dmlc's) line splitter does: all
-    files' bytes are cut into ranges of ceil(total / num_parts) bytes; a part starts just after
-    the first end of line at or after its range's first byte (at byte 0 for the first part), so
-    a line belongs to the part whose range holds the newline before it. Parts may be uneven."""
-    blobs = []
-    for name in _files(path, what):
-        with open(name, 'rb') as f:
-            blobs.append((name, f.read()))
-    total = sum(len(b) for _, b in blobs)
-    step = (total + num_parts - 1) // num_parts
-    lo, hi = min(step * part_index, total), min(step * (part_index + 1), total)
-    out = []
-    base = 0
-    for name, blob in blobs:
-        pos, lineno = 0, 0
-        while pos < len(blob):
-            nl = blob.find(b'\n', pos)
-            end = len(blob) if nl < 0 else nl + 1
-            lineno += 1
-            first = base + pos
-            owned = (lo == 0 < hi) if first == 0 else lo <= first - 1 < hi
-            if owned:
-                text = blob[pos:end].decode('utf-8', 'replace').strip()
-                if text:
-                    out.append((name, lineno, text))
-            pos = end
-        base += len(blob)
-    return out
-
-
-def _is_number(token):
-    try:
-        _dmlc_strtof([token], 'label')
-    except ValueError:
-        return False
-    return True
-
-
-def _parse(lines, width, what):
-    """(labels float32 (rows,), indptr int64 (rows + 1,), columns int64, values float32) of
-    LibSVM lines, every column checked to lie in [0, width)."""
-    label_tokens = []
-    counts = np.empty(len(lines), dtype=np.int64)
-    pairs = []
-    for row, (name, lineno, text) in enumerate(lines):
-        tokens = text.split()
-        label_tokens.append(tokens[0])
-        counts[row] = len(tokens) - 1
-        pairs.extend(tokens[1:])
-    try:
-        labels = _dmlc_strtof(label_tokens, 'label')
-    except ValueError:
-        row = next(r for r, t in enumerate(label_tokens) if not _is_number(t))
-        raise MXNetError('LibSVMIter: %s line %d: bad label %r'
-                         % (lines[row][0], lines[row][1], label_tokens[row])) from None
-    indptr = np.zeros(len(lines) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    try:
-        flat = ' '.join(pairs).replace(':', ' ').split()
-        if len(flat) != 2 * len(pairs):
-            raise ValueError('an entry is not index:value')
-        cols = np.array(flat[0::2], dtype=np.int64)
-        vals = _dmlc_strtof(flat[1::2], 'value')
-    except (ValueError, OverflowError) as err:
-        raise MXNetError('LibSVMIter: %s: malformed index:value entry (%s)' % (what, err)) \
-            from None
-    bad = np.nonzero((cols < 0) | (cols >= width))[0]
-    if bad.size:
-        row = int(np.searchsorted(indptr, bad[0], side='right')) - 1
-        name, lineno, _ = lines[row]
-        raise MXNetError('LibSVMIter: %s line %d: column index %d is out of range [0, %d) '
-                         '(indices are zero-based; the width is from the shape)'
-                         % (name, lineno, int(cols[bad[0]]), width))
-    return labels, indptr, cols, vals
+def _read(path, width, num_parts, part_index, what):
+    """(labels float32 NDArray, indptr, cols, vals as NumPy arrays) of part `part_index` of
+    `num_parts` of the LibSVM file(s) at `path`, parsed in the core (textparse.c)."""
+    labels, indptr, cols, vals = [], [np.zeros(1, np.int64)], [], []
+    nnz = 0
+    for name, first_line, text in _text_chunks(path, 'LibSVMIter', what, num_parts, part_index):
+        lab, ptr, col, val = _core.text_parse_libsvm(text, first_line, repr(name), width)
+        labels.append(lab)
+        indptr.append(ptr.asnumpy()[1:] + nnz)
+        nnz += col.shape[0]
+        cols.append(col.asnumpy())
+        vals.append(val.asnumpy())
+    if not labels:
+        return None, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    label = labels[0] if len(labels) == 1 else nd.concat(*labels, dim=0)
+    return label, np.concatenate(indptr), np.concatenate(cols), np.concatenate(vals)
 
 
 class LibSVMIter(DataIter):
@@ -146,21 +74,21 @@ class LibSVMIter(DataIter):
         if len(data_shape) != 1 or len(label_shape) != 1:
             raise MXNetError('LibSVMIter: data_shape and label_shape must be 1-D, got %s and %s'
                              % (data_shape, label_shape))
-        lines = _part_lines(data_libsvm, num_parts, part_index, 'data')
-        labels, *self._data = _parse(lines, data_shape[0], data_libsvm)
-        self._num = len(lines)
+        labels, *self._data = _read(data_libsvm, data_shape[0], num_parts, part_index, 'data')
+        self._num = len(self._data[0]) - 1
         if self._num == 0:
             raise MXNetError('LibSVMIter: part %d of %d of %s holds no examples'
                              % (part_index, num_parts, data_libsvm))
         if label_libsvm is None:
-            self._label = nd.array(labels, dtype='float32')
+            self._label = labels
             label_batch = (batch_size,)
         else:
-            label_lines = _part_lines(label_libsvm, num_parts, part_index, 'label')
-            if len(label_lines) != self._num:
+            self._label = tuple(_read(label_libsvm, label_shape[0], num_parts, part_index,
+                                      'label')[1:])
+            if len(self._label[0]) - 1 != self._num:
                 raise MXNetError('LibSVMIter: %s holds %d examples in this part, %s holds %d'
-                                 % (data_libsvm, self._num, label_libsvm, len(label_lines)))
-            self._label = _parse(label_lines, label_shape[0], label_libsvm)[1:]
+                                 % (data_libsvm, self._num, label_libsvm,
+                                    len(self._label[0]) - 1))
             label_batch = (batch_size,) + label_shape
         self._shapes = (data_shape, label_shape)
         self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, np.float32)]

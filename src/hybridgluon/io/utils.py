@@ -84,54 +84,48 @@ def _slice_along_batch_axis(data, s, batch_axis):
     return data.slice_axis(axis=batch_axis, begin=s.start, end=s.stop)
 
 
-_FLOAT_TOKEN = None
+
+def _text_files(path, who, what):
+    """The files at `path`: the file itself, or a directory's files in name order."""
+    import os
+    from ..base import MXNetError
+    if os.path.isdir(path):
+        names = sorted(os.listdir(path))
+        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+    if os.path.isfile(path):
+        return [path]
+    raise MXNetError('%s: cannot find %s file %s' % (who, what, path))
 
 
-def _dmlc_strtof(tokens, what):
-    """float32 values of decimal strings, rounded as MXNet's text parsers (dmlc's ParseFloat)
-    round them, so values read here equal MXNet's to the bit: the integer part and up to 19
-    fraction digits are read as integers, the fraction becomes float64 val / 10**digits, and the
-    two are added in float32, then scaled by the exponent in float32. (A correctly rounded
-    parse differs from it in the last bit for some inputs.)"""
-    import re
-    global _FLOAT_TOKEN
-    if _FLOAT_TOKEN is None:
-        _FLOAT_TOKEN = re.compile(r'([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?)(\d+))?$')
-    n = len(tokens)
-    ipart = np.empty(n, np.float32)
-    frac = np.empty(n, np.float64)
-    scale_exp = np.zeros(n, np.int64)
-    negative = np.zeros(n, bool)
-    special = {}
-    mask = (1 << 64) - 1
-    for k, tok in enumerate(tokens):
-        m = _FLOAT_TOKEN.match(tok)
-        if m is None or not (m.group(2) or m.group(3)):
-            low = tok.lower().lstrip('+-')
-            if low in ('inf', 'infinity', 'nan'):
-                special[k] = float(tok)
-                ipart[k], frac[k] = 0, 0
-                continue
-            raise ValueError('%s: %r is not a number' % (what, tok))
-        sign, whole, fraction, esign, expo = m.groups()
-        negative[k] = sign == '-'
-        ipart[k] = np.float32(int(whole or '0') & mask)
-        digits = (fraction or '')[:19]
-        frac[k] = int(digits) / float(10 ** len(digits)) if digits else 0.0
-        if expo:
-            e = int(expo)
-            scale_exp[k] = -e if esign == '-' else e
-    value = ipart + frac.astype(np.float32)
-    scaled = np.nonzero(scale_exp)[0]
-    for k in scaled:  # rare: a loop keeps dmlc's order of float32 products
-        e = abs(int(scale_exp[k]))
-        scale = np.float32(1)
-        while e >= 8:
-            scale, e = scale * np.float32(1e8), e - 8
-        while e > 0:
-            scale, e = scale * np.float32(10), e - 1
-        value[k] = value[k] / scale if scale_exp[k] < 0 else value[k] * scale
-    value[negative] = -value[negative]
-    for k, v in special.items():
-        value[k] = v
-    return value
+def _first_line_start(blob, t):
+    """The first position >= t at which a line of `blob` starts (len(blob) if none)."""
+    if t <= 0:
+        return 0
+    nl = blob.find(b'\n', t - 1)
+    return len(blob) if nl < 0 else nl + 1
+
+
+def _text_chunks(path, who, what, num_parts=1, part_index=0):
+    """[(file name, number of its first line, bytes)] holding part `part_index` of `num_parts`
+    of the text file(s) at `path`, split as MXNet's (dmlc's) line splitter splits them: the
+    bytes of all files are cut into ranges of ceil(total / num_parts) bytes, and a part starts
+    just after the first end of line at or after its range's first byte (at byte 0 for the
+    first part), so a line belongs to the part whose range holds the newline before it."""
+    blobs = []
+    for name in _text_files(path, who, what):
+        with open(name, 'rb') as f:
+            blobs.append((name, f.read()))
+    total = sum(len(b) for _, b in blobs)
+    step = (total + num_parts - 1) // num_parts
+    lo, hi = min(step * part_index, total), min(step * (part_index + 1), total)
+    chunks, base = [], 0
+    for name, blob in blobs:
+        # Line start s is owned when lo <= max(base + s - 1, 0) < hi: a contiguous run of lines.
+        start = 0 if lo == 0 else _first_line_start(blob, lo - base + 1)
+        stop = len(blob) if hi == total else _first_line_start(blob, hi - base + 1)
+        if hi == 0:
+            stop = 0
+        if start < stop:
+            chunks.append((name, blob.count(b'\n', 0, start) + 1, blob[start:stop]))
+        base += len(blob)
+    return chunks
