@@ -118,6 +118,9 @@ def test_libsvm_values_and_round_batch(tmp_path):
                                   labels[seq])
     it.reset()  # the next epoch starts after the rows the last batch borrowed
     np.testing.assert_array_equal(next(it).label[0].asnumpy(), labels[8 - n % 8:][:8])
+    null = mx.io.LibSVMIter(data_libsvm=data_path, data_shape=(7,), batch_size=8,
+                            label_libsvm='NULL')  # MXNet's default: labels from the data file
+    np.testing.assert_array_equal(next(null).label[0].asnumpy(), labels[:8])
 
 
 def test_libsvm_directory_reads_every_file(tmp_path):

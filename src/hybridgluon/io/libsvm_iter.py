@@ -79,7 +79,7 @@ class LibSVMIter(DataIter):
         if self._num == 0:
             raise MXNetError('LibSVMIter: part %d of %d of %s holds no examples'
                              % (part_index, num_parts, data_libsvm))
-        if label_libsvm is None:
+        if label_libsvm is None or label_libsvm == 'NULL':  # MXNet's spelling of "none"
             self._label = labels
             label_batch = (batch_size,)
         else:
