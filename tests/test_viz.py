@@ -120,3 +120,23 @@ def test_missing_graphviz(monkeypatch):
     with pytest.raises(mx.MXNetError, match=r'graphviz.*hybridgluon\[viz\]') as err:
         mx.viz.plot_network(data)
     assert isinstance(err.value, ImportError)
+
+
+def test_plot_renders_with_dot(tmp_path):
+    # The source must be valid for Graphviz itself: render LeNet-like graph to SVG.
+    pytest.importorskip('graphviz')
+    import shutil
+    if shutil.which('dot') is None:
+        pytest.skip("Graphviz's dot program is not installed")
+    data = mx.sym.Variable('data')
+    net = mx.sym.Convolution(data, kernel=(5, 5), num_filter=6, name='conv0')
+    net = mx.sym.Activation(net, act_type='tanh', name='act0')
+    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type='max', name='pool0')
+    net = mx.sym.Flatten(net, name='flat')
+    net = mx.sym.FullyConnected(net, num_hidden=10, name='fc')
+    dot = mx.viz.plot_network(net, shape={'data': (1, 1, 28, 28)}, save_format='svg')
+    out = dot.render(str(tmp_path / 'lenet'))
+    svg = open(out).read()
+    assert out.endswith('.svg') and '<svg' in svg
+    for text in ('Convolution', '5x5/1, 6', 'max, 2x2/2x2', '6x24x24', 'FullyConnected'):
+        assert text in svg
