@@ -2,9 +2,9 @@
 `data_shape`, with labels from a second CSV file (zeros without one).
 
 MXNet's iterator is written in C++ and streams the file; this one parses the file (or a
-directory's files, in name order) once, at construction, in the core with MXNet's number
-conversion, so values equal MXNet's to the bit (the numbers become one NDArray; batches are
-slices of it), and otherwise behaves as MXNet's does:
+directory's files, in the order the file system lists them, as MXNet) once, at construction,
+in the core with MXNet's number conversion, so values equal MXNet's to the bit (the numbers
+become one NDArray; batches are slices of it), and otherwise behaves as MXNet's does:
 - round_batch=True (default): the last, short batch is completed with rows from the start of
   the file, and the next epoch starts after those rows (`pad` counts them);
 - round_batch=False: the short batch keeps the previous batch's rows in its unused places,
@@ -25,8 +25,8 @@ _DTYPES = {'float32': np.float32, 'int32': np.int32, 'int64': np.int64}
 
 
 def _read_rows(path, shape, dtype, what):
-    """The rows of the CSV file (or a directory's files, in name order) at `path`, each checked
-    to hold prod(shape) values, as an NDArray of shape (rows,) + shape. Parsed in the core
+    """The rows of the CSV file (or a directory's files) at `path`, each checked to hold
+    prod(shape) values, as an NDArray of shape (rows,) + shape. Parsed in the core
     (csrc/formats/textparse.c) with MXNet's number conversion."""
     width = int(np.prod(shape))
     flag = {np.float32: 0, np.int32: 4, np.int64: 6}[dtype]

@@ -86,11 +86,13 @@ def _slice_along_batch_axis(data, s, batch_axis):
 
 
 def _text_files(path, who, what):
-    """The files at `path`: the file itself, or a directory's files in name order."""
+    """The files at `path`: the file itself, or a directory's files in the order the file
+    system lists them (not sorted: MXNet's dmlc reads them in that order, so batches come in
+    the same order as MXNet's on the same machine)."""
     import os
     from ..base import MXNetError
     if os.path.isdir(path):
-        names = sorted(os.listdir(path))
+        names = os.listdir(path)
         return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
     if os.path.isfile(path):
         return [path]
