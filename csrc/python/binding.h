@@ -39,6 +39,7 @@ int hgpy_init_op(PyObject *m);
 int hgpy_init_dlpack(PyObject *m);
 int hgpy_init_symbol(PyObject *m);
 int hgpy_init_formats(PyObject *m);
+int hgpy_init_textparse(PyObject *m);
 int hgpy_init_cachedop(PyObject *m);
 int hgpy_init_autograd(PyObject *m);
 int hgpy_init_custom(PyObject *m);

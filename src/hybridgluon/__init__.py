@@ -40,6 +40,7 @@ from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401
 from .util import np_array, use_np_array, use_np  # noqa: F401
 from . import numpy, numpy as np, numpy_extension, numpy_extension as npx  # noqa: F401
 from . import test_utils
+from . import visualization, visualization as viz  # noqa: F401
 from .libinfo import get_include, get_lib_dir
 
 __version__ = '0.1.0'

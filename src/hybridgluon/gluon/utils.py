@@ -8,8 +8,10 @@ import uuid
 import warnings
 import weakref
 
+from ..base import MXNetError
+
 __all__ = ['split_data', 'split_and_load', 'clip_global_norm', 'HookHandle', 'shape_is_known',
-           'check_sha1', 'download']
+           'check_sha1', 'download', 'replace_file']
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -77,14 +79,55 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
 
 
 def check_sha1(filename, sha1_hash):
-    """Whether the SHA-1 of the file's content starts with `sha1_hash` (MXNet compares the
-    hexadecimal digest's first len(sha1_hash) characters, so shortened hashes work)."""
+    """Whether the SHA-1 of the file's content, in hexadecimal, equals `sha1_hash` (the whole
+    digest, as MXNet 1.9.1 compares it)."""
     sha1 = hashlib.sha1()
     with open(filename, 'rb') as f:
         for chunk in iter(lambda: f.read(1 << 20), b''):
             sha1.update(chunk)
-    digest = sha1.hexdigest()
-    return digest[:len(sha1_hash)] == sha1_hash
+    return sha1.hexdigest() == sha1_hash
+
+
+def replace_file(src, dst):
+    """Moves file `src` to `dst` in one step (os.replace: a reader of `dst` sees the old file or
+    the new one, never a part). On failure `src` is removed and OSError names both."""
+    try:
+        os.replace(src, dst)
+    except OSError as err:
+        try:
+            os.remove(src)
+        except OSError:
+            pass
+        raise OSError('Moving downloaded temp file - %s, to %s failed (%s). Please retry the '
+                      'download.' % (src, dst, err.strerror or err)) from None
+
+
+class _DownloadError(MXNetError, OSError):
+    """A download that failed every attempt (an OSError too: it is an I/O failure)."""
+
+
+_ERROR_CLASSES = {}
+
+
+def _download_error(cause, message):
+    """An MXNetError carrying `message` that is also an instance of `cause`'s class, so code
+    that catches what MXNet would raise (requests.ConnectionError, ...) still catches it."""
+    base = type(cause)
+    cls = _ERROR_CLASSES.get(base)
+    if cls is None:
+        try:
+            cls = type('DownloadError', (MXNetError, base), {'__module__': __name__})
+        except TypeError:  # a class that cannot be combined with MXNetError
+            cls = _DownloadError
+        _ERROR_CLASSES[base] = cls
+    try:
+        return cls(message)
+    except Exception:  # noqa: BLE001 (a constructor that needs other arguments)
+        return _DownloadError(message)
+
+
+class _MissingPackage(MXNetError, ImportError):
+    """An optional package is not installed."""
 
 
 def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
@@ -117,8 +160,8 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
     try:
         import requests
     except ImportError:
-        raise ImportError('gluon.utils.download needs the `requests` package '
-                          '(pip install requests)') from None
+        raise _MissingPackage('gluon.utils.download(%r) needs the requests package: pip install '
+                              'requests' % url) from None
     dirname = os.path.dirname(os.path.abspath(fname))
     os.makedirs(dirname, exist_ok=True)
     attempts_left = max(retries, 1)
@@ -129,7 +172,13 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
         except Exception as e:  # noqa: BLE001 (any failure is retried, as in MXNet)
             attempts_left -= 1
             if attempts_left <= 0:
-                raise
+                if isinstance(e, UserWarning):  # the hash check, raised as MXNet raises it
+                    raise
+                tries = max(retries, 1)
+                raise _download_error(e, 'download of %s to %s failed after %d attempt%s: %r '
+                                      '(no network? put the file there yourself to skip the '
+                                      'download)' % (url, fname, tries, 's' if tries > 1 else '',
+                                                     e)) from e
             print('download failed due to %r, retrying, %d attempt%s left'
                   % (e, attempts_left, 's' if attempts_left > 1 else ''))
 
@@ -146,7 +195,7 @@ def _download_once(requests, url, fname, sha1_hash, verify_ssl):
                 if chunk:
                     f.write(chunk)
         if not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash)):
-            os.replace(tmp, fname)  # atomic: a concurrent reader sees the old or the new file
+            replace_file(tmp, fname)  # atomic: a concurrent reader sees the old or the new file
         else:
             warnings.warn('File %s exists in file system so the downloaded file is deleted'
                           % fname)
@@ -171,13 +220,20 @@ def _get_repo_file_url(namespace, filename):
 
 
 def shape_is_known(shape):
-    """Whether every dimension of `shape` is known (a 0 or -1 dim is unknown; None is)."""
+    """Whether every dimension of `shape` is known, as MXNet decides it: the unknown dimension
+    is 0, or -1 under NumPy shape semantics (where 0 is a real, empty dimension and () a known
+    scalar shape; without them () is unknown). None is unknown; a dimension below -1 is an
+    error. (-1 also counts as unknown without NumPy semantics, where MXNet asserts.)"""
+    from ..util import is_np_shape
     if shape is None:
         return False
+    np_shape = is_np_shape()
+    if len(shape) == 0:
+        return np_shape
     for dim in shape:
         if dim < -1:
             raise ValueError('Invalid shape %s: dimensions must be >= -1' % str(shape))
-        if dim in (0, -1):
+        if dim == -1 or (dim == 0 and not np_shape):
             return False
     return True
 

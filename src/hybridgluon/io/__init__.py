@@ -1,8 +1,10 @@
 """Data iterators (MXNet's `mx.io`): DataDesc, DataBatch, the DataIter protocol and the
-Python iterators NDArrayIter, ResizeIter, PrefetchingIter and CSVIter."""
-from . import csv_iter, io, utils  # noqa: F401
+Python iterators NDArrayIter, ResizeIter, PrefetchingIter, CSVIter, LibSVMIter and MNISTIter."""
+from . import csv_iter, io, libsvm_iter, mnist_iter, utils  # noqa: F401
 from .csv_iter import CSVIter
+from .libsvm_iter import LibSVMIter
+from .mnist_iter import MNISTIter
 from .io import DataBatch, DataDesc, DataIter, NDArrayIter, PrefetchingIter, ResizeIter
 
-__all__ = ['CSVIter', 'DataBatch', 'DataDesc', 'DataIter', 'NDArrayIter', 'PrefetchingIter',
-           'ResizeIter']
+__all__ = ['CSVIter', 'DataBatch', 'DataDesc', 'DataIter', 'LibSVMIter', 'MNISTIter',
+           'NDArrayIter', 'PrefetchingIter', 'ResizeIter']

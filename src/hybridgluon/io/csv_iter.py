@@ -1,22 +1,23 @@
 """CSVIter (MXNet's `mx.io.CSVIter`): batches of rows of a CSV file, each row reshaped to
 `data_shape`, with labels from a second CSV file (zeros without one).
 
-MXNet's iterator is written in C++ and streams the file; this one parses the file once, at
-construction (the file's numbers become one NDArray; batches are slices of it), and otherwise
-behaves as MXNet's does:
+MXNet's iterator is written in C++ and streams the file; this one parses the file (or a
+directory's files, in the order the file system lists them, as MXNet) once, at construction,
+in the core with MXNet's number conversion, so values equal MXNet's to the bit (the numbers
+become one NDArray; batches are slices of it), and otherwise behaves as MXNet's does:
 - round_batch=True (default): the last, short batch is completed with rows from the start of
   the file, and the next epoch starts after those rows (`pad` counts them);
 - round_batch=False: the short batch keeps the previous batch's rows in its unused places,
   `pad` counts them, and the next epoch starts at the first row.
 getdata() / getlabel() return one NDArray each (not a list), as MXNet's C++ iterators do.
 """
-import os
-
 import numpy as np
 
+from .. import _core
 from .. import ndarray as nd
 from ..base import MXNetError
 from .io import DataBatch, DataDesc, DataIter
+from .utils import _text_chunks
 
 __all__ = ['CSVIter']
 
@@ -24,39 +25,25 @@ _DTYPES = {'float32': np.float32, 'int32': np.int32, 'int64': np.int64}
 
 
 def _read_rows(path, shape, dtype, what):
-    """The rows of CSV file `path`, each checked to hold prod(shape) values, as an NDArray of
-    shape (rows,) + shape."""
-    if not os.path.isfile(path):
-        raise MXNetError('CSVIter: cannot find %s file %s' % (what, path))
-    size = int(np.prod(shape))
-    rows = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            fields = line.split(',')
-            if len(fields) != size:
-                raise MXNetError('CSVIter: the data size in CSV do not match size of shape: '
-                                 'specified shape=%s, the csv row-length=%d (%s line %d)'
-                                 % (list(shape), len(fields), path, lineno))
-            try:
-                # Integers are read as integers (int64 values beyond 2**53 stay exact);
-                # float32 values go through float64, which can differ from MXNet's strtof
-                # in the last bit for the rare decimal that rounds differently twice.
-                rows.append(np.array(fields, dtype=np.float64 if dtype == np.float32 else dtype))
-            except ValueError as err:
-                raise MXNetError('CSVIter: %s line %d: %s' % (path, lineno, err)) from None
-    if not rows:
+    """The rows of the CSV file (or a directory's files) at `path`, each checked to hold
+    prod(shape) values, as an NDArray of shape (rows,) + shape. Parsed in the core
+    (csrc/formats/textparse.c) with MXNet's number conversion."""
+    width = int(np.prod(shape))
+    flag = {np.float32: 0, np.int32: 4, np.int64: 6}[dtype]
+    parts = [_core.text_parse_csv(text, first_line, repr(name), width, flag)
+             for name, first_line, text in _text_chunks(path, 'CSVIter', what)]
+    parts = [p for p in parts if p.shape[0]]
+    if not parts:
         raise MXNetError('CSVIter: %s file %s holds no rows' % (what, path))
-    return nd.array(np.stack(rows).astype(dtype).reshape((len(rows),) + tuple(shape)),
-                    dtype=dtype)
+    rows = parts[0] if len(parts) == 1 else nd.concat(*parts, dim=0)
+    return rows.reshape((rows.shape[0],) + tuple(shape))
 
 
 class CSVIter(DataIter):
     """Batches of `batch_size` rows of `data_csv` (reshaped to data_shape) and `label_csv`
     (reshaped to label_shape; a label of shape (1,) gives a batch of shape (batch_size,)).
-    dtype: 'float32', 'int32' or 'int64'."""
+    data_csv / label_csv: a file or a directory; label_csv None (or 'NULL') gives zero labels.
+    dtype: 'float32', 'int32' or 'int64' (integers wrap into int32 as MXNet's do)."""
 
     def __init__(self, data_csv, data_shape, label_csv=None, label_shape=(1,), batch_size=1,
                  round_batch=True, dtype='float32', data_name='data',
@@ -73,7 +60,7 @@ class CSVIter(DataIter):
         data_shape, label_shape = tuple(data_shape), tuple(label_shape)
         self._data = _read_rows(data_csv, data_shape, np_dtype, 'data')
         self._num = self._data.shape[0]
-        if label_csv is None:
+        if label_csv is None or label_csv == 'NULL':  # MXNet's spelling of "no label file"
             self._label = nd.zeros((self._num,) + label_shape, dtype=np_dtype)
         else:
             self._label = _read_rows(label_csv, label_shape, np_dtype, 'label')

@@ -82,3 +82,52 @@ def _getdata_by_idx(data, idx):
 def _slice_along_batch_axis(data, s, batch_axis):
     """Rows s.start:s.stop of `data` along `batch_axis`."""
     return data.slice_axis(axis=batch_axis, begin=s.start, end=s.stop)
+
+
+
+def _text_files(path, who, what):
+    """The files at `path`: the file itself, or a directory's files in the order the file
+    system lists them (not sorted: MXNet's dmlc reads them in that order, so batches come in
+    the same order as MXNet's on the same machine)."""
+    import os
+    from ..base import MXNetError
+    if os.path.isdir(path):
+        names = os.listdir(path)
+        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+    if os.path.isfile(path):
+        return [path]
+    raise MXNetError('%s: cannot find %s file %s' % (who, what, path))
+
+
+def _first_line_start(blob, t):
+    """The first position >= t at which a line of `blob` starts (len(blob) if none)."""
+    if t <= 0:
+        return 0
+    nl = blob.find(b'\n', t - 1)
+    return len(blob) if nl < 0 else nl + 1
+
+
+def _text_chunks(path, who, what, num_parts=1, part_index=0):
+    """[(file name, number of its first line, bytes)] holding part `part_index` of `num_parts`
+    of the text file(s) at `path`, split as MXNet's (dmlc's) line splitter splits them: the
+    bytes of all files are cut into ranges of ceil(total / num_parts) bytes, and a part starts
+    just after the first end of line at or after its range's first byte (at byte 0 for the
+    first part), so a line belongs to the part whose range holds the newline before it."""
+    blobs = []
+    for name in _text_files(path, who, what):
+        with open(name, 'rb') as f:
+            blobs.append((name, f.read()))
+    total = sum(len(b) for _, b in blobs)
+    step = (total + num_parts - 1) // num_parts
+    lo, hi = min(step * part_index, total), min(step * (part_index + 1), total)
+    chunks, base = [], 0
+    for name, blob in blobs:
+        # Line start s is owned when lo <= max(base + s - 1, 0) < hi: a contiguous run of lines.
+        start = 0 if lo == 0 else _first_line_start(blob, lo - base + 1)
+        stop = len(blob) if hi == total else _first_line_start(blob, hi - base + 1)
+        if hi == 0:
+            stop = 0
+        if start < stop:
+            chunks.append((name, blob.count(b'\n', 0, start) + 1, blob[start:stop]))
+        base += len(blob)
+    return chunks

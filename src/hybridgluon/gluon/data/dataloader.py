@@ -17,6 +17,7 @@ import threading
 
 import numpy as _np
 
+from ... import context
 from ... import ndarray as nd
 from ...base import MXNetError
 from ...ndarray import NDArray
@@ -72,6 +73,14 @@ def _from_wire(batch):
     if isinstance(batch, dict):
         return {k: _from_wire(v) for k, v in batch.items()}
     return batch
+
+
+def _as_in_context(data, ctx):
+    if isinstance(data, NDArray):
+        return data.as_in_context(ctx)
+    if isinstance(data, (list, tuple)):
+        return type(data)(_as_in_context(d, ctx) for d in data)
+    return data
 
 
 # ---- worker side ---------------------------------------------------------------------------
@@ -169,7 +178,7 @@ class DataLoader:
 
     DataLoader(dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
     batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False, pin_device_id=0,
-    prefetch=None, thread_pool=False, timeout=120)
+    prefetch=None, thread_pool=False, timeout=120, auto_reload=False)
 
     - batch_size with shuffle (RandomSampler) or a `sampler`, and `last_batch` ('keep',
       'discard', 'rollover'); or a `batch_sampler` yielding lists of indices instead of all of
@@ -179,13 +188,16 @@ class DataLoader:
     - num_workers > 0 loads batches in that many worker processes (threads with
       thread_pool=True), keeping `prefetch` batches (default 2 * num_workers) in flight;
       `timeout` seconds is the longest wait for one batch.
-    - pin_memory has no effect: there is no device memory to pin for on this build.
+    - pin_memory=True gives batches whose context is cpu_pinned(pin_device_id), as MXNet's;
+      the memory is ordinary CPU memory (a GPU copy does not go faster for it).
+    - auto_reload=True starts the next pass (its prefetching) as soon as one ends, and the
+      first one at construction; refresh() and clean() start or drop it by hand.
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
                  pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
-                 try_nopython=None):
+                 auto_reload=False, try_nopython=None):
         self._dataset = dataset
         self._pin_memory = pin_memory
         self._pin_device_id = pin_device_id
@@ -218,6 +230,10 @@ class DataLoader:
         self._lock = threading.Lock()
         if self._num_workers > 0:
             self._worker_pool = self._start_pool()
+        self._iter = None
+        self.auto_reload = auto_reload
+        if auto_reload:
+            self.refresh()
 
     def _start_pool(self):
         if self._thread_pool:
@@ -232,14 +248,42 @@ class DataLoader:
                              % err) from None
 
     def __iter__(self):
+        # One prefetched pass (see refresh) serves one iteration; later ones start afresh.
+        if self._iter is None:
+            self.refresh()
+        it, self._iter = self._iter, None
+        for batch in it:
+            yield batch
+        if self._iter is None and self.auto_reload:
+            self.refresh()
+
+    def refresh(self):
+        """Starts the next pass now: with workers, its first `prefetch` batches begin loading
+        before the loop asks for them."""
+        self._iter = self._prefetch_iter()
+
+    def clean(self):
+        """Drops the pass refresh() started; the next one starts when iterated."""
+        self._iter = None
+
+    def _prefetch_iter(self):
         if self._num_workers == 0:
-            return self._same_process_iter()
-        with self._lock:
-            if self._worker_pool is None:  # shut down after an error: start afresh
-                self._worker_pool = self._start_pool()
-            pool = self._worker_pool
-        return _MultiWorkerIter(self, pool, self._batchify_fn, self._batch_sampler,
-                                self._thread_pool, self._prefetch, self._timeout)
+            it = self._same_process_iter()
+        else:
+            with self._lock:
+                if self._worker_pool is None:  # shut down after an error: start afresh
+                    self._worker_pool = self._start_pool()
+                pool = self._worker_pool
+            it = _MultiWorkerIter(self, pool, self._batchify_fn, self._batch_sampler,
+                                  self._thread_pool, self._prefetch, self._timeout)
+        if self._pin_memory:
+            return self._pinned(it)
+        return it
+
+    def _pinned(self, it):
+        ctx = context.cpu_pinned(self._pin_device_id)
+        for batch in it:
+            yield _as_in_context(batch, ctx)
 
     def _same_process_iter(self):
         for batch in self._batch_sampler:
