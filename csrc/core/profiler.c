@@ -7,7 +7,6 @@
  */
 #include "core/profiler.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -391,30 +390,72 @@ static void sb_json_str(sbuf *s, const char *text)
     s->len = (size_t)(o - s->p);
 }
 
+static void sb_put(sbuf *s, const char *text)
+{
+    size_t n = strlen(text);
+    sb_grow(s, n + 1);
+    if (s->oom) return;
+    memcpy(s->p + s->len, text, n + 1);
+    s->len += n;
+}
+
+/* v / 1000 with three decimals ("12.345") when thousandths, else v. Traces hold millions of
+ * numbers: this is the dump's inner loop, where printf would dominate. */
+static void sb_num(sbuf *s, int64_t v, bool thousandths)
+{
+    char tmp[32], *o = tmp + sizeof tmp;
+    bool neg = v < 0;
+    uint64_t u = neg ? 0 - (uint64_t)v : (uint64_t)v;
+    *--o = '\0';
+    if (thousandths) {
+        for (int k = 0; k < 3; k++, u /= 10) *--o = (char)('0' + u % 10);
+        *--o = '.';
+    }
+    do {
+        *--o = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (neg) *--o = '-';
+    sb_put(s, o);
+}
+
 static void write_event(sbuf *s, const prof_buf *b, const prof_event *e, int pid)
 {
-    sb_printf(s, ",\n{\"name\": ");
+    char ph[2] = {e->ph, '\0'};
+    sb_put(s, ",\n{\"name\": ");
     sb_json_str(s, b->str + e->name);
-    sb_printf(s, ", \"cat\": ");
+    sb_put(s, ", \"cat\": ");
     sb_json_str(s, b->str + e->cat);
+    sb_put(s, ", \"ph\": \"");
+    sb_put(s, ph);
     /* Timestamps in microseconds with the nanoseconds kept as decimals. */
-    sb_printf(s, ", \"ph\": \"%c\", \"ts\": %" PRId64 ".%03d, \"pid\": %d, \"tid\": %d", e->ph,
-              e->start / 1000, (int)(e->start % 1000), pid, b->tid);
+    sb_put(s, "\", \"ts\": ");
+    sb_num(s, e->start, true);
+    sb_put(s, ", \"pid\": ");
+    sb_num(s, pid, false);
+    sb_put(s, ", \"tid\": ");
+    sb_num(s, b->tid, false);
     if (e->ph == HG_PROF_PH_X) {
-        sb_printf(s, ", \"dur\": %" PRId64 ".%03d", e->dur / 1000, (int)(e->dur % 1000));
+        sb_put(s, ", \"dur\": ");
+        sb_num(s, e->dur, true);
         if (e->arg != UINT32_MAX) {
-            sb_printf(s, ", \"args\": {\"node\": ");
+            sb_put(s, ", \"args\": {\"node\": ");
             sb_json_str(s, b->str + e->arg);
-            sb_printf(s, "}");
+            sb_put(s, "}");
         }
     } else if (e->ph == HG_PROF_PH_COUNTER) {
-        sb_printf(s, ", \"args\": {");
+        sb_put(s, ", \"args\": {");
         sb_json_str(s, b->str + e->name);
-        sb_printf(s, ": %" PRId64 "}", e->value);
+        sb_put(s, ": ");
+        sb_num(s, e->value, false);
+        sb_put(s, "}");
     } else if (e->ph == HG_PROF_PH_INSTANT) {
-        sb_printf(s, ", \"s\": \"%c\"", (char)e->value);
+        char scope[2] = {(char)e->value, '\0'};
+        sb_put(s, ", \"s\": \"");
+        sb_put(s, scope);
+        sb_put(s, "\"");
     }
-    sb_printf(s, "}");
+    sb_put(s, "}");
 }
 
 hg_status hg_prof_dump_json(bool clear, char **out, size_t *len)
