@@ -26,6 +26,12 @@ def clean_profiler(tmp_path):
     reset()
 
 
+@pytest.fixture
+def fusion(monkeypatch):
+    """Plans made in the test fuse (whatever the environment says): names of fused steps."""
+    monkeypatch.delenv('HG_NO_FUSION', raising=False)
+
+
 def _trace(tmp_path, finished=True):
     profiler.dump(finished)
     with open(str(tmp_path / 'profile.json')) as f:
@@ -119,7 +125,7 @@ def test_every_plan_step_has_an_event(tmp_path, monkeypatch):
     assert got == nodes * calls
 
 
-def test_fused_group_is_one_event(tmp_path):
+def test_fused_group_is_one_event(tmp_path, fusion):
     class Chain(gluon.HybridBlock):
         def hybrid_forward(self, F, x):
             return F.relu(F.exp(x) * 2 - 1)
@@ -192,7 +198,7 @@ def test_trace_is_chrome_format(tmp_path):
         assert a['ts'] + a['dur'] <= b['ts'] + 1e-3
 
 
-def test_op_time_accounts_for_the_forward(tmp_path):
+def test_op_time_accounts_for_the_forward(tmp_path, fusion):
     """The op events of a compute-bound hybridized forward lie inside the call (the trace's
     clock is CLOCK_MONOTONIC, Python's time.monotonic_ns) and add up to most of it."""
     net = _mlp(units=(512, 512, 512))
@@ -286,7 +292,7 @@ def test_dumps_needs_aggregate_stats():
     assert profiler.dumps() == ''
 
 
-def test_kinds_of_ops(tmp_path):
+def test_kinds_of_ops(tmp_path, fusion):
     net = _mlp(units=(3,))
     net.hybridize()
     x = nd.ones((2, 4))
@@ -370,7 +376,7 @@ def test_custom_op_names(tmp_path):
     assert custom['ProfTwice::_mul_scalar']['Count'] == 2  # forward and backward
 
 
-def test_threads_record_concurrently(tmp_path):
+def test_threads_record_concurrently(tmp_path, fusion):
     """Several Python threads run hybridized blocks (one shared, one each) at once: every
     call's events arrive, each thread's on its own track, none overlapping on a track."""
     nthreads, calls = 4, 20
@@ -462,3 +468,45 @@ def test_mx_profiler_is_the_module():
     assert isinstance(d.new_frame('f'), profiler.Frame)
     assert isinstance(d.new_counter('c'), profiler.Counter)
     assert isinstance(d.new_marker('m'), profiler.Marker)
+
+
+def test_executor_steps(tmp_path, fusion):
+    a, b = mx.sym.var('a'), mx.sym.var('b')
+    c = mx.sym.dot(a, b, name='mm') + 1
+    ex = c.simple_bind(mx.cpu(), a=(3, 4), b=(4, 5))
+    profiler.set_config(profile_imperative=False, filename=str(tmp_path / 'profile.json'))
+    profiler.set_state('run')
+    ex.forward()
+    ex.forward()
+    profiler.set_state('stop')
+    events = _ops(_trace(tmp_path))
+    assert [(e['name'], e['args']['node'].split()[0]) for e in events] == \
+        [('dot+fused[_plus_scalar]', 'mm')] * 2
+
+
+def test_control_flow_nests_its_body(tmp_path):
+    """A foreach node's event encloses the events of its body's steps, one set per step of the
+    loop: the trace nests them as a call tree."""
+    def body(x, s):
+        return x * 2, [s[0] + x]
+
+    class Loop(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, s):
+            out, st = F.contrib.foreach(body, x, [s])
+            return out, st[0]
+    net = Loop()
+    net.hybridize()
+    x, s = nd.ones((3, 2)), nd.zeros((2,))
+    net(x, s)
+    profiler.set_config(profile_imperative=False, filename=str(tmp_path / 'profile.json'))
+    profiler.set_state('run')
+    net(x, s)
+    profiler.set_state('stop')
+    events = _ops(_trace(tmp_path))
+    loop = [e for e in events if e['name'] == '_foreach']
+    inner = [e for e in events if e['name'] != '_foreach']
+    assert len(loop) == 1 and len(inner) == 3 * 2
+    assert sorted({e['name'] for e in inner}) == ['_mul_scalar', 'elemwise_add']
+    for e in inner:
+        assert loop[0]['ts'] <= e['ts'] and \
+            e['ts'] + e['dur'] <= loop[0]['ts'] + loop[0]['dur'] + 1e-3
