@@ -455,9 +455,18 @@ def test_bad_arguments_raise():
         profiler.Marker(profiler.Domain('d'), 'm').mark('galaxy')
     with pytest.raises(mx.MXNetError, match='stop.. without start'):
         profiler.Task(profiler.Domain('d'), 't').stop()
-    profiler.set_config(filename='/nonexistent-dir/x/profile.json')
+
+
+
+def test_unwritable_file_loses_nothing(tmp_path):
+    profiler.set_config(filename=str(tmp_path / 'missing-dir' / 'profile.json'))
+    profiler.set_state('run')
+    nd.ones((2,)).exp()
+    profiler.set_state('stop')
     with pytest.raises(mx.MXNetError, match='cannot write the trace'):
         profiler.dump()
+    profiler.set_config(filename=str(tmp_path / 'profile.json'))
+    assert [e['name'] for e in _ops(_trace(tmp_path))] == ['_ones', 'exp']
 
 
 def test_mx_profiler_is_the_module():

@@ -156,18 +156,19 @@ def dump(finished=True, profile_process='worker'):
     the aggregate table); finished=False keeps them, so a later dump writes them again with
     what came since."""
     _check_process(profile_process)
-    text = _core._prof_dump(bool(finished))
-    dropped = _core._prof_dropped()
-    if dropped > _state.get('dropped', 0):
-        warnings.warn('profiler: %d events were dropped for want of memory'
-                      % (dropped - _state.get('dropped', 0)))
-        _state['dropped'] = dropped
     filename = _config['filename']
+    # The file opens first: a path that cannot be written loses no events.
     try:
-        with open(filename, 'w', encoding='utf-8') as f:
-            f.write(text)
+        f = open(filename, 'w', encoding='utf-8')
     except OSError as e:
         raise MXNetError("profiler.dump: cannot write the trace to '%s': %s" % (filename, e))
+    with f:
+        f.write(_core._prof_dump(bool(finished)))
+    dropped = _core._prof_dropped()
+    if dropped > _state['dropped']:
+        warnings.warn('profiler: %d events were dropped for want of memory'
+                      % (dropped - _state['dropped']))
+        _state['dropped'] = dropped
 
 
 _SORT_KEYS = {'total': 'Total', 'avg': 'Avg', 'min': 'Min', 'max': 'Max', 'count': 'Count'}
