@@ -21,7 +21,6 @@
 
 atomic_uint hg_prof_mode;
 
-static atomic_uint g_kinds = HG_PROF_IMPERATIVE | HG_PROF_SYMBOLIC | HG_PROF_MEMORY | HG_PROF_API;
 static atomic_llong g_dropped;
 
 /* Strings live in the buffer's character arena: an event holds offsets, so recording copies a
@@ -63,25 +62,32 @@ int64_t hg_prof_now(void)
 
 bool hg_prof_is_active(unsigned kind) { return hg_prof_active(kind); }
 
-static void apply_mode(bool run, bool paused)
-{
-    unsigned kinds = atomic_load(&g_kinds);
-    atomic_store(&hg_prof_mode, run && !paused ? kinds | HG_PROF_USER : 0);
-}
+/* Configuration and state change together under g_mode_lock, so that hg_prof_mode is always
+ * the product of the latest of each; the hooks only read hg_prof_mode. */
+static pthread_mutex_t g_mode_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_kinds = HG_PROF_IMPERATIVE | HG_PROF_SYMBOLIC | HG_PROF_MEMORY | HG_PROF_API;
+static bool g_run, g_paused;
 
-static atomic_bool g_run, g_paused;
+static void apply_mode(void)
+{
+    atomic_store(&hg_prof_mode, g_run && !g_paused ? g_kinds | HG_PROF_USER : 0);
+}
 
 void hg_prof_set_config(unsigned kinds)
 {
-    atomic_store(&g_kinds, kinds);
-    apply_mode(atomic_load(&g_run), atomic_load(&g_paused));
+    pthread_mutex_lock(&g_mode_lock);
+    g_kinds = kinds;
+    apply_mode();
+    pthread_mutex_unlock(&g_mode_lock);
 }
 
 void hg_prof_set_state(bool run, bool paused)
 {
-    atomic_store(&g_run, run);
-    atomic_store(&g_paused, paused);
-    apply_mode(run, paused);
+    pthread_mutex_lock(&g_mode_lock);
+    g_run = run;
+    g_paused = paused;
+    apply_mode();
+    pthread_mutex_unlock(&g_mode_lock);
 }
 
 static void thread_exit(void *arg)
@@ -113,23 +119,23 @@ static prof_buf *thread_buf(void)
     return b;
 }
 
-/* Appends s (NUL included) to b's arena; UINT32_MAX when memory runs out. */
-static uint32_t put_str(prof_buf *b, const char *s)
+/* Appends s (NUL included) to b's arena at *off; false when memory runs out. */
+static bool put_str(prof_buf *b, const char *s, uint32_t *off)
 {
     size_t n = strlen(s) + 1;
     if (b->slen + n > b->scap) {
         size_t cap = b->scap ? b->scap : 4096;
         while (cap < b->slen + n) cap *= 2;
-        if (cap > UINT32_MAX) return UINT32_MAX;
+        if (cap > UINT32_MAX) return false; /* offsets are 32-bit: 4 GiB of names at most */
         char *p = realloc(b->str, cap);
-        if (!p) return UINT32_MAX;
+        if (!p) return false;
         b->str = p;
         b->scap = cap;
     }
     memcpy(b->str + b->slen, s, n);
-    uint32_t off = (uint32_t)b->slen;
+    *off = (uint32_t)b->slen;
     b->slen += n;
-    return off;
+    return true;
 }
 
 bool hg_prof_record(const char *cat, const char *name, const char *arg, char ph, int64_t start,
@@ -149,14 +155,13 @@ bool hg_prof_record(const char *cat, const char *name, const char *arg, char ph,
         b->cap = cap;
     }
     prof_event *e = &b->ev[b->n];
-    e->cat = put_str(b, cat ? cat : "");
-    e->name = put_str(b, name ? name : "");
-    e->arg = arg ? put_str(b, arg) : UINT32_MAX - 1;
-    if (e->cat == UINT32_MAX || e->name == UINT32_MAX || e->arg == UINT32_MAX) {
+    e->arg = UINT32_MAX;
+    /* A failure leaves unreferenced bytes in the arena, dropped with the events. */
+    if (!put_str(b, cat ? cat : "", &e->cat) || !put_str(b, name ? name : "", &e->name) ||
+        (arg && !put_str(b, arg, &e->arg))) {
         pthread_mutex_unlock(&b->lock);
         goto dropped;
     }
-    if (e->arg == UINT32_MAX - 1) e->arg = UINT32_MAX;
     e->ph = ph;
     e->start = start;
     e->dur = dur;
