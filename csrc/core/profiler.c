@@ -315,7 +315,19 @@ static void reap_dead(void)
     }
 }
 
-void hg_prof_aggregate(bool reset, hg_prof_stat_fn fn, void *ctx)
+/* A copy of the entry's strings (one allocation, as the table keeps them). */
+static char *dup_key(const agg_entry *e)
+{
+    size_t lc = strlen(e->cat) + 1, ln = strlen(e->name) + 1;
+    char *s = malloc(lc + ln);
+    if (s) {
+        memcpy(s, e->cat, lc);
+        memcpy(s + lc, e->name, ln);
+    }
+    return s;
+}
+
+hg_status hg_prof_aggregate(bool reset, hg_prof_stat_fn fn, void *ctx)
 {
     pthread_mutex_lock(&g_lock);
     /* The events stay in their buffers for the trace; each is counted once. */
@@ -324,16 +336,36 @@ void hg_prof_aggregate(bool reset, hg_prof_stat_fn fn, void *ctx)
         fold_agg(b);
         pthread_mutex_unlock(&b->lock);
     }
-    for (size_t i = 0; fn && i < g_nagg; i++) {
-        const agg_entry *e = &g_agg[i];
-        fn(ctx, e->kind, e->cat, e->name, e->count, e->total, e->min, e->max);
-    }
+    /* fn runs on a snapshot after the lock is released: it may be Python code that takes the
+     * GIL (or records events), which a thread waiting for g_lock could be holding. */
+    agg_entry *snap = NULL;
+    size_t n = g_nagg;
+    bool oom = false;
     if (reset) {
-        for (size_t i = 0; i < g_nagg; i++) free(g_agg[i].cat);
-        g_nagg = 0;
+        snap = g_agg;
+        g_agg = NULL;
+        g_nagg = g_capagg = 0;
         if (g_slots) memset(g_slots, 0, g_nslots * sizeof *g_slots);
+    } else if (n && (snap = malloc(n * sizeof *snap))) {
+        for (size_t i = 0; i < n && !oom; i++) {
+            snap[i] = g_agg[i];
+            snap[i].cat = dup_key(&g_agg[i]);
+            snap[i].name = snap[i].cat ? snap[i].cat + strlen(snap[i].cat) + 1 : NULL;
+            if (!snap[i].cat) {
+                oom = true;
+                n = i;
+            }
+        }
+    } else {
+        oom = n > 0;
     }
     pthread_mutex_unlock(&g_lock);
+    for (size_t i = 0; fn && !oom && i < n; i++)
+        fn(ctx, snap[i].kind, snap[i].cat, snap[i].name, snap[i].count, snap[i].total, snap[i].min,
+           snap[i].max);
+    for (size_t i = 0; i < n; i++) free(snap[i].cat);
+    free(snap);
+    return oom ? hg_error(HG_ERR_MEMORY, "profiler: out of memory for the statistics") : HG_OK;
 }
 
 /* ---- the Chrome trace ------------------------------------------------------------------- */

@@ -70,10 +70,11 @@ HG_API char *hg_prof_set_scope(const char *prefix, const char *cat, char **prev_
 HG_API hg_status hg_prof_dump_json(bool clear, char **out, size_t *len);
 
 /* The aggregate table: calls fn for every entry (kind 0: time in ns; kind 1: memory in bytes),
- * after folding in the events recorded so far. reset: empties it afterwards. */
+ * after folding in the events recorded so far. reset: empties it. fn runs with no lock held
+ * (it may record events). Fails only when out of memory. */
 typedef void (*hg_prof_stat_fn)(void *ctx, int kind, const char *cat, const char *name,
                                 int64_t count, double total, double min, double max);
-HG_API void hg_prof_aggregate(bool reset, hg_prof_stat_fn fn, void *ctx);
+HG_API hg_status hg_prof_aggregate(bool reset, hg_prof_stat_fn fn, void *ctx);
 
 /* Events dropped for want of memory since the start. */
 HG_API int64_t hg_prof_dropped(void);

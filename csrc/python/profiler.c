@@ -94,8 +94,12 @@ static PyObject *aggregate(PyObject *self, PyObject *arg)
     if (reset < 0) return NULL;
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
-    hg_prof_aggregate(reset, add_stat, list);
+    hg_status st = hg_prof_aggregate(reset, add_stat, list);
     if (PyErr_Occurred()) Py_CLEAR(list);
+    if (st != HG_OK) {
+        Py_XDECREF(list);
+        return hgpy_raise(st);
+    }
     return list;
 }
 
