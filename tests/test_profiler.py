@@ -519,3 +519,43 @@ def test_control_flow_nests_its_body(tmp_path):
     for e in inner:
         assert loop[0]['ts'] <= e['ts'] and \
             e['ts'] + e['dur'] <= loop[0]['ts'] + loop[0]['dur'] + 1e-3
+
+
+def test_threads_record_through_c_while_dumping(tmp_path):
+    """Threads record through the C API with the GIL released (ctypes drops it) while the
+    main thread dumps and folds statistics: every event arrives once, intact."""
+    import ctypes
+    from hybridgluon.base import _LIB
+    rec = _LIB.hg_prof_record
+    rec.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char,
+                    ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+    rec.restype = ctypes.c_bool
+    profiler.set_config(aggregate_stats=True, filename=str(tmp_path / 'profile.json'))
+    profiler.set_state('run')  # events carry the aggregate flag of the moment they are made
+    nthreads, n = 4, 3000
+    failed = []
+
+    def work(i):
+        name = ('op%d' % i).encode()
+        failed.extend(k for k in range(n) if not rec(b'race', name, b'node', b'X', 1000 + k, 7, 0))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(nthreads)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        json.loads(_core._prof_dump(False))  # a consistent document while they write
+        _core._prof_aggregate(False)
+    for t in threads:
+        t.join()
+    profiler.set_state('stop')
+    assert failed == []
+    events = _ops(_trace(tmp_path, finished=False), 'race')
+    assert len(events) == nthreads * n
+    per_name = {}
+    for e in events:
+        assert e['args'] == {'node': 'node'} and e['dur'] == 0.007
+        per_name.setdefault(e['name'], set()).add(e['tid'])
+    assert sorted(per_name) == ['op%d' % i for i in range(nthreads)]
+    assert all(len(tids) == 1 for tids in per_name.values())
+    stats = json.loads(profiler.dumps(format='json'))['Time']['race']
+    assert {k: v['Count'] for k, v in stats.items()} == {'op%d' % i: n for i in range(nthreads)}
