@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/op.h"
+#include "core/profiler.h"
 
 int hg_op_num_inputs(const hg_op_def *op, const hg_attrs *a)
 {
@@ -103,8 +104,10 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         }
     }
     hg_exec_ctx ctx = {is_train, ws, ws_bytes};
+    int64_t t0 = hg_prof_active(HG_PROF_IMPERATIVE) ? hg_prof_now() : 0;
     if (op->forward) st = op->forward(op, a, &ctx, nin, in, nout, out);
     else st = hg_ew_forward(op, a, nin, in, out[0]);
+    if (t0 && st == HG_OK) hg_prof_op(op->name, NULL, t0);
 done:
     hg_free(ws, ws_bytes);
     if (st != HG_OK) {

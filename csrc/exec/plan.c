@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/env.h"
+#include "core/profiler.h"
 #include "exec/control_flow.h"
 #include "exec/plan_impl.h"
 #include "ops/rnn.h"
@@ -642,8 +643,11 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
         if (!given[h]) st = new_output(p, inputs, e, &outputs[h]);
         cur[e] = outputs[h];
     }
-    for (int i = 0; i < p->nsteps && st == HG_OK; i++)
+    for (int i = 0; i < p->nsteps && st == HG_OK; i++) {
+        int64_t t0 = hg_prof_active(HG_PROF_SYMBOLIC) ? hg_prof_now() : 0;
         st = run_step(p, &p->steps[i], cur, is_train);
+        if (t0 && st == HG_OK) hg_plan_prof_step(p, &p->steps[i], t0);
+    }
     /* Outputs that are inputs, or repeat another output, are copies. */
     for (int h = 0; h < p->nheads && st == HG_OK; h++) {
         int e = p->head_entry[h];

@@ -87,4 +87,7 @@ bool hg_fold_match(const hg_plan *p, int bn, int conv);
 size_t hg_fold_workspace(const hg_plan *p, int conv);
 hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train);
 
+/* Records step s that started at `start` with the profiler (prof_step.c). */
+void hg_plan_prof_step(const hg_plan *p, const hg_pstep *s, int64_t start);
+
 #endif

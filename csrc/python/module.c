@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/profiler.h"
 #include "core/rng.h"
 
 PyTypeObject *hgpy_ndarray_cls = &HgNDArray_Type;
@@ -206,7 +207,14 @@ static PyObject *new_array(PyObject *args, bool zeroed)
 static PyObject *py_empty(PyObject *self, PyObject *args) { return new_array(args, false); }
 
 /* Imperative nd.zeros: fresh large blocks come zeroed from the system and are not written. */
-static PyObject *py_zeros(PyObject *self, PyObject *args) { return new_array(args, true); }
+static PyObject *py_zeros(PyObject *self, PyObject *args)
+{
+    /* nd.zeros is MXNet's _zeros op, and profiles as one. */
+    int64_t t0 = hg_prof_is_active(HG_PROF_IMPERATIVE) ? hg_prof_now() : 0;
+    PyObject *res = new_array(args, true);
+    if (t0 && res) hg_prof_op("_zeros", NULL, t0);
+    return res;
+}
 
 /* Copies any C-contiguous buffer (NumPy array, bytes, memoryview) into a new array. */
 static PyObject *from_buffer(PyObject *self, PyObject *args)
@@ -302,7 +310,8 @@ PyMODINIT_FUNC PyInit__core(void)
     if (!m) return NULL;
     if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0 ||
         hgpy_init_symbol(m) < 0 || hgpy_init_formats(m) < 0 || hgpy_init_textparse(m) < 0 ||
-        hgpy_init_cachedop(m) < 0 || hgpy_init_autograd(m) < 0 || hgpy_init_custom(m) < 0) {
+        hgpy_init_cachedop(m) < 0 || hgpy_init_autograd(m) < 0 || hgpy_init_custom(m) < 0 ||
+        hgpy_init_profiler(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

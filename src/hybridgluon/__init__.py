@@ -30,6 +30,7 @@ from . import rnn  # noqa: F401
 from . import runtime
 from . import operator
 from . import engine  # noqa: F401
+from . import profiler  # noqa: F401
 from . import util
 from . import contrib
 from . import io
