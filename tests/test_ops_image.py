@@ -96,32 +96,36 @@ def _cv2():
     return pytest.importorskip('cv2')
 
 
-@pytest.mark.parametrize('interp', [0, 1])
+@pytest.mark.parametrize('interp', [0, 1, 2, 3])
 @pytest.mark.parametrize('dtype', ['uint8', 'float32', 'float64'])
 def test_resize_matches_opencv(interp, dtype):
+    """OpenCV codes: 0 nearest, 1 bilinear, 2 bicubic, 3 area; shrinking by whole factors
+    (area's and bilinear's fast paths) and enlarging included."""
     cv2 = _cv2()
     rng = np.random.RandomState(3)
     diff = total = 0
-    for t in range(25):
+    for t in range(30):
         h, w = rng.randint(1, 30, 2)
         oh, ow = rng.randint(1, 45, 2)
+        if t % 5 == 0:
+            oh, ow = max(h // 2, 1), max(w // 2, 1)
         c = (1, 3, 4)[t % 3]
         x = _img((h, w, c), dtype, seed=t)
         ref = cv2.resize(x, (int(ow), int(oh)), interpolation=interp).reshape(oh, ow, c)
         y = nd.image.resize(nd.array(x, dtype=dtype), size=(int(ow), int(oh)), interp=interp)
         y = y.asnumpy()
         assert y.dtype == np.dtype(dtype) and y.shape == (oh, ow, c)
-        if interp == 0:
+        if dtype != 'uint8':
+            np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-3)
+        elif interp != 2:
             np.testing.assert_array_equal(y, ref)
-        elif dtype == 'uint8':
-            # OpenCV's vectorised and IPP paths round some halves differently: one grey level
+        else:
+            # bicubic: MXNet's OpenCV rounds in integers, cv2's vector code in float
             d = np.abs(y.astype(int) - ref)
             assert d.max() <= 1
             diff += (d > 0).sum()
             total += d.size
-        else:
-            np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-3)
-    assert diff <= 0.03 * max(total, 1)
+    assert diff <= 0.05 * max(total, 1)
 
 
 def test_resize_batch_and_sizes():
@@ -142,7 +146,7 @@ def test_resize_batch_and_sizes():
 @pytest.mark.parametrize('kwargs,dtype', [({'size': (0, 3)}, 'float32'),
                                           ({'size': (-2,)}, 'float32'),
                                           ({'size': (1, 2, 3)}, 'float32'),
-                                          ({'size': (2, 2), 'interp': 7}, 'float32'),
+                                          ({'size': (2, 2), 'interp': 4}, 'float32'),
                                           ({'size': (2, 2)}, 'float16')])
 def test_resize_bad_input(kwargs, dtype):
     with pytest.raises(MXNetError, match='_image_resize'):

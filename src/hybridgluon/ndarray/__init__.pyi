@@ -10385,7 +10385,7 @@ def _image_resize(data: NDArray | None = None, size: _Shape = (), keep_ratio: bo
     keep_ratio : boolean, default=False
         with one size: resize the shorter edge to it, keeping the aspect ratio
     interp : int, default=1
-        0 nearest neighbour, 1 bilinear (OpenCV's INTER_NEAREST, INTER_LINEAR)
+        OpenCV's code: 0 nearest, 1 bilinear, 2 bicubic, 3 pixel area
     """
     ...
 
