@@ -251,6 +251,9 @@ def test_color_jitter():
 
 def test_symbolic_image_ops():
     data = mx.sym.var('data')
+    # the random flips' flag output is hidden: one output, named as MXNet names it
+    flip = mx.sym.image.random_flip_left_right(data, name='flip')
+    assert flip.list_outputs() == ['flip_output']
     y = mx.sym.image.resize(mx.sym.image.crop(data, 1, 1, 3, 2), size=(6, 4))
     _, out_shapes, _ = y.infer_shape(data=(5, 5, 3))
     assert out_shapes == [(4, 6, 3)]

@@ -345,8 +345,9 @@ static hg_status resize_forward(const hg_op_def *op, const hg_attrs *a, const hg
     {.name = NAME, .doc = DOC, .input_names = HG_NAMES("data"), .num_inputs = 1,               \
      .num_outputs = 1, .infer = flip_infer, .forward = FWD, .grad = GRAD}
 #define RFLIP_DEF(NAME, DOC, FWD, GRAD)                                                         \
-    {.name = NAME, .doc = DOC, .input_names = HG_NAMES("data"), .num_inputs = 1,               \
-     .num_outputs = 2, .num_visible_outputs = 1, .flags = HG_OP_RANDOM, .infer = flip_infer,   \
+    {.name = NAME, .doc = DOC, .input_names = HG_NAMES("data"),                                \
+     .output_names = HG_NAMES("output", "flipped"), .num_inputs = 1, .num_outputs = 2,         \
+     .num_visible_outputs = 1, .flags = HG_OP_RANDOM, .infer = flip_infer,   \
      .forward = FWD, .grad = GRAD}
 #define BFLIP_DEF(NAME, FWD)                                                                    \
     {.name = NAME, .doc = "a random flip's gradient: ograd flipped as the forward flipped",    \
