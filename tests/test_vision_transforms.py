@@ -85,7 +85,7 @@ def test_cast(rng):
 
 
 @pytest.mark.parametrize('dtype', ['uint8', 'float32', 'float64'])
-@pytest.mark.parametrize('interp', [0, 1, 2, 3])
+@pytest.mark.parametrize('interp', [0, 1, 2, 3, 4])
 def test_resize_matches_opencv(rng, dtype, interp):
     img = (rng.random((30, 20, 3)) * 255).astype(dtype)
     got = _hybrid_equal(lambda: T.Resize((12, 17), interpolation=interp),
@@ -109,7 +109,7 @@ def test_resize_sizes_and_batches(rng):
     assert out.shape == (2, 4, 5, 3)
     np.testing.assert_array_equal(out[1], T.Resize((5, 4))(batch[1]).asnumpy())
     for bad in (T.Resize(-150, keep_ratio=True), T.Resize((100, 100, 100)),
-                T.Resize(3, interpolation=4)):
+                T.Resize(3, interpolation=5)):
         with pytest.raises(mx.MXNetError):
             bad(img)
     with pytest.raises(mx.MXNetError, match='image'):

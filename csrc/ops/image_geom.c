@@ -1,7 +1,7 @@
 /* MXNet 1.9.1's geometric image ops (nd.image / sym.image) on (H, W, C) images, channels last:
  * flip_left_right, flip_top_bottom and their random forms (3-D only, as in MXNet), crop and
  * resize (3-D or a 4-D batch). Flips and crop move elements of any dtype; resize runs
- * OpenCV's arithmetic (nearest, bilinear, bicubic, area) (kernels/cpu/image_resize.c) for uint8, float32 and float64. */
+ * OpenCV's arithmetic (nearest, bilinear, bicubic, area, Lanczos) (kernels/cpu/image_resize.c) for uint8, float32 and float64. */
 #include <string.h>
 
 #include "core/rng.h"
@@ -270,7 +270,8 @@ static const hg_attr_spec k_resize_attrs[] = {
     [RS_KEEP] = {"keep_ratio", HG_ATTR_BOOL, 0, "False",
                  "with one size: resize the shorter edge to it, keeping the aspect ratio", NULL},
     [RS_INTERP] = {"interp", HG_ATTR_INT, 0, "1",
-                   "OpenCV's code: 0 nearest, 1 bilinear, 2 bicubic, 3 pixel area", NULL},
+                   "OpenCV's code: 0 nearest, 1 bilinear, 2 bicubic, 3 pixel area, 4 Lanczos",
+                   NULL},
 };
 _Static_assert(HG_COUNT(k_resize_attrs) == RS_NATTRS, "k_resize_attrs must match its enum");
 
@@ -287,12 +288,11 @@ static hg_status resize_infer(const hg_op_def *op, const hg_attrs *a, int nin, h
             return hg_error(HG_ERR_VALUE, "%s: size must be positive, got %lld", op->name,
                             (long long)sz->v[i]);
     int64_t interp = a->v[RS_INTERP].i;
-    if (interp < 0 || interp > 3)
-        return hg_error(
-            HG_ERR_VALUE,
-            "%s: interp %lld is not supported: 0 (nearest), 1 (bilinear), 2 (bicubic) and 3 "
-            "(area) are (OpenCV's codes; 4, Lanczos, is not)",
-            op->name, (long long)interp);
+    if (interp < 0 || interp > 4)
+        return hg_error(HG_ERR_VALUE,
+                        "%s: interp must be one of OpenCV's codes 0 (nearest), 1 (bilinear), 2 "
+                        "(bicubic), 3 (area) and 4 (Lanczos), got %lld",
+                        op->name, (long long)interp);
     hg_dtype dt = in[0].dtype;
     out[0].dtype = dt;
     if (dt != HG_DTYPE_U8 && dt != HG_DTYPE_F32 && dt != HG_DTYPE_F64)

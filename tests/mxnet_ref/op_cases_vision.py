@@ -101,7 +101,7 @@ def build_image_cases(seed=20261127):
     add(C('_image_crop', [img(4, 4, 3, dtype='uint8')], {'x': 2, 'y': 0, 'width': 2,
                                                          'height': 4}))
     for dtype in ('uint8', F32, 'float64'):
-        for interp in (0, 1, 2, 3):
+        for interp in (0, 1, 2, 3, 4):
             add(C('_image_resize', [img(13, 9, 3, dtype=dtype)],
                   {'size': (17, 6), 'interp': interp}, grad=False))
             add(C('_image_resize', [img(8, 12, 3, dtype=dtype)],

@@ -1,5 +1,5 @@
 /* Image resizing with OpenCV's cv::resize arithmetic (MXNet's _image_resize calls cv::resize):
- * nearest, bilinear, bicubic and area (pixel-area averaging) sampling of an interleaved
+ * nearest, bilinear, bicubic, area (pixel-area averaging) and Lanczos sampling of an interleaved
  * (H, W, C) image, half-pixel centres, borders replicated. uint8 uses OpenCV's 11-bit
  * fixed-point weights and its roundings; float32 blends in float, float64 in double. */
 #ifndef HG_KERNELS_CPU_IMAGE_RESIZE_H
@@ -12,7 +12,8 @@ typedef enum {
     HG_IMG_NEAREST = 0,
     HG_IMG_LINEAR = 1,
     HG_IMG_CUBIC = 2,
-    HG_IMG_AREA = 3
+    HG_IMG_AREA = 3,
+    HG_IMG_LANCZOS4 = 4
 } hg_img_interp;
 
 /* Resizes src (sh, sw, c) into dst (dh, dw, c), all sizes >= 1; interp is OpenCV's code.

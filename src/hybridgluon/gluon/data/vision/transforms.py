@@ -8,9 +8,9 @@ RandomRotation and RandomApply are plain Blocks that decide in Python (crop boxe
 coins). Random choices made in Python use Python's `random` (RandomResizedCrop, RandomApply) or
 NumPy's global generator (RandomRotation), as MXNet's do; the ops draw from `mx.random`.
 
-Interpolation codes follow OpenCV: 0 nearest, 1 bilinear; 9 (auto) and 10 (random) pick one as
-MXNet's image module does. Codes 2-4 (area, bicubic, Lanczos) raise MXNetError from the resize
-op.
+Interpolation codes follow OpenCV, as MXNet's do: 0 nearest, 1 bilinear, 2 bicubic, 3 area,
+4 Lanczos; CenterCrop and RandomResizedCrop also take 9 (auto) and 10 (random), which pick one
+as MXNet's image module does.
 """
 import math
 import random as _pyrandom
