@@ -135,10 +135,11 @@ def _imread(path, flag):
                          '(the opencv-python-headless package)') from None
     if flag not in (0, 1):
         raise MXNetError('flag must be 0 (greyscale) or 1 (colour), got %r' % (flag,))
+    if not os.path.isfile(path):  # checked first: OpenCV would also print a warning
+        raise MXNetError('cannot read image %s: no such file' % path)
     img = cv2.imread(path, cv2.IMREAD_COLOR if flag else cv2.IMREAD_GRAYSCALE)
     if img is None:
-        what = 'no such file' if not os.path.isfile(path) else 'not an image OpenCV can decode'
-        raise MXNetError('cannot read image %s: %s' % (path, what))
+        raise MXNetError('cannot read image %s: not an image OpenCV can decode' % path)
     img = img[:, :, ::-1] if flag else img[:, :, None]  # OpenCV decodes BGR
     return nd.array(_np.ascontiguousarray(img), dtype=_np.uint8)
 
