@@ -10346,7 +10346,7 @@ def _image_resize(data: Symbol | None = None, size: _Shape = (), keep_ratio: boo
     keep_ratio : boolean, default=False
         with one size: resize the shorter edge to it, keeping the aspect ratio
     interp : int, default=1
-        OpenCV's code: 0 nearest, 1 bilinear, 2 bicubic, 3 pixel area
+        OpenCV's code: 0 nearest, 1 bilinear, 2 bicubic, 3 pixel area, 4 Lanczos
     """
     ...
 
