@@ -13,7 +13,7 @@
     X(contrib_elemwise) X(contrib_bbox) X(contrib_multibox) X(contrib_index)                  \
     X(contrib_transformer) X(contrib_resize) X(contrib_roi) X(contrib_optim)                  \
     X(contrib_hawkes) X(contrib_quant) X(tensor_extra) X(tensor_num) X(spatial) X(sample) \
-    X(deform_conv) X(image) X(bn_v1) X(proposal) X(infer_util) X(custom) X(control_flow) X(rnn)
+    X(deform_conv) X(image) X(image_geom) X(image_color) X(bn_v1) X(proposal) X(infer_util) X(custom) X(control_flow) X(rnn)
 
 #define DECLARE(f) extern const hg_op_def hg_ops_##f[];
 HG_FAMILIES(DECLARE)

@@ -492,4 +492,5 @@ def build_cases(seed=20240519):
     cases.extend(__import__('op_cases_opmisc').build_opmisc_cases())  # helper opmisc's, own seed
     cases.extend(__import__('op_cases_infer').build_infer_cases())  # helper infer's, own seed
     cases.extend(__import__('op_cases_rnn').build_rnn_cases())  # helper rnnop's, own seed
+    cases.extend(__import__('op_cases_vision').build_image_cases())  # helper vision's, own seed
     return cases

@@ -67,3 +67,64 @@ def build_vision_cases(seed=20261125):
           {'key': 'sbn0', 'fix_gamma': False, 'eps': 1e-5, 'output_mean_var': True},
           wrt=[0, 1, 2], mutates=[3, 4]))
     return cases
+
+
+def build_image_cases(seed=20261127):
+    """nd.image's ops (csrc/ops/image_geom.c, image_color.c). The random ones are made
+    deterministic: colour factors with min_factor == max_factor, lighting with alpha_std 0,
+    jitter of a black image, flips of mirror-symmetric images. Gradients are compared
+    for crop only: MXNet 1.9.1's flips pass the output gradient through unflipped and its
+    colour ops pass it through unscaled (hybridgluon's flips flip it, its colour ops have no
+    gradient); resize has none in either."""
+    rng = np.random.default_rng(seed)
+
+    def img(*shape, dtype=F32):
+        if dtype == 'uint8':
+            return rng.integers(0, 256, shape).astype(np.uint8)
+        return rng.uniform(0, 255, shape).astype(dtype)
+
+    cases = []
+    add = cases.append
+    # Even sizes only: MXNet 1.9.1's flips swap pairs and leave the middle row (column) of an
+    # odd height (width) unwritten; hybridgluon copies it.
+    for op in ('_image_flip_left_right', '_image_flip_top_bottom'):
+        add(C(op, [img(4, 6, 3)], grad=False))
+        add(C(op, [img(2, 4, 1, dtype='uint8')], grad=False))
+    sym = img(4, 6, 3)
+    add(C('_image_random_flip_left_right', [np.concatenate([sym[:, :3], sym[:, 2::-1]], 1)],
+          grad=False, note='a left-right symmetric image: the same output either way'))
+    add(C('_image_random_flip_top_bottom', [np.concatenate([sym[:2], sym[1::-1]], 0)],
+          grad=False, note='a top-bottom symmetric image: the same output either way'))
+    add(C('_image_crop', [img(5, 6, 3)], {'x': 1, 'y': 2, 'width': 4, 'height': 2}))
+    add(C('_image_crop', [img(2, 4, 5, 1, dtype='float64')],
+          {'x': 0, 'y': 1, 'width': 5, 'height': 3}))
+    add(C('_image_crop', [img(4, 4, 3, dtype='uint8')], {'x': 2, 'y': 0, 'width': 2,
+                                                         'height': 4}))
+    for dtype in ('uint8', F32, 'float64'):
+        for interp in (0, 1, 2, 3, 4):
+            add(C('_image_resize', [img(13, 9, 3, dtype=dtype)],
+                  {'size': (17, 6), 'interp': interp}, grad=False))
+            add(C('_image_resize', [img(8, 12, 3, dtype=dtype)],
+                  {'size': (4, 4), 'interp': interp}, grad=False))
+    add(C('_image_resize', [img(2, 7, 5, 3, dtype='uint8')], {'size': (9, 11)}, grad=False))
+    add(C('_image_resize', [img(7, 5, 1)], {'size': (3,), 'keep_ratio': True}, grad=False))
+    add(C('_image_resize', [img(6, 10, 3, dtype='uint8')], {'size': (5,), 'keep_ratio': True,
+                                                            'interp': 3}, grad=False))
+    for op in ('_image_random_brightness', '_image_random_contrast',
+               '_image_random_saturation', '_image_random_hue'):
+        for dtype, f in (('uint8', 0.6), (F32, 1.4), ('uint8', 1.7)):
+            add(C(op, [img(4, 5, 3, dtype=dtype)], {'min_factor': f, 'max_factor': f},
+                  grad=False))
+        add(C(op, [img(3, 4, 1)], {'min_factor': 0.5, 'max_factor': 0.5}, grad=False)
+            if op in ('_image_random_brightness', '_image_random_contrast') else
+            C(op, [img(3, 3, 3, dtype='float64' if op.endswith('hue') else F32)],
+              {'min_factor': 0.3, 'max_factor': 0.3}, grad=False))
+    # Every adjustment keeps black black, whatever the order and factors drawn. (With nothing
+    # to jitter MXNet leaves its output unwritten.)
+    add(C('_image_random_color_jitter', [np.zeros((4, 5, 3), np.float32)],
+          {'brightness': 0.2, 'contrast': 0.3, 'saturation': 0.4, 'hue': 0.1}, grad=False))
+    add(C('_image_adjust_lighting', [img(4, 5, 3)], {'alpha': (0.1, -0.2, 0.3)}, grad=False))
+    add(C('_image_adjust_lighting', [img(4, 5, 3, dtype='uint8')], {'alpha': (-1.0, 0.5, 2.0)},
+          grad=False))
+    add(C('_image_random_lighting', [img(4, 5, 3)], {'alpha_std': 0.0}, grad=False))
+    return cases

@@ -10248,6 +10248,281 @@ def _image_to_tensor(data: NDArray | None = None, out: NDArray | None = None, na
     ...
 
 
+def _image_flip_left_right(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_flip_left_right(data)
+
+    reverses the width axis of an (H, W, C) image
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _image_flip_top_bottom(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_flip_top_bottom(data)
+
+    reverses the height axis of an (H, W, C) image
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _image_random_flip_left_right(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_flip_left_right(data)
+
+    flip_left_right with probability 1/2 (one draw for the image)
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _image_random_flip_top_bottom(data: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_flip_top_bottom(data)
+
+    flip_top_bottom with probability 1/2 (one draw for the image)
+
+    Inputs
+    ------
+    data : NDArray
+    """
+    ...
+
+
+def _backward_image_random_flip_left_right(ograd: NDArray | None = None, flag: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_image_random_flip_left_right(ograd, flag)
+
+    a random flip's gradient: ograd flipped as the forward flipped
+
+    Inputs
+    ------
+    ograd : NDArray
+    flag : NDArray
+    """
+    ...
+
+
+def _backward_image_random_flip_top_bottom(ograd: NDArray | None = None, flag: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_image_random_flip_top_bottom(ograd, flag)
+
+    a random flip's gradient: ograd flipped as the forward flipped
+
+    Inputs
+    ------
+    ograd : NDArray
+    flag : NDArray
+    """
+    ...
+
+
+def _image_crop(data: NDArray | None = None, x: int = ..., y: int = ..., width: int = ..., height: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_crop(data, x=<required>, y=<required>, width=<required>, height=<required>)
+
+    the (height, width) window at (y, x) of an (H, W, C) or (N, H, W, C) image
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    x : int, required
+        left boundary of the cropping area
+    y : int, required
+        top boundary of the cropping area
+    width : int, required
+        width of the cropping area
+    height : int, required
+        height of the cropping area
+    """
+    ...
+
+
+def _backward_image_crop(ograd: NDArray | None = None, data: NDArray | None = None, x: int = ..., y: int = ..., width: int = ..., height: int = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_backward_image_crop(ograd, data, x=<required>, y=<required>, width=<required>, height=<required>)
+
+    crop's gradient: ograd pasted into zeros shaped as the image
+
+    Inputs
+    ------
+    ograd : NDArray
+    data : NDArray
+
+    Parameters
+    ----------
+    x : int, required
+        left boundary of the cropping area
+    y : int, required
+        top boundary of the cropping area
+    width : int, required
+        width of the cropping area
+    height : int, required
+        height of the cropping area
+    """
+    ...
+
+
+def _image_resize(data: NDArray | None = None, size: _Shape = (), keep_ratio: bool = False, interp: int = 1, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_resize(data, size=(), keep_ratio=False, interp=1)
+
+    an (H, W, C) or (N, H, W, C) image resized to size with OpenCV's arithmetic (uint8, float32, float64; no gradient, as in MXNet)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    size : Shape(tuple), default=()
+        (width, height), or (size,)
+    keep_ratio : boolean, default=False
+        with one size: resize the shorter edge to it, keeping the aspect ratio
+    interp : int, default=1
+        OpenCV's code: 0 nearest, 1 bilinear, 2 bicubic, 3 pixel area, 4 Lanczos
+    """
+    ...
+
+
+def _image_random_brightness(data: NDArray | None = None, min_factor: float = ..., max_factor: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_brightness(data, min_factor=<required>, max_factor=<required>)
+
+    x * alpha, alpha uniform in [min_factor, max_factor), of an (H, W, C) image
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    min_factor : float, required
+        minimum factor
+    max_factor : float, required
+        maximum factor
+    """
+    ...
+
+
+def _image_random_contrast(data: NDArray | None = None, min_factor: float = ..., max_factor: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_contrast(data, min_factor=<required>, max_factor=<required>)
+
+    x * alpha + (1 - alpha) * mean grey of an (H, W, C) image, alpha uniform in [min_factor, max_factor)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    min_factor : float, required
+        minimum factor
+    max_factor : float, required
+        maximum factor
+    """
+    ...
+
+
+def _image_random_saturation(data: NDArray | None = None, min_factor: float = ..., max_factor: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_saturation(data, min_factor=<required>, max_factor=<required>)
+
+    x * alpha + (1 - alpha) * 0.114 * blue (MXNet's grey), alpha uniform in [min_factor, max_factor)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    min_factor : float, required
+        minimum factor
+    max_factor : float, required
+        maximum factor
+    """
+    ...
+
+
+def _image_random_hue(data: NDArray | None = None, min_factor: float = ..., max_factor: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_hue(data, min_factor=<required>, max_factor=<required>)
+
+    the hue of an RGB (H, W, C) image rotated by alpha * 360 degrees, alpha uniform in [min_factor, max_factor)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    min_factor : float, required
+        minimum factor
+    max_factor : float, required
+        maximum factor
+    """
+    ...
+
+
+def _image_random_color_jitter(data: NDArray | None = None, brightness: float = ..., contrast: float = ..., saturation: float = ..., hue: float = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_color_jitter(data, brightness=<required>, contrast=<required>, saturation=<required>, hue=<required>)
+
+    brightness, contrast, saturation (1 + uniform(-v, v)) and hue (uniform(-v, v)) adjustments in a random order; a value <= 0 skips its adjustment
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    brightness : float, required
+        how much to jitter brightness
+    contrast : float, required
+        how much to jitter contrast
+    saturation : float, required
+        how much to jitter saturation
+    hue : float, required
+        how much to jitter hue
+    """
+    ...
+
+
+def _image_adjust_lighting(data: NDArray | None = None, alpha: str = ..., out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_adjust_lighting(data, alpha=<required>)
+
+    AlexNet-style PCA lighting noise with the given R, G, B alphas
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    alpha : string, required
+        the lighting alphas for the R, G, B channels (3 numbers)
+    """
+    ...
+
+
+def _image_random_lighting(data: NDArray | None = None, alpha_std: float = 0.05, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    """_image_random_lighting(data, alpha_std=0.05)
+
+    adjust_lighting with alphas drawn from normal(0, alpha_std)
+
+    Inputs
+    ------
+    data : NDArray
+
+    Parameters
+    ----------
+    alpha_std : float, default=0.05
+        standard deviation of the lighting alphas
+    """
+    ...
+
+
 def BatchNorm_v1(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
     """BatchNorm_v1(data, gamma, beta, moving_mean, moving_var, eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
 

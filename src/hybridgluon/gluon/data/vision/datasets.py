@@ -1,8 +1,10 @@
 """Vision datasets (MXNet's `gluon.data.vision.datasets`): MNIST and Fashion-MNIST read from
-the standard IDX files, gzipped or not. Nothing is downloaded.
+the standard IDX files, gzipped or not; CIFAR-10 and CIFAR-100 from their binary batch files;
+ImageFolderDataset and ImageListDataset decoding image files with OpenCV (the optional
+`image` extra, imported when an image is read). Nothing is downloaded.
 
-A sample is `(image, label)`: the image a uint8 NDArray of shape (28, 28, 1), the label a
-NumPy int32 scalar, as in MXNet. Files are read with NumPy at the boundary; every size in a
+An MNIST sample is `(image, label)`: the image a uint8 NDArray of shape (28, 28, 1), the label
+a NumPy int32 scalar, as in MXNet. Files are read with NumPy at the boundary; every size in a
 header is checked against the file (and, for gzip, against the size recorded in its trailer)
 before anything is allocated, so a truncated or corrupted file is an MXNetError, never a
 crash or a huge allocation.
@@ -10,6 +12,7 @@ crash or a huge allocation.
 import gzip
 import os
 import struct
+import warnings
 import zlib
 
 import numpy as _np
@@ -116,6 +119,233 @@ class _DownloadedDataset(Dataset):
 
     def _get_data(self):
         raise NotImplementedError
+
+
+class _CIFARError(MXNetError, ValueError):
+    """A CIFAR binary file of the wrong size."""
+
+
+def _imread(path, flag):
+    """An image file decoded by OpenCV into an (H, W, 3) RGB (flag 1) or (H, W, 1) grey
+    (flag 0) uint8 NDArray, as MXNet's image.imread."""
+    try:
+        import cv2
+    except ImportError:
+        raise MXNetError('reading images needs OpenCV: pip install "hybridgluon[image]" '
+                         '(the opencv-python-headless package)') from None
+    if flag not in (0, 1):
+        raise MXNetError('flag must be 0 (greyscale) or 1 (colour), got %r' % (flag,))
+    if not os.path.isfile(path):  # checked first: OpenCV would also print a warning
+        raise MXNetError('cannot read image %s: no such file' % path)
+    img = cv2.imread(path, cv2.IMREAD_COLOR if flag else cv2.IMREAD_GRAYSCALE)
+    if img is None:
+        raise MXNetError('cannot read image %s: not an image OpenCV can decode' % path)
+    img = img[:, :, ::-1] if flag else img[:, :, None]  # OpenCV decodes BGR
+    return nd.array(_np.ascontiguousarray(img), dtype=_np.uint8)
+
+
+class CIFAR10(_DownloadedDataset):
+    """CIFAR-10: 32x32 colour images of 10 classes, 50,000 for training and 10,000 for test.
+
+    CIFAR10(root='~/.mxnet/datasets/cifar10', train=True, transform=None)
+
+    `root` holds the binary version's files as MXNet unpacks them: data_batch_1.bin ...
+    data_batch_5.bin and test_batch.bin (a cifar-10-batches-bin folder inside root, as the
+    official archive unpacks, is also searched). A sample is a (32, 32, 3) uint8 NDArray and
+    an int32 label. Nothing is downloaded: missing files raise MXNetError naming them.
+    """
+    _train_files = ['data_batch_%d.bin' % i for i in range(1, 6)]
+    _test_files = ['test_batch.bin']
+    _subdir = 'cifar-10-batches-bin'
+    _label_bytes = 1
+    _url = 'https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz'
+
+    def __init__(self, root=os.path.join(_data_dir(), 'datasets', 'cifar10'), train=True,
+                 transform=None):
+        self._train = train
+        super().__init__(root, transform)
+
+    def _label_column(self):
+        return 0
+
+    def _files(self):
+        names = self._train_files if self._train else self._test_files
+        for d in (self._root, os.path.join(self._root, self._subdir)):
+            paths = [os.path.join(d, n) for n in names]
+            if all(os.path.isfile(p) for p in paths):
+                return paths
+        missing = [n for n in names if not os.path.isfile(os.path.join(self._root, n))]
+        raise MXNetError('%s: missing %s in %s. hybridgluon downloads nothing: unpack the '
+                         'binary version (%s) into that directory.'
+                         % (type(self).__name__, ', '.join(missing), self._root, self._url))
+
+    def _read_batch(self, path):
+        rec = self._label_bytes + 3072
+        size = os.path.getsize(path)
+        if size == 0 or size % rec:
+            raise _CIFARError('%s: %d bytes is not a whole number of %d-byte records '
+                              '(%d label byte(s) + a 32x32x3 image): truncated or not a %s '
+                              'file' % (path, size, rec, self._label_bytes, type(self).__name__))
+        with open(path, 'rb') as f:
+            raw = _np.frombuffer(f.read(), dtype=_np.uint8).reshape(-1, rec)
+        data = raw[:, self._label_bytes:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        return data, raw[:, self._label_column()].astype(_np.int32)
+
+    def _get_data(self):
+        parts = [self._read_batch(p) for p in self._files()]
+        data = _np.concatenate([d for d, _ in parts])
+        self._data = nd.array(data, dtype=_np.uint8)
+        self._label = _np.concatenate([lab for _, lab in parts])
+
+
+class CIFAR100(CIFAR10):
+    """CIFAR-100: 32x32 colour images of 100 classes in 20 superclasses.
+
+    CIFAR100(root='~/.mxnet/datasets/cifar100', fine_label=False, train=True, transform=None)
+
+    `root` holds train.bin and test.bin (or a cifar-100-binary folder with them). Each record
+    carries a coarse (20 classes) and a fine (100 classes) label; fine_label picks which.
+    """
+    _train_files = ['train.bin']
+    _test_files = ['test.bin']
+    _subdir = 'cifar-100-binary'
+    _label_bytes = 2
+    _url = 'https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz'
+
+    def __init__(self, root=os.path.join(_data_dir(), 'datasets', 'cifar100'), fine_label=False,
+                 train=True, transform=None):
+        self._fine_label = fine_label
+        super().__init__(root, train, transform)
+
+    def _label_column(self):
+        return 1 if self._fine_label else 0
+
+
+class ImageFolderDataset(Dataset):
+    """Images in one folder per class: root/car/0001.jpg, root/bus/x.png ...
+
+    ImageFolderDataset(root, flag=1, transform=None)
+
+    Class folders are sorted by name and numbered from 0 (`synsets[i]` is class i's name);
+    `items` lists (filename, label) for every .jpg, .jpeg and .png file (other files and
+    non-folders at the top are skipped with a warning). A sample is the image decoded by
+    OpenCV, (H, W, 3) RGB uint8 with flag=1 or (H, W, 1) grey with flag=0, and its int label;
+    `transform(data, label)` applies per sample.
+    """
+
+    def __init__(self, root, flag=1, transform=None):
+        super().__init__()
+        self._root = os.path.expanduser(root)
+        self._flag = flag
+        self._transform = transform
+        self._exts = ['.jpg', '.jpeg', '.png']
+        self._list_images(self._root)
+
+    def _list_images(self, root):
+        if not os.path.isdir(root):
+            raise MXNetError('ImageFolderDataset: %s is not a directory' % root)
+        self.synsets = []
+        self.items = []
+        for folder in sorted(os.listdir(root)):
+            path = os.path.join(root, folder)
+            if not os.path.isdir(path):
+                warnings.warn('Ignoring %s, which is not a directory.' % path, stacklevel=3)
+                continue
+            label = len(self.synsets)
+            self.synsets.append(folder)
+            for filename in sorted(os.listdir(path)):
+                filename = os.path.join(path, filename)
+                ext = os.path.splitext(filename)[1]
+                if ext.lower() not in self._exts:
+                    warnings.warn('Ignoring %s of type %s. Only %s are read.'
+                                  % (filename, ext, ', '.join(self._exts)))
+                    continue
+                self.items.append((filename, label))
+
+    def __getitem__(self, idx):
+        img = _imread(self.items[idx][0], self._flag)
+        label = self.items[idx][1]
+        if self._transform is not None:
+            return self._transform(img, label)
+        return img, label
+
+    def __len__(self):
+        return len(self.items)
+
+
+class ImageListDataset(Dataset):
+    """Images named in a list, with labels.
+
+    ImageListDataset(root='.', imglist=None, flag=1)
+
+    imglist is a .lst file name (relative to root) of tab-separated lines `index<TAB>label(s)
+    <TAB>path`, as im2rec writes them, or a Python list whose entries are [label, path],
+    [label_1, ..., label_k, path] or [[labels], path]. Paths are relative to root. A sample is
+    (image, label): the image decoded as by ImageFolderDataset, the label a float32 NDArray of
+    the entry's labels.
+    """
+
+    def __init__(self, root='.', imglist=None, flag=1):
+        super().__init__()
+        self._root = os.path.expanduser(root)
+        self._flag = flag
+        self._items = []
+        if isinstance(imglist, str):
+            self._read_lst(os.path.join(self._root, imglist))
+        elif isinstance(imglist, (list, tuple)):
+            for i, entry in enumerate(imglist):
+                self._items.append(self._parse_entry(entry, i))
+        else:
+            raise MXNetError('ImageListDataset: imglist must be a .lst file name or a list of '
+                             '[label(s), path] entries, got %s' % type(imglist).__name__)
+
+    @staticmethod
+    def _parse_entry(entry, i):
+        if not isinstance(entry, (list, tuple)) or len(entry) < 2 or \
+                not isinstance(entry[-1], str):
+            raise MXNetError('ImageListDataset: entry %d must be [label(s), path] with the path '
+                             'a string, got %r' % (i, entry))
+        labels = entry[:-1]
+        if len(labels) == 1 and isinstance(labels[0], (list, tuple, _np.ndarray)):
+            labels = labels[0]
+        try:
+            label = _np.asarray(labels, dtype=_np.float32).reshape(-1)
+        except (TypeError, ValueError):
+            raise MXNetError('ImageListDataset: entry %d has labels that are not numbers: %r'
+                             % (i, labels)) from None
+        return label, entry[-1]
+
+    def _read_lst(self, path):
+        try:
+            f = open(path, 'rt')
+        except OSError as err:
+            raise MXNetError('ImageListDataset: cannot open %s: %s' % (path, err)) from None
+        with f:
+            for n, line in enumerate(f, 1):
+                fields = line.rstrip('\r\n').split('\t')
+                if not line.strip():
+                    continue
+                if len(fields) < 3:
+                    raise MXNetError('%s:%d: expected index<TAB>label(s)<TAB>path, got %r'
+                                     % (path, n, line.rstrip()))
+                try:
+                    label = _np.array([float(v) for v in fields[1:-1]], dtype=_np.float32)
+                    int(fields[0])
+                except ValueError:
+                    raise MXNetError('%s:%d: the index and labels must be numbers, got %r'
+                                     % (path, n, line.rstrip())) from None
+                self._items.append((label, fields[-1]))
+
+    def __getitem__(self, idx):
+        label, path = self._items[idx]
+        img = _imread(os.path.join(self._root, path), self._flag)
+        return img, nd.array(label, dtype=_np.float32)
+
+    def __len__(self):
+        return len(self._items)
+
+
+__all__ += ['CIFAR10', 'CIFAR100', 'ImageFolderDataset', 'ImageListDataset']
 
 
 class MNIST(_DownloadedDataset):
