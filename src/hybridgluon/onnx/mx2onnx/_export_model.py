@@ -203,6 +203,7 @@ class _Exporter:
         tensor = {}         # (node, output) -> ONNX name
         consts = {}         # (node, output) -> NumPy value of a folded constant
         used = set()
+        self.consumed = {(n, j) for nd in self.nodes for n, j, _ in nd[3]} | set(self.heads)
         from ... import _core
         for i, (name, op, attrs, inputs, n_out, n_vis) in enumerate(self.nodes):
             if op is None:
@@ -241,11 +242,12 @@ class _Exporter:
             outs = fn(b, node)
             if isinstance(outs, str):
                 outs = [outs]
-            if len(outs) < n_vis:
-                raise MXNetError('ONNX export: internal error, the converter of %s gave %d '
-                                 'outputs for %d' % (op, len(outs), n_vis))
             for j in range(n_vis):
-                tensor[(i, j)] = outs[j]
+                if j < len(outs):
+                    tensor[(i, j)] = outs[j]
+                elif (i, j) in self.consumed:
+                    raise MXNetError("ONNX export: node '%s' (%s): output %d has no ONNX form "
+                                     '(only the first %d)' % (name, op, j, len(outs)))
             if self.verbose:
                 logging.info('converted %s (%s) -> %s', name, op, outs[:n_vis])
         self.tensor, self.consts = tensor, consts

@@ -87,7 +87,7 @@ _UNARY = {
     'exp': 'Exp', 'log': 'Log', 'sqrt': 'Sqrt', 'abs': 'Abs', 'negative': 'Neg',
     'reciprocal': 'Reciprocal', 'sin': 'Sin', 'cos': 'Cos', 'tan': 'Tan', 'arcsin': 'Asin',
     'arccos': 'Acos', 'arctan': 'Atan', 'sinh': 'Sinh', 'cosh': 'Cosh', 'arcsinh': 'Asinh',
-    'arccosh': 'Acosh', 'arctanh': 'Atanh', 'floor': 'Floor', 'ceil': 'Ceil', 'rint': 'Round',
+    'arccosh': 'Acosh', 'arctanh': 'Atanh', 'floor': 'Floor', 'ceil': 'Ceil',
     'sign': 'Sign', 'erf': 'Erf',
 }
 
@@ -129,6 +129,15 @@ def _round(b, n):
     x = n.inputs[0]
     half = b.add('Add', [b.add('Abs', [x]), _c(b, n, 0.5)])
     return b.add('Mul', [b.add('Sign', [x]), b.add('Floor', [half])])
+
+
+@converter('rint')
+def _rint(b, n):
+    # MXNet's rint takes the floor on a tie (-2.5 -> -3, 2.5 -> 2), not the even neighbour.
+    x = n.inputs[0]
+    lo, hi = b.add('Floor', [x]), b.add('Ceil', [x])
+    tie_or_below = b.add('LessOrEqual', [b.add('Sub', [x, lo]), b.add('Sub', [hi, x])])
+    return b.add('Where', [tie_or_below, lo, hi])
 
 
 @converter('log1p')

@@ -116,7 +116,7 @@ def _hard_sigmoid(b, n):
                  beta=n.attrs.float('beta', 0.5))
 
 
-def _per_channel(b, n, v, ndim):
+def _per_channel(b, v, ndim):
     """A (C,) tensor shaped (C, 1, ...) to broadcast along axis 1 of an ndim-d tensor."""
     if ndim <= 2:
         return v
@@ -146,7 +146,7 @@ def _leaky(b, n):
         return _gelu(b, x, n.in_dtypes[0])
     if kind == 'prelu':
         g = n.inputs[1]
-        if n.in_shapes[1][0] != 1 or len(n.in_shapes[0]) <= 2:
+        if tuple(n.in_shapes[1]) != (1,):
             g = _per_channel(b, g, len(n.in_shapes[0]))
         return b.add('PRelu', [x, g])
     if kind == 'rrelu':   # inference: the mean of the slope's range, as MXNet
@@ -209,8 +209,8 @@ def _layernorm(b, n):
 
 @converter('GroupNorm')
 def _groupnorm(b, n):
+    # MXNet's gamma and beta hold one value per group, applied before the groups are merged.
     x, gamma, beta = n.inputs[:3]
-    shape = n.in_shapes[0]
     g = n.attrs.int('num_groups', 1)
     eps = n.attrs.float('eps', 1e-5)
     dt = n.in_dtypes[0]
@@ -219,10 +219,8 @@ def _groupnorm(b, n):
     d = b.add('Sub', [xs, mean])
     var = b.reduce('ReduceMean', b.add('Mul', [d, d]), [2], True)
     y = b.add('Div', [d, b.add('Sqrt', [b.add('Add', [var, b.const(eps, dt)])])])
-    y = b.add('Reshape', [y, b.add('Shape', [x])])
-    ndim = len(shape)
-    return b.add('Add', [b.add('Mul', [y, _per_channel(b, gamma, ndim)]),
-                         _per_channel(b, beta, ndim)])
+    y = b.add('Add', [b.add('Mul', [y, b.unsqueeze(gamma, [1])]), b.unsqueeze(beta, [1])])
+    return b.add('Reshape', [y, b.add('Shape', [x])])
 
 
 @converter('L2Normalization')
@@ -344,25 +342,16 @@ def _softmin(b, n):
 
 @converter('SoftmaxActivation')
 def _softmax_activation(b, n):
-    x = n.inputs[0]
-    if n.attrs.str('mode', 'instance') == 'channel':
-        return b.add('Softmax', [x], axis=1)
-    if len(n.in_shapes[0]) == 2:
-        return b.add('Softmax', [x], axis=1)
-    y = b.add('Softmax', [b.add('Flatten', [x], axis=1)], axis=1)
-    return b.add('Reshape', [y, b.add('Shape', [x])])
+    # 'instance' normalises over the last axis (what MXNet computes for any rank).
+    axis = 1 if n.attrs.str('mode', 'instance') == 'channel' else -1
+    return b.add('Softmax', [n.inputs[0]], axis=axis)
 
 
 @converter('SoftmaxOutput')
 def _softmax_output(b, n):
-    x = n.inputs[0]
-    ndim = len(n.in_shapes[0])
-    if n.attrs.bool('multi_output') and ndim > 2:
-        return b.add('Softmax', [x], axis=1)
-    if n.attrs.bool('preserve_shape') or ndim == 2:
-        return b.add('Softmax', [x], axis=-1)
-    y = b.add('Softmax', [b.add('Flatten', [x], axis=1)], axis=1)
-    return b.add('Reshape', [y, b.add('Shape', [x])])
+    # At inference the label is unused; without multi_output MXNet normalises the last axis.
+    multi = n.attrs.bool('multi_output') and len(n.in_shapes[0]) > 2
+    return b.add('Softmax', [n.inputs[0]], axis=1 if multi else -1)
 
 
 @converter('LogisticRegressionOutput')

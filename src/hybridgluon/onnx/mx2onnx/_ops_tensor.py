@@ -238,7 +238,9 @@ def _batch_take(b, n):
 
 @converter('Embedding')
 def _embedding(b, n):
-    return b.add('Gather', [n.inputs[1], b.cast(n.inputs[0], 'int64')], axis=0)
+    # MXNet clips out-of-range ids to the table, where ONNX would read -1 as the last row.
+    idx = _indices(b, n, n.inputs[0], n.in_shapes[1][0], 'clip')
+    return b.add('Gather', [n.inputs[1], idx], axis=0)
 
 
 @converter('pick')
@@ -350,6 +352,9 @@ def _one_hot(b, n):
     depth = n.attrs.int('depth')
     values = b.const([n.attrs.float('off_value', 0.0), n.attrs.float('on_value', 1.0)], dt)
     idx = b.cast(n.inputs[0], 'int64')
+    # A negative index is out of range for MXNet (all off_value); ONNX counts it from the end.
+    idx = b.add('Where', [b.add('Less', [idx, b.const(0, 'int64')]), b.const(depth, 'int64'),
+                          idx])
     return b.add('OneHot', [idx, b.i64([depth]), values], axis=-1)
 
 

@@ -1,0 +1,348 @@
+"""mx.onnx.export_model: every exported graph passes onnx.checker and runs in onnxruntime with
+the outputs hybridgluon computes for the same inputs (the reference is our own forward, which
+the op tests check against NumPy and real MXNet). Covers one network per op group, the seeds'
+MLP and LeNet, the 34 model-zoo networks (the VGGs but vgg11 only with HG_LONG_TESTS=1), the
+dynamic batch axis and the errors."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon import MXNetError
+from hybridgluon.gluon import nn
+
+onnx = pytest.importorskip('onnx')
+ort = pytest.importorskip('onnxruntime')
+
+LONG = os.environ.get('HG_LONG_TESTS', '') not in ('', '0')
+V = mx.sym.var
+
+
+def _session(path):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 2
+    # Graph optimisations fuse ops and change the rounding; the test compares plain kernels.
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, opts, providers=['CPUExecutionProvider'])
+
+
+def _ours(sym, params, inputs):
+    args = {k: mx.nd.array(v, dtype=v.dtype) for k, v in params.items()}
+    args.update({k: mx.nd.array(v, dtype=v.dtype) for k, v in inputs.items()})
+    return [o.asnumpy() for o in sym.eval(ctx=mx.cpu(), **args)]
+
+
+def _close(got, want, rtol=1e-4, atol=1e-5):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in 'iub':
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def check_export(sym, params, inputs, path, rtol=1e-4, atol=1e-5, dynamic=False,
+                 other_batch=None, **kw):
+    """Exports, checks the model, runs it in onnxruntime and compares with our forward;
+    with other_batch, the same session also runs batch size other_batch."""
+    names = [n for n in sym.list_inputs() if n not in params]
+    shapes = [inputs[n].shape for n in names]
+    types = [inputs[n].dtype for n in names]
+    dyn = [(None,) + s[1:] for s in shapes] if dynamic else None
+    out = mx.onnx.export_model(sym, {k: mx.nd.array(v, dtype=v.dtype) for k, v in params.items()},
+                               shapes, types, str(path), dynamic=dynamic,
+                               dynamic_input_shapes=dyn, **kw)
+    assert out == str(path)
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model)
+    sess = _session(str(path))
+    feeds = [inputs]
+    if other_batch:
+        rng = np.random.RandomState(7)
+        feeds.append({k: np.concatenate([v] * other_batch)[:other_batch] +
+                      rng.uniform(0, 0.1, (other_batch,) + v.shape[1:]).astype(v.dtype)
+                      if v.dtype.kind == 'f' else np.concatenate([v] * other_batch)[:other_batch]
+                      for k, v in inputs.items()})
+    for feed in feeds:
+        got = sess.run(None, {k: feed[k] for k in names if k in
+                              {i.name for i in sess.get_inputs()}})
+        want = _ours(sym, params, feed)
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            try:
+                _close(g, w, rtol, atol)
+            except AssertionError as e:
+                raise AssertionError('output %d: %s' % (k, e)) from None
+    return model
+
+
+def _r(*shape, lo=-1.0, hi=1.0, seed=0, dtype='float32'):
+    return np.random.RandomState(seed + len(shape)).uniform(lo, hi, shape).astype(dtype)
+
+
+# ---- one network per op group ------------------------------------------------------------
+def _conv():
+    x = V('data')
+    y = mx.sym.Convolution(x, V('w1'), V('b1'), kernel=(3, 3), num_filter=8, pad=(1, 2),
+                           stride=(2, 1), dilate=(1, 2), num_group=2)
+    y = mx.sym.Convolution(y, V('w2'), kernel=(1, 1), num_filter=4, no_bias=True)
+    y = mx.sym.Deconvolution(y, V('w3'), V('b3'), kernel=(3, 3), num_filter=6, stride=(2, 2),
+                             pad=(1, 1), adj=(1, 1), num_group=2, no_bias=False)
+    return y, {'w1': _r(8, 2, 3, 3), 'b1': _r(8), 'w2': _r(4, 8, 1, 1), 'w3': _r(4, 3, 3, 3),
+               'b3': _r(6)}, {'data': _r(2, 4, 9, 10)}
+
+
+def _conv1d3d():
+    a = mx.sym.Convolution(V('a'), V('w1'), V('b1'), kernel=(3,), num_filter=4, pad=(1,))
+    c = mx.sym.Convolution(V('c'), V('w2'), kernel=(2, 3, 3), num_filter=2, no_bias=True,
+                           stride=(1, 2, 2))
+    return mx.sym.Group([a, c]), {'w1': _r(4, 3, 3), 'b1': _r(4), 'w2': _r(2, 3, 2, 3, 3)}, \
+        {'a': _r(2, 3, 7), 'c': _r(1, 3, 4, 6, 6)}
+
+
+def _dense():
+    x = V('data')
+    a = mx.sym.FullyConnected(x, V('w1'), V('b1'), num_hidden=5)
+    b = mx.sym.FullyConnected(x, V('w2'), num_hidden=3, no_bias=True, flatten=False)
+    c = mx.sym.FullyConnected(b, V('w3'), V('b3'), num_hidden=2, flatten=False)
+    return mx.sym.Group([a, c]), {'w1': _r(5, 24), 'b1': _r(5), 'w2': _r(3, 4),
+                                  'w3': _r(2, 3), 'b3': _r(2)}, {'data': _r(2, 2, 3, 4)}
+
+
+def _activations():
+    x = V('data')
+    outs = [mx.sym.Activation(x, act_type=t)
+            for t in ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign')]
+    outs += [mx.sym.LeakyReLU(x, act_type='leaky', slope=0.1),
+             mx.sym.LeakyReLU(x, act_type='elu', slope=0.7),
+             mx.sym.LeakyReLU(x, act_type='selu'), mx.sym.LeakyReLU(x, act_type='gelu'),
+             mx.sym.LeakyReLU(x, V('g'), act_type='prelu'),
+             mx.sym.LeakyReLU(x, act_type='rrelu', lower_bound=0.1, upper_bound=0.3)[0],
+             mx.sym.hard_sigmoid(x, alpha=0.3, beta=0.4), mx.sym.log_sigmoid(x),
+             mx.sym.relu(x), mx.sym.sigmoid(x), mx.sym.softsign(x)]
+    return mx.sym.Group(outs), {'g': _r(3, lo=0, hi=0.5)}, {'data': _r(2, 3, 4, 5, lo=-3, hi=3)}
+
+
+def _batchnorm():
+    x = V('data')
+    p = {}
+    outs = []
+    for i, (fix, axis, shape) in enumerate([(False, 1, 4), (True, 1, 4), (False, -1, 5)]):
+        for k, lo in (('g', 0.5), ('b', -1), ('m', -1), ('v', 0.5)):
+            p['%s%d' % (k, i)] = _r(shape, lo=lo, hi=1.5, seed=i)
+        outs.append(mx.sym.BatchNorm(x, V('g%d' % i), V('b%d' % i), V('m%d' % i),
+                                     V('v%d' % i), fix_gamma=fix, axis=axis, eps=1e-3))
+    inorm = mx.sym.InstanceNorm(x, V('ig'), V('ib'), eps=1e-4)
+    p.update(ig=_r(4, seed=5), ib=_r(4, seed=6))
+    lnorm = mx.sym.LayerNorm(x, V('lg'), V('lb'))
+    lnorm1 = mx.sym.LayerNorm(x, V('lg1'), V('lb1'), axis=1)
+    p.update(lg=_r(5, seed=7), lb=_r(5, seed=8), lg1=_r(4, seed=9), lb1=_r(4, seed=10))
+    gnorm = mx.sym.GroupNorm(x, V('gg'), V('gb'), num_groups=2)
+    p.update(gg=_r(2, seed=11), gb=_r(2, seed=12))
+    l2 = [mx.sym.L2Normalization(x, mode=m) for m in ('instance', 'channel', 'spatial')]
+    lrn = mx.sym.LRN(x, nsize=3, alpha=0.01, beta=0.6, knorm=1.5)
+    return mx.sym.Group(outs + [inorm, lnorm, lnorm1, gnorm, lrn] + l2), p, \
+        {'data': _r(2, 4, 3, 5, lo=-2, hi=2)}
+
+
+def _pooling():
+    x = V('data')
+    outs = [mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='max'),
+            mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='avg'),
+            mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='avg',
+                           count_include_pad=False),
+            mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type='max',
+                           pooling_convention='full'),
+            mx.sym.Pooling(x, kernel=(3, 2), stride=(1, 2), pool_type='sum'),
+            mx.sym.Pooling(x, kernel=(2, 2), stride=(1, 1), pool_type='lp', p_value=2),
+            mx.sym.Pooling(x, global_pool=True, pool_type='max', kernel=(1, 1)),
+            mx.sym.Pooling(x, global_pool=True, pool_type='avg', kernel=(1, 1)),
+            mx.sym.Pooling(x, global_pool=True, pool_type='sum', kernel=(1, 1)),
+            mx.sym.contrib.AdaptiveAvgPooling2D(x, output_size=1),
+            mx.sym.contrib.AdaptiveAvgPooling2D(x, output_size=(3, 2)),
+            mx.sym.Pooling(V('seq'), kernel=(3,), stride=(2,), pool_type='max')]
+    return mx.sym.Group(outs), {}, {'data': _r(2, 3, 9, 8), 'seq': _r(2, 3, 11)}
+
+
+def _reshapes():
+    x, col, dts = V('data'), V('col'), V('dts')   # (2, 3, 4, 5)
+    outs = [mx.sym.Reshape(x, shape=(0, -1)), mx.sym.Reshape(x, shape=(-2,)),
+            mx.sym.Reshape(x, shape=(0, -3, 5)), mx.sym.Reshape(x, shape=(0, 0, -4, 2, -1, 5)),
+            mx.sym.Reshape(x, shape=(-1, 5), reverse=True), mx.sym.Flatten(x),
+            mx.sym.transpose(x, axes=(0, 2, 1, 3)), mx.sym.transpose(x),
+            mx.sym.SwapAxis(x, dim1=1, dim2=3), mx.sym.expand_dims(x, axis=2),
+            mx.sym.squeeze(mx.sym.expand_dims(x, axis=1), axis=1),
+            mx.sym.tile(x, reps=(1, 2, 1, 2)), mx.sym.tile(x, reps=(2,)),
+            mx.sym.repeat(x, repeats=2, axis=2), mx.sym.repeat(x, repeats=3),
+            mx.sym.reshape_like(x, V('like')), mx.sym.broadcast_to(col, shape=(2, 3, 4, 5)),
+            mx.sym.broadcast_like(col, x), mx.sym.broadcast_axis(col, axis=3, size=5),
+            mx.sym.reverse(x, axis=1), mx.sym.depth_to_space(dts, block_size=2),
+            mx.sym.space_to_depth(dts, block_size=2)]
+    return mx.sym.Group(outs), {}, {'data': _r(2, 3, 4, 5), 'like': _r(6, 20),
+                                    'col': _r(2, 3, 4, 1), 'dts': _r(2, 8, 2, 4)}
+
+
+def _join_split():
+    a, c, small = V('a'), V('c'), V('small')
+    outs = [mx.sym.Concat(a, c, dim=1), mx.sym.Concat(a, c, dim=0), mx.sym.stack(a, c, axis=1),
+            mx.sym.add_n(a, c, a)]
+    outs += list(mx.sym.SliceChannel(a, num_outputs=3, axis=1))
+    outs += list(mx.sym.split(a, num_outputs=2, axis=2, squeeze_axis=False))
+    outs += list(mx.sym.split(V('one'), num_outputs=4, axis=1, squeeze_axis=True))
+    outs += list(mx.sym.split_v2(a, indices_or_sections=(1, 3), axis=2))
+    outs += [mx.sym.slice(a, begin=(None, 1), end=(None, 3)),
+             mx.sym.slice(a, begin=(1, None, 3), end=(None, 0, None), step=(1, -1, -2)),
+             mx.sym.slice_axis(a, axis=2, begin=1, end=None),
+             mx.sym.slice_axis(a, axis=-1, begin=-3, end=-1),
+             mx.sym.slice_like(a, small), mx.sym.slice_like(a, small, axes=(2,))]
+    return mx.sym.Group(outs), {}, {'a': _r(2, 3, 4, 5), 'c': _r(2, 3, 4, 5, seed=3),
+                                    'one': _r(2, 4, 3), 'small': _r(1, 2, 3, 4)}
+
+
+def _arith():
+    a, c, col = V('a'), V('c'), V('col')
+    outs = [a + c, a - c, a * c, a / c, mx.sym.elemwise_add(a, c), mx.sym.elemwise_mul(a, c),
+            mx.sym.broadcast_add(a, col), mx.sym.broadcast_sub(a, col),
+            mx.sym.broadcast_mul(a, col), mx.sym.broadcast_div(a, col),
+            mx.sym.broadcast_maximum(a, col), mx.sym.broadcast_minimum(a, col),
+            mx.sym.broadcast_power(mx.sym.abs(a) + 0.5, col), mx.sym.broadcast_mod(a, col),
+            mx.sym.broadcast_hypot(a, col), mx.sym.maximum(a, c), mx.sym.minimum(a, c),
+            a + 2.5, a - 1.5, a * 3, a / 4, 2 - a, 3 / c, a ** 2, 2 ** a, a % 0.7, 1.3 % c,
+            mx.sym.maximum(a, 0.1), mx.sym.minimum(a, 0.2), mx.sym._hypot(a, c)]
+    return mx.sym.Group(outs), {}, {'a': _r(2, 3, 4), 'c': _r(2, 3, 4, lo=0.5, hi=2, seed=3),
+                                    'col': _r(2, 3, 1, lo=0.5, hi=2, seed=5)}
+
+
+def _compare():
+    a, c, col = V('a'), V('c'), V('col')
+    outs = [a == c, a != c, a > c, a >= c, a < c, a <= c, a > 0.5, a <= 0.5, a == 0.5,
+            mx.sym.broadcast_greater(a, col), mx.sym.broadcast_lesser_equal(a, col),
+            mx.sym.broadcast_not_equal(a, col),
+            mx.sym.broadcast_logical_and(a > 0.5, col), mx.sym.broadcast_logical_or(a, col),
+            mx.sym.broadcast_logical_xor(a, col), mx.sym.logical_not(a)]
+    rng = np.random.RandomState(2)
+    av = rng.randint(0, 3, (2, 3, 4)).astype('float32')
+    return mx.sym.Group(outs), {}, {'a': av, 'c': rng.randint(0, 3, (2, 3, 4)).astype('float32'),
+                                    'col': rng.randint(0, 2, (2, 3, 1)).astype('float32')}
+
+
+def _unary():
+    x, p = V('data'), V('pos')
+    outs = [f(x) for f in (mx.sym.exp, mx.sym.abs, mx.sym.negative, mx.sym.sin, mx.sym.cos,
+                           mx.sym.tan, mx.sym.arcsin, mx.sym.arccos, mx.sym.arctan,
+                           mx.sym.sinh, mx.sym.cosh, mx.sym.tanh, mx.sym.arcsinh,
+                           mx.sym.arctanh, mx.sym.floor, mx.sym.ceil, mx.sym.round,
+                           mx.sym.rint, mx.sym.trunc, mx.sym.fix, mx.sym.sign, mx.sym.erf,
+                           mx.sym.square, mx.sym.expm1, mx.sym.degrees, mx.sym.radians,
+                           mx.sym.cbrt)]
+    outs += [f(p) for f in (mx.sym.log, mx.sym.sqrt, mx.sym.rsqrt, mx.sym.reciprocal,
+                            mx.sym.log1p, mx.sym.log2, mx.sym.log10, mx.sym.rcbrt)]
+    outs += [mx.sym.arccosh(p + 1), mx.sym.clip(x, -0.3, 0.4), mx.sym.smooth_l1(x, scalar=2.0)]
+    xv = _r(3, 7, lo=-0.95, hi=0.95)
+    xv[0, :4] = [0.5, -0.5, 1.5, -2.5]   # halves: round goes away from zero, rint down
+    return mx.sym.Group(outs), {}, {'data': xv, 'pos': _r(3, 7, lo=0.2, hi=3)}
+
+
+def _softmaxes():
+    x = V('data')
+    outs = [mx.sym.softmax(x), mx.sym.softmax(x, axis=1, temperature=2.0),
+            mx.sym.log_softmax(x, axis=2), mx.sym.softmin(x, axis=0),
+            mx.sym.SoftmaxActivation(x, mode='channel'), mx.sym.SoftmaxActivation(x),
+            mx.sym.SoftmaxOutput(x, V('label'), multi_output=True),
+            mx.sym.SoftmaxOutput(mx.sym.Flatten(x), V('label2')),
+            mx.sym.Dropout(x, p=0.5), mx.sym.BlockGrad(x), mx.sym.make_loss(x),
+            mx.sym.LinearRegressionOutput(x, V('lab3')),
+            mx.sym.LogisticRegressionOutput(x, V('lab4'))]
+    return mx.sym.Group(outs), {}, {'data': _r(2, 3, 4, lo=-3, hi=3), 'label': _r(2, 4),
+                                    'label2': _r(2), 'lab3': _r(2, 3, 4), 'lab4': _r(2, 3, 4)}
+
+
+def _reductions():
+    x = V('data')
+    outs = []
+    for f in (mx.sym.sum, mx.sym.mean, mx.sym.max, mx.sym.min, mx.sym.prod):
+        outs += [f(x), f(x, axis=1), f(x, axis=(0, 2), keepdims=True),
+                 f(x, axis=1, exclude=True)]
+    outs += [mx.sym.norm(x), mx.sym.norm(x, ord=1, axis=1), mx.sym.norm(x, axis=(1, 2),
+                                                                        keepdims=True)]
+    outs += [mx.sym.argmax(x, axis=1), mx.sym.argmin(x, axis=2, keepdims=True),
+             mx.sym.argmax(x), mx.sym.argmax_channel(V('m')),
+             mx.sym.topk(x, k=2), mx.sym.topk(x, k=2, axis=1, ret_typ='value'),
+             mx.sym.topk(x, k=3, ret_typ='both', is_ascend=True, dtype='int32'),
+             mx.sym.sort(x, axis=1), mx.sym.sort(x, is_ascend=False),
+             mx.sym.argsort(x, axis=0)]
+    rng = np.random.RandomState(4)
+    xv = rng.permutation(24).reshape(2, 3, 4).astype('float32') / 10   # no ties
+    return mx.sym.Group(outs), {}, {'data': xv, 'm': _r(3, 5)}
+
+
+def _indexing():
+    x, idx, pidx = V('data'), V('idx'), V('pidx')
+    outs = [mx.sym.take(x, idx), mx.sym.take(x, idx, axis=1, mode='wrap'),
+            mx.sym.Embedding(idx, V('emb'), input_dim=6, output_dim=3),
+            mx.sym.pick(x, pidx, axis=1), mx.sym.pick(x, pidx, axis=1, keepdims=True),
+            mx.sym.where(V('cond'), x, x * 2), mx.sym.where(V('cond1'), x, -x),
+            mx.sym.one_hot(idx, depth=5, on_value=2, off_value=-1),
+            mx.sym.gather_nd(x, V('gidx')), mx.sym.batch_take(V('m'), V('bidx')),
+            mx.sym.Cast(x, dtype='float64'), mx.sym.Cast(x * 3, dtype='int32'),
+            mx.sym.zeros_like(x), mx.sym.ones_like(x), mx.sym.shape_array(x),
+            mx.sym.size_array(x)]
+    return mx.sym.Group(outs), {'emb': _r(6, 3)}, {
+        'data': _r(3, 4, 2), 'idx': np.array([[0, 2], [-1, 5]], 'float32'),
+        'pidx': np.array([[0, 3], [1, 2], [3, 3]], 'float32'),
+        'cond': (_r(3, 4, 2) > 0).astype('float32'), 'cond1': np.array([1, 0, 1], 'float32'),
+        'gidx': np.array([[0, 2, 1], [1, 3, 0]], 'float32'), 'm': _r(3, 5),
+        'bidx': np.array([4, 0, 2], 'int32')}
+
+
+def _matmul():
+    a, c, b1, b2, v = V('a'), V('c'), V('b1'), V('b2'), V('v')
+    outs = [mx.sym.dot(a, c), mx.sym.dot(a, c, transpose_a=True, transpose_b=True),
+            mx.sym.dot(V('a3'), c), mx.sym.dot(v, v),
+            mx.sym.batch_dot(b1, b2), mx.sym.batch_dot(b1, b1, transpose_b=True),
+            mx.sym.batch_dot(b2, b2, transpose_a=True), mx.sym.linalg.gemm2(b1, b2, alpha=0.5)]
+    return mx.sym.Group(outs), {}, {'a': _r(4, 4), 'c': _r(4, 4, seed=1), 'a3': _r(2, 3, 4),
+                                    'v': _r(6), 'b1': _r(2, 3, 4), 'b2': _r(2, 4, 5)}
+
+
+def _resize_pad():
+    x = V('data')
+    outs = [mx.sym.UpSampling(x, scale=2, sample_type='nearest'),
+            mx.sym.contrib.BilinearResize2D(x, height=7, width=9),
+            mx.sym.contrib.BilinearResize2D(x, height=8, width=5, align_corners=False),
+            mx.sym.Pad(x, mode='constant', pad_width=(0, 0, 0, 0, 1, 2, 2, 1),
+                       constant_value=0.5),
+            mx.sym.Pad(x, mode='edge', pad_width=(0, 0, 0, 0, 1, 1, 2, 2)),
+            mx.sym.Pad(x, mode='reflect', pad_width=(0, 0, 0, 0, 2, 1, 1, 2))]
+    return mx.sym.Group(outs), {}, {'data': _r(2, 3, 4, 5)}
+
+
+def _folded():
+    # All-constant subgraphs (parameter arithmetic, _zeros/_arange) are folded at export.
+    x = V('data')
+    w = V('w') * 2 + 1
+    y = mx.sym.broadcast_add(mx.sym.FullyConnected(x, w, num_hidden=3, no_bias=True),
+                             mx.sym.arange(3))
+    return y + mx.sym.ones((2, 3)), {'w': _r(3, 4)}, {'data': _r(2, 4)}
+
+
+OP_GROUPS = {f.__name__[1:]: f for f in (
+    _conv, _conv1d3d, _dense, _activations, _batchnorm, _pooling, _reshapes, _join_split,
+    _arith, _compare, _unary, _softmaxes, _reductions, _indexing, _matmul, _resize_pad,
+    _folded)}
+
+
+@pytest.mark.parametrize('group', sorted(OP_GROUPS))
+def test_op_group(group, tmp_path):
+    sym, params, inputs = OP_GROUPS[group]()
+    check_export(sym, params, inputs, tmp_path / ('%s.onnx' % group))
+
+
+@pytest.mark.parametrize('opset', [13, 17])
+def test_opsets(opset, tmp_path):
+    sym, params, inputs = _batchnorm()
+    model = check_export(sym, params, inputs, tmp_path / 'bn.onnx', opset_version=opset)
+    assert [o.version for o in model.opset_import if o.domain == ''] == [opset]
+    sym, params, inputs = _reductions()
+    check_export(sym, params, inputs, tmp_path / 'red.onnx', opset_version=opset)
