@@ -43,13 +43,15 @@ def _close(got, want, rtol=1e-4, atol=1e-5):
 
 
 def check_export(sym, params, inputs, path, rtol=1e-4, atol=1e-5, dynamic=False,
-                 other_batch=None, **kw):
+                 other_batch=None, static=(), **kw):
     """Exports, checks the model, runs it in onnxruntime and compares with our forward;
-    with other_batch, the same session also runs batch size other_batch."""
+    with dynamic, the first dimension of each input but those in static is dynamic, and
+    with other_batch the same session also runs batch size other_batch."""
     names = [n for n in sym.list_inputs() if n not in params]
     shapes = [inputs[n].shape for n in names]
     types = [inputs[n].dtype for n in names]
-    dyn = [(None,) + s[1:] for s in shapes] if dynamic else None
+    dyn = [s if n in static else (None,) + s[1:] for n, s in zip(names, shapes)] \
+        if dynamic else None
     out = mx.onnx.export_model(sym, {k: mx.nd.array(v, dtype=v.dtype) for k, v in params.items()},
                                shapes, types, str(path), dynamic=dynamic,
                                dynamic_input_shapes=dyn, **kw)
@@ -60,9 +62,7 @@ def check_export(sym, params, inputs, path, rtol=1e-4, atol=1e-5, dynamic=False,
     feeds = [inputs]
     if other_batch:
         rng = np.random.RandomState(7)
-        feeds.append({k: np.concatenate([v] * other_batch)[:other_batch] +
-                      rng.uniform(0, 0.1, (other_batch,) + v.shape[1:]).astype(v.dtype)
-                      if v.dtype.kind == 'f' else np.concatenate([v] * other_batch)[:other_batch]
+        feeds.append({k: v if k in static else _grow(v, other_batch, rng)
                       for k, v in inputs.items()})
     for feed in feeds:
         got = sess.run(None, {k: feed[k] for k in names if k in
@@ -75,6 +75,14 @@ def check_export(sym, params, inputs, path, rtol=1e-4, atol=1e-5, dynamic=False,
             except AssertionError as e:
                 raise AssertionError('output %d: %s' % (k, e)) from None
     return model
+
+
+def _grow(v, batch, rng):
+    """v with `batch` rows (repeated), noise added to float data (not to 0/1 masks)."""
+    w = np.concatenate([v] * batch)[:batch]
+    if v.dtype.kind == 'f' and len(np.unique(v)) > 2:
+        w = w + rng.uniform(0, 0.1, w.shape).astype(v.dtype)
+    return w
 
 
 def _r(*shape, lo=-1.0, hi=1.0, seed=0, dtype='float32'):
@@ -175,7 +183,7 @@ def _reshapes():
             mx.sym.squeeze(mx.sym.expand_dims(x, axis=1), axis=1),
             mx.sym.tile(x, reps=(1, 2, 1, 2)), mx.sym.tile(x, reps=(2,)),
             mx.sym.repeat(x, repeats=2, axis=2), mx.sym.repeat(x, repeats=3),
-            mx.sym.reshape_like(x, V('like')), mx.sym.broadcast_to(col, shape=(2, 3, 4, 5)),
+            mx.sym.reshape_like(x, V('like')), mx.sym.broadcast_to(col, shape=(0, 3, 4, 5)),
             mx.sym.broadcast_like(col, x), mx.sym.broadcast_axis(col, axis=3, size=5),
             mx.sym.reverse(x, axis=1), mx.sym.depth_to_space(dts, block_size=2),
             mx.sym.space_to_depth(dts, block_size=2)]
@@ -346,3 +354,281 @@ def test_opsets(opset, tmp_path):
     assert [o.version for o in model.opset_import if o.domain == ''] == [opset]
     sym, params, inputs = _reductions()
     check_export(sym, params, inputs, tmp_path / 'red.onnx', opset_version=opset)
+
+
+# ---- dynamic shapes ----------------------------------------------------------------------
+@pytest.mark.parametrize('group', ['conv', 'dense', 'reshapes', 'pooling', 'indexing',
+                                   'batchnorm', 'softmaxes', 'reductions'])
+def test_dynamic_batch(group, tmp_path):
+    sym, params, inputs = OP_GROUPS[group]()
+    # Inputs whose first dimension is no batch (indices, shapes to copy) stay static.
+    static = {'reshapes': ('dts',), 'indexing': ('idx', 'gidx', 'm', 'bidx')}.get(group, ())
+    if group == 'indexing':
+        static += ('emb',)
+    model = check_export(sym, params, inputs, tmp_path / 'dyn.onnx', dynamic=True,
+                         other_batch=5 if group != 'reshapes' else None, static=static)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    assert not dims[0].HasField('dim_value') and dims[1].HasField('dim_value')
+
+
+def test_dynamic_reshape_codes(tmp_path):
+    x = V('data')
+    y = mx.sym.Group([mx.sym.Reshape(x, shape=(0, -1)), mx.sym.Reshape(x, shape=(-3, 0)),
+                      mx.sym.Reshape(x, shape=(0, 2, -1)), mx.sym.Flatten(x),
+                      mx.sym.repeat(x, repeats=2, axis=1),
+                      mx.sym.broadcast_to(mx.sym.sum(x, axis=2, keepdims=True),
+                                          shape=(0, 3, 4)),
+                      mx.sym.take(x, V('i'), axis=0, mode='clip'),
+                      mx.sym.dot(x, V('w'))])
+    check_export(y, {'w': _r(4, 2)}, {'data': _r(2, 3, 4), 'i': np.array([0., 1., 7.], 'f')},
+                 tmp_path / 'r.onnx', dynamic=True, other_batch=None)
+    path = str(tmp_path / 'r.onnx')
+    sess = _session(path)
+    for batch in (1, 6):
+        xv = _r(batch, 3, 4, seed=batch)
+        feed = {'data': xv, 'i': np.array([0., 1., 7.], 'f')}
+        got = sess.run(None, feed)
+        want = _ours(y, {'w': _r(4, 2)}, feed)
+        for g, w in zip(got, want):
+            _close(g, w)
+
+
+def test_all_dims_dynamic(tmp_path):
+    # MXNet's default with dynamic=True and no dynamic_input_shapes: every dimension dynamic.
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3, padding=1), nn.BatchNorm(), nn.Activation('relu'),
+            nn.GlobalAvgPool2D(), nn.Dense(3))
+    net.initialize()
+    x = mx.nd.array(_r(2, 3, 8, 8))
+    net(x)
+    path = mx.onnx.export_model(net, None, [(2, 3, 8, 8)], np.float32,
+                                str(tmp_path / 'a.onnx'), dynamic=True)
+    sess = _session(path)
+    assert sess.get_inputs()[0].shape[2] != 8
+    for shape in ((2, 3, 8, 8), (3, 3, 12, 10)):
+        xv = _r(*shape)
+        _close(sess.run(None, {'data': xv})[0], net(mx.nd.array(xv)).asnumpy())
+
+
+# ---- seeds, files, blocks ----------------------------------------------------------------
+class _LeNet(mx.gluon.HybridBlock):
+    """The seeds' LeNet (000_*): the last layer a dot with a weight Parameter."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.conv1 = nn.Conv2D(6, kernel_size=5)
+            self.pool1 = nn.MaxPool2D(pool_size=2)
+            self.conv2 = nn.Conv2D(16, kernel_size=5)
+            self.pool2 = nn.MaxPool2D(pool_size=2)
+            self.fc1 = nn.Dense(120)
+            self.fc2 = nn.Dense(84)
+            self.fc3_weight = self.params.get('fc3_weight', shape=(10, 84))
+
+    def hybrid_forward(self, F, x, fc3_weight):
+        x = self.pool1(F.relu(self.conv1(x)))
+        x = self.pool2(F.relu(self.conv2(x)))
+        x = x.reshape((0, -1))
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return F.dot(x, fc3_weight, transpose_b=True)
+
+
+def _mlp():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(256, activation='relu'), nn.Dense(128, activation='relu'),
+                nn.Dense(2))
+    return net
+
+
+@pytest.mark.parametrize('which', ['mlp', 'lenet'])
+def test_seed_networks(which, tmp_path):
+    net = _mlp() if which == 'mlp' else _LeNet()
+    net.initialize(mx.init.Xavier())
+    shape = (4, 512) if which == 'mlp' else (4, 1, 28, 28)
+    x = mx.nd.array(_r(*shape))
+    net.hybridize()
+    want = net(x).asnumpy()
+    # Through the files MXNet's export writes (-symbol.json + .params with arg: prefixes).
+    prefix = str(tmp_path / which)
+    net.export(prefix)
+    path = mx.onnx.export_model(prefix + '-symbol.json', prefix + '-0000.params', [shape],
+                                np.float32, str(tmp_path / 'f.onnx'), dynamic=True,
+                                dynamic_input_shapes=[(None,) + shape[1:]])
+    onnx.checker.check_model(onnx.load(path))
+    sess = _session(path)
+    _close(sess.run(None, {'data': x.asnumpy()})[0], want)
+    x2 = mx.nd.array(_r(7, *shape[1:], seed=3))
+    _close(sess.run(None, {'data': x2.asnumpy()})[0], net(x2).asnumpy())
+    # Directly from the block, and through mx.contrib.onnx (MXNet's older path).
+    path = mx.contrib.onnx.export_model(net, None, [shape], onnx_file_path=str(tmp_path / 'b.onnx'))
+    _close(_session(path).run(None, {'data': x.asnumpy()})[0], want)
+
+
+def test_params_forms(tmp_path):
+    sym, params, inputs = _batchnorm()
+    nd_params = {k: mx.nd.array(v) for k, v in params.items()}
+    aux = set(sym.list_auxiliary_states())
+    arg = {k: v for k, v in nd_params.items() if k not in aux}
+    auxp = {k: v for k, v in nd_params.items() if k in aux}
+    want = _ours(sym, params, inputs)
+    for form in ([arg, auxp], {('aux:' if k in aux else 'arg:') + k: v
+                               for k, v in nd_params.items()}):
+        path = mx.onnx.export_model(sym, form, input_shape=[(2, 4, 3, 5)],
+                                    input_type=np.float32,
+                                    onnx_file_path=str(tmp_path / 'p.onnx'))
+        got = _session(path).run(None, inputs)
+        for g, w in zip(got, want):
+            _close(g, w)
+
+
+def test_large_model_external_data(tmp_path):
+    sym = mx.sym.FullyConnected(V('data'), V('w'), V('b'), num_hidden=64)
+    params, inputs = {'w': _r(64, 24), 'b': _r(64)}, {'data': _r(2, 24)}
+    path = str(tmp_path / 'big.onnx')
+    mx.onnx.export_model(sym, {k: mx.nd.array(v) for k, v in params.items()}, [(2, 24)],
+                         onnx_file_path=path, large_model=True)
+    assert os.path.getsize(path) < 64 * 24 * 4
+    assert os.path.exists(path + '.data')
+    onnx.checker.check_model(path)
+    got = _session(path).run(None, inputs)
+    _close(got[0], _ours(sym, params, inputs)[0])
+
+
+def test_operator_support():
+    ops = mx.onnx.get_operator_support()
+    for op in ('Convolution', 'BatchNorm', 'Pooling', 'FullyConnected', 'Reshape', 'softmax',
+               'Concat', 'Embedding', 'topk'):
+        assert op in ops
+    assert 'cumsum' not in ops and '_add_scalar' not in ops
+
+
+# ---- errors ------------------------------------------------------------------------------
+def test_unknown_op_names_op_and_node(tmp_path):
+    y = mx.sym.cumsum(V('data'), axis=1, name='running')
+    path = tmp_path / 'x.onnx'
+    with pytest.raises(MXNetError, match=r"cumsum.*'running'"):
+        mx.onnx.export_model(y, {}, [(2, 3)], onnx_file_path=str(path))
+    assert not path.exists()
+
+
+def test_unsupported_attribute(tmp_path):
+    y = mx.sym.Pooling(V('data'), kernel=(2,), pool_type='max', pooling_convention='same',
+                       name='pool')
+    with pytest.raises(MXNetError, match="'pool'.*pooling_convention=same"):
+        mx.onnx.export_model(y, {}, [(1, 1, 4)], onnx_file_path=str(tmp_path / 'x.onnx'))
+    y = mx.sym.topk(V('data'), ret_typ='mask', name='tk')
+    with pytest.raises(MXNetError, match="'tk'.*ret_typ=mask"):
+        mx.onnx.export_model(y, {}, [(2, 4)], onnx_file_path=str(tmp_path / 'x.onnx'))
+    y = mx.sym.contrib.AdaptiveAvgPooling2D(V('data'), output_size=(3, 3))
+    with pytest.raises(MXNetError, match='does not divide'):
+        mx.onnx.export_model(y, {}, [(1, 1, 8, 8)], onnx_file_path=str(tmp_path / 'x.onnx'))
+
+
+def test_bad_shapes_and_inputs(tmp_path):
+    sym, params, _ = _dense()
+    p = {k: mx.nd.array(v) for k, v in params.items()}
+    with pytest.raises(MXNetError, match='in_shapes is required'):
+        mx.onnx.export_model(sym, p, onnx_file_path=str(tmp_path / 'x.onnx'))
+    with pytest.raises(MXNetError, match='shape inference failed'):
+        mx.onnx.export_model(sym, p, [(2, 5, 5)], onnx_file_path=str(tmp_path / 'x.onnx'))
+    with pytest.raises(MXNetError, match='input shapes'):
+        mx.onnx.export_model(sym, p, [(2, 24), (3, 3)], onnx_file_path=str(tmp_path / 'x.onnx'))
+    with pytest.raises(MXNetError, match='sym must be a Symbol'):
+        mx.onnx.export_model(42, p, [(2, 24)], onnx_file_path=str(tmp_path / 'x.onnx'))
+    with pytest.raises(MXNetError, match='opset_version 12'):
+        mx.onnx.export_model(sym, p, [(2, 24)], onnx_file_path=str(tmp_path / 'x.onnx'),
+                             opset_version=12)
+    assert not list(tmp_path.iterdir())
+
+
+def test_failed_export_keeps_old_file(tmp_path):
+    path = tmp_path / 'model.onnx'
+    path.write_bytes(b'old')
+    with pytest.raises(MXNetError):
+        mx.onnx.export_model(mx.sym.cumsum(V('data')), {}, [(2, 3)], onnx_file_path=str(path))
+    assert path.read_bytes() == b'old'
+    assert [p.name for p in tmp_path.iterdir()] == ['model.onnx']
+
+
+def test_missing_onnx_package(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, 'onnx', None)
+    with pytest.raises(MXNetError, match=r'onnx package.*hybridgluon\[onnx\]'):
+        mx.onnx.export_model(mx.sym.relu(V('data')), {}, [(2, 3)],
+                             onnx_file_path=str(tmp_path / 'x.onnx'))
+
+
+# ---- the model zoo -----------------------------------------------------------------------
+ZOO = ['alexnet', 'densenet121', 'densenet161', 'densenet169', 'densenet201', 'inceptionv3',
+       'mobilenet0.25', 'mobilenet0.5', 'mobilenet0.75', 'mobilenet1.0', 'mobilenetv2_0.25',
+       'mobilenetv2_0.5', 'mobilenetv2_0.75', 'mobilenetv2_1.0', 'resnet18_v1', 'resnet34_v1',
+       'resnet50_v1', 'resnet101_v1', 'resnet152_v1', 'resnet18_v2', 'resnet34_v2',
+       'resnet50_v2', 'resnet101_v2', 'resnet152_v2', 'squeezenet1.0', 'squeezenet1.1',
+       'vgg11', 'vgg13', 'vgg16', 'vgg19', 'vgg11_bn', 'vgg13_bn', 'vgg16_bn', 'vgg19_bn']
+# The VGGs hold 130M parameters each (half a minute apiece to initialise, serialise and run
+# on a busy machine): they run with HG_LONG_TESTS=1. The deepest nets run one batch size only
+# in the default run (the dynamic batch axis is checked on the others).
+LONG_ONLY = {'vgg11', 'vgg13', 'vgg16', 'vgg19', 'vgg11_bn', 'vgg13_bn', 'vgg16_bn',
+             'vgg19_bn'}
+ONE_BATCH = {'resnet101_v1', 'resnet152_v1', 'resnet101_v2', 'resnet152_v2', 'densenet161',
+             'densenet201', 'alexnet'}
+
+
+def test_zoo_list_is_complete():
+    from hybridgluon.gluon.model_zoo.vision import _models
+    assert sorted(ZOO) == sorted(_models) and len(ZOO) == 34
+
+
+def _randomize_batchnorm(net, seed):
+    # Fresh running statistics (mean 0, var 1) make deep nets' outputs vanish, and the
+    # comparison with them; drawn statistics keep the activations of order one.
+    rng = np.random.RandomState(seed)
+    for name, p in net.collect_params().items():
+        if name.endswith(('running_mean', 'beta')):
+            p.set_data(mx.nd.array(rng.uniform(-0.2, 0.2, p.shape)))
+        elif name.endswith(('running_var', 'gamma')):
+            p.set_data(mx.nd.array(rng.uniform(0.8, 1.2, p.shape)))
+
+
+@pytest.fixture
+def fast_dir(tmp_path):
+    """A folder in memory where there is one: the zoo's models are 5-550 MB each."""
+    if os.path.isdir('/dev/shm') and os.access('/dev/shm', os.W_OK):
+        import tempfile
+        import shutil
+        d = tempfile.mkdtemp(dir='/dev/shm')
+        yield d
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield str(tmp_path)
+
+
+@pytest.mark.parametrize('name', ZOO)
+def test_model_zoo(name, fast_dir):
+    if name in LONG_ONLY and not LONG:
+        pytest.skip('%s: long model test, run with HG_LONG_TESTS=1' % name)
+    from hybridgluon.gluon.model_zoo import vision
+    net = vision.get_model(name)
+    # Without normalisation layers, a larger initial scale keeps the output of order one.
+    net.initialize(mx.init.Xavier(magnitude=6.0 if 'squeezenet' in name else 2.0))
+    size = 299 if name == 'inceptionv3' else 224
+    x = mx.nd.array(_r(1, 3, size, size, lo=0, hi=1))
+    net(x)
+    _randomize_batchnorm(net, 1)
+    net.hybridize()
+    want = net(x).asnumpy()
+    path = mx.onnx.export_model(net, None, [x.shape], np.float32,
+                                os.path.join(fast_dir, 'm.onnx'), dynamic=True,
+                                dynamic_input_shapes=[(None, 3, size, size)])
+    onnx.checker.check_model(path)
+    sess = _session(path)
+    scale = float(np.abs(want).max())
+    assert scale > 1e-3
+    got = sess.run(None, {'data': x.asnumpy()})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * scale)
+    if name in ONE_BATCH and not LONG:
+        return
+    x2 = mx.nd.array(_r(2, 3, size, size, lo=0, hi=1, seed=9))
+    got2 = sess.run(None, {'data': x2.asnumpy()})[0]
+    np.testing.assert_allclose(got2, net(x2).asnumpy(), rtol=1e-4, atol=1e-4 * scale)

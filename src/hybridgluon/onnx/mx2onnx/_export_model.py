@@ -166,18 +166,22 @@ class _Exporter:
         tries = [self.dyn_dims,
                  {n: [bool(d and i == 0) for i, d in enumerate(v)]
                   for n, v in self.dyn_dims.items()}]
+        why = None
         for dd in tries:
             shapes = {n: tuple(s * 2 if dd[n][i] else s for i, s in enumerate(shp))
                       for n, shp in self.in_shapes.items()}
             try:
                 other = self._infer(shapes)
-            except MXNetError:
+            except MXNetError as e:
+                why = why or e
                 continue
             self.dyn = {k: tuple(a != b for a, b in zip(m[0], other[k][0]))
                         for k, m in self.metas.items()}
             return
         raise MXNetError('ONNX export: the graph admits no other size of its dynamic input '
-                         'dimensions (shape inference fails when they change)')
+                         'dimensions %s (shape inference fails when they change: %s)'
+                         % ({n: [i for i, d in enumerate(v) if d]
+                             for n, v in self.dyn_dims.items()}, why))
 
     # ---- conversion --------------------------------------------------------------------
     def _defaults(self, op):

@@ -265,7 +265,7 @@ def _dot(b, n):
     c2 = b.reshape(c, [k, -1])
     y = b.add('MatMul', [a2, c2])
     from ._ops_tensor import _reshape_target
-    return _reshape_target(b, n, y)
+    return _reshape_target(b, n, y, copy_upto=0)
 
 
 @converter('batch_dot')

@@ -3,9 +3,11 @@ tile/repeat, gather-style indexing, padding, casts and the sorting ops."""
 from ._builder import converter, INT64_MAX, INT64_MIN
 
 
-def _reshape_target(b, n, x, out=0):
+def _reshape_target(b, n, x, out=0, copy_upto=None):
     """Reshape x to node n's output shape: constant where static; a dimension that follows
-    a dynamic input is copied (0) when it sits where the input had it, else inferred (-1)."""
+    a dynamic input is copied (0) when it sits where the node's input had it (and, for an x
+    computed from that input, at an index below copy_upto, where x keeps the input's
+    dimensions), else inferred (-1)."""
     shape = list(n.out_shapes[out])
     dyn = n.out_dyn[out]
     in_shape, in_dyn = n.in_shapes[0], n.in_dyn[0]
@@ -13,7 +15,8 @@ def _reshape_target(b, n, x, out=0):
     for k, d in enumerate(dyn):
         if not d:
             continue
-        if k < len(in_shape) and in_dyn[k] and in_shape[k] == shape[k]:
+        copyable = copy_upto is None or k < copy_upto
+        if copyable and k < len(in_shape) and in_dyn[k] and in_shape[k] == shape[k]:
             shape[k] = 0
         else:
             left.append(k)
@@ -192,7 +195,7 @@ def _repeat(b, n):
     reps = [1] * (nd + 1)
     reps[axis + 1] = r
     y = b.add('Tile', [y, b.i64(reps)])
-    return _reshape_target(b, n, y)
+    return _reshape_target(b, n, y, copy_upto=axis if n.attrs.get('axis') is not None else 0)
 
 
 @converter('where')
