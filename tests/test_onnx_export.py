@@ -95,10 +95,13 @@ def _conv():
     y = mx.sym.Convolution(x, V('w1'), V('b1'), kernel=(3, 3), num_filter=8, pad=(1, 2),
                            stride=(2, 1), dilate=(1, 2), num_group=2)
     y = mx.sym.Convolution(y, V('w2'), kernel=(1, 1), num_filter=4, no_bias=True)
+    t = mx.sym.Deconvolution(y, V('w4'), kernel=(3, 3), num_filter=2, stride=(2, 2),
+                             target_shape=(10, 11))
     y = mx.sym.Deconvolution(y, V('w3'), V('b3'), kernel=(3, 3), num_filter=6, stride=(2, 2),
                              pad=(1, 1), adj=(1, 1), num_group=2, no_bias=False)
-    return y, {'w1': _r(8, 2, 3, 3), 'b1': _r(8), 'w2': _r(4, 8, 1, 1), 'w3': _r(4, 3, 3, 3),
-               'b3': _r(6)}, {'data': _r(2, 4, 9, 10)}
+    return mx.sym.Group([y, t]), {'w1': _r(8, 2, 3, 3), 'b1': _r(8), 'w2': _r(4, 8, 1, 1),
+                                  'w3': _r(4, 3, 3, 3), 'b3': _r(6), 'w4': _r(4, 2, 3, 3)}, \
+        {'data': _r(2, 4, 9, 10)}
 
 
 def _conv1d3d():
@@ -162,6 +165,10 @@ def _pooling():
                            count_include_pad=False),
             mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type='max',
                            pooling_convention='full'),
+            mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='avg',
+                           pooling_convention='full'),
+            mx.sym.Pooling(x, kernel=(2, 3), stride=(2, 2), pad=(0, 1), pool_type='avg',
+                           pooling_convention='full', count_include_pad=False),
             mx.sym.Pooling(x, kernel=(3, 2), stride=(1, 2), pool_type='sum'),
             mx.sym.Pooling(x, kernel=(2, 2), stride=(1, 1), pool_type='lp', p_value=2),
             mx.sym.Pooling(x, global_pool=True, pool_type='max', kernel=(1, 1)),
@@ -326,6 +333,21 @@ def _resize_pad():
     return mx.sym.Group(outs), {}, {'data': _r(2, 3, 4, 5)}
 
 
+def _sequence_attention():
+    x, lens, qkv = V('data'), V('lens'), V('qkv')
+    att = mx.sym.contrib.interleaved_matmul_selfatt_qk(qkv, heads=2)
+    outs = [mx.sym.SequenceMask(x, lens, use_sequence_length=True, value=-2.0),
+            mx.sym.SequenceMask(mx.sym.swapaxes(x, 0, 1), lens, use_sequence_length=True,
+                                axis=1),
+            mx.sym.SequenceMask(x), mx.sym.contrib.arange_like(x),
+            mx.sym.contrib.arange_like(x, start=1.5, step=0.5, axis=1),
+            att, mx.sym.contrib.interleaved_matmul_selfatt_valatt(qkv, mx.sym.softmax(att),
+                                                                  heads=2)]
+    # data (seq 5, batch 3, 2), qkv (seq 4, batch 3, heads 2 * 3 * d 3)
+    return mx.sym.Group(outs), {}, {'data': _r(5, 3, 2), 'lens': np.array([2, 5, 0], 'f'),
+                                    'qkv': _r(4, 3, 18)}
+
+
 def _folded():
     # All-constant subgraphs (parameter arithmetic, _zeros/_arange) are folded at export.
     x = V('data')
@@ -338,7 +360,7 @@ def _folded():
 OP_GROUPS = {f.__name__[1:]: f for f in (
     _conv, _conv1d3d, _dense, _activations, _batchnorm, _pooling, _reshapes, _join_split,
     _arith, _compare, _unary, _softmaxes, _reductions, _indexing, _matmul, _resize_pad,
-    _folded)}
+    _sequence_attention, _folded)}
 
 
 @pytest.mark.parametrize('group', sorted(OP_GROUPS))
@@ -358,11 +380,13 @@ def test_opsets(opset, tmp_path):
 
 # ---- dynamic shapes ----------------------------------------------------------------------
 @pytest.mark.parametrize('group', ['conv', 'dense', 'reshapes', 'pooling', 'indexing',
-                                   'batchnorm', 'softmaxes', 'reductions'])
+                                   'batchnorm', 'softmaxes', 'reductions',
+                                   'sequence_attention'])
 def test_dynamic_batch(group, tmp_path):
     sym, params, inputs = OP_GROUPS[group]()
     # Inputs whose first dimension is no batch (indices, shapes to copy) stay static.
-    static = {'reshapes': ('dts',), 'indexing': ('idx', 'gidx', 'm', 'bidx')}.get(group, ())
+    static = {'reshapes': ('dts',), 'indexing': ('idx', 'gidx', 'm', 'bidx'),
+              'sequence_attention': ('lens',)}.get(group, ())   # there axis 0 is the time
     if group == 'indexing':
         static += ('emb',)
     model = check_export(sym, params, inputs, tmp_path / 'dyn.onnx', dynamic=True,
@@ -496,12 +520,27 @@ def test_large_model_external_data(tmp_path):
     _close(got[0], _ours(sym, params, inputs)[0])
 
 
+def test_random_generators(tmp_path):
+    # Random draws cannot match ours value by value: shapes, dtypes and ranges must.
+    y = mx.sym.Group([mx.sym.random.uniform(low=2, high=3, shape=(50, 4)),
+                      mx.sym.random.normal(loc=5, scale=0.1, shape=(400,), dtype='float64'),
+                      V('data') + 1])
+    path = mx.onnx.export_model(y, {}, [(2,)], onnx_file_path=str(tmp_path / 'r.onnx'))
+    onnx.checker.check_model(path)
+    u, g, d = _session(path).run(None, {'data': np.zeros(2, 'f')})
+    assert u.shape == (50, 4) and u.dtype == np.float32 and 2 <= u.min() and u.max() <= 3
+    assert u.std() > 0.2
+    assert g.shape == (400,) and g.dtype == np.float64 and abs(g.mean() - 5) < 0.05
+    np.testing.assert_array_equal(d, np.ones(2, 'f'))
+
+
 def test_operator_support():
     ops = mx.onnx.get_operator_support()
     for op in ('Convolution', 'BatchNorm', 'Pooling', 'FullyConnected', 'Reshape', 'softmax',
                'Concat', 'Embedding', 'topk'):
         assert op in ops
     assert 'cumsum' not in ops and '_add_scalar' not in ops
+    assert '_zeros' in ops and '_random_uniform' in ops   # folded; converted
 
 
 # ---- errors ------------------------------------------------------------------------------

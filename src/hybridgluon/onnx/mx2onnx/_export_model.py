@@ -16,7 +16,7 @@ import numpy as np
 
 from ...base import MXNetError, _np_dtype
 from . import _builder
-from . import _ops_nn, _ops_tensor, _ops_math  # noqa: F401 (they register the converters)
+from . import _ops_nn, _ops_tensor, _ops_math, _ops_contrib  # noqa: F401 (registration)
 
 DEFAULT_OPSET = 13
 
@@ -36,7 +36,12 @@ def get_operator_support(opset_version=None):
     """The sorted names of the MXNet operators export_model can convert."""
     from ... import _core
     ops = set(_core.list_ops())
-    return sorted(n for n in _builder.registry() if n in ops)
+    folded = set()
+    for op in ops:     # generators with no input are evaluated at export (constant folding)
+        info = _core.op_info(op)
+        if info['no_inputs'] and not info['random'] and not op.startswith('_backward'):
+            folded.add(op)
+    return sorted(n for n in _builder.registry() if n in ops) + sorted(folded)
 
 
 def _load(sym, params):

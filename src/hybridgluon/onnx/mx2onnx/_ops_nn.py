@@ -33,10 +33,20 @@ def _deconv(b, n):
     _channel_first(n)
     kernel = list(n.attrs.tuple('kernel'))
     k = len(kernel)
-    if any(n.attrs.tuple('target_shape', ())):
-        n.unsupported('target_shape', n.attrs.tuple('target_shape'))
     pad = _spatial(n, 'pad', k, 0)
     adj = _spatial(n, 'adj', k, 0)
+    target = n.attrs.tuple('target_shape', ())
+    if any(target):
+        # MXNet derives symmetric padding and the odd remainder (adj) from the target size.
+        if any(n.in_dyn[0][2:]):
+            n.fail('target_shape with a dynamic spatial size cannot be expressed in ONNX')
+        stride, dil = _spatial(n, 'stride', k, 1), _spatial(n, 'dilate', k, 1)
+        pad, adj = [], []
+        for i in range(k):
+            full = stride[i] * (n.in_shapes[0][2 + i] - 1) + dil[i] * (kernel[i] - 1) + 1
+            total = full - target[i]
+            pad.append((total + 1) // 2)
+            adj.append(total % 2)
     ins = n.inputs[:2] if n.attrs.bool('no_bias', True) else n.inputs[:3]
     return b.add('ConvTranspose', ins, kernel_shape=kernel,
                  strides=_spatial(n, 'stride', k, 1), dilations=_spatial(n, 'dilate', k, 1),

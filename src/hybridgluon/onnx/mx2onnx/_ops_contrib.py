@@ -1,0 +1,97 @@
+"""ONNX converters of the sequence, attention and generator ops: SequenceMask,
+arange_like, the random generators and the interleaved self-attention products."""
+import math
+
+from ._builder import converter
+
+
+@converter('SequenceMask')
+def _sequence_mask(b, n):
+    x = n.inputs[0]
+    if not n.attrs.bool('use_sequence_length') or len(n.inputs) < 2:
+        return b.add('Identity', [x])
+    axis = n.attrs.int('axis', 0)
+    if axis not in (0, 1):
+        n.unsupported('axis', axis)
+    ndim = len(n.in_shapes[0])
+    steps = b.add('Range', [b.const(0, 'int64'), b.squeeze(b.dim(x, axis), [0]),
+                            b.const(1, 'int64')])
+    lens = b.cast(n.inputs[1], 'int64')
+    # keep[t, b] (axis 0) or keep[b, t] (axis 1): step t lies inside sequence b.
+    if axis == 0:
+        keep = b.add('Less', [b.unsqueeze(steps, [1]), b.unsqueeze(lens, [0])])
+    else:
+        keep = b.add('Less', [b.unsqueeze(steps, [0]), b.unsqueeze(lens, [1])])
+    if ndim > 2:
+        keep = b.unsqueeze(keep, list(range(2, ndim)))
+    value = b.const(n.attrs.float('value', 0.0), n.in_dtypes[0])
+    return b.add('Where', [keep, x, value])
+
+
+@converter('_contrib_arange_like')
+def _arange_like(b, n):
+    x = n.inputs[0]
+    if n.attrs.int('repeat', 1) != 1:
+        n.unsupported('repeat', n.attrs.int('repeat'))
+    axis = n.attrs.get('axis')
+    count = b.add('Size', [x]) if axis is None else b.squeeze(b.dim(x, int(axis)), [0])
+    # Integer steps, then scaled: a float Range could miscount its length by rounding.
+    idx = b.add('Range', [b.const(0, 'int64'), count, b.const(1, 'int64')])
+    dt = n.out_dtypes[0]
+    y = b.add('Add', [b.add('Mul', [b.cast(idx, dt), b.const(n.attrs.float('step', 1.0), dt)]),
+                      b.const(n.attrs.float('start', 0.0), dt)])
+    if axis is None:
+        y = b.add('Reshape', [y, b.add('Shape', [x])])
+    return y
+
+
+def _random(b, n, op_type, **attrs):
+    dt = b.helper.np_dtype_to_tensor_dtype(n.out_dtypes[0])
+    return b.add(op_type, [], shape=list(n.out_shapes[0]), dtype=dt, **attrs)
+
+
+@converter('_random_uniform')
+def _random_uniform(b, n):
+    return _random(b, n, 'RandomUniform', low=n.attrs.float('low', 0.0),
+                   high=n.attrs.float('high', 1.0))
+
+
+@converter('_random_normal')
+def _random_normal(b, n):
+    return _random(b, n, 'RandomNormal', mean=n.attrs.float('loc', 0.0),
+                   scale=n.attrs.float('scale', 1.0))
+
+
+def _heads_view(b, n, qkv, which):
+    """(seq, batch, heads * 3 * d) interleaved as (heads, 3, d) -> part `which` as
+    (batch, heads, seq, d)."""
+    heads = n.attrs.int('heads')
+    last = n.in_shapes[0][-1]
+    d = last // (3 * heads)
+    x = b.reshape(qkv, [0, 0, heads, 3, d])
+    part = b.squeeze(b.slice(x, [which], [which + 1], [3]), [3])
+    return b.add('Transpose', [part], perm=[1, 2, 0, 3]), d
+
+
+def _merge_batch_heads(b, t):
+    """(batch, heads, s, t) -> (batch * heads, s, t) with run-time s and t."""
+    tail = b.slice(b.add('Shape', [t]), [2], [4], [0])
+    return b.add('Reshape', [t, b.add('Concat', [b.i64([-1]), tail], axis=0)])
+
+
+@converter('_contrib_interleaved_matmul_selfatt_qk')
+def _selfatt_qk(b, n):
+    q, d = _heads_view(b, n, n.inputs[0], 0)
+    k, _ = _heads_view(b, n, n.inputs[0], 1)
+    q = b.add('Mul', [q, b.const(1.0 / math.sqrt(d), n.in_dtypes[0])])
+    att = b.add('MatMul', [q, b.add('Transpose', [k], perm=[0, 1, 3, 2])])
+    return _merge_batch_heads(b, att)
+
+
+@converter('_contrib_interleaved_matmul_selfatt_valatt')
+def _selfatt_valatt(b, n):
+    v, _ = _heads_view(b, n, n.inputs[0], 2)
+    out = b.add('MatMul', [n.inputs[1], _merge_batch_heads(b, v)])
+    out = b.add('Reshape', [out, b.add('Shape', [v])])
+    out = b.add('Transpose', [out], perm=[2, 0, 1, 3])
+    return b.reshape(out, [0, 0, -1])
