@@ -520,6 +520,50 @@ def test_large_model_external_data(tmp_path):
     _close(got[0], _ours(sym, params, inputs)[0])
 
 
+@pytest.mark.parametrize('kind', ['lstm', 'gru', 'rnn_tanh', 'rnn_relu'])
+def test_rnn_layers(kind, tmp_path):
+    # Stacked bidirectional layers with zero begin states, then one layer given its states.
+    from hybridgluon.gluon import rnn
+    make = {'lstm': rnn.LSTM, 'gru': rnn.GRU}.get(kind)
+    kwargs = {} if make else {'activation': kind[4:]}
+    make = make or rnn.RNN
+    net = nn.HybridSequential()
+    net.add(make(5, num_layers=2, bidirectional=True, input_size=3, **kwargs))
+    net.add(make(4, num_layers=1, input_size=10, **kwargs))
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    x = mx.nd.array(_r(6, 2, 3))
+    want = net(x).asnumpy()
+    path = mx.onnx.export_model(net, None, [x.shape], np.float32, str(tmp_path / 'r.onnx'),
+                                dynamic=True, dynamic_input_shapes=[(None, None, 3)])
+    onnx.checker.check_model(path)
+    sess = _session(path)
+    _close(sess.run(None, {'data': x.asnumpy()})[0], want)
+    x2 = mx.nd.array(_r(4, 3, 3, seed=2))
+    _close(sess.run(None, {'data': x2.asnumpy()})[0], net(x2).asnumpy())
+
+    layer = make(4, num_layers=2, bidirectional=True, input_size=3, **kwargs)
+    layer.initialize(mx.init.Uniform(0.5))
+    states = [mx.sym.var('h')] + ([mx.sym.var('c')] if kind == 'lstm' else [])
+    out, new_states = layer(mx.sym.var('data'), states)
+    sym = mx.sym.Group([out] + list(new_states))
+    params = {p.name: p.data().asnumpy() for p in layer.collect_params().values()}
+    inputs = {'data': _r(5, 2, 3), 'h': _r(4, 2, 4, seed=4)}
+    if kind == 'lstm':
+        inputs['c'] = _r(4, 2, 4, seed=5)
+    check_export(sym, params, inputs, tmp_path / 's.onnx')
+
+
+def test_dynamic_fill_error(tmp_path):
+    # zeros of the dynamic batch's size feeding an op that needs its values: a clear error.
+    x = V('data')
+    y = mx.sym.elemwise_add(x, mx.sym.ones(shape=(0, 3)), name='addz')
+    with pytest.raises(MXNetError, match="'addz'.*dynamic"):
+        mx.onnx.export_model(y, {}, [(2, 3)], onnx_file_path=str(tmp_path / 'x.onnx'),
+                             dynamic=True)
+    check_export(y, {}, {'data': _r(2, 3)}, tmp_path / 'ok.onnx')
+
+
 def test_random_generators(tmp_path):
     # Random draws cannot match ours value by value: shapes, dtypes and ranges must.
     y = mx.sym.Group([mx.sym.random.uniform(low=2, high=3, shape=(50, 4)),

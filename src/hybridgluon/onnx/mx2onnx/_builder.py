@@ -12,6 +12,10 @@ from ...base import MXNetError
 
 _REGISTRY = {}
 
+# Prefix of the name of a generated constant whose shape follows a dynamic input (see
+# _Exporter._fill): a converter may drop it; any ONNX node that takes it is an error.
+DEFERRED = '@dynamic-fill:'
+
 INT64_MAX = 2 ** 63 - 1
 INT64_MIN = -2 ** 63
 
@@ -93,13 +97,14 @@ class _Node:
     """One MXNet node as a converter sees it."""
 
     def __init__(self, name, op, attrs, inputs, in_shapes, in_dtypes, out_shapes, out_dtypes,
-                 in_dyn, out_dyn, in_consts):
+                 in_dyn, out_dyn, in_consts, in_fills):
         self.name, self.op, self.attrs = name, op, attrs
         self.inputs = inputs            # ONNX tensor names
         self.in_shapes, self.in_dtypes = in_shapes, in_dtypes
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes
         self.in_dyn, self.out_dyn = in_dyn, out_dyn  # per dimension: follows a dynamic input
         self.in_consts = in_consts      # NumPy value of a constant input, else None
+        self.in_fills = in_fills        # value of a zeros/ones/full input, else None
 
     def fail(self, why):
         raise MXNetError("ONNX export: node '%s' (%s): %s" % (self.name, self.op, why))
@@ -149,6 +154,12 @@ class _Builder:
 
     def add(self, op_type, inputs, n_out=1, outputs=None, **attrs):
         """Appends one ONNX node; returns its output name (or list when n_out > 1)."""
+        for x in inputs:
+            if x.startswith(DEFERRED):
+                raise MXNetError("ONNX export: node '%s' takes %s, a zeros/ones/full whose "
+                                 'shape follows a dynamic input dimension; ONNX export needs '
+                                 'it static (export with dynamic=False)'
+                                 % (self._scope, x[len(DEFERRED):]))
         if outputs is None:
             outputs = [self.fresh(op_type.lower()) for _ in range(n_out)]
         attrs = {k: v for k, v in attrs.items() if v is not None}

@@ -16,9 +16,10 @@ import numpy as np
 
 from ...base import MXNetError, _np_dtype
 from . import _builder
-from . import _ops_nn, _ops_tensor, _ops_math, _ops_contrib  # noqa: F401 (registration)
+from . import _ops_nn, _ops_tensor, _ops_math, _ops_contrib, _ops_rnn  # noqa: F401
 
 DEFAULT_OPSET = 13
+_FILL_OPS = ('_zeros', '_ones', '_full')
 
 
 def _import_onnx():
@@ -180,6 +181,10 @@ class _Exporter:
             except MXNetError as e:
                 why = why or e
                 continue
+            unknown = [self.nodes[k[0]][0] for k, m in other.items() if m[0] is None]
+            if unknown:
+                why = why or 'the shape of %s stays unknown' % unknown[0]
+                continue
             self.dyn = {k: tuple(a != b for a, b in zip(m[0], other[k][0]))
                         for k, m in self.metas.items()}
             return
@@ -211,6 +216,7 @@ class _Exporter:
         b = self.b
         tensor = {}         # (node, output) -> ONNX name
         consts = {}         # (node, output) -> NumPy value of a folded constant
+        fills = {}          # (node, output) -> value of a zeros/ones/full generator
         used = set()
         self.consumed = {(n, j) for nd in self.nodes for n, j, _ in nd[3]} | set(self.heads)
         from ... import _core
@@ -223,6 +229,9 @@ class _Exporter:
                 continue
             ins = [(n, j) for n, j, _ in inputs]
             info = _core.op_info(op)
+            if op in _FILL_OPS:
+                self._fill(i, op, attrs, tensor, consts, fills)
+                continue
             if ins and all(k in consts for k in ins) and not info['random'] or \
                     (not ins and not info['random'] and info['no_inputs']):
                 values = self._fold(i)
@@ -246,7 +255,8 @@ class _Exporter:
                 [self.metas[(i, j)][0] for j in range(n_vis)],
                 [np.dtype(_np_dtype(self.metas[(i, j)][1])) for j in range(n_vis)],
                 [self.dyn[k] for k in ins], [self.dyn[(i, j)] for j in range(n_vis)],
-                [self._const_value(k, consts) for k in ins])
+                [self._const_value(k, consts) for k in ins],
+                [fills.get(k) for k in ins])
             b._scope = name
             outs = fn(b, node)
             if isinstance(outs, str):
@@ -260,6 +270,27 @@ class _Exporter:
             if self.verbose:
                 logging.info('converted %s (%s) -> %s', name, op, outs[:n_vis])
         self.tensor, self.consts = tensor, consts
+
+    def _fill(self, i, op, attrs, tensor, consts, fills):
+        """A zeros/ones/full generator: a ConstantOfShape of its inferred shape, which shape
+        inference completes (a 0 in MXNet's shape= is filled from the consumer). One whose
+        shape follows a dynamic input has no constant form: only converters that take it
+        as ONNX's default (an RNN's zero initial state) accept it."""
+        b = self.b
+        name = self.nodes[i][0]
+        shape, flag = self.metas[(i, 0)]
+        value = {'_zeros': 0.0, '_ones': 1.0}.get(op)
+        if value is None:
+            value = float(_builder._parse_value(attrs.get('value', '0')))
+        fills[(i, 0)] = value
+        if any(self.dyn[(i, 0)]):
+            tensor[(i, 0)] = _builder.DEFERRED + name
+            return
+        from onnx import numpy_helper
+        dt = np.dtype(_np_dtype(flag))
+        v = numpy_helper.from_array(np.array([value], dtype=dt), 'value')
+        b._scope = name
+        tensor[(i, 0)] = b.add('ConstantOfShape', [b.i64(shape)], value=v)
 
     def _const_value(self, key, consts):
         if key not in consts:
