@@ -348,6 +348,32 @@ def _sequence_attention():
                                     'qkv': _r(4, 3, 18)}
 
 
+def _misc():
+    x, lens, img = V('data'), V('lens'), V('img')
+    nanx = V('nanx')
+    outs = [mx.sym.cumsum(x, axis=1), mx.sym.cumsum(x), mx.sym.cumsum(x, axis=0, dtype='float64'),
+            mx.sym.nansum(nanx, axis=1), mx.sym.nanprod(nanx), mx.sym.contrib.div_sqrt_dim(x),
+            mx.sym.contrib.quadratic(x, a=0.5, b=-1, c=2), mx.sym.contrib.round_ste(x * 3),
+            mx.sym.contrib.sign_ste(x)]
+    outs += list(mx.sym.moments(x, axes=(0, 2)))
+    outs += list(mx.sym.moments(x, axes=(1,), keepdims=True))
+    outs += [mx.sym.SequenceReverse(x), mx.sym.SequenceReverse(x, lens, use_sequence_length=True),
+             mx.sym.SequenceLast(x), mx.sym.SequenceLast(x, lens, use_sequence_length=True),
+             mx.sym.SequenceLast(mx.sym.swapaxes(x, 0, 1), lens, use_sequence_length=True,
+                                 axis=1),
+             mx.sym.Crop(img, h_w=(3, 4), offset=(1, 2)),
+             mx.sym.Crop(img, h_w=(3, 3), center_crop=True),
+             mx.sym.image.to_tensor(V('hwc')), mx.sym.image.to_tensor(V('nhwc')),
+             mx.sym.image.normalize(img, mean=(0.1, 0.2, 0.3), std=(0.5, 0.6, 0.7)),
+             mx.sym._internal._sum_to_like(x, mx.sym.sum(x, axis=1, keepdims=True))]
+    nan = _r(3, 4, seed=9)
+    nan[0, 1] = nan[2, 3] = np.nan
+    return mx.sym.Group(outs), {}, {
+        'data': _r(5, 3, 2), 'lens': np.array([2, 5, 1], 'f'), 'img': _r(2, 3, 6, 7),
+        'nanx': nan, 'hwc': np.random.RandomState(1).randint(0, 256, (4, 5, 3)).astype('uint8'),
+        'nhwc': np.random.RandomState(2).randint(0, 256, (2, 4, 5, 3)).astype('uint8')}
+
+
 def _folded():
     # All-constant subgraphs (parameter arithmetic, _zeros/_arange) are folded at export.
     x = V('data')
@@ -360,7 +386,7 @@ def _folded():
 OP_GROUPS = {f.__name__[1:]: f for f in (
     _conv, _conv1d3d, _dense, _activations, _batchnorm, _pooling, _reshapes, _join_split,
     _arith, _compare, _unary, _softmaxes, _reductions, _indexing, _matmul, _resize_pad,
-    _sequence_attention, _folded)}
+    _sequence_attention, _misc, _folded)}
 
 
 @pytest.mark.parametrize('group', sorted(OP_GROUPS))
@@ -507,6 +533,21 @@ def test_params_forms(tmp_path):
             _close(g, w)
 
 
+def test_label_input_needs_no_shape(tmp_path):
+    # A training symbol (SoftmaxOutput with its label): the label's shape is inferred and,
+    # unused at inference, it is no input of the ONNX graph.
+    y = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(V('data'), num_hidden=3, name='fc'),
+                             name='softmax')
+    params = {'fc_weight': _r(3, 4), 'fc_bias': _r(3)}
+    path = mx.onnx.export_model(y, {k: mx.nd.array(v) for k, v in params.items()}, [(2, 4)],
+                                onnx_file_path=str(tmp_path / 's.onnx'))
+    sess = _session(path)
+    assert [i.name for i in sess.get_inputs()] == ['data']
+    x = _r(2, 4)
+    want = _ours(y, params, {'data': x, 'softmax_label': np.zeros(2, 'f')})[0]
+    _close(sess.run(None, {'data': x})[0], want)
+
+
 def test_large_model_external_data(tmp_path):
     sym = mx.sym.FullyConnected(V('data'), V('w'), V('b'), num_hidden=64)
     params, inputs = {'w': _r(64, 24), 'b': _r(64)}, {'data': _r(2, 24)}
@@ -583,16 +624,16 @@ def test_operator_support():
     for op in ('Convolution', 'BatchNorm', 'Pooling', 'FullyConnected', 'Reshape', 'softmax',
                'Concat', 'Embedding', 'topk'):
         assert op in ops
-    assert 'cumsum' not in ops and '_add_scalar' not in ops
+    assert '_linalg_potrf' not in ops and '_add_scalar' not in ops
     assert '_zeros' in ops and '_random_uniform' in ops   # folded; converted
 
 
 # ---- errors ------------------------------------------------------------------------------
 def test_unknown_op_names_op_and_node(tmp_path):
-    y = mx.sym.cumsum(V('data'), axis=1, name='running')
+    y = mx.sym.linalg.potrf(V('data'), name='chol')
     path = tmp_path / 'x.onnx'
-    with pytest.raises(MXNetError, match=r"cumsum.*'running'"):
-        mx.onnx.export_model(y, {}, [(2, 3)], onnx_file_path=str(path))
+    with pytest.raises(MXNetError, match=r"_linalg_potrf.*'chol'"):
+        mx.onnx.export_model(y, {}, [(3, 3)], onnx_file_path=str(path))
     assert not path.exists()
 
 
@@ -630,7 +671,8 @@ def test_failed_export_keeps_old_file(tmp_path):
     path = tmp_path / 'model.onnx'
     path.write_bytes(b'old')
     with pytest.raises(MXNetError):
-        mx.onnx.export_model(mx.sym.cumsum(V('data')), {}, [(2, 3)], onnx_file_path=str(path))
+        mx.onnx.export_model(mx.sym.linalg.potrf(V('data')), {}, [(3, 3)],
+                             onnx_file_path=str(path))
     assert path.read_bytes() == b'old'
     assert [p.name for p in tmp_path.iterdir()] == ['model.onnx']
 

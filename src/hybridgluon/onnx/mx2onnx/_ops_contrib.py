@@ -95,3 +95,78 @@ def _selfatt_valatt(b, n):
     out = b.add('Reshape', [out, b.add('Shape', [v])])
     out = b.add('Transpose', [out], perm=[2, 0, 1, 3])
     return b.reshape(out, [0, 0, -1])
+
+
+@converter('_identity_with_attr_like_rhs')
+def _identity_like(b, n):
+    return b.add('Identity', [n.inputs[0]])
+
+
+def _sequence_lengths(b, n):
+    return b.cast(n.inputs[1], 'int64')
+
+
+@converter('SequenceReverse')
+def _sequence_reverse(b, n):
+    x = n.inputs[0]
+    if n.attrs.int('axis', 0) != 0:
+        n.unsupported('axis', n.attrs.int('axis'))
+    if not n.attrs.bool('use_sequence_length') or len(n.inputs) < 2:
+        return b.slice(x, [-1], [-2 ** 63], [0], [-1])
+    return b.add('ReverseSequence', [x, _sequence_lengths(b, n)], batch_axis=1, time_axis=0)
+
+
+@converter('SequenceLast')
+def _sequence_last(b, n):
+    x = n.inputs[0]
+    axis = n.attrs.int('axis', 0)
+    if axis not in (0, 1):
+        n.unsupported('axis', axis)
+    if not n.attrs.bool('use_sequence_length') or len(n.inputs) < 2:
+        return b.squeeze(b.add('Gather', [x, b.i64([-1])], axis=axis), [axis])
+    ndim = len(n.in_shapes[0])
+    last = b.add('Sub', [_sequence_lengths(b, n), b.const(1, 'int64')])   # (batch,)
+    # Index shaped like x with the time axis of size 1, holding each sequence's last step.
+    idx = b.unsqueeze(last, [axis] + list(range(2, ndim)))
+    shape = b.add('Shape', [x])
+    ones = b.i64([1])
+    if axis == 0:
+        target = b.add('Concat', [ones, b.slice(shape, [1], [ndim], [0])], axis=0)
+    else:
+        target = b.add('Concat', [b.slice(shape, [0], [1], [0]), ones,
+                                  b.slice(shape, [2], [ndim], [0])], axis=0)
+    idx = b.add('Expand', [idx, target])
+    return b.squeeze(b.add('GatherElements', [x, idx], axis=axis), [axis])
+
+
+@converter('Crop')
+def _crop(b, n):
+    x = n.inputs[0]
+    h, w = n.out_shapes[0][2:]
+    if n.attrs.bool('center_crop'):
+        oy, ox = (n.in_shapes[0][2] - h) // 2, (n.in_shapes[0][3] - w) // 2
+    else:
+        oy, ox = n.attrs.tuple('offset', (0, 0))
+    return b.slice(x, [oy, ox], [oy + h, ox + w], [2, 3])
+
+
+@converter('_image_to_tensor')
+def _image_to_tensor(b, n):
+    # (N,) H, W, C of 0-255 values -> (N,) C, H, W in [0, 1].
+    x = b.cast(n.inputs[0], n.out_dtypes[0])
+    x = b.add('Div', [x, b.const(255.0, n.out_dtypes[0])])
+    perm = [2, 0, 1] if len(n.in_shapes[0]) == 3 else [0, 3, 1, 2]
+    return b.add('Transpose', [x], perm=perm)
+
+
+@converter('_image_normalize')
+def _image_normalize(b, n):
+    shape = n.in_shapes[0]
+    c = shape[0] if len(shape) == 3 else shape[1]
+    mean, std = list(n.attrs.tuple('mean')), list(n.attrs.tuple('std'))
+    mean = (mean * c)[:c] if len(mean) == 1 else mean[:c]
+    std = (std * c)[:c] if len(std) == 1 else std[:c]
+    dt = n.in_dtypes[0]
+    m = b.const(mean, dt, shape=(c, 1, 1))
+    s = b.const(std, dt, shape=(c, 1, 1))
+    return b.add('Div', [b.add('Sub', [n.inputs[0], m]), s])

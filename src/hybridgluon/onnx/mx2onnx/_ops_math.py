@@ -290,3 +290,83 @@ def _gemm2(b, n):
     y = b.add('MatMul', [a, c])
     alpha = n.attrs.float('alpha', 1.0)
     return y if alpha == 1.0 else b.add('Mul', [y, _c(b, n, alpha)])
+
+
+@converter('cumsum')
+def _cumsum(b, n):
+    x = n.inputs[0]
+    axis = n.attrs.get('axis')
+    if axis is None:
+        x, axis = b.reshape(x, [-1]), 0
+    if n.out_dtypes[0] != n.in_dtypes[0]:
+        x = b.cast(x, n.out_dtypes[0])
+    return b.add('CumSum', [x, b.const(int(axis), 'int64')])
+
+
+def _nan_to(b, n, value):
+    x = n.inputs[0]
+    return b.add('Where', [b.add('IsNaN', [x]), _c(b, n, value), x])
+
+
+@converter('nansum')
+def _nansum(b, n):
+    n.inputs = [_nan_to(b, n, 0.0)] + n.inputs[1:]
+    return _reduce(b, n, 'ReduceSum')
+
+
+@converter('nanprod')
+def _nanprod(b, n):
+    n.inputs = [_nan_to(b, n, 1.0)] + n.inputs[1:]
+    return _reduce(b, n, 'ReduceProd')
+
+
+@converter('moments')
+def _moments(b, n):
+    x = n.inputs[0]
+    nd = len(n.in_shapes[0])
+    axes = n.attrs.tuple('axes', None)
+    axes = list(range(nd)) if axes is None else [a % nd for a in axes]
+    mean = b.reduce('ReduceMean', x, axes, True)
+    d = b.add('Sub', [x, mean])
+    var = b.reduce('ReduceMean', b.add('Mul', [d, d]), axes, True)
+    if n.attrs.bool('keepdims'):
+        return [mean, var]
+    return [b.reshape(mean, n.static_out(0)), b.reshape(var, n.static_out(1))]
+
+
+@converter('_sum_to_like')
+def _sum_to_like(b, n):
+    xs, ls = n.in_shapes[0], n.in_shapes[1]
+    lead = len(xs) - len(ls)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(ls) if d == 1 and xs[lead + i] != 1]
+    if not axes:
+        return b.add('Identity', [n.inputs[0]])
+    y = b.reduce('ReduceSum', n.inputs[0], axes, True)
+    return b.reshape(y, n.static_out(0))
+
+
+@converter('_contrib_div_sqrt_dim')
+def _div_sqrt_dim(b, n):
+    x = n.inputs[0]
+    if n.in_dyn[0][-1]:
+        d = b.cast(b.dim(x, len(n.in_shapes[0]) - 1), n.in_dtypes[0])
+        return b.add('Div', [x, b.add('Sqrt', [d])])
+    return b.add('Div', [x, _c(b, n, math.sqrt(n.in_shapes[0][-1]))])
+
+
+@converter('_contrib_quadratic')
+def _quadratic(b, n):
+    x = n.inputs[0]
+    a, c1, c0 = (n.attrs.float(k, 0.0) for k in ('a', 'b', 'c'))
+    y = b.add('Mul', [b.add('Add', [b.add('Mul', [x, _c(b, n, a)]), _c(b, n, c1)]), x])
+    return b.add('Add', [y, _c(b, n, c0)])
+
+
+@converter('_contrib_round_ste')
+def _round_ste(b, n):
+    return _round(b, n)
+
+
+@converter('_contrib_sign_ste')
+def _sign_ste(b, n):
+    return b.add('Sign', [n.inputs[0]])
