@@ -527,7 +527,10 @@ def test_params_forms(tmp_path):
                                for k, v in nd_params.items()}):
         path = mx.onnx.export_model(sym, form, input_shape=[(2, 4, 3, 5)],
                                     input_type=np.float32,
-                                    onnx_file_path=str(tmp_path / 'p.onnx'))
+                                    onnx_file_path=str(tmp_path / 'p.onnx'),
+                                    run_shape_inference=True, verbose=True)
+        model = onnx.load(path)
+        assert len(model.graph.value_info) > 0      # what onnx's shape inference added
         got = _session(path).run(None, inputs)
         for g, w in zip(got, want):
             _close(g, w)

@@ -217,7 +217,6 @@ class _Exporter:
         tensor = {}         # (node, output) -> ONNX name
         consts = {}         # (node, output) -> NumPy value of a folded constant
         fills = {}          # (node, output) -> value of a zeros/ones/full generator
-        used = set()
         self.consumed = {(n, j) for nd in self.nodes for n, j, _ in nd[3]} | set(self.heads)
         from ... import _core
         for i, (name, op, attrs, inputs, n_out, n_vis) in enumerate(self.nodes):
@@ -245,8 +244,6 @@ class _Exporter:
             if fn is None:
                 raise MXNetError("ONNX export: operator %s (node '%s') has no ONNX conversion"
                                  % (op, name))
-            for k in ins:
-                used.add(k)
             node = _builder._Node(
                 name, canon, _builder._Attrs(name, attrs, defaults),
                 [tensor[k] for k in ins],

@@ -361,7 +361,7 @@ def _one_hot(b, n):
     return b.add('OneHot', [idx, b.i64([depth]), values], axis=-1)
 
 
-def _topk_like(b, n, k, axis, ascend, ret):
+def _topk_like(b, n, k, axis, ascend):
     x = n.inputs[0]
     nd = len(n.in_shapes[0])
     if axis is None:
@@ -387,7 +387,7 @@ def _topk(b, n):
     if ret == 'mask':
         n.unsupported('ret_typ', ret)
     vals, idx = _topk_like(b, n, n.attrs.int('k', 1), n.attrs.get('axis', -1),
-                           n.attrs.bool('is_ascend'), ret)
+                           n.attrs.bool('is_ascend'))
     if ret == 'value':
         return [vals]
     idx_dt = n.out_dtypes[1] if ret == 'both' else n.out_dtypes[0]
@@ -397,15 +397,13 @@ def _topk(b, n):
 
 @converter('sort')
 def _sort(b, n):
-    vals, _ = _topk_like(b, n, 0, n.attrs.get('axis', -1), n.attrs.bool('is_ascend', True),
-                         'value')
+    vals, _ = _topk_like(b, n, 0, n.attrs.get('axis', -1), n.attrs.bool('is_ascend', True))
     return vals
 
 
 @converter('argsort')
 def _argsort(b, n):
-    _, idx = _topk_like(b, n, 0, n.attrs.get('axis', -1), n.attrs.bool('is_ascend', True),
-                        'indices')
+    _, idx = _topk_like(b, n, 0, n.attrs.get('axis', -1), n.attrs.bool('is_ascend', True))
     return b.cast(idx, n.out_dtypes[0])
 
 
