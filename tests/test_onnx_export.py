@@ -395,13 +395,14 @@ def test_op_group(group, tmp_path):
     check_export(sym, params, inputs, tmp_path / ('%s.onnx' % group))
 
 
-@pytest.mark.parametrize('opset', [13, 17])
+@pytest.mark.parametrize('opset', [17, 18])
 def test_opsets(opset, tmp_path):
-    sym, params, inputs = _batchnorm()
-    model = check_export(sym, params, inputs, tmp_path / 'bn.onnx', opset_version=opset)
-    assert [o.version for o in model.opset_import if o.domain == ''] == [opset]
-    sym, params, inputs = _reductions()
-    check_export(sym, params, inputs, tmp_path / 'red.onnx', opset_version=opset)
+    # 17 brings LayerNormalization, 18 takes the axes of every Reduce* as an input.
+    for group, make in sorted(OP_GROUPS.items()):
+        sym, params, inputs = make()
+        model = check_export(sym, params, inputs, tmp_path / ('%s.onnx' % group),
+                             opset_version=opset)
+        assert [o.version for o in model.opset_import if o.domain == ''] == [opset]
 
 
 # ---- dynamic shapes ----------------------------------------------------------------------
@@ -514,6 +515,25 @@ def test_seed_networks(which, tmp_path):
     # Directly from the block, and through mx.contrib.onnx (MXNet's older path).
     path = mx.contrib.onnx.export_model(net, None, [shape], onnx_file_path=str(tmp_path / 'b.onnx'))
     _close(_session(path).run(None, {'data': x.asnumpy()})[0], want)
+
+
+@pytest.mark.parametrize('name', ['mobilenet0.25', 'squeezenet1.1'])
+def test_files_written_by_mxnet(name, tmp_path):
+    # -symbol.json and .params written by real MXNet 1.9.1's export, with MXNet's own output
+    # for the same input: the ONNX model must give MXNet's numbers.
+    d = os.path.join(os.path.dirname(__file__), 'mxnet_ref', 'models', name)
+    with np.load(os.path.join(d, 'io.npz')) as z:
+        x, y = z['x'], z['y']
+    path = mx.onnx.export_model(os.path.join(d, 'model-symbol.json'),
+                                os.path.join(d, 'model-0000.params'), [x.shape], np.float32,
+                                str(tmp_path / 'm.onnx'), dynamic=True,
+                                dynamic_input_shapes=[(None,) + x.shape[1:]])
+    onnx.checker.check_model(path)
+    sess = _session(path)
+    scale = float(np.abs(y).max())
+    np.testing.assert_allclose(sess.run(None, {'data': x})[0], y, rtol=1e-4, atol=1e-4 * scale)
+    np.testing.assert_allclose(sess.run(None, {'data': x[:1]})[0], y[:1], rtol=1e-4,
+                               atol=1e-4 * scale)
 
 
 def test_params_forms(tmp_path):
