@@ -392,7 +392,8 @@ OP_GROUPS = {f.__name__[1:]: f for f in (
 @pytest.mark.parametrize('group', sorted(OP_GROUPS))
 def test_op_group(group, tmp_path):
     sym, params, inputs = OP_GROUPS[group]()
-    check_export(sym, params, inputs, tmp_path / ('%s.onnx' % group))
+    model = check_export(sym, params, inputs, tmp_path / ('%s.onnx' % group))
+    assert model.ir_version == 7 and model.opset_import[0].version == 13
 
 
 @pytest.mark.parametrize('opset', [17, 18])
@@ -403,6 +404,7 @@ def test_opsets(opset, tmp_path):
         model = check_export(sym, params, inputs, tmp_path / ('%s.onnx' % group),
                              opset_version=opset)
         assert [o.version for o in model.opset_import if o.domain == ''] == [opset]
+        assert model.ir_version == 8     # the oldest IR version these opsets allow
 
 
 # ---- dynamic shapes ----------------------------------------------------------------------
@@ -682,6 +684,9 @@ def test_bad_shapes_and_inputs(tmp_path):
         mx.onnx.export_model(sym, p, [(2, 5, 5)], onnx_file_path=str(tmp_path / 'x.onnx'))
     with pytest.raises(MXNetError, match='input shapes'):
         mx.onnx.export_model(sym, p, [(2, 24), (3, 3)], onnx_file_path=str(tmp_path / 'x.onnx'))
+    with pytest.raises(MXNetError, match='2 dynamic_input_shapes for 1 in_shapes'):
+        mx.onnx.export_model(sym, p, [(2, 24)], onnx_file_path=str(tmp_path / 'x.onnx'),
+                             dynamic=True, dynamic_input_shapes=[(None, 24), (None, 1)])
     with pytest.raises(MXNetError, match='sym must be a Symbol'):
         mx.onnx.export_model(42, p, [(2, 24)], onnx_file_path=str(tmp_path / 'x.onnx'))
     with pytest.raises(MXNetError, match='opset_version 12'):

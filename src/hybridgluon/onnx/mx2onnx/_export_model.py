@@ -123,6 +123,9 @@ class _Exporter:
             if not dynamic:
                 self.dyn_dims[n] = [False] * len(s)
             elif dyn_shapes is not None:
+                if len(dyn_shapes) != len(in_shapes):
+                    raise MXNetError('ONNX export: %d dynamic_input_shapes for %d in_shapes'
+                                     % (len(dyn_shapes), len(in_shapes)))
                 ds = dyn_shapes[i]
                 if len(ds) != len(s):
                     raise MXNetError('ONNX export: dynamic_input_shapes[%d]=%s does not match '
@@ -328,8 +331,11 @@ class _Exporter:
         used_inits = [t for t in b.initializers if t.name in referenced]
         graph = helper.make_graph(b.nodes, 'hybridgluon', graph_inputs, outputs,
                                   initializer=used_inits)
-        return helper.make_model(graph, producer_name='hybridgluon',
-                                 opset_imports=[helper.make_opsetid('', self.opset)])
+        opsets = [helper.make_opsetid('', self.opset)]
+        # The oldest IR version the opset allows, not the onnx package's newest: runtimes
+        # refuse IR versions newer than they know, and nothing here needs a newer one.
+        return helper.make_model(graph, producer_name='hybridgluon', opset_imports=opsets,
+                                 ir_version=helper.find_min_ir_version_for(opsets))
 
 
 def export_model(sym, params=None, in_shapes=None, in_types=np.float32,
