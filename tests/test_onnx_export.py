@@ -374,6 +374,26 @@ def _misc():
         'nhwc': np.random.RandomState(2).randint(0, 256, (2, 4, 5, 3)).astype('uint8')}
 
 
+def _detection_linalg():
+    x, rois, logits, label, A, C = V('data'), V('rois'), V('logits'), V('label'), V('A'), V('C')
+    outs = [mx.sym.ROIPooling(x, rois, pooled_size=(2, 3), spatial_scale=0.5),
+            mx.sym.contrib.ROIAlign(x, rois, pooled_size=(3, 2), spatial_scale=0.5,
+                                    sample_ratio=2),
+            mx.sym.softmax_cross_entropy(logits, label), mx.sym.SVMOutput(logits, label),
+            mx.sym.linalg.gemm(A, V('B'), C, transpose_b=True, alpha=0.5, beta=2.0),
+            mx.sym.linalg.det(V('sq')), mx.sym.all_finite(x), mx.sym.all_finite(V('nanx')),
+            mx.sym.scatter_nd(V('vals'), V('sidx'), shape=(3, 4)),
+            mx.sym._internal._rnn_param_concat(A, C, dim=2, num_args=2)]
+    nan = _r(2, 3)
+    nan[1, 1] = np.inf
+    return mx.sym.Group(outs), {}, {
+        'data': _r(2, 3, 8, 9), 'rois': np.array([[0, 1, 1, 6, 5], [1, 0, 2, 12, 14],
+                                                  [1, 3.5, 0.5, 9.2, 7.7]], 'f'),
+        'logits': _r(4, 5), 'label': np.array([0, 3, 4, 1], 'f'), 'A': _r(2, 3, 4),
+        'B': _r(2, 5, 4), 'C': _r(2, 3, 5), 'sq': _r(2, 3, 3), 'nanx': nan,
+        'vals': _r(3), 'sidx': np.array([[0, 2, 1], [3, 0, 2]], 'f')}
+
+
 def _folded():
     # All-constant subgraphs (parameter arithmetic, _zeros/_arange) are folded at export.
     x = V('data')
@@ -386,7 +406,7 @@ def _folded():
 OP_GROUPS = {f.__name__[1:]: f for f in (
     _conv, _conv1d3d, _dense, _activations, _batchnorm, _pooling, _reshapes, _join_split,
     _arith, _compare, _unary, _softmaxes, _reductions, _indexing, _matmul, _resize_pad,
-    _sequence_attention, _misc, _folded)}
+    _sequence_attention, _misc, _detection_linalg, _folded)}
 
 
 @pytest.mark.parametrize('group', sorted(OP_GROUPS))
@@ -634,10 +654,12 @@ def test_random_generators(tmp_path):
     # Random draws cannot match ours value by value: shapes, dtypes and ranges must.
     y = mx.sym.Group([mx.sym.random.uniform(low=2, high=3, shape=(50, 4)),
                       mx.sym.random.normal(loc=5, scale=0.1, shape=(400,), dtype='float64'),
+                      mx.sym.random.randint(low=-2, high=3, shape=(300,)),
                       V('data') + 1])
     path = mx.onnx.export_model(y, {}, [(2,)], onnx_file_path=str(tmp_path / 'r.onnx'))
     onnx.checker.check_model(path)
-    u, g, d = _session(path).run(None, {'data': np.zeros(2, 'f')})
+    u, g, i, d = _session(path).run(None, {'data': np.zeros(2, 'f')})
+    assert i.dtype == np.int32 and sorted(set(i.tolist())) == [-2, -1, 0, 1, 2]
     assert u.shape == (50, 4) and u.dtype == np.float32 and 2 <= u.min() and u.max() <= 3
     assert u.std() > 0.2
     assert g.shape == (400,) and g.dtype == np.float64 and abs(g.mean() - 5) < 0.05

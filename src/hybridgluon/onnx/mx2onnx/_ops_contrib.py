@@ -2,6 +2,8 @@
 arange_like, the random generators and the interleaved self-attention products."""
 import math
 
+import numpy as np
+
 from ._builder import converter
 
 
@@ -60,6 +62,16 @@ def _random_uniform(b, n):
 def _random_normal(b, n):
     return _random(b, n, 'RandomNormal', mean=n.attrs.float('loc', 0.0),
                    scale=n.attrs.float('scale', 1.0))
+
+
+@converter('_random_randint')
+def _random_randint(b, n):
+    # Uniform in [low, high), floored: ONNX has no integer generator.
+    dt = n.out_dtypes[0]
+    u = b.add('RandomUniform', [], shape=list(n.out_shapes[0]), low=n.attrs.float('low'),
+              high=n.attrs.float('high'),
+              dtype=b.helper.np_dtype_to_tensor_dtype(np.dtype('float64')))
+    return b.cast(b.add('Floor', [u]), dt)
 
 
 def _heads_view(b, n, qkv, which):

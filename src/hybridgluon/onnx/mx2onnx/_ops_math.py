@@ -370,3 +370,29 @@ def _round_ste(b, n):
 @converter('_contrib_sign_ste')
 def _sign_ste(b, n):
     return b.add('Sign', [n.inputs[0]])
+
+
+@converter('_linalg_gemm')
+def _gemm(b, n):
+    a, c, acc = n.inputs[:3]
+    if n.attrs.int('axis', -2) != -2:
+        n.unsupported('axis', n.attrs.int('axis'))
+    if n.attrs.bool('transpose_a'):
+        a = _swap_last(b, a, len(n.in_shapes[0]))
+    if n.attrs.bool('transpose_b'):
+        c = _swap_last(b, c, len(n.in_shapes[1]))
+    y = b.add('Mul', [b.add('MatMul', [a, c]), _c(b, n, n.attrs.float('alpha', 1.0))])
+    return b.add('Add', [y, b.add('Mul', [acc, _c(b, n, n.attrs.float('beta', 1.0))])])
+
+
+@converter('_linalg_det')
+def _det(b, n):
+    return b.add('Det', [n.inputs[0]])
+
+
+@converter('all_finite')
+def _all_finite(b, n):
+    x = n.inputs[0]
+    bad = b.add('Or', [b.add('IsNaN', [x]), b.add('IsInf', [x])])
+    ok = b.reduce('ReduceMin', b.cast(b.add('Not', [bad]), 'int32'), None, False)
+    return b.reshape(b.cast(ok, n.out_dtypes[0]), [1])

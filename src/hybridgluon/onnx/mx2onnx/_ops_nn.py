@@ -369,8 +369,9 @@ def _logistic_out(b, n):
     return b.add('Sigmoid', [n.inputs[0]])
 
 
-@converter('LinearRegressionOutput', 'MAERegressionOutput', 'Dropout', 'BlockGrad', 'MakeLoss',
-           'make_loss', '_copy', 'identity', '_contrib_gradientmultiplier', 'stop_gradient')
+@converter('LinearRegressionOutput', 'MAERegressionOutput', 'SVMOutput', 'Dropout', 'BlockGrad',
+           'MakeLoss', 'make_loss', '_copy', 'identity', '_contrib_gradientmultiplier',
+           'stop_gradient')
 def _identity(b, n):
     return b.add('Identity', [n.inputs[0]])
 
@@ -403,3 +404,39 @@ def _bilinear(b, n):
     ctm = 'align_corners' if n.attrs.bool('align_corners', True) else 'half_pixel'
     return b.add('Resize', [x, '', '', sizes], mode='linear',
                  coordinate_transformation_mode=ctm)
+
+
+@converter('softmax_cross_entropy')
+def _softmax_cross_entropy(b, n):
+    # The summed negative log-likelihood of the labels over the batch, shape (1,).
+    logp = b.add('LogSoftmax', [n.inputs[0]], axis=-1)
+    idx = b.unsqueeze(b.cast(n.inputs[1], 'int64'), [1])
+    picked = b.add('GatherElements', [logp, idx], axis=1)
+    return b.reshape(b.add('Neg', [b.reduce('ReduceSum', picked, None, False)]), [1])
+
+
+@converter('ROIPooling')
+def _roi_pooling(b, n):
+    # rois rows are (batch index, x1, y1, x2, y2) in both.
+    return b.add('MaxRoiPool', n.inputs[:2], pooled_shape=list(n.attrs.tuple('pooled_size')),
+                 spatial_scale=n.attrs.float('spatial_scale'))
+
+
+@converter('_contrib_ROIAlign')
+def _roi_align(b, n):
+    if n.attrs.bool('position_sensitive'):
+        n.unsupported('position_sensitive', True)
+    aligned = n.attrs.bool('aligned')
+    if aligned and b.opset < 16:
+        n.fail('aligned=True needs opset 16 or later (half_pixel coordinates)')
+    rois = n.inputs[1]
+    batch = b.cast(b.squeeze(b.slice(rois, [0], [1], [1]), [1]), 'int64')
+    boxes = b.slice(rois, [1], [5], [1])
+    ph, pw = n.attrs.tuple('pooled_size')
+    ratio = n.attrs.int('sample_ratio', -1)
+    attrs = dict(output_height=ph, output_width=pw, sampling_ratio=max(ratio, 0),
+                 spatial_scale=n.attrs.float('spatial_scale'), mode='avg')
+    if b.opset >= 16:
+        attrs['coordinate_transformation_mode'] = 'half_pixel' if aligned else \
+            'output_half_pixel'
+    return b.add('RoiAlign', [n.inputs[0], boxes, batch], **attrs)

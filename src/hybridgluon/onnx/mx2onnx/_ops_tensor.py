@@ -53,7 +53,7 @@ def _swapaxis(b, n):
     return b.add('Transpose', [n.inputs[0]], perm=perm)
 
 
-@converter('Concat')
+@converter('Concat', '_rnn_param_concat')
 def _concat(b, n):
     return b.add('Concat', n.inputs, axis=n.attrs.int('dim', 1))
 
@@ -435,3 +435,16 @@ def _argmin(b, n):
 @converter('argmax_channel')
 def _argmax_channel(b, n):
     return b.cast(b.add('ArgMax', [n.inputs[0]], axis=-1, keepdims=0), n.out_dtypes[0])
+
+
+@converter('scatter_nd')
+def _scatter_nd(b, n):
+    # Zeros of the target shape with data written at the indices (MXNet's index layout is
+    # (dims, ...) where ONNX wants (..., dims)).
+    import numpy as np
+    from onnx import numpy_helper
+    k = len(n.in_shapes[1])
+    idx = b.add('Transpose', [b.cast(n.inputs[1], 'int64')], perm=list(range(1, k)) + [0])
+    zero = numpy_helper.from_array(np.zeros(1, dtype=n.out_dtypes[0]), 'value')
+    base = b.add('ConstantOfShape', [b.i64(n.static_out(0))], value=zero)
+    return b.add('ScatterND', [base, idx, n.inputs[0]])
