@@ -336,16 +336,20 @@ def _resize_pad():
 def _sequence_attention():
     x, lens, qkv = V('data'), V('lens'), V('qkv')
     att = mx.sym.contrib.interleaved_matmul_selfatt_qk(qkv, heads=2)
+    q, kv = V('q'), V('kv')
+    ed = mx.sym.contrib.interleaved_matmul_encdec_qk(q, kv, heads=2)
     outs = [mx.sym.SequenceMask(x, lens, use_sequence_length=True, value=-2.0),
             mx.sym.SequenceMask(mx.sym.swapaxes(x, 0, 1), lens, use_sequence_length=True,
                                 axis=1),
             mx.sym.SequenceMask(x), mx.sym.contrib.arange_like(x),
             mx.sym.contrib.arange_like(x, start=1.5, step=0.5, axis=1),
             att, mx.sym.contrib.interleaved_matmul_selfatt_valatt(qkv, mx.sym.softmax(att),
-                                                                  heads=2)]
+                                                                  heads=2),
+            ed, mx.sym.contrib.interleaved_matmul_encdec_valatt(kv, mx.sym.softmax(ed), heads=2)]
     # data (seq 5, batch 3, 2), qkv (seq 4, batch 3, heads 2 * 3 * d 3)
+    # q (seq 2, batch 3, heads 2 * d 3), kv (seq 4, batch 3, heads 2 * 2 * d 3)
     return mx.sym.Group(outs), {}, {'data': _r(5, 3, 2), 'lens': np.array([2, 5, 0], 'f'),
-                                    'qkv': _r(4, 3, 18)}
+                                    'qkv': _r(4, 3, 18), 'q': _r(2, 3, 6), 'kv': _r(4, 3, 12)}
 
 
 def _misc():

@@ -74,13 +74,13 @@ def _random_randint(b, n):
     return b.cast(b.add('Floor', [u]), dt)
 
 
-def _heads_view(b, n, qkv, which):
-    """(seq, batch, heads * 3 * d) interleaved as (heads, 3, d) -> part `which` as
-    (batch, heads, seq, d)."""
+def _heads_view(b, n, qkv, which, parts=3, k=0):
+    """(seq, batch, heads * parts * d) interleaved as (heads, parts, d) (input k of the
+    node) -> part `which` as (batch, heads, seq, d)."""
     heads = n.attrs.int('heads')
-    last = n.in_shapes[0][-1]
-    d = last // (3 * heads)
-    x = b.reshape(qkv, [0, 0, heads, 3, d])
+    last = n.in_shapes[k][-1]
+    d = last // (parts * heads)
+    x = b.reshape(qkv, [0, 0, heads, parts, d])
     part = b.squeeze(b.slice(x, [which], [which + 1], [3]), [3])
     return b.add('Transpose', [part], perm=[1, 2, 0, 3]), d
 
@@ -182,3 +182,26 @@ def _image_normalize(b, n):
     m = b.const(mean, dt, shape=(c, 1, 1))
     s = b.const(std, dt, shape=(c, 1, 1))
     return b.add('Div', [b.add('Sub', [n.inputs[0], m]), s])
+
+
+@converter('_contrib_interleaved_matmul_encdec_qk')
+def _encdec_qk(b, n):
+    heads = n.attrs.int('heads')
+    d = n.in_shapes[0][-1] // heads
+    q = b.add('Transpose', [b.reshape(n.inputs[0], [0, 0, heads, d])], perm=[1, 2, 0, 3])
+    k, _ = _heads_view(b, n, n.inputs[1], 0, parts=2, k=1)
+    q = b.add('Mul', [q, b.const(1.0 / math.sqrt(d), n.in_dtypes[0])])
+    att = b.add('MatMul', [q, b.add('Transpose', [k], perm=[0, 1, 3, 2])])
+    return _merge_batch_heads(b, att)
+
+
+@converter('_contrib_interleaved_matmul_encdec_valatt')
+def _encdec_valatt(b, n):
+    v, _ = _heads_view(b, n, n.inputs[0], 1, parts=2)
+    att = n.inputs[1]
+    out = b.add('MatMul', [att, _merge_batch_heads(b, v)])      # (batch*heads, q_seq, d)
+    vs, ats = b.add('Shape', [v]), b.add('Shape', [att])
+    target = b.add('Concat', [b.slice(vs, [0], [2], [0]), b.slice(ats, [1], [2], [0]),
+                              b.slice(vs, [3], [4], [0])], axis=0)
+    out = b.add('Transpose', [b.add('Reshape', [out, target])], perm=[2, 0, 1, 3])
+    return b.reshape(out, [0, 0, -1])
