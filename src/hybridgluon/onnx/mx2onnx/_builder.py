@@ -97,13 +97,12 @@ class _Node:
     """One MXNet node as a converter sees it."""
 
     def __init__(self, name, op, attrs, inputs, in_shapes, in_dtypes, out_shapes, out_dtypes,
-                 in_dyn, out_dyn, in_consts, in_fills):
+                 in_dyn, out_dyn, in_fills):
         self.name, self.op, self.attrs = name, op, attrs
         self.inputs = inputs            # ONNX tensor names
         self.in_shapes, self.in_dtypes = in_shapes, in_dtypes
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes
         self.in_dyn, self.out_dyn = in_dyn, out_dyn  # per dimension: follows a dynamic input
-        self.in_consts = in_consts      # NumPy value of a constant input, else None
         self.in_fills = in_fills        # value of a zeros/ones/full input, else None
 
     def fail(self, why):

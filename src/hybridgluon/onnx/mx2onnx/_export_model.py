@@ -218,7 +218,7 @@ class _Exporter:
     def convert(self):
         b = self.b
         tensor = {}         # (node, output) -> ONNX name
-        consts = {}         # (node, output) -> NumPy value of a folded constant
+        consts = set()      # (node, output) of parameters and folded constants
         fills = {}          # (node, output) -> value of a zeros/ones/full generator
         self.consumed = {(n, j) for nd in self.nodes for n, j, _ in nd[3]} | set(self.heads)
         from ... import _core
@@ -227,12 +227,12 @@ class _Exporter:
                 tensor[(i, 0)] = name
                 b.reserve(name)
                 if name in self.params:
-                    consts[(i, 0)] = None   # a parameter: constant, value taken when used
+                    consts.add((i, 0))
                 continue
             ins = [(n, j) for n, j, _ in inputs]
             info = _core.op_info(op)
             if op in _FILL_OPS:
-                self._fill(i, op, attrs, tensor, consts, fills)
+                self._fill(i, op, attrs, tensor, fills)
                 continue
             if ins and all(k in consts for k in ins) and not info['random'] or \
                     (not ins and not info['random'] and info['no_inputs']):
@@ -240,7 +240,7 @@ class _Exporter:
                 for j, v in enumerate(values):
                     cname = b.array(np.ascontiguousarray(v), name=b.fresh(name))
                     tensor[(i, j)] = cname
-                    consts[(i, j)] = v
+                    consts.add((i, j))
                 continue
             canon, defaults = self._defaults(op)
             fn = _builder.registry().get(canon) or _builder.registry().get(op)
@@ -255,7 +255,6 @@ class _Exporter:
                 [self.metas[(i, j)][0] for j in range(n_vis)],
                 [np.dtype(_np_dtype(self.metas[(i, j)][1])) for j in range(n_vis)],
                 [self.dyn[k] for k in ins], [self.dyn[(i, j)] for j in range(n_vis)],
-                [self._const_value(k, consts) for k in ins],
                 [fills.get(k) for k in ins])
             b._scope = name
             outs = fn(b, node)
@@ -269,9 +268,9 @@ class _Exporter:
                                      '(only the first %d)' % (name, op, j, len(outs)))
             if self.verbose:
                 logging.info('converted %s (%s) -> %s', name, op, outs[:n_vis])
-        self.tensor, self.consts = tensor, consts
+        self.tensor = tensor
 
-    def _fill(self, i, op, attrs, tensor, consts, fills):
+    def _fill(self, i, op, attrs, tensor, fills):
         """A zeros/ones/full generator: a ConstantOfShape of its inferred shape, which shape
         inference completes (a 0 in MXNet's shape= is filled from the consumer). One whose
         shape follows a dynamic input has no constant form: only converters that take it
@@ -291,14 +290,6 @@ class _Exporter:
         v = numpy_helper.from_array(np.array([value], dtype=dt), 'value')
         b._scope = name
         tensor[(i, 0)] = b.add('ConstantOfShape', [b.i64(shape)], value=v)
-
-    def _const_value(self, key, consts):
-        if key not in consts:
-            return None
-        v = consts[key]
-        if v is None:
-            v = self.params[self.nodes[key[0]][0]].asnumpy()
-        return v
 
     def model(self):
         helper = self.b.helper
