@@ -670,6 +670,15 @@ def test_random_generators(tmp_path):
     np.testing.assert_array_equal(d, np.ones(2, 'f'))
 
 
+def test_dropout_always(tmp_path):
+    y = mx.sym.Dropout(V('data'), p=0.25, mode='always')
+    path = mx.onnx.export_model(y, {}, [(100, 100)], onnx_file_path=str(tmp_path / 'd.onnx'))
+    out = _session(path).run(None, {'data': np.ones((100, 100), 'f')})[0]
+    kept = out != 0
+    assert 0.7 < kept.mean() < 0.8
+    np.testing.assert_allclose(out[kept], 1 / 0.75, rtol=1e-6)
+
+
 def test_operator_support():
     ops = mx.onnx.get_operator_support()
     for op in ('Convolution', 'BatchNorm', 'Pooling', 'FullyConnected', 'Reshape', 'softmax',

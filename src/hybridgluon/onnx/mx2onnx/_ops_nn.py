@@ -369,7 +369,19 @@ def _logistic_out(b, n):
     return b.add('Sigmoid', [n.inputs[0]])
 
 
-@converter('LinearRegressionOutput', 'MAERegressionOutput', 'SVMOutput', 'Dropout', 'BlockGrad',
+@converter('Dropout')
+def _dropout(b, n):
+    # An identity at inference, unless mode='always' asks for dropout there too.
+    x = n.inputs[0]
+    if n.attrs.str('mode', 'training') != 'always':
+        return b.add('Identity', [x])
+    if n.attrs.tuple('axes', ()):
+        n.unsupported('axes', n.attrs.tuple('axes'))
+    ratio = b.const(n.attrs.float('p', 0.5), n.in_dtypes[0])
+    return b.add('Dropout', [x, ratio, b.const(True, 'bool')])
+
+
+@converter('LinearRegressionOutput', 'MAERegressionOutput', 'SVMOutput', 'BlockGrad',
            'MakeLoss', 'make_loss', '_copy', 'identity', '_contrib_gradientmultiplier',
            'stop_gradient')
 def _identity(b, n):
