@@ -6,6 +6,7 @@ import sys as _sys
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
 from . import autograd  # noqa: F401 (MXNet's old autograd API)
+from . import onnx  # noqa: F401 (MXNet's older path of mx.onnx)
 
 nd = ndarray
 sym = symbol
