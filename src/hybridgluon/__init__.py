@@ -32,6 +32,7 @@ from . import operator
 from . import engine  # noqa: F401
 from . import util
 from . import contrib
+from . import onnx  # noqa: F401
 from . import io
 from . import model, callback, monitor, monitor as mon  # noqa: F401
 from . import module, module as mod  # noqa: F401

@@ -1,0 +1,516 @@
+"""ONNX import (`mx.onnx.import_model`, `import_to_gluon`, `get_model_metadata`).
+
+References are independent of our code: onnxruntime runs the same ONNX file, PyTorch runs the
+module it was exported from, and real MXNet 1.9.1 wrote the files under tests/data/onnx/ (with
+its own outputs, see gen_mxnet_onnx.py there).
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+
+onnx = pytest.importorskip('onnx')
+ort = pytest.importorskip('onnxruntime')
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), 'data', 'onnx')
+BENCH = os.path.join(os.path.dirname(__file__), '..', 'benchmarks')
+
+
+def _model(nodes, feeds, inits, outputs, opset):
+    """A model of `nodes`: graph inputs from `feeds` (name -> array), initializers from
+    `inits`, outputs named `outputs` (their types left to inference)."""
+    ins = [helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()]
+    outs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs]
+    inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()]
+    graph = helper.make_graph(nodes, 'g', ins, outs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
+    model.ir_version = 8
+    # onnxruntime wants the outputs typed: take the types from ONNX's own shape inference
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    known = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)
+             if v.type.tensor_type.elem_type}
+    for o in model.graph.output:
+        o.type.CopyFrom(known[o.name].type)
+    return model
+
+
+def _run_ort(model, feeds):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=['CPUExecutionProvider'])
+    return sess.run(None, feeds)
+
+
+def _run_ours(model, feeds, hybridize=False):
+    net = mx.onnx.import_to_gluon(model, mx.cpu())
+    if hybridize:
+        net.hybridize()
+    out = net(*[mx.nd.array(v, dtype=v.dtype) for v in feeds.values()])
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    return [o.asnumpy() for o in outs]
+
+
+def _check(model, feeds, tol=1e-4):
+    want = _run_ort(model, feeds)
+    for hyb in (False, True):
+        got = _run_ours(model, feeds, hyb)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape, (g.shape, w.shape)
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                       rtol=tol, atol=tol)
+
+
+R = np.random.default_rng(3)
+
+
+def _f(*shape, lo=-1.0, hi=1.0):
+    return R.uniform(lo, hi, shape).astype(np.float32)
+
+
+def _i64(*vals):
+    return np.array(vals, dtype=np.int64)
+
+
+N = helper.make_node
+
+# name -> (opsets, builder(opset) -> (nodes, feeds, inits, outputs))
+CASES = {}
+
+
+def case(name, opsets=(13, 17)):
+    def deco(fn):
+        CASES[name] = (opsets, fn)
+        return fn
+    return deco
+
+
+@case('conv_group_dilation')
+def _c(op):
+    return ([N('Conv', ['x', 'w', 'b'], ['y'], group=2, dilations=[2, 1], strides=[1, 2],
+               pads=[1, 1, 1, 1])],
+            {'x': _f(2, 4, 9, 9)}, {'w': _f(6, 2, 3, 3), 'b': _f(6)}, ['y'])
+
+
+@case('conv_asymmetric_pads')
+def _c(op):
+    return ([N('Conv', ['x', 'w'], ['y'], pads=[0, 1, 2, 0], strides=[2, 2])],
+            {'x': _f(1, 3, 8, 7)}, {'w': _f(4, 3, 3, 3)}, ['y'])
+
+
+@case('conv_same_upper')
+def _c(op):
+    return ([N('Conv', ['x', 'w'], ['y'], auto_pad='SAME_UPPER', strides=[2, 2])],
+            {'x': _f(1, 3, 10, 9)}, {'w': _f(4, 3, 4, 4)}, ['y'])
+
+
+@case('conv1d')
+def _c(op):
+    return ([N('Conv', ['x', 'w', 'b'], ['y'], pads=[2, 2], dilations=[2])],
+            {'x': _f(2, 3, 11)}, {'w': _f(5, 3, 3), 'b': _f(5)}, ['y'])
+
+
+@case('conv_transpose')
+def _c(op):
+    return ([N('ConvTranspose', ['x', 'w', 'b'], ['y'], strides=[2, 2], pads=[1, 1, 1, 1],
+               output_padding=[1, 1], group=2)],
+            {'x': _f(1, 4, 5, 6)}, {'w': _f(4, 3, 3, 3), 'b': _f(6)}, ['y'])
+
+
+@case('conv_transpose_asymmetric')
+def _c(op):
+    return ([N('ConvTranspose', ['x', 'w'], ['y'], strides=[2, 2], pads=[0, 1, 1, 0])],
+            {'x': _f(1, 2, 4, 4)}, {'w': _f(2, 3, 3, 3)}, ['y'])
+
+
+@case('gemm_fc')
+def _c(op):
+    return ([N('Gemm', ['x', 'w', 'b'], ['y'], transB=1)],
+            {'x': _f(4, 6)}, {'w': _f(5, 6), 'b': _f(5)}, ['y'])
+
+
+@case('gemm_general')
+def _c(op):
+    return ([N('Gemm', ['x', 'w', 'c'], ['y'], transA=1, alpha=0.5, beta=2.0)],
+            {'x': _f(6, 4), 'w': _f(6, 5)}, {'c': _f(4, 5)}, ['y'])
+
+
+@case('matmul_shapes')
+def _c(op):
+    return ([N('MatMul', ['a', 'w'], ['y1']), N('MatMul', ['a', 'b'], ['y2']),
+             N('MatMul', ['p', 'q'], ['y3']), N('MatMul', ['m', 'n'], ['y4'])],
+            {'a': _f(2, 3, 4), 'b': _f(2, 4, 5), 'p': _f(2, 3, 4, 5), 'q': _f(2, 3, 5, 2),
+             'm': _f(3, 4), 'n': _f(4, 2)},
+            {'w': _f(4, 6)}, ['y1', 'y2', 'y3', 'y4'])
+
+
+@case('broadcast_arithmetic')
+def _c(op):
+    return ([N('Add', ['x', 'v'], ['a']), N('Sub', ['s', 'x'], ['b']),
+             N('Mul', ['x', 'col'], ['c']), N('Div', ['one', 'p'], ['d']),
+             N('Pow', ['p', 'two'], ['e']), N('Div', ['x', 'p'], ['f']),
+             N('Sum', ['x', 'v', 'col'], ['g']), N('Mean', ['x', 'v'], ['h']),
+             N('Max', ['x', 'v'], ['i']), N('Min', ['x', 'col'], ['j'])],
+            {'x': _f(2, 3, 4), 'v': _f(4), 'p': _f(2, 3, 4, lo=0.5, hi=2.0)},
+            {'s': np.array(0.5, np.float32), 'col': _f(3, 1), 'one': np.array([1.5], 'f'),
+             'two': np.array(2.0, np.float32)}, list('abcdefghij'))
+
+
+@case('unary')
+def _c(op):
+    names = ['Relu', 'Sigmoid', 'Tanh', 'Exp', 'Abs', 'Neg', 'Floor', 'Ceil', 'Erf',
+             'Softplus', 'Softsign', 'Sin', 'Cos', 'Atan', 'Sign']
+    pos = ['Log', 'Sqrt', 'Reciprocal']
+    nodes = [N(n, ['x'], [n]) for n in names] + [N(n, ['p'], [n]) for n in pos]
+    return nodes, {'x': _f(3, 5, lo=-3, hi=3), 'p': _f(3, 5, lo=0.2, hi=3)}, {}, names + pos
+
+
+@case('activations')
+def _c(op):
+    nodes = [N('LeakyRelu', ['x'], ['a'], alpha=0.2), N('Elu', ['x'], ['b'], alpha=0.7),
+             N('Selu', ['x'], ['c']), N('Selu', ['x'], ['d'], alpha=1.2, gamma=0.9),
+             N('HardSigmoid', ['x'], ['e'], alpha=0.3, beta=0.4),
+             N('PRelu', ['x', 'slope'], ['f']), N('Identity', ['x'], ['g']),
+             N('Dropout', ['x'], ['h'])]
+    outs = list('abcdefgh')
+    if op >= 14:
+        nodes.append(N('HardSwish', ['x'], ['i']))
+        outs.append('i')
+    return nodes, {'x': _f(2, 3, 4, 4, lo=-4, hi=4)}, {'slope': _f(3, 1, 1)}, outs
+
+
+@case('clip')
+def _c(op):
+    return ([N('Clip', ['x', 'lo', 'hi'], ['a']), N('Clip', ['x', 'lo'], ['b']),
+             N('Clip', ['x', '', 'hi'], ['c'])],
+            {'x': _f(3, 4, lo=-2, hi=2)},
+            {'lo': np.array(-0.5, 'f'), 'hi': np.array(0.7, 'f')}, ['a', 'b', 'c'])
+
+
+@case('normalization')
+def _c(op):
+    nodes = [N('BatchNormalization', ['x', 'g', 'b', 'm', 'v'], ['a'], epsilon=1e-3),
+             N('InstanceNormalization', ['x', 'g', 'b'], ['c'], epsilon=1e-4)]
+    outs = ['a', 'c']
+    if op >= 17:
+        nodes.append(N('LayerNormalization', ['x', 'lg', 'lb'], ['d'], epsilon=1e-5))
+        outs.append('d')
+    return (nodes, {'x': _f(2, 3, 4, 5)},
+            {'g': _f(3, lo=0.5, hi=1.5), 'b': _f(3), 'm': _f(3), 'v': _f(3, lo=0.5, hi=2),
+             'lg': _f(5), 'lb': _f(5)}, outs)
+
+
+@case('pooling')
+def _c(op):
+    return ([N('MaxPool', ['x'], ['a'], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             N('MaxPool', ['x'], ['b'], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+             N('MaxPool', ['x'], ['c'], kernel_shape=[3, 2], pads=[0, 1, 1, 0]),
+             N('AveragePool', ['x'], ['d'], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             N('AveragePool', ['x'], ['e'], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+               count_include_pad=1, strides=[2, 2]),
+             N('AveragePool', ['x'], ['f'], kernel_shape=[2, 2], pads=[1, 0, 0, 1],
+               count_include_pad=1),
+             N('GlobalAveragePool', ['x'], ['g']), N('GlobalMaxPool', ['x'], ['h']),
+             N('MaxPool', ['x'], ['i'], kernel_shape=[3, 3], strides=[2, 2],
+               auto_pad='SAME_UPPER')],
+            {'x': _f(2, 3, 9, 9)}, {}, list('abcdefghi'))
+
+
+@case('softmax', opsets=(11, 13, 17))
+def _c(op):
+    return ([N('Softmax', ['x'], ['a'], axis=1), N('LogSoftmax', ['x'], ['b'], axis=1),
+             N('Softmax', ['x'], ['c'], axis=-1), N('Softmax', ['x'], ['d'], axis=0)],
+            {'x': _f(2, 3, 4, lo=-3, hi=3)}, {}, list('abcd'))
+
+
+@case('reshape_family')
+def _c(op):
+    return ([N('Flatten', ['x'], ['a'], axis=2), N('Flatten', ['x'], ['b']),
+             N('Reshape', ['x', 's'], ['c']), N('Transpose', ['x'], ['d'], perm=[2, 0, 3, 1]),
+             N('Transpose', ['x'], ['e']), N('Unsqueeze', ['x', 'ua'], ['f']),
+             N('Squeeze', ['f', 'sa'], ['g']), N('Concat', ['x', 'x'], ['h'], axis=-2),
+             N('Tile', ['x', 'reps'], ['i']), N('Expand', ['col', 'es'], ['j'])],
+            {'x': _f(2, 3, 4, 5), 'col': _f(3, 1)},
+            {'s': _i64(0, -1, 10), 'ua': _i64(0, -1), 'sa': _i64(0), 'reps': _i64(1, 2, 1, 2),
+             'es': _i64(2, 1, 4)}, list('abcdefghij'))
+
+
+@case('split_slice')
+def _c(op):
+    return ([N('Split', ['x', 'sp'], ['a', 'b'], axis=1), N('Split', ['x'], ['c', 'd', 'e'],
+                                                             axis=2),
+             N('Slice', ['x', 'st', 'en', 'ax', 'stp'], ['f']),
+             N('Slice', ['x', 'st2', 'en2'], ['g'])],
+            {'x': _f(2, 6, 9)},
+            {'sp': _i64(2, 4), 'st': _i64(-1, 1), 'en': _i64(-2 ** 63, 8), 'ax': _i64(2, 1),
+             'stp': _i64(-2, 3), 'st2': _i64(1), 'en2': _i64(2 ** 62)}, list('abcdefg'))
+
+
+@case('gather_where_compare')
+def _c(op):
+    return ([N('Gather', ['x', 'idx'], ['a'], axis=1), N('Gather', ['x', 'i0'], ['b'], axis=2),
+             N('Gather', ['x', 'ri'], ['c'], axis=0), N('Greater', ['x', 'y'], ['gt']),
+             N('Where', ['gt', 'x', 'z'], ['d']), N('Less', ['x', 'half'], ['lt']),
+             N('Equal', ['ri', 'ri'], ['eq']), N('Not', ['gt'], ['ng']),
+             N('And', ['gt', 'ng'], ['e']), N('Or', ['gt', 'lt'], ['f']),
+             N('Cast', ['f'], ['g'], to=TensorProto.FLOAT)],
+            {'x': _f(3, 4, 5), 'y': _f(3, 4, 5), 'ri': np.array([[2, 0], [1, -1]], np.int64)},
+            {'idx': np.array([[0, -1], [2, 1]], np.int64), 'i0': np.array(3, np.int64),
+             'z': _f(4, 1), 'half': np.array(0.5, 'f')}, ['a', 'b', 'c', 'd', 'g', 'eq'])
+
+
+@case('reductions', opsets=(11, 13, 18))
+def _c(op):
+    def red(name, out, axes, keep):
+        if op >= 18 or (name == 'ReduceSum' and op >= 13):
+            return N(name, ['x', axes], [out], keepdims=keep)
+        return N(name, ['x'], [out], axes=list(AXES[axes]), keepdims=keep)
+    return ([red('ReduceMean', 'a', 'ax1', 1), red('ReduceSum', 'b', 'ax02', 0),
+             red('ReduceMax', 'c', 'axm1', 0), red('ReduceMin', 'd', 'ax1', 1),
+             red('ReduceProd', 'e', 'ax02', 1), red('ReduceSumSquare', 'f', 'ax1', 0),
+             red('ReduceL2', 'g', 'axm1', 1), N('ReduceMean', ['x'], ['h'], keepdims=1),
+             N('ArgMax', ['x'], ['i'], axis=1), N('ArgMin', ['x'], ['j'], axis=-1, keepdims=0),
+             N('TopK', ['x', 'k'], ['v', 'ix'], axis=1),
+             N('TopK', ['x', 'k'], ['v2', 'ix2'], axis=-1, largest=0)],
+            {'x': _f(3, 4, 5, lo=0.5, hi=1.5)},
+            {k: _i64(*v) for k, v in AXES.items()} | {'k': _i64(2)},
+            list('abcdefghij') + ['v', 'ix', 'v2', 'ix2'])
+
+
+AXES = {'ax1': (1,), 'ax02': (0, 2), 'axm1': (-1,)}
+
+
+@case('pad_resize')
+def _c(op):
+    nodes = [N('Pad', ['x', 'pads', 'cv'], ['a'], mode='constant'),
+             N('Pad', ['x', 'pads'], ['b'], mode='reflect'),
+             N('Pad', ['x', 'pads'], ['c'], mode='edge'),
+             N('Resize', ['x', '', 'sc'], ['d'], mode='nearest',
+               coordinate_transformation_mode='asymmetric', nearest_mode='floor'),
+             N('Resize', ['x', '', 'sc'], ['e'], mode='nearest'),
+             N('Resize', ['x', '', '', 'sz'], ['f'], mode='linear',
+               coordinate_transformation_mode='align_corners'),
+             N('Resize', ['x', '', 'sc'], ['g'], mode='linear'),
+             N('Resize', ['x', '', 'sc'], ['h'], mode='linear',
+               coordinate_transformation_mode='pytorch_half_pixel')]
+    return (nodes, {'x': _f(2, 3, 5, 6)},
+            {'pads': _i64(0, 0, 1, 2, 0, 0, 2, 1), 'cv': np.array(0.25, 'f'),
+             'sc': np.array([1, 1, 2, 2], 'f'), 'sz': _i64(2, 3, 7, 11)}, list('abcdefgh'))
+
+
+@case('shape_arithmetic')
+def _c(op):
+    # torch's x.view(x.size(0), -1) and friends: Shape -> Gather -> Unsqueeze -> Concat
+    return ([N('Shape', ['x'], ['s']), N('Gather', ['s', 'zero'], ['n']),
+             N('Unsqueeze', ['n', 'ax0'], ['n1']), N('Concat', ['n1', 'm1'], ['t'], axis=0),
+             N('Reshape', ['x', 't'], ['a']), N('Shape', ['x'], ['s2']),
+             N('Slice', ['s2', 'one', 'big'], ['tail']),
+             N('ConstantOfShape', ['tail'], ['ones'],
+               value=numpy_helper.from_array(np.array([2.0], 'f'))),
+             N('Mul', ['x', 'ones'], ['b']),
+             N('Constant', [], ['c3'], value=numpy_helper.from_array(_f(5))),
+             N('Add', ['x', 'c3'], ['c']), N('Size', ['x'], ['sz']),
+             N('Cast', ['sz'], ['szf'], to=TensorProto.FLOAT), N('Div', ['x', 'szf'], ['d'])],
+            {'x': _f(2, 3, 4, 5)},
+            {'zero': np.array(0, np.int64), 'ax0': _i64(0), 'm1': _i64(-1), 'one': _i64(1),
+             'big': _i64(100)}, ['a', 'b', 'c', 'd'])
+
+
+@pytest.mark.parametrize('name,opset', [(n, o) for n, (ops, _) in CASES.items() for o in ops])
+def test_op_against_onnxruntime(name, opset):
+    nodes, feeds, inits, outputs = CASES[name][1](opset)
+    _check(_model(nodes, feeds, inits, outputs, opset), feeds)
+
+
+def test_upsample_opset9():
+    x = _f(1, 2, 3, 4)
+    model = _model([N('Upsample', ['x', 's'], ['y'], mode='nearest')], {'x': x},
+                   {'s': np.array([1, 1, 2, 3], 'f')}, ['y'], 9)
+    # nearest with unequal integer factors is refused clearly; equal ones run
+    with pytest.raises(mx.MXNetError, match="Upsample"):
+        _run_ours(model, {'x': x})
+    model = _model([N('Upsample', ['x', 's'], ['y'], mode='nearest')], {'x': x},
+                   {'s': np.array([1, 1, 3, 3], 'f')}, ['y'], 9)
+    _check(model, {'x': x})
+
+
+def test_split_opset18_num_outputs():
+    x = _f(2, 7)
+    model = _model([N('Split', ['x'], ['a', 'b', 'c'], axis=1, num_outputs=3)], {'x': x}, {},
+                   ['a', 'b', 'c'], 18)
+    _check(model, {'x': x})
+
+
+def test_old_opset_attributes():
+    """Before opset 13 axes, splits and clip bounds were attributes; before 10 Slice's too."""
+    x = _f(2, 6, 4)
+    nodes = [N('Unsqueeze', ['x'], ['u'], axes=[0]), N('Squeeze', ['u'], ['a'], axes=[0]),
+             N('Split', ['x'], ['b', 'c'], axis=1, split=[1, 5]),
+             N('Slice', ['x'], ['d'], starts=[1, 0], ends=[100, -1], axes=[1, 2]),
+             N('ReduceSum', ['x'], ['e'], axes=[1], keepdims=0),
+             N('Clip', ['x'], ['f'], min=-0.2, max=0.3)]
+    _check(_model(nodes, {'x': x}, {}, list('abcdef'), 9), {'x': x})
+
+
+def test_unsupported_op_names_op_and_node():
+    x = _f(2, 3)
+    model = _model([N('Relu', ['x'], ['r'], name='first'),
+                    N('Det', ['r'], ['y'], name='my_det')], {'x': _f(2, 3, 3)}, {}, ['y'], 13)
+    with pytest.raises(mx.MXNetError, match="my_det.*Det"):
+        mx.onnx.import_model(model)
+    model = _model([N('Resize', ['x', '', 'sc'], ['y'], mode='cubic', name='rs')],
+                   {'x': _f(1, 1, 2, 2)}, {'sc': np.array([1, 1, 2, 2], 'f')}, ['y'], 13)
+    with pytest.raises(mx.MXNetError, match="'rs' \\(Resize\\).*cubic"):
+        mx.onnx.import_model(model)
+    model = _model([N('Reshape', ['x', 'x'], ['y'], name='dyn')], {'x': x}, {}, ['y'], 13)
+    with pytest.raises(mx.MXNetError, match="'dyn'.*computed at run time"):
+        mx.onnx.import_model(model)
+
+
+def test_bad_file_and_missing_package(tmp_path, monkeypatch):
+    bad = tmp_path / 'bad.onnx'
+    bad.write_bytes(b'\x00not a model\xff' * 10)
+    with pytest.raises(mx.MXNetError, match='bad.onnx'):
+        mx.onnx.import_model(str(bad))
+    with pytest.raises(mx.MXNetError):
+        mx.onnx.import_model(str(tmp_path / 'missing.onnx'))
+    monkeypatch.setitem(sys.modules, 'onnx', None)
+    with pytest.raises(mx.MXNetError, match=r'hybridgluon\[onnx\]'):
+        mx.onnx.import_model(str(bad))
+
+
+def test_metadata_and_params_split():
+    path = os.path.join(DATA, 'mxnet_convnet.onnx')
+    meta = mx.onnx.get_model_metadata(path)
+    assert meta['input_tensor_data'] == [('data', (2, 3, 16, 16), TensorProto.FLOAT)]
+    assert [(n, s) for n, s in meta['output_tensor_data']] == [(meta['output_tensor_data'][0][0],
+                                                                 (2, 5))]
+    sym, arg, aux = mx.onnx.import_model(path)
+    m = onnx.load(path)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    assert set(aux) == {k for k in inits if k.endswith(('running_mean', 'running_var'))}
+    assert set(sym.list_auxiliary_states()) == set(aux)
+    assert 'data' in sym.list_arguments() and 'data' not in arg
+    for k, v in list(arg.items()) + list(aux.items()):
+        if k in inits:
+            np.testing.assert_array_equal(v.asnumpy(), inits[k])
+
+
+@pytest.mark.parametrize('name', ['mxnet_mlp', 'mxnet_convnet'])
+def test_models_exported_by_mxnet(name):
+    ref = np.load(os.path.join(DATA, name + '.npz'))
+    model = onnx.load(os.path.join(DATA, name + '.onnx'))
+    for hyb in (False, True):
+        (got,) = _run_ours(model, {'data': ref['x']}, hyb)
+        np.testing.assert_allclose(got, ref['y'], rtol=1e-4, atol=1e-4)
+    # the symbol API: bind the imported graph with its parameters
+    sym, arg, aux = mx.onnx.import_model(model)
+    args = dict(arg, data=mx.nd.array(ref['x']))
+    ex = sym.bind(mx.cpu(), args, aux_states=aux)
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), ref['y'], rtol=1e-4, atol=1e-4)
+
+
+# -- models exported by PyTorch ---------------------------------------------------------------
+
+def _torch_models():
+    torch = pytest.importorskip('torch')
+    sys.path.insert(0, BENCH)
+    try:
+        import workloads_torch as wt
+    finally:
+        sys.path.remove(BENCH)
+    return torch, wt
+
+
+def _randomize_bn(torch, model):
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-0.5, 0.5, generator=g)
+                m.running_var.uniform_(0.5, 1.5, generator=g)
+                m.weight.uniform_(0.5, 1.5, generator=g)
+                m.bias.uniform_(-0.5, 0.5, generator=g)
+    return model.eval()
+
+
+def _export_torch(torch, model, x, path, **kw):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        torch.onnx.export(model, (torch.from_numpy(x),), str(path), dynamo=False,
+                          input_names=['x'], output_names=['y'], **kw)
+    with torch.no_grad():
+        return model(torch.from_numpy(x)).numpy()
+
+
+@pytest.mark.parametrize('arch,shape,kw', [
+    ('mlp', (3, 512), {'opset_version': 13}),
+    ('lenet', (2, 1, 28, 28), {'opset_version': 17}),
+    ('resnet18_v1', (2, 3, 32, 32), {'opset_version': 13}),
+    ('mobilenetv2_1.0', (1, 3, 32, 32), {'opset_version': 17, 'do_constant_folding': False}),
+])
+def test_models_exported_by_torch(tmp_path, arch, shape, kw):
+    torch, wt = _torch_models()
+    torch.manual_seed(0)
+    model = {'mlp': lambda: wt._mlp(512, (256, 128, 2)), 'lenet': wt.LeNet,
+             'resnet18_v1': lambda: wt.resnet18_v1(10),
+             'mobilenetv2_1.0': lambda: wt.mobilenetv2_1_0(10)}[arch]()
+    model = _randomize_bn(torch, model)
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    path = tmp_path / 'm.onnx'
+    want = _export_torch(torch, model, x, path, **kw)
+    want_ort = _run_ort(onnx.load(str(path)), {'x': x})[0]
+    scale = max(1.0, float(np.abs(want).max()))
+    net = mx.onnx.import_to_gluon(str(path), mx.cpu())
+    got = net(mx.nd.array(x)).asnumpy()
+    np.testing.assert_allclose(got / scale, want / scale, atol=1e-4)
+    np.testing.assert_allclose(got / scale, want_ort / scale, atol=1e-4)
+    net.hybridize()
+    np.testing.assert_allclose(net(mx.nd.array(x)).asnumpy() / scale, want / scale, atol=1e-4)
+    if kw.get('do_constant_folding') is False:
+        _, _, aux = mx.onnx.import_model(str(path))
+        assert aux, 'BatchNorm running statistics must arrive as aux params'
+
+
+def test_torch_dynamic_batch_export_reload(tmp_path):
+    """A dynamic batch axis (torch's x.view(x.size(0), -1)) imports, hybridizes, exports as
+    -symbol.json/.params and reloads with SymbolBlock.imports at other batch sizes."""
+    torch, _ = _torch_models()
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 4, 3)
+            self.bn = torch.nn.BatchNorm2d(4)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            y = torch.nn.functional.gelu(self.bn(self.c(x)))
+            y = torch.nn.functional.interpolate(y, scale_factor=2, mode='nearest')
+            y = torch.nn.functional.avg_pool2d(y, 2)
+            return torch.log_softmax(self.fc(y.view(y.size(0), -1)), dim=1)
+
+    model = _randomize_bn(torch, Net())
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    path = tmp_path / 'dyn.onnx'
+    _export_torch(torch, model, x, path, opset_version=13, dynamic_axes={'x': {0: 'n'}})
+    assert mx.onnx.get_model_metadata(str(path))['input_tensor_data'][0][1] == (0, 3, 8, 8)
+    net = mx.onnx.import_to_gluon(str(path), mx.cpu())
+    net.hybridize()
+    for n in (1, 5):
+        xb = np.random.default_rng(n).uniform(-1, 1, (n, 3, 8, 8)).astype(np.float32)
+        with torch.no_grad():
+            want = model(torch.from_numpy(xb)).numpy()
+        np.testing.assert_allclose(net(mx.nd.array(xb)).asnumpy(), want, rtol=1e-4, atol=1e-4)
+    prefix = str(tmp_path / 'imported')
+    net.export(prefix)
+    back = mx.gluon.SymbolBlock.imports(prefix + '-symbol.json', ['x'],
+                                        prefix + '-0000.params')
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(back(mx.nd.array(x)).asnumpy(), want, rtol=1e-4, atol=1e-4)
