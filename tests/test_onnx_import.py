@@ -444,7 +444,7 @@ def _export_torch(torch, model, x, path, **kw):
         torch.onnx.export(model, (torch.from_numpy(x),), str(path), dynamo=False,
                           input_names=['x'], output_names=['y'], **kw)
     with torch.no_grad():
-        return model(torch.from_numpy(x)).numpy()
+        return model(torch.from_numpy(x))
 
 
 @pytest.mark.parametrize('arch,shape,kw', [
@@ -462,7 +462,7 @@ def test_models_exported_by_torch(tmp_path, arch, shape, kw):
     model = _randomize_bn(torch, model)
     x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
     path = tmp_path / 'm.onnx'
-    want = _export_torch(torch, model, x, path, **kw)
+    want = _export_torch(torch, model, x, path, **kw).numpy()
     want_ort = _run_ort(onnx.load(str(path)), {'x': x})[0]
     scale = max(1.0, float(np.abs(want).max()))
     net = mx.onnx.import_to_gluon(str(path), mx.cpu())
@@ -514,3 +514,86 @@ def test_torch_dynamic_batch_export_reload(tmp_path):
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(back(mx.nd.array(x)).asnumpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def _torch_layer_models(torch):
+    nn, fn = torch.nn, torch.nn.functional
+
+    class Vision(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.bn = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+            self.ct, self.pr = nn.ConvTranspose2d(8, 4, 4, 2, 1), nn.PReLU(4)
+            self.inorm = nn.InstanceNorm2d(4, affine=True)
+
+        def forward(self, x):
+            y = fn.hardswish(self.bn(self.c(x)))
+            y = fn.interpolate(y, scale_factor=2, mode='bilinear', align_corners=False)
+            y = self.pr(self.inorm(fn.silu(self.ct(y))))
+            y = fn.pad(y, (1, 2, 0, 1), mode='reflect')
+            y = torch.cat([y, fn.max_pool2d(y, 3, 1, 1)], 1)
+            y = fn.adaptive_avg_pool2d(y, 1).flatten(1)
+            return (torch.clamp(fn.elu(y), -0.5, 0.5), y.argmax(1), fn.hardsigmoid(y),
+                    fn.leaky_relu(y, 0.1))
+
+    class Encoder(nn.Module):
+        """Embedding, multi-head attention, LayerNorm and GELU: a transformer layer."""
+
+        def __init__(self):
+            super().__init__()
+            self.emb, self.ln = nn.Embedding(50, 16), nn.LayerNorm(16)
+            self.mha = nn.MultiheadAttention(16, 2, batch_first=True)
+            self.ff = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            h = self.ln(x)
+            x = x + self.mha(h, h, h, need_weights=False)[0]
+            return x + self.ff(self.ln(x))
+
+    class Heads(nn.Module):
+        """Attention written out: view/transpose/batched matmul on run-time batch and length."""
+
+        def __init__(self):
+            super().__init__()
+            self.q, self.ln = nn.Linear(16, 16), nn.LayerNorm(16)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q = self.q(x).view(b, t, 2, 8).transpose(1, 2)
+            att = ((q @ q.transpose(-2, -1)) / 8 ** 0.5).softmax(-1)
+            y = (att @ q).transpose(1, 2).reshape(b, t, c)
+            return self.ln(y).mean(dim=1)
+
+    return Vision, Encoder, Heads
+
+
+@pytest.mark.parametrize('which,opset', [('vision', 11), ('vision', 17), ('encoder', 14),
+                                         ('encoder', 17), ('heads', 13), ('heads', 17)])
+def test_torch_layers(tmp_path, which, opset):
+    torch, _ = _torch_models()
+    torch.manual_seed(0)
+    vision, encoder, heads = _torch_layer_models(torch)
+    rng = np.random.default_rng(2)
+    if which == 'vision':
+        model, x, dyn = vision(), rng.uniform(-1, 1, (2, 3, 6, 6)).astype(np.float32), None
+    elif which == 'encoder':
+        model, x, dyn = encoder(), rng.integers(0, 50, (2, 7)).astype(np.int64), None
+    else:
+        model, x = heads(), rng.uniform(-1, 1, (2, 5, 16)).astype(np.float32)
+        dyn = {'x': {0: 'batch', 1: 'time'}}
+    model = _randomize_bn(torch, model)
+    path = tmp_path / 'm.onnx'
+    _export_torch(torch, model, x, path, opset_version=opset, dynamic_axes=dyn)
+    net = mx.onnx.import_to_gluon(str(path), mx.cpu())
+    net.hybridize()
+    feeds = [x] if dyn is None else [x, rng.uniform(-1, 1, (3, 4, 16)).astype(np.float32)]
+    for xb in feeds:
+        with torch.no_grad():
+            want = model(torch.from_numpy(xb))
+        want = want if isinstance(want, tuple) else (want,)
+        got = net(mx.nd.array(xb, dtype=xb.dtype))
+        got = got if isinstance(got, (list, tuple)) else [got]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.asnumpy().astype(np.float64),
+                                       w.numpy().astype(np.float64), rtol=1e-4, atol=1e-4)

@@ -56,7 +56,7 @@ class RunDim(object):
 
 def shape_vector(ctx, name, shape):
     """Tensor `name`'s shape as a constant: int64, or an object array with RunDim entries."""
-    params = ctx.graph.dim_params(name) or [None] * len(shape)
+    params = ctx.graph.dim_params(name, ctx.inputs[0]) or [None] * len(shape)
     if all(d is not None for d in shape):
         return np.array(shape, dtype=np.int64)
     return np.array([d if d is not None else RunDim(name, i, params[i])
@@ -242,6 +242,7 @@ def _div(ctx, a, b):
 
 for _t, _f in {'Add': lambda c, a, b: a + b, 'Sub': lambda c, a, b: a - b,
                'Mul': lambda c, a, b: a * b, 'Div': _div,
+               'Mod': lambda c, a, b: (np.fmod if int(c.attrs.get('fmod', 0)) else np.mod)(a, b),
                'Equal': lambda c, a, b: a == b, 'Less': lambda c, a, b: a < b,
                'Greater': lambda c, a, b: a > b, 'LessOrEqual': lambda c, a, b: a <= b,
                'GreaterOrEqual': lambda c, a, b: a >= b, 'Not': lambda c, a: ~a,

@@ -73,6 +73,13 @@ for _t in _UNARY:
     CONVERTERS[_t] = _unary
 
 
+@register('Mod')
+def _mod(ctx):
+    if int(ctx.attrs.get('fmod', 0)):
+        ctx.fail('fmod=1 (the sign of the dividend) is not supported')
+    return ctx.op('broadcast_mod', ctx.sym(0), ctx.sym(1))  # the sign of the divisor, as ONNX
+
+
 @register('Sum', 'Max', 'Min', 'Mean')
 def _variadic(ctx):
     bop = {'Sum': 'broadcast_add', 'Mean': 'broadcast_add', 'Max': 'broadcast_maximum',
@@ -256,7 +263,7 @@ def _concat(ctx):
 def _reshape_codes(ctx, target):
     """Target entries as ints; a run-time dimension must be the input's own dimension at the
     same position (or one ONNX names alike), which MXNet's code 0 copies."""
-    data_dims = ctx.graph.dim_params(ctx.input_names[0]) or ()
+    data_dims = ctx.graph.dim_params(ctx.input_names[0], ctx.inputs[0]) or ()
     out = []
     for i, d in enumerate(target):
         if isinstance(d, RunDim):

@@ -249,14 +249,20 @@ def _matmul(ctx):
     if ra != rb:
         ctx.fail('batched products with different ranks (%d and %d) are not supported' %
                  (ra, rb))
+    if any(x is not None and y is not None and x != y for x, y in zip(sa[:-2], sb[:-2])):
+        ctx.fail('batched products that broadcast the batch dimensions (%s and %s) are not '
+                 'supported' % (sa, sb))
     if ra == 3:
         return ctx.op('batch_dot', a, ctx.sym(1))
-    if any(d is None for d in sa[:-2]) or tuple(sa[:-2]) != tuple(sb[:-2]):
-        ctx.fail('batched products need equal, static batch dimensions')
-    a3 = ctx.op('reshape', a, shape=(-1,) + tuple(sa[-2:]))
-    b3 = ctx.op('reshape', ctx.sym(1), shape=(-1,) + tuple(sb[-2:]))
-    out = ctx.op('batch_dot', a3, b3)
-    return ctx.op('reshape', out, shape=tuple(sa[:-2]) + (sa[-2], sb[-1]))
+    # merge the batch axes pairwise (MXNet's reshape code -3), multiply, then give the result
+    # the batch axes of `a` back: this works for batch sizes known only at run time
+    b = ctx.sym(1)
+    for r in range(ra, 3, -1):
+        codes = (-3,) + (0,) * (r - 2)
+        a, b = ctx.op('reshape', a, shape=codes), ctx.op('reshape', b, shape=codes)
+    out = ctx.op('batch_dot', a, b)
+    return ctx.op('reshape_like', out, ctx.sym(0), lhs_begin=0, lhs_end=1, rhs_begin=0,
+                  rhs_end=ra - 2)
 
 
 @register('Pad')

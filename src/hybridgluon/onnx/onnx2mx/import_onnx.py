@@ -128,7 +128,9 @@ class GraphProto(object):
         self._vars = {}
         self._names = set()
         self._shapes = {}
-        self._data_shapes = {}
+        self._data_dims = {}
+        self._probes = {}
+        self._probed = set()
         self.opset_version = 0
         self.model_metadata = {}
 
@@ -147,8 +149,17 @@ class GraphProto(object):
             if inp.name in self._values:
                 continue  # IR < 4 lists initializers among the inputs as well
             shape = self._value_info_shape(inp)
-            if shape is not None and all(isinstance(d, int) for d in shape):
-                self._data_shapes[inp.name] = shape
+            if shape is not None:
+                dims = []
+                for k, d in enumerate(shape):
+                    if not isinstance(d, int):
+                        d = d or '%s_dim%d' % (inp.name, k)
+                        if d not in self._probes:
+                            n = len(self._probes)
+                            self._probes[d] = (1009 + 16 * n, 2011 + 16 * n)
+                    dims.append(d)
+                self._data_dims[inp.name] = tuple(dims)
+                self._shapes[inp.name] = tuple(dims)
             self._values[inp.name] = symbol.var(inp.name)
             self._names.add(inp.name)
         for node in graph.node:
@@ -318,22 +329,38 @@ class GraphProto(object):
                 if old is None or unknown < sum(not isinstance(d, int) for d in old):
                     self._shapes[vi.name] = s
 
-    def dim_params(self, name):
-        """The shape of tensor `name` as ONNX shape inference has it: ints, and the names of
-        dimensions known only at run time (dim_param) or None."""
+    def dim_params(self, name, value=None):
+        """Tensor `name`'s dimensions: ints, the name of a dimension known only at run time
+        (an input's dim_param, or one of ONNX's inferred names), or None; None if unknown."""
+        s = self._shapes.get(name)
+        if value is None or isinstance(value, np.ndarray) or name in self._probed or \
+                (s is not None and all(isinstance(d, int) for d in s)):
+            return s
+        self._probed.add(name)
+        probed = self._probe(value)
+        if probed is not None and (s is None or len(s) == len(probed)):
+            self._shapes[name] = probed
         return self._shapes.get(name)
 
+    def _probe(self, sym):
+        """Our own shape inference run twice, each run giving the inputs' run-time dimensions
+        other sizes (unlikely ones, 1009 + 16n and 2011 + 16n): a dimension that comes out the
+        same both times is static, one that follows an input's dimension is that dimension."""
+        args = set(sym.list_arguments())
+        runs = []
+        for k in range(2):
+            feed = {n: tuple(d if isinstance(d, int) else self._probes[d][k] for d in shape)
+                    for n, shape in self._data_dims.items() if n in args}
+            try:
+                _, out, _ = sym.infer_shape_partial(**feed)
+            except Exception:  # a model the probe sizes do not suit: no shape from us
+                return None
+            if not out or out[0] is None or not len(out[0]) or any(d <= 0 for d in out[0]):
+                return None
+            runs.append(out[0])
+        sizes = {v: name for name, v in self._probes.items()}
+        return tuple(a if a == b else sizes.get((a, b)) for a, b in zip(*runs))
+
     def shape_of(self, name, sym):
-        s = self._shapes.get(name)
-        if s is not None:
-            s = tuple(d if isinstance(d, int) else None for d in s)
-            if all(d is not None for d in s):
-                return s
-        try:
-            known = {k: v for k, v in self._data_shapes.items() if k in sym.list_arguments()}
-            _, out, _ = sym.infer_shape_partial(**known)
-        except Exception:
-            out = None
-        if out and out[0] is not None and len(out[0]) and all(d > 0 for d in out[0]):
-            return tuple(out[0])
-        return s
+        s = self.dim_params(name, sym)
+        return None if s is None else tuple(d if isinstance(d, int) else None for d in s)
