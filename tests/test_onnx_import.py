@@ -182,6 +182,12 @@ def _c(op):
     return nodes, {'x': _f(2, 3, 4, 4, lo=-4, hi=4)}, {'slope': _f(3, 1, 1)}, outs
 
 
+@case('gelu', opsets=(20,))
+def _c(op):
+    return ([N('Gelu', ['x'], ['a']), N('Gelu', ['x'], ['b'], approximate='tanh')],
+            {'x': _f(3, 7, lo=-4, hi=4)}, {}, ['a', 'b'])
+
+
 @case('clip')
 def _c(op):
     return ([N('Clip', ['x', 'lo', 'hi'], ['a']), N('Clip', ['x', 'lo'], ['b']),
@@ -382,21 +388,22 @@ def test_bad_file_and_missing_package(tmp_path, monkeypatch):
         mx.onnx.import_model(str(bad))
 
 
-def test_metadata_and_params_split():
-    path = os.path.join(DATA, 'mxnet_convnet.onnx')
+@pytest.mark.parametrize('name', ['mxnet_mlp', 'mxnet_convnet'])
+def test_metadata_and_params_split(name):
+    """Metadata and the arg/aux split are what MXNet's own importer gives for the file."""
+    import json
+    with open(os.path.join(DATA, 'mxnet_import.json')) as f:
+        ref = json.load(f)[name]
+    path = os.path.join(DATA, name + '.onnx')
     meta = mx.onnx.get_model_metadata(path)
-    assert meta['input_tensor_data'] == [('data', (2, 3, 16, 16), TensorProto.FLOAT)]
-    assert [(n, s) for n, s in meta['output_tensor_data']] == [(meta['output_tensor_data'][0][0],
-                                                                 (2, 5))]
+    assert meta == {k: [tuple(tuple(x) if isinstance(x, list) else x for x in e) for e in v]
+                    for k, v in ref['metadata'].items()}
     sym, arg, aux = mx.onnx.import_model(path)
-    m = onnx.load(path)
-    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
-    assert set(aux) == {k for k in inits if k.endswith(('running_mean', 'running_var'))}
+    assert sorted(arg) == ref['arg'] and sorted(aux) == ref['aux']
     assert set(sym.list_auxiliary_states()) == set(aux)
-    assert 'data' in sym.list_arguments() and 'data' not in arg
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
     for k, v in list(arg.items()) + list(aux.items()):
-        if k in inits:
-            np.testing.assert_array_equal(v.asnumpy(), inits[k])
+        np.testing.assert_array_equal(v.asnumpy(), inits[k])
 
 
 @pytest.mark.parametrize('name', ['mxnet_mlp', 'mxnet_convnet'])
@@ -597,3 +604,26 @@ def test_torch_layers(tmp_path, which, opset):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.asnumpy().astype(np.float64),
                                        w.numpy().astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_torch_dynamo_exporter(tmp_path):
+    """torch.onnx.export's default (torch.export-based) exporter writes opset 18+ graphs
+    (Gelu, LayerNormalization, Gather on an embedding table)."""
+    torch, _ = _torch_models()
+    pytest.importorskip('onnxscript')
+    torch.manual_seed(0)
+    _, encoder, _ = _torch_layer_models(torch)
+    path = tmp_path / 'm.onnx'
+    import warnings
+    for model, x in ((encoder(), np.random.default_rng(0).integers(0, 50, (2, 7))),):
+        x = x.astype(np.int64)
+        model.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            torch.onnx.export(model, (torch.from_numpy(x),), str(path), dynamo=True,
+                              input_names=['x'], verbose=False)
+        assert max(o.version for o in onnx.load(str(path)).opset_import) >= 18
+        with torch.no_grad():
+            want = model(torch.from_numpy(x)).numpy()
+        (got,) = _run_ours(onnx.load(str(path)), {'x': x}, hybridize=True)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -1,8 +1,10 @@
 """Writes the ONNX files of tests/test_onnx_import.py's round trip with real MXNet 1.9.1:
 small Gluon networks exported by MXNet's own `mx.onnx.export_model`, with an input and MXNet's
-output for it. Run with MXNet 1.9.1 and onnx 1.13 installed:
+output for it, and what MXNet's own importer (`mx.contrib.onnx`) makes of each file: the
+metadata and the names of the arg and aux params. Run with MXNet 1.9.1 and onnx 1.13 installed:
     python tests/data/onnx/gen_mxnet_onnx.py
 """
+import json
 import os
 
 import mxnet as mx
@@ -30,6 +32,7 @@ def _convnet():
 def main():
     mx.random.seed(7)
     np.random.seed(7)
+    imported = {}
     for name, build in (('mxnet_mlp', _mlp), ('mxnet_convnet', _convnet)):
         net, shape = build()
         net.initialize(mx.init.Xavier())
@@ -53,6 +56,13 @@ def main():
         mx.onnx.export_model(sym, params, [shape], [np.float32],
                              os.path.join(HERE, name + '.onnx'))
         np.savez(os.path.join(HERE, name + '.npz'), x=x.asnumpy(), y=y.asnumpy())
+        from mxnet.contrib import onnx as mx_onnx
+        path = os.path.join(HERE, name + '.onnx')
+        _, arg, aux = mx_onnx.import_model(path)
+        meta = mx_onnx.get_model_metadata(path)
+        imported[name] = {'metadata': meta, 'arg': sorted(arg), 'aux': sorted(aux)}
+    with open(os.path.join(HERE, 'mxnet_import.json'), 'w') as f:
+        json.dump(imported, f, indent=1, sort_keys=True)
 
 
 if __name__ == '__main__':

@@ -162,9 +162,18 @@ def _hard_swish(ctx):
 
 @register('Gelu')
 def _gelu(ctx):
-    if ctx.attrs.get('approximate', 'none') != 'none':
-        ctx.fail("approximate='%s' is not supported" % ctx.attrs['approximate'])
-    return ctx.op('LeakyReLU', ctx.sym(0), act_type='gelu')
+    approx = ctx.attrs.get('approximate', 'none')
+    x = ctx.sym(0)
+    if approx == 'none':
+        return ctx.op('LeakyReLU', x, act_type='gelu')
+    if approx != 'tanh':
+        ctx.fail("approximate='%s' is not supported" % approx)
+    # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+    inner = ctx.op('elemwise_add', x, ctx.op('_mul_scalar', ctx.op('_power_scalar', x, scalar=3.0),
+                                             scalar=0.044715))
+    t = ctx.op('tanh', ctx.op('_mul_scalar', inner, scalar=float(np.sqrt(2 / np.pi))))
+    return ctx.op('elemwise_mul', ctx.op('_mul_scalar', x, scalar=0.5),
+                  ctx.op('_plus_scalar', t, scalar=1.0))
 
 
 @register('Clip')
