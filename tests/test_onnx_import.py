@@ -374,6 +374,18 @@ def test_unsupported_op_names_op_and_node():
     model = _model([N('Reshape', ['x', 'x'], ['y'], name='dyn')], {'x': x}, {}, ['y'], 13)
     with pytest.raises(mx.MXNetError, match="'dyn'.*computed at run time"):
         mx.onnx.import_model(model)
+    # a malformed node (Concat without its required axis), unnamed: named by its output
+    model = _model([N('Identity', ['x'], ['y'])], {'x': x}, {}, ['y'], 13)
+    model.graph.node.append(N('Concat', ['y', 'x'], ['z']))
+    model.graph.output[0].name = 'z'
+    with pytest.raises(mx.MXNetError, match="producing z.*Concat.*axis"):
+        mx.onnx.import_model(model)
+    # arithmetic on a dynamic batch size is refused, not miscomputed
+    model = _model([N('Shape', ['x'], ['s']), N('Mul', ['s', 'two'], ['t'], name='dbl'),
+                    N('Reshape', ['x', 't'], ['y'])], {'x': x}, {'two': _i64(1, 1)}, ['y'], 13)
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = 'n'
+    with pytest.raises(mx.MXNetError, match="'dbl'.*run time"):
+        mx.onnx.import_model(model)
 
 
 def test_bad_file_and_missing_package(tmp_path, monkeypatch):

@@ -44,6 +44,11 @@ def load_model(model_file):
         raise MXNetError("cannot read ONNX model '%s': %s" % (model_file, e)) from None
 
 
+def node_label(node):
+    """How errors name a node: its name, or its first output for an unnamed one."""
+    return node.name or 'producing %s' % (node.output[0] if node.output else '?')
+
+
 class NodeCtx:
     """What a converter sees of one ONNX node: its attributes, its inputs (constants or
     Symbols, None for an omitted optional input), shapes where known, and helpers that create
@@ -61,7 +66,7 @@ class NodeCtx:
         self.num_outputs = len(node.output)
 
     def fail(self, msg):
-        raise MXNetError("ONNX node '%s' (%s): %s" % (self.node.name, self.op_type, msg))
+        raise MXNetError("ONNX node '%s' (%s): %s" % (node_label(self.node), self.op_type, msg))
 
     def has(self, i):
         return i < len(self.inputs) and self.inputs[i] is not None
@@ -80,7 +85,11 @@ class NodeCtx:
         return self.inputs[i]
 
     def ints(self, i, what='input'):
-        return [int(v) for v in self.const(i, what).reshape(-1)]
+        try:
+            return [int(v) for v in self.const(i, what).reshape(-1)]
+        except TypeError:  # a RunDim entry
+            self.fail("%s '%s' holds a dimension known only at run time (%s)" %
+                      (what, self.input_names[i], self.inputs[i].tolist()))
 
     def sym(self, i):
         """Input i as a Symbol: a constant becomes a parameter variable."""
@@ -217,13 +226,30 @@ class GraphProto(object):
                 inputs.append(None)
             elif name not in self._values:
                 raise MXNetError("ONNX node '%s' (%s): input '%s' is produced by no earlier "
-                                 "node" % (node.name, node.op_type, name))
+                                 "node" % (node_label(node), node.op_type, name))
             else:
                 inputs.append(self._values[name])
         if node.domain not in ('', 'ai.onnx'):
             raise MXNetError("ONNX node '%s' (%s): operators of domain '%s' are not supported" %
-                             (node.name, node.op_type, node.domain))
-        ctx = NodeCtx(self, node, inputs)
+                             (node_label(node), node.op_type, node.domain))
+        try:
+            outs = self._convert_with(NodeCtx(self, node, inputs), inputs)
+        except MXNetError:
+            raise
+        except Exception as e:  # a malformed node (a required attribute missing ...)
+            raise MXNetError("ONNX node '%s' (%s) cannot be converted: %s: %s" %
+                             (node_label(node), node.op_type, type(e).__name__, e)) from e
+        for i, name in enumerate(node.output):
+            if name == '':
+                continue
+            if i >= len(outs) or outs[i] is None:
+                raise MXNetError("ONNX node '%s' (%s): output %d ('%s') is not supported" %
+                                 (node_label(node), node.op_type, i, name))
+            self._values[name] = outs[i]
+
+    def _convert_with(self, ctx, inputs):
+        """The node's outputs: folded when a folder takes them, else from its converter."""
+        node = ctx.node
         given = [v for v in inputs if v is not None]
         folder = FOLDERS.get(node.op_type)
         outs = NotImplemented
@@ -241,17 +267,10 @@ class GraphProto(object):
             conv = CONVERTERS.get(node.op_type)
             if conv is None:
                 raise MXNetError("ONNX node '%s': operator %s (opset %d) has no hybridgluon "
-                                 "equivalent" % (node.name, node.op_type, self.opset_version))
+                                 "equivalent" % (node_label(node), node.op_type,
+                                                 self.opset_version))
             outs = conv(ctx)
-        if not isinstance(outs, (list, tuple)):
-            outs = [outs]
-        for i, name in enumerate(node.output):
-            if name == '':
-                continue
-            if i >= len(outs) or outs[i] is None:
-                raise MXNetError("ONNX node '%s' (%s): output %d ('%s') is not supported" %
-                                 (node.name, node.op_type, i, name))
-            self._values[name] = outs[i]
+        return outs if isinstance(outs, (list, tuple)) else [outs]
 
     def parse_attrs(self, node):
         onnx = _onnx()
