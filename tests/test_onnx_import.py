@@ -225,6 +225,26 @@ def _c(op):
             {'x': _f(2, 3, 9, 9)}, {}, list('abcdefghi'))
 
 
+@case('pool_ceil_edges')
+def _c(op):
+    # ceil_mode windows that would start in the right padding are dropped (ONNX and PyTorch)
+    return ([N('MaxPool', ['x'], ['a'], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+               ceil_mode=1),
+             N('AveragePool', ['x'], ['b'], kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1], ceil_mode=1),
+             N('MaxPool', ['y'], ['c'], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
+            {'x': _f(1, 2, 7, 7), 'y': _f(1, 2, 13, 13)}, {}, ['a', 'b', 'c'])
+
+
+@case('lrn_depth_space')
+def _c(op):
+    return ([N('LRN', ['x'], ['a'], size=3, alpha=0.01, beta=0.6, bias=1.5),
+             N('DepthToSpace', ['x'], ['b'], blocksize=2),
+             N('DepthToSpace', ['x'], ['c'], blocksize=2, mode='CRD'),
+             N('SpaceToDepth', ['x'], ['d'], blocksize=2)],
+            {'x': _f(2, 8, 4, 6)}, {}, ['a', 'b', 'c', 'd'])
+
+
 @case('softmax', opsets=(11, 13, 17))
 def _c(op):
     return ([N('Softmax', ['x'], ['a'], axis=1), N('LogSoftmax', ['x'], ['b'], axis=1),

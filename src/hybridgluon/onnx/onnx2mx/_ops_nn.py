@@ -122,6 +122,25 @@ def _layer_norm(ctx):
     return [out] + [None] * (ctx.num_outputs - 1)
 
 
+def _ceil_convention(ctx, kernel, strides, begin, end):
+    """MXNet's pooling_convention for ONNX's ceil_mode. ONNX (like PyTorch) drops a last
+    window that would start in the right padding, so where it does, ceil_mode's output is
+    the floor one ('valid'); 'full' where it does not (and where the size is unknown)."""
+    if not int(ctx.attrs.get('ceil_mode', 0)):
+        return 'valid'
+    shape = ctx.shape(0)
+    if shape is None:
+        return 'full'
+    drops = set()
+    for size, k, s, b, e in zip(shape[2:], kernel, strides, begin, end):
+        if size is not None:
+            out = -(-(size + b + e - k) // s) + 1
+            drops.add((out - 1) * s >= size + b)
+    if drops == {True, False}:
+        ctx.fail('ceil_mode drops the last window on some axes but not others')
+    return 'valid' if drops == {True} else 'full'
+
+
 def _pool(ctx, pool_type):
     kernel = tuple(int(k) for k in ctx.attrs['kernel_shape'])
     n = len(kernel)
@@ -130,6 +149,7 @@ def _pool(ctx, pool_type):
         ctx.fail('dilated pooling is not supported')
     begin, end = _conv_pads(ctx, kernel, strides, dilations)
     include = bool(int(ctx.attrs.get('count_include_pad', 0)))
+    convention = _ceil_convention(ctx, kernel, strides, begin, end)
     x = ctx.sym(0)
     if begin != end:
         if pool_type == 'avg' and not include:
@@ -140,9 +160,7 @@ def _pool(ctx, pool_type):
     if pool_type == 'avg':
         kw['count_include_pad'] = include
     out = ctx.op('Pooling', x, kernel=kernel, stride=tuple(strides), pad=tuple(begin),
-                 pool_type=pool_type,
-                 pooling_convention='full' if int(ctx.attrs.get('ceil_mode', 0)) else 'valid',
-                 **kw)
+                 pool_type=pool_type, pooling_convention=convention, **kw)
     return [out] + [None] * (ctx.num_outputs - 1)
 
 
@@ -163,6 +181,28 @@ def _global_pool(ctx):
     n = ctx.rank(0) - 2
     return ctx.op('Pooling', ctx.sym(0), kernel=(1,) * n, global_pool=True,
                   pool_type='avg' if ctx.op_type == 'GlobalAveragePool' else 'max')
+
+
+@register('LRN')
+def _lrn(ctx):
+    return ctx.op('LRN', ctx.sym(0), alpha=float(ctx.attrs.get('alpha', 1e-4)),
+                  beta=float(ctx.attrs.get('beta', 0.75)), knorm=float(ctx.attrs.get('bias', 1.0)),
+                  nsize=int(ctx.attrs['size']))
+
+
+@register('DepthToSpace', 'SpaceToDepth')
+def _depth_space(ctx):
+    block = int(ctx.attrs['blocksize'])
+    x = ctx.sym(0)
+    if ctx.op_type == 'SpaceToDepth':
+        return ctx.op('space_to_depth', x, block_size=block)
+    if ctx.attrs.get('mode', 'DCR') == 'DCR':
+        return ctx.op('depth_to_space', x, block_size=block)
+    # CRD: channels split as (C, b, b), not (b, b, C) - one reshape/transpose/reshape
+    n, c, h, w = ctx.full_shape(0, 'DepthToSpace in CRD mode')
+    x = ctx.op('reshape', x, shape=(n, c // (block * block), block, block, h, w))
+    x = ctx.op('transpose', x, axes=(0, 1, 4, 2, 5, 3))
+    return ctx.op('reshape', x, shape=(n, c // (block * block), h * block, w * block))
 
 
 @register('Softmax', 'LogSoftmax')
