@@ -245,6 +245,25 @@ def _c(op):
             {'x': _f(2, 8, 4, 6)}, {}, ['a', 'b', 'c', 'd'])
 
 
+@case('recurrent')
+def _c(op):
+    t, b, i, h = 5, 3, 4, 6
+    return ([N('LSTM', ['x', 'lw', 'lr', 'lb', '', 'h0', 'c0'], ['y1', 'yh1', 'yc1'],
+               hidden_size=h),
+             N('LSTM', ['x', 'lw2', 'lr2'], ['y2', 'yh2'], hidden_size=h,
+               direction='bidirectional'),
+             N('GRU', ['x', 'gw', 'gr', 'gb'], ['y3', 'yh3'], hidden_size=h,
+               linear_before_reset=1, direction='bidirectional'),
+             N('RNN', ['x', 'rw', 'rr', 'rb', '', 'h0'], ['y4', 'yh4'], hidden_size=h),
+             N('RNN', ['x', 'rw', 'rr'], ['y5'], hidden_size=h, activations=['Relu'])],
+            {'x': _f(t, b, i), 'h0': _f(1, b, h)},
+            {'lw': _f(1, 4 * h, i), 'lr': _f(1, 4 * h, h), 'lb': _f(1, 8 * h),
+             'c0': _f(1, b, h), 'lw2': _f(2, 4 * h, i), 'lr2': _f(2, 4 * h, h),
+             'gw': _f(2, 3 * h, i), 'gr': _f(2, 3 * h, h), 'gb': _f(2, 6 * h),
+             'rw': _f(1, h, i), 'rr': _f(1, h, h), 'rb': _f(1, 2 * h)},
+            ['y1', 'yh1', 'yc1', 'y2', 'yh2', 'y3', 'yh3', 'y4', 'yh4', 'y5'])
+
+
 @case('softmax', opsets=(11, 13, 17))
 def _c(op):
     return ([N('Softmax', ['x'], ['a'], axis=1), N('LogSoftmax', ['x'], ['b'], axis=1),
@@ -349,6 +368,35 @@ def _c(op):
 def test_op_against_onnxruntime(name, opset):
     nodes, feeds, inits, outputs = CASES[name][1](opset)
     _check(_model(nodes, feeds, inits, outputs, opset), feeds)
+
+
+def test_run_time_dimensions():
+    """Shapes read off a tensor whose batch and length are dynamic feed ConstantOfShape,
+    Expand, Reshape and Gather (negative index) without being known at import."""
+    nodes = [N('Shape', ['x'], ['s']), N('Gather', ['s', 'i0'], ['b']),
+             N('Unsqueeze', ['b', 'ax0'], ['b1']), N('Concat', ['two', 'b1', 'four'], ['st'],
+                                                     axis=0),
+             N('ConstantOfShape', ['st'], ['z'],
+               value=numpy_helper.from_array(np.array([1.5], 'f'))),
+             N('Gather', ['x', 'last'], ['xl'], axis=1),
+             N('Slice', ['s', 'zero', 'two_s'], ['s01']),
+             N('Concat', ['s01', 'one', 'four'], ['et'], axis=0),
+             N('Expand', ['row', 'et'], ['e']),
+             N('Concat', ['s01', 'm1'], ['rt'], axis=0), N('Reshape', ['x', 'rt'], ['r'])]
+    inits = {'i0': np.array(0, np.int64), 'ax0': _i64(0), 'two': _i64(2), 'four': _i64(4),
+             'last': np.array(-1, np.int64), 'zero': _i64(0), 'two_s': _i64(2),
+             'one': _i64(1), 'row': _f(4), 'm1': _i64(-1)}
+    model = _model(nodes, {'x': _f(3, 5, 2, 2)}, inits, ['z', 'xl', 'e', 'r'], 13)
+    for k, p in ((0, 'n'), (1, 't')):
+        model.graph.input[0].type.tensor_type.shape.dim[k].dim_param = p
+    net = mx.onnx.import_to_gluon(model, mx.cpu())
+    net.hybridize()
+    for shape in ((3, 5, 2, 2), (2, 7, 2, 2)):
+        x = _f(*shape)
+        want = _run_ort(model, {'x': x})
+        got = net(mx.nd.array(x))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.asnumpy(), w, rtol=1e-6)
 
 
 def test_upsample_opset9():
@@ -659,3 +707,37 @@ def test_torch_dynamo_exporter(tmp_path):
             want = model(torch.from_numpy(x)).numpy()
         (got,) = _run_ours(onnx.load(str(path)), {'x': x}, hybridize=True)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize('dynamic', [False, True])
+def test_torch_recurrent(tmp_path, dynamic):
+    """nn.LSTM (2 layers, batch first) and a bidirectional nn.GRU, as torch exports them."""
+    torch, _ = _torch_models()
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(8, 12, num_layers=2, batch_first=True)
+            self.gru = torch.nn.GRU(12, 6, bidirectional=True)
+            self.fc = torch.nn.Linear(12, 3)
+
+        def forward(self, x):
+            y, _ = self.lstm(x)
+            y, h = self.gru(y.transpose(0, 1))
+            return self.fc(y[-1]), h
+
+    model = Net().eval()
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 5, 8)).astype(np.float32)
+    path = tmp_path / 'rnn.onnx'
+    dyn = {'x': {0: 'batch', 1: 'time'}} if dynamic else None
+    _export_torch(torch, model, x, path, opset_version=14, dynamic_axes=dyn)
+    net = mx.onnx.import_to_gluon(str(path), mx.cpu())
+    net.hybridize()
+    for shape in [(4, 5, 8)] + ([(2, 7, 8)] if dynamic else []):
+        xb = np.random.default_rng(1).uniform(-1, 1, shape).astype(np.float32)
+        with torch.no_grad():
+            want = model(torch.from_numpy(xb))
+        got = net(mx.nd.array(xb))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.asnumpy(), w.numpy(), rtol=1e-4, atol=1e-4)

@@ -205,6 +205,8 @@ def _split(ctx):
 @_fold('Expand')
 def _expand(ctx):
     x = ctx.inputs[0]
+    if ctx.inputs[1].dtype == object:
+        return NotImplemented  # a run-time dimension: the converter broadcasts
     shape = np.broadcast_shapes(x.shape, tuple(ctx.ints(1, 'shape')))
     return [np.broadcast_to(x, shape).copy()]
 
@@ -216,6 +218,8 @@ def _tile(ctx):
 
 @_fold('ConstantOfShape')
 def _constant_of_shape(ctx):
+    if ctx.inputs[0].dtype == object:
+        return NotImplemented
     value = ctx.attrs.get('value', np.zeros(1, dtype=np.float32))
     return [np.full(ctx.ints(0, 'shape'), value.reshape(-1)[0], dtype=value.dtype)]
 

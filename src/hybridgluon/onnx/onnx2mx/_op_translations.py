@@ -223,12 +223,12 @@ def _gather(ctx):
             i = int(idx)
             if dim is not None and i < 0:
                 i += dim
-            if i < 0:
-                ctx.fail('a negative index on an axis of unknown length')
             if rank == 1:
                 ctx.fail('gathering one element of a 1-D tensor gives a 0-D tensor, which '
                          'MXNet 1.x arrays cannot represent')
-            x = ctx.op('slice_axis', ctx.sym(0), axis=axis, begin=i, end=i + 1)
+            # slice_axis counts a negative index from the end, as ONNX does
+            x = ctx.op('slice_axis', ctx.sym(0), axis=axis, begin=i,
+                       end=None if i == -1 else i + 1)
             return ctx.op('squeeze', x, axis=(axis,))
         if dim is not None:
             idx = np.where(idx < 0, idx + dim, idx)
@@ -366,18 +366,28 @@ def _split(ctx):
     return outs
 
 
+def _broadcast_to_vector(ctx, x, x_dims, target):
+    """Broadcasts `x` (rank len(target), dims x_dims, None where unknown) to the shape vector
+    `target`, whose RunDim entries take their size from the tensor they name."""
+    for i, t in enumerate(target):
+        if isinstance(t, RunDim) and x_dims[i] == 1:
+            x = ctx.op('broadcast_like', x, ctx.graph.value(t.tensor), lhs_axes=(i,),
+                       rhs_axes=(t.axis,))
+    # broadcast_to's 0 keeps the input's dimension, as ONNX's 1 does
+    shape = tuple(0 if isinstance(t, RunDim) or t == 1 or t == d else int(t)
+                  for t, d in zip(target, x_dims))
+    return ctx.op('broadcast_to', x, shape=shape) if any(shape) else x
+
+
 @register('Expand')
 def _expand(ctx):
-    target = ctx.ints(1, 'shape')
+    target = list(ctx.const(1, 'shape').reshape(-1))
     rank, in_shape, x = ctx.rank(0), ctx.shape(0), ctx.sym(0)
     out_rank = max(rank, len(target))
     for _ in range(out_rank - rank):
         x = ctx.op('expand_dims', x, axis=0)
-    tgt = [1] * (out_rank - len(target)) + list(target)
-    dims = [1] * (out_rank - rank) + list(in_shape)
-    # broadcast_to's 0 keeps the input's dimension, as ONNX's 1 does
-    shape = tuple(0 if t == 1 or t == d else t for t, d in zip(tgt, dims))
-    return ctx.op('broadcast_to', x, shape=shape)
+    target = [1] * (out_rank - len(target)) + target
+    return _broadcast_to_vector(ctx, x, [1] * (out_rank - rank) + list(in_shape), target)
 
 
 @register('Tile')
@@ -387,7 +397,12 @@ def _tile(ctx):
 
 @register('ConstantOfShape')
 def _constant_of_shape(ctx):
-    ctx.const(0, 'shape')  # raises: the shape must be known at import
+    # reached for a shape with run-time dimensions (a static one folds): a one-element
+    # parameter broadcast to it
+    target = list(ctx.const(0, 'shape').reshape(-1))
+    value = ctx.attrs.get('value', np.zeros(1, dtype=np.float32)).reshape(-1)[:1]
+    base = ctx.graph.const_var(ctx.name + '_value', value.reshape((1,) * len(target)))
+    return _broadcast_to_vector(ctx, base, [1] * len(target), target)
 
 
 @register('Where')

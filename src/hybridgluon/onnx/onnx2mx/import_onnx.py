@@ -12,7 +12,7 @@ import numpy as np
 from ... import ndarray as nd
 from ... import symbol
 from ...base import MXNetError
-from . import _op_translations, _ops_nn  # noqa: F401 (they fill CONVERTERS)
+from . import _op_translations, _ops_nn, _ops_rnn  # noqa: F401 (they fill CONVERTERS)
 from ._fold import FOLDERS
 from ._registry import CONVERTERS
 
@@ -271,6 +271,11 @@ class GraphProto(object):
                                                  self.opset_version))
             outs = conv(ctx)
         return outs if isinstance(outs, (list, tuple)) else [outs]
+
+    def value(self, tensor_name):
+        """The Symbol of tensor `tensor_name` (converted earlier)."""
+        v = self._values[tensor_name]
+        return self.const_var(tensor_name, v) if isinstance(v, np.ndarray) else v
 
     def parse_attrs(self, node):
         onnx = _onnx()
