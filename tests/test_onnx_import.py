@@ -318,11 +318,12 @@ def _c(op):
              red('ReduceProd', 'e', 'ax02', 1), red('ReduceSumSquare', 'f', 'ax1', 0),
              red('ReduceL2', 'g', 'axm1', 1), N('ReduceMean', ['x'], ['h'], keepdims=1),
              N('ArgMax', ['x'], ['i'], axis=1), N('ArgMin', ['x'], ['j'], axis=-1, keepdims=0),
+             N('ReduceSum', ['x'] + (['none'] if op >= 13 else []), ['s'], keepdims=1),
              N('TopK', ['x', 'k'], ['v', 'ix'], axis=1),
              N('TopK', ['x', 'k'], ['v2', 'ix2'], axis=-1, largest=0)],
             {'x': _f(3, 4, 5, lo=0.5, hi=1.5)},
-            {k: _i64(*v) for k, v in AXES.items()} | {'k': _i64(2)},
-            list('abcdefghij') + ['v', 'ix', 'v2', 'ix2'])
+            {k: _i64(*v) for k, v in AXES.items()} | {'k': _i64(2), 'none': _i64()},
+            list('abcdefghijs') + ['v', 'ix', 'v2', 'ix2'])
 
 
 AXES = {'ax1': (1,), 'ax02': (0, 2), 'axm1': (-1,)}

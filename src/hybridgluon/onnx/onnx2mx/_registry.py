@@ -14,12 +14,15 @@ def register(*op_types):
 
 def axes_arg(ctx, index=1, attr='axes'):
     """The node's axes: an attribute before the opset that turned it into input `index`,
-    an input from then on; None when neither is given."""
+    an input from then on; None when neither is given or the list is empty (which ONNX's
+    reductions and Squeeze read as "all axes")."""
     if attr in ctx.attrs:
-        return [int(a) for a in ctx.attrs[attr]]
-    if ctx.has(index):
-        return ctx.ints(index, attr)
-    return None
+        axes = [int(a) for a in ctx.attrs[attr]]
+    elif ctx.has(index):
+        axes = ctx.ints(index, attr)
+    else:
+        return None
+    return axes or None
 
 
 def norm_axis(ctx, axis, rank):
