@@ -13,8 +13,12 @@ import pytest
 import hybridgluon as mx
 
 onnx = pytest.importorskip('onnx')
-ort = pytest.importorskip('onnxruntime')
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+try:
+    import onnxruntime as ort
+except ImportError:  # the tests against real MXNet's files and PyTorch still run
+    ort = None
 
 DATA = os.path.join(os.path.dirname(__file__), 'data', 'onnx')
 BENCH = os.path.join(os.path.dirname(__file__), '..', 'benchmarks')
@@ -40,6 +44,8 @@ def _model(nodes, feeds, inits, outputs, opset):
 
 
 def _run_ort(model, feeds):
+    if ort is None:
+        pytest.skip('needs onnxruntime')
     sess = ort.InferenceSession(model.SerializeToString(), providers=['CPUExecutionProvider'])
     return sess.run(None, feeds)
 
@@ -551,12 +557,13 @@ def test_models_exported_by_torch(tmp_path, arch, shape, kw):
     x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
     path = tmp_path / 'm.onnx'
     want = _export_torch(torch, model, x, path, **kw).numpy()
-    want_ort = _run_ort(onnx.load(str(path)), {'x': x})[0]
     scale = max(1.0, float(np.abs(want).max()))
     net = mx.onnx.import_to_gluon(str(path), mx.cpu())
     got = net(mx.nd.array(x)).asnumpy()
     np.testing.assert_allclose(got / scale, want / scale, atol=1e-4)
-    np.testing.assert_allclose(got / scale, want_ort / scale, atol=1e-4)
+    if ort is not None:
+        want_ort = _run_ort(onnx.load(str(path)), {'x': x})[0]
+        np.testing.assert_allclose(got / scale, want_ort / scale, atol=1e-4)
     net.hybridize()
     np.testing.assert_allclose(net(mx.nd.array(x)).asnumpy() / scale, want / scale, atol=1e-4)
     if kw.get('do_constant_folding') is False:
