@@ -33,6 +33,7 @@ from . import engine  # noqa: F401
 from . import util
 from . import contrib
 from . import io
+from . import recordio
 from . import model, callback, monitor, monitor as mon  # noqa: F401
 from . import module, module as mod  # noqa: F401
 from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401 (as in MXNet)

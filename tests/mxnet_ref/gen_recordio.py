@@ -1,0 +1,89 @@
+"""Writes the RecordIO fixtures of tests/test_recordio.py and tests/test_image_record_iter.py
+with real MXNet 1.9.1 (run with its interpreter; needs Pillow there for the JPEGs):
+
+    /work/mxnet-venv/bin/python tests/mxnet_ref/gen_recordio.py
+
+Outputs in tests/mxnet_ref/recordio/:
+  payloads.rec/.idx  raw records chosen to hit every chunk case of the format (empty, unaligned
+                     lengths, the magic word at aligned and unaligned offsets, back to back);
+  images.rec/.idx    12 JPEGs (Pillow-encoded, 37..70 pixels a side, smooth random content),
+                     label i;
+  labels3.rec/.idx   the first 7 of them with the label array [i, i + 0.5, -i];
+  expected.npz       the payloads (concatenated, and their lengths) and what MXNet's
+                     ImageRecordIter family returns for a few parameter sets (see CASES).
+"""
+import io
+import os
+import struct
+
+import mxnet as mx
+import numpy as np
+from PIL import Image, ImageFilter
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'recordio')
+MAGIC = struct.pack('<I', 0xced7230a)
+
+PAYLOADS = [b'', b'a', b'abc', b'abcd', b'abcde', MAGIC, b'x' + MAGIC, b'xy' + MAGIC + b'zz',
+            b'abcd' + MAGIC + b'q', MAGIC * 3 + b'e', b'ab' + MAGIC + MAGIC, b'abcd' + MAGIC,
+            bytes(range(256)) * 3, MAGIC + b'\0\0\0', b'1234' + MAGIC + b'5678' + MAGIC + b'9']
+
+# name -> (iterator class, keyword arguments)
+CASES = {
+    'plain_u8': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12)),
+    'resize_u8': ('ImageRecordUInt8Iter', dict(data_shape=(3, 40, 48), batch_size=12,
+                                               resize=56)),
+    'gray_u8': ('ImageRecordUInt8Iter', dict(data_shape=(1, 30, 30), batch_size=12)),
+    'norm_f32': ('ImageRecordIter', dict(data_shape=(3, 24, 24), batch_size=4, mean_r=123.68,
+                                         mean_g=116.28, mean_b=103.53, std_r=58.395,
+                                         std_g=57.12, std_b=57.375, scale=0.5)),
+    'mirror_f32': ('ImageRecordIter', dict(data_shape=(3, 24, 24), batch_size=4,
+                                           mirror=True)),
+    'int8': ('ImageRecordInt8Iter', dict(data_shape=(3, 16, 16), batch_size=4)),
+    'labels3': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=5, label_width=3,
+                                        path_imgidx=True, rec='labels3')),
+    'parts': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=2, num_parts=3,
+                                      part_index=1)),
+}
+
+
+def make_images(name, count, label_of):
+    rng = np.random.RandomState(17)
+    recs = mx.recordio.MXIndexedRecordIO(os.path.join(OUT, name + '.idx'),
+                                         os.path.join(OUT, name + '.rec'), 'w')
+    for i in range(count):
+        h, w = rng.randint(37, 71, size=2)
+        img = Image.fromarray(rng.randint(0, 256, (h, w, 3)).astype(np.uint8))
+        img = img.filter(ImageFilter.GaussianBlur(2))
+        buf = io.BytesIO()
+        img.save(buf, format='JPEG', quality=90)
+        recs.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, label_of(i), i, 0),
+                                           buf.getvalue()))
+    recs.close()
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    w = mx.recordio.MXIndexedRecordIO(os.path.join(OUT, 'payloads.idx'),
+                                      os.path.join(OUT, 'payloads.rec'), 'w')
+    for i, p in enumerate(PAYLOADS):
+        w.write_idx(i, p)
+    w.close()
+    make_images('images', 12, float)
+    make_images('labels3', 7, lambda i: [float(i), i + 0.5, -i])
+    out = {'payloads_blob': np.frombuffer(b''.join(PAYLOADS), np.uint8),
+           'payloads_len': np.array([len(p) for p in PAYLOADS])}
+    for name, (cls, kw) in CASES.items():
+        kw = dict(kw)
+        rec = kw.pop('rec', 'images')
+        if kw.pop('path_imgidx', False):
+            kw['path_imgidx'] = os.path.join(OUT, rec + '.idx')
+        it = getattr(mx.io, cls)(path_imgrec=os.path.join(OUT, rec + '.rec'), **kw)
+        batches = list(it)
+        out[name + '_data'] = np.stack([b.data[0].asnumpy() for b in batches])
+        out[name + '_label'] = np.stack([b.label[0].asnumpy() for b in batches])
+        out[name + '_pad'] = np.array([b.pad for b in batches])
+    np.savez_compressed(os.path.join(OUT, 'expected.npz'), **out)
+
+
+if __name__ == '__main__':
+    main()
