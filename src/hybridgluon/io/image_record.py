@@ -1,0 +1,449 @@
+"""MXNet's image-record iterators: ImageRecordIter (float32, normalised), ImageRecordUInt8Iter
+and ImageRecordInt8Iter, reading .rec files that `mx.recordio` / im2rec write.
+
+Pipeline: the main thread decides each epoch's order and every random choice (crop offsets,
+mirror) from the iterator's own seeded generator, so results do not depend on thread timing.
+Each image is then a task on a pool of `preprocess_threads` threads: read the record with
+os.pread (no shared file position), decode with OpenCV (cv2.imdecode releases the GIL), resize
+with cv2.resize when asked, and hand the crop window to the C kernel hg_image_to_chw
+(hybridgluon/image.h, called through ctypes, which drops the GIL) that writes channel order,
+mirror, mean/std/scale and HWC->CHW straight into the batch's NDArray. `prefetch_buffer`
+batches are in flight at once, so decoding of the next batches overlaps the consumer's work.
+
+Matches MXNet 1.9.1 on the deterministic path (center crop, `resize` of the shorter side with
+bilinear interpolation, mean/std/scale, labels, round_batch padding and its carry-over into the
+next epoch, num_parts by byte ranges). Differences: shuffle orders records with NumPy's
+generator (MXNet's order is its own), random crops/mirrors draw from that generator too, and
+the affine/colour augmentations (max_rotate_angle, max_shear_ratio, random_h/s/l, pca_noise,
+...) are refused with an error rather than silently skipped.
+"""
+import concurrent.futures
+import ctypes
+import os
+import struct
+from collections import deque
+
+import numpy as np
+
+from .. import ndarray as nd
+from ..base import MXNetError
+from .io import DataBatch, DataDesc, DataIter
+
+__all__ = ['ImageRecordIter', 'ImageRecordUInt8Iter', 'ImageRecordInt8Iter']
+
+_MAGIC = 0xced7230a
+_IR = struct.Struct('<IfQQ')
+
+# MXNet augmentation parameters this iterator does not implement, with their no-op values: a
+# call that sets one to anything else gets an error instead of silently different images.
+_UNSUPPORTED = {
+    'max_rotate_angle': 0, 'rotate': -1, 'max_shear_ratio': 0.0, 'max_aspect_ratio': 0.0,
+    'min_aspect_ratio': None, 'max_random_scale': 1.0, 'min_random_scale': 1.0,
+    'max_img_size': 1e10, 'min_img_size': 0.0, 'random_h': 0, 'random_s': 0, 'random_l': 0,
+    'max_random_illumination': 0.0, 'max_random_contrast': 0.0, 'pca_noise': 0.0, 'pad': 0,
+    'max_crop_size': -1, 'min_crop_size': -1, 'brightness': 0.0, 'contrast': 0.0,
+    'saturation': 0.0, 'random_resized_crop': False, 'rotate_list': None,
+}
+class _Norm(ctypes.Structure):
+    _fields_ = [('mean', ctypes.c_float * 4), ('std', ctypes.c_float * 4),
+                ('scale', ctypes.c_float), ('mean_img', ctypes.c_void_p)]
+
+
+_KERNEL = []
+
+
+def _kernel():
+    """hg_image_to_chw from libhybridgluon via ctypes (ctypes releases the GIL during calls)."""
+    if not _KERNEL:
+        from ..base import _LIB
+        f = _LIB.hg_image_to_chw
+        i64 = ctypes.c_int64
+        f.argtypes = [ctypes.c_void_p, i64, i64, i64, i64, i64, i64, i64, i64, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                      ctypes.c_size_t]
+        f.restype = ctypes.c_int
+        _KERNEL.append((f, _LIB))
+    return _KERNEL[0]
+
+
+def _cv2():
+    try:
+        import cv2
+    except ImportError as e:
+        raise MXNetError('ImageRecordIter needs OpenCV: pip install "hybridgluon[image]" (the '
+                         'opencv-python-headless package)') from e
+    return cv2
+
+
+def _scan_offsets(path):
+    """Byte offsets of every record of a .rec file, read from the chunk headers alone."""
+    offsets = []
+    size = os.path.getsize(path)
+    with open(path, 'rb') as f:
+        pos = 0
+        in_record = False
+        while pos < size:
+            head = f.read(8)
+            if len(head) != 8:
+                raise MXNetError('invalid RecordIO file %s: truncated chunk header at byte %d'
+                                 % (path, pos))
+            magic, lrec = struct.unpack('<II', head)
+            if magic != _MAGIC:
+                raise MXNetError('invalid RecordIO file %s: bad magic at byte %d' % (path, pos))
+            cflag = lrec >> 29
+            if not in_record:
+                offsets.append(pos)
+            in_record = cflag in (1, 2)
+            pos += 8 + (((lrec & ((1 << 29) - 1)) + 3) & ~3)
+            f.seek(pos)
+    return offsets
+
+
+def _read_at(fd, pos, path):
+    """The payload of the record starting at byte pos (thread-safe: os.pread)."""
+    parts = []
+    while True:
+        head = os.pread(fd, 8, pos)
+        if len(head) != 8:
+            raise MXNetError('invalid RecordIO file %s: truncated record at byte %d'
+                             % (path, pos))
+        magic, lrec = struct.unpack('<II', head)
+        if magic != _MAGIC:
+            raise MXNetError('invalid RecordIO file %s: bad magic at byte %d' % (path, pos))
+        n = lrec & ((1 << 29) - 1)
+        data = os.pread(fd, n, pos + 8)
+        if len(data) != n:
+            raise MXNetError('invalid RecordIO file %s: truncated record at byte %d'
+                             % (path, pos))
+        parts.append(data)
+        pos += 8 + ((n + 3) & ~3)
+        if lrec >> 29 in (0, 3):
+            return struct.pack('<I', _MAGIC).join(parts)
+
+
+def _part_offsets(offsets, size, num_parts, part_index):
+    """The records of part part_index of num_parts as MXNet splits a file: equal byte ranges
+    (rounded up to 4 bytes), each starting at the first record that begins inside it."""
+    if num_parts == 1:
+        return offsets
+    step = (size + num_parts - 1) // num_parts
+    step = (step + 3) // 4 * 4
+    lo, hi = min(step * part_index, size), min(step * (part_index + 1), size)
+    return [o for o in offsets if lo <= o < hi]
+
+
+class ImageRecordIter(DataIter):
+    """Iterates over a RecordIO file of images in batches of (batch_size,) + data_shape float32
+    arrays (RGB planes, `(pixel - mean) / std * scale`) and their labels.
+
+    Parameters follow MXNet 1.9.1's ImageRecordIter: path_imgrec, path_imgidx, data_shape,
+    batch_size, label_width, shuffle, seed, resize (shorter side, before the crop), rand_crop,
+    rand_mirror, mirror, mean_r/g/b/a, std_r/g/b/a, scale, mean_img, preprocess_threads,
+    prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name.
+    """
+
+    _dtype = np.float32
+    _flag = 0  # hg_dtype of the output
+
+    def __init__(self, path_imgrec=None, data_shape=None, batch_size=None, **kwargs):
+        super().__init__(batch_size or 0)
+        for k in kwargs:
+            if k in _UNSUPPORTED and kwargs[k] not in (_UNSUPPORTED[k], None):
+                raise MXNetError('ImageRecordIter: augmentation %s=%r is not supported here'
+                                 % (k, kwargs[k]))
+        if not path_imgrec:
+            raise MXNetError('ImageRecordIter: path_imgrec is required')
+        if data_shape is None or batch_size is None:
+            raise MXNetError('ImageRecordIter: data_shape and batch_size are required')
+        data_shape = tuple(int(d) for d in data_shape)
+        if len(data_shape) != 3 or data_shape[0] not in (1, 3, 4) or min(data_shape) <= 0:
+            raise MXNetError('ImageRecordIter: data_shape must be (channels, height, width) '
+                             'with 1, 3 or 4 channels, got %s' % (data_shape,))
+        if int(batch_size) <= 0:
+            raise MXNetError('ImageRecordIter: batch_size must be positive, got %r'
+                             % (batch_size,))
+        self._cv2 = _cv2()
+        self.path_imgrec = os.fspath(path_imgrec)
+        if not os.path.isfile(self.path_imgrec):
+            raise MXNetError('ImageRecordIter: cannot open %s' % self.path_imgrec)
+        self.batch_size = int(batch_size)
+        self.data_shape = data_shape
+        self.label_width = int(kwargs.get('label_width', 1))
+        self.shuffle = bool(kwargs.get('shuffle', False))
+        self.round_batch = bool(kwargs.get('round_batch', True))
+        self.resize = int(kwargs.get('resize', -1))
+        self.rand_crop = bool(kwargs.get('rand_crop', False))
+        self.rand_mirror = bool(kwargs.get('rand_mirror', False))
+        self.mirror = bool(kwargs.get('mirror', False))
+        self.data_name = kwargs.get('data_name', 'data')
+        self.label_name = kwargs.get('label_name', 'softmax_label')
+        threads = max(1, int(kwargs.get('preprocess_threads', 4)))
+        self._prefetch = max(1, int(kwargs.get('prefetch_buffer', 4)))
+        self._rng = np.random.RandomState(int(kwargs.get('seed', 0)))
+        self._aug_rng = np.random.RandomState(int(kwargs.get('seed_aug', kwargs.get('seed', 0))))
+        self._norm = self._make_norm(kwargs)
+        num_parts = int(kwargs.get('num_parts', 1))
+        part_index = int(kwargs.get('part_index', 0))
+        if num_parts < 1 or not 0 <= part_index < num_parts:
+            raise MXNetError('ImageRecordIter: part_index %d is not in [0, num_parts=%d)'
+                             % (part_index, num_parts))
+        offsets = self._offsets(kwargs.get('path_imgidx'))
+        self._records = _part_offsets(offsets, os.path.getsize(self.path_imgrec), num_parts,
+                                      part_index)
+        if not self._records:
+            raise MXNetError('ImageRecordIter: %s holds no record for part %d of %d'
+                             % (self.path_imgrec, part_index, num_parts))
+        self._fd = os.open(self.path_imgrec, os.O_RDONLY)
+        self._pool = concurrent.futures.ThreadPoolExecutor(threads)
+        self._mean_img_holder = None
+        mean_img = kwargs.get('mean_img')
+        if mean_img:
+            self._set_mean_img(os.fspath(mean_img))
+        self._pending = deque()
+        self._carry = 0
+        self._current = None
+        self.provide_data = [DataDesc(self.data_name, (self.batch_size,) + data_shape,
+                                      self._dtype)]
+        lshape = (self.batch_size,) if self.label_width == 1 else (self.batch_size,
+                                                                    self.label_width)
+        self.provide_label = [DataDesc(self.label_name, lshape, np.float32)]
+        self._start_epoch()
+
+    # --- set-up -----------------------------------------------------------------------------
+    def _make_norm(self, kw):
+        names = 'rgba'
+        mean = [float(kw.get('mean_' + c, 0.0)) for c in names]
+        std = [float(kw.get('std_' + c, 1.0)) for c in names]
+        if any(s == 0 for s in std):
+            raise MXNetError('ImageRecordIter: std_r/g/b/a must be nonzero, got %s' % (std,))
+        norm = _Norm()
+        norm.mean[:] = mean
+        norm.std[:] = std
+        norm.scale = float(kw.get('scale', 1.0))
+        return norm
+
+    def _offsets(self, path_imgidx):
+        if not path_imgidx:
+            return _scan_offsets(self.path_imgrec)
+        try:
+            with open(path_imgidx) as f:
+                offsets = sorted(int(line.split('\t')[1]) for line in f if line.strip())
+        except (OSError, ValueError, IndexError) as e:
+            raise MXNetError('ImageRecordIter: cannot read index file %s: %s'
+                             % (path_imgidx, e)) from e
+        return offsets
+
+    def _set_mean_img(self, path):
+        c, h, w = self.data_shape
+        if os.path.exists(path):
+            loaded = nd.load(path)
+            arr = list(loaded.values())[0] if isinstance(loaded, dict) else loaded[0]
+            mean = arr.asnumpy().astype(np.float32)
+            if mean.shape != (c, h, w):
+                raise MXNetError('ImageRecordIter: mean_img %s has shape %s, data_shape is %s'
+                                 % (path, mean.shape, self.data_shape))
+        else:
+            mean = self._compute_mean()
+            nd.save(path, {'mean_img': nd.array(mean)})
+        self._mean_img_holder = np.ascontiguousarray(mean, dtype=np.float32)
+        self._norm.mean_img = self._mean_img_holder.ctypes.data
+
+    def _compute_mean(self):
+        """The mean image over the whole part, center-cropped and without augmentation, as
+        MXNet computes (and saves) it when mean_img names a file that does not exist yet."""
+        c, h, w = self.data_shape
+        total = np.zeros((c, h, w), np.float64)
+        out = np.empty((c, h, w), np.float32)
+        for pos in self._records:
+            self._process(pos, out.ctypes.data, out.nbytes, 0.5, 0.5, False, None, plain=True)
+            total += out
+        return (total / len(self._records)).astype(np.float32)
+
+    # --- one image ----------------------------------------------------------------------------
+    def _decode(self, payload):
+        flag = payload[:_IR.size]
+        if len(flag) != _IR.size:
+            raise MXNetError('ImageRecordIter: a record of %s is shorter than its header'
+                             % self.path_imgrec)
+        nlab, label, _, _ = _IR.unpack(flag)
+        off = _IR.size
+        if nlab > 0:
+            labels = np.frombuffer(payload, np.float32, nlab, off)
+            off += 4 * nlab
+        else:
+            labels = np.array([label], np.float32)
+        cv2 = self._cv2
+        img = cv2.imdecode(np.frombuffer(payload, np.uint8, offset=off),
+                           cv2.IMREAD_GRAYSCALE if self.data_shape[0] == 1 else
+                           (cv2.IMREAD_UNCHANGED if self.data_shape[0] == 4 else
+                            cv2.IMREAD_COLOR))
+        if img is None:
+            raise MXNetError('ImageRecordIter: a record of %s does not hold an image OpenCV can '
+                             'decode' % self.path_imgrec)
+        if img.ndim == 2:
+            img = img[:, :, None]
+        if img.shape[2] != self.data_shape[0]:
+            raise MXNetError('ImageRecordIter: image with %d channels for data_shape %s'
+                             % (img.shape[2], self.data_shape))
+        return labels, img
+
+    def _resized(self, img):
+        cv2 = self._cv2
+        _, h, w = self.data_shape
+        rows, cols = img.shape[:2]
+        short = self.resize
+        if short <= 0 and (rows < h or cols < w):
+            # Too small for the crop: the shorter side goes up to the crop's larger side.
+            short = max(h, w)
+        if short > 0:
+            if rows > cols:
+                size = (short, short * rows // cols)
+            else:
+                size = (short * cols // rows, short)
+            img = cv2.resize(img, size, interpolation=cv2.INTER_LINEAR)
+            if img.ndim == 2:
+                img = img[:, :, None]
+        if img.shape[0] < h or img.shape[1] < w:
+            raise MXNetError('ImageRecordIter: image of %dx%d is smaller than data_shape %s'
+                             % (img.shape[0], img.shape[1], self.data_shape))
+        return img
+
+    def _process(self, pos, out_ptr, out_bytes, uy, ux, mirror, label_out, plain=False):
+        labels, img = self._decode(_read_at(self._fd, pos, self.path_imgrec))
+        if label_out is not None:
+            if labels.size != self.label_width:
+                raise MXNetError('ImageRecordIter: a record of %s has %d label(s) but '
+                                 'label_width is %d' % (self.path_imgrec, labels.size,
+                                                        self.label_width))
+            label_out[:] = labels
+        img = np.ascontiguousarray(self._resized(img))
+        c, h, w = self.data_shape
+        y0 = int(uy * (img.shape[0] - h + 1)) if self.rand_crop and not plain else \
+            (img.shape[0] - h) // 2
+        x0 = int(ux * (img.shape[1] - w + 1)) if self.rand_crop and not plain else \
+            (img.shape[1] - w) // 2
+        fn, _ = _kernel()
+        norm = None if plain else ctypes.addressof(self._norm)
+        st = fn(img.ctypes.data, img.shape[0], img.shape[1], c, img.strides[0], y0, x0, h, w,
+                int(mirror), int(c >= 3), norm, 0 if plain else self._flag, out_ptr, out_bytes)
+        if st != 0:
+            from ..base import _LIB
+            raise MXNetError(_LIB.hg_last_error().decode())
+
+    # --- batches --------------------------------------------------------------------------------
+    def _start_epoch(self):
+        order = np.arange(len(self._records))
+        if self.shuffle:
+            self._rng.shuffle(order)
+        self._order = order[self._carry:] if self._carry < len(order) else order[:0]
+        self._carry = 0
+        self._next = 0
+        self._done = False
+        while len(self._pending) < self._prefetch and self._submit():
+            pass
+
+    def _submit(self):
+        """Queues the next batch's images on the pool; False when the epoch has none left."""
+        n = len(self._order)
+        if self._done or self._next >= n:
+            return False
+        idx = list(self._order[self._next:self._next + self.batch_size])
+        self._next += len(idx)
+        pad = self.batch_size - len(idx)
+        if pad and self.round_batch:
+            # MXNet fills the last batch from the start of the data and starts the next epoch
+            # after the records it borrowed.
+            wrap = np.arange(len(self._records))
+            idx += list(np.resize(wrap, pad))
+            self._carry = pad % len(self._records)
+        if self._next >= n:
+            self._done = True
+        data = nd.empty((self.batch_size,) + self.data_shape, dtype=self._dtype)
+        view = np.asarray(memoryview(data))
+        if pad and not self.round_batch:
+            view[len(idx):] = 0
+        label = np.zeros((self.batch_size, self.label_width), np.float32)
+        per = view[0].nbytes
+        base = view.ctypes.data
+        u = self._aug_rng.random_sample((len(idx), 3))
+        futures = [self._pool.submit(self._process, self._records[r], base + i * per, per,
+                                     u[i, 0], u[i, 1],
+                                     self.mirror or (self.rand_mirror and u[i, 2] < 0.5),
+                                     label[i])
+                   for i, r in enumerate(idx)]
+        self._pending.append((futures, data, view, label, pad))
+        return True
+
+    def _drain(self):
+        while self._pending:
+            futures = self._pending.popleft()[0]
+            for f in futures:
+                f.cancel()
+            concurrent.futures.wait(futures)
+
+    def reset(self):
+        self._drain()
+        self._current = None
+        self._start_epoch()
+
+    def iter_next(self):
+        if not self._pending:
+            self._current = None
+            return False
+        futures, data, _, label, pad = self._pending.popleft()
+        try:
+            for f in futures:
+                f.result()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        self._submit()
+        lab = nd.array(label[:, 0] if self.label_width == 1 else label)
+        self._current = DataBatch(data=[data], label=[lab], pad=pad,
+                                  provide_data=self.provide_data,
+                                  provide_label=self.provide_label)
+        return True
+
+    def next(self):
+        if not self.iter_next():
+            raise StopIteration
+        return self._current
+
+    def getdata(self):
+        return self._current.data
+
+    def getlabel(self):
+        return self._current.label
+
+    def getpad(self):
+        return self._current.pad
+
+    def getindex(self):
+        return None
+
+    def close(self):
+        """Stops the worker threads and closes the file."""
+        if getattr(self, '_pool', None) is not None:
+            self._drain()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+            os.close(self._fd)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class ImageRecordUInt8Iter(ImageRecordIter):
+    """ImageRecordIter giving the raw uint8 pixels (RGB planes, no mean/std/scale)."""
+    _dtype = np.uint8
+    _flag = 3
+
+
+class ImageRecordInt8Iter(ImageRecordIter):
+    """ImageRecordIter giving int8 pixels (values above 127 saturate, as in MXNet)."""
+    _dtype = np.int8
+    _flag = 5
