@@ -253,3 +253,52 @@ def test_errors(tmp_path):
     idx.write_text('0\tnot-a-number\n')
     with pytest.raises(MXNetError, match='line 1'):
         mx.recordio.MXIndexedRecordIO(str(idx), str(tmp_path / 'w.rec'), 'r')
+
+
+def test_record_file_dataset():
+    payloads = _payloads()
+    ds = mx.gluon.data.RecordFileDataset(os.path.join(REF, 'payloads.rec'))
+    assert len(ds) == len(payloads)
+    assert [ds[i] for i in range(len(ds))] == payloads
+    assert ds[-1] == payloads[-1]
+
+
+def test_record_file_dataset_needs_index(tmp_path):
+    w = mx.recordio.MXRecordIO(str(tmp_path / 'a.rec'), 'w')
+    w.write(b'x')
+    w.close()
+    with pytest.raises(MXNetError, match='index'):
+        mx.gluon.data.RecordFileDataset(str(tmp_path / 'a.rec'))
+
+
+def _transform(x, y):
+    return x.astype('float32') / 2, y + 100
+
+
+def test_image_record_dataset_and_loader():
+    cv2 = pytest.importorskip('cv2')
+    rec = os.path.join(REF, 'images.rec')
+    raw = mx.recordio.MXIndexedRecordIO(os.path.join(REF, 'images.idx'), rec, 'r')
+    ds = mx.gluon.data.vision.ImageRecordDataset(rec)
+    assert len(ds) == 12
+    for i in range(len(ds)):
+        img, label = ds[i]
+        h, want = mx.recordio.unpack_img(raw.read_idx(i), cv2.IMREAD_COLOR)
+        assert img.dtype == np.uint8 and label == h.label == i
+        np.testing.assert_array_equal(img.asnumpy(), want[:, :, ::-1])
+    grey = mx.gluon.data.vision.ImageRecordDataset(rec, flag=0)[3][0].asnumpy()
+    want = mx.recordio.unpack_img(raw.read_idx(3), cv2.IMREAD_GRAYSCALE)[1]
+    np.testing.assert_array_equal(grey, want[:, :, None])
+    multi = mx.gluon.data.vision.ImageRecordDataset(os.path.join(REF, 'labels3.rec'))
+    np.testing.assert_array_equal(multi[2][1], np.array([2, 2.5, -2], np.float32))
+    # worker processes get the dataset pickled or forked: each reopens its own file
+    for workers in (0, 2):
+        loader = mx.gluon.data.DataLoader(
+            mx.gluon.data.vision.ImageRecordDataset(rec, transform=_transform), 1,
+            num_workers=workers)
+        n = 0
+        for i, (x, y) in enumerate(loader):
+            np.testing.assert_array_equal(x.asnumpy()[0], ds[i][0].asnumpy() / 2)
+            assert y.asscalar() == i + 100
+            n += 1
+        assert n == 12
