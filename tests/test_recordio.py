@@ -302,3 +302,87 @@ def test_image_record_dataset_and_loader():
             assert y.asscalar() == i + 100
             n += 1
         assert n == 12
+
+
+IM2REC = os.path.join(REF, 'im2rec')
+# Same runs as IM2REC in tests/mxnet_ref/gen_recordio.py (None: the list file is given).
+IM2REC_RUNS = {
+    'passthrough': (['--no-shuffle'], ['--pass-through']),
+    'png_crop': ([], ['--resize', '6', '--center-crop', '--encoding', '.png']),
+    'jpg_gray': (['--no-shuffle'], ['--quality', '90', '--color', '0', '--num-thread', '2']),
+    'split': (['--train-ratio', '0.5', '--test-ratio', '0.25'], ['--pass-through']),
+    'multi': (None, ['--pass-through', '--pack-label']),
+}
+
+
+def _records(stem):
+    r = mx.recordio.MXIndexedRecordIO(stem + '.idx', stem + '.rec', 'r')
+    return [(k, r.read_idx(k)) for k in r.keys]
+
+
+@pytest.mark.parametrize('name', sorted(IM2REC_RUNS))
+def test_im2rec_matches_mxnet(name, tmp_path, capsys):
+    pytest.importorskip('cv2')
+    import shutil
+
+    from hybridgluon.tools import im2rec
+    src = str(tmp_path / 'src')
+    shutil.copytree(os.path.join(IM2REC, 'src'), src)
+    prefix = str(tmp_path / name)
+    list_opts, pack_opts = IM2REC_RUNS[name]
+    if list_opts is None:
+        shutil.copy(os.path.join(IM2REC, name + '.lst'), prefix + '.lst')
+    else:
+        assert im2rec.main(['--list', '--recursive'] + list_opts + [prefix, src]) == 0
+    assert im2rec.main(pack_opts + [prefix, src]) == 0
+    lists = sorted(f for f in os.listdir(IM2REC) if f.startswith(name) and f.endswith('.lst'))
+    assert lists == sorted(f for f in os.listdir(str(tmp_path)) if f.endswith('.lst'))
+    for lst in lists:
+        with open(os.path.join(IM2REC, lst)) as f, open(str(tmp_path / lst)) as g:
+            assert g.read() == f.read(), lst
+        stem = lst[:-4]
+        want, got = _records(os.path.join(IM2REC, stem)), _records(str(tmp_path / stem))
+        assert [k for k, _ in got] == [k for k, _ in want]
+        if '--pass-through' in pack_opts:
+            for ext in ('.rec', '.idx'):
+                with open(os.path.join(IM2REC, stem + ext), 'rb') as f:
+                    assert f.read() == (tmp_path / (stem + ext)).read_bytes()
+            continue
+        for (_, a), (_, b) in zip(want, got):
+            ha, ia = mx.recordio.unpack_img(a, -1)
+            hb, ib = mx.recordio.unpack_img(b, -1)
+            assert ha == hb
+            assert ia.shape == ib.shape
+            # PNG is lossless; JPEG encoders of two OpenCV builds may round differently
+            tol = 0 if '.png' in pack_opts else 2
+            assert np.abs(ia.astype(int) - ib).max() <= tol
+    if name == 'multi':
+        (k0, r0), _ = _records(prefix)
+        h, _ = mx.recordio.unpack(r0)
+        assert k0 == 3 and list(h.label) == [1.5, -2.0]
+        assert 'bad line' in capsys.readouterr().out
+
+
+def test_im2rec_command_line(tmp_path):
+    import subprocess
+    cv2 = pytest.importorskip('cv2')
+    src = tmp_path / 'imgs'
+    src.mkdir()
+    rng = np.random.RandomState(1)
+    for i in range(3):
+        cv2.imwrite(str(src / ('%d.png' % i)), rng.randint(0, 256, (9, 13, 3)).astype(np.uint8))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    prefix = str(tmp_path / 'data')
+    for opts in (['--list'], ['--resize', '4', '--encoding', '.png']):
+        subprocess.run([sys.executable, '-m', 'hybridgluon.tools.im2rec'] + opts +
+                       [prefix, str(src)], check=True, env=env, capture_output=True)
+    recs = _records(prefix)
+    assert sorted(k for k, _ in recs) == [0, 1, 2]
+    for k, r in recs:
+        _, img = mx.recordio.unpack_img(r)
+        want = cv2.resize(cv2.imread(str(src / ('%d.png' % k))), (5, 4))  # 13*4//9 = 5
+        np.testing.assert_array_equal(img, want)
+    missing = subprocess.run([sys.executable, '-m', 'hybridgluon.tools.im2rec',
+                              str(tmp_path / 'nothing'), str(src)], env=env,
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and 'Did not find' in missing.stdout

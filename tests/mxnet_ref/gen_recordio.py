@@ -1,7 +1,9 @@
 """Writes the RecordIO fixtures of tests/test_recordio.py and tests/test_image_record_iter.py
 with real MXNet 1.9.1 (run with its interpreter; needs Pillow there for the JPEGs):
 
-    /work/mxnet-venv/bin/python tests/mxnet_ref/gen_recordio.py
+    PYTHONPATH=<a folder holding cv2> /work/mxnet-venv/bin/python tests/mxnet_ref/gen_recordio.py
+
+(OpenCV is needed there only by MXNet's im2rec tool, which the last fixtures run.)
 
 Outputs in tests/mxnet_ref/recordio/:
   payloads.rec/.idx  raw records chosen to hit every chunk case of the format (empty, unaligned
@@ -10,11 +12,16 @@ Outputs in tests/mxnet_ref/recordio/:
                      label i;
   labels3.rec/.idx   the first 7 of them with the label array [i, i + 0.5, -i];
   expected.npz       the payloads (concatenated, and their lengths) and what MXNet's
-                     ImageRecordIter family returns for a few parameter sets (see CASES).
+                     ImageRecordIter family returns for a few parameter sets (see CASES);
+  im2rec/            a small image tree (src/: PNGs in two folders and a .txt that must be
+                     skipped) and what MXNet's im2rec makes of it (see IM2REC).
 """
 import io
 import os
+import shutil
 import struct
+import subprocess
+import sys
 
 import mxnet as mx
 import numpy as np
@@ -61,6 +68,44 @@ def make_images(name, count, label_of):
     recs.close()
 
 
+# name -> (list options, pack options); every run lists src/ recursively into <name>*.lst and
+# packs them into <name>*.rec/.idx.
+IM2REC = {
+    'passthrough': (['--no-shuffle'], ['--pass-through']),
+    'png_crop': ([], ['--resize', '6', '--center-crop', '--encoding', '.png']),
+    'jpg_gray': (['--no-shuffle'], ['--quality', '90', '--color', '0', '--num-thread', '2']),
+    'split': (['--train-ratio', '0.5', '--test-ratio', '0.25'], ['--pass-through']),
+    'multi': (None, ['--pass-through', '--pack-label']),  # list written here, two labels
+}
+MULTI_LST = '3\t1.5\t-2.000000\tdogs/dogs0.png\n0\t0.25\t7\tcats/cats0.png\nbad line\n'
+
+
+def make_im2rec():
+    root = os.path.join(OUT, 'im2rec')
+    shutil.rmtree(root, ignore_errors=True)
+    rng = np.random.RandomState(3)
+    for folder, n in (('cats', 3), ('dogs', 4)):
+        os.makedirs(os.path.join(root, 'src', folder))
+        for i in range(n):
+            h, w = rng.randint(7, 12, size=2)
+            img = Image.fromarray(rng.randint(0, 256, (h, w, 3)).astype(np.uint8))
+            img.save(os.path.join(root, 'src', folder, '%s%d.png' % (folder, i)))
+    with open(os.path.join(root, 'src', 'cats', 'notes.txt'), 'w') as f:
+        f.write('not an image')
+    tool = os.path.join(os.path.dirname(mx.__file__), 'tools', 'im2rec.py')
+    for name, (list_opts, pack_opts) in IM2REC.items():
+        prefix = os.path.join(root, name)
+        runs = [pack_opts]
+        if list_opts is None:
+            with open(prefix + '.lst', 'w') as f:
+                f.write(MULTI_LST)
+        else:
+            runs.insert(0, ['--list', '--recursive'] + list_opts)
+        for opts in runs:
+            subprocess.run([sys.executable, tool] + opts + [prefix, os.path.join(root, 'src')],
+                           check=True, stdout=subprocess.DEVNULL)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = mx.recordio.MXIndexedRecordIO(os.path.join(OUT, 'payloads.idx'),
@@ -83,6 +128,7 @@ def main():
         out[name + '_label'] = np.stack([b.label[0].asnumpy() for b in batches])
         out[name + '_pad'] = np.array([b.pad for b in batches])
     np.savez_compressed(os.path.join(OUT, 'expected.npz'), **out)
+    make_im2rec()
 
 
 if __name__ == '__main__':
