@@ -3,6 +3,8 @@
  * Doing it in one pass in C is what lets the Python iterator keep its threads off the GIL. */
 #include "hybridgluon/image.h"
 
+#include <math.h>
+
 #include "core/error.h"
 
 /* One output plane: row r of channel k reads source channel `sc`, columns walked backwards
@@ -25,20 +27,33 @@ static void plane_f32(const uint8_t *src, int64_t c, int64_t stride, int64_t h, 
 }
 
 static void plane_u8(const uint8_t *src, int64_t c, int64_t stride, int64_t h, int64_t w,
-                     int mirror, int64_t sc, int saturate_i8, uint8_t *out)
+                     int mirror, int64_t sc, uint8_t *out)
 {
     for (int64_t y = 0; y < h; ++y) {
         const uint8_t *row = src + y * stride + sc + (mirror ? (w - 1) * c : 0);
         int64_t step = mirror ? -c : c;
         uint8_t *o = out + y * w;
-        if (saturate_i8) {
-            for (int64_t x = 0; x < w; ++x) {
-                uint8_t v = row[x * step];
-                o[x] = v > 127 ? 127 : v;
-            }
-        } else {
-            for (int64_t x = 0; x < w; ++x) o[x] = row[x * step];
-        }
+        for (int64_t x = 0; x < w; ++x) o[x] = row[x * step];
+    }
+}
+
+/* int8 is MXNet's quantised input: the mean is subtracted, std and scale are not applied, and
+ * the difference is rounded to nearest and saturated (OpenCV's saturate_cast). */
+static int8_t sat_i8(float v)
+{
+    long r = lrintf(v);
+    return (int8_t)(r > 127 ? 127 : r < -128 ? -128 : r);
+}
+
+static void plane_i8(const uint8_t *src, int64_t c, int64_t stride, int64_t h, int64_t w,
+                     int mirror, int64_t sc, float mean, const float *mean_img, int8_t *out)
+{
+    for (int64_t y = 0; y < h; ++y) {
+        const uint8_t *row = src + y * stride + sc + (mirror ? (w - 1) * c : 0);
+        int64_t step = mirror ? -c : c;
+        int8_t *o = out + y * w;
+        const float *m = mean_img ? mean_img + y * w : NULL;
+        for (int64_t x = 0; x < w; ++x) o[x] = sat_i8((float)row[x * step] - (m ? m[x] : mean));
     }
 }
 
@@ -76,19 +91,17 @@ hg_status hg_image_to_chw(const uint8_t *src, int64_t src_h, int64_t src_w, int6
     const uint8_t *win = src + y0 * src_stride + x0 * c;
     for (int64_t k = 0; k < c; ++k) {
         int64_t sc = reverse_channels ? c - 1 - k : k;
+        float mean = norm ? norm->mean[k] : 0.0f;
+        float mul = norm ? norm->scale / norm->std[k] : 1.0f;
+        const float *mimg = norm && norm->mean_img ? norm->mean_img + (size_t)k * plane : NULL;
         if (out_dtype == HG_DTYPE_F32) {
-            float mean = 0.0f, mul = 1.0f;
-            const float *mimg = NULL;
-            if (norm) {
-                mean = norm->mean[k];
-                mul = norm->scale / norm->std[k];
-                mimg = norm->mean_img ? norm->mean_img + (size_t)k * plane : NULL;
-            }
             plane_f32(win, c, src_stride, h, w, mirror, sc, mean, mul, mimg,
                       (float *)out + (size_t)k * plane);
+        } else if (out_dtype == HG_DTYPE_I8) {
+            plane_i8(win, c, src_stride, h, w, mirror, sc, mean, mimg,
+                     (int8_t *)out + (size_t)k * plane);
         } else {
-            plane_u8(win, c, src_stride, h, w, mirror, sc, out_dtype == HG_DTYPE_I8,
-                     (uint8_t *)out + (size_t)k * plane);
+            plane_u8(win, c, src_stride, h, w, mirror, sc, (uint8_t *)out + (size_t)k * plane);
         }
     }
     return HG_OK;

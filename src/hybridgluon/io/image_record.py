@@ -44,6 +44,11 @@ _UNSUPPORTED = {
     'max_crop_size': -1, 'min_crop_size': -1, 'brightness': 0.0, 'contrast': 0.0,
     'saturation': 0.0, 'random_resized_crop': False, 'rotate_list': None,
 }
+# dtype= of the output -> (NumPy dtype, hg_dtype flag). uint8 is the raw pixels; int8 is
+# pixel - mean, saturated (MXNet's quantised input).
+_DTYPES = {'float32': (np.float32, 0), 'uint8': (np.uint8, 3), 'int8': (np.int8, 5)}
+
+
 class _Norm(ctypes.Structure):
     _fields_ = [('mean', ctypes.c_float * 4), ('std', ctypes.c_float * 4),
                 ('scale', ctypes.c_float), ('mean_img', ctypes.c_void_p)]
@@ -139,7 +144,8 @@ class ImageRecordIter(DataIter):
     Parameters follow MXNet 1.9.1's ImageRecordIter: path_imgrec, path_imgidx, data_shape,
     batch_size, label_width, shuffle, seed, resize (shorter side, before the crop), rand_crop,
     rand_mirror, mirror, mean_r/g/b/a, std_r/g/b/a, scale, mean_img, preprocess_threads,
-    prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name.
+    prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name, dtype
+    ('float32'; 'uint8' and 'int8' as ImageRecordUInt8Iter and ImageRecordInt8Iter).
     """
 
     _dtype = np.float32
@@ -162,6 +168,13 @@ class ImageRecordIter(DataIter):
         if int(batch_size) <= 0:
             raise MXNetError('ImageRecordIter: batch_size must be positive, got %r'
                              % (batch_size,))
+        dtype = kwargs.get('dtype')
+        if dtype is not None:
+            name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+            if name not in _DTYPES:
+                raise MXNetError('ImageRecordIter: dtype must be float32, uint8 or int8, got %r'
+                                 % (dtype,))
+            self._dtype, self._flag = _DTYPES[name]
         self._cv2 = _cv2()
         self.path_imgrec = os.fspath(path_imgrec)
         if not os.path.isfile(self.path_imgrec):
@@ -438,12 +451,13 @@ class ImageRecordIter(DataIter):
 
 
 class ImageRecordUInt8Iter(ImageRecordIter):
-    """ImageRecordIter giving the raw uint8 pixels (RGB planes, no mean/std/scale)."""
+    """ImageRecordIter giving the raw uint8 pixels (RGB planes; mean/std/scale ignored)."""
     _dtype = np.uint8
     _flag = 3
 
 
 class ImageRecordInt8Iter(ImageRecordIter):
-    """ImageRecordIter giving int8 pixels (values above 127 saturate, as in MXNet)."""
+    """ImageRecordIter giving int8 planes: pixel - mean, rounded and saturated to [-128, 127]
+    (std and scale are not applied), as MXNet's quantised-input iterator."""
     _dtype = np.int8
     _flag = 5
