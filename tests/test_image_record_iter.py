@@ -38,6 +38,10 @@ CASES = {
                                         path_imgrec=os.path.join(REF, 'labels3.rec'))),
     'parts': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=2, num_parts=3,
                                       part_index=1)),
+    'imglist2': ('ImageRecordIter', dict(data_shape=(3, 8, 8), batch_size=5, label_width=2,
+                                         path_imglist=os.path.join(REF, 'images.lst'))),
+    'imglist1': ('ImageRecordIter', dict(data_shape=(3, 8, 8), batch_size=5,
+                                         path_imglist=os.path.join(REF, 'images.lst'))),
 }
 
 
@@ -236,6 +240,16 @@ def test_errors(tmp_path):
     with pytest.raises(MXNetError, match='part_index'):
         mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 8, 8), batch_size=2,
                               num_parts=2, part_index=2)
+    short = tmp_path / 'short.lst'
+    short.write_text('0\t1.0\ta.jpg\n')
+    with pytest.raises(MXNetError, match='label_width'):
+        mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 8, 8), batch_size=2,
+                              label_width=2, path_imglist=str(short))
+    it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 8, 8), batch_size=1,
+                               path_imglist=str(short))
+    assert next(it).label[0].asnumpy()[0] == 1.0  # record id 0 is listed, id 1 is not
+    with pytest.raises(MXNetError, match='not in path_imglist'):
+        next(it)
     bad = tmp_path / 'bad.rec'
     w = mx.recordio.MXRecordIO(str(bad), 'w')
     w.write(mx.recordio.pack((0, 0.0, 0, 0), b'not a jpeg'))

@@ -11,6 +11,7 @@ Outputs in tests/mxnet_ref/recordio/:
   images.rec/.idx    12 JPEGs (Pillow-encoded, 37..70 pixels a side, smooth random content),
                      label i;
   labels3.rec/.idx   the first 7 of them with the label array [i, i + 0.5, -i];
+  images.lst         an im2rec list for images.rec with two labels a line (path_imglist);
   expected.npz       the payloads (concatenated, and their lengths) and what MXNet's
                      ImageRecordIter family returns for a few parameter sets (see CASES);
   im2rec/            a small image tree (src/: PNGs in two folders and a .txt that must be
@@ -56,6 +57,10 @@ CASES = {
                                         path_imgidx=True, rec='labels3')),
     'parts': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=2, num_parts=3,
                                       part_index=1)),
+    'imglist2': ('ImageRecordIter', dict(data_shape=(3, 8, 8), batch_size=5, label_width=2,
+                                         path_imglist='images.lst')),
+    'imglist1': ('ImageRecordIter', dict(data_shape=(3, 8, 8), batch_size=5,
+                                         path_imglist='images.lst')),
 }
 
 
@@ -121,11 +126,16 @@ def main():
     w.close()
     make_images('images', 12, float)
     make_images('labels3', 7, lambda i: [float(i), i + 0.5, -i])
+    with open(os.path.join(OUT, 'images.lst'), 'w') as f:
+        for i in (3, 1, 0, 2, 11, 4, 5, 6, 7, 8, 9, 10):
+            f.write('%d\t%f\t%f\timg%d.jpg\n' % (i, i * 10 + 0.5, -i, i))
     out = {'payloads_blob': np.frombuffer(b''.join(PAYLOADS), np.uint8),
            'payloads_len': np.array([len(p) for p in PAYLOADS])}
     for name, (cls, kw) in CASES.items():
         kw = dict(kw)
         rec = kw.pop('rec', 'images')
+        if 'path_imglist' in kw:
+            kw['path_imglist'] = os.path.join(OUT, kw['path_imglist'])
         if kw.pop('path_imgidx', False):
             kw['path_imgidx'] = os.path.join(OUT, rec + '.idx')
         it = getattr(mx.io, cls)(path_imgrec=os.path.join(OUT, rec + '.rec'), **kw)

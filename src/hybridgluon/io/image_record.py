@@ -144,7 +144,8 @@ class ImageRecordIter(DataIter):
     Parameters follow MXNet 1.9.1's ImageRecordIter: path_imgrec, path_imgidx, data_shape,
     batch_size, label_width, shuffle, seed, resize (shorter side, before the crop), rand_crop,
     rand_mirror, mirror, mean_r/g/b/a, std_r/g/b/a, scale, mean_img, preprocess_threads,
-    prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name, dtype
+    prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name, path_imglist
+    (labels from an im2rec .lst, by record id), dtype
     ('float32'; 'uint8' and 'int8' as ImageRecordUInt8Iter and ImageRecordInt8Iter).
     """
 
@@ -208,6 +209,7 @@ class ImageRecordIter(DataIter):
                              % (self.path_imgrec, part_index, num_parts))
         self._fd = os.open(self.path_imgrec, os.O_RDONLY)
         self._pool = concurrent.futures.ThreadPoolExecutor(threads)
+        self._imglist = self._read_imglist(kwargs.get('path_imglist'))
         self._mean_img_holder = None
         mean_img = kwargs.get('mean_img')
         if mean_img:
@@ -246,6 +248,29 @@ class ImageRecordIter(DataIter):
                              % (path_imgidx, e)) from e
         return offsets
 
+    def _read_imglist(self, path):
+        """{record id: first label_width labels} from an im2rec .lst file (labels there
+        replace the records' own, as in MXNet), or None."""
+        if not path:
+            return None
+        out = {}
+        try:
+            with open(path) as f:
+                for n, line in enumerate(f):
+                    fields = line.strip().split('\t')
+                    if fields == ['']:
+                        continue
+                    labels = [float(x) for x in fields[1:-1]]
+                    if len(labels) < self.label_width:
+                        raise MXNetError('ImageRecordIter: line %d of %s has %d label(s), '
+                                         'label_width is %d' % (n + 1, path, len(labels),
+                                                                self.label_width))
+                    out[int(fields[0])] = np.array(labels[:self.label_width], np.float32)
+        except (OSError, ValueError) as e:
+            raise MXNetError('ImageRecordIter: cannot read path_imglist %s: %s'
+                             % (path, e)) from e
+        return out
+
     def _set_mean_img(self, path):
         c, h, w = self.data_shape
         if os.path.exists(path):
@@ -278,7 +303,7 @@ class ImageRecordIter(DataIter):
         if len(flag) != _IR.size:
             raise MXNetError('ImageRecordIter: a record of %s is shorter than its header'
                              % self.path_imgrec)
-        nlab, label, _, _ = _IR.unpack(flag)
+        nlab, label, rec_id, _ = _IR.unpack(flag)
         off = _IR.size
         if nlab > 0:
             labels = np.frombuffer(payload, np.float32, nlab, off)
@@ -298,7 +323,7 @@ class ImageRecordIter(DataIter):
         if img.shape[2] != self.data_shape[0]:
             raise MXNetError('ImageRecordIter: image with %d channels for data_shape %s'
                              % (img.shape[2], self.data_shape))
-        return labels, img
+        return labels, rec_id, img
 
     def _resized(self, img):
         cv2 = self._cv2
@@ -322,8 +347,13 @@ class ImageRecordIter(DataIter):
         return img
 
     def _process(self, pos, out_ptr, out_bytes, uy, ux, mirror, label_out, plain=False):
-        labels, img = self._decode(_read_at(self._fd, pos, self.path_imgrec))
-        if label_out is not None:
+        labels, rec_id, img = self._decode(_read_at(self._fd, pos, self.path_imgrec))
+        if label_out is not None and self._imglist is not None:
+            if rec_id not in self._imglist:
+                raise MXNetError('ImageRecordIter: record id %d of %s is not in path_imglist'
+                                 % (rec_id, self.path_imgrec))
+            label_out[:] = self._imglist[rec_id]
+        elif label_out is not None:
             if labels.size != self.label_width:
                 raise MXNetError('ImageRecordIter: a record of %s has %d label(s) but '
                                  'label_width is %d' % (self.path_imgrec, labels.size,
