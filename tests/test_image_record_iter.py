@@ -201,6 +201,9 @@ def test_iter_next_protocol_and_threads_agree():
     many.reset()
     assert list(next(many).label[0].asnumpy()) == [0, 1, 2]
     many.close()
+    assert not many.iter_next()
+    with pytest.raises(MXNetError, match='close'):
+        many.reset()
 
 
 def test_mean_img_computed_saved_and_used(tmp_path):

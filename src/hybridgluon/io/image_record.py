@@ -154,48 +154,10 @@ class ImageRecordIter(DataIter):
 
     def __init__(self, path_imgrec=None, data_shape=None, batch_size=None, **kwargs):
         super().__init__(batch_size or 0)
-        for k in kwargs:
-            if k in _UNSUPPORTED and kwargs[k] not in (_UNSUPPORTED[k], None):
-                raise MXNetError('ImageRecordIter: augmentation %s=%r is not supported here'
-                                 % (k, kwargs[k]))
-        if not path_imgrec:
-            raise MXNetError('ImageRecordIter: path_imgrec is required')
-        if data_shape is None or batch_size is None:
-            raise MXNetError('ImageRecordIter: data_shape and batch_size are required')
-        data_shape = tuple(int(d) for d in data_shape)
-        if len(data_shape) != 3 or data_shape[0] not in (1, 3, 4) or min(data_shape) <= 0:
-            raise MXNetError('ImageRecordIter: data_shape must be (channels, height, width) '
-                             'with 1, 3 or 4 channels, got %s' % (data_shape,))
-        if int(batch_size) <= 0:
-            raise MXNetError('ImageRecordIter: batch_size must be positive, got %r'
-                             % (batch_size,))
-        dtype = kwargs.get('dtype')
-        if dtype is not None:
-            name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
-            if name not in _DTYPES:
-                raise MXNetError('ImageRecordIter: dtype must be float32, uint8 or int8, got %r'
-                                 % (dtype,))
-            self._dtype, self._flag = _DTYPES[name]
+        self._pending = deque()
+        self._pool = None
+        self._parse(path_imgrec, data_shape, batch_size, kwargs)
         self._cv2 = _cv2()
-        self.path_imgrec = os.fspath(path_imgrec)
-        if not os.path.isfile(self.path_imgrec):
-            raise MXNetError('ImageRecordIter: cannot open %s' % self.path_imgrec)
-        self.batch_size = int(batch_size)
-        self.data_shape = data_shape
-        self.label_width = int(kwargs.get('label_width', 1))
-        self.shuffle = bool(kwargs.get('shuffle', False))
-        self.round_batch = bool(kwargs.get('round_batch', True))
-        self.resize = int(kwargs.get('resize', -1))
-        self.rand_crop = bool(kwargs.get('rand_crop', False))
-        self.rand_mirror = bool(kwargs.get('rand_mirror', False))
-        self.mirror = bool(kwargs.get('mirror', False))
-        self.data_name = kwargs.get('data_name', 'data')
-        self.label_name = kwargs.get('label_name', 'softmax_label')
-        threads = max(1, int(kwargs.get('preprocess_threads', 4)))
-        self._prefetch = max(1, int(kwargs.get('prefetch_buffer', 4)))
-        self._rng = np.random.RandomState(int(kwargs.get('seed', 0)))
-        self._aug_rng = np.random.RandomState(int(kwargs.get('seed_aug', kwargs.get('seed', 0))))
-        self._norm = self._make_norm(kwargs)
         num_parts = int(kwargs.get('num_parts', 1))
         part_index = int(kwargs.get('part_index', 0))
         if num_parts < 1 or not 0 <= part_index < num_parts:
@@ -207,22 +169,65 @@ class ImageRecordIter(DataIter):
         if not self._records:
             raise MXNetError('ImageRecordIter: %s holds no record for part %d of %d'
                              % (self.path_imgrec, part_index, num_parts))
-        self._fd = os.open(self.path_imgrec, os.O_RDONLY)
-        self._pool = concurrent.futures.ThreadPoolExecutor(threads)
         self._imglist = self._read_imglist(kwargs.get('path_imglist'))
         self._mean_img_holder = None
-        mean_img = kwargs.get('mean_img')
-        if mean_img:
-            self._set_mean_img(os.fspath(mean_img))
-        self._pending = deque()
+        self._fd = os.open(self.path_imgrec, os.O_RDONLY)
+        # From here on close() (or __del__) releases the file and the threads.
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max(1, int(kwargs.get('preprocess_threads', 4))))
+        if kwargs.get('mean_img'):
+            self._set_mean_img(os.fspath(kwargs['mean_img']))
         self._carry = 0
         self._current = None
-        self.provide_data = [DataDesc(self.data_name, (self.batch_size,) + data_shape,
+        self.provide_data = [DataDesc(self.data_name, (self.batch_size,) + self.data_shape,
                                       self._dtype)]
         lshape = (self.batch_size,) if self.label_width == 1 else (self.batch_size,
                                                                     self.label_width)
         self.provide_label = [DataDesc(self.label_name, lshape, np.float32)]
         self._start_epoch()
+
+    def _parse(self, path_imgrec, data_shape, batch_size, kw):
+        """Checks and stores the parameters (MXNet's names and defaults)."""
+        for k in kw:
+            if k in _UNSUPPORTED and kw[k] not in (_UNSUPPORTED[k], None):
+                raise MXNetError('ImageRecordIter: augmentation %s=%r is not supported here'
+                                 % (k, kw[k]))
+        if not path_imgrec:
+            raise MXNetError('ImageRecordIter: path_imgrec is required')
+        if data_shape is None or batch_size is None:
+            raise MXNetError('ImageRecordIter: data_shape and batch_size are required')
+        data_shape = tuple(int(d) for d in data_shape)
+        if len(data_shape) != 3 or data_shape[0] not in (1, 3, 4) or min(data_shape) <= 0:
+            raise MXNetError('ImageRecordIter: data_shape must be (channels, height, width) '
+                             'with 1, 3 or 4 channels, got %s' % (data_shape,))
+        if int(batch_size) <= 0:
+            raise MXNetError('ImageRecordIter: batch_size must be positive, got %r'
+                             % (batch_size,))
+        dtype = kw.get('dtype')
+        if dtype is not None:
+            name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+            if name not in _DTYPES:
+                raise MXNetError('ImageRecordIter: dtype must be float32, uint8 or int8, got %r'
+                                 % (dtype,))
+            self._dtype, self._flag = _DTYPES[name]
+        self.path_imgrec = os.fspath(path_imgrec)
+        if not os.path.isfile(self.path_imgrec):
+            raise MXNetError('ImageRecordIter: cannot open %s' % self.path_imgrec)
+        self.batch_size = int(batch_size)
+        self.data_shape = data_shape
+        self.label_width = int(kw.get('label_width', 1))
+        self.shuffle = bool(kw.get('shuffle', False))
+        self.round_batch = bool(kw.get('round_batch', True))
+        self.resize = int(kw.get('resize', -1))
+        self.rand_crop = bool(kw.get('rand_crop', False))
+        self.rand_mirror = bool(kw.get('rand_mirror', False))
+        self.mirror = bool(kw.get('mirror', False))
+        self.data_name = kw.get('data_name', 'data')
+        self.label_name = kw.get('label_name', 'softmax_label')
+        self._prefetch = max(1, int(kw.get('prefetch_buffer', 4)))
+        self._rng = np.random.RandomState(int(kw.get('seed', 0)))
+        self._aug_rng = np.random.RandomState(int(kw.get('seed_aug', kw.get('seed', 0))))
+        self._norm = self._make_norm(kw)
 
     # --- set-up -----------------------------------------------------------------------------
     def _make_norm(self, kw):
@@ -425,6 +430,8 @@ class ImageRecordIter(DataIter):
             concurrent.futures.wait(futures)
 
     def reset(self):
+        if self._pool is None:
+            raise MXNetError('ImageRecordIter: reset() after close()')
         self._drain()
         self._current = None
         self._start_epoch()
@@ -466,7 +473,7 @@ class ImageRecordIter(DataIter):
         return None
 
     def close(self):
-        """Stops the worker threads and closes the file."""
+        """Stops the worker threads and closes the file (the iterator is unusable after)."""
         if getattr(self, '_pool', None) is not None:
             self._drain()
             self._pool.shutdown(wait=True)
