@@ -2,20 +2,24 @@
 and ImageRecordInt8Iter, reading .rec files that `mx.recordio` / im2rec write.
 
 Pipeline: the main thread decides each epoch's order and every random choice (crop offsets,
-mirror) from the iterator's own seeded generator, so results do not depend on thread timing.
-Each image is then a task on a pool of `preprocess_threads` threads: read the record with
-os.pread (no shared file position), decode with OpenCV (cv2.imdecode releases the GIL), resize
-with cv2.resize when asked, and hand the crop window to the C kernel hg_image_to_chw
-(hybridgluon/image.h, called through ctypes, which drops the GIL) that writes channel order,
-mirror, mean/std/scale and HWC->CHW straight into the batch's NDArray. `prefetch_buffer`
-batches are in flight at once, so decoding of the next batches overlaps the consumer's work.
+mirror, augmentation draws) from the iterator's own seeded generator, so results do not depend
+on thread timing. Each image is then a task on a pool of `preprocess_threads` threads: read the
+record with os.pread (no shared file position), decode with OpenCV (cv2.imdecode releases the
+GIL), apply the geometric augmentations asked for (_image_aug.py, OpenCV again), and hand the
+crop window to the C kernel hg_image_to_chw (hybridgluon/image.h, called through ctypes, which
+drops the GIL) that writes channel order, mirror, mean/std/scale and HWC->CHW straight into the
+batch's NDArray. `prefetch_buffer` batches are in flight at once, so decoding of the next
+batches overlaps the consumer's work.
 
-Matches MXNet 1.9.1 on the deterministic path (center crop, `resize` of the shorter side with
-bilinear interpolation, mean/std/scale, labels, round_batch padding and its carry-over into the
-next epoch, num_parts by byte ranges). Differences: shuffle orders records with NumPy's
-generator (MXNet's order is its own), random crops/mirrors draw from that generator too, and
-the affine/colour augmentations (max_rotate_angle, max_shear_ratio, random_h/s/l, pca_noise,
-...) are refused with an error rather than silently skipped.
+Matches MXNet 1.9.1 on the deterministic path (center crop, `resize` of the shorter side,
+mean/std/scale, labels, round_batch padding and its carry-over into the next epoch, num_parts by
+byte ranges) and, up to OpenCV's rounding, for fixed geometric settings (rotate, a fixed scale,
+pad, min/max_img_size; _image_aug.py holds the augmenter). Differences: shuffle orders records
+with NumPy's generator, and random crops, mirrors, rotations, scales, shears and HLS jitter draw
+from the iterator's own generator (seed / seed_aug), so their values are not MXNet's; lighting
+and colour noise (max_random_illumination, max_random_contrast, pca_noise, brightness,
+contrast, saturation), crop-size ranges and random_resized_crop are refused with an error
+rather than silently skipped.
 """
 import concurrent.futures
 import ctypes
@@ -27,6 +31,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
+from ._image_aug import N_UNIFORMS, U_CROP_X, U_CROP_Y, U_MIRROR, Augmenter
 from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ['ImageRecordIter', 'ImageRecordUInt8Iter', 'ImageRecordInt8Iter']
@@ -37,12 +42,9 @@ _IR = struct.Struct('<IfQQ')
 # MXNet augmentation parameters this iterator does not implement, with their no-op values: a
 # call that sets one to anything else gets an error instead of silently different images.
 _UNSUPPORTED = {
-    'max_rotate_angle': 0, 'rotate': -1, 'max_shear_ratio': 0.0, 'max_aspect_ratio': 0.0,
-    'min_aspect_ratio': None, 'max_random_scale': 1.0, 'min_random_scale': 1.0,
-    'max_img_size': 1e10, 'min_img_size': 0.0, 'random_h': 0, 'random_s': 0, 'random_l': 0,
-    'max_random_illumination': 0.0, 'max_random_contrast': 0.0, 'pca_noise': 0.0, 'pad': 0,
-    'max_crop_size': -1, 'min_crop_size': -1, 'brightness': 0.0, 'contrast': 0.0,
-    'saturation': 0.0, 'random_resized_crop': False, 'rotate_list': None,
+    'min_aspect_ratio': None, 'max_random_illumination': 0.0, 'max_random_contrast': 0.0,
+    'pca_noise': 0.0, 'max_crop_size': -1, 'min_crop_size': -1, 'brightness': 0.0,
+    'contrast': 0.0, 'saturation': 0.0, 'random_resized_crop': False, 'rotate_list': None,
 }
 # dtype= of the output -> (NumPy dtype, hg_dtype flag). uint8 is the raw pixels; int8 is
 # pixel - mean, saturated (MXNet's quantised input).
@@ -143,7 +145,9 @@ class ImageRecordIter(DataIter):
 
     Parameters follow MXNet 1.9.1's ImageRecordIter: path_imgrec, path_imgidx, data_shape,
     batch_size, label_width, shuffle, seed, resize (shorter side, before the crop), rand_crop,
-    rand_mirror, mirror, mean_r/g/b/a, std_r/g/b/a, scale, mean_img, preprocess_threads,
+    rand_mirror, mirror, mean_r/g/b/a, std_r/g/b/a, scale, mean_img, rotate, max_rotate_angle,
+    max_shear_ratio, max_aspect_ratio, min/max_random_scale, min/max_img_size, pad, fill_value,
+    inter_method, random_h/s/l, seed_aug, preprocess_threads,
     prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name, path_imglist
     (labels from an im2rec .lst, by record id), dtype
     ('float32'; 'uint8' and 'int8' as ImageRecordUInt8Iter and ImageRecordInt8Iter).
@@ -158,6 +162,7 @@ class ImageRecordIter(DataIter):
         self._pool = None
         self._parse(path_imgrec, data_shape, batch_size, kwargs)
         self._cv2 = _cv2()
+        self._aug = Augmenter(self._cv2, kwargs)
         num_parts = int(kwargs.get('num_parts', 1))
         part_index = int(kwargs.get('part_index', 0))
         if num_parts < 1 or not 0 <= part_index < num_parts:
@@ -218,7 +223,6 @@ class ImageRecordIter(DataIter):
         self.label_width = int(kw.get('label_width', 1))
         self.shuffle = bool(kw.get('shuffle', False))
         self.round_batch = bool(kw.get('round_batch', True))
-        self.resize = int(kw.get('resize', -1))
         self.rand_crop = bool(kw.get('rand_crop', False))
         self.rand_mirror = bool(kw.get('rand_mirror', False))
         self.mirror = bool(kw.get('mirror', False))
@@ -298,7 +302,8 @@ class ImageRecordIter(DataIter):
         total = np.zeros((c, h, w), np.float64)
         out = np.empty((c, h, w), np.float32)
         for pos in self._records:
-            self._process(pos, out.ctypes.data, out.nbytes, 0.5, 0.5, False, None, plain=True)
+            self._process(pos, out.ctypes.data, out.nbytes, np.full(N_UNIFORMS, 0.5), False,
+                          None, plain=True)
             total += out
         return (total / len(self._records)).astype(np.float32)
 
@@ -330,28 +335,21 @@ class ImageRecordIter(DataIter):
                              % (img.shape[2], self.data_shape))
         return labels, rec_id, img
 
-    def _resized(self, img):
-        cv2 = self._cv2
+    def _geometric(self, img, u, plain):
+        """Resize / affine / pad, then (as MXNet) an image still smaller than the crop has its
+        shorter side scaled up to the crop's larger side."""
+        img = self._aug.geometric(img, u, plain)
         _, h, w = self.data_shape
         rows, cols = img.shape[:2]
-        short = self.resize
-        if short <= 0 and (rows < h or cols < w):
-            # Too small for the crop: the shorter side goes up to the crop's larger side.
+        if rows < h or cols < w:
             short = max(h, w)
-        if short > 0:
-            if rows > cols:
-                size = (short, short * rows // cols)
-            else:
-                size = (short * cols // rows, short)
-            img = cv2.resize(img, size, interpolation=cv2.INTER_LINEAR)
-            if img.ndim == 2:
-                img = img[:, :, None]
-        if img.shape[0] < h or img.shape[1] < w:
-            raise MXNetError('ImageRecordIter: image of %dx%d is smaller than data_shape %s'
-                             % (img.shape[0], img.shape[1], self.data_shape))
+            size = (short, short * rows // cols) if rows > cols else (short * cols // rows,
+                                                                     short)
+            img = self._cv2.resize(img, size, interpolation=self._cv2.INTER_LINEAR)
+            img = img if img.ndim == 3 else img[:, :, None]
         return img
 
-    def _process(self, pos, out_ptr, out_bytes, uy, ux, mirror, label_out, plain=False):
+    def _process(self, pos, out_ptr, out_bytes, u, mirror, label_out, plain=False):
         labels, rec_id, img = self._decode(_read_at(self._fd, pos, self.path_imgrec))
         if label_out is not None and self._imglist is not None:
             if rec_id not in self._imglist:
@@ -364,12 +362,16 @@ class ImageRecordIter(DataIter):
                                  'label_width is %d' % (self.path_imgrec, labels.size,
                                                         self.label_width))
             label_out[:] = labels
-        img = np.ascontiguousarray(self._resized(img))
+        img = self._geometric(img, u, plain)
         c, h, w = self.data_shape
-        y0 = int(uy * (img.shape[0] - h + 1)) if self.rand_crop and not plain else \
-            (img.shape[0] - h) // 2
-        x0 = int(ux * (img.shape[1] - w + 1)) if self.rand_crop and not plain else \
-            (img.shape[1] - w) // 2
+        rand = self.rand_crop and not plain
+        y0 = int(u[U_CROP_Y] * (img.shape[0] - h + 1)) if rand else (img.shape[0] - h) // 2
+        x0 = int(u[U_CROP_X] * (img.shape[1] - w + 1)) if rand else (img.shape[1] - w) // 2
+        if any(self._aug.hsl) and not plain:
+            # Colour jitter is per pixel: on the window only, which the kernel then reads whole.
+            img = self._aug.colour(img[y0:y0 + h, x0:x0 + w], u)
+            y0 = x0 = 0
+        img = np.ascontiguousarray(img)
         fn, _ = _kernel()
         norm = None if plain else ctypes.addressof(self._norm)
         st = fn(img.ctypes.data, img.shape[0], img.shape[1], c, img.strides[0], y0, x0, h, w,
@@ -413,10 +415,10 @@ class ImageRecordIter(DataIter):
         label = np.zeros((self.batch_size, self.label_width), np.float32)
         per = view[0].nbytes
         base = view.ctypes.data
-        u = self._aug_rng.random_sample((len(idx), 3))
+        u = self._aug_rng.random_sample((len(idx), N_UNIFORMS))
         futures = [self._pool.submit(self._process, self._records[r], base + i * per, per,
-                                     u[i, 0], u[i, 1],
-                                     self.mirror or (self.rand_mirror and u[i, 2] < 0.5),
+                                     u[i], self.mirror or (self.rand_mirror and
+                                                           u[i, U_MIRROR] < 0.5),
                                      label[i])
                    for i, r in enumerate(idx)]
         self._pending.append((futures, data, view, label, pad))
