@@ -343,3 +343,30 @@ def test_lightness_jitter_is_an_hls_shift():
         assert match, i
         shifts.update(match)
     assert len(shifts) > 1
+
+
+def test_contrast_and_illumination_are_affine_per_image():
+    """MXNet's lighting noise on float output: per image, out = det * contrast + illumination
+    * scale / std[c], with contrast in 1 +- max_random_contrast and one illumination in
+    +-max_random_illumination shared by the channels (what real MXNet 1.9.1 gives too)."""
+    kw = dict(path_imgrec=REC, data_shape=(3, 20, 20), batch_size=12, std_r=2.0, std_b=4.0,
+              mean_g=50, scale=0.5)
+    det = next(mx.io.ImageRecordIter(**kw)).data[0].asnumpy().astype(np.float64)
+    got = next(mx.io.ImageRecordIter(max_random_contrast=0.3, max_random_illumination=10,
+                                     seed_aug=2, **kw)).data[0].asnumpy()
+    std = np.array([2.0, 1.0, 4.0])
+    contrasts = []
+    for i in range(12):
+        # least squares for (contrast, illumination) over all pixels of the image
+        a = np.stack([det[i].ravel(), np.repeat(0.5 / std, 400)], axis=1)
+        (contrast, illum), *_ = np.linalg.lstsq(a, got[i].ravel().astype(np.float64),
+                                                rcond=None)
+        np.testing.assert_allclose(a @ [contrast, illum], got[i].ravel(), rtol=1e-5, atol=1e-4)
+        assert 0.7 - 1e-6 <= contrast <= 1.3 + 1e-6 and abs(illum) <= 10 + 1e-4
+        contrasts.append(contrast)
+    assert np.ptp(contrasts) > 0.01
+    # integer outputs ignore lighting noise, as in MXNet
+    u8 = dict(kw, max_random_contrast=0.3, max_random_illumination=10)
+    np.testing.assert_array_equal(
+        next(mx.io.ImageRecordUInt8Iter(**u8)).data[0].asnumpy(),
+        next(mx.io.ImageRecordUInt8Iter(**kw)).data[0].asnumpy())

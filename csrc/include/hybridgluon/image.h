@@ -12,14 +12,15 @@ extern "C" {
 #endif
 
 /* How hg_image_to_chw maps a pixel value v of output channel c:
- *   float32 out: (v - m) * scale / std[c], m = mean_img[c][y][x] when mean_img is not NULL
- *                (float32, channels x h x w of the window, in output channel order), else
- *                mean[c];
- *   int8 out:    v - m rounded to nearest and saturated to [-128, 127] (no std, no scale);
+ *   float32 out: (v - m) * scale / std[c] + bias[c], m = mean_img[c][y][x] when mean_img is
+ *                not NULL (float32, channels x h x w of the window, in output channel order),
+ *                else mean[c] (bias carries MXNet's random illumination, scale its contrast);
+ *   int8 out:    v - m rounded to nearest and saturated to [-128, 127] (no std, scale, bias);
  *   uint8 out:   v (no normalisation). */
 typedef struct hg_image_norm {
     float mean[4];
     float std[4];
+    float bias[4];
     float scale;
     const float *mean_img;
 } hg_image_norm;
@@ -28,7 +29,7 @@ typedef struct hg_image_norm {
  * src_stride bytes apart, src_h x src_w pixels) into out as c planes of h x w: channel k of
  * the output is source channel c-1-k when reverse_channels (OpenCV's BGR(A) to RGB(A)), else k;
  * columns reversed when mirror. out_dtype: HG_DTYPE_F32 (normalised as hg_image_norm says; norm
- * may be NULL for mean 0, std 1, scale 1), HG_DTYPE_U8 or HG_DTYPE_I8 (as hg_image_norm
+ * may be NULL for mean 0, std 1, bias 0, scale 1), HG_DTYPE_U8 or HG_DTYPE_I8 (as hg_image_norm
  * says: what MXNet's ImageRecordUInt8Iter and ImageRecordInt8Iter store).
  * out_bytes is the size of out; the call fails (HG_ERR_VALUE, nothing written) when the window
  * leaves the image, c is not 1..4, or out is smaller than c*h*w elements.

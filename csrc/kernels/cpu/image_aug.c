@@ -10,8 +10,8 @@
 /* One output plane: row r of channel k reads source channel `sc`, columns walked backwards
  * when mirrored (the source pointer steps by -c instead of +c). */
 static void plane_f32(const uint8_t *src, int64_t c, int64_t stride, int64_t h, int64_t w,
-                      int mirror, int64_t sc, float mean, float mul, const float *mean_img,
-                      float *out)
+                      int mirror, int64_t sc, float mean, float mul, float bias,
+                      const float *mean_img, float *out)
 {
     for (int64_t y = 0; y < h; ++y) {
         const uint8_t *row = src + y * stride + sc + (mirror ? (w - 1) * c : 0);
@@ -19,9 +19,9 @@ static void plane_f32(const uint8_t *src, int64_t c, int64_t stride, int64_t h, 
         float *o = out + y * w;
         if (mean_img) {
             const float *m = mean_img + y * w;
-            for (int64_t x = 0; x < w; ++x) o[x] = ((float)row[x * step] - m[x]) * mul;
+            for (int64_t x = 0; x < w; ++x) o[x] = ((float)row[x * step] - m[x]) * mul + bias;
         } else {
-            for (int64_t x = 0; x < w; ++x) o[x] = ((float)row[x * step] - mean) * mul;
+            for (int64_t x = 0; x < w; ++x) o[x] = ((float)row[x * step] - mean) * mul + bias;
         }
     }
 }
@@ -93,9 +93,10 @@ hg_status hg_image_to_chw(const uint8_t *src, int64_t src_h, int64_t src_w, int6
         int64_t sc = reverse_channels ? c - 1 - k : k;
         float mean = norm ? norm->mean[k] : 0.0f;
         float mul = norm ? norm->scale / norm->std[k] : 1.0f;
+        float bias = norm ? norm->bias[k] : 0.0f;
         const float *mimg = norm && norm->mean_img ? norm->mean_img + (size_t)k * plane : NULL;
         if (out_dtype == HG_DTYPE_F32) {
-            plane_f32(win, c, src_stride, h, w, mirror, sc, mean, mul, mimg,
+            plane_f32(win, c, src_stride, h, w, mirror, sc, mean, mul, bias, mimg,
                       (float *)out + (size_t)k * plane);
         } else if (out_dtype == HG_DTYPE_I8) {
             plane_i8(win, c, src_stride, h, w, mirror, sc, mean, mimg,

@@ -8,7 +8,10 @@ applied per image on the iterator's worker threads with OpenCV (whose calls rele
              uncovered area filled with fill_value; used only when one of them is set;
   pad        a fill_value border of `pad` pixels;
   colour     HLS jitter: integer shifts in [-random_h, random_h] (hue, clipped to 0..180),
-             [-random_l, random_l] and [-random_s, random_s] (clipped to 0..255).
+             [-random_l, random_l] and [-random_s, random_s] (clipped to 0..255);
+  lighting   (float32 output only, applied by the C kernel through hg_image_norm) contrast
+             1 + U(-1, 1) * max_random_contrast multiplies scale, and illumination
+             U(-1, 1) * max_random_illumination * scale / std[c] is added.
 
 The matrix and canvas follow MXNet 1.9.1's augmenter, so fixed settings (rotate=30, a fixed
 scale, pad) give MXNet's images up to OpenCV's interpolation rounding. Random draws come from the
@@ -22,9 +25,9 @@ import numpy as np
 from ..base import MXNetError
 
 # Columns of the per-image uniform draws.
-U_CROP_Y, U_CROP_X, U_MIRROR, U_SHEAR, U_ANGLE, U_SCALE, U_RATIO, U_H, U_S, U_L, U_INTERP = \
-    range(11)
-N_UNIFORMS = 11
+(U_CROP_Y, U_CROP_X, U_MIRROR, U_SHEAR, U_ANGLE, U_SCALE, U_RATIO, U_H, U_S, U_L, U_INTERP,
+ U_CONTRAST, U_ILLUM) = range(13)
+N_UNIFORMS = 13
 
 _AFFINE_DEFAULTS = {'max_rotate_angle': 0, 'rotate': -1, 'max_shear_ratio': 0.0,
                     'max_aspect_ratio': 0.0, 'max_random_scale': 1.0, 'min_random_scale': 1.0,

@@ -15,11 +15,11 @@ Matches MXNet 1.9.1 on the deterministic path (center crop, `resize` of the shor
 mean/std/scale, labels, round_batch padding and its carry-over into the next epoch, num_parts by
 byte ranges) and, up to OpenCV's rounding, for fixed geometric settings (rotate, a fixed scale,
 pad, min/max_img_size; _image_aug.py holds the augmenter). Differences: shuffle orders records
-with NumPy's generator, and random crops, mirrors, rotations, scales, shears and HLS jitter draw
-from the iterator's own generator (seed / seed_aug), so their values are not MXNet's; lighting
-and colour noise (max_random_illumination, max_random_contrast, pca_noise, brightness,
-contrast, saturation), crop-size ranges and random_resized_crop are refused with an error
-rather than silently skipped.
+with NumPy's generator, and random crops, mirrors, rotations, scales, shears, HLS jitter,
+contrast and illumination draw from the iterator's own generator (seed / seed_aug), so their
+values are not MXNet's; PCA lighting and colour-jitter noise (pca_noise, brightness, contrast,
+saturation), crop-size ranges and random_resized_crop are refused with an error rather than
+silently skipped.
 """
 import concurrent.futures
 import ctypes
@@ -31,7 +31,8 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
-from ._image_aug import N_UNIFORMS, U_CROP_X, U_CROP_Y, U_MIRROR, Augmenter
+from ._image_aug import (N_UNIFORMS, U_CONTRAST, U_CROP_X, U_CROP_Y, U_ILLUM, U_MIRROR,
+                         Augmenter)
 from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ['ImageRecordIter', 'ImageRecordUInt8Iter', 'ImageRecordInt8Iter']
@@ -42,9 +43,9 @@ _IR = struct.Struct('<IfQQ')
 # MXNet augmentation parameters this iterator does not implement, with their no-op values: a
 # call that sets one to anything else gets an error instead of silently different images.
 _UNSUPPORTED = {
-    'min_aspect_ratio': None, 'max_random_illumination': 0.0, 'max_random_contrast': 0.0,
-    'pca_noise': 0.0, 'max_crop_size': -1, 'min_crop_size': -1, 'brightness': 0.0,
-    'contrast': 0.0, 'saturation': 0.0, 'random_resized_crop': False, 'rotate_list': None,
+    'min_aspect_ratio': None, 'pca_noise': 0.0, 'max_crop_size': -1, 'min_crop_size': -1,
+    'brightness': 0.0, 'contrast': 0.0, 'saturation': 0.0, 'random_resized_crop': False,
+    'rotate_list': None,
 }
 # dtype= of the output -> (NumPy dtype, hg_dtype flag). uint8 is the raw pixels; int8 is
 # pixel - mean, saturated (MXNet's quantised input).
@@ -53,7 +54,8 @@ _DTYPES = {'float32': (np.float32, 0), 'uint8': (np.uint8, 3), 'int8': (np.int8,
 
 class _Norm(ctypes.Structure):
     _fields_ = [('mean', ctypes.c_float * 4), ('std', ctypes.c_float * 4),
-                ('scale', ctypes.c_float), ('mean_img', ctypes.c_void_p)]
+                ('bias', ctypes.c_float * 4), ('scale', ctypes.c_float),
+                ('mean_img', ctypes.c_void_p)]
 
 
 _KERNEL = []
@@ -147,7 +149,8 @@ class ImageRecordIter(DataIter):
     batch_size, label_width, shuffle, seed, resize (shorter side, before the crop), rand_crop,
     rand_mirror, mirror, mean_r/g/b/a, std_r/g/b/a, scale, mean_img, rotate, max_rotate_angle,
     max_shear_ratio, max_aspect_ratio, min/max_random_scale, min/max_img_size, pad, fill_value,
-    inter_method, random_h/s/l, seed_aug, preprocess_threads,
+    inter_method, random_h/s/l, max_random_contrast, max_random_illumination, seed_aug,
+    preprocess_threads,
     prefetch_buffer, round_batch, num_parts, part_index, data_name, label_name, path_imglist
     (labels from an im2rec .lst, by record id), dtype
     ('float32'; 'uint8' and 'int8' as ImageRecordUInt8Iter and ImageRecordInt8Iter).
@@ -244,6 +247,20 @@ class ImageRecordIter(DataIter):
         norm.mean[:] = mean
         norm.std[:] = std
         norm.scale = float(kw.get('scale', 1.0))
+        self._contrast = float(kw.get('max_random_contrast', 0.0))
+        self._illumination = float(kw.get('max_random_illumination', 0.0))
+        return norm
+
+    def _image_norm(self, u):
+        """The normalisation of one image: the iterator's, with MXNet's random contrast and
+        illumination folded into scale and bias when they are on (float32 output only)."""
+        if self._flag != 0 or not (self._contrast or self._illumination):
+            return self._norm
+        norm = _Norm.from_buffer_copy(self._norm)
+        norm.mean_img = self._norm.mean_img
+        norm.scale = self._norm.scale * (1 + (2 * u[U_CONTRAST] - 1) * self._contrast)
+        illum = (2 * u[U_ILLUM] - 1) * self._illumination * self._norm.scale
+        norm.bias[:] = [illum / sd for sd in self._norm.std]
         return norm
 
     def _offsets(self, path_imgidx):
@@ -373,7 +390,8 @@ class ImageRecordIter(DataIter):
             y0 = x0 = 0
         img = np.ascontiguousarray(img)
         fn, _ = _kernel()
-        norm = None if plain else ctypes.addressof(self._norm)
+        norm_obj = None if plain else self._image_norm(u)  # alive through the call
+        norm = None if plain else ctypes.addressof(norm_obj)
         st = fn(img.ctypes.data, img.shape[0], img.shape[1], c, img.strides[0], y0, x0, h, w,
                 int(mirror), int(c >= 3), norm, 0 if plain else self._flag, out_ptr, out_bytes)
         if st != 0:
