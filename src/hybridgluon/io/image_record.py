@@ -319,8 +319,7 @@ class ImageRecordIter(DataIter):
         total = np.zeros((c, h, w), np.float64)
         out = np.empty((c, h, w), np.float32)
         for pos in self._records:
-            self._process(pos, out.ctypes.data, out.nbytes, np.full(N_UNIFORMS, 0.5), False,
-                          None, plain=True)
+            self._process(pos, out, np.full(N_UNIFORMS, 0.5), False, None, plain=True)
             total += out
         return (total / len(self._records)).astype(np.float32)
 
@@ -366,7 +365,9 @@ class ImageRecordIter(DataIter):
             img = img if img.ndim == 3 else img[:, :, None]
         return img
 
-    def _process(self, pos, out_ptr, out_bytes, u, mirror, label_out, plain=False):
+    def _process(self, pos, out, u, mirror, label_out, plain=False):
+        """Reads, decodes and augments the record at byte pos into out, one C-contiguous
+        sample slot of a batch (and its labels into label_out)."""
         labels, rec_id, img = self._decode(_read_at(self._fd, pos, self.path_imgrec))
         if label_out is not None and self._imglist is not None:
             if rec_id not in self._imglist:
@@ -393,7 +394,8 @@ class ImageRecordIter(DataIter):
         norm_obj = None if plain else self._image_norm(u)  # alive through the call
         norm = None if plain else ctypes.addressof(norm_obj)
         st = fn(img.ctypes.data, img.shape[0], img.shape[1], c, img.strides[0], y0, x0, h, w,
-                int(mirror), int(c >= 3), norm, 0 if plain else self._flag, out_ptr, out_bytes)
+                int(mirror), int(c >= 3), norm, 0 if plain else self._flag, out.ctypes.data,
+                out.nbytes)
         if st != 0:
             from ..base import _LIB
             raise MXNetError(_LIB.hg_last_error().decode())
@@ -431,23 +433,25 @@ class ImageRecordIter(DataIter):
         if pad and not self.round_batch:
             view[len(idx):] = 0
         label = np.zeros((self.batch_size, self.label_width), np.float32)
-        per = view[0].nbytes
-        base = view.ctypes.data
         u = self._aug_rng.random_sample((len(idx), N_UNIFORMS))
-        futures = [self._pool.submit(self._process, self._records[r], base + i * per, per,
-                                     u[i], self.mirror or (self.rand_mirror and
-                                                           u[i, U_MIRROR] < 0.5),
+        # Each task gets NumPy views of its slots: they keep the batch's NDArray alive for as
+        # long as the task can write into it, whatever happens to this batch meanwhile.
+        futures = [self._pool.submit(self._process, self._records[r], view[i], u[i],
+                                     self.mirror or (self.rand_mirror and u[i, U_MIRROR] < 0.5),
                                      label[i])
                    for i, r in enumerate(idx)]
         self._pending.append((futures, data, view, label, pad))
         return True
 
     def _drain(self):
+        # A batch leaves _pending only once none of its tasks runs: the tasks write into its
+        # buffers (they also hold references to them, so this is belt and braces).
         while self._pending:
-            futures = self._pending.popleft()[0]
+            futures = self._pending[0][0]
             for f in futures:
                 f.cancel()
             concurrent.futures.wait(futures)
+            self._pending.popleft()
 
     def reset(self):
         if self._pool is None:
@@ -467,6 +471,7 @@ class ImageRecordIter(DataIter):
         except BaseException:
             for f in futures:
                 f.cancel()
+            concurrent.futures.wait(futures)  # no task may outlive the buffers it writes
             raise
         self._submit()
         lab = nd.array(label[:, 0] if self.label_width == 1 else label)
