@@ -391,3 +391,19 @@ def test_batches_in_flight_survive_reset_errors_and_collection():
         next(it)
     del it
     gc.collect()
+
+
+def test_mean_img_matches_mxnet(tmp_path):
+    exp = np.load(os.path.join(REF, 'expected.npz'))
+    # a given mean file replaces mean_r/g/b; std and scale still apply
+    it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 16, 16), batch_size=12,
+                               mean_img=os.path.join(REF, 'mean_given.nd'), std_r=2, std_g=3,
+                               scale=0.5, mean_r=50)
+    np.testing.assert_allclose(next(it).data[0].asnumpy(), exp['mean_given_data'], atol=1e-4)
+    # a missing one is computed (center crops, no augmentation) and saved as MXNet does
+    path = str(tmp_path / 'mean.nd')
+    it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 16, 16), batch_size=12,
+                               mean_img=path)
+    np.testing.assert_allclose(mx.nd.load(path)['mean_img'].asnumpy(),
+                               exp['mean_computed_mean'], atol=1e-4)
+    np.testing.assert_allclose(next(it).data[0].asnumpy(), exp['mean_computed_data'], atol=1e-4)

@@ -12,6 +12,7 @@ Outputs in tests/mxnet_ref/recordio/:
                      label i;
   labels3.rec/.idx   the first 7 of them with the label array [i, i + 0.5, -i];
   images.lst         an im2rec list for images.rec with two labels a line (path_imglist);
+  mean_given.nd      a mean image in nd.save format (mean_img);
   expected.npz       the payloads (concatenated, and their lengths) and what MXNet's
                      ImageRecordIter family returns for a few parameter sets (see CASES);
   im2rec/            a small image tree (src/: PNGs in two folders and a .txt that must be
@@ -157,6 +158,19 @@ def main():
         out[name + '_data'] = np.stack([b.data[0].asnumpy() for b in batches])
         out[name + '_label'] = np.stack([b.label[0].asnumpy() for b in batches])
         out[name + '_pad'] = np.array([b.pad for b in batches])
+    # mean_img: a given file (MXNet's nd.save format), and one MXNet computes itself
+    given = (np.arange(3 * 16 * 16).reshape(3, 16, 16) % 97).astype(np.float32)
+    mx.nd.save(os.path.join(OUT, 'mean_given.nd'), {'mean_img': mx.nd.array(given)})
+    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(OUT, 'images.rec'), data_shape=(3, 16, 16),
+                               batch_size=12, mean_img=os.path.join(OUT, 'mean_given.nd'),
+                               std_r=2, std_g=3, scale=0.5, mean_r=50)
+    out['mean_given_data'] = next(it).data[0].asnumpy()
+    computed = os.path.join(OUT, 'mean_computed.nd')
+    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(OUT, 'images.rec'), data_shape=(3, 16, 16),
+                               batch_size=12, mean_img=computed)
+    out['mean_computed_data'] = next(it).data[0].asnumpy()
+    out['mean_computed_mean'] = mx.nd.load(computed)['mean_img'].asnumpy()
+    os.remove(computed)
     np.savez_compressed(os.path.join(OUT, 'expected.npz'), **out)
     make_im2rec()
 

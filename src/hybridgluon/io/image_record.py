@@ -315,13 +315,12 @@ class ImageRecordIter(DataIter):
     def _compute_mean(self):
         """The mean image over the whole part, center-cropped and without augmentation, as
         MXNet computes (and saves) it when mean_img names a file that does not exist yet."""
-        c, h, w = self.data_shape
-        total = np.zeros((c, h, w), np.float64)
-        out = np.empty((c, h, w), np.float32)
+        total = nd.zeros(self.data_shape, dtype='float64')
+        out = np.empty(self.data_shape, np.float32)
         for pos in self._records:
             self._process(pos, out, np.full(N_UNIFORMS, 0.5), False, None, plain=True)
-            total += out
-        return (total / len(self._records)).astype(np.float32)
+            total += nd.array(out, dtype='float64')
+        return (total / len(self._records)).astype('float32').asnumpy()
 
     # --- one image ----------------------------------------------------------------------------
     def _decode(self, payload):
