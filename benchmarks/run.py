@@ -22,10 +22,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # In the order they run. bench_lenet and bench_conv are optional (written separately): a
-# missing one is skipped with a note.
+# missing one is skipped with a note; so is bench_imagerec where OpenCV is not installed.
 NAMES = ['ndarray', 'hybridize', 'train', 'lenet', 'conv', 'zoo', 'predict', 'gemm', 'graph_scale',
-         'rnn']
-OPTIONAL = {'lenet', 'conv'}
+         'rnn', 'imagerec']
+OPTIONAL = {'lenet', 'conv', 'imagerec'}  # imagerec needs OpenCV (the `image` extra)
 # The peers the targets are stated against: faster than MXNet, no slower than PyTorch.
 TARGETS = {'mxnet': 'faster than MXNet 1.9.1', 'torch': 'no slower than PyTorch',
            'torch.jit': 'no slower than PyTorch (torch.jit.trace)'}

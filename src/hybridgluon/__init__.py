@@ -36,6 +36,7 @@ from . import contrib
 from . import io
 from . import image, image as img  # noqa: F401
 from . import onnx  # noqa: F401 (the onnx package itself is imported on first use)
+from . import recordio
 from . import model, callback, monitor, monitor as mon  # noqa: F401
 from . import module, module as mod  # noqa: F401
 from .util import np_shape, is_np_shape, is_np_array, use_np_shape  # noqa: F401 (as in MXNet)

@@ -141,3 +141,35 @@ class ArrayDataset(Dataset):
 
     def __len__(self):
         return self._length
+
+
+# --- RecordFileDataset (the recordio slice) ----------------------------------------------------
+__all__ += ['RecordFileDataset']
+
+
+class RecordFileDataset(Dataset):
+    """The records of a RecordIO file as a dataset of bytes, in the order of its index file
+    (the .idx next to `filename`, as im2rec and MXIndexedRecordIO write it).
+
+    Parameters
+    ----------
+    filename : str
+        Path of the .rec file.
+    """
+
+    def __init__(self, filename):
+        import os
+
+        from ... import recordio
+        self.idx_file = os.path.splitext(filename)[0] + '.idx'
+        self.filename = filename
+        if not os.path.isfile(self.idx_file):
+            raise MXNetError('RecordFileDataset: no index file %s next to %s (write one with '
+                             'MXIndexedRecordIO or im2rec)' % (self.idx_file, filename))
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, 'r')
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)

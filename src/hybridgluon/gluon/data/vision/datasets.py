@@ -418,3 +418,45 @@ class FashionMNIST(MNIST):
     def __init__(self, root=os.path.join(_data_dir(), 'datasets', 'fashion-mnist'),
                  train=True, transform=None):
         super().__init__(root, train, transform)
+
+
+# --- ImageRecordDataset (the recordio slice) ---------------------------------------------------
+from ..dataset import RecordFileDataset  # noqa: E402
+
+__all__ += ['ImageRecordDataset']
+
+
+class ImageRecordDataset(RecordFileDataset):
+    """Images of a RecordIO file (im2rec's output): a sample is (image, label), the image a uint8
+    NDArray (height, width, channels) in RGB order, the label the record header's (a float, or
+    a NumPy float32 array for multi-label records).
+
+    Parameters
+    ----------
+    filename : str
+        Path of the .rec file (its .idx must sit next to it).
+    flag : int
+        1: decode as 3-channel colour; 0: as 1-channel grey.
+    transform : callable, optional
+        Called as transform(image, label); its result is the sample.
+    """
+
+    def __init__(self, filename, flag=1, transform=None):
+        super().__init__(filename)
+        self._flag = flag
+        self._transform = transform
+
+    def __getitem__(self, idx):
+        from ....recordio import _cv2, unpack
+        cv2 = _cv2()
+        header, img = unpack(super().__getitem__(idx))
+        data = cv2.imdecode(_np.frombuffer(img, _np.uint8),
+                            cv2.IMREAD_COLOR if self._flag else cv2.IMREAD_GRAYSCALE)
+        if data is None:
+            raise MXNetError('ImageRecordDataset: record %d of %s does not hold an image '
+                             'OpenCV can decode' % (idx, self.filename))
+        data = data[:, :, ::-1] if self._flag else data[:, :, None]
+        data = nd.array(_np.ascontiguousarray(data), dtype='uint8')
+        if self._transform is not None:
+            return self._transform(data, header.label)
+        return data, header.label
