@@ -8,6 +8,10 @@ it after every epoch, exports it (`*-symbol.json` + `*.params`), reloads the exp
 The data are Debian's dataset-fashion-mnist files (`apt-get install dataset-fashion-mnist`) or
 the IDX files under --data-root; without them the demo says so and trains on a synthetic data
 set of the same shape, so it still runs end to end.
+
+With --plot it also writes a picture of the network (`mx.viz.plot_network`, drawn by Graphviz)
+and a profile of the first hybridized epoch (`mx.profiler`, a Chrome trace that Perfetto and
+chrome://tracing open) into --output.
 """
 import argparse
 import os
@@ -144,6 +148,26 @@ def train_epoch(net, trainer, loss_fn, x, y, batch_size, desc, limit=None, order
     return seen / (time.perf_counter() - t0), total_loss
 
 
+def plot_network(sym_file, prefix):
+    """Draws the exported graph into prefix.png (Graphviz's dot), or leaves its source in
+    prefix.gv where dot is missing; says what it wrote."""
+    try:
+        graph = mx.viz.plot_network(mx.sym.load(sym_file), title='lenet', save_format='png',
+                                    shape={'data': (1, 1, 28, 28)})
+    except mx.MXNetError as e:  # the graphviz package is not installed
+        print('NOTICE: no picture of the network: %s' % str(e).splitlines()[0])
+        return
+    try:
+        path = graph.render(filename=os.path.basename(prefix), directory=os.path.dirname(prefix),
+                            cleanup=True)
+        print('network drawn in %s' % path)
+    except Exception as e:  # graphviz.ExecutableNotFound and kin: the dot program is missing
+        path = graph.save(filename=os.path.basename(prefix) + '.gv',
+                          directory=os.path.dirname(prefix))
+        print('NOTICE: could not run Graphviz\'s dot (%s); the graph\'s source is in %s'
+              % (type(e).__name__, path))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--epochs', type=int, default=3)
@@ -156,6 +180,10 @@ def main(argv=None):
     ap.add_argument('--output', default='demo-output', help='folder for the exported model')
     ap.add_argument('--compare-batches', type=int, default=30,
                     help='batches trained imperatively before hybridizing (throughput check)')
+    ap.add_argument('--plot', action='store_true',
+                    help='also write the network as an image (lenet.png; needs the graphviz '
+                         'package and its dot program) and a profile trace of the first '
+                         'epoch (profile.json) into --output')
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
     print('hybridgluon %s demo: LeNet (the seed tutorial\'s Net) on Fashion-MNIST'
@@ -190,17 +218,26 @@ def main(argv=None):
 
     history = []
     rng = np.random.default_rng(0)
+    os.makedirs(args.output, exist_ok=True)
+    trace = os.path.join(args.output, 'profile.json') if args.plot else None
     for epoch in range(args.epochs):
         order = nd.array(rng.permutation(x_train.shape[0]), dtype='int32')
+        if trace and epoch == 0:  # every op of the hybridized epoch, as it runs
+            mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=trace)
+            mx.profiler.set_state('run')
         t0 = time.perf_counter()
         sps, loss = train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size,
                                 'epoch %d/%d' % (epoch + 1, args.epochs), order=order)
+        if trace and epoch == 0:
+            mx.profiler.set_state('stop')
+            mx.profiler.dump()
+            print('profile of epoch 1 written to %s (open it in https://ui.perfetto.dev or '
+                  'chrome://tracing)' % trace)
         acc = evaluate(net, x_test, y_test)
         history.append((epoch + 1, loss, acc, sps, time.perf_counter() - t0))
         print('epoch %d: loss %.4f, test accuracy %.4f, %.0f img/s'
               % (epoch + 1, loss, acc, sps))
 
-    os.makedirs(args.output, exist_ok=True)
     prefix = os.path.join(args.output, 'lenet')
     net.export(prefix, epoch=args.epochs)
     sym_file, par_file = prefix + '-symbol.json', prefix + '-%04d.params' % args.epochs
@@ -211,6 +248,8 @@ def main(argv=None):
     same_top = bool((ours.argmax(1) == theirs.argmax(1)).all())
     print('exported %s and %s; reloaded with SymbolBlock.imports: max |diff| %.2e, same '
           'predictions: %s' % (sym_file, par_file, max_diff, same_top))
+    if args.plot:
+        plot_network(sym_file, prefix)
     first = int(theirs[0].argmax())
     print('the reloaded model calls test image 0 a %s (label: %s)'
           % (CLASSES[first], CLASSES[int(y_test[0].asscalar())]))
