@@ -149,3 +149,19 @@ def test_sdist_carries_every_compiled_source(tmp_path):
     missing = [f for f in needed if f not in names]
     assert not missing, missing
     assert not [n for n in names if n.endswith(('.so', '.o'))]
+
+
+@pytest.mark.parametrize('setting', [None, '3'])
+def test_import_leaves_openblas_num_threads_as_it_was(setting):
+    """The OpenBLAS we link is loaded with OPENBLAS_NUM_THREADS=1 (it runs single-threaded
+    under our pool, and would otherwise start a polling thread per core); the caller's
+    environment comes back unchanged."""
+    from conftest import run_python
+    env = dict(os.environ)
+    env.pop('OPENBLAS_NUM_THREADS', None)
+    if setting is not None:
+        env['OPENBLAS_NUM_THREADS'] = setting
+    res = run_python(['-c', 'import os, hybridgluon; '
+                            'print(os.environ.get("OPENBLAS_NUM_THREADS"))'], env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == str(setting)

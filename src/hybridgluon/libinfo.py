@@ -11,14 +11,27 @@ def _load_core():
     """Imports hybridgluon._core. libhybridgluon.so finds scipy_openblas32's library through an
     $ORIGIN-relative run path when both are installed side by side in site-packages; where they
     are not (an editable or in-place build, a --target or user-site install), importing
-    scipy_openblas32 first loads its library, and the loader then reuses it by its soname."""
+    scipy_openblas32 first loads its library, and the loader then reuses it by its soname.
+
+    The OpenBLAS runs single-threaded (our pool splits the products: kernels/cpu/blas.h), so it
+    is loaded with OPENBLAS_NUM_THREADS=1: otherwise it starts a thread per core at load time,
+    whose polling took 1-2% of both cores in a training step. The caller's setting is put back
+    right after (child processes and NumPy's own OpenBLAS keep it)."""
+    saved = os.environ.get('OPENBLAS_NUM_THREADS')
+    os.environ['OPENBLAS_NUM_THREADS'] = '1'
     try:
-        return importlib.import_module('hybridgluon._core')
-    except ImportError as e:
-        if _OPENBLAS.decode() not in str(e):
-            raise
-        import scipy_openblas32  # noqa: F401  (loads libscipy_openblas.so, RTLD_GLOBAL)
-        return importlib.import_module('hybridgluon._core')
+        try:
+            return importlib.import_module('hybridgluon._core')
+        except ImportError as e:
+            if _OPENBLAS.decode() not in str(e):
+                raise
+            import scipy_openblas32  # noqa: F401  (loads libscipy_openblas.so, RTLD_GLOBAL)
+            return importlib.import_module('hybridgluon._core')
+    finally:
+        if saved is None:
+            del os.environ['OPENBLAS_NUM_THREADS']
+        else:
+            os.environ['OPENBLAS_NUM_THREADS'] = saved
 
 
 def get_include():
