@@ -22,6 +22,7 @@ from .. import ndarray
 from ..ndarray.ndarray import _place
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
+from ..util import is_np_shape
 from .utils import _indent, _brief_print_list, shape_is_known
 
 __all__ = ['DeferredInitializationError', 'Parameter', 'Constant', 'ParameterDict']
@@ -174,7 +175,11 @@ class Parameter:
 
     @property
     def shape(self):
-        """The shape, with 0 for each dimension not known yet (None if never given)."""
+        """The shape, with 0 for each dimension not known yet (None if never given); under NumPy
+        shape semantics (mx.np_shape) an unknown dimension reads -1 instead, as in MXNet (a
+        parameter is never zero-size, so a 0 there always means not known yet)."""
+        if self._shape is not None and is_np_shape():
+            return tuple(-1 if d == 0 else d for d in self._shape)
         return self._shape
 
     @shape.setter
