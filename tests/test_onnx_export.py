@@ -488,27 +488,8 @@ def test_all_dims_dynamic(tmp_path):
 
 
 # ---- seeds, files, blocks ----------------------------------------------------------------
-class _LeNet(mx.gluon.HybridBlock):
-    """The seeds' LeNet (000_*): the last layer a dot with a weight Parameter."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        with self.name_scope():
-            self.conv1 = nn.Conv2D(6, kernel_size=5)
-            self.pool1 = nn.MaxPool2D(pool_size=2)
-            self.conv2 = nn.Conv2D(16, kernel_size=5)
-            self.pool2 = nn.MaxPool2D(pool_size=2)
-            self.fc1 = nn.Dense(120)
-            self.fc2 = nn.Dense(84)
-            self.fc3_weight = self.params.get('fc3_weight', shape=(10, 84))
-
-    def hybrid_forward(self, F, x, fc3_weight):
-        x = self.pool1(F.relu(self.conv1(x)))
-        x = self.pool2(F.relu(self.conv2(x)))
-        x = x.reshape((0, -1))
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return F.dot(x, fc3_weight, transpose_b=True)
+# The seeds' LeNet (000_*): the last layer a dot with a weight Parameter.
+from hybridgluon.demo import Net as _LeNet  # noqa: E402
 
 
 def _mlp():
