@@ -364,25 +364,24 @@ def test_im2rec_matches_mxnet(name, tmp_path, capsys):
 
 
 def test_im2rec_command_line(tmp_path):
-    import subprocess
     cv2 = pytest.importorskip('cv2')
     src = tmp_path / 'imgs'
     src.mkdir()
     rng = np.random.RandomState(1)
     for i in range(3):
         cv2.imwrite(str(src / ('%d.png' % i)), rng.randint(0, 256, (9, 13, 3)).astype(np.uint8))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    from conftest import run_python  # the hybridgluon under test, from a neutral directory
     prefix = str(tmp_path / 'data')
     for opts in (['--list'], ['--resize', '4', '--encoding', '.png']):
-        subprocess.run([sys.executable, '-m', 'hybridgluon.tools.im2rec'] + opts +
-                       [prefix, str(src)], check=True, env=env, capture_output=True)
+        res = run_python(['-m', 'hybridgluon.tools.im2rec'] + opts + [prefix, str(src)],
+                         text=True)
+        assert res.returncode == 0, res.stderr
     recs = _records(prefix)
     assert sorted(k for k, _ in recs) == [0, 1, 2]
     for k, r in recs:
         _, img = mx.recordio.unpack_img(r)
         want = cv2.resize(cv2.imread(str(src / ('%d.png' % k))), (5, 4))  # 13*4//9 = 5
         np.testing.assert_array_equal(img, want)
-    missing = subprocess.run([sys.executable, '-m', 'hybridgluon.tools.im2rec',
-                              str(tmp_path / 'nothing'), str(src)], env=env,
-                             capture_output=True, text=True)
+    missing = run_python(['-m', 'hybridgluon.tools.im2rec', str(tmp_path / 'nothing'), str(src)],
+                         text=True)
     assert missing.returncode == 1 and 'Did not find' in missing.stdout
