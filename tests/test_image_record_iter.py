@@ -2,6 +2,7 @@
 same .rec (tests/mxnet_ref/recordio/, tests/mxnet_ref/gen_recordio.py) and against a NumPy
 reference built on OpenCV-decoded images."""
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -12,51 +13,11 @@ from hybridgluon.base import MXNetError
 cv2 = pytest.importorskip('cv2')
 
 REF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mxnet_ref', 'recordio')
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mxnet_ref'))
+from recordio_cases import CASES, iterator_kwargs  # noqa: E402
 REC = os.path.join(REF, 'images.rec')
 IDX = os.path.join(REF, 'images.idx')
 
-# The same cases gen_recordio.py ran through MXNet.
-CASES = {
-    'plain_u8': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12)),
-    'resize_u8': ('ImageRecordUInt8Iter', dict(data_shape=(3, 40, 48), batch_size=12,
-                                               resize=56)),
-    'gray_u8': ('ImageRecordUInt8Iter', dict(data_shape=(1, 30, 30), batch_size=12)),
-    'norm_f32': ('ImageRecordIter', dict(data_shape=(3, 24, 24), batch_size=4, mean_r=123.68,
-                                         mean_g=116.28, mean_b=103.53, std_r=58.395,
-                                         std_g=57.12, std_b=57.375, scale=0.5)),
-    'mirror_f32': ('ImageRecordIter', dict(data_shape=(3, 24, 24), batch_size=4,
-                                           mirror=True)),
-    'int8': ('ImageRecordInt8Iter', dict(data_shape=(3, 16, 16), batch_size=4)),
-    'int8_mean': ('ImageRecordInt8Iter', dict(data_shape=(3, 16, 16), batch_size=4,
-                                              mean_r=140.6, mean_g=-20, std_g=2, scale=0.5)),
-    'dtype_int8': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=4, dtype='int8',
-                                           mean_r=250.3, mean_b=99.5)),
-    'dtype_u8': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=4, dtype='uint8',
-                                         mean_r=100, std_r=2)),
-    'labels3': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=5, label_width=3,
-                                        path_imgidx=os.path.join(REF, 'labels3.idx'),
-                                        path_imgrec=os.path.join(REF, 'labels3.rec'))),
-    'parts': ('ImageRecordIter', dict(data_shape=(3, 16, 16), batch_size=2, num_parts=3,
-                                      part_index=1)),
-    'imglist2': ('ImageRecordIter', dict(data_shape=(3, 8, 8), batch_size=5, label_width=2,
-                                         path_imglist=os.path.join(REF, 'images.lst'))),
-    'aff_rot_scale': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12,
-                                                   rotate=30, min_random_scale=0.8,
-                                                   max_random_scale=0.8, fill_value=7)),
-    'aff_scale': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12,
-                                               min_random_scale=1.3, max_random_scale=1.3,
-                                               inter_method=3)),
-    'aff_pad_rot': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12, pad=3,
-                                                 rotate=45)),
-    'aff_minsize': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12,
-                                                 min_img_size=70, max_img_size=80)),
-    'pad': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12, pad=4,
-                                         fill_value=9)),
-    'inter9': ('ImageRecordUInt8Iter', dict(data_shape=(3, 32, 32), batch_size=12, resize=80,
-                                            inter_method=9)),
-    'imglist1': ('ImageRecordIter', dict(data_shape=(3, 8, 8), batch_size=5,
-                                         path_imglist=os.path.join(REF, 'images.lst'))),
-}
 
 
 def _images(path=REC, idx=IDX, flag=cv2.IMREAD_COLOR):
@@ -78,8 +39,7 @@ def _center(img, h, w):
 @pytest.mark.parametrize('name', sorted(CASES))
 def test_matches_mxnet(name):
     cls, kw = CASES[name]
-    kw = dict(kw)
-    kw.setdefault('path_imgrec', REC)
+    kw = iterator_kwargs(kw, REF)
     exp = np.load(os.path.join(REF, 'expected.npz'))
     batches = list(getattr(mx.io, cls)(**kw))
     assert len(batches) == len(exp[name + '_data'])
