@@ -19,6 +19,10 @@
 
 #define HG_ERROR_MAX 2048
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 HG_API hg_status hg_error(hg_status code, const char *fmt, ...) HG_PRINTF(2, 3);
 /* Prepends formatted text to the current message; returns code unchanged. */
 HG_API hg_status hg_error_prefix(hg_status code, const char *fmt, ...) HG_PRINTF(2, 3);
@@ -33,5 +37,9 @@ HG_API const char *hg_shape_str(char *buf, int ndim, const int64_t *shape);
         hg_status hg_try_st_ = (expr);                                                         \
         if (HG_UNLIKELY(hg_try_st_ != HG_OK)) return hg_try_st_;                               \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

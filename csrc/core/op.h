@@ -14,6 +14,10 @@
 
 #include "core/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define HG_MAX_ATTRS 16
 #define HG_MAX_TUPLE 32
 #define HG_MAX_STR 256 /* text attributes (SyncBatchNorm's key is a layer name); < a tuple */
@@ -71,6 +75,7 @@ typedef struct hg_exec_ctx {
     bool is_train;
     void *workspace;     /* scratch memory of workspace_bytes (may be NULL) */
     size_t workspace_bytes;
+    int device_id;       /* the GPU a GPU kernel runs on (core/device.h); 0 for the CPU */
 } hg_exec_ctx;
 
 enum {
@@ -210,5 +215,9 @@ bool hg_meta_merge(hg_meta *m, hg_dtype dt, int nd, const int64_t *want);
 /* Convenience for op files. */
 #define HG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define HG_COUNT(arr) ((int)(sizeof(arr) / sizeof((arr)[0])))
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,14 +8,26 @@
 #ifndef HG_CORE_TENSOR_H
 #define HG_CORE_TENSOR_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "core/error.h"
 #include "hybridgluon/hybridgluon.h"
 
+/* The CUDA kernels (C++, nvcc) include this header too: C11's atomics have no C++ spelling, and
+ * std::atomic of the same width has the same layout. */
+#ifdef __cplusplus
+#include <atomic>
+typedef std::atomic<long> hg_atomic_long;
+typedef std::atomic<int> hg_atomic_int;
+extern "C" {
+#else
+#include <stdatomic.h>
+typedef atomic_long hg_atomic_long;
+typedef atomic_int hg_atomic_int;
+#endif
+
 typedef struct hg_storage {
-    atomic_long refcount;
+    hg_atomic_long refcount;
     void *data;
     size_t nbytes;
     int device_type, device_id;
@@ -28,7 +40,7 @@ typedef struct hg_storage {
 static inline int hg_device_kind(int t) { return t == 3 || t == 5 ? HG_DEVICE_CPU : t; }
 
 struct hg_tensor {
-    atomic_long refcount;
+    hg_atomic_long refcount;
     hg_storage *storage;
     size_t offset;
     int64_t size;
@@ -36,7 +48,7 @@ struct hg_tensor {
     hg_dtype dtype;
     int64_t shape[HG_MAX_NDIM];
     void *autograd; /* owned by the autograd tape; NULL when not recorded */
-    atomic_int fresh_grad; /* a gradient buffer that backward wrote since the last update */
+    hg_atomic_int fresh_grad; /* a gradient buffer that backward wrote since the last update */
 };
 
 /* Metadata of a tensor without data, as shape/dtype inference sees it. A dim of -1 is unknown
@@ -100,5 +112,9 @@ HG_API void hg_alloc_reset_peak(void);
 /* IEEE half <-> float. */
 HG_API float hg_half_to_float(uint16_t h);
 uint16_t hg_float_to_half(float f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
