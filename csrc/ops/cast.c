@@ -7,6 +7,7 @@
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "ops/cast.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -15,7 +16,6 @@
 
 /* ---- Cast -------------------------------------------------------------------------------- */
 
-enum { CA_DTYPE, CA_NATTRS };
 static const hg_attr_spec k_cast_attrs[] = {
     [CA_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_REQUIRED, NULL, "the output dtype", NULL},
 };

@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "ops/ew.h"
+#include "ops/indexing.h"
 #include "ops/ops_util.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -107,8 +108,6 @@ static void load_idx(const void *p, hg_dtype dt, int64_t begin, int64_t n, int64
     }
     }
 }
-
-enum { MODE_CLIP, MODE_WRAP, MODE_RAISE, MODE_NMODES };
 
 /* Maps an index into [0, n) by mode; for MODE_RAISE returns -1 when it is out of range. */
 static inline int64_t fix_index(int64_t j, int64_t n, int mode)
@@ -305,7 +304,6 @@ static const char *const k_take_modes[] = {
     [MODE_NMODES] = NULL,
 };
 _Static_assert(HG_COUNT(k_take_modes) == MODE_NMODES + 1, "k_take_modes must match its enum");
-enum { TK_AXIS, TK_MODE, TK_NATTRS };
 static const hg_attr_spec k_take_attrs[] = {
     [TK_AXIS] = {"axis", HG_ATTR_INT, 0, "0",
                  "the axis of the input to take from (negative counts from the end)", NULL},
@@ -373,7 +371,6 @@ static const char *const k_pick_modes[] = {
     [MODE_RAISE] = NULL,
 };
 _Static_assert(HG_COUNT(k_pick_modes) == MODE_RAISE + 1, "k_pick_modes must match its enum");
-enum { PK_AXIS, PK_KEEPDIMS, PK_MODE, PK_NATTRS };
 static const hg_attr_spec k_pick_attrs[] = {
     [PK_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
                  "the axis to pick along (None is not supported)", NULL},
@@ -462,7 +459,6 @@ static hg_status pick_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * one_hot
  * ------------------------------------------------------------------------------------------- */
 
-enum { OH_DEPTH, OH_ON, OH_OFF, OH_DTYPE, OH_NATTRS };
 static const hg_attr_spec k_one_hot_attrs[] = {
     [OH_DEPTH] = {"depth", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "size of the one-hot dimension",
                   NULL},
@@ -660,7 +656,6 @@ static hg_status where_forward(const hg_op_def *op, const hg_attrs *a, const hg_
  * bound is saturated to the type's range so the conversion is defined.
  * ------------------------------------------------------------------------------------------- */
 
-enum { CL_MIN, CL_MAX, CL_NATTRS };
 static const hg_attr_spec k_clip_attrs[] = {
     [CL_MIN] = {"a_min", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "minimum value", NULL},
     [CL_MAX] = {"a_max", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "maximum value", NULL},
@@ -727,7 +722,6 @@ static hg_status clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
  * Embedding: out[..., :] = weight[clip(data[...]), :]
  * ------------------------------------------------------------------------------------------- */
 
-enum { EM_INPUT_DIM, EM_OUTPUT_DIM, EM_DTYPE, EM_SPARSE_GRAD, EM_NATTRS };
 static const hg_attr_spec k_embedding_attrs[] = {
     [EM_INPUT_DIM] = {"input_dim", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                       "vocabulary size (rows of weight)", NULL},
@@ -791,7 +785,6 @@ static hg_status embedding_forward(const hg_op_def *op, const hg_attrs *a, const
  * SequenceMask: positions at or past each sequence's length are set to `value`.
  * ------------------------------------------------------------------------------------------- */
 
-enum { SM_USE_LEN, SM_VALUE, SM_AXIS, SM_NATTRS };
 static const hg_attr_spec k_seqmask_attrs[] = {
     [SM_USE_LEN] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",
                     "take sequence_length as a second input (otherwise the op is the identity)",

@@ -25,6 +25,7 @@
 #include "core/rng.h"
 #include "graph/grad.h"
 #include "ops/ew.h"
+#include "ops/nn_train.h"
 #include "ops/ops_util.h"
 
 typedef uint16_t f16;
@@ -42,9 +43,6 @@ static hg_status require_float(const hg_op_def *op, const hg_meta *m)
 /* ---------------------------------------------------------------------------------------------
  * Dropout
  */
-
-enum { D_P, D_MODE, D_AXES, D_CUDNN_OFF, D_NATTRS };
-enum { MODE_TRAINING, MODE_ALWAYS, MODE_NMODES };
 
 static const char *const k_dropout_modes[] = {
     [MODE_TRAINING] = "training",
@@ -182,9 +180,6 @@ static hg_status dropout_grad(hg_grad_ctx *g)
 /* ---------------------------------------------------------------------------------------------
  * L2Normalization
  */
-
-enum { L2_EPS, L2_MODE, L2_NATTRS };
-enum { L2_INSTANCE, L2_CHANNEL, L2_SPATIAL, L2_NMODES };
 
 static const char *const k_l2_modes[] = {
     [L2_INSTANCE] = "instance",

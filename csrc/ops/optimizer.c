@@ -18,6 +18,7 @@
 #include "core/parallel.h"
 #include "ops/ew.h"
 #include "ops/ops_util.h"
+#include "ops/optimizer.h"
 
 #define OPT_MAX_IN 6
 #define OPT_GRAIN (HG_GRAIN_ELEMWISE / 4) /* ~20 flops and a square root per element */
@@ -193,14 +194,12 @@ static void job_run(opt_job *j, const hg_range_fn fns[3], hg_dtype dt, int64_t n
  * mom = momentum * mom - lr*wd * w - lr * clip(rescale_grad * g); w += mom.
  */
 
-enum { SGD_LR, SGD_WD, SGD_RG, SGD_CLIP, SGD_LAZY, SGD_NATTRS };
 static const hg_attr_spec k_sgd_attrs[] = {
     [SGD_LR] = A_LR,     [SGD_WD] = A_WD,     [SGD_RG] = A_RESCALE,
     [SGD_CLIP] = A_CLIP, [SGD_LAZY] = A_LAZY,
 };
 _Static_assert(HG_COUNT(k_sgd_attrs) == SGD_NATTRS, "k_sgd_attrs must match its enum");
 
-enum { SGDM_LR, SGDM_MOM, SGDM_WD, SGDM_RG, SGDM_CLIP, SGDM_LAZY, SGDM_NATTRS };
 static const hg_attr_spec k_sgd_mom_attrs[] = {
     [SGDM_LR] = A_LR,      [SGDM_MOM] = A_MOMENTUM, [SGDM_WD] = A_WD,
     [SGDM_RG] = A_RESCALE, [SGDM_CLIP] = A_CLIP,    [SGDM_LAZY] = A_LAZY,
@@ -268,7 +267,6 @@ OPT_FORWARD(mp_sgd_mom)
  * calls it) that is the new weight, and the mp variant uses its new master weight alike.
  */
 
-enum { NAG_LR, NAG_MOM, NAG_WD, NAG_RG, NAG_CLIP, NAG_NATTRS };
 static const hg_attr_spec k_nag_attrs[] = {
     [NAG_LR] = A_LR,      [NAG_MOM] = A_MOMENTUM, [NAG_WD] = A_WD,
     [NAG_RG] = A_RESCALE, [NAG_CLIP] = A_CLIP,
@@ -309,7 +307,6 @@ OPT_FORWARD(mp_nag_mom)
  * folded into lr by the Python optimizer.
  */
 
-enum { ADAM_LR, ADAM_B1, ADAM_B2, ADAM_EPS, ADAM_WD, ADAM_RG, ADAM_CLIP, ADAM_LAZY, ADAM_NATTRS };
 static const hg_attr_spec k_adam_attrs[] = {
     [ADAM_LR] = A_LR,
     [ADAM_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
@@ -344,17 +341,6 @@ OPT_FORWARD(adam)
  * w' = w - eta * (lr * mean / (sqrt(var) + epsilon) + wd * w).
  */
 
-enum {
-    ADW_LR,
-    ADW_B1,
-    ADW_B2,
-    ADW_EPS,
-    ADW_WD,
-    ADW_ETA,
-    ADW_CLIP,
-    ADW_NATTRS,
-    ADW_SCALE = ADW_NATTRS /* a job parameter, not an attr */
-};
 static const hg_attr_spec k_adamw_attrs[] = {
     [ADW_LR] = A_LR,
     [ADW_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
@@ -500,17 +486,6 @@ static hg_status mp_adamw_forward(const hg_op_def *op, const hg_attrs *a, const 
  * per-weight lrs, wds and etas are float tuples: MXNet's Tuple<float>, kept here as the
  * attribute's text ("(0.1, 0.2)" or "[0.1, 0.2]") and parsed by the op, since attribute
  * tuples hold integers; the text holds at most HG_MAX_STR - 1 bytes. */
-enum {
-    MADW_LRS,
-    MADW_B1,
-    MADW_B2,
-    MADW_EPS,
-    MADW_WDS,
-    MADW_ETAS,
-    MADW_CLIP,
-    MADW_NUM,
-    MADW_NATTRS
-};
 static const hg_attr_spec k_multi_adamw_attrs[] = {
     [MADW_LRS] = {"lrs", HG_ATTR_STRING, HG_ATTR_REQUIRED, NULL,
                   "learning rates, one per weight (a tuple of floats)", NULL},
@@ -620,7 +595,6 @@ static hg_status multi_adamw_forward(const hg_op_def *op, const hg_attrs *a, con
  * Both then clip the weight to [-clip_weights, clip_weights] when clip_weights >= 0.
  */
 
-enum { RMS_LR, RMS_G1, RMS_EPS, RMS_WD, RMS_RG, RMS_CLIP, RMS_CLIPW, RMS_NATTRS };
 static const hg_attr_spec k_rmsprop_attrs[] = {
     [RMS_LR] = A_LR,
     [RMS_G1] = {"gamma1", HG_ATTR_FLOAT, 0, "0.95", "decay rate of the mean squared gradient",
@@ -648,7 +622,6 @@ _Static_assert(HG_COUNT(k_rmsprop_attrs) == RMS_NATTRS, "k_rmsprop_attrs must ma
 OPT_KERNELS(rmsprop, RMSPROP_BODY)
 OPT_FORWARD(rmsprop)
 
-enum { RMSA_LR, RMSA_G1, RMSA_G2, RMSA_EPS, RMSA_WD, RMSA_RG, RMSA_CLIP, RMSA_CLIPW, RMSA_NATTRS };
 static const hg_attr_spec k_rmspropalex_attrs[] = {
     [RMSA_LR] = A_LR,
     [RMSA_G1] = {"gamma1", HG_ATTR_FLOAT, 0, "0.95", "decay rate of the gradient moments", NULL},
@@ -686,7 +659,6 @@ OPT_FORWARD(rmspropalex)
  * w' = (1 - lr*wd_lh) * w + lr * sign(mom).
  */
 
-enum { SSGD_LR, SSGD_WD, SSGD_RG, SSGD_CLIP, SSGD_NATTRS };
 static const hg_attr_spec k_signsgd_attrs[] = {
     [SSGD_LR] = A_LR,
     [SSGD_WD] = A_WD,
@@ -703,7 +675,6 @@ _Static_assert(HG_COUNT(k_signsgd_attrs) == SSGD_NATTRS, "k_signsgd_attrs must m
 OPT_KERNELS(signsgd, SIGNSGD_BODY)
 OPT_FORWARD(signsgd)
 
-enum { SGNM_LR, SGNM_MOM, SGNM_WD, SGNM_RG, SGNM_CLIP, SGNM_WDLH, SGNM_NATTRS };
 static const hg_attr_spec k_signum_attrs[] = {
     [SGNM_LR] = A_LR,
     [SGNM_MOM] = A_MOMENTUM,
@@ -735,7 +706,6 @@ OPT_FORWARD(signum)
  * w' = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) * (|z| > lamda1).
  */
 
-enum { FTRL_LR, FTRL_L1, FTRL_BETA, FTRL_WD, FTRL_RG, FTRL_CLIP, FTRL_NATTRS };
 static const hg_attr_spec k_ftrl_attrs[] = {
     [FTRL_LR] = A_LR,
     [FTRL_L1] = {"lamda1", HG_ATTR_FLOAT, 0, "0.01", "L1 regularisation coefficient", NULL},
@@ -772,19 +742,6 @@ OPT_FORWARD(ftrl)
  * either norm is 0.
  */
 
-enum {
-    L1_B1,
-    L1_B2,
-    L1_EPS,
-    L1_T,
-    L1_BIAS,
-    L1_WD,
-    L1_RG,
-    L1_CLIP,
-    L1_NATTRS,
-    L1_B1T = L1_NATTRS,
-    L1_B2T /* job parameters, not attrs */
-};
 static const hg_attr_spec k_lamb1_attrs[] = {
     [L1_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.9", "decay rate of the first moment", NULL},
     [L1_B2] = {"beta2", HG_ATTR_FLOAT, 0, "0.999", "decay rate of the second moment", NULL},
@@ -835,7 +792,6 @@ static hg_status lamb1_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     return HG_OK;
 }
 
-enum { L2_LR, L2_LB, L2_UB, L2_NATTRS, L2_RATE = L2_NATTRS /* a job parameter, not an attr */ };
 static const hg_attr_spec k_lamb2_attrs[] = {
     [L2_LR] = A_LR,
     [L2_LB] = {"lower_bound", HG_ATTR_FLOAT, 0, "-1",
@@ -1009,19 +965,6 @@ static hg_status mplamb2_forward(const hg_op_def *op, const hg_attrs *a, const h
  * z = beta1 z + (1 - beta1) g' - (d_t - beta1 d) w; d = d_t; w' = -z / d_t.
  */
 
-enum {
-    FT_LR,
-    FT_B1,
-    FT_B2,
-    FT_EPS,
-    FT_T,
-    FT_WD,
-    FT_RG,
-    FT_CLIP,
-    FT_NATTRS,
-    FT_B1T = FT_NATTRS,
-    FT_B2T
-};
 static const hg_attr_spec k_ftml_attrs[] = {
     [FT_LR] = A_LR,
     [FT_B1] = {"beta1", HG_ATTR_FLOAT, 0, "0.6", "decay rate of the first moment", NULL},
@@ -1075,7 +1018,6 @@ static hg_status ftml_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * no outputs; all inputs are mutated (the mask covers the first 32, the kernel writes all).
  */
 
-enum { RA_NUM, RA_NATTRS };
 static const hg_attr_spec k_reset_attrs[] = {
     [RA_NUM] = {"num_arrays", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of arrays", NULL},
 };
@@ -1121,7 +1063,6 @@ static hg_status reset_forward(const hg_op_def *op, const hg_attrs *a, const hg_
  *           acc_delta = rho * acc_delta + (1-rho) * d^2; w' = w - (d + wd * w).
  */
 
-enum { AG_LR, AG_EPS, AG_WD, AG_RG, AG_CLIP, AG_NATTRS };
 static const hg_attr_spec k_adagrad_attrs[] = {
     [AG_LR] = A_LR,
     [AG_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-07", "added to the history under the square root",
@@ -1145,7 +1086,6 @@ _Static_assert(HG_COUNT(k_adagrad_attrs) == AG_NATTRS, "k_adagrad_attrs must mat
 OPT_KERNELS(adagrad, ADAGRAD_BODY)
 OPT_FORWARD(adagrad)
 
-enum { AD_RHO, AD_EPS, AD_WD, AD_RG, AD_CLIP, AD_NATTRS };
 static const hg_attr_spec k_adadelta_attrs[] = {
     [AD_RHO] = {"rho", HG_ATTR_FLOAT, 0, "0.9", "decay rate of both accumulators", NULL},
     [AD_EPS] = {"epsilon", HG_ATTR_FLOAT, 0, "1e-05", "added under both square roots", NULL},

@@ -20,6 +20,7 @@
 #include "graph/grad.h"
 #include "kernels/cpu/strided_copy.h"
 #include "ops/ops_util.h"
+#include "ops/shape.h"
 
 #define SMAX HG_STRIDED_MAX_DIMS
 #define COPY_GRAIN_BYTES (1 << 18)
@@ -91,7 +92,6 @@ static hg_status broadcast_forward(const hg_op_def *op, const hg_attrs *a, const
 
 /* ---- Reshape ----------------------------------------------------------------------------- */
 
-enum { R_SHAPE, R_REVERSE, R_TARGET, R_KEEP, R_NATTRS };
 static const hg_attr_spec k_reshape_attrs[] = {
     [R_SHAPE] =
         {"shape", HG_ATTR_TUPLE, 0, "()",
@@ -325,7 +325,6 @@ static hg_status flatten_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
     return HG_OK;
 }
 
-enum { EX_AXIS, EX_NATTRS };
 static const hg_attr_spec k_expand_attrs[] = {
     [EX_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                  "position of the new size-1 axis, in [-ndim-1, ndim]", NULL},
@@ -355,7 +354,6 @@ static hg_status expand_dims_infer(const hg_op_def *op, const hg_attrs *a, int n
     return HG_OK;
 }
 
-enum { SQ_AXIS, SQ_NATTRS };
 static const hg_attr_spec k_squeeze_attrs[] = {
     [SQ_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
                  "size-1 axes to remove; None removes all of them", NULL},
@@ -404,7 +402,6 @@ static hg_status squeeze_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
 
 /* ---- transpose, SwapAxis ----------------------------------------------------------------- */
 
-enum { TR_AXES, TR_NATTRS };
 static const hg_attr_spec k_transpose_attrs[] = {
     [TR_AXES] = {"axes", HG_ATTR_TUPLE, 0, "()", "target axis order; () reverses the axes", NULL},
 };
@@ -477,7 +474,6 @@ static hg_status transpose_forward(const hg_op_def *op, const hg_attrs *a, const
     return HG_OK;
 }
 
-enum { SW_DIM1, SW_DIM2, SW_NATTRS };
 static const hg_attr_spec k_swap_attrs[] = {
     [SW_DIM1] = {"dim1", HG_ATTR_INT, 0, "0", "the first axis to swap", NULL},
     [SW_DIM2] = {"dim2", HG_ATTR_INT, 0, "0", "the second axis to swap", NULL},
@@ -526,7 +522,6 @@ static hg_status swap_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
 
 /* ---- tile, repeat, reverse --------------------------------------------------------------- */
 
-enum { TL_REPS, TL_NATTRS };
 static const hg_attr_spec k_tile_attrs[] = {
     [TL_REPS] =
         {"reps", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
@@ -611,7 +606,6 @@ static hg_status tile_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     return HG_OK;
 }
 
-enum { RP_REPEATS, RP_AXIS, RP_NATTRS };
 static const hg_attr_spec k_repeat_attrs[] = {
     [RP_REPEATS] = {"repeats", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "repetitions of each element",
                     NULL},
@@ -690,7 +684,6 @@ static hg_status repeat_forward(const hg_op_def *op, const hg_attrs *a, const hg
     return HG_OK;
 }
 
-enum { RV_AXIS, RV_NATTRS };
 static const hg_attr_spec k_reverse_attrs[] = {
     [RV_AXIS] = {"axis", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "the axes to reverse", NULL},
 };
@@ -747,7 +740,6 @@ static hg_status reverse_forward(const hg_op_def *op, const hg_attrs *a, const h
 
 /* ---- broadcast_to, broadcast_axis, broadcast_like ---------------------------------------- */
 
-enum { BT_SHAPE, BT_NATTRS };
 static const hg_attr_spec k_bto_attrs[] = {
     [BT_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()",
                   "target shape of the same rank; 0 keeps the input's dim", NULL},
@@ -780,7 +772,6 @@ static hg_status bto_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     return HG_OK;
 }
 
-enum { BA_AXIS, BA_SIZE, BA_NATTRS };
 static const hg_attr_spec k_baxis_attrs[] = {
     [BA_AXIS] = {"axis", HG_ATTR_TUPLE, 0, "()", "the size-1 axes to broadcast", NULL},
     [BA_SIZE] = {"size", HG_ATTR_TUPLE, 0, "()", "the target size of each axis", NULL},
@@ -817,7 +808,6 @@ static hg_status baxis_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     return HG_OK;
 }
 
-enum { BL_LHS_AXES, BL_RHS_AXES, BL_NATTRS };
 static const hg_attr_spec k_blike_attrs[] = {
     [BL_LHS_AXES] = {"lhs_axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
                      "axes of lhs to broadcast (None: all, by rhs's shape)", NULL},
@@ -880,7 +870,6 @@ static hg_status blike_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
 
 /* ---- diag -------------------------------------------------------------------------------- */
 
-enum { DG_K, DG_AXIS1, DG_AXIS2, DG_NATTRS };
 static const hg_attr_spec k_diag_attrs[] = {
     [DG_K] = {"k", HG_ATTR_INT, 0, "0", "the diagonal: > 0 above the main one, < 0 below", NULL},
     [DG_AXIS1] = {"axis1", HG_ATTR_INT, 0, "0", "first axis of the 2-D sub-arrays (N-D input)",

@@ -24,6 +24,7 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "ops/ops_util.h"
+#include "ops/slicing.h"
 
 #define NONE INT64_MIN /* a tuple entry given as None */
 #define COPY_CHUNK 32768 /* elements per work item when a row is cut for the thread pool */
@@ -195,7 +196,6 @@ static hg_status check_same_dtype(const hg_op_def *op, int nin, const hg_meta *i
 
 /* ---- Concat ---------------------------------------------------------------------------------- */
 
-enum { K_CONCAT_NUM_ARGS, K_CONCAT_DIM, K_CONCAT_NATTRS };
 static const hg_attr_spec k_concat_attrs[] = {
     [K_CONCAT_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                            "Number of inputs to be concated.", NULL},
@@ -278,7 +278,6 @@ static hg_status concat_forward(const hg_op_def *op, const hg_attrs *a, const hg
 
 /* ---- stack ----------------------------------------------------------------------------------- */
 
-enum { K_STACK_AXIS, K_STACK_NUM_ARGS, K_STACK_NATTRS };
 static const hg_attr_spec k_stack_attrs[] = {
     [K_STACK_AXIS] = {"axis", HG_ATTR_INT, 0, "0",
                       "The axis in the result array along which the input arrays are stacked.",
@@ -338,7 +337,6 @@ static hg_status stack_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 /* ---- SliceChannel ---------------------------------------------------------------------------- */
 
-enum { K_SPLIT_NUM_OUTPUTS, K_SPLIT_AXIS, K_SPLIT_SQUEEZE, K_SPLIT_NATTRS };
 static const hg_attr_spec k_split_attrs[] = {
     [K_SPLIT_NUM_OUTPUTS] = {"num_outputs", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                              "Number of splits. Note that this "
@@ -431,14 +429,8 @@ static hg_status split_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 /* ---- slice ranges (MXNet's GetIndexRange) ---------------------------------------------------- */
 
-typedef struct slice_range {
-    int64_t begin[HG_MAX_NDIM], step[HG_MAX_NDIM], len[HG_MAX_NDIM];
-} slice_range;
-
-/* Resolves begin/end/step tuples against shape x into a start, step and length per axis.
- * Validates the tuple lengths and steps; out-of-range indices clamp as in NumPy. */
-static hg_status slice_resolve(const hg_op_def *op, const hg_tuple *tb, const hg_tuple *te,
-                               const hg_tuple *ts, const hg_meta *x, slice_range *r)
+hg_status hg_slice_resolve(const hg_op_def *op, const hg_tuple *tb, const hg_tuple *te,
+                           const hg_tuple *ts, const hg_meta *x, slice_range *r)
 {
     char s[HG_SHAPE_STR];
     int nd = x->ndim;
@@ -501,7 +493,6 @@ static const char *slice_base(const hg_tensor *x, const slice_range *r, int64_t 
 
 /* ---- slice ----------------------------------------------------------------------------------- */
 
-enum { K_SLICE_BEGIN, K_SLICE_END, K_SLICE_STEP, K_SLICE_NATTRS };
 static const hg_attr_spec k_slice_attrs[] = {
     [K_SLICE_BEGIN] = {"begin", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
                        "starting indices for the slice operation, supports negative indices.",
@@ -518,8 +509,8 @@ static hg_status slice_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
 {
     slice_range r;
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
-    HG_TRY(slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
-                         &in[0], &r));
+    HG_TRY(hg_slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
+                            &in[0], &r));
     out[0] = in[0];
     memcpy(out[0].shape, r.len, sizeof(int64_t) * (size_t)in[0].ndim);
     return HG_OK;
@@ -532,8 +523,8 @@ static hg_status slice_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     hg_meta m = hg_meta_of(x);
     slice_range r;
     int64_t xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
-    HG_TRY(slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
-                         &m, &r));
+    HG_TRY(hg_slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
+                            &m, &r));
     const char *src = slice_base(x, &r, xst);
     hg_contiguous_strides(y->ndim, y->shape, yst);
     strided_copy(hg_data(y), yst, src, xst, y->ndim, y->shape, hg_dtype_size(x->dtype));
@@ -542,7 +533,6 @@ static hg_status slice_forward(const hg_op_def *op, const hg_attrs *a, const hg_
 
 /* ---- slice_axis ------------------------------------------------------------------------------ */
 
-enum { K_SAX_AXIS, K_SAX_BEGIN, K_SAX_END, K_SAX_NATTRS };
 static const hg_attr_spec k_slice_axis_attrs[] = {
     [K_SAX_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                     "Axis along which to be sliced, supports negative indexes.", NULL},
@@ -557,10 +547,8 @@ static const hg_attr_spec k_slice_axis_attrs[] = {
 _Static_assert(HG_COUNT(k_slice_axis_attrs) == K_SAX_NATTRS,
                "k_slice_axis_attrs must match its enum");
 
-/* MXNet's GetSliceAxisParams: unlike slice, a range outside the axis or an empty range is an
- * error (on a non-empty axis). */
-static hg_status slice_axis_resolve(const hg_op_def *op, const hg_attrs *a, const hg_meta *x,
-                                    int *axis, int64_t *begin, int64_t *end)
+hg_status hg_slice_axis_resolve(const hg_op_def *op, const hg_attrs *a, const hg_meta *x, int *axis,
+                                int64_t *begin, int64_t *end)
 {
     char s[HG_SHAPE_STR];
     HG_TRY(check_axis(op, "axis", a->v[K_SAX_AXIS].i, x, x->ndim, axis));
@@ -596,7 +584,7 @@ static hg_status slice_axis_infer(const hg_op_def *op, const hg_attrs *a, int ni
     int axis = 0;
     int64_t b, e;
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
-    HG_TRY(slice_axis_resolve(op, a, &in[0], &axis, &b, &e));
+    HG_TRY(hg_slice_axis_resolve(op, a, &in[0], &axis, &b, &e));
     out[0] = in[0];
     out[0].shape[axis] = e < 0 ? -1 : e - b;
     return HG_OK;
@@ -610,7 +598,7 @@ static hg_status slice_axis_forward(const hg_op_def *op, const hg_attrs *a, cons
     int axis = 0;
     int64_t b, e, xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
     size_t es = hg_dtype_size(x->dtype);
-    HG_TRY(slice_axis_resolve(op, a, &m, &axis, &b, &e));
+    HG_TRY(hg_slice_axis_resolve(op, a, &m, &axis, &b, &e));
     hg_contiguous_strides(x->ndim, x->shape, xst);
     hg_contiguous_strides(y->ndim, y->shape, yst);
     strided_copy(hg_data(y), yst, (const char *)hg_data(x) + (size_t)(b * xst[axis]) * es, xst,
@@ -620,7 +608,6 @@ static hg_status slice_axis_forward(const hg_op_def *op, const hg_attrs *a, cons
 
 /* ---- slice_like ------------------------------------------------------------------------------ */
 
-enum { K_SLIKE_AXES, K_SLIKE_NATTRS };
 static const hg_attr_spec k_slice_like_attrs[] = {
     [K_SLIKE_AXES] =
         {"axes", HG_ATTR_TUPLE, 0, "()",
@@ -687,8 +674,8 @@ static hg_status slice_assign_infer(const hg_op_def *op, const hg_attrs *a, int 
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
     slice_range r;
     if (any_unknown(1, in)) return unknown_out(nin, in, nout, out);
-    HG_TRY(slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
-                         &in[0], &r));
+    HG_TRY(hg_slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
+                            &in[0], &r));
     if (in[1].ndim < 0) { /* graph inference: rhs takes the slice's shape */
         in[1] = in[0];
         memcpy(in[1].shape, r.len, sizeof(int64_t) * (size_t)in[0].ndim);
@@ -714,8 +701,8 @@ static hg_status slice_assign_forward(const hg_op_def *op, const hg_attrs *a,
     hg_meta m = hg_meta_of(in[0]);
     slice_range r;
     int64_t yst[HG_MAX_NDIM], vst[HG_MAX_NDIM];
-    HG_TRY(slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
-                         &m, &r));
+    HG_TRY(hg_slice_resolve(op, &a->v[K_SLICE_BEGIN].t, &a->v[K_SLICE_END].t, &a->v[K_SLICE_STEP].t,
+                            &m, &r));
     copy_whole(y, in[0]);
     char *dst = (char *)slice_base(y, &r, yst);
     hg_contiguous_strides(v->ndim, v->shape, vst);
@@ -723,7 +710,6 @@ static hg_status slice_assign_forward(const hg_op_def *op, const hg_attrs *a,
     return HG_OK;
 }
 
-enum { K_SAS_SCALAR, K_SAS_BEGIN, K_SAS_END, K_SAS_STEP, K_SAS_NATTRS };
 static const hg_attr_spec k_slice_assign_scalar_attrs[] = {
     [K_SAS_SCALAR] = {"scalar", HG_ATTR_FLOAT, 0, "0", "The scalar value for assignment.", NULL},
     [K_SAS_BEGIN] = {"begin", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
@@ -741,8 +727,8 @@ static hg_status slice_assign_scalar_infer(const hg_op_def *op, const hg_attrs *
 {
     slice_range r;
     if (any_unknown(nin, in)) return unknown_out(nin, in, nout, out);
-    HG_TRY(slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t, &in[0],
-                         &r));
+    HG_TRY(hg_slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t,
+                            &in[0], &r));
     out[0] = in[0];
     return HG_OK;
 }
@@ -756,8 +742,7 @@ static int64_t saturate_i64(double v)
     return (int64_t)v;
 }
 
-/* Writes v converted to dtype dt into buf (one element). */
-static void scalar_bytes(double v, hg_dtype dt, void *buf)
+void hg_slice_scalar_bytes(double v, hg_dtype dt, void *buf)
 {
     union {
         float f;
@@ -792,10 +777,10 @@ static hg_status slice_assign_scalar_forward(const hg_op_def *op, const hg_attrs
     slice_range r;
     int64_t yst[HG_MAX_NDIM], zero[HG_MAX_NDIM] = {0};
     unsigned char value[16];
-    HG_TRY(
-        slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t, &m, &r));
+    HG_TRY(hg_slice_resolve(op, &a->v[K_SAS_BEGIN].t, &a->v[K_SAS_END].t, &a->v[K_SAS_STEP].t, &m,
+                            &r));
     copy_whole(y, in[0]);
-    scalar_bytes(a->v[K_SAS_SCALAR].f, y->dtype, value);
+    hg_slice_scalar_bytes(a->v[K_SAS_SCALAR].f, y->dtype, value);
     char *dst = (char *)slice_base(y, &r, yst);
     strided_copy(dst, yst, value, zero, y->ndim, r.len, hg_dtype_size(y->dtype));
     return HG_OK;
@@ -1004,7 +989,7 @@ static hg_status bwd_slice_axis_forward(const hg_op_def *op, const hg_attrs *a,
     int axis = 0;
     int64_t b, e, xst[HG_MAX_NDIM], yst[HG_MAX_NDIM];
     size_t es = hg_dtype_size(dx->dtype);
-    HG_TRY(slice_axis_resolve(op, a, &m, &axis, &b, &e));
+    HG_TRY(hg_slice_axis_resolve(op, a, &m, &axis, &b, &e));
     hg_ops_zero_fill(dx);
     hg_contiguous_strides(dx->ndim, dx->shape, xst);
     hg_contiguous_strides(dy->ndim, dy->shape, yst);
