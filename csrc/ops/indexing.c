@@ -182,9 +182,7 @@ static inline void copy_elem(char *dst, const char *src, size_t esz)
     }
 }
 
-/* Stores v in element 0 of dst as dtype dt. Integers saturate (a C cast of an out-of-range
- * double is undefined); bool is v != 0. */
-static void store_value(void *dst, hg_dtype dt, double v)
+void hg_index_store_value(void *dst, hg_dtype dt, double v)
 {
     switch (dt) {
     case HG_DTYPE_F32: *(float *)dst = (float)v; break;
@@ -518,8 +516,8 @@ static hg_status one_hot_forward(const hg_op_def *op, const hg_attrs *a, const h
                      .dst = hg_data(out[0]),
                      .depth = a->v[OH_DEPTH].i,
                      .esz = hg_dtype_size(out[0]->dtype)};
-    store_value(j.on, out[0]->dtype, a->v[OH_ON].f);
-    store_value(j.off, out[0]->dtype, a->v[OH_OFF].f);
+    hg_index_store_value(j.on, out[0]->dtype, a->v[OH_ON].f);
+    hg_index_store_value(j.off, out[0]->dtype, a->v[OH_OFF].f);
     int64_t grain = HG_GRAIN_ELEMWISE / (j.depth ? j.depth : 1);
     hg_parallel_for(in[0]->size, grain > 0 ? grain : 1, one_hot_range, &j);
     return HG_OK;
@@ -878,7 +876,7 @@ static hg_status seqmask_forward(const hg_op_def *op, const hg_attrs *a, const h
                      .esz = hg_dtype_size(x->dtype)};
     j.rest = x->size / (j.t_len * j.batch);
     load_idx(hg_data(in[1]), in[1]->dtype, 0, in[1]->size, (int64_t *)ctx->workspace);
-    store_value(j.val, x->dtype, a->v[SM_VALUE].f);
+    hg_index_store_value(j.val, x->dtype, a->v[SM_VALUE].f);
     int64_t grain = HG_GRAIN_ELEMWISE / (j.rest ? j.rest : 1);
     hg_parallel_for(j.t_len * j.batch, grain > 0 ? grain : 1, seqmask_range, &j);
     return HG_OK;
