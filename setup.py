@@ -7,10 +7,16 @@ Settings (environment variables):
   HG_SANITIZE=1      AddressSanitizer + UBSan build (-O1 -g, allocator pool off)
   HG_SANITIZE=thread ThreadSanitizer build (-O1 -g, allocator pool off)
   HG_DEBUG=1         -O0 -g
+  HG_CUDA=1          also build the CUDA backend (csrc/kernels/cuda/): nvcc compiles the kernels
+                     for sm_80 and sm_90 plus sm_90 PTX; CUDA's static runtime is linked, cuBLAS
+                     is loaded at first use. CUDA_HOME (default: the nvcc on PATH, or
+                     /usr/local/cuda) says where the toolkit is; HG_CUDA_ARCHS overrides the list
+                     of architectures (e.g. "80;90").
 """
 import glob
 import os
 import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
@@ -21,6 +27,8 @@ CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
                       glob.glob('csrc/kernels/cpu/*.c') + glob.glob('csrc/formats/*.c') +
                       glob.glob('csrc/graph/*.c') + glob.glob('csrc/exec/*.c') +
                       glob.glob('csrc/autograd/*.c') + glob.glob('csrc/predict/*.c'))
+CUDA_C_SOURCES = sorted(glob.glob('csrc/kernels/cuda/*.c'))
+CUDA_SOURCES = sorted(glob.glob('csrc/kernels/cuda/*.cu'))
 PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
 EXPORTS = 'csrc/exports.map'
 
@@ -50,6 +58,38 @@ def _blas():
     # `hybridgluon.config --libs` links C programs to it directly.
     return ([ob.get_include_dir()], [ob.get_lib_dir()], [ob.get_library()],
             ['$ORIGIN/../../scipy_openblas32/lib'], [])
+
+
+def _cuda_home():
+    """The CUDA toolkit's root for HG_CUDA=1 builds."""
+    home = os.environ.get('CUDA_HOME') or os.environ.get('CUDA_PATH')
+    if not home:
+        nvcc = shutil.which('nvcc')
+        real = os.path.realpath(nvcc) if nvcc else ''
+        home = os.path.dirname(os.path.dirname(real)) if real else '/usr/local/cuda'
+        if not os.path.exists(os.path.join(home, 'include', 'cuda_runtime_api.h')):
+            home = '/usr/local/cuda'
+    if not os.path.exists(os.path.join(home, 'include', 'cuda_runtime_api.h')):
+        raise SystemExit('HG_CUDA=1: no CUDA toolkit at %s (set CUDA_HOME)' % home)
+    return home
+
+
+def _nvcc(home):
+    for cand in (os.path.join(home, 'bin', 'nvcc'), shutil.which('nvcc')):
+        if cand and os.path.exists(cand):
+            return cand
+    raise SystemExit('HG_CUDA=1: nvcc not found (set CUDA_HOME or put nvcc on PATH)')
+
+
+def _cuda_gencode():
+    archs = [a for a in os.environ.get('HG_CUDA_ARCHS', '80;90').replace(',', ';').split(';')
+             if a.strip()]
+    flags = []
+    for a in archs:
+        flags += ['-gencode', 'arch=compute_%s,code=sm_%s' % (a, a)]
+    # PTX of the newest architecture: later GPUs compile it at load time.
+    flags += ['-gencode', 'arch=compute_%s,code=compute_%s' % (archs[-1], archs[-1])]
+    return flags
 
 
 def _drop_rpaths(cc):
@@ -114,6 +154,37 @@ class BuildExt(build_ext):
             f.write(sig)
         return objs
 
+    def _compile_cuda(self, home):
+        """The .cu kernels, compiled by nvcc (incrementally, as _compile does)."""
+        nvcc = _nvcc(home)
+        flags = ['-std=c++17', '-O3', '-Icsrc/include', '-Icsrc', '-DHG_CUDA=1',
+                 '--expt-relaxed-constexpr',
+                 '-Xcompiler', '-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wno-unused-parameter']
+        if _flag('HG_WERROR'):
+            flags += ['-Werror', 'all-warnings', '-Xcompiler', '-Werror']
+        flags += _cuda_gencode()
+        headers = glob.glob('csrc/**/*.h', recursive=True) + [__file__]
+        newest = max(os.path.getmtime(h) for h in headers)
+        stamp = os.path.join(self.build_temp, 'cflags-cuda.txt')
+        sig = ' '.join(flags)
+        stale_flags = not os.path.exists(stamp) or open(stamp).read() != sig
+        os.makedirs(os.path.join(self.build_temp, 'cuda'), exist_ok=True)
+
+        def one(src):
+            obj = os.path.join(self.build_temp, 'cuda', os.path.basename(src) + '.o')
+            if (not self.force and not stale_flags and os.path.exists(obj)
+                    and os.path.getmtime(obj) >= max(newest, os.path.getmtime(src))):
+                return obj
+            cmd = [nvcc, '-c', src, '-o', obj] + flags
+            print(' '.join(cmd))
+            subprocess.check_call(cmd)
+            return obj
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            objs = list(pool.map(one, CUDA_SOURCES))
+        with open(stamp, 'w') as f:
+            f.write(sig)
+        return objs
+
     def _build_core(self):
         from setuptools._distutils.ccompiler import new_compiler
         from setuptools._distutils.sysconfig import customize_compiler
@@ -121,15 +192,26 @@ class BuildExt(build_ext):
         customize_compiler(cc)
         _drop_rpaths(cc)
         inc, libdirs, libs, rpaths, macros = _blas()
+        sources, cuda_objs, cuda_link = CORE_SOURCES, [], []
+        if _flag('HG_CUDA'):
+            home = _cuda_home()
+            sources = CORE_SOURCES + CUDA_C_SOURCES
+            inc = inc + [os.path.join(home, 'include')]
+            macros = macros + [('HG_CUDA', '1')]
+            cuda_objs = self._compile_cuda(home)
+            # CUDA's static runtime: no libcudart.so to find at run time; it loads the driver
+            # (libcuda.so.1) itself, and reports no device where there is none.
+            cuda_link = ['-L' + os.path.join(home, 'lib64'), '-lcudart_static', '-ldl', '-lrt',
+                         '-lstdc++']
         # Hidden by default: a function is exported only where its declaration says HG_API
         # (the public headers, and the internal functions _core and the test hooks call).
-        objs = self._compile('libhybridgluon', CORE_SOURCES, ['csrc/include', 'csrc'] + inc,
-                             macros, cc, extra=['-fvisibility=hidden'])
+        objs = self._compile('libhybridgluon', sources, ['csrc/include', 'csrc'] + inc,
+                             macros, cc, extra=['-fvisibility=hidden']) + cuda_objs
         pkg = os.path.join(self.build_lib, 'hybridgluon')
         libdir = os.path.join(pkg, 'lib')
         os.makedirs(libdir, exist_ok=True)
         link = ['-Wl,-rpath,' + r for r in rpaths] + ['-Wl,-soname,libhybridgluon.so', '-lm',
-                                                     '-lpthread']
+                                                     '-lpthread'] + cuda_link
         # And only the symbols csrc/exports.map lists (the public C API and what _core needs;
         # tools/exports.py generates it): a stray HG_API does not widen the ABI.
         link.append('-Wl,--version-script=' + EXPORTS)

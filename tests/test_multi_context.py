@@ -83,7 +83,7 @@ def test_context_of_creation_inside_with_and_cpu_kinds():
     assert (nd.ones((1,), ctx=mx.cpu_pinned(2)) * 2).context == mx.cpu(2)
     with pytest.raises(mx.MXNetError, match='GPU 0 is not available'):
         nd.ones((1,)).copyto(mx.gpu(0))
-    with pytest.raises(mx.MXNetError, match='only be placed on cpu'):
+    with pytest.raises(mx.MXNetError, match='can only be labelled cpu'):
         nd.ones((1,))._set_device(2, 0)
 
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Checks that csrc/'s layers only point down (docs/layers.md).
 
-    core -> kernels -> ops -> graph -> exec -> autograd -> predict -> python
-                               formats (beside graph)
+    core -> kernels -> ops -> kernels/cuda -> graph -> exec -> autograd -> predict -> python
+                                               formats (beside graph)
+
+kernels/cuda/ (the CUDA build's GPU kernels) is its own layer: a GPU kernel is the device's
+counterpart of an op's forward, so it reads the op's attribute enums and host helpers (ops/*.h);
+it reaches the registry by installing its tables (core/device.h), as ops/families.c does.
 
 A folder may include the headers of, and call the functions of, itself and the layers below it;
 the public headers (csrc/include/) are open to all. One edge is sanctioned, and only this one:
@@ -33,8 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 # Rank of each folder: an edge from A to B is allowed when A is B or rank(A) > rank(B).
 # formats shares graph's rank: beside it, neither uses the other.
-RANKS = {'core': 1, 'kernels': 2, 'ops': 3, 'graph': 4, 'formats': 4, 'exec': 5,
-         'autograd': 6, 'predict': 7, 'python': 8}
+RANKS = {'core': 1, 'kernels': 2, 'ops': 3, 'kernels/cuda': 3.5, 'graph': 4, 'formats': 4,
+         'exec': 5, 'autograd': 6, 'predict': 7, 'python': 8}
+CUDA_DIR = 'kernels/cuda'
 PUBLIC = 'include'  # csrc/include/: the public C API, open to every layer
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -42,6 +47,8 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 def layer_of(rel):
     """The layer of a path relative to csrc/ ('core/op.h' -> 'core'), or None."""
+    if rel.startswith(CUDA_DIR + '/'):
+        return CUDA_DIR
     top = rel.split('/', 1)[0]
     if top == PUBLIC:
         return PUBLIC
@@ -142,9 +149,25 @@ def built_object(root, csrc, rel):
     return max(cands, key=os.path.getmtime) if cands else None
 
 
+def _cuda_include():
+    """The CUDA toolkit's include folder, or None (then the CUDA build's C files are not
+    compiled for the call check; their includes are still checked)."""
+    for home in (os.environ.get('CUDA_HOME'), '/usr/local/cuda'):
+        if home and os.path.exists(os.path.join(home, 'include', 'cuda_runtime_api.h')):
+            return os.path.join(home, 'include')
+    nvcc = shutil.which('nvcc')
+    if nvcc:
+        inc = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), 'include')
+        if os.path.exists(os.path.join(inc, 'cuda_runtime_api.h')):
+            return inc
+    return None
+
+
 def _include_flags(csrc):
     flags = ['-I' + os.path.join(csrc, 'include'), '-I' + csrc,
              '-I' + sysconfig.get_paths()['include']]
+    if _cuda_include():
+        flags += ['-I' + _cuda_include(), '-DHG_CUDA=1']
     try:
         import scipy_openblas32 as ob
         flags.append('-I' + ob.get_include_dir())
@@ -167,6 +190,8 @@ def objects(root, csrc, tmp, verbose=False):
     """{source relative to csrc/: object path}, compiling what setup.py has not built fresh
     into the folder tmp."""
     rels = sources(csrc, ('.c',))
+    if not _cuda_include():
+        rels = [r for r in rels if layer_of(r) != CUDA_DIR]
     objs, missing = {}, []
     for rel in rels:
         o = built_object(root, csrc, rel)

@@ -3,6 +3,7 @@
  * higher-order gradients). What the tape keeps per node (values for backward, a variable's
  * gradient buffer) is its own record, hung on the node's extension slot (graph/symbol.h). */
 #include "autograd/autograd.h"
+#include "core/device.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -563,10 +564,12 @@ static hg_status copy_recorded(hg_tensor *v, hg_tensor **out)
     return HG_OK;
 }
 
-/* Runs the gradient graph op by op with recording on, so the gradients are themselves part of
- * the graph. The kept values temporarily carry their nodes' records so that the backward ops
- * link to the forward graph. */
-static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
+/* Runs the gradient graph op by op. With `record` (create_graph), recording is on so the
+ * gradients are themselves part of the graph, and the kept values temporarily carry their
+ * nodes' records so that the backward ops link to the forward graph. Without it, this is how a
+ * backward on a GPU runs: each op through hg_op_run and its GPU kernel (plans run on the CPU
+ * only). */
+static hg_status run_recorded(bw *b, bool is_train, bool record, hg_tensor **grads)
 {
     hg_snode **nodes = NULL;
     int n = 0, *off = NULL, *in_idx = NULL, *head_idx = NULL;
@@ -574,7 +577,7 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
     hg_status st = hg_symbol_topo_positions(b->gsym, nodes, n, &off, &in_idx, &head_idx);
     hg_tensor ***val = calloc((size_t)n + 1, sizeof(hg_tensor **));
     if (st == HG_OK && !val) st = hg_error(HG_ERR_MEMORY, "out of memory");
-    bool was = hg_ag_set_recording(true);
+    bool was = hg_ag_set_recording(record);
     for (int i = 0; i < n && st == HG_OK; i++) {
         hg_snode *nd = nodes[i];
         if (!(val[i] = calloc((size_t)nd->nout, sizeof(hg_tensor *)))) {
@@ -586,6 +589,7 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
             for (int k = 0; k < nd->nout && st == HG_OK; k++) {
                 if (!saved[k]) continue;
                 st = view_of(saved[k], &val[i][k]);
+                if (!record) continue;
                 if (st == HG_OK && nd->op) st = set_info(val[i][k], nd, k, false);
                 if (st == HG_OK && !nd->op) {
                     /* a variable: the same record as the variable itself, if it has one */
@@ -601,7 +605,7 @@ static hg_status run_recorded(bw *b, bool is_train, hg_tensor **grads)
         }
         for (int k = 0; k < nd->nin; k++) ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
         st = hg_op_run(nd->op, nd->attrs, is_train, nd->nin, ins, nd->nout, val[i]);
-        if (st == HG_OK && hg_ag_should_record(nd->nin, ins))
+        if (st == HG_OK && record && hg_ag_should_record(nd->nin, ins))
             st = hg_ag_record(nd->op, nd->attrs, nd->nin, ins, nd->nout, val[i], NULL, NULL, NULL);
     }
     /* A gradient that is a value kept from before (a head gradient passed on unchanged) is
@@ -652,7 +656,7 @@ static hg_status accumulate(hg_snode *var, hg_tensor *g)
         return st;
     }
     if (rec_of(var)->grad_req == HG_GRAD_WRITE) {
-        memcpy(hg_data(buf), hg_data(g), hg_tensor_nbytes(g));
+        HG_TRY(hg_tensor_copy_any(g, buf)); /* either may be on a GPU */
     } else {
         static const hg_op_def *add;
         if (!add) add = hg_registry_find("elemwise_add");
@@ -683,9 +687,11 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
     if (st == HG_OK) st = hg_graph_grad(nheads, b.heads, b.hgrads, b.nwrt, b.wrt, &b.gsym);
     if (st == HG_OK && !(grads = calloc((size_t)b.nwrt, sizeof *grads)))
         st = hg_error(HG_ERR_MEMORY, "out of memory");
+    bool on_gpu = false;
+    for (int h = 0; h < nheads; h++) on_gpu |= hg_on_gpu(heads[h]);
     if (st == HG_OK)
-        st = create_graph ? run_recorded(&b, is_train, grads)
-                          : run_planned(&b, is_train, nvars == 0, grads);
+        st = create_graph || on_gpu ? run_recorded(&b, is_train, create_graph, grads)
+                                    : run_planned(&b, is_train, nvars == 0, grads);
     for (int w = 0; w < b.nwrt && st == HG_OK; w++) {
         if (nvars) {
             /* Both runners give fresh arrays, so relabelling moves nobody else's: the gradient

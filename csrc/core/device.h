@@ -28,19 +28,22 @@ extern "C" {
  * are on device ctx->device_id; the kernel enqueues its work on hg_cuda_stream(device) and does
  * not wait for it. ctx->workspace, when the op asks for one, is device memory. */
 typedef hg_status (*hg_kernel_fn)(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
-                                  int nin, hg_tensor *const *in, int nout,
-                                  hg_tensor *const *out);
+                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out);
 
 /* One row of a GPU kernel table: the op's registry name (not an alias) and its kernel. A table
- * ends with op == NULL. csrc/kernels/cuda/table.c lists the tables; the registry attaches each
- * kernel to its op when it is built, and a name it does not know is a registry error. */
+ * ends with op == NULL. csrc/kernels/cuda/table.c lists the tables and installs the list; the
+ * registry attaches each kernel to its op when it is built, and a name it does not know is a
+ * registry error. */
 typedef struct hg_gpu_kernel {
     const char *op;
     hg_kernel_fn forward;
 } hg_gpu_kernel;
 
+/* The CUDA build's kernel tables (a NULL-terminated list of tables), installed at load time by
+ * kernels/cuda/table.c, before the registry is first used. */
+void hg_registry_install_gpu_kernels(const hg_gpu_kernel *const *tables);
 /* The GPU kernel of an op, NULL when it has none (or in the CPU build). */
-hg_kernel_fn hg_gpu_kernel_of(const hg_op_def *op);
+HG_API hg_kernel_fn hg_gpu_kernel_of(const hg_op_def *op);
 
 /* Number of GPUs usable by this process (0 in the CPU build, without a driver or a device). */
 HG_API int hg_gpu_count(void);
@@ -50,7 +53,10 @@ HG_API int hg_built_with_cuda(void);
  * the count. */
 HG_API hg_status hg_gpu_check(int id);
 
-static inline bool hg_on_gpu(const hg_tensor *t) { return t->storage->device_type == HG_DEVICE_GPU; }
+static inline bool hg_on_gpu(const hg_tensor *t)
+{
+    return t->storage->device_type == HG_DEVICE_GPU;
+}
 /* "cpu(0)", "gpu(1)" of a tensor's storage, into buf (at least 24 bytes). */
 const char *hg_device_str(char *buf, int device_type, int device_id);
 
@@ -63,10 +69,10 @@ HG_API hg_status hg_tensor_new_on(const hg_meta *m, int device_type, int device_
  * host memory returns once the data is there; one to a GPU is ordered on its stream. */
 HG_API hg_status hg_tensor_copy_any(const hg_tensor *src, hg_tensor *dst);
 /* Copies between host memory and a tensor on any device (the tensor's byte count, checked). */
-hg_status hg_tensor_write_bytes(hg_tensor *t, const void *src, size_t nbytes);
-hg_status hg_tensor_read_bytes(const hg_tensor *t, void *dst, size_t nbytes);
+HG_API hg_status hg_tensor_write_bytes(hg_tensor *t, const void *src, size_t nbytes);
+HG_API hg_status hg_tensor_read_bytes(const hg_tensor *t, void *dst, size_t nbytes);
 /* Sets a tensor's bytes to zero on its device. */
-hg_status hg_tensor_zero(hg_tensor *t);
+HG_API hg_status hg_tensor_zero(hg_tensor *t);
 /* Waits until all work queued on gpu(id) is done (id -1: every GPU). A no-op in the CPU build
  * and for CPU devices. */
 HG_API hg_status hg_device_sync(int device_type, int device_id);
@@ -76,9 +82,20 @@ HG_API hg_status hg_device_sync(int device_type, int device_id);
 hg_status hg_device_alloc(int device_id, size_t nbytes, void **out);
 void hg_device_free(int device_id, void *p, size_t nbytes);
 /* Bytes in use, bytes cached, and a release of the cache (after the device is idle). */
+/* Raw copies and fills; a *_gpu of -1 is host memory. Copies to host wait for the data. */
+hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu, size_t n);
+hg_status hg_device_memzero(int gpu, void *p, size_t n);
 HG_API size_t hg_gpu_live_bytes(int device_id);
 HG_API size_t hg_gpu_cached_bytes(int device_id);
 HG_API hg_status hg_gpu_release_cache(int device_id);
+/* Free and total bytes of the device's memory, as the driver reports them. */
+HG_API hg_status hg_gpu_mem_info(int device_id, size_t *free_bytes, size_t *total_bytes);
+
+/* TensorFloat-32 for float32 matrix products and convolutions on GPUs that have it: off by
+ * default so float32 results agree with the CPU's; on trades about 10 bits of mantissa in the
+ * products for speed. Returns the previous setting. */
+HG_API int hg_gpu_set_tf32(int on);
+int hg_gpu_tf32(void);
 
 #ifdef __cplusplus
 }

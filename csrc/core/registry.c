@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device.h"
 #include "core/op.h"
 
 /* The op families, installed by the ops layer at load time (ops/families.c): core names no
@@ -30,7 +31,9 @@ static struct {
     const hg_op_def *def;
     int op;
 } g_by_ptr[TABLE];
+static hg_kernel_fn g_gpu[MAX_OPS]; /* each op's GPU kernel (CUDA build), by op index */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void build(void);
 static char g_invalid[512]; /* the first definition that failed validation; "" when none */
 
 static uint64_t hash(const char *s)
@@ -86,6 +89,51 @@ hg_status hg_op_def_validate(const hg_op_def *op)
     return HG_OK;
 }
 
+/* The index of a registered definition, -1 for one the registry does not hold. */
+static int index_of(const hg_op_def *op)
+{
+    for (uint64_t i = ((uintptr_t)op >> 4) * 0x9E3779B97F4A7C15ull >> 52; g_by_ptr[i].def;
+         i = (i + 1) & (TABLE - 1))
+        if (g_by_ptr[i].def == op) return g_by_ptr[i].op;
+    return -1;
+}
+
+static const hg_gpu_kernel *const *g_gpu_tables;
+
+void hg_registry_install_gpu_kernels(const hg_gpu_kernel *const *tables) { g_gpu_tables = tables; }
+
+/* Attaches each GPU kernel to its op. A row naming no registered op, or an op twice, is a
+ * definition error (hg_registry_check reports it). */
+static void attach_gpu_kernels(void)
+{
+    for (const hg_gpu_kernel *const *t = g_gpu_tables; t && *t; t++) {
+        for (const hg_gpu_kernel *k = *t; k->op; k++) {
+            int i = -1; /* not hg_registry_find: it waits for this build to finish */
+            for (uint64_t h = hash(k->op) & (TABLE - 1); g_table[h].key; h = (h + 1) & (TABLE - 1))
+                if (strcmp(g_table[h].key, k->op) == 0) {
+                    i = g_table[h].op;
+                    break;
+                }
+            if (i < 0 || strcmp(g_ops[i]->name, k->op) != 0 || g_gpu[i]) {
+                if (!g_invalid[0])
+                    snprintf(g_invalid, sizeof g_invalid, "GPU kernel table: '%s' is %s", k->op,
+                             i < 0      ? "not a registered op"
+                             : g_gpu[i] ? "listed twice"
+                                        : "an alias, not the op's name");
+                continue;
+            }
+            g_gpu[i] = k->forward;
+        }
+    }
+}
+
+hg_kernel_fn hg_gpu_kernel_of(const hg_op_def *op)
+{
+    pthread_once(&g_once, build);
+    int i = index_of(op);
+    return i < 0 ? NULL : g_gpu[i];
+}
+
 static void add_family(const hg_op_def *fam)
 {
     for (; fam->name && g_count < MAX_OPS; fam++) {
@@ -119,6 +167,7 @@ static void build(void)
         g_defaults[i] = calloc(1, sizeof(hg_attrs));
         if (g_defaults[i]) hg_attrs_init_defaults(g_ops[i], g_defaults[i]); /* validated */
     }
+    attach_gpu_kernels();
 }
 
 hg_status hg_registry_check(void)
@@ -158,17 +207,14 @@ const hg_op_def *hg_registry_at(int i)
 void hg_attrs_set_defaults(const hg_op_def *op, hg_attrs *a)
 {
     pthread_once(&g_once, build);
-    for (uint64_t i = ((uintptr_t)op >> 4) * 0x9E3779B97F4A7C15ull >> 52; g_by_ptr[i].def;
-         i = (i + 1) & (TABLE - 1)) {
-        if (g_by_ptr[i].def == op && g_defaults[g_by_ptr[i].op]) {
-            a->n = op->num_attrs;
-            memcpy(a->v, g_defaults[g_by_ptr[i].op]->v,
-                   sizeof(hg_attr_value) * (size_t)op->num_attrs);
-            if (op->parse_free) /* its private state: unset until parse_free fills it */
-                memset(a->v + op->num_attrs, 0,
-                       sizeof(hg_attr_value) * (size_t)(HG_MAX_ATTRS - op->num_attrs));
-            return;
-        }
+    int k = index_of(op);
+    if (k >= 0 && g_defaults[k]) {
+        a->n = op->num_attrs;
+        memcpy(a->v, g_defaults[k]->v, sizeof(hg_attr_value) * (size_t)op->num_attrs);
+        if (op->parse_free) /* its private state: unset until parse_free fills it */
+            memset(a->v + op->num_attrs, 0,
+                   sizeof(hg_attr_value) * (size_t)(HG_MAX_ATTRS - op->num_attrs));
+        return;
     }
     hg_attrs_init_defaults(op, a);
 }

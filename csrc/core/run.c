@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device.h"
 #include "core/op.h"
 #include "core/profiler.h"
 
@@ -40,6 +41,39 @@ static hg_status check_given_output(const hg_op_def *op, int i, const hg_tensor 
     return HG_OK;
 }
 
+/* The GPU all of an op's arrays are on (-1: none is on a GPU), or an error when they mix a GPU
+ * with another device, as MXNet refuses. */
+static hg_status op_gpu(const hg_op_def *op, int nin, hg_tensor *const *in, int nout,
+                        hg_tensor *const *out, int *gpu)
+{
+    int g = -1, first = -1;
+    const hg_tensor *ref = NULL;
+    for (int i = 0; i < nin + nout; i++) {
+        const hg_tensor *t = i < nin ? in[i] : out[i - nin];
+        if (!t) continue;
+        if (!ref) {
+            ref = t;
+            first = i;
+            g = hg_on_gpu(t) ? t->storage->device_id : -1;
+            continue;
+        }
+        int tg = hg_on_gpu(t) ? t->storage->device_id : -1;
+        if (tg != g) {
+            char da[24], db[24];
+            return hg_error(HG_ERR_VALUE,
+                            "Operator %s: %s %d is on %s but %s %d is on %s; all arrays of an "
+                            "operator must be on the same device (copy one with "
+                            "as_in_context)",
+                            op->name, i < nin ? "input" : "output", i < nin ? i : i - nin,
+                            hg_device_str(da, t->storage->device_type, t->storage->device_id),
+                            first < nin ? "input" : "output", first < nin ? first : first - nin,
+                            hg_device_str(db, ref->storage->device_type, ref->storage->device_id));
+        }
+    }
+    *gpu = g;
+    return HG_OK;
+}
+
 hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int nin,
                     hg_tensor *const *in, int nout, hg_tensor **out)
 {
@@ -55,6 +89,8 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
     hg_status st = HG_OK;
     void *ws = NULL;
     size_t ws_bytes = 0;
+    int gpu = -1; /* the GPU the op runs on; -1: the CPU */
+    hg_kernel_fn gpu_kernel = NULL;
     if (nin > 8 || nout > 8) {
         size_t most = (size_t)(nin > nout ? nin : nout);
         im = malloc((sizeof(hg_meta) * 2 + sizeof(bool)) * most);
@@ -74,6 +110,15 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         om[i].ndim = -1;
         om[i].dtype = in && nin ? in[0]->dtype : HG_DTYPE_F32;
     }
+    st = op_gpu(op, nin, in, nout, out, &gpu);
+    if (st != HG_OK) goto done;
+    if (gpu >= 0 && !(gpu_kernel = hg_gpu_kernel_of(op))) {
+        st = hg_error(HG_ERR_UNSUPPORTED,
+                      "Operator %s has no GPU kernel (its arrays are on gpu(%d)); run it on the "
+                      "CPU: copy its inputs with as_in_context(mx.cpu())",
+                      op->name, gpu);
+        goto done;
+    }
     st = op->infer(op, a, nin, im, nout, om);
     if (st != HG_OK) goto done;
     bool any = false;
@@ -81,6 +126,10 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         if (out[i]) {
             st = check_given_output(op, i, out[i], &om[i]);
             if (st != HG_OK) goto done;
+        } else if (gpu >= 0) {
+            st = hg_tensor_new_on(&om[i], HG_DEVICE_GPU, gpu, false, &out[i]);
+            if (st != HG_OK) goto done;
+            made[i] = true;
         } else {
             st = hg_tensor_new_meta(&om[i], &out[i]);
             if (st != HG_OK) goto done;
@@ -97,19 +146,26 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
     if (!any && nout > 0) goto done; /* nothing to compute */
     if (op->workspace) {
         ws_bytes = op->workspace(a, nin, im);
-        if (ws_bytes && !(ws = hg_alloc(ws_bytes))) {
+        if (ws_bytes && gpu >= 0) {
+            st = hg_device_alloc(gpu, ws_bytes, &ws);
+            if (st != HG_OK) goto done;
+        } else if (ws_bytes && !(ws = hg_alloc(ws_bytes))) {
             st = hg_error(HG_ERR_MEMORY, "%s: out of memory for %zu bytes of workspace", op->name,
                           ws_bytes);
             goto done;
         }
     }
-    hg_exec_ctx ctx = {is_train, ws, ws_bytes};
+    hg_exec_ctx ctx = {is_train, ws, ws_bytes, gpu < 0 ? 0 : gpu};
     int64_t t0 = hg_prof_active(HG_PROF_IMPERATIVE) ? hg_prof_now() : 0;
-    if (op->forward) st = op->forward(op, a, &ctx, nin, in, nout, out);
+    if (gpu_kernel) st = gpu_kernel(op, a, &ctx, nin, in, nout, out);
+    else if (op->forward) st = op->forward(op, a, &ctx, nin, in, nout, out);
     else st = hg_ew_forward(op, a, nin, in, out[0]);
     if (t0 && st == HG_OK) hg_prof_op(op->name, NULL, t0);
 done:
-    hg_free(ws, ws_bytes);
+    /* A GPU workspace goes back to its device's cache: work queued on it runs first (one stream
+     * per device), so the next user of the block is ordered after it. */
+    if (gpu >= 0) hg_device_free(gpu, ws, ws_bytes);
+    else hg_free(ws, ws_bytes);
     if (st != HG_OK) {
         for (int i = 0; i < nout; i++) {
             if (made[i]) {

@@ -1,5 +1,6 @@
 /* Tensor creation, views, reference counting and the dtype table. */
 #include "core/tensor.h"
+#include "core/device.h"
 #include "core/half.h"
 
 #include <math.h>
@@ -289,8 +290,7 @@ hg_status hg_tensor_copy_from(hg_tensor *t, const void *src, size_t nbytes)
     if (nbytes != hg_tensor_nbytes(t))
         return hg_error(HG_ERR_VALUE, "hg_tensor_copy_from: buffer has %zu bytes, tensor needs %zu",
                         nbytes, hg_tensor_nbytes(t));
-    if (nbytes) memcpy(hg_data(t), src, nbytes);
-    return HG_OK;
+    return hg_tensor_write_bytes(t, src, nbytes); /* a GPU tensor too */
 }
 
 hg_status hg_tensor_copy_to(const hg_tensor *t, void *dst, size_t nbytes)
@@ -299,8 +299,7 @@ hg_status hg_tensor_copy_to(const hg_tensor *t, void *dst, size_t nbytes)
     if (nbytes != hg_tensor_nbytes(t))
         return hg_error(HG_ERR_VALUE, "hg_tensor_copy_to: buffer has %zu bytes, tensor has %zu",
                         nbytes, hg_tensor_nbytes(t));
-    if (nbytes) memcpy(dst, hg_data(t), nbytes);
-    return HG_OK;
+    return hg_tensor_read_bytes(t, dst, nbytes);
 }
 
 /* Half precision conversions (round to nearest even): the inline bodies of core/half.h. */

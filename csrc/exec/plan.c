@@ -2,6 +2,7 @@
  * per signature the lowering to steps: element-wise fusion and the memory plan. The run loop
  * is in this file too; fused groups run tile by tile in fuse.c. */
 #include "exec/plan.h"
+#include "core/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -677,8 +678,17 @@ hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_te
 {
     if (!p || (p->ninputs && !inputs) || !outputs)
         return hg_error(HG_ERR_VALUE, "hg_plan_run: NULL argument");
-    for (int k = 0; k < p->ninputs; k++)
+    for (int k = 0; k < p->ninputs; k++) {
         if (!inputs[k]) return hg_error(HG_ERR_VALUE, "hg_plan_run: input %d is NULL", k);
+        /* Plans (hybridized blocks, Symbol executors, the predictor) run CPU kernels on host
+         * memory; a GPU array must never reach them. */
+        if (hg_on_gpu(inputs[k]))
+            return hg_error(HG_ERR_UNSUPPORTED,
+                            "input %d is on gpu(%d): hybridized blocks and Symbol executors run on "
+                            "the CPU only in this version (GPU arrays work imperatively and with "
+                            "autograd; see docs/gpu.md)",
+                            k, inputs[k]->storage->device_id);
+    }
     pthread_mutex_lock(&p->lock);
     hg_status st = run_locked(p, inputs, is_train, outputs);
     pthread_mutex_unlock(&p->lock);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "core/tensor.h"
 #include "formats/fileout.h"
 
@@ -454,7 +455,15 @@ static void w_list(writer *w, int n, hg_tensor *const *arrays, const char *const
         w_u32(w, (uint32_t)t->storage->device_type);
         w_u32(w, (uint32_t)t->storage->device_id);
         w_u32(w, (uint32_t)t->dtype);
-        w_bytes(w, hg_data(t), hg_tensor_nbytes(t));
+        if (hg_on_gpu(t)) { /* through host memory; a failed copy fails the write */
+            size_t nb = hg_tensor_nbytes(t);
+            void *host = malloc(nb ? nb : 1);
+            if (!host || hg_tensor_read_bytes(t, host, nb) != HG_OK) w->err = host ? EIO : ENOMEM;
+            else w_bytes(w, host, nb);
+            free(host);
+        } else {
+            w_bytes(w, hg_data(t), hg_tensor_nbytes(t));
+        }
     }
     w_u64(w, names ? (uint64_t)n : 0);
     for (int i = 0; names && i < n; i++) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/device.h"
 
 PyObject *hgpy_wrap_symbol(hg_symbol *s);
 
@@ -209,8 +210,7 @@ static hg_status take_grad(PyObject *r, int k, hg_tensor *dst)
                         hg_shape_str(a, src->ndim, src->shape), hg_dtype_name(src->dtype),
                         hg_shape_str(b, dst->ndim, dst->shape), hg_dtype_name(dst->dtype));
     }
-    memcpy(hg_data(dst), hg_data(src), hg_tensor_nbytes(dst));
-    return HG_OK;
+    return hg_tensor_copy_any(src, dst); /* a gradient may come from another device */
 }
 
 /* Calls func.backward(*ograds) with the GIL held and recording paused (as MXNet's Function),

@@ -3,6 +3,8 @@
  * copying. Struct layouts follow the DLPack 0.8 ABI. */
 #include "python/binding.h"
 
+#include "core/device.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +41,7 @@ typedef struct DLManagedTensorVersioned {
     DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6, kDLCPU = 1 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6, kDLCPU = 1, kDLCUDA = 2 };
 
 static const DLDataType k_dl_types[] = {
     [HG_DTYPE_F32] = {kDLFloat, 32, 1}, [HG_DTYPE_F64] = {kDLFloat, 64, 1},
@@ -95,6 +97,12 @@ PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw)
         versioned = PyLong_AsLong(PyTuple_GET_ITEM(mv, 0)) >= 1;
     if (PyErr_Occurred()) return NULL;
     hg_tensor *t = hgpy_tensor(self);
+    if (hg_on_gpu(t)) {
+        /* The consumer may read on any stream: hand the array over with its work finished. */
+        hg_status st;
+        Py_BEGIN_ALLOW_THREADS st = hg_device_sync(HG_DEVICE_GPU, t->storage->device_id);
+        Py_END_ALLOW_THREADS if (st != HG_OK) return hgpy_raise(st);
+    }
     export_ctx *c = calloc(1, sizeof *c);
     if (!c) return PyErr_NoMemory();
     hg_tensor_retain(t);
@@ -106,7 +114,8 @@ PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw)
         stride *= t->shape[i];
     }
     c->m.dl_tensor.data = hg_data(t);
-    c->m.dl_tensor.device = (DLDevice){kDLCPU, 0};
+    c->m.dl_tensor.device = hg_on_gpu(t) ? (DLDevice){kDLCUDA, t->storage->device_id}
+                                         : (DLDevice){kDLCPU, 0};
     c->m.dl_tensor.ndim = t->ndim;
     c->m.dl_tensor.dtype = k_dl_types[t->dtype];
     c->m.dl_tensor.shape = c->shape;
@@ -131,6 +140,8 @@ PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw)
 
 PyObject *hgpy_dlpack_device(PyObject *self, PyObject *unused)
 {
+    hg_tensor *t = hgpy_tensor(self);
+    if (hg_on_gpu(t)) return Py_BuildValue("(ii)", kDLCUDA, t->storage->device_id);
     return Py_BuildValue("(ii)", kDLCPU, 0);
 }
 

@@ -1,6 +1,8 @@
 /* The hybridgluon._core module: error mapping, registry access and module-level functions. */
 #include "python/binding.h"
 
+#include "core/device.h"
+
 #include <string.h>
 
 #include "autograd/autograd.h"
@@ -138,6 +140,9 @@ static PyObject *op_info(PyObject *self, PyObject *name)
             if (!r) break;
         }
     }
+    /* Whether the op runs on a GPU (a kernel in the CUDA build's tables). */
+    if (r && PyDict_SetItemString(r, "gpu", hg_gpu_kernel_of(op) ? Py_True : Py_False) < 0)
+        Py_CLEAR(r);
     return r;
 }
 
@@ -280,6 +285,58 @@ static PyObject *alloc_stats(PyObject *self, PyObject *args)
                          (Py_ssize_t)hg_alloc_peak_bytes());
 }
 
+/* ---- devices (core/device.h) -------------------------------------------------------------- */
+
+static PyObject *num_gpus(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(hg_gpu_count());
+}
+
+static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(hg_built_with_cuda());
+}
+
+static PyObject *device_sync(PyObject *self, PyObject *args)
+{
+    int type, id;
+    if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
+    hg_status st;
+    Py_BEGIN_ALLOW_THREADS st = hg_device_sync(type, id);
+    Py_END_ALLOW_THREADS if (st != HG_OK) return hgpy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gpu_memory(PyObject *self, PyObject *args)
+{
+    int id, release = 0;
+    if (!PyArg_ParseTuple(args, "i|p", &id, &release)) return NULL;
+    if (release) {
+        hg_status st;
+        Py_BEGIN_ALLOW_THREADS st = hg_gpu_release_cache(id);
+        Py_END_ALLOW_THREADS if (st != HG_OK) return hgpy_raise(st);
+    }
+    return Py_BuildValue("{s:n,s:n}", "live", (Py_ssize_t)hg_gpu_live_bytes(id), "cached",
+                         (Py_ssize_t)hg_gpu_cached_bytes(id));
+}
+
+static PyObject *gpu_mem_info(PyObject *self, PyObject *arg)
+{
+    int id = (int)PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred()) return NULL;
+    size_t fr, total;
+    hg_status st = hg_gpu_mem_info(id, &fr, &total);
+    if (st != HG_OK) return hgpy_raise(st);
+    return Py_BuildValue("(nn)", (Py_ssize_t)fr, (Py_ssize_t)total);
+}
+
+static PyObject *set_tf32(PyObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    return PyBool_FromLong(hg_gpu_set_tf32(on));
+}
+
 static PyMethodDef k_methods[] = {
     {"_set_error_classes", set_error_classes, METH_VARARGS, "install MXNetError and subclasses"},
     {"_set_ndarray_class", set_ndarray_class, METH_O, "class that op outputs are created as"},
@@ -296,6 +353,14 @@ static PyMethodDef k_methods[] = {
     {"alloc_cached_bytes", alloc_cached, METH_VARARGS, "bytes held by the allocator's pool"},
     {"alloc_stats", alloc_stats, METH_VARARGS,
      "alloc_stats(reset_peak=False): {'live', 'peak'} bytes of tensor memory"},
+    {"num_gpus", num_gpus, METH_NOARGS, "number of GPUs this process can use"},
+    {"built_with_cuda", built_with_cuda, METH_NOARGS, "whether this build has the CUDA backend"},
+    {"device_sync", device_sync, METH_VARARGS,
+     "device_sync(type, id): wait for the device's queued work (id -1: every GPU)"},
+    {"gpu_memory", gpu_memory, METH_VARARGS,
+     "gpu_memory(id, release=False): {'live', 'cached'} bytes; release empties the cache"},
+    {"gpu_mem_info", gpu_mem_info, METH_O, "gpu_mem_info(id): (free, total) bytes"},
+    {"set_tf32", set_tf32, METH_O, "allow TF32 in float32 GPU math; returns the old setting"},
     {NULL, NULL, 0, NULL},
 };
 

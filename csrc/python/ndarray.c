@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "autograd/autograd.h"
+#include "core/device.h"
 #include "hybridgluon/ndlist.h"
 
 #include <string.h>
@@ -101,15 +102,35 @@ static PyObject *m_set_device(NDArrayObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
     /* MXNet's CPU kinds: cpu (1), cpu_pinned (3) and cpu_shared (5), one memory here; a
      * label the array's context reports (op outputs on them are cpu(i), as in MXNet). */
-    if ((type != HG_DEVICE_CPU && type != 3 && type != 5) || id < 0)
+    if ((type != HG_DEVICE_CPU && type != 3 && type != 5) || id < 0 || hg_on_gpu(self->t))
         return hgpy_raise(hg_error(HG_ERR_VALUE,
-                                   "an array can only be placed on cpu(i), cpu_pinned(i) or "
-                                   "cpu_shared(i) with i >= 0 in this build (device type %d, "
-                                   "id %d)",
+                                   "an array in host memory can only be labelled cpu(i), "
+                                   "cpu_pinned(i) or cpu_shared(i) with i >= 0 (device type "
+                                   "%d, id %d); a GPU copy is made with _to_device",
                                    type, id));
     self->t->storage->device_type = type;
     self->t->storage->device_id = id;
     Py_RETURN_NONE;
+}
+
+/* _to_device(type, id): a new array with this one's values on that device (a GPU, or host
+ * memory labelled cpu(i)). */
+static PyObject *m_to_device(NDArrayObject *self, PyObject *args)
+{
+    int type, id;
+    if (!PyArg_ParseTuple(args, "ii", &type, &id)) return NULL;
+    if (type != HG_DEVICE_GPU && type != HG_DEVICE_CPU && type != 3 && type != 5)
+        return hgpy_raise(hg_error(HG_ERR_VALUE, "unknown device type %d", type));
+    hg_meta m = hg_meta_of(self->t);
+    hg_tensor *t = NULL;
+    hg_status st;
+    Py_BEGIN_ALLOW_THREADS st = hg_tensor_new_on(&m, type, id, false, &t);
+    if (st == HG_OK && (st = hg_tensor_copy_any(self->t, t)) != HG_OK) {
+        hg_tensor_free(t);
+        t = NULL;
+    }
+    Py_END_ALLOW_THREADS if (st != HG_OK) return hgpy_raise(st);
+    return hgpy_wrap(t);
 }
 
 static PyGetSetDef k_getset[] = {
@@ -268,7 +289,10 @@ static int nb_bool(NDArrayObject *self)
                         "The truth value of an NDArray with multiple elements is ambiguous.");
         return -1;
     }
-    const char *p = hg_data(self->t);
+    char host[8]; /* the one element, read from whichever device holds it */
+    const char *p = host;
+    hg_status st = hg_tensor_read_bytes(self->t, host, hg_dtype_size(self->t->dtype));
+    if (st != HG_OK) return hgpy_raise_int(st);
     switch (self->t->dtype) {
     case HG_DTYPE_F32: return *(const float *)p != 0;
     case HG_DTYPE_F64: return *(const double *)p != 0;
@@ -313,6 +337,13 @@ static Py_hash_t nd_hash(PyObject *self) { return _Py_HashPointer(self); }
 static int getbuffer(NDArrayObject *self, Py_buffer *view, int flags)
 {
     hg_tensor *t = self->t;
+    if (hg_on_gpu(t)) { /* device memory: never handed to host code */
+        PyErr_Format(PyExc_BufferError,
+                     "an NDArray on gpu(%d) has no host buffer: copy it with asnumpy() or "
+                     "as_in_context(mx.cpu())",
+                     t->storage->device_id);
+        return -1;
+    }
     Py_ssize_t *arr = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(t->ndim ? t->ndim : 1));
     if (!arr) {
         PyErr_NoMemory();
@@ -477,7 +508,8 @@ static PyObject *m_copy_from(NDArrayObject *self, PyObject *src)
                                    hg_shape_str(a, s->ndim, s->shape), hg_dtype_name(s->dtype),
                                    hg_shape_str(b, d->ndim, d->shape), hg_dtype_name(d->dtype)));
     }
-    if (s != d && hg_tensor_nbytes(d)) memmove(hg_data(d), hg_data(s), hg_tensor_nbytes(d));
+    hg_status st = s != d ? hg_tensor_copy_any(s, d) : HG_OK; /* across devices too */
+    if (st != HG_OK) return hgpy_raise(st);
     Py_RETURN_NONE;
 }
 
@@ -507,6 +539,7 @@ static PyMethodDef k_methods[] = {
     {"_at0", (PyCFunction)m_at0, METH_O, "a view of row i"},
     {"_copy_from", (PyCFunction)m_copy_from, METH_O, "copy the bytes of an equal-sized array"},
     {"_set_device", (PyCFunction)m_set_device, METH_VARARGS, "place a fresh array on a device"},
+    {"_to_device", (PyCFunction)m_to_device, METH_VARARGS, "a copy of the array on a device"},
     {"_shares_storage", (PyCFunction)m_same_storage, METH_O, "whether both views share memory"},
     {"__dlpack__", (PyCFunction)(void (*)(void))hgpy_dlpack, METH_VARARGS | METH_KEYWORDS,
      "export as a DLPack capsule (zero-copy)"},

@@ -2,9 +2,11 @@
 import threading
 import warnings
 
+from . import _core
 from .base import MXNetError
 
-__all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'num_gpus', 'current_context']
+__all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'num_gpus', 'gpu_memory_info',
+           'current_context']
 
 
 class _ContextMeta(type):
@@ -69,13 +71,21 @@ class Context(metaclass=_ContextMeta):
         Context._default.value = self._old.pop()
 
     def empty_cache(self):
-        """Releases cached device memory (a no-op for the CPU pool's correctness)."""
+        """Gives the memory a GPU's allocator keeps for reuse back to the driver (the arrays
+        in use stay); for a CPU context, nothing."""
+        if self.device_typeid == 2:
+            _check_available(self)
+            _core.gpu_memory(self.device_id, True)
 
 
 def _check_available(ctx):
     if ctx.device_typeid == 2 and ctx.device_id >= num_gpus():
-        raise MXNetError('GPU %d is not available: this build of hybridgluon found %d GPU(s). '
-                         'Use mx.cpu() instead.' % (ctx.device_id, num_gpus()))
+        if not _core.built_with_cuda():
+            raise MXNetError('GPU %d is not available: this build of hybridgluon has no CUDA '
+                             'support (build it with HG_CUDA=1, see docs/gpu.md). Use mx.cpu() '
+                             'instead.' % ctx.device_id)
+        raise MXNetError('GPU %d is not available: this process sees %d GPU(s). Use mx.cpu() '
+                         'instead.' % (ctx.device_id, num_gpus()))
 
 
 def cpu(device_id=0):
@@ -94,8 +104,16 @@ def gpu(device_id=0):
 
 
 def num_gpus():
-    """Number of GPUs usable by this build (0: the CPU build)."""
-    return 0
+    """Number of GPUs this process can use: 0 in the CPU build, and in the CUDA build on a
+    machine without a GPU or a driver."""
+    return _core.num_gpus()
+
+
+def gpu_memory_info(device_id=0):
+    """(free, total) bytes of gpu(device_id)'s memory, as MXNet's; the allocator's cache
+    counts as used."""
+    _check_available(gpu(device_id))
+    return _core.gpu_mem_info(device_id)
 
 
 def current_context():

@@ -21,17 +21,44 @@ def _load_core():
     os.environ['OPENBLAS_NUM_THREADS'] = '1'
     try:
         try:
-            return importlib.import_module('hybridgluon._core')
+            core = importlib.import_module('hybridgluon._core')
         except ImportError as e:
             if _OPENBLAS.decode() not in str(e):
                 raise
             import scipy_openblas32  # noqa: F401  (loads libscipy_openblas.so, RTLD_GLOBAL)
-            return importlib.import_module('hybridgluon._core')
+            core = importlib.import_module('hybridgluon._core')
+        if core.built_with_cuda():
+            _preload_nvidia_libs()
+        return core
     finally:
         if saved is None:
             del os.environ['OPENBLAS_NUM_THREADS']
         else:
             os.environ['OPENBLAS_NUM_THREADS'] = saved
+
+
+# The NVIDIA libraries the CUDA build loads at first use (csrc/kernels/cuda/cublas.c), as the
+# PyPI wheels lay them out: nvidia/cu13/lib (CUDA 13 wheels) or nvidia/<name>/lib (older).
+_NVIDIA_LIBS = ['libcublasLt.so.13', 'libcublas.so.13']
+
+
+def _preload_nvidia_libs():
+    """Loads the nvidia-* wheels' libraries with RTLD_GLOBAL, so that the C core's dlopen of
+    their sonames finds them without LD_LIBRARY_PATH. A library not installed is left for the
+    C core to report when a GPU op needs it."""
+    import ctypes
+    import sys
+    for name in _NVIDIA_LIBS:
+        for base in sys.path:
+            hits = [os.path.join(base, 'nvidia', sub, 'lib', name)
+                    for sub in ('cu13', 'cublas', 'cudnn')]
+            path = next((h for h in hits if os.path.exists(h)), None)
+            if path:
+                try:
+                    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    pass
+                break
 
 
 def get_include():

@@ -31,36 +31,39 @@ def _attr(v):
     return v
 
 
-def _inputs(case, arrays, i):
-    """Case i's inputs as NDArrays, those it differentiates with gradients attached."""
-    xs = [mx.nd.array(arrays['c%d_x%d' % (i, j)], dtype=arrays['c%d_x%d' % (i, j)].dtype)
+def _inputs(case, arrays, i, ctx=None):
+    """Case i's inputs as NDArrays (on ctx, default the CPU), those it differentiates with
+    gradients attached."""
+    xs = [mx.nd.array(arrays['c%d_x%d' % (i, j)], dtype=arrays['c%d_x%d' % (i, j)].dtype,
+                      ctx=ctx)
           for j in range(case['n_in'])]
     for j in case['wrt']:
         xs[j].attach_grad()
     return xs
 
 
-def _outputs_and_grads(case, arrays, i, xs, out):
+def _outputs_and_grads(case, arrays, i, xs, out, ctx=None, grads=True):
     """(outputs, input gradients by index) as NumPy, backward run from the case's head
-    gradients when it has them."""
+    gradients when it has them (and `grads`)."""
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
     ys = [o.asnumpy() for o in outs]
     dxs = {}
-    if case['grad']:
-        dys = [mx.nd.array(arrays['c%d_dy%d' % (i, k)], dtype=arrays['c%d_dy%d' % (i, k)].dtype)
+    if case['grad'] and grads:
+        dys = [mx.nd.array(arrays['c%d_dy%d' % (i, k)], dtype=arrays['c%d_dy%d' % (i, k)].dtype,
+                           ctx=ctx)
                for k in range(len(outs))]
         mx.autograd.backward(outs, dys)
         dxs = {j: xs[j].grad.asnumpy() for j in case['wrt']}
     return ys, dxs
 
 
-def run_case(op, meta, arrays, i):
-    """Runs case i on hybridgluon: (outputs, input gradients by index, mutated inputs by
-    index), all NumPy."""
+def run_case(op, meta, arrays, i, ctx=None, grads=True):
+    """Runs case i on hybridgluon, its inputs on ctx (default the CPU): (outputs, input
+    gradients by index, mutated inputs by index), all NumPy. grads=False: no backward."""
     case = meta['cases'][i]
     attrs = {k: _attr(v) for k, v in case['attrs'].items()}
     fn = mx._core.get_op(op)
-    xs = _inputs(case, arrays, i)
+    xs = _inputs(case, arrays, i, ctx)
     if case['grad']:
         with mx.autograd.record(train_mode=case['train']):
             out = fn(*xs, **attrs)
@@ -68,7 +71,7 @@ def run_case(op, meta, arrays, i):
         scope = mx.autograd.train_mode() if case['train'] else mx.autograd.predict_mode()
         with scope:
             out = fn(*xs, **attrs)
-    ys, dxs = _outputs_and_grads(case, arrays, i, xs, out)
+    ys, dxs = _outputs_and_grads(case, arrays, i, xs, out, ctx, grads)
     ms = {j: xs[j].asnumpy() for j in case['mutates']}
     return ys, dxs, ms
 

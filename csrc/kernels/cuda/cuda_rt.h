@@ -36,15 +36,14 @@ static inline unsigned hg_cuda_blocks(int64_t n)
 
 /* cuBLAS, loaded with dlopen at first use (libcublas.so.13 from the nvidia-cublas wheel):
  * column-major GEMM as cuBLAS defines it, on gpu(dev)'s stream. dtype: HG_DTYPE_F32, F64 or F16
- * (F16 accumulates in float32). TF32 is used for float32 only when hg_cuda_set_tf32(1) was
- * called (mx's `hybridgluon.runtime.set_tf32`), so float32 results match the CPU by default.
+ * (F16 accumulates in float32). TF32 is used for float32 only when hg_gpu_set_tf32(1) was
+ * called (core/device.h), so float32 results match the CPU by default.
  * Strided-batched: batch matrices at stride_a/b/c elements apart (batch 1: a plain GEMM).
  * Errors name the op and cuBLAS's status. */
 hg_status hg_cublas_gemm(int dev, const char *op, hg_dtype dtype, int trans_a, int trans_b,
-                         int64_t m, int64_t n, int64_t k, double alpha, const void *a,
-                         int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
-                         int64_t stride_b, double beta, void *c, int64_t ldc, int64_t stride_c,
-                         int64_t batch);
+                         int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                         int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                         double beta, void *c, int64_t ldc, int64_t stride_c, int64_t batch);
 /* Row-major convenience: C[M,N] = alpha * op(A) op(B) + beta * C for row-major A, B, C (with
  * their leading dims lda/ldb/ldc in elements), batched with strides. Implemented by swapping the
  * operands of the column-major call. */
@@ -52,8 +51,6 @@ hg_status hg_gemm_rm(int dev, const char *op, hg_dtype dtype, int trans_a, int t
                      int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
                      int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, double beta,
                      void *c, int64_t ldc, int64_t stride_c, int64_t batch);
-HG_API void hg_cuda_set_tf32(int on);
-HG_API int hg_cuda_tf32(void);
 
 #ifdef __cplusplus
 }

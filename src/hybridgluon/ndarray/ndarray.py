@@ -32,11 +32,17 @@ def _op(name):
 
 def _place(arr, ctx):
     """Puts a fresh array (one nobody else holds) on `ctx` and returns it. CPU contexts share
-    one memory, so this only labels the storage: cpu(i), cpu_pinned(i) and cpu_shared(i) stay
-    distinct as in MXNet (an op's output on the last two is cpu(i), as there)."""
+    one memory, so for them this only labels the storage: cpu(i), cpu_pinned(i) and
+    cpu_shared(i) stay distinct as in MXNet (an op's output on the last two is cpu(i), as
+    there). A GPU, or host memory for an array on a GPU, gets a copy."""
     _check_available(ctx)
-    if arr._device != (ctx.device_typeid, ctx.device_id):
-        arr._set_device(ctx.device_typeid, ctx.device_id)
+    want = (ctx.device_typeid, ctx.device_id)
+    have = arr._device
+    if have == want:
+        return arr
+    if want[0] == 2 or have[0] == 2:
+        return arr._to_device(*want)
+    arr._set_device(*want)
     return arr
 
 
@@ -168,8 +174,9 @@ class NDArray(_core.NDArray):
 
     # ---- conversion --------------------------------------------------------------------
     def asnumpy(self):
-        """A NumPy copy of the data."""
-        return _np.array(memoryview(self), dtype=self.dtype, copy=True).reshape(self.shape)
+        """A NumPy copy of the data (from a GPU: after the work that computes it)."""
+        host = self._to_device(1, 0) if self._device[0] == 2 else self
+        return _np.array(memoryview(host), dtype=self.dtype, copy=True).reshape(self.shape)
 
     def __array__(self, dtype=None, copy=None):
         arr = self.asnumpy()
@@ -203,6 +210,8 @@ class NDArray(_core.NDArray):
 
     def copy(self):
         """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
+        if self._device[0] == 2:
+            return self._to_device(*self._device)
         out = _op('_copy')(self)
         if out._device != self._device:
             out._set_device(*self._device)
@@ -221,6 +230,8 @@ class NDArray(_core.NDArray):
             return other
         if isinstance(other, Context):
             _check_available(other)
+            if other.device_typeid == 2 or self._device[0] == 2:
+                return self._to_device(other.device_typeid, other.device_id)
             return _place(self.copy(), other)
         raise TypeError('copyto does not support type ' + str(type(other)))
 
@@ -238,10 +249,14 @@ class NDArray(_core.NDArray):
         return self
 
     def wait_to_read(self):
-        """Returns at once: CPU execution is synchronous."""
+        """Waits for the work that computes this array (on a GPU; the CPU is synchronous)."""
+        if self._device[0] == 2:
+            _core.device_sync(2, self._device[1])
 
     def wait_to_write(self):
-        """Returns at once: CPU execution is synchronous."""
+        """Waits for the work that reads or writes this array (on a GPU, as wait_to_read)."""
+        if self._device[0] == 2:
+            _core.device_sync(2, self._device[1])
 
     # ---- shape --------------------------------------------------------------------------
     def reshape(self, *shape, **kwargs):

@@ -1,0 +1,293 @@
+/* The CUDA build's runtime: device discovery, one stream per device, the caching allocator of
+ * device memory, copies and fills. Compiled only with HG_CUDA (setup.py: HG_CUDA=1); linked with
+ * CUDA's static runtime, which loads the driver itself: without a driver or a device it answers
+ * "no device", and hg_gpu_count() is 0.
+ *
+ * The allocator keeps freed blocks per size class (two classes per power of two, from 512 B) and
+ * hands them out again at once: every kernel and copy on a device is ordered on its one stream,
+ * so work queued after a reuse runs after the work that last touched the block. A cudaMalloc that
+ * fails releases the cache (after the device is idle) and tries once more before giving up with
+ * an out-of-memory error that names the device and the sizes. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_rt.h"
+
+#define MAX_DEV 64
+#define NUM_CLASSES 80
+#define MIN_BLOCK 512
+
+typedef struct {
+    void **items;
+    int n, cap;
+} stack;
+
+typedef struct {
+    pthread_mutex_t lock;
+    stack free[NUM_CLASSES];
+    size_t cached, live;
+    cudaStream_t stream;
+} dev_state;
+
+static dev_state g_dev[MAX_DEV];
+static int g_count;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void discover(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no driver or no device: not an error, zero GPUs */
+        n = 0;
+    }
+    g_count = n > MAX_DEV ? MAX_DEV : n;
+    for (int i = 0; i < MAX_DEV; i++) pthread_mutex_init(&g_dev[i].lock, NULL);
+}
+
+int hg_gpu_count(void)
+{
+    pthread_once(&g_once, discover);
+    return g_count;
+}
+
+int hg_built_with_cuda(void) { return 1; }
+
+hg_status hg_gpu_check(int id)
+{
+    int n = hg_gpu_count();
+    if (id < 0 || id >= n)
+        return hg_error(HG_ERR_VALUE,
+                        "GPU %d is not available: this process sees %d GPU(s) (CUDA build)", id, n);
+    return HG_OK;
+}
+
+hg_status hg_cuda_status(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return HG_OK;
+    (void)cudaGetLastError(); /* clears a recoverable error; a sticky one stays in the context */
+    return hg_error(e == cudaErrorMemoryAllocation ? HG_ERR_MEMORY : HG_ERR_INTERNAL,
+                    "%s: CUDA error %d (%s): %s", what, (int)e, cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+}
+
+hg_status hg_cuda_launched(const char *op) { return hg_cuda_status(cudaGetLastError(), op); }
+
+hg_status hg_cuda_use(int dev)
+{
+    HG_TRY(hg_gpu_check(dev));
+    return hg_cuda_status(cudaSetDevice(dev), "cudaSetDevice");
+}
+
+cudaStream_t hg_cuda_stream(int dev)
+{
+    if (hg_cuda_use(dev) != HG_OK) return NULL;
+    dev_state *d = &g_dev[dev];
+    pthread_mutex_lock(&d->lock);
+    if (!d->stream) {
+        cudaStream_t s;
+        if (hg_cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                           "cudaStreamCreate") == HG_OK)
+            d->stream = s;
+    }
+    cudaStream_t s = d->stream;
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+/* The stream, or the error already set: for functions returning a status. */
+#define STREAM_OR_FAIL(var, dev)                                                                \
+    cudaStream_t var = hg_cuda_stream(dev);                                                    \
+    if (!var) return HG_ERR_INTERNAL
+
+static size_t class_size(int c) { return ((size_t)(2 + (c & 1)) << (c >> 1)) * (MIN_BLOCK / 2); }
+
+static int class_of(size_t n)
+{
+    int c = 0;
+    while (c < NUM_CLASSES - 1 && class_size(c) < n) c++;
+    return c;
+}
+
+static bool push(stack *s, void *p)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        void **items = realloc(s->items, sizeof(void *) * (size_t)cap);
+        if (!items) return false;
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->n++] = p;
+    return true;
+}
+
+/* Frees every cached block of d (lock held). cudaFree waits for the device first. */
+static void drop_cache(dev_state *d)
+{
+    for (int c = 0; c < NUM_CLASSES; c++) {
+        for (int i = 0; i < d->free[c].n; i++) cudaFree(d->free[c].items[i]);
+        d->free[c].n = 0;
+    }
+    d->cached = 0;
+}
+
+hg_status hg_device_alloc(int dev, size_t nbytes, void **out)
+{
+    *out = NULL;
+    HG_TRY(hg_cuda_use(dev));
+    if (nbytes == 0) nbytes = 1;
+    int c = class_of(nbytes);
+    size_t bytes = class_size(c);
+    if (bytes < nbytes) return hg_error(HG_ERR_MEMORY, "%zu bytes is too large a block", nbytes);
+    dev_state *d = &g_dev[dev];
+    pthread_mutex_lock(&d->lock);
+    void *p = NULL;
+    if (d->free[c].n) {
+        p = d->free[c].items[--d->free[c].n];
+        d->cached -= bytes;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (!p) {
+        cudaError_t e = cudaMalloc(&p, bytes);
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            pthread_mutex_lock(&d->lock);
+            size_t had = d->cached;
+            if (d->stream) cudaStreamSynchronize(d->stream);
+            drop_cache(d);
+            size_t live = d->live;
+            pthread_mutex_unlock(&d->lock);
+            e = cudaMalloc(&p, bytes);
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError();
+                return hg_error(HG_ERR_MEMORY,
+                                "out of memory on gpu(%d) allocating %zu bytes (%zu bytes in use; "
+                                "%zu cached bytes were released and the allocation retried)",
+                                dev, nbytes, live, had);
+            }
+        } else if (e != cudaSuccess) {
+            return hg_cuda_status(e, "cudaMalloc");
+        }
+    }
+    pthread_mutex_lock(&d->lock);
+    d->live += bytes;
+    pthread_mutex_unlock(&d->lock);
+    *out = p;
+    return HG_OK;
+}
+
+void hg_device_free(int dev, void *p, size_t nbytes)
+{
+    if (!p || dev < 0 || dev >= MAX_DEV) return;
+    if (nbytes == 0) nbytes = 1;
+    int c = class_of(nbytes);
+    size_t bytes = class_size(c);
+    dev_state *d = &g_dev[dev];
+    pthread_mutex_lock(&d->lock);
+    d->live -= bytes;
+    bool kept = push(&d->free[c], p);
+    if (kept) d->cached += bytes;
+    pthread_mutex_unlock(&d->lock);
+    if (!kept) { /* no room to remember it: give it back (after the work queued on it) */
+        cudaSetDevice(dev);
+        cudaFree(p);
+    }
+}
+
+size_t hg_gpu_live_bytes(int dev)
+{
+    if (dev < 0 || dev >= MAX_DEV) return 0;
+    pthread_mutex_lock(&g_dev[dev].lock);
+    size_t n = g_dev[dev].live;
+    pthread_mutex_unlock(&g_dev[dev].lock);
+    return n;
+}
+
+size_t hg_gpu_cached_bytes(int dev)
+{
+    if (dev < 0 || dev >= MAX_DEV) return 0;
+    pthread_mutex_lock(&g_dev[dev].lock);
+    size_t n = g_dev[dev].cached;
+    pthread_mutex_unlock(&g_dev[dev].lock);
+    return n;
+}
+
+hg_status hg_gpu_release_cache(int dev)
+{
+    int lo = dev < 0 ? 0 : dev, hi = dev < 0 ? hg_gpu_count() : dev + 1;
+    for (int i = lo; i < hi; i++) {
+        HG_TRY(hg_cuda_use(i));
+        dev_state *d = &g_dev[i];
+        pthread_mutex_lock(&d->lock);
+        if (d->stream) cudaStreamSynchronize(d->stream);
+        drop_cache(d);
+        pthread_mutex_unlock(&d->lock);
+    }
+    return HG_OK;
+}
+
+hg_status hg_gpu_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+    *free_bytes = *total_bytes = 0;
+    HG_TRY(hg_cuda_use(dev));
+    return hg_cuda_status(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+}
+
+hg_status hg_device_sync(int device_type, int device_id)
+{
+    if (device_type != HG_DEVICE_GPU) return HG_OK;
+    int lo = device_id < 0 ? 0 : device_id, hi = device_id < 0 ? hg_gpu_count() : device_id + 1;
+    for (int i = lo; i < hi; i++) {
+        HG_TRY(hg_cuda_use(i));
+        pthread_mutex_lock(&g_dev[i].lock);
+        cudaStream_t s = g_dev[i].stream;
+        pthread_mutex_unlock(&g_dev[i].lock);
+        if (s) HG_TRY(hg_cuda_status(cudaStreamSynchronize(s), "synchronizing the GPU"));
+    }
+    return HG_OK;
+}
+
+hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu, size_t n)
+{
+    if (!n) return HG_OK;
+    if (dst_gpu < 0 && src_gpu < 0) {
+        memmove(dst, src, n);
+        return HG_OK;
+    }
+    if (src_gpu < 0) { /* from host: returns once the host buffer may be reused */
+        STREAM_OR_FAIL(s, dst_gpu);
+        return hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s),
+                              "copy to the GPU");
+    }
+    if (dst_gpu < 0) { /* to host: waits for the work that computes src, and the copy */
+        STREAM_OR_FAIL(s, src_gpu);
+        HG_TRY(hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s),
+                              "copy from the GPU"));
+        return hg_cuda_status(cudaStreamSynchronize(s), "copy from the GPU");
+    }
+    if (dst_gpu == src_gpu) {
+        STREAM_OR_FAIL(s, dst_gpu);
+        return hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s),
+                              "copy on the GPU");
+    }
+    /* Between GPUs: src's producers first, and the copy done before either side's memory can be
+     * reused by later work on its own stream. */
+    HG_TRY(hg_device_sync(HG_DEVICE_GPU, src_gpu));
+    STREAM_OR_FAIL(s, dst_gpu);
+    HG_TRY(
+        hg_cuda_status(cudaMemcpyPeerAsync(dst, dst_gpu, src, src_gpu, n, s), "copy between GPUs"));
+    return hg_cuda_status(cudaStreamSynchronize(s), "copy between GPUs");
+}
+
+hg_status hg_device_memzero(int gpu, void *p, size_t n)
+{
+    if (!n) return HG_OK;
+    if (gpu < 0) {
+        memset(p, 0, n);
+        return HG_OK;
+    }
+    STREAM_OR_FAIL(s, gpu);
+    return hg_cuda_status(cudaMemsetAsync(p, 0, n, s), "zero-filling GPU memory");
+}

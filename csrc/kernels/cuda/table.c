@@ -1,0 +1,18 @@
+/* The GPU kernel tables of the CUDA build, one per kernel file, installed in the registry when
+ * the library loads (as ops/families.c installs the op families); the registry attaches each
+ * kernel to its op. Adding a kernel file means adding its table here. */
+#include "core/device.h"
+
+extern const hg_gpu_kernel hg_gpu_kernels_optim[], hg_gpu_kernels_layout[], hg_gpu_kernels_index[];
+
+static const hg_gpu_kernel *const k_tables[] = {
+    hg_gpu_kernels_optim,
+    hg_gpu_kernels_layout,
+    hg_gpu_kernels_index,
+    NULL,
+};
+
+__attribute__((constructor)) static void install_gpu_kernels(void)
+{
+    hg_registry_install_gpu_kernels(k_tables);
+}

@@ -1,0 +1,281 @@
+"""The GPU backend (CUDA build, docs/gpu.md): arrays on gpu(i), copies, the device allocator,
+error paths, and every op conformance case run on gpu(0) against the same case on the CPU.
+
+Without a GPU (the CPU build, or the CUDA build on a machine without one) only the tests of
+what a missing GPU does run; the rest skip. One command runs the GPU suite on a machine with
+a GPU: `python -m pytest -m gpu tests/test_gpu.py` (README).
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import hybridgluon as mx
+from hybridgluon.base import MXNetError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, 'mxnet_ref'))
+import refs  # noqa: E402
+
+HAVE_GPU = mx.context.num_gpus() > 0
+gpu = pytest.mark.skipif(not HAVE_GPU, reason='no GPU in this process (num_gpus() == 0)')
+pytestmark = pytest.mark.gpu
+
+DTYPES = ['float32', 'float64', 'float16', 'uint8', 'int8', 'int32', 'int64', 'bool']
+# Largest |gpu - cpu| / max |cpu| by dtype: the GPU's math library and its summation order
+# differ from the CPU's in the last bits; integers and booleans are exact.
+TOL = {'float16': 2e-3, 'float32': 2e-5, 'float64': 1e-12}
+
+
+# ---- without a GPU ---------------------------------------------------------------------------
+
+@pytest.mark.skipif(HAVE_GPU, reason='this process has a GPU')
+def test_missing_gpu_is_a_clear_error():
+    assert mx.context.num_gpus() == 0
+    built = mx._core.built_with_cuda()
+    want = 'no CUDA support' if not built else 'sees 0 GPU'
+    with pytest.raises(MXNetError, match=want):
+        mx.nd.array([1, 2], ctx=mx.gpu(0))
+    with pytest.raises(MXNetError, match=want):
+        mx.nd.zeros((2,), ctx=mx.gpu(0))
+    with pytest.raises(MXNetError, match=want):
+        mx.nd.ones((2,)).as_in_context(mx.gpu(0))
+    with pytest.raises(MXNetError, match=want):
+        with mx.gpu(0):
+            pass
+    with pytest.raises(MXNetError, match=want):
+        mx.context.gpu_memory_info(0)
+    # the CPU is untouched: waitall and empty_cache have nothing to wait for
+    mx.nd.waitall()
+    mx.cpu().empty_cache()
+
+
+def test_gpu_labels_cannot_be_faked():
+    """A host array can never be labelled as living on a GPU (host code would then hand its
+    pointer to GPU kernels, or the reverse)."""
+    a = mx.nd.ones((2,))
+    with pytest.raises(MXNetError, match='host memory'):
+        a._set_device(2, 0)
+
+
+def test_op_info_reports_gpu_kernels():
+    info = mx._core.op_info('elemwise_add')
+    assert isinstance(info['gpu'], bool)
+    if not mx._core.built_with_cuda():
+        assert not any(mx._core.op_info(op)['gpu'] for op in mx._core.list_ops())
+
+
+# ---- arrays and copies -----------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('shape', [(), (0,), (1,), (3, 5), (2, 0, 4), (7, 3, 2)])
+def test_round_trip(dtype, shape):
+    x = (np.random.RandomState(0).rand(*shape) * 100).astype(dtype)
+    a = mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype)
+    assert a.context == mx.gpu(0) and a.shape == x.shape and a.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    b = a.as_in_context(mx.cpu())
+    assert b.context == mx.cpu()
+    np.testing.assert_array_equal(b.asnumpy(), x)
+    c = b.copyto(mx.gpu(0))
+    np.testing.assert_array_equal(c.asnumpy(), x)
+    d = mx.nd.zeros(shape, ctx=mx.gpu(0), dtype=dtype)
+    a.copyto(d)  # into an existing GPU array
+    np.testing.assert_array_equal(d.asnumpy(), x)
+    e = mx.nd.zeros(shape, dtype=dtype)
+    d.copyto(e)  # GPU to an existing CPU array
+    np.testing.assert_array_equal(e.asnumpy(), x)
+    np.testing.assert_array_equal(a.copy().asnumpy(), x)
+    assert a.copy().context == mx.gpu(0)
+
+
+@gpu
+def test_views_creation_and_scalars():
+    a = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4), ctx=mx.gpu(0))
+    np.testing.assert_array_equal(a[1].asnumpy(), [4, 5, 6, 7])
+    np.testing.assert_array_equal(a[1:3].asnumpy(), np.arange(4, 12).reshape(2, 4))
+    assert a[1:3].context == mx.gpu(0)
+    assert float(a[2, 3].asscalar()) == 11.0
+    assert bool(mx.nd.array([2], ctx=mx.gpu(0))) and not bool(mx.nd.array([0], ctx=mx.gpu(0)))
+    with mx.gpu(0):
+        z = mx.nd.zeros((2, 3))
+        o = mx.nd.ones((2, 3))
+    assert z.context == o.context == mx.gpu(0)
+    np.testing.assert_array_equal(o.asnumpy(), np.ones((2, 3)))
+    f = mx.nd.full((4,), 2.5, ctx=mx.gpu(0))
+    np.testing.assert_array_equal(f.asnumpy(), [2.5] * 4)
+
+
+@gpu
+def test_no_host_pointer_escapes():
+    a = mx.nd.ones((3,), ctx=mx.gpu(0))
+    with pytest.raises(BufferError, match='gpu'):
+        memoryview(a)
+    assert a.__dlpack_device__() == (2, 0)  # kDLCUDA
+
+
+@gpu
+def test_save_and_load_gpu_arrays(tmp_path):
+    x = np.random.RandomState(1).rand(4, 5).astype(np.float32)
+    a = mx.nd.array(x, ctx=mx.gpu(0))
+    f = str(tmp_path / 'a.params')
+    mx.nd.save(f, {'a': a})
+    back = mx.nd.load(f)
+    assert back['a'].context == mx.cpu()  # as MXNet's nd.load
+    np.testing.assert_array_equal(back['a'].asnumpy(), x)
+
+
+@gpu
+def test_mixing_devices_is_an_error():
+    a = mx.nd.ones((2,), ctx=mx.gpu(0))
+    b = mx.nd.ones((2,))
+    with pytest.raises(MXNetError, match='same device'):
+        mx.nd.elemwise_add(a, b)
+    with pytest.raises(MXNetError, match='same device'):
+        mx.nd.elemwise_add(b, a)
+    with pytest.raises(MXNetError, match='same device'):
+        mx.nd.elemwise_add(b, b, out=mx.nd.zeros((2,), ctx=mx.gpu(0)))
+
+
+@gpu
+def test_op_without_gpu_kernel_names_the_op():
+    missing = [op for op in mx._core.list_ops()
+               if not mx._core.op_info(op)['gpu'] and op == 'Convolution']
+    if not missing:
+        pytest.skip('Convolution has a GPU kernel')
+    x = mx.nd.ones((1, 1, 4, 4), ctx=mx.gpu(0))
+    w = mx.nd.ones((1, 1, 3, 3), ctx=mx.gpu(0))
+    with pytest.raises(MXNetError, match='Convolution has no GPU kernel'):
+        mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=1, no_bias=True)
+
+
+@gpu
+def test_hybridized_block_on_gpu_is_a_clear_error():
+    net = mx.gluon.nn.Dense(3, in_units=4)
+    net.initialize(ctx=mx.gpu(0))
+    x = mx.nd.ones((2, 4), ctx=mx.gpu(0))
+    net(x)  # imperative: runs on the GPU
+    net.hybridize()
+    with pytest.raises(MXNetError, match='CPU only'):
+        net(x)
+
+
+@gpu
+def test_allocator_reuses_and_releases():
+    mx.nd.waitall()
+    mx.gpu(0).empty_cache()
+    base = mx._core.gpu_memory(0)
+    a = mx.nd.zeros((1 << 20,), ctx=mx.gpu(0))  # 4 MiB
+    grown = mx._core.gpu_memory(0)
+    assert grown['live'] >= base['live'] + 4 << 20
+    del a
+    freed = mx._core.gpu_memory(0)
+    assert freed['cached'] >= 4 << 20 and freed['live'] == base['live']
+    b = mx.nd.zeros((1 << 20,), ctx=mx.gpu(0))  # the cached block again
+    assert mx._core.gpu_memory(0)['cached'] == freed['cached'] - (grown['live'] - base['live'])
+    del b
+    mx.gpu(0).empty_cache()
+    assert mx._core.gpu_memory(0)['cached'] == 0
+    free, total = mx.context.gpu_memory_info(0)
+    assert 0 < free <= total
+
+
+@gpu
+def test_out_of_memory_is_an_mxneterror():
+    free, total = mx.context.gpu_memory_info(0)
+    with pytest.raises(MXNetError, match=r'out of memory on gpu\(0\)'):
+        mx.nd.zeros((int(total * 4) // 4,), ctx=mx.gpu(0))  # 4x the device
+    a = mx.nd.ones((10,), ctx=mx.gpu(0))  # and the device still works
+    assert a.asnumpy().sum() == 10
+
+
+# ---- every op conformance case: gpu(0) against the CPU ----------------------------------------
+
+def _cases():
+    out = []
+    for op in refs.fixture_ops():
+        info = mx._core.op_info(op)
+        if info['random']:
+            continue  # its values depend on the generator; covered by the statistics tests
+        meta, _ = refs.load_op_fixture(op)
+        for i in range(len(meta['cases'])):
+            out.append(pytest.param(op, i, id='%s-%d' % (op, i)))
+    return out
+
+
+_FIXTURES = {}
+
+
+def _fixture(op):
+    if op not in _FIXTURES:
+        _FIXTURES[op] = refs.load_op_fixture(op)
+    return _FIXTURES[op]
+
+
+def _close(what, got, want):
+    want = np.asarray(want)
+    got = np.asarray(got)
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    if want.dtype.kind in 'biu':
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    err, idx = refs.rel_err(got, want)
+    assert err <= TOL[want.dtype.name], '%s: error %.3g at %s' % (what, err, idx)
+
+
+@gpu
+@pytest.mark.parametrize('op,i', _cases())
+def test_op_case_on_gpu_matches_cpu(op, i):
+    if not mx._core.op_info(op)['gpu']:
+        pytest.skip('%s has no GPU kernel yet (docs/gpu.md)' % op)
+    meta, arrays = _fixture(op)
+    ys, _, ms = refs.run_case(op, meta, arrays, i, grads=False)
+    gys, _, gms = refs.run_case(op, meta, arrays, i, ctx=mx.gpu(0), grads=False)
+    for k, (g, c) in enumerate(zip(gys, ys)):
+        _close('output %d' % k, g, c)
+    for j in ms:
+        _close('updated input %d' % j, gms[j], ms[j])
+    case = meta['cases'][i]
+    if not case['grad']:
+        return
+    _, dxs, _ = refs.run_case(op, meta, arrays, i)
+    try:
+        _, gdxs, _ = refs.run_case(op, meta, arrays, i, ctx=mx.gpu(0))
+    except MXNetError as e:
+        if 'has no GPU kernel' in str(e):
+            pytest.skip('backward: %s' % str(e).split(';')[0])
+        raise
+    for j in dxs:
+        _close('gradient of input %d' % j, gdxs[j], dxs[j])
+
+
+# ---- training on the GPU ----------------------------------------------------------------------
+
+def _mlp_steps(ctx, steps=5):
+    mx.random.seed(0)
+    net = mx.gluon.nn.Sequential()
+    net.add(mx.gluon.nn.Dense(64, activation='relu'), mx.gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1,
+                                                             'momentum': 0.9})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    rs = np.random.RandomState(0)
+    x = mx.nd.array(rs.rand(32, 20).astype(np.float32), ctx=ctx)
+    y = mx.nd.array(rs.randint(0, 10, 32).astype(np.float32), ctx=ctx)
+    for _ in range(steps):
+        with mx.autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(32)
+    return {k: v.data().asnumpy() for k, v in net.collect_params().items()}, loss.asnumpy()
+
+
+@gpu
+def test_mlp_training_on_gpu_matches_cpu():
+    want, lw = _mlp_steps(mx.cpu())
+    got, lg = _mlp_steps(mx.gpu(0))
+    for k in want:
+        _close(k, got[k], want[k])
+    _close('loss', lg, lw)
