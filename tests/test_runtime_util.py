@@ -13,7 +13,9 @@ def test_features_describe_this_build():
     f = runtime.Features()
     assert f is runtime.Features()                       # one shared instance
     assert len(f) == 32 and list(f)[:2] == ['CUDA', 'CUDNN']
-    assert not f.is_enabled('CUDA') and not f.is_enabled('cudnn')   # no CUDA build
+    assert f.is_enabled('CUDA') == mx._core.built_with_cuda()   # the CUDA build, or not
+    assert f.is_enabled('cudnn') == (mx._core.built_with_cuda()
+                                     and mx._core.op_info('Convolution')['gpu'])
     assert f.is_enabled('BLAS_OPEN') and not f.is_enabled('OPENMP')
     assert f.is_enabled('CPU_SSE2') == (os.uname().machine == 'x86_64')
     for name, feat in f.items():
