@@ -1,4 +1,5 @@
-/* GPU kernels of the element-wise ops of elemwise_binary.c and elemwise_unary.c (hg_gpu_kernels_ew).
+/* hg_gpu_kernels_ew: GPU kernels of the element-wise ops of elemwise_binary.c and
+ * elemwise_unary.c.
  *
  * Generated from the lists of ops/ew_list.h that the CPU tile functions are stamped from: each
  * expression becomes a device functor (U_<id> of v, B_<id> of l and r) evaluated in the element
@@ -49,16 +50,30 @@ template <> struct io<__half> {
 
 template <class T> struct is_float : std::is_floating_point<T> {};
 
+/* The value of an expression as element type T, as the CPU tile's cast (T)(expr) gives it. A
+ * floating value out of an integer type's range (pow and hypot of integers compute in double)
+ * is undefined in C; the CPU build runs on x86-64, whose cvttsd2si gives the "integer
+ * indefinite" 0x80..0 of its 32-bit form (narrower types keep its low bits) or of its 64-bit
+ * form for int64, NaN included. The GPU's conversions saturate instead: mirror x86. */
+template <class T, class X> static __device__ __forceinline__ T to_elem(X x)
+{
+    if constexpr (is_float<T>::value || !is_float<X>::value) return (T)x;
+    else if constexpr (sizeof(T) == 8)
+        return x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (T)x : (T)INT64_MIN;
+    else return (T)(x > -2147483649.0 && x < 2147483648.0 ? (int32_t)x : INT32_MIN);
+}
+
 /* ---- the expressions as functors -------------------------------------------------------------
  * TYPES F and V: float types only; S: one expression for every type; A: FEXPR for float types,
- * IEXPR for integer types (ops/ew_list.h). Each evaluates in T and casts to T, as the CPU tile. */
+ * IEXPR for integer types (ops/ew_list.h). Each evaluates in T and converts to T (to_elem), as
+ * the CPU tile. */
 #define FN_F(P, ARGS, USE, ID, FEXPR, IEXPR)                                                    \
     struct P##ID {                                                                              \
         template <class T> static __device__ __forceinline__ T f ARGS                           \
         {                                                                                       \
             static_assert(is_float<T>::value, #ID " has float types only");                    \
             USE;                                                                                \
-            return (T)(FEXPR);                                                                  \
+            return to_elem<T>(FEXPR);                                                              \
         }                                                                                       \
     };
 #define FN_V FN_F
@@ -67,7 +82,7 @@ template <class T> struct is_float : std::is_floating_point<T> {};
         template <class T> static __device__ __forceinline__ T f ARGS                           \
         {                                                                                       \
             USE;                                                                                \
-            return (T)(FEXPR);                                                                  \
+            return to_elem<T>(FEXPR);                                                              \
         }                                                                                       \
     };
 #define FN_A(P, ARGS, USE, ID, FEXPR, IEXPR)                                                    \
@@ -75,8 +90,8 @@ template <class T> struct is_float : std::is_floating_point<T> {};
         template <class T> static __device__ __forceinline__ T f ARGS                           \
         {                                                                                       \
             USE;                                                                                \
-            if constexpr (is_float<T>::value) return (T)(FEXPR);                               \
-            else return (T)(IEXPR);                                                             \
+            if constexpr (is_float<T>::value) return to_elem<T>(FEXPR);                            \
+            else return to_elem<T>(IEXPR);                                                         \
         }                                                                                       \
     };
 #define UNARY_FN(TYPES, ID, FEXPR, IEXPR) FN_##TYPES(U_, (T v), (void)v, ID, FEXPR, IEXPR)
@@ -273,8 +288,8 @@ template <class E, bool Ints, bool Bcast> static hg_status binary_gpu(KERNEL_ARG
     cudaStream_t s;
     HG_TRY(stream_of(ctx, &s));
     ew_dims d;
-    if (Bcast) {
-        memset(&d, 0, sizeof d);
+    memset(&d, 0, sizeof d);
+    if constexpr (Bcast) {
         plan_dims(nin, in, y, &d);
     } else {
         d.nd = 1;
@@ -284,10 +299,14 @@ template <class E, bool Ints, bool Bcast> static hg_status binary_gpu(KERNEL_ARG
         typedef typename decltype(t)::type S;
         const S *pa = (const S *)hg_data(in[0]), *pb = (const S *)hg_data(in[1]);
         S *po = (S *)hg_data(y);
-        if (d.nd == 1)
-            k_binary_flat<E, S><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(
-                n, pa, d.sa[0] ? 1 : 0, pb, d.sb[0] ? 1 : 0, po);
-        else k_binary_nd<E, S><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(n, pa, pb, po, d);
+        if constexpr (Bcast) { /* only broadcasting ops need (and instantiate) the N-d kernel */
+            if (d.nd > 1) {
+                k_binary_nd<E, S><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(n, pa, pb, po, d);
+                return hg_cuda_launched(op->name);
+            }
+        }
+        k_binary_flat<E, S><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(n, pa, d.sa[0] ? 1 : 0,
+                                                                          pb, d.sb[0] ? 1 : 0, po);
         return hg_cuda_launched(op->name);
     });
 }
