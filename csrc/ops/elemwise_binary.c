@@ -307,18 +307,20 @@ _Static_assert(HG_COUNT(k_scalar_attrs) == SC_NATTRS, "k_scalar_attrs must match
 #define RSCALAR(NAME, ALIASES, ID, DOC, FL, GR) SCALAR_OF(NAME, ALIASES, ID##_rs, DOC, FL, GR)
 #define OP_ROW(KIND, ...) KIND(__VA_ARGS__),
 
-/* clang-format off: the list expands to rows */
+/* The list expands to rows, which clang-format would run together. */
+/* clang-format off */
 const hg_op_def hg_ops_elemwise_binary[] = {
-    HG_EW_BINARY_OPS(OP_ROW){.name = "add_n",
-                             .aliases = HG_NAMES("ElementWiseSum"),
-                             .doc = "the element-wise sum of all inputs (equal shapes)",
-                             .input_names = HG_NAMES("args"),
-                             .attrs = k_addn_attrs,
-                             .num_attrs = HG_COUNT(k_addn_attrs),
-                             .infer = addn_infer,
-                             .forward = addn_forward,
-                             .flags = HG_OP_VARARGS | HG_OP_INPLACE,
-                             .grad = addn_grad},
+    HG_EW_BINARY_OPS(OP_ROW)
+    {.name = "add_n",
+     .aliases = HG_NAMES("ElementWiseSum"),
+     .doc = "the element-wise sum of all inputs (equal shapes)",
+     .input_names = HG_NAMES("args"),
+     .attrs = k_addn_attrs,
+     .num_attrs = HG_COUNT(k_addn_attrs),
+     .infer = addn_infer,
+     .forward = addn_forward,
+     .flags = HG_OP_VARARGS | HG_OP_INPLACE,
+     .grad = addn_grad},
     {0},
 };
 /* clang-format on */

@@ -258,8 +258,11 @@ static hg_status activation_infer(const hg_op_def *op, const hg_attrs *a, int ni
      .grad = GR}
 #define OP_ROW(KIND, ...) KIND(__VA_ARGS__),
 
-/* clang-format off: the lists expand to rows */
+/* The lists expand to rows, which clang-format would run together. */
+/* clang-format off */
 const hg_op_def hg_ops_elemwise_unary[] = {
-    HG_EW_UNARY_OPS(OP_ROW) HG_EW_ACT_BW_OPS(UN_BW){0},
+    HG_EW_UNARY_OPS(OP_ROW)
+    HG_EW_ACT_BW_OPS(UN_BW)
+    {0},
 };
 /* clang-format on */

@@ -447,10 +447,13 @@ static hg_status addn_gpu(KERNEL_ARGS)
 #define GPU_ROW(KIND, NAME, ALIASES, ID, DOC, FL, GR) {NAME, GPU_##KIND(ID)},
 #define GPU_BW_ROW(TYPES, NAME, ID, VNAME, DOC, GR) {NAME, GPU_BW_##TYPES(ID)},
 
-/* clang-format off: the lists expand to rows */
+/* The lists expand to rows, which clang-format would run together. */
+/* clang-format off */
 extern "C" const hg_gpu_kernel hg_gpu_kernels_ew[] = {
-    HG_EW_BINARY_OPS(GPU_ROW) HG_EW_UNARY_OPS(GPU_ROW)
-        HG_EW_ACT_BW_OPS(GPU_BW_ROW){"add_n", addn_gpu},
+    HG_EW_BINARY_OPS(GPU_ROW)
+    HG_EW_UNARY_OPS(GPU_ROW)
+    HG_EW_ACT_BW_OPS(GPU_BW_ROW)
+    {"add_n", addn_gpu},
     {NULL, NULL},
 };
 /* clang-format on */
