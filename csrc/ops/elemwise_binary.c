@@ -3,67 +3,25 @@
  * add_n (the sum of any number of equal-shaped inputs, accumulated in a local block so the
  * output may alias an input; its gradient hands the output gradient to every input).
  * Comparisons and logical ops return 1/0 in the input dtype, as MXNet does, and have no
- * gradient. Integer division and modulo by zero give 0 instead of trapping. */
+ * gradient. Integer division and modulo by zero give 0 instead of trapping. The expressions and
+ * the op rows (add_n aside) are the lists of ops/ew_list.h, which the GPU kernels
+ * (csrc/kernels/cuda/ew.cu) expand too; this file stamps the CPU tiles and holds the rules. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/parallel.h"
 #include "ops/ew.h"
+#include "ops/ew_list.h"
 #include "ops/ops_util.h"
 
-/* Python-style modulo (result takes the divisor's sign); 0 when dividing by 0, as MXNet. */
-static inline double fmod_py(double l, double r)
-{
-    if (r == 0) return 0;
-    double m = fmod(l, r);
-    return (m != 0 && ((m < 0) != (r < 0))) ? m + r : m;
-}
-static inline int64_t imod_py(int64_t l, int64_t r)
-{
-    if (r == 0 || r == -1) return 0;
-    int64_t m = l % r;
-    return (m != 0 && ((m < 0) != (r < 0))) ? m + r : m;
-}
-static inline int64_t idiv(int64_t l, int64_t r)
-{
-    return r == 0 ? 0 : (r == -1 ? (int64_t)(0 - (uint64_t)l) : l / r);
-}
-
-#define HG_EW_INT(KIND, NAME, EXPR)                                                             \
-    KIND(NAME, i32, EXPR) KIND(NAME, i64, EXPR) KIND(NAME, i8, EXPR) KIND(NAME, u8, EXPR)
-
-/* Each kernel: broadcast/same-shape form, scalar form and reversed-scalar form, for floats (with
- * its own expression) and integers. */
-#define ARITH(NAME, FEXPR, IEXPR)                                                               \
-    HG_EW_FLOAT(HG_EW_BINARY, NAME, FEXPR) HG_EW_INT(HG_EW_BINARY, NAME, IEXPR)                 \
-    HG_EW_FLOAT(HG_EW_SCALAR, NAME##_s, FEXPR) HG_EW_INT(HG_EW_SCALAR, NAME##_s, IEXPR)         \
-    HG_EW_FLOAT(HG_EW_RSCALAR, NAME##_rs, FEXPR) HG_EW_INT(HG_EW_RSCALAR, NAME##_rs, IEXPR)
-
-ARITH(add, l + r, l + r)
-ARITH(sub, l - r, l - r)
-ARITH(mul, l *r, l *r)
-ARITH(div, l / r, idiv(l, r))
-ARITH(mod, fmod_py(l, r), imod_py(l, r))
-/* The partial derivatives of mod, as MXNet's mshadow_op::mod_grad / mod_rgrad: 1 and
- * -floor(l / r) for float types, 0 for integer types (integer mod passes no gradient). */
-HG_EW_FLOAT(HG_EW_BINARY, modlg, ((void)l, (void)r, 1))
-HG_EW_INT(HG_EW_BINARY, modlg, ((void)l, (void)r, 0))
-HG_EW_FLOAT(HG_EW_BINARY, modrg, -floor((double)l / (double)r))
-HG_EW_INT(HG_EW_BINARY, modrg, ((void)l, (void)r, 0))
-ARITH(pow, pow(l, r), pow((double)l, (double)r))
-/* A NaN on either side gives NaN, as MXNet's mshadow_op::maximum/minimum (and NumPy's). */
-ARITH(max, (l > r || l != l) ? l : r, l > r ? l : r)
-ARITH(min, (l < r || l != l) ? l : r, l < r ? l : r)
-ARITH(hypot_, hypot(l, r), hypot((double)l, (double)r))
-ARITH(eq, l == r, l == r)
-ARITH(ne, l != r, l != r)
-ARITH(gt, l > r, l > r)
-ARITH(ge, l >= r, l >= r)
-ARITH(lt, l < r, l < r)
-ARITH(le, l <= r, l <= r)
-ARITH(land, (l != 0) && (r != 0), (l != 0) && (r != 0))
-ARITH(lor, (l != 0) || (r != 0), (l != 0) || (r != 0))
-ARITH(lxor, (l != 0) != (r != 0), (l != 0) != (r != 0))
+/* Each binary expression (ops/ew_list.h) as a broadcast/same-shape tile, a scalar tile (ID_s)
+ * and a reversed-scalar tile (ID_rs); the ones no op uses are dropped by the compiler. */
+#define STAMP_BINARY(TYPES, ID, FEXPR, IEXPR)                                                   \
+    HG_EW_STAMP(HG_EW_BINARY, TYPES, ID, FEXPR, IEXPR)                                          \
+    HG_EW_STAMP(HG_EW_SCALAR, TYPES, ID##_s, FEXPR, IEXPR)                                      \
+    HG_EW_STAMP(HG_EW_RSCALAR, TYPES, ID##_rs, FEXPR, IEXPR)
+HG_EW_BINARY_EXPRS(STAMP_BINARY)
+#undef STAMP_BINARY
 
 /* ---- gradient rules ----------------------------------------------------------------------
  * One rule serves the same-shape op and its broadcast_ form: with bc set, a term that mixes an
@@ -330,104 +288,29 @@ static const hg_attr_spec k_scalar_attrs[] = {
 _Static_assert(HG_COUNT(k_scalar_attrs) == SC_NATTRS, "k_scalar_attrs must match its enum");
 
 #define LHS_RHS HG_NAMES("lhs", "rhs")
-/* FL: flags; GR: the gradient rule. Comparisons and logical ops pass NG (no gradient). */
-#define SAME(NAME, ALIASES, FN, DOC, FL, GR)                                                    \
+/* The rows of HG_EW_BINARY_OPS (ops/ew_list.h): KIND(NAME, ALIASES, ID, DOC, FLAGS, GRAD). */
+#define SAME(NAME, ALIASES, ID, DOC, FL, GR)                                                    \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = LHS_RHS, .num_inputs = 2,     \
-     .infer = hg_infer_same, .ew = HG_EW_TABLE_ALL(FN), .ew_arity = 2,                          \
+     .infer = hg_infer_same, .ew = HG_EW_TABLE_ALL(ID), .ew_arity = 2,                          \
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | (FL), .grad = GR}
-#define BCAST(NAME, ALIASES, FN, DOC, FL, GR)                                                   \
+#define BCAST(NAME, ALIASES, ID, DOC, FL, GR)                                                   \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = LHS_RHS, .num_inputs = 2,     \
-     .infer = hg_infer_broadcast, .ew = HG_EW_TABLE_ALL(FN), .ew_arity = 2, .flags = (FL),     \
+     .infer = hg_infer_broadcast, .ew = HG_EW_TABLE_ALL(ID), .ew_arity = 2, .flags = (FL),     \
      .grad = GR}
-#define SCALAR(NAME, ALIASES, FN, DOC, FL, GR)                                                  \
+#define SCALAR_OF(NAME, ALIASES, FN, DOC, FL, GR)                                               \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = HG_NAMES("data"),             \
      .attrs = k_scalar_attrs, .num_attrs = HG_COUNT(k_scalar_attrs), .num_inputs = 1,           \
      .infer = hg_infer_same,                                                                    \
      .ew = HG_EW_TABLE_ALL(FN), .ew_arity = 1,                                                  \
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | (FL), .grad = GR}
-#define NG HG_OP_NO_GRAD
+#define SCALAR(NAME, ALIASES, ID, DOC, FL, GR) SCALAR_OF(NAME, ALIASES, ID##_s, DOC, FL, GR)
+#define RSCALAR(NAME, ALIASES, ID, DOC, FL, GR) SCALAR_OF(NAME, ALIASES, ID##_rs, DOC, FL, GR)
+#define OP_ROW(KIND, ...) KIND(__VA_ARGS__),
 
+/* The list expands to rows, which clang-format would run together. */
+/* clang-format off */
 const hg_op_def hg_ops_elemwise_binary[] = {
-    SAME("elemwise_add", HG_NAMES("_add", "_plus", "_Plus"), add, "lhs + rhs (same shapes)", 0,
-         add_grad),
-    SAME("elemwise_sub", HG_NAMES("_sub", "_minus", "_Minus"), sub, "lhs - rhs (same shapes)", 0,
-         sub_grad),
-    SAME("elemwise_mul", HG_NAMES("_mul", "_Mul"), mul, "lhs * rhs (same shapes)", 0, mul_grad),
-    SAME("elemwise_div", HG_NAMES("_div", "_Div"), div, "lhs / rhs (same shapes)", 0, div_grad),
-    SAME("_mod", HG_NAMES("_Mod"), mod, "lhs mod rhs (same shapes)", 0, mod_grad),
-    SAME("_power", HG_NAMES("_Power"), pow, "lhs ** rhs (same shapes)", 0, power_grad),
-    SAME("_maximum", HG_NAMES("_Maximum"), max, "max(lhs, rhs) (same shapes)", 0, maximum_grad),
-    SAME("_minimum", HG_NAMES("_Minimum"), min, "min(lhs, rhs) (same shapes)", 0, minimum_grad),
-    SAME("_hypot", HG_NAMES("_Hypot"), hypot_, "sqrt(lhs^2 + rhs^2) (same shapes)", 0, hypot_grad),
-    SAME("_equal", NULL, eq, "lhs == rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_not_equal", NULL, ne, "lhs != rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_greater", NULL, gt, "lhs > rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_greater_equal", NULL, ge, "lhs >= rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_lesser", NULL, lt, "lhs < rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_lesser_equal", NULL, le, "lhs <= rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_logical_and", NULL, land, "lhs and rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_logical_or", NULL, lor, "lhs or rhs as 1/0 (same shapes)", NG, NULL),
-    SAME("_logical_xor", NULL, lxor, "lhs xor rhs as 1/0 (same shapes)", NG, NULL),
-
-    BCAST("broadcast_add", HG_NAMES("broadcast_plus"), add, "lhs + rhs, broadcasting", 0,
-          add_bgrad),
-    BCAST("broadcast_sub", HG_NAMES("broadcast_minus"), sub, "lhs - rhs, broadcasting", 0,
-          sub_bgrad),
-    BCAST("broadcast_mul", NULL, mul, "lhs * rhs, broadcasting", 0, mul_bgrad),
-    BCAST("broadcast_div", NULL, div, "lhs / rhs, broadcasting", 0, div_bgrad),
-    BCAST("broadcast_mod", NULL, mod, "lhs mod rhs, broadcasting", 0, mod_bgrad),
-    BCAST("_mod_lgrad", NULL, modlg,
-          "d(lhs mod rhs)/d lhs: 1 for float types, 0 for integer types (broadcasting)", NG, NULL),
-    BCAST("_mod_rgrad", NULL, modrg,
-          "d(lhs mod rhs)/d rhs: -floor(lhs / rhs) for float types, 0 for integer types "
-          "(broadcasting)",
-          NG, NULL),
-    BCAST("broadcast_power", NULL, pow, "lhs ** rhs, broadcasting", 0, power_bgrad),
-    BCAST("broadcast_maximum", NULL, max, "max(lhs, rhs), broadcasting", 0, maximum_bgrad),
-    BCAST("broadcast_minimum", NULL, min, "min(lhs, rhs), broadcasting", 0, minimum_bgrad),
-    BCAST("broadcast_hypot", NULL, hypot_, "sqrt(lhs^2 + rhs^2), broadcasting", 0, hypot_bgrad),
-    BCAST("broadcast_equal", NULL, eq, "lhs == rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_not_equal", NULL, ne, "lhs != rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_greater", NULL, gt, "lhs > rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_greater_equal", NULL, ge, "lhs >= rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_lesser", NULL, lt, "lhs < rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_lesser_equal", NULL, le, "lhs <= rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_logical_and", NULL, land, "lhs and rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_logical_or", NULL, lor, "lhs or rhs as 1/0, broadcasting", NG, NULL),
-    BCAST("broadcast_logical_xor", NULL, lxor, "lhs xor rhs as 1/0, broadcasting", NG, NULL),
-
-    SCALAR("_plus_scalar", HG_NAMES("_PlusScalar"), add_s, "data + scalar", 0, pass_sgrad),
-    SCALAR("_minus_scalar", HG_NAMES("_MinusScalar"), sub_s, "data - scalar", 0, pass_sgrad),
-    SCALAR("_rminus_scalar", HG_NAMES("_RMinusScalar"), sub_rs, "scalar - data", 0, rminus_sgrad),
-    SCALAR("_mul_scalar", HG_NAMES("_MulScalar"), mul_s, "data * scalar", 0, mul_sgrad),
-    SCALAR("_div_scalar", HG_NAMES("_DivScalar"), div_s, "data / scalar", 0, div_sgrad),
-    SCALAR("_rdiv_scalar", HG_NAMES("_RDivScalar"), div_rs, "scalar / data", 0, rdiv_sgrad),
-    SCALAR("_mod_scalar", HG_NAMES("_ModScalar"), mod_s, "data mod scalar", 0, pass_sgrad),
-    SCALAR("_rmod_scalar", HG_NAMES("_RModScalar"), mod_rs, "scalar mod data", 0, rmod_sgrad),
-    SCALAR("_power_scalar", HG_NAMES("_PowerScalar"), pow_s, "data ** scalar", 0, power_sgrad),
-    SCALAR("_rpower_scalar", HG_NAMES("_RPowerScalar"), pow_rs, "scalar ** data", 0, rpower_sgrad),
-    SCALAR("_maximum_scalar", HG_NAMES("_MaximumScalar"), max_s, "max(data, scalar)", 0,
-           maximum_sgrad),
-    SCALAR("_minimum_scalar", HG_NAMES("_MinimumScalar"), min_s, "min(data, scalar)", 0,
-           minimum_sgrad),
-    SCALAR("_hypot_scalar", HG_NAMES("_HypotScalar"), hypot__s, "sqrt(data^2 + scalar^2)", 0,
-           hypot_sgrad),
-    SCALAR("_equal_scalar", HG_NAMES("_EqualScalar"), eq_s, "data == scalar as 1/0", NG, NULL),
-    SCALAR("_not_equal_scalar", HG_NAMES("_NotEqualScalar"), ne_s, "data != scalar as 1/0", NG,
-           NULL),
-    SCALAR("_greater_scalar", HG_NAMES("_GreaterScalar"), gt_s, "data > scalar as 1/0", NG, NULL),
-    SCALAR("_greater_equal_scalar", HG_NAMES("_GreaterEqualScalar"), ge_s, "data >= scalar as 1/0",
-           NG, NULL),
-    SCALAR("_lesser_scalar", HG_NAMES("_LesserScalar"), lt_s, "data < scalar as 1/0", NG, NULL),
-    SCALAR("_lesser_equal_scalar", HG_NAMES("_LesserEqualScalar"), le_s, "data <= scalar as 1/0",
-           NG, NULL),
-    SCALAR("_logical_and_scalar", HG_NAMES("_LogicalAndScalar"), land_s, "data and scalar as 1/0",
-           NG, NULL),
-    SCALAR("_logical_or_scalar", HG_NAMES("_LogicalOrScalar"), lor_s, "data or scalar as 1/0", NG,
-           NULL),
-    SCALAR("_logical_xor_scalar", HG_NAMES("_LogicalXorScalar"), lxor_s, "data xor scalar as 1/0",
-           NG, NULL),
-
+    HG_EW_BINARY_OPS(OP_ROW)
     {.name = "add_n",
      .aliases = HG_NAMES("ElementWiseSum"),
      .doc = "the element-wise sum of all inputs (equal shapes)",
@@ -440,3 +323,4 @@ const hg_op_def hg_ops_elemwise_binary[] = {
      .grad = addn_grad},
     {0},
 };
+/* clang-format on */

@@ -1,21 +1,22 @@
 /* Unary element-wise ops (math, rounding, trigonometry, activations) and Activation, with their
  * gradient rules. Integer dtypes are accepted where the op is meaningful on integers (abs, sign,
  * rounding, copies). The hot activations differentiate in one pass through _backward_<act>
- * ops (gradient and output, or input for softsign); the other rules compose registered ops. */
+ * ops (gradient and output, or input for softsign); the other rules compose registered ops.
+ * The expressions and the op rows are the lists of ops/ew_list.h, which the GPU kernels
+ * (csrc/kernels/cuda/ew.cu) expand too; this file stamps the CPU tiles and holds the rules. */
 #include <tgmath.h>
 
 #include "kernels/cpu/vmath.h"
 #include "ops/ew.h"
+#include "ops/ew_list.h"
 
-#define F(NAME, EXPR) HG_EW_FLOAT(HG_EW_UNARY, NAME, EXPR)
-#define A(NAME, EXPR) HG_EW_ALL(HG_EW_UNARY, NAME, EXPR)
-
-A(relu, (v > 0 || v != v) ? v : 0) /* NaN stays NaN, as MXNet's */
-F(tanh_, tanh(v))
-F(softsign, v / (1 + fabs(v)))
-F(softrelu, v > 20 ? v : log1p(exp(v)))
-HG_EW_UNARY(exp_, f64, exp(v))
-HG_EW_UNARY(sigmoid, f64, 1 / (1 + exp(-v)))
+/* The unary expressions and the activation gradients (ops/ew_list.h) as tile functions. */
+#define STAMP_UNARY(TYPES, ID, FEXPR, IEXPR) HG_EW_STAMP(HG_EW_UNARY, TYPES, ID, FEXPR, IEXPR)
+#define STAMP_BINARY(TYPES, ID, FEXPR, IEXPR) HG_EW_STAMP(HG_EW_BINARY, TYPES, ID, FEXPR, IEXPR)
+HG_EW_UNARY_EXPRS(STAMP_UNARY)
+HG_EW_ACT_BW_EXPRS(STAMP_BINARY)
+#undef STAMP_UNARY
+#undef STAMP_BINARY
 
 /* float32 exp and sigmoid run through the vectorised exp (libm's expf cannot vectorise). */
 static void exp__f32(int64_t n, const void *in0, int64_t s0, const void *in1, int64_t s1, void *out,
@@ -45,94 +46,6 @@ static void sigmoid_f32(int64_t n, const void *in0, int64_t s0, const void *in1,
     hg_vexp_f32_inplace(y, n);
     for (int64_t i = 0; i < n; i++) y[i] = 1 / (1 + y[i]);
 }
-F(expm1_, expm1(v))
-F(log_, log(v))
-F(log1p_, log1p(v))
-F(log2_, log2(v))
-F(log10_, log10(v))
-F(sqrt_, sqrt(v))
-F(rsqrt, 1 / sqrt(v))
-F(cbrt_, cbrt(v))
-F(rcbrt, 1 / cbrt(v))
-A(square, v *v)
-F(abs_f, fabs(v))
-HG_EW_UNARY(abs_f, i32, v < 0 ? -v : v)
-HG_EW_UNARY(abs_f, i64, v < 0 ? -v : v)
-HG_EW_UNARY(abs_f, i8, v < 0 ? -v : v)
-HG_EW_UNARY(abs_f, u8, v)
-A(sign, (v > 0) - (v < 0))
-A(negative, -v)
-F(reciprocal, 1 / v)
-F(floor_, floor(v))
-F(ceil_, ceil(v))
-F(round_, round(v))
-/* MXNet's rint: the floor when x is at most half above it, so exact halves go down
- * (-2.5 -> -3, 0.5 -> 0, 1.5 -> 1, 2.5 -> 2), as MXNet documents ("n.5 -> n"). */
-F(rint_, v - floor(v) <= 0.5 ? floor(v) : floor(v) + 1)
-F(trunc_, trunc(v))
-F(sin_, sin(v))
-F(cos_, cos(v))
-F(tan_, tan(v))
-F(arcsin, asin(v))
-F(arccos, acos(v))
-F(arctan, atan(v))
-F(sinh_, sinh(v))
-F(cosh_, cosh(v))
-F(arcsinh, asinh(v))
-F(arccosh, acosh(v))
-F(arctanh, atanh(v))
-F(degrees, v * (180 / 3.14159265358979323846))
-F(radians, v * (3.14159265358979323846 / 180))
-F(erf_, erf(v))
-F(gamma_, tgamma(v))
-/* lgamma and lgammaf write the global signgam: the _r forms are the ones the pool's threads may
- * call together. */
-static inline float lgammaf_ts(float v)
-{
-    int sign;
-    return lgammaf_r(v, &sign);
-}
-static inline double lgamma_ts(double v)
-{
-    int sign;
-    return lgamma_r(v, &sign);
-}
-#define LGAMMA_TS(v) _Generic((v), float: lgammaf_ts, default: lgamma_ts)(v)
-F(gammaln, LGAMMA_TS(v))
-
-/* Digamma (the derivative of gammaln), for the gradients of gamma and gammaln: reflection
- * below 0, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
- * to x^-14 (its first omitted term is below 1e-16 there). Poles (0, -1, -2, ...) give NaN. */
-static double digamma(double x)
-{
-    double r = 0;
-    if (x <= 0) {
-        if (x == floor(x)) return NAN;
-        r = -3.14159265358979323846 / tan(3.14159265358979323846 * x);
-        x = 1 - x;
-    }
-    for (; x < 10; x += 1) r -= 1 / x;
-    double f = 1 / (x * x);
-    double tail = f *
-                  (1.0 / 12 -
-                   f * (1.0 / 120 -
-                        f * (1.0 / 252 -
-                             f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760 - f / 12))))));
-    return r + log(x) - 0.5 / x - tail;
-}
-F(digamma_, digamma(v))
-A(copy, v)
-A(zeros, 0)
-A(ones, 1)
-
-/* Activation backward tiles: l = incoming gradient, r = the forward output (the input for
- * softsign). relu's gradient at 0 is 0, as MXNet's. */
-#define BW(NAME, EXPR) HG_EW_FLOAT(HG_EW_BINARY, NAME, EXPR)
-HG_EW_ALL(HG_EW_BINARY, bw_relu, r != r ? r : (r > 0 ? l : 0)) /* NaN at NaN, as MXNet's */
-BW(bw_sigmoid, l * r * (1 - r))
-BW(bw_tanh, l * (1 - r * r))
-BW(bw_softrelu, -l *expm1(-r)) /* 1 - exp(-y), accurate for small y */
-BW(bw_softsign, l / ((1 + fabs(r)) * (1 + fabs(r))))
 
 /* ---- gradient rules ---------------------------------------------------------------------- */
 /* Shorthands: forward input, output and incoming gradient; op(x), op(a, b), op(x, scalar=v). */
@@ -191,25 +104,6 @@ RULE(gamma, MUL(B("elemwise_mul", Y, U("_digamma", X))))
 RULE(gammaln, MUL(U("_digamma", X)))
 RULE(copy, DY)
 RULE(make_loss, U("ones_like", X)) /* a loss head: ones, whatever flows in (as MXNet) */
-
-/* Activation's act_types, in MXNet's order (the index is the parsed attribute value), with
- * what each needs: X(ID, name, the op-def maker, the tile functions, whether the backward
- * _backward_<name>(dy, v) takes v = the input x (else the output y)). Every per-act_type table
- * below is built from this one list. */
-#define ACT_TYPES(X)                                                                            \
-    X(RELU, relu, UN_ALL, relu, false)                                                          \
-    X(SIGMOID, sigmoid, UN, sigmoid, false)                                                     \
-    X(TANH, tanh, UN, tanh_, false)                                                             \
-    X(SOFTRELU, softrelu, UN, softrelu, false)                                                  \
-    X(SOFTSIGN, softsign, UN, softsign, true)
-
-enum {
-#define ACT_ENUM(ID, NAME, MK, FN, BW_X) ACT_##ID,
-    ACT_TYPES(ACT_ENUM)
-#undef ACT_ENUM
-        ACT_NTYPES
-};
-enum { AC_ACT_TYPE, AC_NATTRS }; /* Activation's schema */
 
 static const char *const k_act_backward[] = {
 #define ACT_BACKWARD(ID, NAME, MK, FN, BW_X) [ACT_##ID] = "_backward_" #NAME,
@@ -275,7 +169,8 @@ BW_RULE(softsign,
 #define ROUNDING(NAME) {[HG_DTYPE_F32] = NAME##_f32, [HG_DTYPE_F64] = NAME##_f64, INT_IDENTITY(T)}
 
 #define DATA HG_NAMES("data")
-/* GR: the gradient rule (NULL: none). */
+/* The rows of HG_EW_UNARY_OPS (ops/ew_list.h): KIND(NAME, ALIASES, ID, DOC, FLAGS, GRAD);
+ * GR: the gradient rule (NULL: none). */
 #define UN(NAME, ALIASES, FN, DOC, FL, GR)                                                     \
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .num_inputs = 1,        \
      .infer = hg_infer_same, .ew = HG_EW_TABLE_FLOAT(FN), .ew_arity = 1,                        \
@@ -284,15 +179,16 @@ BW_RULE(softsign,
     {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .num_inputs = 1,        \
      .infer = hg_infer_same, .ew = HG_EW_TABLE_ALL(FN), .ew_arity = 1,                          \
      .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | (FL), .grad = GR}
-/* _backward_<act>(ograd, v): the one-pass activation gradients. */
-#define UN_BW(NAME, TABLE, VNAME, DOC, GR)                                                      \
+#define UN_ROUND(NAME, ALIASES, FN, DOC, FL, GR)                                                \
+    {.name = NAME, .aliases = ALIASES, .doc = DOC, .input_names = DATA, .num_inputs = 1,        \
+     .infer = hg_infer_same, .ew = ROUNDING(FN), .ew_arity = 1,                                 \
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | (FL), .grad = GR}
+/* The rows of HG_EW_ACT_BW_OPS: _backward_<act>(ograd, v), the one-pass activation
+ * gradients, over the tiles of TYPES (FLOAT or ALL). */
+#define UN_BW(TYPES, NAME, FN, VNAME, DOC, GR)                                                  \
     {.name = NAME, .doc = DOC, .input_names = HG_NAMES("ograd", VNAME), .num_inputs = 2,       \
-     .infer = hg_infer_same, .ew = TABLE, .ew_arity = 2,                                        \
-     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE, .grad = GR}
-#define UN_ROUND(NAME, FN, DOC)                                                                 \
-    {.name = NAME, .doc = DOC, .input_names = DATA, .num_inputs = 1, .infer = hg_infer_same,    \
-     .ew = ROUNDING(FN), .ew_arity = 1,                                                         \
-     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | HG_OP_NO_GRAD}
+     .infer = hg_infer_same, .ew = HG_EW_TABLE_##TYPES(FN), .ew_arity = 2,                      \
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE, .grad = GR},
 
 /* Activation(act_type): dispatches to the matching unary op's tile functions. */
 static const char *const k_act_types[] = {
@@ -341,83 +237,32 @@ static hg_status activation_infer(const hg_op_def *op, const hg_attrs *a, int ni
     return hg_infer_same(op, a, nin, in, nout, out);
 }
 
+/* Activation(act_type) runs the act_tile functions above. */
+#define ACT(NAME, ALIASES, FN, DOC, FL, GR)                                                     \
+    {.name = NAME,                                                                              \
+     .aliases = ALIASES,                                                                        \
+     .doc = DOC,                                                                                \
+     .input_names = DATA,                                                                       \
+     .attrs = k_act_attrs,                                                                      \
+     .num_attrs = 1,                                                                            \
+     .num_inputs = 1,                                                                           \
+     .infer = activation_infer,                                                                 \
+     .ew = {[HG_DTYPE_F32] = act_f32,                                                           \
+            [HG_DTYPE_F64] = act_f64,                                                           \
+            [HG_DTYPE_U8] = act_u8,                                                             \
+            [HG_DTYPE_I8] = act_i8,                                                             \
+            [HG_DTYPE_I32] = act_i32,                                                           \
+            [HG_DTYPE_I64] = act_i64},                                                          \
+     .ew_arity = 1,                                                                             \
+     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE | (FL),                                            \
+     .grad = GR}
+#define OP_ROW(KIND, ...) KIND(__VA_ARGS__),
+
+/* The lists expand to rows, which clang-format would run together. */
+/* clang-format off */
 const hg_op_def hg_ops_elemwise_unary[] = {
-    UN_ALL("relu", NULL, relu, "max(x, 0)", 0, relu_grad),
-    UN("sigmoid", NULL, sigmoid, "1 / (1 + exp(-x))", 0, sigmoid_grad),
-    UN("tanh", NULL, tanh_, "hyperbolic tangent", 0, tanh_grad),
-    UN("softsign", NULL, softsign, "x / (1 + |x|)", 0, softsign_grad),
-    UN("exp", NULL, exp_, "e ** x", 0, exp_grad),
-    UN("expm1", NULL, expm1_, "exp(x) - 1, accurate near 0", 0, expm1_grad),
-    UN("log", NULL, log_, "natural logarithm", 0, log_grad),
-    UN("log1p", NULL, log1p_, "log(1 + x), accurate near 0", 0, log1p_grad),
-    UN("log2", NULL, log2_, "base-2 logarithm", 0, log2_grad),
-    UN("log10", NULL, log10_, "base-10 logarithm", 0, log10_grad),
-    UN("sqrt", NULL, sqrt_, "square root", 0, sqrt_grad),
-    UN("rsqrt", NULL, rsqrt, "1 / sqrt(x)", 0, rsqrt_grad),
-    UN("cbrt", NULL, cbrt_, "cube root", 0, cbrt_grad),
-    UN("rcbrt", NULL, rcbrt, "1 / cbrt(x)", 0, rcbrt_grad),
-    UN_ALL("square", NULL, square, "x * x", 0, square_grad),
-    UN_ALL("abs", NULL, abs_f, "absolute value", 0, abs_grad),
-    UN_ALL("sign", NULL, sign, "-1, 0 or 1 by the sign of x", HG_OP_NO_GRAD, NULL),
-    UN_ALL("negative", NULL, negative, "-x", 0, negative_grad),
-    UN("reciprocal", NULL, reciprocal, "1 / x", 0, reciprocal_grad),
-    UN_ROUND("floor", floor_, "largest integer <= x"),
-    UN_ROUND("ceil", ceil_, "smallest integer >= x"),
-    UN_ROUND("round", round_, "nearest integer, halves away from zero"),
-    UN_ROUND("rint", rint_, "nearest integer, exact halves rounded down (as MXNet: n.5 -> n)"),
-    UN_ROUND("trunc", trunc_, "integer part, toward zero"),
-    UN_ROUND("fix", trunc_, "integer part, toward zero"),
-    UN("sin", NULL, sin_, "sine", 0, sin_grad),
-    UN("cos", NULL, cos_, "cosine", 0, cos_grad),
-    UN("tan", NULL, tan_, "tangent", 0, tan_grad),
-    UN("arcsin", NULL, arcsin, "inverse sine", 0, arcsin_grad),
-    UN("arccos", NULL, arccos, "inverse cosine", 0, arccos_grad),
-    UN("arctan", NULL, arctan, "inverse tangent", 0, arctan_grad),
-    UN("sinh", NULL, sinh_, "hyperbolic sine", 0, sinh_grad),
-    UN("cosh", NULL, cosh_, "hyperbolic cosine", 0, cosh_grad),
-    UN("arcsinh", NULL, arcsinh, "inverse hyperbolic sine", 0, arcsinh_grad),
-    UN("arccosh", NULL, arccosh, "inverse hyperbolic cosine", 0, arccosh_grad),
-    UN("arctanh", NULL, arctanh, "inverse hyperbolic tangent", 0, arctanh_grad),
-    UN("degrees", NULL, degrees, "radians to degrees", 0, degrees_grad),
-    UN("radians", NULL, radians, "degrees to radians", 0, radians_grad),
-    UN("erf", NULL, erf_, "Gauss error function", 0, erf_grad),
-    UN("gamma", NULL, gamma_, "gamma function", 0, gamma_grad),
-    UN("gammaln", NULL, gammaln, "log of the absolute value of the gamma function", 0,
-       gammaln_grad),
-    UN_ALL("_copy", HG_NAMES("identity"), copy, "a copy of the input", 0, copy_grad),
-    UN_ALL("BlockGrad", HG_NAMES("stop_gradient"), copy, "identity that stops gradients",
-           HG_OP_NO_GRAD, NULL),
-    UN_ALL("make_loss", NULL, copy, "identity marking a loss head (gradient of ones)", 0,
-           make_loss_grad),
-    UN_ALL("zeros_like", NULL, zeros, "zeros of the input's shape and dtype", HG_OP_NO_GRAD, NULL),
-    UN_ALL("ones_like", NULL, ones, "ones of the input's shape and dtype", HG_OP_NO_GRAD, NULL),
-    {.name = "Activation",
-     .doc = "element-wise activation function",
-     .input_names = DATA,
-     .attrs = k_act_attrs,
-     .num_attrs = 1,
-     .num_inputs = 1,
-     .infer = activation_infer,
-     .ew = {[HG_DTYPE_F32] = act_f32,
-            [HG_DTYPE_F64] = act_f64,
-            [HG_DTYPE_U8] = act_u8,
-            [HG_DTYPE_I8] = act_i8,
-            [HG_DTYPE_I32] = act_i32,
-            [HG_DTYPE_I64] = act_i64},
-     .ew_arity = 1,
-     .flags = HG_OP_ELEMWISE | HG_OP_INPLACE,
-     .grad = activation_grad},
-    UN("_digamma", NULL, digamma_, "digamma function, d gammaln / dx (for gradient rules)", 0,
-       NULL),
-    UN_BW("_backward_relu", HG_EW_TABLE_ALL(bw_relu), "output", "ograd * (output > 0)",
-          bw_relu_grad),
-    UN_BW("_backward_sigmoid", HG_EW_TABLE_FLOAT(bw_sigmoid), "output",
-          "ograd * output * (1 - output)", bw_sigmoid_grad),
-    UN_BW("_backward_tanh", HG_EW_TABLE_FLOAT(bw_tanh), "output", "ograd * (1 - output^2)",
-          bw_tanh_grad),
-    UN_BW("_backward_softrelu", HG_EW_TABLE_FLOAT(bw_softrelu), "output",
-          "ograd * (1 - exp(-output))", bw_softrelu_grad),
-    UN_BW("_backward_softsign", HG_EW_TABLE_FLOAT(bw_softsign), "data", "ograd / (1 + |data|)^2",
-          bw_softsign_grad),
+    HG_EW_UNARY_OPS(OP_ROW)
+    HG_EW_ACT_BW_OPS(UN_BW)
     {0},
 };
+/* clang-format on */

@@ -5,7 +5,9 @@
  *          HG_EW_RSCALAR: the same with l = scalar, r = x[i]
  * Binary:  HG_EW_BINARY(name, T, expr-of-l-and-r)       o[i] = expr(l = x[i*s0], r = y[i*s1])
  * The loops are written so that the compiler vectorises the stride-1 cases. Function names are
- * name##_##T-suffix; HG_EW_TABLE_* build the per-dtype table for hg_op_def.ew.
+ * name##_##T-suffix; HG_EW_TABLE_* build the per-dtype table for hg_op_def.ew. The expressions
+ * of elemwise_binary.c and elemwise_unary.c come from the lists of ops/ew_list.h (HG_EW_STAMP),
+ * which csrc/kernels/cuda/ew.cu expands into the same ops' GPU kernels.
  * hg_ew_g1 / hg_ew_g2 shorten the gradient rules of these ops (graph/grad.h).
  */
 #ifndef HG_OPS_EW_H
@@ -16,9 +18,7 @@
 
 #include "core/op.h"
 #include "graph/grad.h"
-
-/* Schema positions of the _*_scalar ops (k_scalar_attrs in elemwise_binary.c). */
-enum { SC_SCALAR, SC_IS_INT, SC_NATTRS };
+#include "ops/ew_attrs.h"
 
 typedef float f32;
 typedef double f64;
@@ -87,9 +87,18 @@ typedef uint8_t u8;
 
 /* Stamp one expression for a set of dtypes. */
 #define HG_EW_FLOAT(KIND, NAME, EXPR) KIND(NAME, f32, EXPR) KIND(NAME, f64, EXPR)
-#define HG_EW_ALL(KIND, NAME, EXPR)                                                             \
-    HG_EW_FLOAT(KIND, NAME, EXPR) KIND(NAME, i32, EXPR) KIND(NAME, i64, EXPR)                   \
-    KIND(NAME, i8, EXPR) KIND(NAME, u8, EXPR)
+#define HG_EW_INT(KIND, NAME, EXPR)                                                             \
+    KIND(NAME, i32, EXPR) KIND(NAME, i64, EXPR) KIND(NAME, i8, EXPR) KIND(NAME, u8, EXPR)
+#define HG_EW_ALL(KIND, NAME, EXPR) HG_EW_FLOAT(KIND, NAME, EXPR) HG_EW_INT(KIND, NAME, EXPR)
+
+/* Stamp one entry X(TYPES, ID, FEXPR, IEXPR) of an expression list of ops/ew_list.h (TYPES F,
+ * S, A, V as described there) with KIND (HG_EW_UNARY, HG_EW_BINARY, ...) under NAME. */
+#define HG_EW_STAMP(KIND, TYPES, NAME, FEXPR, IEXPR) HG_EW_STAMP_##TYPES(KIND, NAME, FEXPR, IEXPR)
+#define HG_EW_STAMP_F(KIND, NAME, FEXPR, IEXPR) HG_EW_FLOAT(KIND, NAME, FEXPR)
+#define HG_EW_STAMP_S(KIND, NAME, FEXPR, IEXPR) HG_EW_ALL(KIND, NAME, FEXPR)
+#define HG_EW_STAMP_A(KIND, NAME, FEXPR, IEXPR)                                                 \
+    HG_EW_FLOAT(KIND, NAME, FEXPR) HG_EW_INT(KIND, NAME, IEXPR)
+#define HG_EW_STAMP_V(KIND, NAME, FEXPR, IEXPR) KIND(NAME, f64, FEXPR) /* f32: by hand */
 
 /* Tables for hg_op_def.ew, indexed by hg_dtype (f16 falls back to f32 in the driver). */
 #define HG_EW_TABLE_FLOAT(NAME) {[HG_DTYPE_F32] = NAME##_f32, [HG_DTYPE_F64] = NAME##_f64}
