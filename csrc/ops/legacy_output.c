@@ -657,14 +657,12 @@ static hg_status sce_grad(hg_grad_ctx *g)
  * _backward_ ops over (ograd, data).
  */
 
-enum { HS_ALPHA, HS_BETA, HS_NATTRS };
 static const hg_attr_spec k_hs_attrs[] = {
     [HS_ALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "0.2", "slope", NULL},
     [HS_BETA] = {"beta", HG_ATTR_FLOAT, 0, "0.5", "offset", NULL},
 };
 _Static_assert(HG_COUNT(k_hs_attrs) == HS_NATTRS, "k_hs_attrs must match its enum");
 
-enum { SL_SCALAR, SL_IS_INT, SL_NATTRS };
 static const hg_attr_spec k_sl_attrs[] = {
     [SL_SCALAR] = {"scalar", HG_ATTR_FLOAT, 0, "1", "sigma", NULL},
     [SL_IS_INT] = {"is_int", HG_ATTR_BOOL, 0, "True",

@@ -23,5 +23,8 @@ enum { RG_GRAD_SCALE, RG_NATTRS };
 enum { SV_MARGIN, SV_REG, SV_USE_LINEAR, SV_NATTRS };
 /* MakeLoss and _backward_MakeLoss. */
 enum { ML_GRAD_SCALE, ML_VALID_THRESH, ML_NORMALIZATION, ML_NATTRS };
+/* hard_sigmoid and smooth_l1, and their _backward_ ops. */
+enum { HS_ALPHA, HS_BETA, HS_NATTRS };
+enum { SL_SCALAR, SL_IS_INT, SL_NATTRS };
 
 #endif

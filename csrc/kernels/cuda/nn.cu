@@ -1,7 +1,7 @@
-/* GPU kernels of LeakyReLU (ops/nn_basic.c) and of the output layers of ops/legacy_output.c
- * that are not softmaxes (those are in softmax.cu): LinearRegressionOutput,
- * MAERegressionOutput, LogisticRegressionOutput, SVMOutput, MakeLoss, and the _backward_ ops of
- * all of them.
+/* GPU kernels of LeakyReLU (ops/nn_basic.c) and of the ops of ops/legacy_output.c that are not
+ * softmaxes (those are in softmax.cu): LinearRegressionOutput, MAERegressionOutput,
+ * LogisticRegressionOutput, SVMOutput, MakeLoss, hard_sigmoid, smooth_l1, and the _backward_ ops
+ * of all of them.
  *
  * LeakyReLU computes as the CPU's element-wise tiles do: in the dtype for float32 and float64,
  * in float for float16 (read and written through float), with the attribute converted to that
@@ -526,6 +526,75 @@ hg_status ml_bwd_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *
     return ml_bwd_launch<uint16_t>(op->name, ctx->device_id, s, a, x, out[0]);
 }
 
+/* ---- hard_sigmoid and smooth_l1 ------------------------------------------------------------
+ * Element-wise ops of legacy_output.c whose CPU side is a pair of tile functions (float32 and
+ * float64; float16 goes through the float32 one): the same expressions in the same type. */
+
+enum { EW_HSIG, EW_HSIG_BWD, EW_SL1, EW_SL1_BWD };
+
+/* x = in0 for the forwards; (dy, x) = (in0, in1) for the backwards. */
+template <typename T>
+__global__ void loss_ew(const T *in0, const T *in1, T *out, int64_t n, int fn, double p0, double p1)
+{
+    typedef typename calc<T>::type C;
+    const C a = (C)p0, b = (C)p1; /* alpha, beta; or bsq = sigma^2, unused */
+    GRID_LOOP(i, n)
+    {
+        C r;
+        if (fn == EW_HSIG) {
+            C v = a * (C)ldf(in0[i]) + b;
+            r = v < 0 ? (C)0 : v > 1 ? (C)1 : v;
+        } else if (fn == EW_HSIG_BWD) {
+            C v = a * (C)ldf(in1[i]) + b;
+            r = v > 0 && v < 1 ? (C)ldf(in0[i]) * a : (C)0;
+        } else {
+            const C bsq = a, ib = (C)1 / bsq;
+            if (fn == EW_SL1) {
+                C v = ldf(in0[i]);
+                r = v > ib ? v - (C)0.5 * ib : v < -ib ? -v - (C)0.5 * ib : (C)0.5 * v * v * bsq;
+            } else {
+                C v = ldf(in1[i]);
+                r = (C)ldf(in0[i]) * (v > ib ? (C)1 : v < -ib ? (C)-1 : bsq * v);
+            }
+        }
+        st(out + i, r);
+    }
+}
+
+template <typename T>
+void loss_ew_launch(cudaStream_t s, int nin, hg_tensor *const *in, hg_tensor *out, int fn,
+                    double p0, double p1)
+{
+    const T *in1 = nin > 1 ? (const T *)hg_data(in[1]) : NULL;
+    loss_ew<T><<<hg_cuda_blocks(out->size), HG_CUDA_THREADS, 0, s>>>(
+        (const T *)hg_data(in[0]), in1, (T *)hg_data(out), out->size, fn, p0, p1);
+}
+
+hg_status loss_ew_run(const hg_op_def *op, const hg_exec_ctx *ctx, int nin, hg_tensor *const *in,
+                      hg_tensor *out, int fn, double p0, double p1)
+{
+    cudaStream_t s;
+    HG_TRY(begin(ctx, &s));
+    FLOAT_TYPED(out->dtype, loss_ew_launch, s, nin, in, out, fn, p0, p1);
+    return hg_cuda_launched(op->name);
+}
+
+/* alpha and beta are rounded to float first, as the CPU's tiles do for both dtypes. */
+hg_status hsig_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                   hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    return loss_ew_run(op, ctx, nin, in, out[0], op->name[0] == '_' ? EW_HSIG_BWD : EW_HSIG,
+                       (float)a->v[HS_ALPHA].f, (float)a->v[HS_BETA].f);
+}
+
+hg_status sl1_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                  hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    double sg = a->v[SL_SCALAR].f;
+    return loss_ew_run(op, ctx, nin, in, out[0], op->name[0] == '_' ? EW_SL1_BWD : EW_SL1, sg * sg,
+                       0);
+}
+
 } // namespace
 
 extern "C" const hg_gpu_kernel hg_gpu_kernels_nn[] = {
@@ -541,5 +610,9 @@ extern "C" const hg_gpu_kernel hg_gpu_kernels_nn[] = {
     {"_backward_SVMOutput", sv_bwd_gpu},
     {"MakeLoss", copy_gpu},
     {"_backward_MakeLoss", ml_bwd_gpu},
+    {"hard_sigmoid", hsig_gpu},
+    {"_backward_hard_sigmoid", hsig_gpu},
+    {"smooth_l1", sl1_gpu},
+    {"_backward_smooth_l1", sl1_gpu},
     {NULL, NULL},
 };
