@@ -16,6 +16,7 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "ops/ew.h"
+#include "ops/legacy_output.h"
 #include "ops/ops_util.h"
 #include "ops/softmax.h"
 
@@ -110,18 +111,6 @@ static hg_status loss_grad(hg_grad_ctx *g, const char *name, int nin, const hg_s
  * normalisations.
  */
 
-enum {
-    SO_GRAD_SCALE,
-    SO_IGNORE_LABEL,
-    SO_MULTI_OUTPUT,
-    SO_USE_IGNORE,
-    SO_PRESERVE_SHAPE,
-    SO_NORMALIZATION,
-    SO_OUT_GRAD,
-    SO_SMOOTH_ALPHA,
-    SO_NATTRS
-};
-enum { NORM_NULL, NORM_BATCH, NORM_VALID };
 static const char *const k_norms[] = {"null", "batch", "valid", NULL};
 
 static const hg_attr_spec k_so_attrs[] = {
@@ -317,7 +306,6 @@ static hg_status so_grad(hg_grad_ctx *g)
  * _backward_ ops take (label, output) as MXNet's do.
  */
 
-enum { RG_GRAD_SCALE, RG_NATTRS };
 static const hg_attr_spec k_rg_attrs[] = {
     [RG_GRAD_SCALE] = {"grad_scale", HG_ATTR_FLOAT, 0, "1", "scales the gradient", NULL},
 };
@@ -417,7 +405,6 @@ static hg_status logreg_grad(hg_grad_ctx *g)
  * over data viewed as [rows, classes], one label per row.
  */
 
-enum { SV_MARGIN, SV_REG, SV_USE_LINEAR, SV_NATTRS };
 static const hg_attr_spec k_sv_attrs[] = {
     [SV_MARGIN] = {"margin", HG_ATTR_FLOAT, 0, "1", "the margin of the hinge", NULL},
     [SV_REG] = {"regularization_coefficient", HG_ATTR_FLOAT, 0, "1",
@@ -496,7 +483,6 @@ static hg_status sv_grad(hg_grad_ctx *g)
  * as 2-D (batch) or by the number of elements above valid_thresh, at least 1 (valid).
  */
 
-enum { ML_GRAD_SCALE, ML_VALID_THRESH, ML_NORMALIZATION, ML_NATTRS };
 static const hg_attr_spec k_ml_attrs[] = {
     [ML_GRAD_SCALE] = {"grad_scale", HG_ATTR_FLOAT, 0, "1", "the gradient's value", NULL},
     [ML_VALID_THRESH] = {"valid_thresh", HG_ATTR_FLOAT, 0, "0",
@@ -671,14 +657,12 @@ static hg_status sce_grad(hg_grad_ctx *g)
  * _backward_ ops over (ograd, data).
  */
 
-enum { HS_ALPHA, HS_BETA, HS_NATTRS };
 static const hg_attr_spec k_hs_attrs[] = {
     [HS_ALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "0.2", "slope", NULL},
     [HS_BETA] = {"beta", HG_ATTR_FLOAT, 0, "0.5", "offset", NULL},
 };
 _Static_assert(HG_COUNT(k_hs_attrs) == HS_NATTRS, "k_hs_attrs must match its enum");
 
-enum { SL_SCALAR, SL_IS_INT, SL_NATTRS };
 static const hg_attr_spec k_sl_attrs[] = {
     [SL_SCALAR] = {"scalar", HG_ATTR_FLOAT, 0, "1", "sigma", NULL},
     [SL_IS_INT] = {"is_int", HG_ATTR_BOOL, 0, "True",

@@ -21,6 +21,7 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "kernels/cpu/gemm.h"
+#include "ops/matrix.h"
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
 
@@ -65,8 +66,6 @@ static hg_status check_fits(const hg_op_def *op, int64_t m, int64_t n, int64_t k
                     op->name, (long long)m, (long long)n, (long long)k);
 }
 
-/* Shared attributes of dot and batch_dot. */
-enum { K_TA, K_TB, K_FSTYPE, K_DOT_NATTRS };
 static const hg_attr_spec k_dot_attrs[] = {
     [K_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "use the transpose of lhs", NULL},
     [K_TB] = {"transpose_b", HG_ATTR_BOOL, 0, "False", "use the transpose of rhs", NULL},
@@ -379,7 +378,6 @@ static hg_status batch_dot_forward(const hg_op_def *op, const hg_attrs *a, const
 
 /* ---- FullyConnected ----------------------------------------------------------------------- */
 
-enum { K_NUM_HIDDEN, K_NO_BIAS, K_FLATTEN, K_FC_NATTRS };
 static const hg_attr_spec k_fc_attrs[] = {
     [K_NUM_HIDDEN] = {"num_hidden", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                       "number of hidden units (outputs)", NULL},
@@ -521,8 +519,6 @@ static hg_status fc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
 
 /* ---- gradient ops ------------------------------------------------------------------------- */
 
-/* Both backward schemas are the forward's three attributes, then wrt. */
-enum { K_WRT = 3, K_BWD_NATTRS };
 _Static_assert((int)K_WRT == (int)K_DOT_NATTRS && (int)K_WRT == (int)K_FC_NATTRS,
                "wrt follows the forward's attrs");
 static const hg_attr_spec k_dot_bwd_attrs[] = {

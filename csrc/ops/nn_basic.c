@@ -10,6 +10,7 @@
 #include "graph/grad.h"
 #include "kernels/cpu/vmath.h"
 #include "ops/ew.h"
+#include "ops/nn_basic.h"
 #include "ops/ops_util.h"
 
 typedef uint16_t f16;
@@ -25,11 +26,11 @@ typedef uint16_t f16;
  * LeakyReLU
  */
 
-/* LeakyReLU's act_types, in MXNet's order (the index is the parsed attribute value), with their
- * element-wise kernels: X(ID, name, forward tile functions, their arity, backward tile
- * functions). rrelu's forward entry is its inference form (training draws the slopes); rrelu
- * and prelu have their own backward kernels, so their backward entries are never called. Every
- * per-act_type table below is built from this one list. */
+/* LeakyReLU's act_types (ACT_ID in ops/nn_basic.h, MXNet's order: the index is the parsed
+ * attribute value), with their element-wise kernels: X(ID, name, forward tile functions, their
+ * arity, backward tile functions). rrelu's forward entry is its inference form (training draws
+ * the slopes); rrelu and prelu have their own backward kernels, so their backward entries are
+ * never called. Every per-act_type table below is built from this one list. */
 #define LRELU_TYPES(X)                                                                          \
     X(RRELU, rrelu, lr_rrelu_eval, 1, lrg_leaky)                                                \
     X(LEAKY, leaky, lr_leaky, 1, lrg_leaky)                                                     \
@@ -37,14 +38,6 @@ typedef uint16_t f16;
     X(ELU, elu, lr_elu, 1, lrg_elu)                                                             \
     X(SELU, selu, lr_selu, 1, lrg_selu)                                                         \
     X(GELU, gelu, lr_gelu, 1, lrg_gelu)
-
-enum { LR_ACT_TYPE, LR_SLOPE, LR_LOWER, LR_UPPER, LR_NATTRS };
-enum {
-#define LRELU_ENUM(ID, NAME, FWD, ARITY, BWD) ACT_##ID,
-    LRELU_TYPES(LRELU_ENUM)
-#undef LRELU_ENUM
-        ACT_NTYPES
-};
 
 static const char *const k_lrelu_types[] = {
 #define LRELU_NAME(ID, NAME, FWD, ARITY, BWD) [ACT_##ID] = #NAME,
@@ -107,9 +100,7 @@ static int lrelu_num_inputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == A
  * training, the mean slope otherwise). */
 static int lrelu_num_outputs(const hg_attrs *a) { return a->v[LR_ACT_TYPE].i == ACT_RRELU ? 2 : 1; }
 
-/* Where gamma's dims land in data's shape (MXNet's rule): from the right, gamma's dims match
- * data axes 1 and 0 (only those), equal or 1; other axes get 1. Returns false if it cannot. */
-static bool prelu_gamma_shape(const hg_meta *data, const hg_meta *gamma, int64_t *shape)
+bool hg_prelu_gamma_shape(const hg_meta *data, const hg_meta *gamma, int64_t *shape)
 {
     int s = gamma->ndim - 1;
     for (int i = data->ndim - 1; i >= 0; i--) {
@@ -148,7 +139,7 @@ static hg_status lrelu_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
             in[1].dtype = in[0].dtype;
         }
         int64_t g[HG_MAX_NDIM];
-        if (in[1].ndim > in[0].ndim || !prelu_gamma_shape(&in[0], &in[1], g))
+        if (in[1].ndim > in[0].ndim || !hg_prelu_gamma_shape(&in[0], &in[1], g))
             return hg_error(HG_ERR_VALUE,
                             "%s(act_type='prelu'): cannot broadcast gamma of shape "
                             "%s along axis 1 of data of shape %s",
@@ -234,7 +225,7 @@ static hg_status lrelu_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     /* prelu: view gamma with data's rank so the broadcasting driver lines it up on axis 1. */
     hg_meta dm = hg_meta_of(in[0]), gm = hg_meta_of(in[1]);
     int64_t g[HG_MAX_NDIM];
-    prelu_gamma_shape(&dm, &gm, g);
+    hg_prelu_gamma_shape(&dm, &gm, g);
     hg_tensor *gv, *args[2] = {in[0], NULL};
     HG_TRY(hg_tensor_view(in[1], dm.ndim, g, &gv));
     args[1] = gv;
@@ -372,7 +363,7 @@ static hg_status prelu_backward(hg_tensor *const *in, hg_tensor *const *out)
     hg_tensor *x = in[1], *gamma = in[2];
     hg_meta dm = hg_meta_of(x), gm = hg_meta_of(gamma);
     int64_t gs[HG_MAX_NDIM];
-    prelu_gamma_shape(&dm, &gm, gs);
+    hg_prelu_gamma_shape(&dm, &gm, gs);
     const int64_t A = x->shape[0], B = x->ndim > 1 ? x->shape[1] : 1;
     lrb_job j = {hg_data(in[0]),
                  hg_data(x),

@@ -41,8 +41,6 @@
 #define ACC_SZ 8      /* bytes of one accumulator (double or int64) */
 #define PART_WORK 65536 /* elements per part when one output's reduction is split */
 
-enum { A_AXIS, A_KEEPDIMS, A_NATTRS }; /* argmax, argmin (K_ and N_ positions: reduce.h) */
-
 typedef enum red_kind {
     RED_SUM,
     RED_MEAN,

@@ -26,8 +26,6 @@ typedef uint16_t f16;
  * softmax / log_softmax
  */
 
-enum { SM_AXIS, SM_TEMPERATURE, SM_DTYPE, SM_USE_LENGTH, SM_NATTRS };
-
 static const hg_attr_spec k_softmax_attrs[] = {
     [SM_AXIS] = {"axis", HG_ATTR_INT, 0, "-1", "the axis along which to compute softmax", NULL},
     [SM_TEMPERATURE] = {"temperature", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",
@@ -611,7 +609,6 @@ static hg_status softmin_grad(hg_grad_ctx *g)
  * MXNet's for 2-D data, the layer's usual input).
  */
 
-enum { SA_MODE, SA_NATTRS };
 static const char *const k_sa_modes[] = {"instance", "channel", NULL};
 static const hg_attr_spec k_sa_attrs[] = {
     [SA_MODE] = {"mode", HG_ATTR_ENUM, 0, "instance",

@@ -13,6 +13,15 @@
 
 #include "core/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Schema positions of softmax, log_softmax, softmin and their _backward_ ops (softmax.c). */
+enum { SM_AXIS, SM_TEMPERATURE, SM_DTYPE, SM_USE_LENGTH, SM_NATTRS };
+/* SoftmaxActivation and its _backward_ op. */
+enum { SA_MODE, SA_NATTRS };
+
 /* y = softmax(t * x) (log: its logarithm) over the view. */
 void hg_softmax_view(const hg_tensor *x, hg_tensor *y, int64_t n, int64_t inner, double t,
                      bool log);
@@ -20,5 +29,9 @@ void hg_softmax_view(const hg_tensor *x, hg_tensor *y, int64_t n, int64_t inner,
  * share a dtype, dx may have another. */
 void hg_softmax_bwd_view(const hg_tensor *dy, const hg_tensor *y, hg_tensor *dx, int64_t n,
                          int64_t inner, double t, bool log);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
