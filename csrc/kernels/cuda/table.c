@@ -3,9 +3,17 @@
  * kernel to its op. Adding a kernel file means adding its table here. */
 #include "core/device.h"
 
-extern const hg_gpu_kernel hg_gpu_kernels_optim[], hg_gpu_kernels_layout[], hg_gpu_kernels_index[];
+extern const hg_gpu_kernel hg_gpu_kernels_ew[], hg_gpu_kernels_optim[], hg_gpu_kernels_layout[],
+    hg_gpu_kernels_index[], hg_gpu_kernels_blas[], hg_gpu_kernels_reduce[],
+    hg_gpu_kernels_reduce_grad[], hg_gpu_kernels_softmax[], hg_gpu_kernels_nn[];
 
 static const hg_gpu_kernel *const k_tables[] = {
+    hg_gpu_kernels_ew,
+    hg_gpu_kernels_blas,
+    hg_gpu_kernels_reduce,
+    hg_gpu_kernels_reduce_grad,
+    hg_gpu_kernels_softmax,
+    hg_gpu_kernels_nn,
     hg_gpu_kernels_optim,
     hg_gpu_kernels_layout,
     hg_gpu_kernels_index,
