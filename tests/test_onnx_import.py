@@ -573,21 +573,29 @@ def test_models_exported_by_torch(tmp_path, arch, shape, kw):
 
 
 # The Gluon model zoo as PyTorch writes it (tests/torch_zoo.py: the same layers, paddings, pools
-# and concat orders): one network per zoo family, with its opset, at the smallest image each
+# and concat orders): every zoo family, each network with its opset, at the smallest image it
 # takes, batch 2. BatchNorm is not folded into the convolutions on export, so the imported
-# parameters are torch's, one for one. The VGGs (28M parameters at 32x32), DenseNet and
-# Inception (the largest images, 3 and 6 GFLOPs an image) run with HG_LONG_TESTS=1.
+# parameters are torch's, one for one. vgg11 (vgg11_bn without the BatchNorms, 28M
+# parameters at 32x32), DenseNet and Inception (the largest images, 3 and 6 GFLOPs an image;
+# 3 to 7 s each) run with HG_LONG_TESTS=1.
 TORCH_ZOO = [('alexnet', 13), ('vgg11', 17), ('vgg11_bn', 13), ('squeezenet1.0', 17),
              ('squeezenet1.1', 13), ('densenet121', 17), ('inceptionv3', 13),
              ('resnet18_v2', 17), ('resnet50_v1', 13), ('resnet50_v2', 17),
              ('mobilenet1.0', 13), ('mobilenetv2_0.25', 17)]
-TORCH_ZOO_LONG = {'vgg11', 'vgg11_bn', 'densenet121', 'inceptionv3'}
+TORCH_ZOO_LONG = {'vgg11', 'densenet121', 'inceptionv3'}
 
 
-def _torch_zoo():
+@pytest.fixture
+def torch_zoo():
+    """torch and tests/torch_zoo.py, torch on one thread for the test: on shared cores its
+    OpenMP threads wait for each other at every layer (mobilenetv2_0.25's forward pass, 107
+    layers at 32x32, took 2.5 s on two threads of a busy 2-core machine, 20 ms on one)."""
     torch = pytest.importorskip('torch')
-    import torch_zoo   # tests/, next to this file; it imports torch
-    return torch, torch_zoo
+    import torch_zoo as tz   # tests/, next to this file; it imports torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch, tz
+    torch.set_num_threads(threads)
 
 
 def _lively(torch, model, size):
@@ -648,14 +656,14 @@ def _gluon_twin(torch, name, model, x):
 
 
 @pytest.mark.parametrize('name,opset', TORCH_ZOO, ids=[n for n, _ in TORCH_ZOO])
-def test_torch_model_zoo(tmp_path, name, opset):
+def test_torch_model_zoo(tmp_path, torch_zoo, name, opset):
     """The zoo network `name` written in PyTorch, exported by torch.onnx.export, imports with
     torch's parameters and computes torch's and onnxruntime's outputs, imperative and
     hybridized; and Gluon's own zoo network computes them with those parameters (so the
     PyTorch network is the zoo's)."""
     if name in TORCH_ZOO_LONG and not LONG:
         pytest.skip('%s: long model test, run with HG_LONG_TESTS=1' % name)
-    torch, tz = _torch_zoo()
+    torch, tz = torch_zoo
     size = tz.SIZES[name]
     torch.manual_seed(0)
     model = _lively(torch, tz.build(name, classes=10, size=size), size)
