@@ -22,6 +22,7 @@ except ImportError:  # the tests against real MXNet's files and PyTorch still ru
 
 DATA = os.path.join(os.path.dirname(__file__), 'data', 'onnx')
 BENCH = os.path.join(os.path.dirname(__file__), '..', 'benchmarks')
+LONG = os.environ.get('HG_LONG_TESTS', '') not in ('', '0')
 
 
 def _model(nodes, feeds, inits, outputs, opset):
@@ -569,6 +570,131 @@ def test_models_exported_by_torch(tmp_path, arch, shape, kw):
     if kw.get('do_constant_folding') is False:
         _, _, aux = mx.onnx.import_model(str(path))
         assert aux, 'BatchNorm running statistics must arrive as aux params'
+
+
+# The Gluon model zoo as PyTorch writes it (tests/torch_zoo.py: the same layers, paddings, pools
+# and concat orders): every zoo family, each network with its opset, at the smallest image it
+# takes, batch 2. BatchNorm is not folded into the convolutions on export, so the imported
+# parameters are torch's, one for one. vgg11 (vgg11_bn without the BatchNorms, 28M
+# parameters at 32x32), DenseNet and Inception (the largest images, 3 and 6 GFLOPs an image;
+# 3 to 7 s each) run with HG_LONG_TESTS=1.
+TORCH_ZOO = [('alexnet', 13), ('vgg11', 17), ('vgg11_bn', 13), ('squeezenet1.0', 17),
+             ('squeezenet1.1', 13), ('densenet121', 17), ('inceptionv3', 13),
+             ('resnet18_v2', 17), ('resnet50_v1', 13), ('resnet50_v2', 17),
+             ('mobilenet1.0', 13), ('mobilenetv2_0.25', 17)]
+TORCH_ZOO_LONG = {'vgg11', 'densenet121', 'inceptionv3'}
+
+
+@pytest.fixture
+def torch_zoo():
+    """torch and tests/torch_zoo.py, torch on one thread for the test: on shared cores its
+    OpenMP threads wait for each other at every layer (mobilenetv2_0.25's forward pass, 107
+    layers at 32x32, took 2.5 s on two threads of a busy 2-core machine, 20 ms on one)."""
+    torch = pytest.importorskip('torch')
+    import torch_zoo as tz   # tests/, next to this file; it imports torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch, tz
+    torch.set_num_threads(threads)
+
+
+def _lively(torch, model, size):
+    """`model` with weights that carry the image to the output: torch's default initialisation
+    and drawn BatchNorm statistics leave deep nets' outputs the same for any input (the biases
+    and BatchNorm shifts win), where a wrong padding or pool would go unseen. He-normal
+    weights, small biases, drawn BatchNorm scales and shifts, and running statistics measured
+    on other images, then perturbed, keep every layer's activations of order one."""
+    g = torch.Generator().manual_seed(1)
+    bns = []
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+                fan_in = m.weight[0].numel()
+                m.weight.normal_(0, (2.0 / fan_in) ** 0.5, generator=g)
+                if m.bias is not None:
+                    m.bias.uniform_(-0.1, 0.1, generator=g)
+            elif isinstance(m, torch.nn.BatchNorm2d):
+                bns.append(m)
+                if m.affine:
+                    m.weight.uniform_(0.5, 1.5, generator=g)
+                    m.bias.uniform_(-0.5, 0.5, generator=g)
+        for m in bns:   # the statistics of the calibration images, layer by layer
+            m.train()
+            m.momentum = 1.0
+        model(torch.rand(4, 3, size, size, generator=g) * 2 - 1)
+        model.eval()
+        for m in bns:
+            m.running_mean.add_(torch.empty_like(m.running_mean).uniform_(-0.2, 0.2, generator=g)
+                                * m.running_var.sqrt())
+            m.running_var.mul_(torch.empty_like(m.running_var).uniform_(0.7, 1.4, generator=g))
+            # a floor: the channels of a 1x1 map, seen 4 times, can have next to no variance,
+            # and dividing by it makes the output a matter of float32 rounding
+            m.running_var.add_(0.2 * m.running_var.mean())
+    return model
+
+
+def _gluon_twin(torch, name, model, x):
+    """The Gluon zoo's `name` run on `x` with `model`'s parameters, and its parameter count:
+    the zoo network's parameters (in the order its blocks made them) are the PyTorch network's,
+    shape for shape; but Gluon's BatchNorm(scale=False, center=False) keeps a unit gamma and a
+    zero beta where torch's BatchNorm2d(affine=False) has none."""
+    from hybridgluon.gluon.model_zoo import vision
+    net = vision.get_model(name, classes=10)
+    sym = net(mx.sym.var('data'))
+    arg, _, aux = sym.infer_shape(data=x.shape)
+    shapes = dict(zip(sym.list_arguments(), arg), **dict(zip(sym.list_auxiliary_states(), aux)))
+    fixed = [k for k, p in net.collect_params().items()
+             if p.grad_req == 'null' and k.endswith(('gamma', 'beta'))]
+    names = [k for k in net.collect_params() if k not in fixed]
+    state = [v for k, v in model.state_dict().items() if not k.endswith('num_batches_tracked')]
+    assert [tuple(shapes[k]) for k in names] == [tuple(v.shape) for v in state]
+    feeds = {k: mx.nd.array(v.numpy()) for k, v in zip(names, state)}
+    feeds.update({k: (mx.nd.ones if k.endswith('gamma') else mx.nd.zeros)(shapes[k])
+                  for k in fixed})
+    out = sym.eval(ctx=mx.cpu(), data=mx.nd.array(x), **feeds)[0].asnumpy()
+    return out, sum(int(np.prod(s)) for s in shapes.values()) - int(np.prod(x.shape))
+
+
+@pytest.mark.parametrize('name,opset', TORCH_ZOO, ids=[n for n, _ in TORCH_ZOO])
+def test_torch_model_zoo(tmp_path, torch_zoo, name, opset):
+    """The zoo network `name` written in PyTorch, exported by torch.onnx.export, imports with
+    torch's parameters and computes torch's and onnxruntime's outputs, imperative and
+    hybridized; and Gluon's own zoo network computes them with those parameters (so the
+    PyTorch network is the zoo's)."""
+    if name in TORCH_ZOO_LONG and not LONG:
+        pytest.skip('%s: long model test, run with HG_LONG_TESTS=1' % name)
+    torch, tz = torch_zoo
+    size = tz.SIZES[name]
+    torch.manual_seed(0)
+    model = _lively(torch, tz.build(name, classes=10, size=size), size)
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 3, size, size)).astype(np.float32)
+    path = tmp_path / 'm.onnx'
+    want = _export_torch(torch, model, x, path, opset_version=opset,
+                         do_constant_folding=False).numpy()
+    assert want.shape == (2, 10)
+    scale = float(np.abs(want).max())
+    assert np.abs(want[0] - want[1]).max() > 0.01 * scale, 'the output must follow the input'
+    twin, n_gluon = _gluon_twin(torch, name, model, x)
+    np.testing.assert_allclose(twin / scale, want / scale, rtol=1e-4, atol=1e-4)
+
+    net = mx.onnx.import_to_gluon(str(path), mx.cpu())
+    # torch's parameters and statistics, one ONNX initializer each (BatchNorm not folded into
+    # the convolutions), and the affine-free BatchNorm's unit scale and zero shift as two more
+    # constants: as many numbers as the Gluon network holds
+    n_torch = sum(v.numel() for k, v in model.state_dict().items()
+                  if not k.endswith('num_batches_tracked'))
+    affine_free = sum(2 * m.num_features for m in model.modules()
+                      if isinstance(m, torch.nn.BatchNorm2d) and not m.affine)
+    n_ours = sum(int(np.prod(p.shape)) for p in net.collect_params().values())
+    assert n_ours == n_torch + affine_free == n_gluon
+    got = net(mx.nd.array(x)).asnumpy()
+    net.hybridize()
+    got_hyb = net(mx.nd.array(x)).asnumpy()
+    want_ort = _run_ort(onnx.load(str(path)), {'x': x})[0] if ort is not None else None
+    for g in (got, got_hyb):
+        np.testing.assert_allclose(g / scale, want / scale, rtol=1e-4, atol=1e-4)
+        if want_ort is not None:
+            np.testing.assert_allclose(g / scale, want_ort / scale, rtol=1e-4, atol=1e-4)
 
 
 def test_torch_dynamic_batch_export_reload(tmp_path):
