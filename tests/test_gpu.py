@@ -72,7 +72,7 @@ def test_op_info_reports_gpu_kernels():
 @pytest.mark.parametrize('dtype', DTYPES)
 @pytest.mark.parametrize('shape', [(), (0,), (1,), (3, 5), (2, 0, 4), (7, 3, 2)])
 def test_round_trip(dtype, shape):
-    x = (np.random.RandomState(0).rand(*shape) * 100).astype(dtype)
+    x = np.asarray(np.random.RandomState(0).rand(*shape) * 100).astype(dtype)
     a = mx.nd.array(x, ctx=mx.gpu(0), dtype=dtype)
     assert a.context == mx.gpu(0) and a.shape == x.shape and a.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(a.asnumpy(), x)
@@ -169,7 +169,7 @@ def test_allocator_reuses_and_releases():
     base = mx._core.gpu_memory(0)
     a = mx.nd.zeros((1 << 20,), ctx=mx.gpu(0))  # 4 MiB
     grown = mx._core.gpu_memory(0)
-    assert grown['live'] >= base['live'] + 4 << 20
+    assert grown['live'] >= base['live'] + (4 << 20)
     del a
     freed = mx._core.gpu_memory(0)
     assert freed['cached'] >= 4 << 20 and freed['live'] == base['live']
@@ -269,13 +269,14 @@ def _mlp_steps(ctx, steps=5):
             loss = loss_fn(net(x), y)
         loss.backward()
         trainer.step(32)
-    return {k: v.data().asnumpy() for k, v in net.collect_params().items()}, loss.asnumpy()
+    return [v.data().asnumpy() for v in net.collect_params().values()], loss.asnumpy()
 
 
 @gpu
 def test_mlp_training_on_gpu_matches_cpu():
     want, lw = _mlp_steps(mx.cpu())
     got, lg = _mlp_steps(mx.gpu(0))
-    for k in want:
-        _close(k, got[k], want[k])
+    assert len(got) == len(want) == 4
+    for k, (g, w) in enumerate(zip(got, want)):
+        _close('parameter %d' % k, g, w)
     _close('loss', lg, lw)

@@ -489,8 +489,7 @@ static hg_status check_save(int n, hg_tensor *const *arrays, const char *const *
                             i);
         if ((unsigned)t->dtype >= HG_NUM_DTYPES || t->ndim > HG_MAX_NDIM)
             return hg_error(HG_ERR_INTERNAL, "NDArray save: array %d is malformed", i);
-        if (hg_device_kind(t->storage->device_type) != HG_DEVICE_CPU)
-            return hg_error(HG_ERR_UNSUPPORTED, "NDArray save: array %d is not on the CPU", i);
+        /* A GPU array is written through host memory (w_list), with its device recorded. */
         if (names && !names[i]) return hg_error(HG_ERR_VALUE, "NDArray save: name %d is NULL", i);
         total += 24 + 8 * (uint64_t)t->ndim + hg_tensor_nbytes(t);
         if (names) total += 8 + strlen(names[i]);

@@ -112,7 +112,7 @@ def concatenate(arrays, axis=0, always_copy=True):
 
 
 def waitall():
-    """Waits for all pending work: returns at once, CPU execution is synchronous."""
+    """Waits for all pending work on every GPU (CPU execution is synchronous)."""
     ...
 
 

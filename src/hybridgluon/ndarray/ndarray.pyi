@@ -204,6 +204,9 @@ class NDArray:
     def _take_handle(self, *args: Any, **kwargs: Any):
         """hold another array's data"""
         ...
+    def _to_device(self, *args: Any, **kwargs: Any):
+        """a copy of the array on a device"""
+        ...
     def _view(self, *args: Any, **kwargs: Any):
         """a view with another shape of the same size"""
         ...
@@ -350,7 +353,7 @@ class NDArray:
         """The array itself: it already is an `nd.NDArray` (MXNet converts from mx.np)."""
         ...
     def asnumpy(self):
-        """A NumPy copy of the data."""
+        """A NumPy copy of the data (from a GPU: after the work that computes it)."""
         ...
     def asscalar(self):
         """The value of a size-1 array as a NumPy scalar."""
@@ -1241,10 +1244,10 @@ class NDArray:
         """
         ...
     def wait_to_read(self):
-        """Returns at once: CPU execution is synchronous."""
+        """Waits for the work that computes this array (on a GPU; the CPU is synchronous)."""
         ...
     def wait_to_write(self):
-        """Returns at once: CPU execution is synchronous."""
+        """Waits for the work that reads or writes this array (on a GPU, as wait_to_read)."""
         ...
     def where(self, x: NDArray | None = None, y: NDArray | None = None, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """where(condition, x, y)
