@@ -152,14 +152,37 @@ def test_op_without_gpu_kernel_names_the_op():
 
 
 @gpu
-def test_hybridized_block_on_gpu_is_a_clear_error():
-    net = mx.gluon.nn.Dense(3, in_units=4)
+def test_hybridized_block_on_gpu_matches_imperative():
+    """A hybridized block on a GPU runs its graph op by op (no plan yet): same outputs and
+    gradients as the imperative block, and its BatchNorm updates its running statistics."""
+    from hybridgluon.gluon import nn
+    mx.random.seed(3)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8, activation='relu'), nn.Dense(3))
     net.initialize(ctx=mx.gpu(0))
-    x = mx.nd.ones((2, 4), ctx=mx.gpu(0))
-    net(x)  # imperative: runs on the GPU
+    x = mx.nd.array(np.random.RandomState(2).rand(4, 5).astype(np.float32), ctx=mx.gpu(0))
+    with mx.autograd.record():
+        y0 = net(x)
+    y0.backward()
+    g0 = [p.grad().asnumpy() for p in net.collect_params().values()]
     net.hybridize()
+    with mx.autograd.record():
+        y1 = net(x)
+    y1.backward()
+    g1 = [p.grad().asnumpy() for p in net.collect_params().values()]
+    assert y1.context == mx.gpu(0)
+    _close('output', y1.asnumpy(), y0.asnumpy())
+    for k, (a, b) in enumerate(zip(g1, g0)):
+        _close('gradient %d' % k, a, b)
+    np.testing.assert_allclose(net(x).asnumpy(), y0.asnumpy(), rtol=1e-6, atol=1e-6)
+
+
+@gpu
+def test_symbol_executor_on_gpu_is_a_clear_error():
+    x = mx.sym.var('x')
+    ex = (x * 2).bind(mx.gpu(0), {'x': mx.nd.ones((2,), ctx=mx.gpu(0))})
     with pytest.raises(MXNetError, match='CPU only'):
-        net(x)
+        ex.forward()
 
 
 @gpu

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device.h"
 #include "graph/grad.h"
 
 static const hg_tape *g_tape;
@@ -336,12 +337,86 @@ static hg_status get_variant(hg_cachedop *c, const char *mask, variant **out)
     return st;
 }
 
+/* A call whose inputs are on a GPU: plans run on the CPU only, so the graph runs node by node,
+ * each op through hg_op_run and its GPU kernel, and each recorded on the tape as an imperative
+ * op would be (the backward then runs on the GPU the same way). Same results as the plan,
+ * without its fusion and memory planning. */
+static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs,
+                            const hg_tape *tape, bool train)
+{
+    hg_snode **nodes = NULL;
+    int n = 0, *off = NULL, *in_idx = NULL, *head_idx = NULL;
+    HG_TRY(hg_symbol_topo(c->sym, &nodes, &n));
+    hg_status st = hg_symbol_topo_positions(c->sym, nodes, n, &off, &in_idx, &head_idx);
+    hg_tensor ***val = st == HG_OK ? calloc((size_t)n + 1, sizeof(hg_tensor **)) : NULL;
+    if (st == HG_OK && !val) st = hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < n && st == HG_OK; i++) {
+        hg_snode *nd = nodes[i];
+        if (!(val[i] = calloc((size_t)nd->nout + 1, sizeof(hg_tensor *)))) {
+            st = hg_error(HG_ERR_MEMORY, "out of memory");
+            break;
+        }
+        if (!nd->op) { /* a variable: the caller's array */
+            for (int k = 0; k < c->ninputs && !val[i][0]; k++)
+                if (c->inputs[k].node == nd) val[i][0] = inputs[k];
+            if (!val[i][0]) st = hg_error(HG_ERR_VALUE, "input '%s' was not given", nd->name);
+            else hg_tensor_retain(val[i][0]);
+            continue;
+        }
+        hg_tensor *ins[HG_MAX_IO];
+        if (nd->nin > HG_MAX_IO) {
+            st = hg_error(HG_ERR_VALUE, "%s: too many inputs", nd->op->name);
+            break;
+        }
+        for (int k = 0; k < nd->nin; k++) ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
+        st = hg_op_run(nd->op, nd->attrs, train, nd->nin, ins, nd->nout, val[i]);
+        if (st != HG_OK) {
+            hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
+            break;
+        }
+        if (tape && tape->should_record(nd->nin, ins))
+            st = tape->record(nd->op, nd->attrs, nd->nin, ins, nd->nout, val[i], NULL, NULL, NULL);
+    }
+    /* Outputs are the caller's own arrays: a head that is an input is copied. */
+    for (int h = 0; h < c->nheads && st == HG_OK; h++) {
+        hg_tensor *v = val[head_idx[h]][c->sym->heads[h].index];
+        if (!nodes[head_idx[h]]->op) {
+            hg_meta m = hg_meta_of(v);
+            st = hg_tensor_new_on(&m, v->storage->device_type, v->storage->device_id, false,
+                                  &outputs[h]);
+            if (st == HG_OK && (st = hg_tensor_copy_any(v, outputs[h])) != HG_OK) {
+                hg_tensor_free(outputs[h]);
+                outputs[h] = NULL;
+            }
+        } else {
+            hg_tensor_retain(v);
+            outputs[h] = v;
+        }
+    }
+    if (st != HG_OK)
+        for (int h = 0; h < c->nheads; h++) {
+            hg_tensor_free(outputs[h]);
+            outputs[h] = NULL;
+        }
+    for (int i = 0; val && i < n; i++)
+        for (int k = 0; val[i] && k < nodes[i]->nout; k++) hg_tensor_free(val[i][k]);
+    for (int i = 0; val && i < n; i++) free(val[i]);
+    free(val);
+    free(off);
+    free(in_idx);
+    free(head_idx);
+    free(nodes);
+    return st;
+}
+
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs)
 {
     if (!c || (c->ninputs && !inputs) || !outputs)
         return hg_error(HG_ERR_VALUE, "hg_cachedop_call: NULL argument");
     const hg_tape *tape = g_tape;
     bool train = tape && tape->is_training();
+    for (int k = 0; k < c->ninputs; k++)
+        if (inputs[k] && hg_on_gpu(inputs[k])) return call_eager(c, inputs, outputs, tape, train);
     if (!tape || !tape->should_record(c->ninputs, inputs))
         return hg_plan_run(c->plan, inputs, train, outputs);
     char stack[64], *mask = stack;

@@ -1,0 +1,167 @@
+"""GPU rows: hybridgluon on gpu(0) against PyTorch CUDA, the same architectures (the seeds' MLP
+and LeNet; resnet18_v1 and mobilenetv2_1.0 from benchmarks/workloads_torch.py), random data and
+weights, float32, TF32 off on both sides. A training step is forward, softmax cross-entropy,
+backward and an SGD-with-momentum update; inference is a forward pass. Each timing is the median
+over rounds of a synchronised call (waitall / torch.cuda.synchronize), after warm-up.
+
+hybridgluon runs these imperatively: a hybridized block on a GPU runs op by op too (no plans
+on a GPU yet, docs/gpu.md). A row whose network needs an op without a GPU kernel says which.
+
+    python benchmarks/bench_gpu.py [--rounds 20] [--out FILE]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def _median_ms(fn, sync, rounds, warmup=3):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+# ---- hybridgluon -------------------------------------------------------------------------------
+
+def _hg_net(mx, name):
+    from hybridgluon.gluon import nn
+    from hybridgluon.gluon.model_zoo import vision
+    if name == 'mlp':
+        net = nn.Sequential()
+        net.add(nn.Dense(256, activation='relu'), nn.Dense(128, activation='relu'),
+                nn.Dense(10))
+        return net, (784,)
+    if name == 'lenet':
+        net = nn.Sequential()
+        net.add(nn.Conv2D(6, 5, activation='relu'), nn.MaxPool2D(2, 2),
+                nn.Conv2D(16, 3, activation='relu'), nn.MaxPool2D(2, 2),
+                nn.Flatten(), nn.Dense(120, activation='relu'), nn.Dense(84, activation='relu'),
+                nn.Dense(10))
+        return net, (1, 28, 28)
+    return vision.get_model(name, classes=1000), (3, 224, 224)
+
+
+def hg_rows(name, batches, rounds):
+    import hybridgluon as mx
+    ctx = mx.gpu(0)
+    net, shape = _hg_net(mx, name)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    sync = mx.nd.waitall
+    out = {}
+    rs = np.random.RandomState(0)
+    for b in batches['infer']:
+        x = mx.nd.array(rs.rand(b, *shape).astype(np.float32), ctx=ctx)
+        out['infer', b] = _median_ms(lambda: net(x), sync, rounds)
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd',
+                               {'learning_rate': 0.01, 'momentum': 0.9})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    for b in batches['train']:
+        x = mx.nd.array(rs.rand(b, *shape).astype(np.float32), ctx=ctx)
+        y = mx.nd.array(rs.randint(0, 10, b).astype(np.float32), ctx=ctx)
+
+        def step():
+            with mx.autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(b)
+        out['train', b] = _median_ms(step, sync, rounds)
+    return out
+
+
+# ---- PyTorch -----------------------------------------------------------------------------------
+
+def _torch_net(torch, name):
+    from torch import nn
+    import workloads_torch as wt
+    if name == 'mlp':
+        return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                             nn.Linear(128, 10)), (784,)
+    if name == 'lenet':
+        return nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2, 2),
+                             nn.Conv2d(6, 16, 3), nn.ReLU(), nn.MaxPool2d(2, 2), nn.Flatten(),
+                             nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                             nn.Linear(84, 10)), (1, 28, 28)
+    return wt.MODELS[name](), (3, 224, 224)
+
+
+def torch_rows(name, batches, rounds):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device('cuda:0')
+    net, shape = _torch_net(torch, name)
+    net = net.to(dev)
+    sync = torch.cuda.synchronize
+    out = {}
+    net.eval()
+    for b in batches['infer']:
+        x = torch.rand(b, *shape, device=dev)
+
+        def fwd():
+            with torch.inference_mode():
+                return net(x)
+        out['infer', b] = _median_ms(fwd, sync, rounds)
+    net.train()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for b in batches['train']:
+        x = torch.rand(b, *shape, device=dev)
+        y = torch.randint(0, 10, (b,), device=dev)
+
+        def step():
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+        out['train', b] = _median_ms(step, sync, rounds)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--rounds', type=int, default=20)
+    ap.add_argument('--models', default='mlp,lenet,resnet18_v1,mobilenetv2_1.0')
+    ap.add_argument('--out')
+    args = ap.parse_args()
+    batches = {'infer': [1, 64], 'train': [64]}
+    lines = ['| workload | hybridgluon (ms) | PyTorch CUDA (ms) | ratio (PyTorch / ours) |',
+             '|---|---|---|---|']
+    for name in args.models.split(','):
+        try:
+            ours = hg_rows(name, batches, args.rounds)
+        except Exception as e:  # an op without a GPU kernel: say which, go on
+            ours = {}
+            lines.append('| %s | not run: %s | | |' % (name, str(e).split('\n')[0][:160]))
+        theirs = torch_rows(name, batches, args.rounds)
+        for key in sorted(theirs):
+            kind, b = key
+            if key in ours:
+                lines.append('| %s %s, batch %d | %.3f | %.3f | %.2fx |' % (
+                    name, 'training step' if kind == 'train' else 'inference', b, ours[key],
+                    theirs[key], theirs[key] / ours[key]))
+            else:
+                lines.append('| %s %s, batch %d | - | %.3f | |' % (
+                    name, 'training step' if kind == 'train' else 'inference', b, theirs[key]))
+        print('\n'.join(lines[-len(theirs) - (0 if ours else 1):]), flush=True)
+    text = '\n'.join(lines) + '\n'
+    if args.out:
+        with open(args.out, 'w') as f:
+            f.write(text)
+    print(text)
+
+
+if __name__ == '__main__':
+    main()
