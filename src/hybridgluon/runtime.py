@@ -2,9 +2,10 @@
 names, so that code asking `Features().is_enabled('CUDA')` gets a true answer.
 
 The answers describe hybridgluon's build, not MXNet's: CUDA when it is the CUDA build
-(`HG_CUDA=1`, docs/gpu.md; cuDNN when that build has cuDNN kernels), its own thread pool instead of OpenMP, OpenBLAS (scipy-openblas32 or the system's)
-for GEMM, float16 converted in software (no F16C), SSE/SSE2 as the x86-64 baseline and AVX2 /
-AVX-512 kernels chosen at run time where the CPU has them.
+(`HG_CUDA=1`, docs/gpu.md; cuDNN when that build has cuDNN kernels), its own thread pool
+instead of OpenMP, OpenBLAS (scipy-openblas32 or the system's) for GEMM, float16 converted in
+software (no F16C), SSE/SSE2 as the x86-64 baseline and AVX2 / AVX-512 kernels chosen at run
+time where the CPU has them.
 """
 import collections
 import platform
@@ -17,8 +18,9 @@ _X86 = platform.machine().lower() in ('x86_64', 'amd64')
 
 # MXNet 1.9.1's feature names, in its order, with this build's answer.
 _FEATURES = [
-    ('CUDA', _core.built_with_cuda()), ('CUDNN', _core.built_with_cuda() and
-                                           _core.op_info('Convolution')['gpu']), ('NCCL', False), ('CUDA_RTC', False),
+    ('CUDA', _core.built_with_cuda()),
+    ('CUDNN', _core.built_with_cuda() and _core.op_info('Convolution')['gpu']),
+    ('NCCL', False), ('CUDA_RTC', False),
     ('TENSORRT', False), ('CPU_SSE', _X86), ('CPU_SSE2', _X86), ('CPU_SSE3', False),
     ('CPU_SSE4_1', False), ('CPU_SSE4_2', False), ('CPU_SSE4A', False), ('CPU_AVX', _X86),
     ('CPU_AVX2', _X86), ('OPENMP', False), ('SSE', False), ('F16C', False), ('JEMALLOC', False),
