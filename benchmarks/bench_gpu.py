@@ -7,7 +7,10 @@ over rounds of a synchronised call (waitall / torch.cuda.synchronize), after war
 hybridgluon runs these imperatively: a hybridized block on a GPU runs op by op too (no plans
 on a GPU yet, docs/gpu.md). A row whose network needs an op without a GPU kernel says which.
 
-    python benchmarks/bench_gpu.py [--rounds 20] [--out FILE]
+    python benchmarks/bench_gpu.py [--rounds 20] [--out benchmarks/RESULTS_GPU.md]
+
+The file it writes is the GPU section that benchmarks/run.py puts into RESULTS.md (the CPU
+machine that runs run.py has no GPU).
 """
 import argparse
 import os
@@ -137,8 +140,26 @@ def main():
     ap.add_argument('--out')
     args = ap.parse_args()
     batches = {'infer': [1, 64], 'train': [64]}
-    lines = ['| workload | hybridgluon (ms) | PyTorch CUDA (ms) | ratio (PyTorch / ours) |',
-             '|---|---|---|---|']
+    import subprocess
+    import torch
+    import hybridgluon as mx
+    rev = os.environ.get('HG_REV')  # the commit, where the tree came without its .git
+    if not rev:
+        try:
+            rev = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
+                                 text=True, cwd=HERE).stdout.strip() or 'unknown'
+        except OSError:
+            rev = 'unknown'
+    head = ['### GPU (hybridgluon on gpu(0) against PyTorch CUDA; medians in ms; ratio > 1 means '
+            'hybridgluon is faster)', '',
+            'Device: %s; PyTorch %s; hybridgluon %s (%d ops with GPU kernels); float32, TF32 off; '
+            '%d rounds after 3 warm-up calls; %s UTC. Measured with `python '
+            'benchmarks/bench_gpu.py`. hybridgluon runs op by op (no plans on a GPU yet).'
+            % (torch.cuda.get_device_name(0), torch.__version__, rev,
+               sum(mx._core.op_info(o)['gpu'] for o in mx._core.list_ops()), args.rounds,
+               time.strftime('%Y-%m-%d %H:%M', time.gmtime())), '']
+    lines = head + ['| workload | hybridgluon (ms) | PyTorch CUDA (ms) | ratio (PyTorch / ours) |',
+                    '|---|---|---|---|']
     for name in args.models.split(','):
         try:
             ours = hg_rows(name, batches, args.rounds)
@@ -156,6 +177,7 @@ def main():
                 lines.append('| %s %s, batch %d | - | %.3f | |' % (
                     name, 'training step' if kind == 'train' else 'inference', b, theirs[key]))
         print('\n'.join(lines[-len(theirs) - (0 if ours else 1):]), flush=True)
+        sys.stdout.flush()
     text = '\n'.join(lines) + '\n'
     if args.out:
         with open(args.out, 'w') as f:
