@@ -31,35 +31,34 @@
 #include "ops/conv.h"
 #include "ops/conv_common.h"
 
-
 /* Convolution's schema, then the two switches _backward_Convolution adds after it: the forward's
  * schema is the first CV_NATTRS entries of this table. */
 static const hg_attr_spec k_conv_attrs[] = {
     [CV_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-                  "convolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
+                   "convolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
     [CV_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
     [CV_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
     [CV_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
-               "zero padding per spatial dim (both sides); () means 0s", NULL},
+                "zero padding per spatial dim (both sides); () means 0s", NULL},
     [CV_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-                      "number of output channels", NULL},
+                       "number of output channels", NULL},
     [CV_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
-                     NULL},
+                      NULL},
     [CV_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)",
-                     NULL},
+                      NULL},
     [CV_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input",
-                   NULL},
+                    NULL},
     [CV_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                      "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
+                       "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
     [CV_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
     [CV_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
-                  "only, the CPU forward refuses them as MXNet's); None means channel-first",
-                  hg_conv_layout_choices},
+                   "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
+                   "only, the CPU forward refuses them as MXNet's); None means channel-first",
+                   hg_conv_layout_choices},
     [CV_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
-                     "compute the data gradient (else output 0 is zeros)", NULL},
+                      "compute the data gradient (else output 0 is zeros)", NULL},
     [CV_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
-                       "compute the weight gradient (else output 1 is zeros)", NULL},
+                        "compute the weight gradient (else output 1 is zeros)", NULL},
 };
 _Static_assert(HG_COUNT(k_conv_attrs) == CV_BW_NATTRS, "k_conv_attrs must match its enum");
 

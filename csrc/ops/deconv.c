@@ -23,38 +23,38 @@
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
-
 /* Deconvolution's schema, then the two switches _backward_Deconvolution adds after it: the
  * forward's schema is the first DC_NATTRS entries of this table. */
 static const hg_attr_spec k_deconv_attrs[] = {
     [DC_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-                  "deconvolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
+                   "deconvolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
     [DC_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
     [DC_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
     [DC_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
-               "padding removed from both sides of the output; () means 0s", NULL},
+                "padding removed from both sides of the output; () means 0s", NULL},
     [DC_ADJ] = {"adj", HG_ATTR_TUPLE, 0, "()", "extra output size at the end of each spatial dim",
-               NULL},
+                NULL},
     [DC_TARGET] = {"target_shape", HG_ATTR_TUPLE, 0, "()",
-                  "output spatial shape: overrides pad and adj", NULL},
+                   "output spatial shape: overrides pad and adj", NULL},
     [DC_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-                      "number of output channels", NULL},
+                       "number of output channels", NULL},
     [DC_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
-                     NULL},
+                      NULL},
     [DC_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)",
-                     NULL},
-    [DC_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input", NULL},
+                      NULL},
+    [DC_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input",
+                    NULL},
     [DC_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                      "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
+                       "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
     [DC_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
     [DC_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
-                  "only, the CPU forward refuses them as MXNet's); None means channel-first",
-                  hg_conv_layout_choices},
+                   "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
+                   "only, the CPU forward refuses them as MXNet's); None means channel-first",
+                   hg_conv_layout_choices},
     [DC_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
-                     "compute the data gradient (else output 0 is zeros)", NULL},
+                      "compute the data gradient (else output 0 is zeros)", NULL},
     [DC_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
-                       "compute the weight gradient (else output 1 is zeros)", NULL},
+                        "compute the weight gradient (else output 1 is zeros)", NULL},
 };
 _Static_assert(HG_COUNT(k_deconv_attrs) == DC_BW_NATTRS, "k_deconv_attrs must match its enum");
 

@@ -122,17 +122,18 @@ static void load(void)
     g_dnn.set_conv = (set_conv_fn)sym(lib, "cudnnSetConvolutionNdDescriptor", &ok);
     g_dnn.set_groups = (set_int_fn)sym(lib, "cudnnSetConvolutionGroupCount", &ok);
     g_dnn.set_math = (set_int_fn)sym(lib, "cudnnSetConvolutionMathType", &ok);
-    g_dnn.get_algo[HG_CUDNN_FWD] =
-        (get_algo_fn)sym(lib, "cudnnGetConvolutionForwardAlgorithm_v7", &ok);
-    g_dnn.get_algo[HG_CUDNN_BWD_DATA] =
-        (get_algo_fn)sym(lib, "cudnnGetConvolutionBackwardDataAlgorithm_v7", &ok);
-    g_dnn.get_algo[HG_CUDNN_BWD_FILTER] =
-        (get_algo_fn)sym(lib, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", &ok);
-    g_dnn.ws_size[HG_CUDNN_FWD] = (ws_size_fn)sym(lib, "cudnnGetConvolutionForwardWorkspaceSize", &ok);
-    g_dnn.ws_size[HG_CUDNN_BWD_DATA] =
-        (ws_size_fn)sym(lib, "cudnnGetConvolutionBackwardDataWorkspaceSize", &ok);
-    g_dnn.ws_size[HG_CUDNN_BWD_FILTER] =
-        (ws_size_fn)sym(lib, "cudnnGetConvolutionBackwardFilterWorkspaceSize", &ok);
+    g_dnn.get_algo[HG_CUDNN_FWD] = (get_algo_fn)sym(lib, "cudnnGetConvolutionForwardAlgorithm_v7",
+                                                    &ok);
+    g_dnn.get_algo[HG_CUDNN_BWD_DATA] = (get_algo_fn)sym(
+        lib, "cudnnGetConvolutionBackwardDataAlgorithm_v7", &ok);
+    g_dnn.get_algo[HG_CUDNN_BWD_FILTER] = (get_algo_fn)sym(
+        lib, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", &ok);
+    g_dnn.ws_size[HG_CUDNN_FWD] = (ws_size_fn)sym(lib, "cudnnGetConvolutionForwardWorkspaceSize",
+                                                  &ok);
+    g_dnn.ws_size[HG_CUDNN_BWD_DATA] = (ws_size_fn)sym(
+        lib, "cudnnGetConvolutionBackwardDataWorkspaceSize", &ok);
+    g_dnn.ws_size[HG_CUDNN_BWD_FILTER] = (ws_size_fn)sym(
+        lib, "cudnnGetConvolutionBackwardFilterWorkspaceSize", &ok);
     g_dnn.run[HG_CUDNN_FWD] = (conv_fn)sym(lib, "cudnnConvolutionForward", &ok);
     g_dnn.run[HG_CUDNN_BWD_DATA] = (conv_fn)sym(lib, "cudnnConvolutionBackwardData", &ok);
     g_dnn.run[HG_CUDNN_BWD_FILTER] = (conv_fn)sym(lib, "cudnnConvolutionBackwardFilter", &ok);
@@ -147,8 +148,7 @@ static hg_status dnn_status(int st, const char *op, const char *what)
 {
     if (st == STATUS_SUCCESS) return HG_OK;
     const char *msg = g_dnn.error_string ? g_dnn.error_string(st) : "";
-    return hg_error(HG_ERR_INTERNAL, "%s: cuDNN error %d in %s: %s", op, st, what,
-                    msg ? msg : "");
+    return hg_error(HG_ERR_INTERNAL, "%s: cuDNN error %d in %s: %s", op, st, what, msg ? msg : "");
 }
 
 /* The handle of gpu(dev), bound to its stream; created at first use. Caller holds g_lock. */
@@ -266,8 +266,9 @@ static hg_status set_tensor(desc t, int dtype, int nd, int64_t n, int64_t ch, co
 
 static hg_status make_descs(const hg_cudnn_conv *c, const char *op, bool precise, descs *d)
 {
-    int dtype = c->dtype == HG_DTYPE_F64 ? DATA_DOUBLE : c->dtype == HG_DTYPE_F16 ? DATA_HALF
-                                                                                  : DATA_FLOAT;
+    int dtype = c->dtype == HG_DTYPE_F64   ? DATA_DOUBLE
+                : c->dtype == HG_DTYPE_F16 ? DATA_HALF
+                                           : DATA_FLOAT;
     int compute = c->dtype == HG_DTYPE_F64 ? DATA_DOUBLE : DATA_FLOAT;
     int nd = c->nsp == 3 ? 5 : 4, first = 5 - nd; /* first spatial index used of the 3 */
     HG_TRY(dnn_status(g_dnn.create_tensor(&d->x), op, "cudnnCreateTensorDescriptor"));
@@ -405,9 +406,9 @@ hg_status hg_cudnn_conv_run(int dev, const char *op, hg_cudnn_conv_kind kind,
         case HG_CUDNN_BWD_DATA: pa = w, pb = y, pc = x; break;
         default: pa = x, pb = y, pc = w; break;
         }
-        st = dnn_status(g_dnn.run[kind](h, alpha, a, pa, b, pb, d.conv, algo, ws, ws_bytes, beta,
-                                        cc, pc),
-                        op, k_what[kind]);
+        st = dnn_status(
+            g_dnn.run[kind](h, alpha, a, pa, b, pb, d.conv, algo, ws, ws_bytes, beta, cc, pc), op,
+            k_what[kind]);
     }
     /* Stream-ordered: the block is reused only by work queued after this product. */
     if (ws) hg_device_free(dev, ws, ws_bytes);

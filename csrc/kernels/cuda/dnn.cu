@@ -82,6 +82,11 @@ hg_status stream_of(int dev, cudaStream_t *s)
     return st != HG_OK ? st : HG_ERR_INTERNAL;
 }
 
+/* Three extents, passed to kernels by value. */
+struct dev_grid {
+    int64_t v[3];
+};
+
 size_t nbytes_of(const hg_tensor *t) { return (size_t)t->size * hg_dtype_size(t->dtype); }
 
 hg_status zero_fill(const char *name, cudaStream_t s, hg_tensor *t)
@@ -150,21 +155,21 @@ __global__ void bias_grad_kernel(const T *dy, T *db, int64_t N, int64_t F, int64
 unsigned channel_blocks(int64_t c) { return (unsigned)(c < 1 ? 1 : c > 65535 ? 65535 : c); }
 
 template <typename T>
-hg_status bias_add_t(const char *name, cudaStream_t s, void *y, const void *b, int64_t F,
-                     int64_t P, int64_t n, bool fill)
+hg_status bias_add_t(const char *name, cudaStream_t s, void *y, const void *b, int64_t F, int64_t P,
+                     int64_t n, bool fill)
 {
     if (n == 0) return HG_OK;
     if (fill)
-        bias_fill_kernel<T><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>((T *)y, (const T *)b,
-                                                                          F, P, n);
+        bias_fill_kernel<T>
+            <<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>((T *)y, (const T *)b, F, P, n);
     else
-        bias_add_kernel<T><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>((T *)y, (const T *)b, F,
-                                                                         P, n);
+        bias_add_kernel<T>
+            <<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>((T *)y, (const T *)b, F, P, n);
     return hg_cuda_launched(name);
 }
 
-hg_status bias_add(const char *name, cudaStream_t s, hg_dtype dt, void *y, const void *b,
-                   int64_t F, int64_t P, int64_t n, bool fill)
+hg_status bias_add(const char *name, cudaStream_t s, hg_dtype dt, void *y, const void *b, int64_t F,
+                   int64_t P, int64_t n, bool fill)
 {
     switch (dt) {
     case HG_DTYPE_F32: return bias_add_t<float>(name, s, y, b, F, P, n, fill);
@@ -283,13 +288,13 @@ hg_status conv_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
     if (!gw || empty) HG_TRY(zero_fill(op->name, s, out[1]));
     void *dy = hg_data(in[0]);
     if (!empty && gd)
-        HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_BWD_DATA, &c,
-                                 hg_data(out[0]), hg_data(in[2]), dy));
+        HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_BWD_DATA, &c, hg_data(out[0]),
+                                 hg_data(in[2]), dy));
     if (!empty && gw)
-        HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_BWD_FILTER, &c,
-                                 hg_data(in[1]), hg_data(out[1]), dy));
-    if (nout > 2) HG_TRY(bias_grad(op->name, s, c.dtype, dy, hg_data(out[2]), c.N, c.F,
-                                   spatial(c.out)));
+        HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_BWD_FILTER, &c, hg_data(in[1]),
+                                 hg_data(out[1]), dy));
+    if (nout > 2)
+        HG_TRY(bias_grad(op->name, s, c.dtype, dy, hg_data(out[2]), c.N, c.F, spatial(c.out)));
     return HG_OK;
 }
 
@@ -298,12 +303,24 @@ hg_status conv_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
 /* The convolution whose data gradient Deconvolution's forward is: its data is our output (F
  * channels on the out grid), its output our data (C channels on the in grid), its weight ours
  * ((C, F/G, *k) is its (filters, channels/G, *k)); pads from deconv.h's rule (target_shape).
- * cuDNN needs that convolution's output size to be our input size again: true unless a
- * target_shape asks, with stride 1, for an odd total pad (its odd unit then lands in adj >= s). */
+ *
+ * cuDNN needs that convolution's output size to be our input size again. That holds unless a
+ * target_shape asks, with stride 1, for an odd total pad: its odd unit lands in adj (= 1 = s)
+ * and the convolution would have one output too many. Such a dim is computed with pad p - 1
+ * on a grid one longer at the front (shift[i] = 1): output element o is element o + 1 there,
+ * and the convolution's output size is our input size again. */
+struct deconv_call {
+    hg_cudnn_conv c;
+    int64_t shift[3]; /* 1: that dim runs on the grid one longer at the front */
+    bool shifted;
+    int64_t big[3]; /* the grid cuDNN sees (our output grid plus the shifts) */
+};
+
 hg_status deconv_geom(const hg_op_def *op, const hg_attrs *a, const hg_tensor *x,
-                      const hg_tensor *y, hg_cudnn_conv *c)
+                      const hg_tensor *y, deconv_call *dc)
 {
-    memset(c, 0, sizeof *c);
+    memset(dc, 0, sizeof *dc);
+    hg_cudnn_conv *c = &dc->c;
     const int nsp = a->v[DC_KERNEL].t.n, off = 3 - nsp;
     c->dtype = x->dtype;
     c->nsp = nsp;
@@ -314,7 +331,7 @@ hg_status deconv_geom(const hg_op_def *op, const hg_attrs *a, const hg_tensor *x
     for (int i = 0; i < 3; i++) {
         const int j = i - off;
         if (j < 0) {
-            c->k[i] = c->s[i] = c->d[i] = c->in[i] = c->out[i] = 1;
+            c->k[i] = c->s[i] = c->d[i] = c->in[i] = c->out[i] = dc->big[i] = 1;
             continue;
         }
         int64_t pad, adj, osz;
@@ -325,18 +342,65 @@ hg_status deconv_geom(const hg_op_def *op, const hg_attrs *a, const hg_tensor *x
         hg_deconv_dim_geom(a, j, c->out[i], &pad, &adj, &osz);
         c->p[i] = pad;
         c->in[i] = y->shape[2 + j];
-        const int64_t back = (c->in[i] + 2 * pad - c->d[i] * (c->k[i] - 1) - 1) / c->s[i] + 1;
-        if (back != c->out[i])
-            return hg_error(HG_ERR_UNSUPPORTED,
-                            "%s: target_shape gives spatial dim %d an adj of %lld with stride "
-                            "%lld, which cuDNN cannot express; not supported on GPU (run it on "
-                            "the CPU or give pad/adj instead)",
-                            op->name, j, (long long)adj, (long long)c->s[i]);
+        const int64_t span = c->d[i] * (c->k[i] - 1) + 1;
+        if ((c->in[i] + 2 * pad - span) / c->s[i] + 1 != c->out[i]) {
+            if (c->s[i] != 1 || adj != 1 || pad < 1)
+                return hg_error(HG_ERR_INTERNAL,
+                                "%s: spatial dim %d has adj %lld with stride %lld and pad %lld, "
+                                "which the GPU kernel cannot express",
+                                op->name, j, (long long)adj, (long long)c->s[i], (long long)pad);
+            dc->shift[i] = 1;
+            dc->shifted = true;
+            c->p[i] = pad - 1;
+            c->in[i] += 1;
+        }
+        dc->big[i] = c->in[i];
     }
     const int64_t mb = a->v[DC_WORKSPACE].i;
     c->ws_limit = mb > 0 ? (size_t)mb << 20 : 0;
     return HG_OK;
 }
+
+/* Between a tensor of NC planes on grid sm and one on grid bg (each dim of bg longer by off at
+ * the front): big[nc, q + off] = small[nc, q] (to_big), or small[nc, q] = big[nc, q + off]. */
+template <typename T>
+__global__ void shift_copy_kernel(T *small, T *big, int64_t n, dev_grid sm, dev_grid bg,
+                                  dev_grid off, bool to_big)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        const int64_t e = i % sm.v[2], b = (i / sm.v[2]) % sm.v[1];
+        const int64_t a = (i / (sm.v[2] * sm.v[1])) % sm.v[0];
+        const int64_t nc = i / (sm.v[2] * sm.v[1] * sm.v[0]);
+        const int64_t bi = ((nc * bg.v[0] + a + off.v[0]) * bg.v[1] + b + off.v[1]) * bg.v[2] + e +
+                           off.v[2];
+        if (to_big) big[bi] = small[i];
+        else small[i] = big[bi];
+    }
+}
+
+hg_status shift_copy(const char *name, cudaStream_t s, size_t es, void *small, void *big,
+                     int64_t NC, const int64_t *sm, const int64_t *bg, const int64_t *off,
+                     bool to_big)
+{
+    dev_grid gs, gb, go;
+    for (int i = 0; i < 3; i++) gs.v[i] = sm[i], gb.v[i] = bg[i], go.v[i] = off[i];
+    const int64_t n = NC * sm[0] * sm[1] * sm[2];
+    if (n == 0) return HG_OK;
+    if (es == 4)
+        shift_copy_kernel<uint32_t><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(
+            (uint32_t *)small, (uint32_t *)big, n, gs, gb, go, to_big);
+    else
+        shift_copy_kernel<uint64_t><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(
+            (uint64_t *)small, (uint64_t *)big, n, gs, gb, go, to_big);
+    return hg_cuda_launched(name);
+}
+
+/* A temporary tensor of NC planes on the big grid (stream-ordered device memory). */
+struct big_buf {
+    void *p;
+    size_t bytes;
+};
 
 hg_status deconv_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
                      hg_tensor *const *in, int nout, hg_tensor *const *out)
@@ -344,44 +408,84 @@ hg_status deconv_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *
     HG_TRY(refuse_layout(op, a, DC_LAYOUT));
     cudaStream_t s;
     HG_TRY(stream_of(ctx->device_id, &s));
-    hg_cudnn_conv c;
-    HG_TRY(deconv_geom(op, a, in[0], out[0], &c));
+    deconv_call dc;
+    HG_TRY(deconv_geom(op, a, in[0], out[0], &dc));
+    const hg_cudnn_conv &c = dc.c;
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
-    const int64_t P = spatial(c.in), ny = out[0]->size, F = out[0]->shape[1];
+    const int64_t ny = out[0]->size, F = out[0]->shape[1], P = ny / (c.N * F);
     if (in[0]->size == 0 || in[1]->size == 0) {
         if (!bias) return zero_fill(op->name, s, out[0]);
         return bias_add(op->name, s, c.dtype, hg_data(out[0]), bias, F, P, ny, true);
     }
-    HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_BWD_DATA, &c, hg_data(out[0]),
-                             hg_data(in[1]), hg_data(in[0])));
+    const int dev = ctx->device_id;
+    const size_t es = hg_dtype_size(c.dtype);
+    if (!dc.shifted) {
+        HG_TRY(hg_cudnn_conv_run(dev, op->name, HG_CUDNN_BWD_DATA, &dc.c, hg_data(out[0]),
+                                 hg_data(in[1]), hg_data(in[0])));
+    } else { /* into the longer grid, then its part from the shifts on */
+        big_buf b = {NULL, es * (size_t)(c.N * F * spatial(dc.big))};
+        int64_t sm[3];
+        for (int i = 0; i < 3; i++) sm[i] = dc.big[i] - dc.shift[i];
+        HG_TRY(hg_device_alloc(dev, b.bytes, &b.p));
+        hg_status st = hg_cudnn_conv_run(dev, op->name, HG_CUDNN_BWD_DATA, &dc.c, b.p,
+                                         hg_data(in[1]), hg_data(in[0]));
+        if (st == HG_OK)
+            st = shift_copy(op->name, s, es, hg_data(out[0]), b.p, c.N * F, sm, dc.big, dc.shift,
+                            false);
+        hg_device_free(dev, b.p, b.bytes);
+        HG_TRY(st);
+    }
     if (bias) HG_TRY(bias_add(op->name, s, c.dtype, hg_data(out[0]), bias, F, P, ny, false));
     return HG_OK;
 }
 
 /* _backward_Deconvolution(ograd, data, weight): with that convolution, our data gradient is its
  * forward of our output gradient, our weight gradient its weight gradient of (our output
- * gradient, our data), our bias gradient the channel sums of our output gradient. */
+ * gradient, our data), our bias gradient the channel sums of our output gradient. Shifted dims
+ * put the output gradient on the longer grid first, zeros in front. */
 hg_status deconv_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
                         hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     HG_TRY(refuse_layout(op, a, DC_LAYOUT));
     cudaStream_t s;
     HG_TRY(stream_of(ctx->device_id, &s));
-    hg_cudnn_conv c;
-    HG_TRY(deconv_geom(op, a, in[1], in[0], &c));
+    deconv_call dc;
+    HG_TRY(deconv_geom(op, a, in[1], in[0], &dc));
+    const hg_cudnn_conv &c = dc.c;
     const bool gd = a->v[DC_GRAD_DATA].b, gw = a->v[DC_GRAD_WEIGHT].b;
     const bool empty = in[1]->size == 0 || in[2]->size == 0 || in[0]->size == 0;
     if (!gd || empty) HG_TRY(zero_fill(op->name, s, out[0]));
     if (!gw || empty) HG_TRY(zero_fill(op->name, s, out[1]));
     void *dy = hg_data(in[0]);
+    const int64_t F = in[0]->shape[1], P = c.N * F > 0 ? in[0]->size / (c.N * F) : 0;
+    const int dev = ctx->device_id;
+    big_buf b = {NULL, 0};
+    void *dyc = dy; /* the output gradient on cuDNN's grid */
+    if (!empty && (gd || gw) && dc.shifted) {
+        const size_t es = hg_dtype_size(c.dtype);
+        int64_t sm[3];
+        for (int i = 0; i < 3; i++) sm[i] = dc.big[i] - dc.shift[i];
+        b.bytes = es * (size_t)(c.N * F * spatial(dc.big));
+        HG_TRY(hg_device_alloc(dev, b.bytes, &b.p));
+        hg_status st = hg_cuda_status(cudaMemsetAsync(b.p, 0, b.bytes, s), op->name);
+        if (st == HG_OK)
+            st = shift_copy(op->name, s, es, dy, b.p, c.N * F, sm, dc.big, dc.shift, true);
+        if (st != HG_OK) {
+            hg_device_free(dev, b.p, b.bytes);
+            return st;
+        }
+        dyc = b.p;
+    }
+    hg_status st = HG_OK;
     if (!empty && gd)
-        HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_FWD, &c, dy, hg_data(in[2]),
-                                 hg_data(out[0])));
-    if (!empty && gw)
-        HG_TRY(hg_cudnn_conv_run(ctx->device_id, op->name, HG_CUDNN_BWD_FILTER, &c, dy,
-                                 hg_data(out[1]), hg_data(in[1])));
-    if (nout > 2) HG_TRY(bias_grad(op->name, s, c.dtype, dy, hg_data(out[2]), c.N, c.C,
-                                   spatial(c.in)));
+        st = hg_cudnn_conv_run(dev, op->name, HG_CUDNN_FWD, &dc.c, dyc, hg_data(in[2]),
+                               hg_data(out[0]));
+    if (st == HG_OK && !empty && gw)
+        st = hg_cudnn_conv_run(dev, op->name, HG_CUDNN_BWD_FILTER, &dc.c, dyc, hg_data(out[1]),
+                               hg_data(in[1]));
+    if (b.p) hg_device_free(dev, b.p, b.bytes);
+    HG_TRY(st);
+    if (nout > 2) HG_TRY(bias_grad(op->name, s, c.dtype, dy, hg_data(out[2]), c.N, F, P));
     return HG_OK;
 }
 
@@ -485,8 +589,7 @@ template <typename A> __device__ __forceinline__ A root_p(A v, int pv)
     return pv == 1 ? v : pv == 2 ? (A)sqrt((double)v) : (A)cbrt((double)v);
 }
 
-template <typename T>
-__global__ void pool_fwd_kernel(const T *x, T *y, pool_geom g, int64_t n)
+template <typename T> __global__ void pool_fwd_kernel(const T *x, T *y, pool_geom g, int64_t n)
 {
     typedef typename acc_of<T>::type A;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -623,8 +726,7 @@ __global__ void pool_bw_max_kernel(const T *dy, const T *x, const T *y, A *acc, 
     }
 }
 
-template <typename T>
-__global__ void to_type_kernel(const float *src, T *dst, int64_t n)
+template <typename T> __global__ void to_type_kernel(const float *src, T *dst, int64_t n)
 {
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
@@ -653,8 +755,8 @@ hg_status pool_bw_t(const hg_op_def *op, int dev, cudaStream_t s, const void *dy
         st = hg_cuda_launched(op->name);
     }
     if (st == HG_OK && sizeof(A) != sizeof(T)) {
-        to_type_kernel<T><<<hg_cuda_blocks(nx), HG_CUDA_THREADS, 0, s>>>((const float *)acc, dx,
-                                                                         nx);
+        to_type_kernel<T>
+            <<<hg_cuda_blocks(nx), HG_CUDA_THREADS, 0, s>>>((const float *)acc, dx, nx);
         st = hg_cuda_launched(op->name);
     }
     if (sizeof(A) != sizeof(T)) hg_device_free(dev, acc, abytes);
@@ -670,8 +772,7 @@ hg_status pool_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
     const pool_geom g = pool_geometry(a, in[1], in[0]);
     const void *dy = hg_data(in[0]), *x = hg_data(in[1]), *y = nin > 2 ? hg_data(in[2]) : NULL;
     if ((g.type == POOL_MAX || g.type == POOL_LP) && !y)
-        return hg_error(HG_ERR_VALUE, "%s: max and lp pooling need the forward output",
-                        op->name);
+        return hg_error(HG_ERR_VALUE, "%s: max and lp pooling need the forward output", op->name);
     if (out[0]->size == 0) return HG_OK;
     const int dev = ctx->device_id;
     const int64_t ny = in[0]->size;
@@ -772,9 +873,8 @@ __global__ void bn_fwd_kernel(const T *x, const T *gamma, const T *beta, const T
 /* One block per channel: S = sum dy, D = sum dy * (x - mean); the gamma / beta gradients; the
  * moving statistics (training: from the batch mean and the inverse std, as norm.c); then dx. */
 template <typename T>
-__global__ void bn_bwd_kernel(const T *dy, const T *x, const T *gamma, const T *mean,
-                              const T *var, T *mmean, T *mvar, T *dx, T *dgamma, T *dbeta,
-                              bn_geom g)
+__global__ void bn_bwd_kernel(const T *dy, const T *x, const T *gamma, const T *mean, const T *var,
+                              T *mmean, T *mvar, T *dx, T *dgamma, T *dbeta, bn_geom g)
 {
     const int64_t n = g.O * g.I;
     for (int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
