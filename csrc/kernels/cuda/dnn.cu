@@ -788,12 +788,18 @@ hg_status pool_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
 
 /* ---- BatchNorm ------------------------------------------------------------------------------- */
 
-/* The data as [O, C, I] around the channel axis; per channel n = O * I elements. */
+/* The data as [O, C, I] around the channel axis; per channel n = O * I elements, element k of
+ * channel c at ((k / I) * C + c) * I + k % I. Each channel's sums are split into B chunks of
+ * `chunk` elements, one block each, whose partial sums (double) a per-channel kernel then adds in
+ * chunk order: deterministic, and enough blocks to fill the GPU however few channels there are. */
 struct bn_geom {
-    int64_t O, C, I;
+    int64_t O, C, I, n, B, chunk;
     double eps, momentum;
     bool batch, fix_gamma;
 };
+
+#define BN_CHUNK 8192 /* elements a block sums at least */
+#define BN_MAX_B 512  /* chunks per channel at most */
 
 bn_geom bn_geometry(const hg_attrs *a, const hg_exec_ctx *ctx, const hg_tensor *x)
 {
@@ -804,6 +810,11 @@ bn_geom bn_geometry(const hg_attrs *a, const hg_exec_ctx *ctx, const hg_tensor *
     for (int i = 0; i < ax; i++) g.O *= x->shape[i];
     for (int i = ax + 1; i < x->ndim; i++) g.I *= x->shape[i];
     g.C = x->shape[ax];
+    g.n = g.O * g.I;
+    g.B = (g.n + BN_CHUNK - 1) / BN_CHUNK;
+    if (g.B < 1) g.B = 1;
+    if (g.B > BN_MAX_B) g.B = BN_MAX_B;
+    g.chunk = (g.n + g.B - 1) / g.B;
     g.eps = a->v[BN_EPS].f;
     g.momentum = a->v[BN_MOMENTUM].f;
     g.batch = ctx->is_train && !a->v[BN_USE_GLOBAL].b;
@@ -823,98 +834,178 @@ __device__ __forceinline__ double bn_invstd(double var, double eps, bool batch)
     return 1.0 / sqrt(var + eps);
 }
 
-/* One block per channel: the statistics (two passes in double: mean, centred squares; or the
- * moving ones), the mean / inverse-std outputs, then y = x * scale + shift. */
+/* Block (c, b): part[c * B + b] = sum over its chunk of x (mean == NULL) or of (x - mean[c])^2. */
 template <typename T>
-__global__ void bn_fwd_kernel(const T *x, const T *gamma, const T *beta, const T *rmean,
-                              const T *rvar, T *y, T *mean, T *var, bn_geom g)
+__global__ void bn_part_kernel(const T *x, const double *mean, double *part, bn_geom g)
 {
-    const int64_t n = g.O * g.I;
-    for (int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
+    const int64_t c = blockIdx.x / g.B, b = blockIdx.x % g.B;
+    const int64_t k0 = b * g.chunk, k1 = k0 + g.chunk < g.n ? k0 + g.chunk : g.n;
+    const double m = mean ? mean[c] : 0.0;
+    double acc = 0;
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += RED_THREADS) {
+        const double d = (double)x[bn_at(g, c, k)] - m;
+        acc += mean ? d * d : d;
+    }
+    acc = block_sum<double>(acc);
+    if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+
+/* Block (c, b): the backward's S (sum dy) and D (sum dy * (x - mean)) over its chunk. */
+template <typename T>
+__global__ void bn_bwd_part_kernel(const T *dy, const T *x, const T *mean, double *ps, double *pd,
+                                   bn_geom g)
+{
+    const int64_t c = blockIdx.x / g.B, b = blockIdx.x % g.B;
+    const int64_t k0 = b * g.chunk, k1 = k0 + g.chunk < g.n ? k0 + g.chunk : g.n;
+    const double m = (double)mean[c];
+    double S = 0, D = 0;
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += RED_THREADS) {
+        const int64_t e = bn_at(g, c, k);
+        const double q = (double)dy[e];
+        S += q;
+        D += q * ((double)x[e] - m);
+    }
+    S = block_sum<double>(S);
+    D = block_sum<double>(D);
+    if (threadIdx.x == 0) {
+        ps[blockIdx.x] = S;
+        pd[blockIdx.x] = D;
+    }
+}
+
+/* The chunk sums of channel c, in chunk order. */
+__device__ __forceinline__ double bn_total(const double *part, const bn_geom &g, int64_t c)
+{
+    double t = 0;
+    for (int64_t b = 0; b < g.B; b++) t += part[c * g.B + b];
+    return t;
+}
+
+/* Per channel: the batch mean from the sums. */
+__global__ void bn_mean_kernel(const double *part, double *mean, bn_geom g)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < g.C; c += step)
+        mean[c] = g.n > 0 ? bn_total(part, g, c) / (double)g.n : 0.0;
+}
+
+/* Per channel: the statistics (batch: mean and the centred sums; else the moving ones), the
+ * mean / inverse-std outputs, and y = x * scale + shift's coefficients. ch: mean, scale, shift. */
+template <typename T>
+__global__ void bn_stats_kernel(const double *part, double *ch, const T *gamma, const T *beta,
+                                const T *rmean, const T *rvar, T *mean, T *var, bn_geom g)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < g.C; c += step) {
         double m, v;
         if (g.batch) {
-            double s = 0;
-            for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) s += (double)x[bn_at(g, c, k)];
-            s = block_sum<double>(s);
-            m = n > 0 ? s / (double)n : 0.0;
-            double q = 0;
-            for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) {
-                const double d = (double)x[bn_at(g, c, k)] - m;
-                q += d * d;
-            }
-            q = block_sum<double>(q);
-            v = n > 0 ? q / (double)n : 0.0;
+            m = ch[c];
+            v = g.n > 0 ? bn_total(part, g, c) / (double)g.n : 0.0;
         } else {
             m = (double)rmean[c];
             v = (double)rvar[c];
         }
         const double inv = bn_invstd(v, g.eps, g.batch);
-        if (threadIdx.x == 0) {
-            mean[c] = (T)m;
-            var[c] = (T)inv;
-        }
+        mean[c] = (T)m;
+        var[c] = (T)inv;
         const double gm = g.fix_gamma ? 1.0 : (double)gamma[c];
-        const double sc = gm * inv, sh = (double)beta[c] - m * sc;
-        if (g.I == 1) { /* norm.c's channel-last apply computes in double */
-            for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) {
-                const int64_t e = bn_at(g, c, k);
-                y[e] = (T)((double)x[e] * sc + sh);
-            }
-        } else {
-            const T tsc = (T)sc, tsh = (T)sh;
-            for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) {
-                const int64_t e = bn_at(g, c, k);
-                y[e] = x[e] * tsc + tsh;
-            }
+        const double sc = gm * inv;
+        ch[g.C + c] = sc;
+        ch[2 * g.C + c] = (double)beta[c] - m * sc;
+    }
+}
+
+template <typename T>
+__global__ void bn_apply_kernel(const T *x, T *y, const double *ch, bn_geom g, int64_t total)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
+        const int64_t c = (e / g.I) % g.C;
+        const double sc = ch[g.C + c], sh = ch[2 * g.C + c];
+        if (g.I == 1) y[e] = (T)((double)x[e] * sc + sh); /* norm.c's channel-last apply */
+        else y[e] = x[e] * (T)sc + (T)sh;
+    }
+}
+
+/* Per channel: the gradient coefficients (ch: a, b, d, mean), d gamma, d beta and, in training,
+ * the moving statistics from the batch mean and the inverse std (norm.c's bn_update_moving). */
+template <typename T>
+__global__ void bn_bwd_coef_kernel(const double *ps, const double *pd, double *ch, const T *gamma,
+                                   const T *mean, const T *var, T *mmean, T *mvar, T *dgamma,
+                                   T *dbeta, bn_geom g)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < g.C; c += step) {
+        const double S = bn_total(ps, g, c), D = bn_total(pd, g, c), m = (double)mean[c];
+        const double inv_n = g.n > 0 ? 1.0 / (double)g.n : 0.0;
+        const double inv = (double)var[c], w = g.fix_gamma ? 1.0 : (double)gamma[c];
+        ch[c] = w * inv;
+        ch[g.C + c] = g.batch ? -w * inv * inv * inv * D * inv_n : 0.0;
+        ch[2 * g.C + c] = g.batch ? -w * inv * S * inv_n : 0.0;
+        ch[3 * g.C + c] = m;
+        dgamma[c] = (T)(g.fix_gamma ? 0.0 : D * inv);
+        dbeta[c] = (T)S;
+        if (g.batch && g.n > 0) {
+            const double vr = inv > 0 ? 1 / (inv * inv) - g.eps : 0.0;
+            mmean[c] = (T)((double)mmean[c] * g.momentum + m * (1 - g.momentum));
+            mvar[c] = (T)((double)mvar[c] * g.momentum + vr * (1 - g.momentum));
         }
     }
 }
 
-/* One block per channel: S = sum dy, D = sum dy * (x - mean); the gamma / beta gradients; the
- * moving statistics (training: from the batch mean and the inverse std, as norm.c); then dx. */
 template <typename T>
-__global__ void bn_bwd_kernel(const T *dy, const T *x, const T *gamma, const T *mean, const T *var,
-                              T *mmean, T *mvar, T *dx, T *dgamma, T *dbeta, bn_geom g)
+__global__ void bn_bwd_apply_kernel(const T *dy, const T *x, T *dx, const double *ch, bn_geom g,
+                                    int64_t total)
 {
-    const int64_t n = g.O * g.I;
-    for (int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
-        const double m = (double)mean[c];
-        double S = 0, D = 0;
-        for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) {
-            const int64_t e = bn_at(g, c, k);
-            const T q = dy[e];
-            S += (double)q;
-            D += (double)q * ((double)x[e] - m);
-        }
-        S = block_sum<double>(S);
-        D = block_sum<double>(D);
-        const double inv_n = n > 0 ? 1.0 / (double)n : 0.0;
-        const double inv = (double)var[c], w = g.fix_gamma ? 1.0 : (double)gamma[c];
-        const double ca = w * inv;
-        const double cb = g.batch ? -w * inv * inv * inv * D * inv_n : 0.0;
-        const double cd = g.batch ? -w * inv * S * inv_n : 0.0;
-        if (threadIdx.x == 0) {
-            dgamma[c] = (T)(g.fix_gamma ? 0.0 : D * inv);
-            dbeta[c] = (T)S;
-            if (g.batch && n > 0) {
-                const double vr = inv > 0 ? 1 / (inv * inv) - g.eps : 0.0;
-                mmean[c] = (T)((double)mmean[c] * g.momentum + m * (1 - g.momentum));
-                mvar[c] = (T)((double)mvar[c] * g.momentum + vr * (1 - g.momentum));
-            }
-        }
-        if (g.I == 1) {
-            for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) {
-                const int64_t e = bn_at(g, c, k);
-                dx[e] = (T)(ca * (double)dy[e] + cb * ((double)x[e] - m) + cd);
-            }
-        } else {
-            const T ta = (T)ca, tb = (T)cb, td = (T)cd, tm = (T)m;
-            for (int64_t k = threadIdx.x; k < n; k += RED_THREADS) {
-                const int64_t e = bn_at(g, c, k);
-                dx[e] = ta * dy[e] + tb * (x[e] - tm) + td;
-            }
-        }
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
+        const int64_t c = (e / g.I) % g.C;
+        const double ca = ch[c], cb = ch[g.C + c], cd = ch[2 * g.C + c], m = ch[3 * g.C + c];
+        if (g.I == 1) dx[e] = (T)(ca * (double)dy[e] + cb * ((double)x[e] - m) + cd);
+        else dx[e] = (T)ca * dy[e] + (T)cb * (x[e] - (T)m) + (T)cd;
     }
+}
+
+/* Device scratch of doubles (stream-ordered, freed right after the kernels are queued). */
+struct scratch {
+    int dev;
+    double *p;
+    size_t bytes;
+    scratch(int d) : dev(d), p(NULL), bytes(0) {}
+    hg_status get(size_t n)
+    {
+        bytes = sizeof(double) * n;
+        return hg_device_alloc(dev, bytes, (void **)&p);
+    }
+    ~scratch()
+    {
+        if (p) hg_device_free(dev, p, bytes);
+    }
+};
+
+template <typename T>
+hg_status bn_fwd_t(const char *name, int dev, cudaStream_t s, const bn_geom &g,
+                   hg_tensor *const *in, hg_tensor *const *out)
+{
+    scratch w(dev);
+    const int64_t CB = g.C * g.B;
+    HG_TRY(w.get((size_t)(CB + 3 * g.C)));
+    double *part = w.p, *ch = w.p + CB;
+    const T *x = (const T *)hg_data(in[0]);
+    const unsigned cblocks = hg_cuda_blocks(g.C);
+    if (g.batch) {
+        bn_part_kernel<T><<<(unsigned)CB, RED_THREADS, 0, s>>>(x, NULL, part, g);
+        bn_mean_kernel<<<cblocks, HG_CUDA_THREADS, 0, s>>>(part, ch, g);
+        bn_part_kernel<T><<<(unsigned)CB, RED_THREADS, 0, s>>>(x, ch, part, g);
+    }
+    bn_stats_kernel<T><<<cblocks, HG_CUDA_THREADS, 0, s>>>(
+        part, ch, (const T *)hg_data(in[1]), (const T *)hg_data(in[2]), (const T *)hg_data(in[3]),
+        (const T *)hg_data(in[4]), (T *)hg_data(out[1]), (T *)hg_data(out[2]), g);
+    const int64_t total = in[0]->size;
+    if (total > 0)
+        bn_apply_kernel<T><<<hg_cuda_blocks(total), HG_CUDA_THREADS, 0, s>>>(
+            x, (T *)hg_data(out[0]), ch, g, total);
+    return hg_cuda_launched(name);
 }
 
 hg_status bn_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
@@ -924,19 +1015,37 @@ hg_status bn_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
     HG_TRY(stream_of(ctx->device_id, &s));
     const bn_geom g = bn_geometry(a, ctx, in[0]);
     if (g.C == 0) return HG_OK;
-    const unsigned blocks = channel_blocks(g.C);
-#define BN_FWD(T)                                                                                \
-    bn_fwd_kernel<T><<<blocks, RED_THREADS, 0, s>>>(                                             \
-        (const T *)hg_data(in[0]), (const T *)hg_data(in[1]), (const T *)hg_data(in[2]),         \
-        (const T *)hg_data(in[3]), (const T *)hg_data(in[4]), (T *)hg_data(out[0]),              \
-        (T *)hg_data(out[1]), (T *)hg_data(out[2]), g)
-    if (in[0]->dtype == HG_DTYPE_F32) BN_FWD(float);
-    else if (in[0]->dtype == HG_DTYPE_F64) BN_FWD(double);
-    else
+    if ((uint64_t)g.C * (uint64_t)g.B > 0x7fffffffull)
+        return hg_error(HG_ERR_VALUE, "%s: %lld channels are too many for the GPU kernel", op->name,
+                        (long long)g.C);
+    switch (in[0]->dtype) {
+    case HG_DTYPE_F32: return bn_fwd_t<float>(op->name, ctx->device_id, s, g, in, out);
+    case HG_DTYPE_F64: return bn_fwd_t<double>(op->name, ctx->device_id, s, g, in, out);
+    default:
         return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
                         hg_dtype_name(in[0]->dtype));
-#undef BN_FWD
-    return hg_cuda_launched(op->name);
+    }
+}
+
+template <typename T>
+hg_status bn_bwd_t(const char *name, int dev, cudaStream_t s, const bn_geom &g,
+                   hg_tensor *const *in, hg_tensor *const *out)
+{
+    scratch w(dev);
+    const int64_t CB = g.C * g.B;
+    HG_TRY(w.get((size_t)(2 * CB + 4 * g.C)));
+    double *ps = w.p, *pd = w.p + CB, *ch = w.p + 2 * CB;
+    const T *dy = (const T *)hg_data(in[0]), *x = (const T *)hg_data(in[1]);
+    bn_bwd_part_kernel<T>
+        <<<(unsigned)CB, RED_THREADS, 0, s>>>(dy, x, (const T *)hg_data(in[3]), ps, pd, g);
+    bn_bwd_coef_kernel<T><<<hg_cuda_blocks(g.C), HG_CUDA_THREADS, 0, s>>>(
+        ps, pd, ch, (const T *)hg_data(in[2]), (const T *)hg_data(in[3]), (const T *)hg_data(in[4]),
+        (T *)hg_data(in[5]), (T *)hg_data(in[6]), (T *)hg_data(out[1]), (T *)hg_data(out[2]), g);
+    const int64_t total = in[1]->size;
+    if (total > 0)
+        bn_bwd_apply_kernel<T><<<hg_cuda_blocks(total), HG_CUDA_THREADS, 0, s>>>(
+            dy, x, (T *)hg_data(out[0]), ch, g, total);
+    return hg_cuda_launched(name);
 }
 
 /* _backward_BatchNorm(dy, data, gamma, mean, var, moving_mean, moving_var) -> (d data, d gamma,
@@ -948,19 +1057,16 @@ hg_status bn_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *c
     HG_TRY(stream_of(ctx->device_id, &s));
     const bn_geom g = bn_geometry(a, ctx, in[1]);
     if (g.C == 0) return HG_OK;
-    const unsigned blocks = channel_blocks(g.C);
-#define BN_BWD(T)                                                                                \
-    bn_bwd_kernel<T><<<blocks, RED_THREADS, 0, s>>>(                                             \
-        (const T *)hg_data(in[0]), (const T *)hg_data(in[1]), (const T *)hg_data(in[2]),         \
-        (const T *)hg_data(in[3]), (const T *)hg_data(in[4]), (T *)hg_data(in[5]),               \
-        (T *)hg_data(in[6]), (T *)hg_data(out[0]), (T *)hg_data(out[1]), (T *)hg_data(out[2]), g)
-    if (in[1]->dtype == HG_DTYPE_F32) BN_BWD(float);
-    else if (in[1]->dtype == HG_DTYPE_F64) BN_BWD(double);
-    else
+    if ((uint64_t)g.C * (uint64_t)g.B > 0x7fffffffull)
+        return hg_error(HG_ERR_VALUE, "%s: %lld channels are too many for the GPU kernel", op->name,
+                        (long long)g.C);
+    switch (in[1]->dtype) {
+    case HG_DTYPE_F32: return bn_bwd_t<float>(op->name, ctx->device_id, s, g, in, out);
+    case HG_DTYPE_F64: return bn_bwd_t<double>(op->name, ctx->device_id, s, g, in, out);
+    default:
         return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
                         hg_dtype_name(in[1]->dtype));
-#undef BN_BWD
-    return hg_cuda_launched(op->name);
+    }
 }
 
 } // namespace
