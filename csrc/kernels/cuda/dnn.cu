@@ -13,9 +13,10 @@
  * end), lp pooling, max's gradient to the first maximal element of a window, channel-last
  * layouts; BatchNorm's inverse-std output, moving statistics updated by the backward op from
  * that inverse std, eps below cuDNN's minimum, any axis. The kernels follow the CPU code of
- * ops/pool.c and ops/norm.c step for step (windows, divisors, accumulation types), one thread
- * per output element (pooling) or one block per channel with a fixed-order reduction in double
- * (BatchNorm, deterministic).
+ * ops/pool.c and ops/norm.c step for step (windows, divisors, accumulation types): pooling one
+ * thread per output element (its average / lp gradient one thread per data element, gathering
+ * in the CPU's order; max's gradient with atomic adds), BatchNorm's channel sums in double over
+ * chunks added in a fixed order (deterministic), then element-wise kernels.
  */
 #include <cuda_fp16.h>
 #include <float.h>
