@@ -28,74 +28,57 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/winograd.h"
+#include "ops/conv.h"
 #include "ops/conv_common.h"
 
-enum {
-    K_KERNEL,
-    K_STRIDE,
-    K_DILATE,
-    K_PAD,
-    K_NUM_FILTER,
-    K_NUM_GROUP,
-    K_WORKSPACE,
-    K_NO_BIAS,
-    K_CUDNN_TUNE,
-    K_CUDNN_OFF,
-    K_LAYOUT,
-    K_NATTRS, /* the forward's schema ends here */
-    K_GRAD_DATA = K_NATTRS,
-    K_GRAD_WEIGHT,
-    K_BW_NATTRS
-};
-
 /* Convolution's schema, then the two switches _backward_Convolution adds after it: the forward's
- * schema is the first K_NATTRS entries of this table. */
+ * schema is the first CV_NATTRS entries of this table. */
 static const hg_attr_spec k_conv_attrs[] = {
-    [K_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-                  "convolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
-    [K_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
-    [K_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
-    [K_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
-               "zero padding per spatial dim (both sides); () means 0s", NULL},
-    [K_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-                      "number of output channels", NULL},
-    [K_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
-                     NULL},
-    [K_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)",
-                     NULL},
-    [K_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input",
-                   NULL},
-    [K_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                      "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
-    [K_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
-    [K_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
-                  "only, the CPU forward refuses them as MXNet's); None means channel-first",
-                  hg_conv_layout_choices},
-    [K_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
-                     "compute the data gradient (else output 0 is zeros)", NULL},
-    [K_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
-                       "compute the weight gradient (else output 1 is zeros)", NULL},
+    [CV_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                   "convolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
+    [CV_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
+    [CV_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
+    [CV_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
+                "zero padding per spatial dim (both sides); () means 0s", NULL},
+    [CV_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                       "number of output channels", NULL},
+    [CV_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
+                      NULL},
+    [CV_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "1024", "workspace limit in MB (ignored on CPU)",
+                      NULL},
+    [CV_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "False", "whether to leave out the bias input",
+                    NULL},
+    [CV_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                       "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
+    [CV_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
+    [CV_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                   "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
+                   "only, the CPU forward refuses them as MXNet's); None means channel-first",
+                   hg_conv_layout_choices},
+    [CV_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
+                      "compute the data gradient (else output 0 is zeros)", NULL},
+    [CV_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
+                        "compute the weight gradient (else output 1 is zeros)", NULL},
 };
-_Static_assert(HG_COUNT(k_conv_attrs) == K_BW_NATTRS, "k_conv_attrs must match its enum");
+_Static_assert(HG_COUNT(k_conv_attrs) == CV_BW_NATTRS, "k_conv_attrs must match its enum");
 
-static int conv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
+static int conv_num_inputs(const hg_attrs *a) { return a->v[CV_NO_BIAS].b ? 2 : 3; }
 
 /* Fills the attribute part of the geometry (no shapes). */
 static void geom_attrs(const hg_attrs *a, hg_conv_geom *g)
 {
-    int nsp = a->v[K_KERNEL].t.n, off = 3 - nsp;
+    int nsp = a->v[CV_KERNEL].t.n, off = 3 - nsp;
     g->nsp = nsp;
     for (int i = 0; i < 3; i++) {
         bool real = i >= off;
         int j = i - off;
-        g->k[i] = real ? a->v[K_KERNEL].t.v[j] : 1;
-        g->s[i] = real ? hg_conv_tuple_at(a, K_STRIDE, j, 1) : 1;
-        g->d[i] = real ? hg_conv_tuple_at(a, K_DILATE, j, 1) : 1;
-        g->p[i] = real ? hg_conv_tuple_at(a, K_PAD, j, 0) : 0;
+        g->k[i] = real ? a->v[CV_KERNEL].t.v[j] : 1;
+        g->s[i] = real ? hg_conv_tuple_at(a, CV_STRIDE, j, 1) : 1;
+        g->d[i] = real ? hg_conv_tuple_at(a, CV_DILATE, j, 1) : 1;
+        g->p[i] = real ? hg_conv_tuple_at(a, CV_PAD, j, 0) : 0;
     }
-    g->F = a->v[K_NUM_FILTER].i;
-    g->G = a->v[K_NUM_GROUP].i;
+    g->F = a->v[CV_NUM_FILTER].i;
+    g->G = a->v[CV_NUM_GROUP].i;
 }
 
 static int64_t out_size(int64_t x, int64_t k, int64_t s, int64_t d, int64_t p)
@@ -170,12 +153,12 @@ static hg_dw_geom dw_geom(const hg_conv_geom *g)
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
 static const hg_conv_attr_index k_conv_index = {"Convolution",
-                                                K_KERNEL,
-                                                K_NUM_FILTER,
-                                                K_NUM_GROUP,
-                                                K_LAYOUT,
+                                                CV_KERNEL,
+                                                CV_NUM_FILTER,
+                                                CV_NUM_GROUP,
+                                                CV_LAYOUT,
                                                 3,
-                                                {K_STRIDE, K_DILATE, K_PAD},
+                                                {CV_STRIDE, CV_DILATE, CV_PAD},
                                                 {"stride", "dilate", "pad"},
                                                 {true, true, false}};
 
@@ -189,7 +172,7 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
     hg_conv_geom g;
     geom_attrs(a, &g);
     int nsp = g.nsp, off = 3 - nsp;
-    bool has_bias = !a->v[K_NO_BIAS].b;
+    bool has_bias = !a->v[CV_NO_BIAS].b;
     hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
     hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
     if (b) {
@@ -208,14 +191,14 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
                             "Convolution: weight shape %s does not match num_filter=%lld, "
                             "kernel=%s: expected %s",
                             hg_shape_str(s0, w->ndim, w->shape), (long long)g.F,
-                            tuple_str(s1, &a->v[K_KERNEL].t), hg_shape_str(s2, nsp + 2, part));
+                            tuple_str(s1, &a->v[CV_KERNEL].t), hg_shape_str(s2, nsp + 2, part));
         return HG_OK;
     }
     if (x->ndim != nsp + 2)
         return hg_error(HG_ERR_VALUE,
                         "Convolution: data shape %s does not match kernel=%s: "
                         "expected %d dims (batch, channel and %d spatial)",
-                        hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, &a->v[K_KERNEL].t),
+                        hg_shape_str(s0, x->ndim, x->shape), tuple_str(s1, &a->v[CV_KERNEL].t),
                         nsp + 2, nsp);
     /* Backwards from a known output (MXNet's incomplete inference): the batch size always,
      * a spatial size where the stride is 1. */
@@ -248,7 +231,7 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
                         "Convolution: weight shape %s does not match data shape %s "
                         "with num_filter=%lld, num_group=%lld, kernel=%s: expected %s",
                         hg_shape_str(s0, w->ndim, w->shape), hg_shape_str(s1, x->ndim, x->shape),
-                        (long long)g.F, (long long)g.G, tuple_str(s2, &a->v[K_KERNEL].t),
+                        (long long)g.F, (long long)g.G, tuple_str(s2, &a->v[CV_KERNEL].t),
                         hg_shape_str(s3, nsp + 2, want_w));
     if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
         return hg_error(HG_ERR_TYPE,
@@ -276,8 +259,8 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
                             "Convolution: kernel=%s with dilate=%s and pad=%s is "
                             "larger than the padded input: data shape %s gives an output size "
                             "below 1 on spatial dim %d",
-                            tuple_str(s0, &a->v[K_KERNEL].t), tuple_str(s1, &a->v[K_DILATE].t),
-                            tuple_str(s2, &a->v[K_PAD].t), hg_shape_str(s3, x->ndim, x->shape), i);
+                            tuple_str(s0, &a->v[CV_KERNEL].t), tuple_str(s1, &a->v[CV_DILATE].t),
+                            tuple_str(s2, &a->v[CV_PAD].t), hg_shape_str(s3, x->ndim, x->shape), i);
         o->shape[2 + i] = out_size(xi, g.k[j], g.s[j], g.d[j], g.p[j]);
         if (P >= 0) P *= o->shape[2 + i];
         if (K >= 0) K *= g.k[j];
@@ -296,7 +279,7 @@ static hg_status conv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin, 
 static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                             hg_meta *out)
 {
-    return hg_conv_infer_layout(op, a, K_LAYOUT, nin, in, nout, out, conv_infer_cf);
+    return hg_conv_infer_layout(op, a, CV_LAYOUT, nin, in, nout, out, conv_infer_cf);
 }
 
 /* ---- kernel -------------------------------------------------------------------------------- */
@@ -411,7 +394,7 @@ static size_t col_bytes(const hg_conv_geom *g, size_t esize)
 static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
+    if (hg_conv_channel_last(a, CV_LAYOUT)) return 0; /* refused by the forward */
     hg_conv_geom g;
     geom_full(a, &in[0], &g);
     if (is_winograd(&g, in[0].dtype)) {
@@ -440,7 +423,7 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
                               int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nout;
-    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
+    HG_TRY(hg_conv_refuse_layout(op, a, CV_LAYOUT));
     hg_meta x = hg_meta_of(in[0]);
     hg_conv_geom g;
     geom_full(a, &x, &g);
@@ -483,7 +466,7 @@ static hg_status conv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin, 
                                int nout, hg_meta *out)
 {
     (void)nin;
-    return hg_conv_bw_infer(op, a, !a->v[K_NO_BIAS].b, in, nout, out, conv_infer);
+    return hg_conv_bw_infer(op, a, !a->v[CV_NO_BIAS].b, in, nout, out, conv_infer);
 }
 
 /* Image slots of the backward: one per thread (at most one per image; 1 for small layers). With
@@ -542,10 +525,10 @@ static int64_t bw_slot_area(const hg_conv_geom *g, size_t esize, bool grad_w, bo
 static size_t conv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
+    if (hg_conv_channel_last(a, CV_LAYOUT)) return 0; /* refused by the forward */
     hg_conv_geom g;
     geom_full(a, &in[1], &g);
-    bool gw = a->v[K_GRAD_WEIGHT].b, bias = !a->v[K_NO_BIAS].b;
+    bool gw = a->v[CV_GRAD_WEIGHT].b, bias = !a->v[CV_NO_BIAS].b;
     size_t es = in[1].dtype == HG_DTYPE_F16 ? sizeof(float) : hg_dtype_size(in[1].dtype);
     size_t area = (size_t)bw_slot_area(&g, es, gw, bias);
     if (in[1].dtype != HG_DTYPE_F16) return es * area;
@@ -578,11 +561,11 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
                                  int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nin;
-    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
+    HG_TRY(hg_conv_refuse_layout(op, a, CV_LAYOUT));
     hg_meta x = hg_meta_of(in[1]);
     hg_conv_geom g;
     geom_full(a, &x, &g);
-    bool gd = a->v[K_GRAD_DATA].b, gw = a->v[K_GRAD_WEIGHT].b, bias = nout > 2;
+    bool gd = a->v[CV_GRAD_DATA].b, gw = a->v[CV_GRAD_WEIGHT].b, bias = nout > 2;
     if (!gd) memset(hg_data(out[0]), 0, hg_tensor_nbytes(out[0]));
     if (!gw) memset(hg_data(out[1]), 0, hg_tensor_nbytes(out[1]));
     void *dx = gd ? hg_data(out[0]) : NULL, *dw = gw ? hg_data(out[1]) : NULL;
@@ -609,7 +592,7 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
 /* Gradient rule: one _backward_Convolution node, told which of data and weight are wanted. */
 static hg_status conv_grad(hg_grad_ctx *g)
 {
-    bool bias = !hg_g_attrs(g)->v[K_NO_BIAS].b;
+    bool bias = !hg_g_attrs(g)->v[CV_NO_BIAS].b;
     hg_sentry out[3];
     hg_g_op_fwd_attrs(g, "_backward_Convolution",
                       HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)),
@@ -630,7 +613,7 @@ const hg_op_def hg_ops_conv[] = {
             "(num_filter,); out = floor((x + 2p - d(k-1) - 1)/s) + 1 per spatial dim.",
      .input_names = HG_NAMES("data", "weight", "bias"),
      .attrs = k_conv_attrs,
-     .num_attrs = K_NATTRS,
+     .num_attrs = CV_NATTRS,
      .num_inputs = 3,
      .get_num_inputs = conv_num_inputs,
      .infer = conv_infer,
@@ -642,7 +625,7 @@ const hg_op_def hg_ops_conv[] = {
             "from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
      .input_names = HG_NAMES("ograd", "data", "weight"),
      .attrs = k_conv_attrs,
-     .num_attrs = K_BW_NATTRS,
+     .num_attrs = CV_BW_NATTRS,
      .num_inputs = 3,
      .num_outputs = 3,
      .get_num_outputs = conv_num_inputs,

@@ -19,64 +19,46 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
 #include "ops/conv_common.h"
+#include "ops/deconv.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
-enum {
-    K_KERNEL,
-    K_STRIDE,
-    K_DILATE,
-    K_PAD,
-    K_ADJ,
-    K_TARGET,
-    K_NUM_FILTER,
-    K_NUM_GROUP,
-    K_WORKSPACE,
-    K_NO_BIAS,
-    K_CUDNN_TUNE,
-    K_CUDNN_OFF,
-    K_LAYOUT,
-    K_NATTRS, /* the forward's schema ends here */
-    K_GRAD_DATA = K_NATTRS,
-    K_GRAD_WEIGHT,
-    K_BW_NATTRS
-};
-
 /* Deconvolution's schema, then the two switches _backward_Deconvolution adds after it: the
- * forward's schema is the first K_NATTRS entries of this table. */
+ * forward's schema is the first DC_NATTRS entries of this table. */
 static const hg_attr_spec k_deconv_attrs[] = {
-    [K_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
-                  "deconvolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
-    [K_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
-    [K_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
-    [K_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
-               "padding removed from both sides of the output; () means 0s", NULL},
-    [K_ADJ] = {"adj", HG_ATTR_TUPLE, 0, "()", "extra output size at the end of each spatial dim",
-               NULL},
-    [K_TARGET] = {"target_shape", HG_ATTR_TUPLE, 0, "()",
-                  "output spatial shape: overrides pad and adj", NULL},
-    [K_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
-                      "number of output channels", NULL},
-    [K_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
-                     NULL},
-    [K_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)",
-                     NULL},
-    [K_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input", NULL},
-    [K_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                      "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
-    [K_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
-    [K_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
-                  "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
-                  "only, the CPU forward refuses them as MXNet's); None means channel-first",
-                  hg_conv_layout_choices},
-    [K_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
-                     "compute the data gradient (else output 0 is zeros)", NULL},
-    [K_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
-                       "compute the weight gradient (else output 1 is zeros)", NULL},
+    [DC_KERNEL] = {"kernel", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
+                   "deconvolution kernel size: (w,), (h, w) or (d, h, w)", NULL},
+    [DC_STRIDE] = {"stride", HG_ATTR_TUPLE, 0, "()", "stride per spatial dim; () means 1s", NULL},
+    [DC_DILATE] = {"dilate", HG_ATTR_TUPLE, 0, "()", "dilation per spatial dim; () means 1s", NULL},
+    [DC_PAD] = {"pad", HG_ATTR_TUPLE, 0, "()",
+                "padding removed from both sides of the output; () means 0s", NULL},
+    [DC_ADJ] = {"adj", HG_ATTR_TUPLE, 0, "()", "extra output size at the end of each spatial dim",
+                NULL},
+    [DC_TARGET] = {"target_shape", HG_ATTR_TUPLE, 0, "()",
+                   "output spatial shape: overrides pad and adj", NULL},
+    [DC_NUM_FILTER] = {"num_filter", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
+                       "number of output channels", NULL},
+    [DC_NUM_GROUP] = {"num_group", HG_ATTR_INT, 0, "1", "number of groups channels are split into",
+                      NULL},
+    [DC_WORKSPACE] = {"workspace", HG_ATTR_INT, 0, "512", "workspace limit in MB (ignored on CPU)",
+                      NULL},
+    [DC_NO_BIAS] = {"no_bias", HG_ATTR_BOOL, 0, "True", "whether to leave out the bias input",
+                    NULL},
+    [DC_CUDNN_TUNE] = {"cudnn_tune", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                       "cuDNN algorithm choice (ignored)", hg_conv_tune_choices},
+    [DC_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, 0, "False", "turn off cuDNN (ignored)", NULL},
+    [DC_LAYOUT] = {"layout", HG_ATTR_ENUM, HG_ATTR_OPTIONAL, "None",
+                   "data layout: NCW, NCHW, NCDHW, NHWC or NDHWC (channel-last layouts: shapes "
+                   "only, the CPU forward refuses them as MXNet's); None means channel-first",
+                   hg_conv_layout_choices},
+    [DC_GRAD_DATA] = {"grad_data", HG_ATTR_BOOL, 0, "True",
+                      "compute the data gradient (else output 0 is zeros)", NULL},
+    [DC_GRAD_WEIGHT] = {"grad_weight", HG_ATTR_BOOL, 0, "True",
+                        "compute the weight gradient (else output 1 is zeros)", NULL},
 };
-_Static_assert(HG_COUNT(k_deconv_attrs) == K_BW_NATTRS, "k_deconv_attrs must match its enum");
+_Static_assert(HG_COUNT(k_deconv_attrs) == DC_BW_NATTRS, "k_deconv_attrs must match its enum");
 
-static int deconv_num_inputs(const hg_attrs *a) { return a->v[K_NO_BIAS].b ? 2 : 3; }
+static int deconv_num_inputs(const hg_attrs *a) { return a->v[DC_NO_BIAS].b ? 2 : 3; }
 
 /* Geometry normalised to 3 spatial dims (index 0 = depth, 2 = width); p is the effective pad. */
 typedef struct deconv_geom {
@@ -86,40 +68,14 @@ typedef struct deconv_geom {
     int64_t Cg, Fg, K, I, P; /* C/G, F/G, prod(k), prod(in), prod(out) */
 } deconv_geom;
 
-static bool has_target(const hg_attrs *a)
-{
-    const hg_tuple *t = &a->v[K_TARGET].t;
-    for (int i = 0; i < t->n; i++)
-        if (t->v[i] != 0) return true;
-    return false;
-}
-
-/* Pad, adj and output size of one spatial dim j (of nsp) with input size x (known). MXNet's
- * InferPad: a target shape sets the total pad to full - target, split with the odd unit in adj. */
-static void dim_geom(const hg_attrs *a, int j, int64_t x, int64_t *pad, int64_t *adj, int64_t *osz)
-{
-    int64_t k = a->v[K_KERNEL].t.v[j], s = hg_conv_tuple_at(a, K_STRIDE, j, 1);
-    int64_t d = hg_conv_tuple_at(a, K_DILATE, j, 1);
-    int64_t full = s * (x - 1) + d * (k - 1) + 1;
-    if (has_target(a)) {
-        int64_t total = full - a->v[K_TARGET].t.v[j];
-        *adj = total % 2;
-        *pad = (total + 1) / 2;
-    } else {
-        *pad = hg_conv_tuple_at(a, K_PAD, j, 0);
-        *adj = hg_conv_tuple_at(a, K_ADJ, j, 0);
-    }
-    *osz = full - 2 * *pad + *adj;
-}
-
 static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g)
 {
-    int nsp = a->v[K_KERNEL].t.n, off = 3 - nsp;
+    int nsp = a->v[DC_KERNEL].t.n, off = 3 - nsp;
     g->nsp = nsp;
     g->N = x->shape[0];
     g->C = x->shape[1];
-    g->F = a->v[K_NUM_FILTER].i;
-    g->G = a->v[K_NUM_GROUP].i;
+    g->F = a->v[DC_NUM_FILTER].i;
+    g->G = a->v[DC_NUM_GROUP].i;
     g->Cg = g->C / g->G;
     g->Fg = g->F / g->G;
     g->K = g->I = g->P = 1;
@@ -131,11 +87,11 @@ static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g
             continue;
         }
         int64_t adj;
-        g->k[i] = a->v[K_KERNEL].t.v[j];
-        g->s[i] = hg_conv_tuple_at(a, K_STRIDE, j, 1);
-        g->d[i] = hg_conv_tuple_at(a, K_DILATE, j, 1);
+        g->k[i] = a->v[DC_KERNEL].t.v[j];
+        g->s[i] = hg_conv_tuple_at(a, DC_STRIDE, j, 1);
+        g->d[i] = hg_conv_tuple_at(a, DC_DILATE, j, 1);
         g->in[i] = x->shape[2 + j];
-        dim_geom(a, j, g->in[i], &g->p[i], &adj, &g->out[i]);
+        hg_deconv_dim_geom(a, j, g->in[i], &g->p[i], &adj, &g->out[i]);
         g->K *= g->k[i];
         g->I *= g->in[i];
         g->P *= g->out[i];
@@ -144,12 +100,12 @@ static void deconv_geom_full(const hg_attrs *a, const hg_meta *x, deconv_geom *g
 
 static const hg_conv_attr_index k_deconv_index = {
     "Deconvolution",
-    K_KERNEL,
-    K_NUM_FILTER,
-    K_NUM_GROUP,
-    K_LAYOUT,
+    DC_KERNEL,
+    DC_NUM_FILTER,
+    DC_NUM_GROUP,
+    DC_LAYOUT,
     5,
-    {K_STRIDE, K_DILATE, K_PAD, K_ADJ, K_TARGET},
+    {DC_STRIDE, DC_DILATE, DC_PAD, DC_ADJ, DC_TARGET},
     {"stride", "dilate", "pad", "adj", "target_shape"},
     {true, true, false, false, false}};
 
@@ -158,11 +114,11 @@ static hg_status deconv_check_attrs(const hg_attrs *a)
 {
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR];
     HG_TRY(hg_conv_check_attrs(a, &k_deconv_index));
-    for (int i = 0; i < a->v[K_KERNEL].t.n; i++)
-        if (!has_target(a) &&
-            hg_conv_tuple_at(a, K_ADJ, i, 0) >= hg_conv_tuple_at(a, K_STRIDE, i, 1))
+    for (int i = 0; i < a->v[DC_KERNEL].t.n; i++)
+        if (!hg_deconv_has_target(a) &&
+            hg_conv_tuple_at(a, DC_ADJ, i, 0) >= hg_conv_tuple_at(a, DC_STRIDE, i, 1))
             return hg_error(HG_ERR_VALUE, "Deconvolution: adj=%s must be smaller than stride=%s",
-                            tuple_str(s0, &a->v[K_ADJ].t), tuple_str(s1, &a->v[K_STRIDE].t));
+                            tuple_str(s0, &a->v[DC_ADJ].t), tuple_str(s1, &a->v[DC_STRIDE].t));
     return HG_OK;
 }
 
@@ -174,10 +130,10 @@ static hg_status deconv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin
     (void)nout;
     char s0[HG_SHAPE_STR], s1[HG_SHAPE_STR], s2[HG_SHAPE_STR], s3[HG_SHAPE_STR];
     HG_TRY(deconv_check_attrs(a));
-    const hg_tuple *kt = &a->v[K_KERNEL].t;
+    const hg_tuple *kt = &a->v[DC_KERNEL].t;
     int nsp = kt->n;
-    int64_t F = a->v[K_NUM_FILTER].i, G = a->v[K_NUM_GROUP].i;
-    bool has_bias = !a->v[K_NO_BIAS].b;
+    int64_t F = a->v[DC_NUM_FILTER].i, G = a->v[DC_NUM_GROUP].i;
+    bool has_bias = !a->v[DC_NO_BIAS].b;
     hg_meta *x = &in[0], *w = &in[1], *b = has_bias ? &in[2] : NULL;
     hg_dtype dt = x->ndim >= 0 ? x->dtype : (w->ndim >= 0 ? w->dtype : HG_DTYPE_F32);
     if (b && !hg_meta_merge(b, dt, 1, &F))
@@ -237,17 +193,17 @@ static hg_status deconv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin
                             "Deconvolution: data shape %s has an empty spatial "
                             "dim",
                             hg_shape_str(s0, x->ndim, x->shape));
-        dim_geom(a, i, xi, &pad, &adj, &osz);
-        if (has_target(a) && (pad < 0 || adj < 0)) /* total pad below 0 */
+        hg_deconv_dim_geom(a, i, xi, &pad, &adj, &osz);
+        if (hg_deconv_has_target(a) && (pad < 0 || adj < 0)) /* total pad below 0 */
             return hg_error(HG_ERR_VALUE,
                             "Deconvolution: target_shape=%s is too big for data "
                             "shape %s",
-                            tuple_str(s0, &a->v[K_TARGET].t), hg_shape_str(s1, x->ndim, x->shape));
+                            tuple_str(s0, &a->v[DC_TARGET].t), hg_shape_str(s1, x->ndim, x->shape));
         if (osz < 1)
             return hg_error(HG_ERR_VALUE,
                             "Deconvolution: pad=%s is too large for data shape %s: "
                             "the output size on spatial dim %d is %lld",
-                            tuple_str(s0, &a->v[K_PAD].t), hg_shape_str(s1, x->ndim, x->shape), i,
+                            tuple_str(s0, &a->v[DC_PAD].t), hg_shape_str(s1, x->ndim, x->shape), i,
                             (long long)osz);
         o->shape[2 + i] = osz;
         if (I >= 0) I *= xi;
@@ -264,7 +220,7 @@ static hg_status deconv_infer_cf(const hg_op_def *op, const hg_attrs *a, int nin
 static hg_status deconv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                               int nout, hg_meta *out)
 {
-    return hg_conv_infer_layout(op, a, K_LAYOUT, nin, in, nout, out, deconv_infer_cf);
+    return hg_conv_infer_layout(op, a, DC_LAYOUT, nin, in, nout, out, deconv_infer_cf);
 }
 
 /* The im2col view of one group: the output (Fg channels of size out) is the image, the input's
@@ -295,7 +251,7 @@ static int64_t deconv_slots(const deconv_geom *g)
 static size_t deconv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
+    if (hg_conv_channel_last(a, DC_LAYOUT)) return 0; /* refused by the forward */
     deconv_geom g;
     deconv_geom_full(a, &in[0], &g);
     return hg_dtype_size(in[0].dtype) * (size_t)(g.Fg * g.K * g.I) * (size_t)deconv_slots(&g);
@@ -317,7 +273,7 @@ static hg_status deconv_forward(const hg_op_def *op, const hg_attrs *a, const hg
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nout;
-    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
+    HG_TRY(hg_conv_refuse_layout(op, a, DC_LAYOUT));
     hg_meta x = hg_meta_of(in[0]);
     deconv_geom g;
     deconv_geom_full(a, &x, &g);
@@ -344,7 +300,7 @@ static hg_status deconv_bw_infer(const hg_op_def *op, const hg_attrs *a, int nin
                                  int nout, hg_meta *out)
 {
     (void)nin;
-    return hg_conv_bw_infer(op, a, !a->v[K_NO_BIAS].b, in, nout, out, deconv_infer);
+    return hg_conv_bw_infer(op, a, !a->v[DC_NO_BIAS].b, in, nout, out, deconv_infer);
 }
 
 /* The backward is Convolution's (conv_common.h) on the convolution whose data gradient this
@@ -388,24 +344,24 @@ static hg_conv_bw_plan bw_plan(const deconv_geom *g)
 static size_t deconv_bw_workspace(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    if (hg_conv_channel_last(a, K_LAYOUT)) return 0; /* refused by the forward */
+    if (hg_conv_channel_last(a, DC_LAYOUT)) return 0; /* refused by the forward */
     deconv_geom g;
     deconv_geom_full(a, &in[1], &g);
     hg_conv_geom cg = bw_geom(&g);
     hg_conv_bw_plan pl = bw_plan(&g);
     return hg_dtype_size(in[1].dtype) *
-           (size_t)hg_conv_bw_area(&cg, &pl, a->v[K_GRAD_WEIGHT].b, !a->v[K_NO_BIAS].b);
+           (size_t)hg_conv_bw_area(&cg, &pl, a->v[DC_GRAD_WEIGHT].b, !a->v[DC_NO_BIAS].b);
 }
 
 static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
                                    int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     (void)nin;
-    HG_TRY(hg_conv_refuse_layout(op, a, K_LAYOUT));
+    HG_TRY(hg_conv_refuse_layout(op, a, DC_LAYOUT));
     hg_meta x = hg_meta_of(in[1]);
     deconv_geom g;
     deconv_geom_full(a, &x, &g);
-    bool gd = a->v[K_GRAD_DATA].b, gw = a->v[K_GRAD_WEIGHT].b, bias = nout > 2;
+    bool gd = a->v[DC_GRAD_DATA].b, gw = a->v[DC_GRAD_WEIGHT].b, bias = nout > 2;
     if (!gd) memset(hg_data(out[0]), 0, hg_tensor_nbytes(out[0]));
     if (!gw) memset(hg_data(out[1]), 0, hg_tensor_nbytes(out[1]));
     void *dx = gd ? hg_data(out[0]) : NULL, *dw = gw ? hg_data(out[1]) : NULL;
@@ -431,7 +387,7 @@ static hg_status deconv_bw_forward(const hg_op_def *op, const hg_attrs *a, const
 
 static hg_status deconv_grad(hg_grad_ctx *g)
 {
-    bool bias = !hg_g_attrs(g)->v[K_NO_BIAS].b;
+    bool bias = !hg_g_attrs(g)->v[DC_NO_BIAS].b;
     hg_sentry out[3];
     hg_g_op_fwd_attrs(g, "_backward_Deconvolution",
                       HG_GIN(hg_g_ograd(g, 0), hg_g_in(g, 0), hg_g_in(g, 1)),
@@ -453,7 +409,7 @@ const hg_op_def hg_ops_deconv[] = {
             "s(x-1) + d(k-1) + 1 - 2p + adj per spatial dim.",
      .input_names = HG_NAMES("data", "weight", "bias"),
      .attrs = k_deconv_attrs,
-     .num_attrs = K_NATTRS,
+     .num_attrs = DC_NATTRS,
      .num_inputs = 3,
      .get_num_inputs = deconv_num_inputs,
      .infer = deconv_infer,
@@ -466,7 +422,7 @@ const hg_op_def hg_ops_deconv[] = {
          "bias]) from (ograd, data, weight); grad_data / grad_weight = False skip a part (zeros).",
      .input_names = HG_NAMES("ograd", "data", "weight"),
      .attrs = k_deconv_attrs,
-     .num_attrs = K_BW_NATTRS,
+     .num_attrs = DC_BW_NATTRS,
      .num_inputs = 3,
      .num_outputs = 3,
      .get_num_outputs = deconv_num_inputs,

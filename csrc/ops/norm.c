@@ -36,19 +36,8 @@
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "ops/norm.h"
 
-enum {
-    BN_EPS,
-    BN_MOMENTUM,
-    BN_FIX_GAMMA,
-    BN_USE_GLOBAL,
-    BN_OUTPUT_MEAN_VAR,
-    BN_AXIS,
-    BN_CUDNN_OFF,
-    BN_MIN_CALIB,
-    BN_MAX_CALIB,
-    BN_NATTRS
-};
 enum { LN_AXIS, LN_EPS, LN_OUTPUT_MEAN_VAR, LN_NATTRS };
 enum { IN_EPS, IN_NATTRS };
 enum { GN_NUM_GROUPS, GN_EPS, GN_OUTPUT_MEAN_VAR, GN_NATTRS };

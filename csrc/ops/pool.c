@@ -23,33 +23,9 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "kernels/cpu/strided_copy.h"
+#include "ops/pool.h"
 
 typedef uint16_t f16;
-
-enum {
-    P_KERNEL,
-    P_POOL_TYPE,
-    P_GLOBAL,
-    P_CUDNN_OFF,
-    P_CONVENTION,
-    P_STRIDE,
-    P_PAD,
-    P_P_VALUE,
-    P_COUNT_INCLUDE_PAD,
-    P_LAYOUT,
-    P_NATTRS
-};
-enum { POOL_MAX, POOL_AVG, POOL_SUM, POOL_LP, POOL_NTYPES };
-enum { CONV_VALID, CONV_FULL, CONV_SAME, CONV_NCONVENTIONS };
-enum {
-    LAYOUT_NCW,
-    LAYOUT_NCHW,
-    LAYOUT_NCDHW,
-    LAYOUT_NWC,
-    LAYOUT_NHWC,
-    LAYOUT_NDHWC,
-    LAYOUT_NLAYOUTS
-};
 
 static const char *const k_pool_types[] = {
     [POOL_MAX] = "max", [POOL_AVG] = "avg",   [POOL_SUM] = "sum",
