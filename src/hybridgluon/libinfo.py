@@ -37,9 +37,10 @@ def _load_core():
             os.environ['OPENBLAS_NUM_THREADS'] = saved
 
 
-# The NVIDIA libraries the CUDA build loads at first use (csrc/kernels/cuda/cublas.c), as the
-# PyPI wheels lay them out: nvidia/cu13/lib (CUDA 13 wheels) or nvidia/<name>/lib (older).
-_NVIDIA_LIBS = ['libcublasLt.so.13', 'libcublas.so.13']
+# The NVIDIA libraries the CUDA build loads at first use (csrc/kernels/cuda/cublas.c, cudnn.c),
+# as the PyPI wheels lay them out: nvidia/cu13/lib (cuBLAS 13) or nvidia/<name>/lib (cuDNN, which
+# finds its sub-libraries beside itself).
+_NVIDIA_LIBS = ['libcublasLt.so.13', 'libcublas.so.13', 'libcudnn.so.9']
 
 
 def _preload_nvidia_libs():

@@ -1,28 +1,17 @@
-/* What the CUDA build's kernels share: the stream of each device, error translation, launch
- * geometry, and cuBLAS through a library loaded at first use (csrc/kernels/cuda/cublas.c).
- * Included by the .cu kernels (nvcc) and the C runtime files (gcc); compiled only with HG_CUDA. */
+/* What the CUDA build's kernels share: the stream of each device and error translation (from
+ * the core's CUDA runtime, core/cuda_runtime.h), launch geometry, and cuBLAS through a library
+ * loaded at first use (csrc/kernels/cuda/cublas.c). Included by the .cu kernels (nvcc) and the
+ * C files of kernels/cuda (gcc); compiled only with HG_CUDA. */
 #ifndef HG_KERNELS_CUDA_RT_H
 #define HG_KERNELS_CUDA_RT_H
 
-#include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "core/device.h"
+#include "core/cuda_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The one stream of gpu(dev) (non-blocking, created at first use); NULL with the error set. All
- * work on a device is ordered on it, which is what lets freed device memory be reused at once. */
-cudaStream_t hg_cuda_stream(int dev);
-/* Makes dev the calling thread's current device. */
-hg_status hg_cuda_use(int dev);
-/* HG_OK for cudaSuccess; otherwise an error naming `what` and CUDA's message (out of memory
- * gives HG_ERR_MEMORY). Clears CUDA's sticky last error for recoverable errors. */
-hg_status hg_cuda_status(cudaError_t e, const char *what);
-/* After a kernel launch: a launch error (bad configuration) as an hg error naming the op. */
-hg_status hg_cuda_launched(const char *op);
 
 /* Launch geometry for n elements with grid-stride loops: blocks of HG_CUDA_THREADS, at most
  * HG_CUDA_MAX_BLOCKS blocks (the loop covers the rest). */

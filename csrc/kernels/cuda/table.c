@@ -5,7 +5,8 @@
 
 extern const hg_gpu_kernel hg_gpu_kernels_ew[], hg_gpu_kernels_optim[], hg_gpu_kernels_layout[],
     hg_gpu_kernels_index[], hg_gpu_kernels_blas[], hg_gpu_kernels_reduce[],
-    hg_gpu_kernels_reduce_grad[], hg_gpu_kernels_softmax[], hg_gpu_kernels_nn[];
+    hg_gpu_kernels_reduce_grad[], hg_gpu_kernels_softmax[], hg_gpu_kernels_nn[],
+    hg_gpu_kernels_dnn[];
 
 static const hg_gpu_kernel *const k_tables[] = {
     hg_gpu_kernels_ew,
@@ -14,6 +15,7 @@ static const hg_gpu_kernel *const k_tables[] = {
     hg_gpu_kernels_reduce_grad,
     hg_gpu_kernels_softmax,
     hg_gpu_kernels_nn,
+    hg_gpu_kernels_dnn,
     hg_gpu_kernels_optim,
     hg_gpu_kernels_layout,
     hg_gpu_kernels_index,

@@ -1,6 +1,6 @@
 /* The CUDA build's runtime: device discovery, one stream per device, the caching allocator of
- * device memory, copies and fills. Compiled only with HG_CUDA (setup.py: HG_CUDA=1); linked with
- * CUDA's static runtime, which loads the driver itself: without a driver or a device it answers
+ * device memory, copies and fills. Compiled only with HG_CUDA (setup.py: HG_CUDA=1; the CPU
+ * build compiles this file to nothing); linked with CUDA's static runtime, which loads the driver itself: without a driver or a device it answers
  * "no device", and hg_gpu_count() is 0.
  *
  * The allocator keeps freed blocks per size class (two classes per power of two, from 512 B) and
@@ -8,12 +8,13 @@
  * so work queued after a reuse runs after the work that last touched the block. A cudaMalloc that
  * fails releases the cache (after the device is idle) and tries once more before giving up with
  * an out-of-memory error that names the device and the sizes. */
+#ifdef HG_CUDA
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/cuda_rt.h"
+#include "core/cuda_runtime.h"
 
 #define MAX_DEV 64
 #define NUM_CLASSES 80
@@ -291,3 +292,5 @@ hg_status hg_device_memzero(int gpu, void *p, size_t n)
     STREAM_OR_FAIL(s, gpu);
     return hg_cuda_status(cudaMemsetAsync(p, 0, n, s), "zero-filling GPU memory");
 }
+
+#endif /* HG_CUDA */
