@@ -5,7 +5,7 @@
  * broadcast) and of _identity_with_attr_like_rhs (ops/infer_util.c), on every dtype the CPU
  * accepts.
  *
- * Values go through tensor_common.cuh's ld/st, the CPU's tx_ld/tx_st, so conversions match;
+ * Values go through tensor_common.h's ld/st, the CPU's tx_ld/tx_st, so conversions match;
  * pure moves copy elements by size. Index values the CPU checks while it runs (gather_nd and the
  * scatters, batch_take, fill_element_0index, _onehot_encode) cannot be checked on the GPU
  * without waiting for it, so there an invalid index never touches memory instead of failing:
@@ -17,7 +17,7 @@
  * that add go through a compare-and-swap of the CPU's own update (read as double, add, store as
  * the dtype), so only the order of repeated additions can differ from the CPU.
  */
-#include "kernels/cuda/tensor_common.cuh"
+#include "kernels/cuda/tensor_common.h"
 
 extern "C" {
 #include "ops/tensor_extra.h"
@@ -147,10 +147,7 @@ TX_GPU_FWD(copy_gpu)
 
 /* ---- shape_array, size_array: values known on the host, passed by value ---------------------- */
 
-__global__ void put_i64_kernel(int64_t *o, dims_arg v, int n)
-{
-    TX_GRID_LOOP(i, n) o[i] = v.v[i];
-}
+__global__ void put_i64_kernel(int64_t *o, dims_arg v, int n) { TX_GRID_LOOP(i, n) o[i] = v.v[i]; }
 
 TX_GPU_FWD(shape_array_gpu)
 {
@@ -332,7 +329,8 @@ __device__ __forceinline__ uint64_t add_bits(uint64_t bits, int dt, double v)
 {
     switch (dt) {
     case HG_DTYPE_F32: return __float_as_uint((float)((double)__uint_as_float((uint32_t)bits) + v));
-    case HG_DTYPE_F64: return (uint64_t)__double_as_longlong(__longlong_as_double((long long)bits) + v);
+    case HG_DTYPE_F64:
+        return (uint64_t)__double_as_longlong(__longlong_as_double((long long)bits) + v);
     case HG_DTYPE_F16: return f2h((float)((double)h2f((uint16_t)bits) + v));
     case HG_DTYPE_I32: return (uint32_t)wrap32(f2i((double)(int32_t)(uint32_t)bits + v));
     case HG_DTYPE_I64: return (uint64_t)f2i((double)(int64_t)bits + v);
@@ -376,8 +374,8 @@ __device__ void atomic_add_as_cpu(void *o, int dt, int64_t i, double v)
     }
 }
 
-__global__ void nd_add_kernel(const void *data, void *o, int dt, const int64_t *offs,
-                              int64_t inner, int64_t total)
+__global__ void nd_add_kernel(const void *data, void *o, int dt, const int64_t *offs, int64_t inner,
+                              int64_t total)
 {
     TX_GRID_LOOP(e, total)
     {
@@ -538,8 +536,8 @@ TX_GPU_FWD(unravel_gpu)
 /* Piece [b0, b0 + w) of an axis of length len: y[o, r] = x[o, b0 * inner + r] over rows of w *
  * inner elements. */
 template <typename T>
-__global__ void split_kernel(const T *x, T *y, int64_t len, int64_t b0, int64_t row,
-                             int64_t inner, int64_t total)
+__global__ void split_kernel(const T *x, T *y, int64_t len, int64_t b0, int64_t row, int64_t inner,
+                             int64_t total)
 {
     TX_GRID_LOOP(e, total)
     {

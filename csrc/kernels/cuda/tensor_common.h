@@ -6,9 +6,9 @@
  * The CPU forwards of these families go through tx_ld/tx_st, one code path for every dtype; the
  * kernels do the same with a switch on the dtype that is uniform across a launch, so their
  * conversions (floats truncated toward zero with NaN as 0, int32/int8/uint8 stores wrapping,
- * float16 through float) are the CPU's. Internal to csrc/kernels/cuda; included only by nvcc. */
-#ifndef HG_KERNELS_CUDA_TENSOR_COMMON_CUH
-#define HG_KERNELS_CUDA_TENSOR_COMMON_CUH
+ * float16 through float) are the CPU's. Internal to csrc/kernels/cuda; device code: included only by the .cu files (nvcc). */
+#ifndef HG_KERNELS_CUDA_TENSOR_COMMON_H
+#define HG_KERNELS_CUDA_TENSOR_COMMON_H
 
 #include <cuda_fp16.h>
 #include <math.h>
