@@ -341,7 +341,8 @@ __device__ __forceinline__ uint64_t add_bits(uint64_t bits, int dt, double v)
 }
 
 /* Element i of o (dtype dt) = tx_st(tx_ld(element) + v), atomically. One-byte elements update
- * their aligned 32-bit word (device allocations are 256-byte aligned, so the word is ours). */
+ * their aligned 32-bit word: it lies in the same allocation (allocations start 256-byte
+ * aligned) and the compare-and-swap writes its other bytes back unchanged. */
 __device__ void atomic_add_as_cpu(void *o, int dt, int64_t i, double v)
 {
     if (dt == HG_DTYPE_F64 || dt == HG_DTYPE_I64) {
