@@ -11,6 +11,7 @@
 
 #include "graph/grad.h"
 #include "ops/ops_util.h"
+#include "ops/tensor_extra.h"
 #include "ops/tx_util.h"
 
 static bool any_unknown(const hg_meta *m)
@@ -25,7 +26,6 @@ static bool any_unknown(const hg_meta *m)
  * reshape_like
  * ------------------------------------------------------------------------------------------- */
 
-enum { RL_LB, RL_LE, RL_RB, RL_RE, RL_NATTRS };
 static const hg_attr_spec k_rl_attrs[] = {
     [RL_LB] = {"lhs_begin", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
                "first lhs dim replaced (None: 0)", NULL},
@@ -292,10 +292,10 @@ static hg_status gather_nd_forward(const hg_op_def *op, const hg_attrs *a, const
     return HG_OK;
 }
 
-enum { SND_SHAPE, SND_NATTRS };
 static const hg_attr_spec k_snd_attrs[] = {
     [SND_SHAPE] = {"shape", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL, "shape of the result", NULL},
 };
+_Static_assert(HG_COUNT(k_snd_attrs) == SND_NATTRS, "k_snd_attrs must match its enum");
 
 /* scatter_nd(data, indices) and _backward_gather_nd(data, indices): data has the shape
  * gather_nd would give for an array of `shape`. */
@@ -430,11 +430,11 @@ static hg_status scatter_add_grad(hg_grad_ctx *g)
  * depth_to_space / space_to_depth (NCHW, DCR order as MXNet)
  * ------------------------------------------------------------------------------------------- */
 
-enum { DS_BLOCK, DS_NATTRS };
 static const hg_attr_spec k_ds_attrs[] = {
     [DS_BLOCK] = {"block_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                   "size of the square blocks moved between depth and space", NULL},
 };
+_Static_assert(HG_COUNT(k_ds_attrs) == DS_NATTRS, "k_ds_attrs must match its enum");
 
 static hg_status ds_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
@@ -516,11 +516,11 @@ static hg_status ds_grad(hg_grad_ctx *g)
  * _ravel_multi_index / _unravel_index
  * ------------------------------------------------------------------------------------------- */
 
-enum { RV_SHAPE, RV_NATTRS };
 static const hg_attr_spec k_rv_attrs[] = {
     [RV_SHAPE] = {"shape", HG_ATTR_TUPLE, 0, "()",
                   "shape of the array the indices apply to (the first dim may be -1)", NULL},
 };
+_Static_assert(HG_COUNT(k_rv_attrs) == RV_NATTRS, "k_rv_attrs must match its enum");
 
 static hg_status rv_check_shape(const char *op, const hg_tuple *t)
 {
@@ -602,7 +602,6 @@ static hg_status unravel_forward(const hg_op_def *op, const hg_attrs *a, const h
  * _split_v2
  * ------------------------------------------------------------------------------------------- */
 
-enum { SP_INDICES, SP_AXIS, SP_SQUEEZE, SP_SECTIONS, SP_NATTRS };
 static const hg_attr_spec k_split_attrs[] = {
     [SP_INDICES] = {"indices", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
                     "start of each piece along axis (the first is 0)", NULL},
@@ -613,26 +612,6 @@ static const hg_attr_spec k_split_attrs[] = {
                      "number of equal pieces (0: split at indices)", NULL},
 };
 _Static_assert(HG_COUNT(k_split_attrs) == SP_NATTRS, "k_split_attrs must match its enum");
-
-static int split_nout(const hg_attrs *a)
-{
-    return a->v[SP_SECTIONS].i > 0 ? (int)a->v[SP_SECTIONS].i : a->v[SP_INDICES].t.n;
-}
-
-/* Piece boundaries: bounds[0..nout] along an axis of length len (MXNet's GetSplitIndices for
- * sections: the first len % sections pieces are one longer). */
-static void split_bounds(const hg_attrs *a, int64_t len, int64_t *bounds)
-{
-    int n = split_nout(a);
-    if (a->v[SP_SECTIONS].i > 0) {
-        int64_t s = a->v[SP_SECTIONS].i, q = len / s, r = len % s;
-        bounds[0] = 0;
-        for (int i = 0; i < n; i++) bounds[i + 1] = bounds[i] + q + (i < r ? 1 : 0);
-        return;
-    }
-    for (int i = 0; i < n; i++) bounds[i] = a->v[SP_INDICES].t.v[i];
-    bounds[n] = len;
-}
 
 static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                              hg_meta *out)
@@ -645,7 +624,7 @@ static hg_status split_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg
     int axis = 0;
     HG_TRY(tx_axis("_split_v2", a->v[SP_AXIS].i, &in[0], &axis));
     int64_t len = in[0].shape[axis], bounds[HG_MAX_TUPLE + 1];
-    split_bounds(a, len, bounds);
+    hg_split_bounds(a, len, bounds);
     for (int i = 0; i < nout; i++) {
         if (bounds[i] < 0 || bounds[i] > bounds[i + 1] || bounds[i + 1] > len)
             return hg_error(HG_ERR_VALUE,
@@ -676,7 +655,7 @@ static hg_status split_forward(const hg_op_def *op, const hg_attrs *a, const hg_
     int64_t len = x->shape[axis], outer = tx_prod(x->shape, 0, axis),
             inner = tx_prod(x->shape, axis + 1, x->ndim), bounds[HG_MAX_TUPLE + 1];
     size_t esz = hg_dtype_size(x->dtype);
-    split_bounds(a, len, bounds);
+    hg_split_bounds(a, len, bounds);
     for (int i = 0; i < nout; i++) {
         int64_t w = bounds[i + 1] - bounds[i];
         size_t row = (size_t)(w * inner) * esz;
@@ -778,10 +757,10 @@ static hg_status onehot_forward(const hg_op_def *op, const hg_attrs *a, const hg
  * khatri_rao: column-wise Kronecker product of matrices (I_k, R) -> (prod I_k, R)
  * ------------------------------------------------------------------------------------------- */
 
-enum { KR_NUM_ARGS, KR_NATTRS };
 static const hg_attr_spec k_kr_attrs[] = {
     [KR_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of matrices", NULL},
 };
+_Static_assert(HG_COUNT(k_kr_attrs) == KR_NATTRS, "k_kr_attrs must match its enum");
 
 static hg_status kr_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
@@ -959,7 +938,7 @@ const hg_op_def hg_ops_tensor_extra[] = {
      .attrs = k_split_attrs,
      .num_attrs = HG_COUNT(k_split_attrs),
      .num_inputs = 1,
-     .get_num_outputs = split_nout,
+     .get_num_outputs = hg_split_nout,
      .infer = split_infer,
      .forward = split_forward,
      .grad = split_grad},

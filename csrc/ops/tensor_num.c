@@ -11,6 +11,7 @@
 
 #include "graph/grad.h"
 #include "ops/ops_util.h"
+#include "ops/tensor_num.h"
 #include "ops/tx_util.h"
 
 static bool any_unknown(const hg_meta *m)
@@ -44,7 +45,6 @@ static hg_status logical_not_forward(const hg_op_def *op, const hg_attrs *a, con
  * cumsum and _backward_cumsum
  * ------------------------------------------------------------------------------------------- */
 
-enum { CS_AXIS, CS_DTYPE, CS_NATTRS };
 static const hg_attr_spec k_cs_attrs[] = {
     [CS_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
                  "axis of the running sum (None: over the flattened array)", NULL},
@@ -155,7 +155,6 @@ static hg_status cumsum_grad(hg_grad_ctx *g)
  * moments and _backward_moments
  * ------------------------------------------------------------------------------------------- */
 
-enum { MO_AXES, MO_KEEPDIMS, MO_NATTRS };
 static const hg_attr_spec k_mo_attrs[] = {
     [MO_AXES] = {"axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
                  "axes to reduce (required in effect: MXNet refuses None and ())", NULL},
@@ -389,13 +388,12 @@ static hg_status erfinv_grad(hg_grad_ctx *g)
  * all_finite / multi_all_finite
  * ------------------------------------------------------------------------------------------- */
 
-enum { AF_INIT, AF_NATTRS };
 static const hg_attr_spec k_af_attrs[] = {
     [AF_INIT] = {"init_output", HG_ATTR_BOOL, 0, "True",
                  "set the output to 1 first (else only a 0 is written when a value is not finite)",
                  NULL},
 };
-enum { MAF_NUM, MAF_INIT, MAF_NATTRS };
+_Static_assert(HG_COUNT(k_af_attrs) == AF_NATTRS, "k_af_attrs must match its enum");
 static const hg_attr_spec k_maf_attrs[] = {
     [MAF_NUM] = {"num_arrays", HG_ATTR_INT, 0, "1", "number of arrays", NULL},
     [MAF_INIT] = {"init_output", HG_ATTR_BOOL, 0, "True",
@@ -403,6 +401,7 @@ static const hg_attr_spec k_maf_attrs[] = {
                   "finite)",
                   NULL},
 };
+_Static_assert(HG_COUNT(k_maf_attrs) == MAF_NATTRS, "k_maf_attrs must match its enum");
 
 static hg_status af_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in, int nout,
                           hg_meta *out)
@@ -438,18 +437,18 @@ static int maf_nin(const hg_attrs *a) { return (int)a->v[MAF_NUM].i; }
  * amp_cast / amp_multicast and _backward_amp_cast
  * ------------------------------------------------------------------------------------------- */
 
-enum { AC_DTYPE, AC_NATTRS };
 static const hg_attr_spec k_ac_attrs[] = {
     [AC_DTYPE] = {"dtype", HG_ATTR_DTYPE, HG_ATTR_REQUIRED, NULL,
                   "dtype float32/float16 inputs are cast to (others pass unchanged)", NULL},
 };
-enum { AM_NUM, AM_NARROW, AM_NATTRS };
+_Static_assert(HG_COUNT(k_ac_attrs) == AC_NATTRS, "k_ac_attrs must match its enum");
 static const hg_attr_spec k_am_attrs[] = {
     [AM_NUM] = {"num_outputs", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of input/output pairs",
                 NULL},
     [AM_NARROW] = {"cast_narrow", HG_ATTR_BOOL, 0, "False",
                    "cast to the narrowest float type instead of the widest", NULL},
 };
+_Static_assert(HG_COUNT(k_am_attrs) == AM_NATTRS, "k_am_attrs must match its enum");
 
 static bool amp_float(hg_dtype dt) { return dt == HG_DTYPE_F32 || dt == HG_DTYPE_F16; }
 
@@ -530,13 +529,13 @@ static hg_status bwd_ac_grad(hg_grad_ctx *g)
  * _histogram
  * ------------------------------------------------------------------------------------------- */
 
-enum { HI_CNT, HI_RANGE, HI_NATTRS };
 static const hg_attr_spec k_hi_attrs[] = {
     [HI_CNT] = {"bin_cnt", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",
                 "number of equal bins (None: the bins input gives the edges)", NULL},
     [HI_RANGE] = {"range", HG_ATTR_STRING, HG_ATTR_OPTIONAL, "None",
                   "(lower, upper) of the equal bins, given with bin_cnt", NULL},
 };
+_Static_assert(HG_COUNT(k_hi_attrs) == HI_NATTRS, "k_hi_attrs must match its enum");
 
 static int hi_nin(const hg_attrs *a) { return a->v[HI_CNT].is_none ? 2 : 1; }
 
@@ -640,7 +639,6 @@ static hg_status hi_forward(const hg_op_def *op, const hg_attrs *a, const hg_exe
  * _linspace
  * ------------------------------------------------------------------------------------------- */
 
-enum { LS_START, LS_STOP, LS_NUM, LS_ENDPOINT, LS_CTX, LS_DTYPE, LS_NATTRS };
 static const hg_attr_spec k_ls_attrs[] = {
     [LS_START] = {"start", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "first value", NULL},
     [LS_STOP] = {"stop", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL, "end of the interval", NULL},
