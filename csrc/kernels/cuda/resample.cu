@@ -1,0 +1,392 @@
+/* hg_gpu_kernels_resample: GPU kernels of the resampling ops of ops/resample.c: Pad and its
+ * gradient _backward_Pad, UpSampling and _backward_UpSampling (nearest).
+ *
+ * Pad moves elements by size; 4-D data is treated as 5-D with a unit depth axis, so one kernel
+ * serves both. _backward_Pad is a gather: each data element sums, per spatial axis, the output
+ * cells that copied it (its interior cell, and the edge or reflect cells that map to it), in the
+ * order the CPU adds them (output rows in order; within a row the interior cell, then the left
+ * padding, then the right), in the CPU's accumulator type (float for float16), so sums are the
+ * CPU's bit for bit. UpSampling (nearest) copies each input's cells into the output, one launch
+ * per input in the CPU's order (sum mode adds input after input, float16 rounding after each
+ * add as the CPU does); _backward_UpSampling sums each scale x scale block in the CPU's order.
+ * UpSampling with sample_type='bilinear' is a Deconvolution (resample.c): it runs the GPU kernel
+ * of Deconvolution when that op has one.
+ */
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_rt.h"
+
+extern "C" {
+#include "ops/resample.h"
+}
+
+namespace
+{
+
+/* ---- shared helpers -------------------------------------------------------------------------- */
+
+#define GRID_LOOP(i, n)                                                                        \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                           \
+                 step_ = (int64_t)gridDim.x * blockDim.x;                                      \
+         i < (n); i += step_)
+
+#define GPU_FWD(NAME)                                                                          \
+    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
+                   hg_tensor *const *in, int nout, hg_tensor *const *out)
+
+#define LAUNCH(n) <<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>
+
+/* IEEE half <-> float as core/half.h converts (round to nearest even; NaN kept quiet with its
+ * sign), so float16 results have the CPU's bits. */
+__device__ __forceinline__ float h2f(uint16_t h)
+{
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+        return __uint_as_float(((uint32_t)(h & 0x8000) << 16) | 0x7f800000u |
+                               ((uint32_t)(h & 0x3ff) << 13));
+    return __half2float(__ushort_as_half(h));
+}
+
+__device__ __forceinline__ uint16_t f2h(float f)
+{
+    if (f != f) return (uint16_t)(((__float_as_uint(f) >> 16) & 0x8000) | 0x7e00);
+    return __half_as_ushort(__float2half_rn(f));
+}
+
+/* Element types as stored (S) and as summed (A): float16 is uint16_t bits summed in float. */
+template <typename S> struct acc {
+    typedef S A;
+    static __device__ __forceinline__ A ld(S v) { return v; }
+    static __device__ __forceinline__ S st(A v) { return v; }
+};
+template <> struct acc<uint16_t> {
+    typedef float A;
+    static __device__ __forceinline__ float ld(uint16_t v) { return h2f(v); }
+    static __device__ __forceinline__ uint16_t st(float v) { return f2h(v); }
+};
+
+/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
+hg_status stream_of(int dev, cudaStream_t *s)
+{
+    *s = hg_cuda_stream(dev);
+    if (*s) return HG_OK;
+    hg_status st = hg_cuda_use(dev);
+    return st != HG_OK ? st : HG_ERR_INTERNAL;
+}
+
+#define STREAM                                                                                 \
+    cudaStream_t s;                                                                            \
+    HG_TRY(stream_of(ctx->device_id, &s))
+
+hg_status bad_dtype(const hg_op_def *op, hg_dtype dt)
+{
+    return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
+                    hg_dtype_name(dt));
+}
+
+/* Runs M(T) for the float dtypes these ops take (float16 as its uint16_t bits). */
+#define BY_FLOAT(dt, M)                                                                        \
+    ((dt) == HG_DTYPE_F32   ? (M(float), true)                                                 \
+     : (dt) == HG_DTYPE_F64 ? (M(double), true)                                                \
+     : (dt) == HG_DTYPE_F16 ? (M(uint16_t), true)                                              \
+                            : false)
+
+/* ---- Pad ------------------------------------------------------------------------------------- */
+
+/* Shapes as 5-D (4-D data gets a unit axis 2) with the padding before each axis. */
+struct pad_plan {
+    int64_t ishape[5], oshape[5], before[5];
+    int mode;
+};
+
+pad_plan pad_plan_of(const hg_attrs *a, const hg_tensor *x, const hg_tensor *y)
+{
+    const hg_tuple *pw = &a->v[K_PAD_WIDTH].t;
+    pad_plan p;
+    const int nd = x->ndim, off = 5 - nd;
+    for (int d = 0; d < 5; d++) {
+        p.ishape[d] = p.oshape[d] = 1;
+        p.before[d] = 0;
+    }
+    for (int d = 0; d < nd; d++) {
+        const int q = d < 2 ? d : d + off;
+        p.ishape[q] = x->shape[d];
+        p.oshape[q] = y->shape[d];
+        p.before[q] = pw->v[2 * d];
+    }
+    p.mode = (int)a->v[K_PAD_MODE].i;
+    return p;
+}
+
+/* resample.c's pad_src: the source index of output index i, -1 for a constant cell. */
+__device__ __forceinline__ int64_t pad_src(int64_t i, int64_t n, int64_t before, int mode)
+{
+    const int64_t j = i - before;
+    if (j >= 0 && j < n) return j;
+    if (mode == PAD_CONSTANT) return -1;
+    if (mode == PAD_EDGE) return j < 0 ? 0 : n - 1;
+    return j < 0 ? -j : 2 * (n - 1) - j;
+}
+
+template <typename T> __global__ void pad_kernel(const T *x, T *y, pad_plan p, T fill, int64_t total)
+{
+    GRID_LOOP(e, total)
+    {
+        int64_t rem = e, src = 0, mul = 1;
+        bool constant = false;
+        for (int d = 4; d >= 0; d--) {
+            const int64_t o = rem % p.oshape[d];
+            rem /= p.oshape[d];
+            const int64_t si = pad_src(o, p.ishape[d], p.before[d], p.mode);
+            if (si < 0) constant = true;
+            src += si * mul;
+            mul *= p.ishape[d];
+        }
+        y[e] = constant ? fill : x[src];
+    }
+}
+
+GPU_FWD(pad_gpu)
+{
+    STREAM;
+    const hg_tensor *x = in[0];
+    hg_tensor *y = out[0];
+    const int64_t total = y->size;
+    if (total == 0) return HG_OK;
+    const pad_plan p = pad_plan_of(a, x, y);
+    const double v = a->v[K_PAD_VALUE].f;
+    switch (y->dtype) {
+    case HG_DTYPE_F32:
+        pad_kernel<float> LAUNCH(total)((const float *)hg_data(x), (float *)hg_data(y), p,
+                                        (float)v, total);
+        break;
+    case HG_DTYPE_F64:
+        pad_kernel<double> LAUNCH(total)((const double *)hg_data(x), (double *)hg_data(y), p, v,
+                                         total);
+        break;
+    case HG_DTYPE_F16:
+        pad_kernel<uint16_t> LAUNCH(total)((const uint16_t *)hg_data(x), (uint16_t *)hg_data(y),
+                                           p, hg_float_to_half((float)v), total);
+        break;
+    default: return bad_dtype(op, y->dtype);
+    }
+    return hg_cuda_launched(op->name);
+}
+
+/* The output cells of one axis that copy input index j: up to three intervals [lo, hi). With
+ * `last`, the interior cell comes first (the CPU's order within a row); otherwise they are in
+ * ascending order. */
+__device__ __forceinline__ int pad_cells(int64_t j, int64_t n, int64_t b, int64_t on, int mode,
+                                         bool last, int64_t *lo, int64_t *hi)
+{
+    int64_t llo = 0, lhi = 0, rlo = 0, rhi = 0; /* left and right padding cells */
+    const int64_t after = on - b - n;
+    if (mode == PAD_EDGE) {
+        if (j == 0) lhi = b;
+        if (j == n - 1) {
+            rlo = b + n;
+            rhi = b + n + after;
+        }
+    } else if (mode == PAD_REFLECT) {
+        if (j >= 1 && j <= b) {
+            llo = b - j;
+            lhi = llo + 1;
+        }
+        const int64_t r = b + 2 * (n - 1) - j;
+        if (r >= b + n && r < on) {
+            rlo = r;
+            rhi = r + 1;
+        }
+    }
+    int c = 0;
+    if (last) {
+        lo[c] = b + j;
+        hi[c++] = b + j + 1;
+    }
+    if (lhi > llo) {
+        lo[c] = llo;
+        hi[c++] = lhi;
+    }
+    if (!last) {
+        lo[c] = b + j;
+        hi[c++] = b + j + 1;
+    }
+    if (rhi > rlo) {
+        lo[c] = rlo;
+        hi[c++] = rhi;
+    }
+    return c;
+}
+
+/* dx[pl, j2, j3, j4] = the sum of dy over the cells that copied it. */
+template <typename T>
+__global__ void pad_bw_kernel(const T *dy, T *dx, pad_plan p, int64_t total)
+{
+    typedef typename acc<T>::A A;
+    const int64_t isz = p.ishape[2] * p.ishape[3] * p.ishape[4];
+    const int64_t osz = p.oshape[2] * p.oshape[3] * p.oshape[4];
+    GRID_LOOP(e, total)
+    {
+        const int64_t pl = e / isz, r = e % isz;
+        const int64_t j4 = r % p.ishape[4], j3 = (r / p.ishape[4]) % p.ishape[3],
+                      j2 = r / (p.ishape[4] * p.ishape[3]);
+        int64_t lo2[3], hi2[3], lo3[3], hi3[3], lo4[3], hi4[3];
+        const int c2 = pad_cells(j2, p.ishape[2], p.before[2], p.oshape[2], p.mode, false, lo2, hi2);
+        const int c3 = pad_cells(j3, p.ishape[3], p.before[3], p.oshape[3], p.mode, false, lo3, hi3);
+        const int c4 = pad_cells(j4, p.ishape[4], p.before[4], p.oshape[4], p.mode, true, lo4, hi4);
+        const T *g = dy + pl * osz;
+        A sum = 0;
+        for (int a2 = 0; a2 < c2; a2++)
+            for (int64_t o2 = lo2[a2]; o2 < hi2[a2]; o2++)
+                for (int a3 = 0; a3 < c3; a3++)
+                    for (int64_t o3 = lo3[a3]; o3 < hi3[a3]; o3++) {
+                        const T *row = g + (o2 * p.oshape[3] + o3) * p.oshape[4];
+                        for (int a4 = 0; a4 < c4; a4++)
+                            for (int64_t o4 = lo4[a4]; o4 < hi4[a4]; o4++)
+                                sum += acc<T>::ld(row[o4]);
+                    }
+        dx[e] = acc<T>::st(sum);
+    }
+}
+
+GPU_FWD(pad_bw_gpu)
+{
+    STREAM;
+    const hg_tensor *dy = in[0];
+    hg_tensor *dx = out[0];
+    const int64_t total = dx->size;
+    if (total == 0) return HG_OK;
+    const pad_plan p = pad_plan_of(a, dx, dy);
+#define PADBW(T)                                                                               \
+    pad_bw_kernel<T> LAUNCH(total)((const T *)hg_data(dy), (T *)hg_data(dx), p, total)
+    if (!BY_FLOAT(dx->dtype, PADBW)) return bad_dtype(op, dx->dtype);
+#undef PADBW
+    return hg_cuda_launched(op->name);
+}
+
+/* ---- UpSampling (nearest) -------------------------------------------------------------------- */
+
+/* Output channels [coff, coff + C) from x of (N, C, H, W) at scale sc into y of (N, YC, H sc,
+ * W sc): copied, or added (sum mode after the first input, rounding as the CPU does). */
+template <typename T>
+__global__ void up_kernel(const T *x, T *y, int64_t C, int64_t H, int64_t W, int64_t sc,
+                          int64_t YC, int64_t coff, bool add, int64_t total)
+{
+    const int64_t OW = W * sc, OH = H * sc;
+    GRID_LOOP(e, total)
+    {
+        const int64_t ox = e % OW, oy = (e / OW) % OH, c = (e / (OW * OH)) % C,
+                      n = e / (OW * OH * C);
+        const T v = x[((n * C + c) * H + oy / sc) * W + ox / sc];
+        T *d = y + ((n * YC + coff + c) * OH + oy) * OW + ox;
+        if (add) *d = acc<T>::st(acc<T>::ld(*d) + acc<T>::ld(v));
+        else *d = v;
+    }
+}
+
+/* UpSampling with sample_type='bilinear' is resample.c's Deconvolution: the same attributes,
+ * built the same way (up_deconv), and Deconvolution's GPU kernel. */
+hg_status up_bilinear(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
+                      hg_tensor *const *in, int nout, hg_tensor *const *out)
+{
+    const long long sc = a->v[K_UP_SCALE].i, k = 2 * sc - sc % 2, pd = sc / 2;
+    char kernel[48], stride[48], pad[48], nf[24];
+    snprintf(kernel, sizeof kernel, "(%lld, %lld)", k, k);
+    snprintf(stride, sizeof stride, "(%lld, %lld)", sc, sc);
+    snprintf(pad, sizeof pad, "(%lld, %lld)", pd, pd);
+    snprintf(nf, sizeof nf, "%lld", (long long)a->v[K_UP_NUM_FILTER].i);
+    const char *kv[] = {"kernel", kernel,      "stride", stride, "pad",     pad,    "num_filter",
+                        nf,       "num_group", nf,       "no_bias", "True", NULL};
+    const hg_op_def *dop = hg_registry_find("Deconvolution");
+    hg_kernel_fn fn = dop ? hg_gpu_kernel_of(dop) : NULL;
+    if (!fn)
+        return hg_error(HG_ERR_UNSUPPORTED,
+                        "%s: sample_type='bilinear' needs Deconvolution's GPU kernel", op->name);
+    hg_attrs da;
+    hg_attrs_set_defaults(dop, &da);
+    for (int i = 0; kv[i]; i += 2) {
+        const int idx = hg_attr_index(dop, kv[i]);
+        if (idx < 0) return hg_error(HG_ERR_INTERNAL, "%s: Deconvolution has no %s", op->name, kv[i]);
+        HG_TRY(hg_attr_parse(dop, idx, kv[i + 1], &da));
+    }
+    HG_TRY(hg_attrs_finish(dop, &da));
+    return fn(dop, &da, ctx, nin, in, nout, out);
+}
+
+GPU_FWD(up_gpu)
+{
+    if (a->v[K_UP_TYPE].i == UP_BILINEAR) return up_bilinear(op, a, ctx, nin, in, nout, out);
+    STREAM;
+    hg_tensor *y = out[0];
+    const bool sum = a->v[K_UP_MODE].i == UP_SUM;
+    int64_t coff = 0;
+    for (int i = 0; i < nin; i++) {
+        const hg_tensor *x = in[i];
+        const int64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
+        const int64_t sc = y->shape[2] / H, total = x->shape[0] * C * H * sc * W * sc;
+        if (total > 0) {
+#define UP(T)                                                                                  \
+    up_kernel<T> LAUNCH(total)((const T *)hg_data(x), (T *)hg_data(y), C, H, W, sc, y->shape[1], \
+                               coff, sum && i > 0, total)
+            if (!BY_FLOAT(y->dtype, UP)) return bad_dtype(op, y->dtype);
+#undef UP
+            HG_TRY(hg_cuda_launched(op->name));
+        }
+        if (!sum) coff += C;
+    }
+    return HG_OK;
+}
+
+/* dx[n, c, iy, ix] = the sum of dy's scale x scale block of it (rows, then columns). */
+template <typename T>
+__global__ void up_bw_kernel(const T *dy, T *dx, int64_t C, int64_t H, int64_t W, int64_t sc,
+                             int64_t YC, int64_t coff, int64_t total)
+{
+    typedef typename acc<T>::A A;
+    const int64_t OW = W * sc, OH = H * sc;
+    GRID_LOOP(e, total)
+    {
+        const int64_t ix = e % W, iy = (e / W) % H, c = (e / (W * H)) % C, n = e / (W * H * C);
+        const T *src = dy + ((n * YC + coff + c) * OH + iy * sc) * OW + ix * sc;
+        A sum = 0;
+        for (int64_t k = 0; k < sc; k++)
+            for (int64_t m = 0; m < sc; m++) sum += acc<T>::ld(src[k * OW + m]);
+        dx[e] = acc<T>::st(sum);
+    }
+}
+
+/* _backward_UpSampling(ograd, data_0, ...) -> one gradient per data input. */
+GPU_FWD(up_bw_gpu)
+{
+    STREAM;
+    const hg_tensor *dy = in[0];
+    const bool sum = a->v[K_UP_MODE].i == UP_SUM;
+    int64_t coff = 0;
+    for (int i = 0; i < nout; i++) {
+        hg_tensor *dx = out[i];
+        const int64_t C = dx->shape[1], H = dx->shape[2], W = dx->shape[3], total = dx->size;
+        if (total > 0) {
+            const int64_t sc = dy->shape[2] / H;
+#define UPBW(T)                                                                                \
+    up_bw_kernel<T> LAUNCH(total)((const T *)hg_data(dy), (T *)hg_data(dx), C, H, W, sc,       \
+                                  dy->shape[1], coff, total)
+            if (!BY_FLOAT(dx->dtype, UPBW)) return bad_dtype(op, dx->dtype);
+#undef UPBW
+            HG_TRY(hg_cuda_launched(op->name));
+        }
+        if (!sum) coff += C;
+    }
+    return HG_OK;
+}
+
+} // namespace
+
+extern "C" const hg_gpu_kernel hg_gpu_kernels_resample[] = {
+    {"Pad", pad_gpu},
+    {"_backward_Pad", pad_bw_gpu},
+    {"UpSampling", up_gpu},
+    {"_backward_UpSampling", up_bw_gpu},
+    {NULL, NULL},
+};
