@@ -1,5 +1,7 @@
 /* hg_gpu_kernels_resample: GPU kernels of the resampling ops of ops/resample.c: Pad and its
- * gradient _backward_Pad, UpSampling and _backward_UpSampling (nearest).
+ * gradient _backward_Pad, UpSampling and _backward_UpSampling (nearest); and of
+ * ops/contrib_resize.c: _contrib_AdaptiveAvgPooling2D, _contrib_BilinearResize2D and their
+ * _backward_ ops (described at their kernels below).
  *
  * Pad moves elements by size; 4-D data is treated as 5-D with a unit depth axis, so one kernel
  * serves both. _backward_Pad is a gather: each data element sums, per spatial axis, the output
@@ -20,6 +22,7 @@
 #include "kernels/cuda/cuda_rt.h"
 
 extern "C" {
+#include "ops/contrib_resize.h"
 #include "ops/resample.h"
 }
 
@@ -381,6 +384,183 @@ GPU_FWD(up_bw_gpu)
     return HG_OK;
 }
 
+/* ---- _contrib_AdaptiveAvgPooling2D, _contrib_BilinearResize2D ---------------------------------
+ * contrib_resize.c computes in double (hg_c_load / hg_c_store): the kernels load each element
+ * as double, do the CPU's double arithmetic in its order (no FMA contraction), and store as
+ * hg_c_store does (float16 through float). The index rules are float32, as on the CPU. The
+ * backward ops are gathers: each data cell sums, in the CPU's order of output cells, what the
+ * CPU's scatter adds into it, so the sums are the CPU's bit for bit. */
+
+template <typename T> __device__ __forceinline__ double ld_d(T v) { return (double)v; }
+template <> __device__ __forceinline__ double ld_d<uint16_t>(uint16_t v) { return h2f(v); }
+template <typename T> __device__ __forceinline__ T st_d(double v) { return (T)v; }
+template <> __device__ __forceinline__ uint16_t st_d<uint16_t>(double v) { return f2h((float)v); }
+
+/* contrib_resize.c's start_ind / end_ind. */
+__device__ __forceinline__ int64_t start_ind(int64_t a, int64_t b, int64_t c)
+{
+    return (int64_t)floorf(__fdiv_rn((float)(a * c), (float)b));
+}
+__device__ __forceinline__ int64_t end_ind(int64_t a, int64_t b, int64_t c)
+{
+    return (int64_t)ceilf(__fdiv_rn((float)((a + 1) * c), (float)b));
+}
+
+/* y (planes, oh, ow) = the mean of x (planes, h, w) over each output's cell. */
+template <typename T>
+__global__ void ap_kernel(const T *x, T *y, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                          int64_t total)
+{
+    GRID_LOOP(e, total)
+    {
+        const int64_t j = e % ow, i = (e / ow) % oh, p = e / (ow * oh);
+        const int64_t h0 = start_ind(i, oh, h), h1 = end_ind(i, oh, h);
+        const int64_t w0 = start_ind(j, ow, w), w1 = end_ind(j, ow, w);
+        const T *xp = x + p * h * w;
+        double sum = 0;
+        for (int64_t r = h0; r < h1; r++)
+            for (int64_t c = w0; c < w1; c++) sum += ld_d(xp[r * w + c]);
+        y[e] = st_d<T>(sum / (double)((h1 - h0) * (w1 - w0)));
+    }
+}
+
+/* dx (planes, h, w): the sum of dy / cell size over the outputs whose cells hold it. */
+template <typename T>
+__global__ void ap_bw_kernel(const T *dy, T *dx, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                             int64_t total)
+{
+    GRID_LOOP(e, total)
+    {
+        const int64_t c = e % w, r = (e / w) % h, p = e / (w * h);
+        const T *g = dy + p * oh * ow;
+        double sum = 0;
+        for (int64_t i = 0; i < oh; i++) {
+            const int64_t h0 = start_ind(i, oh, h), h1 = end_ind(i, oh, h);
+            if (r < h0 || r >= h1) continue;
+            for (int64_t j = 0; j < ow; j++) {
+                const int64_t w0 = start_ind(j, ow, w), w1 = end_ind(j, ow, w);
+                if (c < w0 || c >= w1) continue;
+                sum += ld_d(g[i * ow + j]) / (double)((h1 - h0) * (w1 - w0));
+            }
+        }
+        dx[e] = st_d<T>(sum);
+    }
+}
+
+/* contrib_resize.c's tap: source cell, step to the next one (0/1) and its weight. */
+struct tap {
+    int64_t i0, step;
+    double lam;
+};
+
+__device__ __forceinline__ tap src_tap(int64_t in, int64_t out, int64_t i, bool align, bool same)
+{
+    if (same) return tap{i, 0, 0.0};
+    const float scale = out > 1 ? (align ? __fdiv_rn((float)(in - 1), (float)(out - 1))
+                                         : __fdiv_rn((float)in, (float)out))
+                                : 0.f;
+    float r = align ? __fmul_rn(scale, (float)i)
+                    : __fsub_rn(__fmul_rn(scale, __fadd_rn((float)i, 0.5f)), 0.5f);
+    if (!align && r < 0) r = 0;
+    const int64_t i0 = (int64_t)(int)r;
+    return tap{i0, i0 < in - 1 ? 1 : 0, (double)__fsub_rn(r, (float)i0)};
+}
+
+/* The four weights a00, a01, a10, a11 of two taps, as the CPU rounds them. */
+__device__ __forceinline__ void tap_weights(const tap &th, const tap &tw, double *wt)
+{
+    const double h1 = __dadd_rn(1.0, -th.lam), w1 = __dadd_rn(1.0, -tw.lam);
+    wt[0] = __dmul_rn(h1, w1);
+    wt[1] = __dmul_rn(h1, tw.lam);
+    wt[2] = __dmul_rn(th.lam, w1);
+    wt[3] = __dmul_rn(th.lam, tw.lam);
+}
+
+template <typename T>
+__global__ void br_kernel(const T *x, T *y, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                          bool align, int64_t total)
+{
+    const bool same = h == oh && w == ow;
+    GRID_LOOP(e, total)
+    {
+        const int64_t j = e % ow, i = (e / ow) % oh, p = e / (ow * oh);
+        const tap th = src_tap(h, oh, i, align, same), tw = src_tap(w, ow, j, align, same);
+        double wt[4];
+        tap_weights(th, tw, wt);
+        const T *xp = x + p * h * w;
+        const int64_t o00 = th.i0 * w + tw.i0, o01 = o00 + tw.step, o10 = o00 + th.step * w,
+                      o11 = o10 + tw.step;
+        double v = __dadd_rn(__dmul_rn(wt[0], ld_d(xp[o00])), __dmul_rn(wt[1], ld_d(xp[o01])));
+        v = __dadd_rn(v, __dmul_rn(wt[2], ld_d(xp[o10])));
+        v = __dadd_rn(v, __dmul_rn(wt[3], ld_d(xp[o11])));
+        y[e] = st_d<T>(v);
+    }
+}
+
+/* dx (planes, h, w): what the CPU's scatter adds into each cell, in its order (outputs in
+ * order, corners 00, 01, 10, 11 within one). */
+template <typename T>
+__global__ void br_bw_kernel(const T *dy, T *dx, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                             bool align, int64_t total)
+{
+    const bool same = h == oh && w == ow;
+    GRID_LOOP(e, total)
+    {
+        const int64_t c = e % w, r = (e / w) % h, p = e / (w * h);
+        const T *gp = dy + p * oh * ow;
+        double sum = 0;
+        for (int64_t i = 0; i < oh; i++) {
+            const tap th = src_tap(h, oh, i, align, same);
+            const bool r0 = th.i0 == r, r1 = th.i0 + th.step == r;
+            if (!r0 && !r1) continue;
+            for (int64_t j = 0; j < ow; j++) {
+                const tap tw = src_tap(w, ow, j, align, same);
+                const bool c0 = tw.i0 == c, c1 = tw.i0 + tw.step == c;
+                if (!c0 && !c1) continue;
+                double wt[4];
+                tap_weights(th, tw, wt);
+                const double g = ld_d(gp[i * ow + j]);
+                if (r0 && c0) sum = __dadd_rn(sum, __dmul_rn(wt[0], g));
+                if (r0 && c1) sum = __dadd_rn(sum, __dmul_rn(wt[1], g));
+                if (r1 && c0) sum = __dadd_rn(sum, __dmul_rn(wt[2], g));
+                if (r1 && c1) sum = __dadd_rn(sum, __dmul_rn(wt[3], g));
+            }
+        }
+        dx[e] = st_d<T>(sum);
+    }
+}
+
+/* Launches one of the four resize kernels K over (x -> y): big is the (h, w) side (the data
+ * forward, the data-shaped gradient backward), as contrib_resize.c's run_planes. */
+#define RESIZE_GPU(NAME, KERNEL, BW, ...)                                                      \
+    GPU_FWD(NAME)                                                                              \
+    {                                                                                          \
+        STREAM;                                                                                \
+        const hg_tensor *x = in[0];                                                            \
+        hg_tensor *y = out[0];                                                                 \
+        const hg_tensor *big = BW ? y : x, *small = BW ? x : y;                                \
+        const int64_t h = big->shape[2], w = big->shape[3], oh = small->shape[2],              \
+                      ow = small->shape[3], total = y->size;                                   \
+        if (total == 0) return HG_OK;                                                          \
+        if (!BY_FLOAT(y->dtype, KERNEL)) return bad_dtype(op, y->dtype);                       \
+        return hg_cuda_launched(op->name);                                                     \
+    }
+
+#define AP_K(T)                                                                                \
+    ap_kernel<T> LAUNCH(total)((const T *)hg_data(x), (T *)hg_data(y), h, w, oh, ow, total)
+#define AP_BW_K(T)                                                                             \
+    ap_bw_kernel<T> LAUNCH(total)((const T *)hg_data(x), (T *)hg_data(y), h, w, oh, ow, total)
+#define BR_K(T)                                                                                \
+    br_kernel<T> LAUNCH(total)((const T *)hg_data(x), (T *)hg_data(y), h, w, oh, ow,           \
+                               a->v[BR_ALIGN].b, total)
+#define BR_BW_K(T)                                                                             \
+    br_bw_kernel<T> LAUNCH(total)((const T *)hg_data(x), (T *)hg_data(y), h, w, oh, ow,        \
+                                  a->v[BR_ALIGN].b, total)
+RESIZE_GPU(ap_gpu, AP_K, false)
+RESIZE_GPU(ap_bw_gpu, AP_BW_K, true)
+RESIZE_GPU(br_gpu, BR_K, false)
+RESIZE_GPU(br_bw_gpu, BR_BW_K, true)
+
 } // namespace
 
 extern "C" const hg_gpu_kernel hg_gpu_kernels_resample[] = {
@@ -388,5 +568,9 @@ extern "C" const hg_gpu_kernel hg_gpu_kernels_resample[] = {
     {"_backward_Pad", pad_bw_gpu},
     {"UpSampling", up_gpu},
     {"_backward_UpSampling", up_bw_gpu},
+    {"_contrib_AdaptiveAvgPooling2D", ap_gpu},
+    {"_backward_contrib_AdaptiveAvgPooling2D", ap_bw_gpu},
+    {"_contrib_BilinearResize2D", br_gpu},
+    {"_backward_contrib_BilinearResize2D", br_bw_gpu},
     {NULL, NULL},
 };
