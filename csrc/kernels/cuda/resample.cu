@@ -1,7 +1,8 @@
 /* hg_gpu_kernels_resample: GPU kernels of the resampling ops of ops/resample.c: Pad and its
  * gradient _backward_Pad, UpSampling and _backward_UpSampling (nearest); and of
  * ops/contrib_resize.c: _contrib_AdaptiveAvgPooling2D, _contrib_BilinearResize2D and their
- * _backward_ ops (described at their kernels below).
+ * _backward_ ops; and of ops/legacy_nn.c: LRN, Crop and their _backward_ ops (the last two
+ * groups are described at their kernels below).
  *
  * Pad moves elements by size; 4-D data is treated as 5-D with a unit depth axis, so one kernel
  * serves both. _backward_Pad is a gather: each data element sums, per spatial axis, the output
@@ -15,6 +16,7 @@
  * of Deconvolution when that op has one.
  */
 #include <cuda_fp16.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 
 extern "C" {
 #include "ops/contrib_resize.h"
+#include "ops/legacy_nn.h"
 #include "ops/resample.h"
 }
 
@@ -561,6 +564,195 @@ RESIZE_GPU(ap_bw_gpu, AP_BW_K, true)
 RESIZE_GPU(br_gpu, BR_K, false)
 RESIZE_GPU(br_bw_gpu, BR_BW_K, true)
 
+/* ---- LRN, Crop (ops/legacy_nn.c) -------------------------------------------------------------
+ * LRN follows legacy_nn.c's expressions: the window sum of squares in the element type, then C's
+ * double pow (the float kernel promotes to it as C does) and the products in the CPU's order and
+ * types, without FMA contraction. Crop moves elements by size. */
+
+/* legacy_nn.c's lrn_setup: MXNet's parameters are floats (alpha / nsize in float). */
+struct lrn_par {
+    int64_t c, hw, half;
+    double salpha, beta, knorm;
+};
+
+lrn_par lrn_of(const hg_attrs *a, const hg_tensor *x)
+{
+    lrn_par p;
+    p.c = x->shape[1];
+    p.hw = x->shape[2] * x->shape[3];
+    p.salpha = (float)((float)a->v[LRN_ALPHA].f / (float)a->v[LRN_NSIZE].i);
+    p.beta = (float)a->v[LRN_BETA].f;
+    p.knorm = (float)a->v[LRN_KNORM].f;
+    p.half = a->v[LRN_NSIZE].i / 2;
+    return p;
+}
+
+__device__ __forceinline__ float mul_rn(float x, float y) { return __fmul_rn(x, y); }
+__device__ __forceinline__ double mul_rn(double x, double y) { return __dmul_rn(x, y); }
+__device__ __forceinline__ float add_rn(float x, float y) { return __fadd_rn(x, y); }
+__device__ __forceinline__ double add_rn(double x, double y) { return __dadd_rn(x, y); }
+
+/* The window [lo, hi] of channel k. */
+__device__ __forceinline__ void lrn_window(const lrn_par &p, int64_t k, int64_t *lo, int64_t *hi)
+{
+    *lo = k - p.half < 0 ? 0 : k - p.half;
+    *hi = k + p.half >= p.c ? p.c - 1 : k + p.half;
+}
+
+template <typename T>
+__global__ void lrn_kernel(const T *x, T *y, T *norm, lrn_par p, int64_t total)
+{
+    GRID_LOOP(e, total)
+    {
+        const int64_t i = e % p.hw, k = (e / p.hw) % p.c, n = e / (p.hw * p.c);
+        int64_t lo, hi;
+        lrn_window(p, k, &lo, &hi);
+        T s = 0;
+        for (int64_t c = lo; c <= hi; c++) {
+            const T v = x[(n * p.c + c) * p.hw + i];
+            s = add_rn(s, mul_rn(v, v));
+        }
+        s = (T)add_rn(mul_rn(s, (T)p.salpha), (T)p.knorm);
+        norm[e] = s;
+        y[e] = (T)__dmul_rn((double)x[e], pow((double)s, (double)(T)-p.beta));
+    }
+}
+
+GPU_FWD(lrn_gpu)
+{
+    STREAM;
+    const hg_tensor *x = in[0];
+    const int64_t total = x->size;
+    if (total == 0) return HG_OK;
+    const lrn_par p = lrn_of(a, x);
+#define LRN(T)                                                                                 \
+    lrn_kernel<T> LAUNCH(total)((const T *)hg_data(x), (T *)hg_data(out[0]),                  \
+                                (T *)hg_data(out[1]), p, total)
+    switch (x->dtype) {
+    case HG_DTYPE_F32: LRN(float); break;
+    case HG_DTYPE_F64: LRN(double); break;
+    default: return bad_dtype(op, x->dtype);
+    }
+#undef LRN
+    return hg_cuda_launched(op->name);
+}
+
+/* t = dy * x * norm^(-beta - 1) */
+template <typename T>
+__global__ void lrn_bw_t_kernel(const T *dy, const T *x, const T *norm, T *t, double e1,
+                                int64_t total)
+{
+    GRID_LOOP(e, total)
+    t[e] = (T)__dmul_rn((double)mul_rn(dy[e], x[e]), pow((double)norm[e], (double)(T)e1));
+}
+
+/* dx = dy * norm^-beta + sc * (window sum of t) * x */
+template <typename T>
+__global__ void lrn_bw_kernel(const T *dy, const T *x, const T *norm, const T *t, T *dx,
+                              lrn_par p, int64_t total)
+{
+    const T sc = (T)(-2.0 * p.beta * p.salpha);
+    GRID_LOOP(e, total)
+    {
+        const int64_t i = e % p.hw, k = (e / p.hw) % p.c, n = e / (p.hw * p.c);
+        int64_t lo, hi;
+        lrn_window(p, k, &lo, &hi);
+        T s = 0;
+        for (int64_t c = lo; c <= hi; c++) s = add_rn(s, t[(n * p.c + c) * p.hw + i]);
+        const double a1 = __dmul_rn((double)dy[e], pow((double)norm[e], (double)(T)-p.beta));
+        dx[e] = (T)__dadd_rn(a1, (double)mul_rn(mul_rn(sc, s), x[e]));
+    }
+}
+
+/* _backward_LRN(ograd, data, tmp_norm); t lives in the op's workspace. */
+GPU_FWD(lrn_bw_gpu)
+{
+    STREAM;
+    const hg_tensor *x = in[1];
+    const int64_t total = x->size;
+    if (total == 0) return HG_OK;
+    if (!ctx->workspace) return hg_error(HG_ERR_INTERNAL, "%s: workspace missing", op->name);
+    const lrn_par p = lrn_of(a, x);
+#define LRNBW(T)                                                                               \
+    do {                                                                                       \
+        const T *dy = (const T *)hg_data(in[0]), *xx = (const T *)hg_data(x),                  \
+                *nm = (const T *)hg_data(in[2]);                                               \
+        T *t = (T *)ctx->workspace;                                                            \
+        lrn_bw_t_kernel<T> LAUNCH(total)(dy, xx, nm, t, -p.beta - 1, total);                   \
+        HG_TRY(hg_cuda_launched(op->name));                                                    \
+        lrn_bw_kernel<T> LAUNCH(total)(dy, xx, nm, t, (T *)hg_data(out[0]), p, total);         \
+    } while (0)
+    switch (x->dtype) {
+    case HG_DTYPE_F32: LRNBW(float); break;
+    case HG_DTYPE_F64: LRNBW(double); break;
+    default: return bad_dtype(op, x->dtype);
+    }
+#undef LRNBW
+    return hg_cuda_launched(op->name);
+}
+
+/* The crop window's offset (legacy_nn.c's crop_geometry, already validated by infer) for data
+ * big and the cropped small. */
+void crop_offset(const hg_attrs *a, const hg_tensor *big, const hg_tensor *small, int64_t *off)
+{
+    for (int d = 0; d < 2; d++) {
+        const int64_t room = big->shape[2 + d] - small->shape[2 + d];
+        off[d] = a->v[CR_CENTER].b ? room / 2 : a->v[CR_OFFSET].t.v[d];
+    }
+}
+
+/* small[p, r, c] <-> big[p, r + oy, c + ox] over small's elements. */
+template <typename T>
+__global__ void crop_kernel(T *big, T *small, int64_t bh, int64_t bw, int64_t h, int64_t w,
+                            int64_t oy, int64_t ox, bool to_small, int64_t total)
+{
+    GRID_LOOP(e, total)
+    {
+        const int64_t c = e % w, r = (e / w) % h, p = e / (w * h);
+        T *b = big + (p * bh + r + oy) * bw + ox + c;
+        if (to_small) small[e] = *b;
+        else *b = small[e];
+    }
+}
+
+hg_status crop_launch(const hg_op_def *op, cudaStream_t s, const hg_attrs *a, hg_tensor *big,
+                      hg_tensor *small, bool to_small)
+{
+    const int64_t total = small->size;
+    if (total == 0) return HG_OK;
+    int64_t off[2];
+    crop_offset(a, big, small, off);
+#define CROP(T)                                                                                \
+    crop_kernel<T> LAUNCH(total)((T *)hg_data(big), (T *)hg_data(small), big->shape[2],         \
+                                 big->shape[3], small->shape[2], small->shape[3], off[0],       \
+                                 off[1], to_small, total)
+    switch (hg_dtype_size(big->dtype)) {
+    case 1: CROP(uint8_t); break;
+    case 2: CROP(uint16_t); break;
+    case 4: CROP(uint32_t); break;
+    case 8: CROP(uint64_t); break;
+    default: return bad_dtype(op, big->dtype);
+    }
+#undef CROP
+    return hg_cuda_launched(op->name);
+}
+
+GPU_FWD(crop_gpu)
+{
+    STREAM;
+    return crop_launch(op, s, a, in[0], out[0], true);
+}
+
+/* _backward_Crop(ograd, data): zeros with ograd at the window. */
+GPU_FWD(crop_bw_gpu)
+{
+    STREAM;
+    hg_tensor *dx = out[0];
+    const size_t nb = (size_t)dx->size * hg_dtype_size(dx->dtype);
+    if (nb) HG_TRY(hg_cuda_status(cudaMemsetAsync(hg_data(dx), 0, nb, s), op->name));
+    return crop_launch(op, s, a, dx, in[0], false);
+}
+
 } // namespace
 
 extern "C" const hg_gpu_kernel hg_gpu_kernels_resample[] = {
@@ -572,5 +764,9 @@ extern "C" const hg_gpu_kernel hg_gpu_kernels_resample[] = {
     {"_backward_contrib_AdaptiveAvgPooling2D", ap_bw_gpu},
     {"_contrib_BilinearResize2D", br_gpu},
     {"_backward_contrib_BilinearResize2D", br_bw_gpu},
+    {"LRN", lrn_gpu},
+    {"_backward_LRN", lrn_bw_gpu},
+    {"Crop", crop_gpu},
+    {"_backward_Crop", crop_bw_gpu},
     {NULL, NULL},
 };
