@@ -309,7 +309,9 @@ hg_status up_bilinear(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
     hg_kernel_fn fn = dop ? hg_gpu_kernel_of(dop) : NULL;
     if (!fn)
         return hg_error(HG_ERR_UNSUPPORTED,
-                        "%s: sample_type='bilinear' needs Deconvolution's GPU kernel", op->name);
+                        "%s: sample_type='bilinear' has no GPU kernel while Deconvolution has "
+                        "none",
+                        op->name);
     hg_attrs da;
     hg_attrs_set_defaults(dop, &da);
     for (int i = 0; kv[i]; i += 2) {
