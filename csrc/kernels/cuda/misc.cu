@@ -172,7 +172,8 @@ template <typename T, typename F> __global__ void unary_kernel(const T *x, T *y,
     GRID_LOOP(i, n) y[i] = f(x[i]);
 }
 
-template <typename F> __global__ void unary_half_kernel(const uint16_t *x, uint16_t *y, F f, int64_t n)
+template <typename F>
+__global__ void unary_half_kernel(const uint16_t *x, uint16_t *y, F f, int64_t n)
 {
     GRID_LOOP(i, n) y[i] = f2h(f(h2f(x[i])));
 }
@@ -244,8 +245,8 @@ GPU_FWD(quadratic_gpu)
     case HG_DTYPE_F32: unary_launch<float>(s, x, y, quad_of<float>(a)); break;
     case HG_DTYPE_F64: unary_launch<double>(s, x, y, quad_of<double>(a)); break;
     case HG_DTYPE_F16:
-        unary_half_kernel<quad_f<float>> LAUNCH(n)(
-            (const uint16_t *)hg_data(x), (uint16_t *)hg_data(y), quad_of<float>(a), n);
+        unary_half_kernel<quad_f<float>> LAUNCH(n)((const uint16_t *)hg_data(x),
+                                                   (uint16_t *)hg_data(y), quad_of<float>(a), n);
         break;
     case HG_DTYPE_I32: unary_launch<int32_t>(s, x, y, quad_of<int32_t>(a)); break;
     case HG_DTYPE_I64: unary_launch<int64_t>(s, x, y, quad_of<int64_t>(a)); break;
@@ -286,20 +287,15 @@ GPU_FWD(dsd_gpu)
     case HG_DTYPE_F32: unary_launch<float>(s, x, y, div_f<float>{(float)root}); break;
     case HG_DTYPE_F64: unary_launch<double>(s, x, y, div_f<double>{root}); break;
     case HG_DTYPE_F16:
-        unary_half_kernel<div_f<float>> LAUNCH(n)((const uint16_t *)hg_data(x),
-                                                  (uint16_t *)hg_data(y),
-                                                  div_f<float>{sqrtf((float)d)}, n);
+        unary_half_kernel<div_f<float>> LAUNCH(n)(
+            (const uint16_t *)hg_data(x), (uint16_t *)hg_data(y), div_f<float>{sqrtf((float)d)}, n);
         break;
     case HG_DTYPE_I32:
         unary_launch<int32_t>(s, x, y, div_f<int32_t>{(int32_t)(int64_t)root});
         break;
-    case HG_DTYPE_I64:
-        unary_launch<int64_t>(s, x, y, div_f<int64_t>{(int64_t)root});
-        break;
+    case HG_DTYPE_I64: unary_launch<int64_t>(s, x, y, div_f<int64_t>{(int64_t)root}); break;
     case HG_DTYPE_I8: unary_launch<int8_t>(s, x, y, div_f<int8_t>{(int8_t)(int64_t)root}); break;
-    case HG_DTYPE_U8:
-        unary_launch<uint8_t>(s, x, y, div_f<uint8_t>{(uint8_t)(int64_t)root});
-        break;
+    case HG_DTYPE_U8: unary_launch<uint8_t>(s, x, y, div_f<uint8_t>{(uint8_t)(int64_t)root}); break;
     default: return bad_dtype(op, x->dtype);
     }
     return hg_cuda_launched(op->name);
@@ -395,8 +391,7 @@ GPU_FWD(ic_gpu)
     HG_TRY(hg_device_alloc(ctx->device_id, obytes, &owner));
     hg_status st = hg_cuda_status(cudaMemsetAsync(owner, 0, obytes, s), op->name);
     if (st == HG_OK) {
-        ic_claim_kernel LAUNCH(k)(hg_data(idx), (int)idx->dtype, k, n,
-                                  (unsigned long long *)owner);
+        ic_claim_kernel LAUNCH(k)(hg_data(idx), (int)idx->dtype, k, n, (unsigned long long *)owner);
         st = hg_cuda_launched(op->name);
     }
     if (st == HG_OK) {
@@ -414,8 +409,8 @@ GPU_FWD(ic_gpu)
 /* ---- _contrib_allclose ----------------------------------------------------------------------- */
 
 /* *res starts at 1; any element that is not close clears it. */
-__global__ void ac_kernel(const void *x, const void *y, int dt, int64_t n, double rtol,
-                          double atol, bool eq_nan, uint8_t *res)
+__global__ void ac_kernel(const void *x, const void *y, int dt, int64_t n, double rtol, double atol,
+                          bool eq_nan, uint8_t *res)
 {
     GRID_LOOP(i, n)
     {
@@ -486,8 +481,7 @@ GPU_FWD(al_gpu)
     case HG_DTYPE_F64: al_f64_kernel LAUNCH(n)((double *)p, n, rep, start, step); break;
     case HG_DTYPE_F32:
     case HG_DTYPE_F16:
-        al_f32_kernel LAUNCH(n)(p, in[0]->dtype == HG_DTYPE_F16, n, rep, (float)start,
-                                (float)step);
+        al_f32_kernel LAUNCH(n)(p, in[0]->dtype == HG_DTYPE_F16, n, rep, (float)start, (float)step);
         break;
     case HG_DTYPE_I32: al_int_kernel<int32_t> LAUNCH(n)((int32_t *)p, n, rep, is, ist); break;
     case HG_DTYPE_I64: al_int_kernel<int64_t> LAUNCH(n)((int64_t *)p, n, rep, is, ist); break;
@@ -613,8 +607,8 @@ template <typename T>
 hg_status sort_typed(const hg_op_def *op, int dev, cudaStream_t s, const sort_job *j)
 {
     const int64_t rows = j->outer * j->inner, total = rows * j->n;
-    if (j->mask) HG_TRY(hg_cuda_status(cudaMemsetAsync(j->mask, 0, (size_t)total * sizeof(T), s),
-                                       op->name));
+    if (j->mask)
+        HG_TRY(hg_cuda_status(cudaMemsetAsync(j->mask, 0, (size_t)total * sizeof(T), s), op->name));
     if (total == 0 || j->k == 0) return HG_OK;
     /* index buffers first: they keep the key buffers aligned for any T */
     const size_t nb = (size_t)total * (sizeof(T) + sizeof(int32_t)) * 2;
@@ -702,8 +696,8 @@ GPU_FWD(argsort_gpu)
     if (in[0]->ndim == 0) {
         /* a scalar's argsort is [0]: zero bits in every index dtype */
         STREAM;
-        return hg_cuda_status(
-            cudaMemsetAsync(hg_data(out[0]), 0, hg_dtype_size(out[0]->dtype), s), op->name);
+        return hg_cuda_status(cudaMemsetAsync(hg_data(out[0]), 0, hg_dtype_size(out[0]->dtype), s),
+                              op->name);
     }
     layout(&j, in[0], &a->v[SO_AXIS]);
     j.k = j.n;

@@ -136,7 +136,8 @@ __device__ __forceinline__ int64_t pad_src(int64_t i, int64_t n, int64_t before,
     return j < 0 ? -j : 2 * (n - 1) - j;
 }
 
-template <typename T> __global__ void pad_kernel(const T *x, T *y, pad_plan p, T fill, int64_t total)
+template <typename T>
+__global__ void pad_kernel(const T *x, T *y, pad_plan p, T fill, int64_t total)
 {
     GRID_LOOP(e, total)
     {
@@ -165,16 +166,16 @@ GPU_FWD(pad_gpu)
     const double v = a->v[K_PAD_VALUE].f;
     switch (y->dtype) {
     case HG_DTYPE_F32:
-        pad_kernel<float> LAUNCH(total)((const float *)hg_data(x), (float *)hg_data(y), p,
-                                        (float)v, total);
+        pad_kernel<float> LAUNCH(total)((const float *)hg_data(x), (float *)hg_data(y), p, (float)v,
+                                        total);
         break;
     case HG_DTYPE_F64:
         pad_kernel<double> LAUNCH(total)((const double *)hg_data(x), (double *)hg_data(y), p, v,
                                          total);
         break;
     case HG_DTYPE_F16:
-        pad_kernel<uint16_t> LAUNCH(total)((const uint16_t *)hg_data(x), (uint16_t *)hg_data(y),
-                                           p, hg_float_to_half((float)v), total);
+        pad_kernel<uint16_t> LAUNCH(total)((const uint16_t *)hg_data(x), (uint16_t *)hg_data(y), p,
+                                           hg_float_to_half((float)v), total);
         break;
     default: return bad_dtype(op, y->dtype);
     }
@@ -227,8 +228,7 @@ __device__ __forceinline__ int pad_cells(int64_t j, int64_t n, int64_t b, int64_
 }
 
 /* dx[pl, j2, j3, j4] = the sum of dy over the cells that copied it. */
-template <typename T>
-__global__ void pad_bw_kernel(const T *dy, T *dx, pad_plan p, int64_t total)
+template <typename T> __global__ void pad_bw_kernel(const T *dy, T *dx, pad_plan p, int64_t total)
 {
     typedef typename acc<T>::A A;
     const int64_t isz = p.ishape[2] * p.ishape[3] * p.ishape[4];
@@ -239,8 +239,10 @@ __global__ void pad_bw_kernel(const T *dy, T *dx, pad_plan p, int64_t total)
         const int64_t j4 = r % p.ishape[4], j3 = (r / p.ishape[4]) % p.ishape[3],
                       j2 = r / (p.ishape[4] * p.ishape[3]);
         int64_t lo2[3], hi2[3], lo3[3], hi3[3], lo4[3], hi4[3];
-        const int c2 = pad_cells(j2, p.ishape[2], p.before[2], p.oshape[2], p.mode, false, lo2, hi2);
-        const int c3 = pad_cells(j3, p.ishape[3], p.before[3], p.oshape[3], p.mode, false, lo3, hi3);
+        const int c2 = pad_cells(j2, p.ishape[2], p.before[2], p.oshape[2], p.mode, false, lo2,
+                                 hi2);
+        const int c3 = pad_cells(j3, p.ishape[3], p.before[3], p.oshape[3], p.mode, false, lo3,
+                                 hi3);
         const int c4 = pad_cells(j4, p.ishape[4], p.before[4], p.oshape[4], p.mode, true, lo4, hi4);
         const T *g = dy + pl * osz;
         A sum = 0;
@@ -277,8 +279,8 @@ GPU_FWD(pad_bw_gpu)
 /* Output channels [coff, coff + C) from x of (N, C, H, W) at scale sc into y of (N, YC, H sc,
  * W sc): copied, or added (sum mode after the first input, rounding as the CPU does). */
 template <typename T>
-__global__ void up_kernel(const T *x, T *y, int64_t C, int64_t H, int64_t W, int64_t sc,
-                          int64_t YC, int64_t coff, bool add, int64_t total)
+__global__ void up_kernel(const T *x, T *y, int64_t C, int64_t H, int64_t W, int64_t sc, int64_t YC,
+                          int64_t coff, bool add, int64_t total)
 {
     const int64_t OW = W * sc, OH = H * sc;
     GRID_LOOP(e, total)
@@ -303,7 +305,7 @@ hg_status up_bilinear(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
     snprintf(stride, sizeof stride, "(%lld, %lld)", sc, sc);
     snprintf(pad, sizeof pad, "(%lld, %lld)", pd, pd);
     snprintf(nf, sizeof nf, "%lld", (long long)a->v[K_UP_NUM_FILTER].i);
-    const char *kv[] = {"kernel", kernel,      "stride", stride, "pad",     pad,    "num_filter",
+    const char *kv[] = {"kernel", kernel,      "stride", stride,    "pad",  pad, "num_filter",
                         nf,       "num_group", nf,       "no_bias", "True", NULL};
     const hg_op_def *dop = hg_registry_find("Deconvolution");
     hg_kernel_fn fn = dop ? hg_gpu_kernel_of(dop) : NULL;
@@ -316,7 +318,8 @@ hg_status up_bilinear(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx 
     hg_attrs_set_defaults(dop, &da);
     for (int i = 0; kv[i]; i += 2) {
         const int idx = hg_attr_index(dop, kv[i]);
-        if (idx < 0) return hg_error(HG_ERR_INTERNAL, "%s: Deconvolution has no %s", op->name, kv[i]);
+        if (idx < 0)
+            return hg_error(HG_ERR_INTERNAL, "%s: Deconvolution has no %s", op->name, kv[i]);
         HG_TRY(hg_attr_parse(dop, idx, kv[i + 1], &da));
     }
     HG_TRY(hg_attrs_finish(dop, &da));
@@ -650,8 +653,8 @@ __global__ void lrn_bw_t_kernel(const T *dy, const T *x, const T *norm, T *t, do
 
 /* dx = dy * norm^-beta + sc * (window sum of t) * x */
 template <typename T>
-__global__ void lrn_bw_kernel(const T *dy, const T *x, const T *norm, const T *t, T *dx,
-                              lrn_par p, int64_t total)
+__global__ void lrn_bw_kernel(const T *dy, const T *x, const T *norm, const T *t, T *dx, lrn_par p,
+                              int64_t total)
 {
     const T sc = (T)(-2.0 * p.beta * p.salpha);
     GRID_LOOP(e, total)
