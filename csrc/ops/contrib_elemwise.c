@@ -2,6 +2,7 @@
  * and sign_ste (rounding forward, identity gradient), gradientmultiplier (identity forward,
  * gradient scaled by `scalar`) and quadratic (a x^2 + b x + c). They run on the generic
  * element-wise driver, so they fuse like any unary map. */
+#include "ops/contrib_elemwise.h"
 #include "ops/ew.h"
 #include "ops/ops_util.h"
 
@@ -33,7 +34,6 @@ static hg_status gm_grad(hg_grad_ctx *g)
 
 /* quadratic: MXNet's a, b and c are float32 fields, so they are rounded to float before use
  * whatever the data's dtype. */
-enum { QA, QB, QC, Q_NATTRS };
 static const hg_attr_spec k_quad_attrs[] = {
     [QA] = {"a", HG_ATTR_FLOAT, 0, "0", "coefficient of the quadratic term", NULL},
     [QB] = {"b", HG_ATTR_FLOAT, 0, "0", "coefficient of the linear term", NULL},

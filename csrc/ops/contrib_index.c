@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/contrib_index.h"
 #include "ops/contrib_util.h"
 #include "ops/ops_util.h"
 
@@ -82,7 +83,6 @@ static hg_status dsd_grad(hg_grad_ctx *g)
 
 /* ---- index_array ------------------------------------------------------------------------- */
 
-enum { IA_AXES, IA_NATTRS };
 static const hg_attr_spec k_ia_attrs[] = {
     [IA_AXES] = {"axes", HG_ATTR_TUPLE, HG_ATTR_OPTIONAL, "None",
                  "the axes whose indices are given (negative: from the end); None for all", NULL},
@@ -209,7 +209,6 @@ static hg_status ic_grad(hg_grad_ctx *g)
 
 /* ---- allclose ---------------------------------------------------------------------------- */
 
-enum { AC_RTOL, AC_ATOL, AC_NAN, AC_NATTRS };
 static const hg_attr_spec k_ac_attrs[] = {
     [AC_RTOL] = {"rtol", HG_ATTR_FLOAT, 0, "1e-05", "relative tolerance", NULL},
     [AC_ATOL] = {"atol", HG_ATTR_FLOAT, 0, "1e-08", "absolute tolerance", NULL},
@@ -266,7 +265,6 @@ done:
 
 /* ---- arange_like ------------------------------------------------------------------------- */
 
-enum { AL_START, AL_STEP, AL_REPEAT, AL_CTX, AL_AXIS, AL_NATTRS };
 static const hg_attr_spec k_al_attrs[] = {
     [AL_START] = {"start", HG_ATTR_FLOAT, 0, "0", "first value", NULL},
     [AL_STEP] = {"step", HG_ATTR_FLOAT, 0, "1", "spacing of the values", NULL},

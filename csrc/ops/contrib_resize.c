@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/contrib_resize.h"
 #include "ops/contrib_util.h"
 #include "ops/ops_util.h"
 
@@ -52,7 +53,6 @@ done:
 
 /* ---- AdaptiveAvgPooling2D ---------------------------------------------------------------- */
 
-enum { AP_OUT, AP_NATTRS };
 static const hg_attr_spec k_ap_attrs[] = {
     [AP_OUT] = {"output_size", HG_ATTR_TUPLE, 0, "()",
                 "output (height, width), or one size for both; () for 1 x 1", NULL},
@@ -160,8 +160,6 @@ static hg_status ap_backward(const hg_op_def *op, const hg_attrs *a, const hg_ex
 
 /* ---- BilinearResize2D -------------------------------------------------------------------- */
 
-enum { BR_H, BR_W, BR_SH, BR_SW, BR_MODE, BR_ALIGN, BR_NATTRS };
-enum { M_SIZE, M_ODD_SCALE, M_LIKE, M_EVEN_DOWN, M_EVEN_UP, M_ODD_DOWN, M_ODD_UP };
 static const char *const k_modes[] = {"size",       "odd_scale",   "like",      "to_even_down",
                                       "to_even_up", "to_odd_down", "to_odd_up", NULL};
 static const hg_attr_spec k_br_attrs[] = {

@@ -11,11 +11,11 @@
 
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "ops/legacy_nn.h"
 #include "ops/ops_util.h"
 
 /* ---- LRN ---------------------------------------------------------------------------------- */
 
-enum { LRN_ALPHA, LRN_BETA, LRN_KNORM, LRN_NSIZE, LRN_NATTRS };
 static const hg_attr_spec k_lrn_attrs[] = {
     [LRN_ALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "0.0001", "the variance scaling alpha", NULL},
     [LRN_BETA] = {"beta", HG_ATTR_FLOAT, 0, "0.75", "the power beta", NULL},
@@ -204,7 +204,6 @@ static hg_status lrn_grad(hg_grad_ctx *g)
 
 /* ---- Crop --------------------------------------------------------------------------------- */
 
-enum { CR_NUM_ARGS, CR_OFFSET, CR_H_W, CR_CENTER, CR_NATTRS };
 static const hg_attr_spec k_crop_attrs[] = {
     [CR_NUM_ARGS] = {"num_args", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,
                      "1: crop to h_w; 2: crop to the height and width of the second input "

@@ -13,6 +13,7 @@
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "ops/resample.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
 
@@ -22,9 +23,6 @@ static bool is_float(hg_dtype dt)
 }
 
 /* ---- Pad ------------------------------------------------------------------------------------ */
-
-enum { K_PAD_MODE, K_PAD_WIDTH, K_PAD_VALUE, K_PAD_NATTRS };
-enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_NMODES };
 
 static const char *const k_pad_modes[] = {[PAD_CONSTANT] = "constant",
                                           [PAD_EDGE] = "edge",
@@ -322,18 +320,6 @@ static hg_status pad_bw_grad(hg_grad_ctx *g)
 }
 
 /* ---- UpSampling ----------------------------------------------------------------------------- */
-
-enum {
-    K_UP_SCALE,
-    K_UP_NUM_FILTER,
-    K_UP_TYPE,
-    K_UP_MODE,
-    K_UP_NUM_ARGS,
-    K_UP_WORKSPACE,
-    K_UP_NATTRS
-};
-enum { UP_NEAREST, UP_BILINEAR, UP_NTYPES };
-enum { UP_CONCAT, UP_SUM, UP_NMODES };
 
 static const char *const k_up_types[] = {
     [UP_NEAREST] = "nearest", [UP_BILINEAR] = "bilinear", [UP_NTYPES] = NULL};

@@ -13,8 +13,8 @@
 #include "core/half.h"
 #include "graph/grad.h"
 #include "ops/ops_util.h"
+#include "ops/sequence_ops.h"
 
-enum { SQ_USE_LEN, SQ_AXIS, SQ_NATTRS };
 static const hg_attr_spec k_sq_attrs[] = {
     [SQ_USE_LEN] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",
                     "take a sequence_length input: the length of each sequence", NULL},

@@ -21,10 +21,9 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "ops/ew.h"
+#include "ops/sort.h"
 
 #define RUN 24 /* insertion-sorted run length before merging */
-
-enum { RET_VALUE, RET_INDICES, RET_MASK, RET_BOTH, RET_NTYPES };
 
 /* One ordering job: rows are (o, i) for o < outer, i < inner; row elements are n apart by
  * inner. The first k ordered elements of each row are written to the outputs that are set. */
@@ -335,7 +334,6 @@ static const char *const k_ret_types[] = {
     [RET_BOTH] = "both",   [RET_NTYPES] = NULL,
 };
 _Static_assert(HG_COUNT(k_ret_types) == RET_NTYPES + 1, "k_ret_types must match its enum");
-enum { TK_AXIS, TK_K, TK_RET, TK_ASCEND, TK_DTYPE, TK_NATTRS };
 static const hg_attr_spec k_topk_attrs[] = {
     [TK_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
                  "axis to select along (None: the flattened array)", NULL},
@@ -425,7 +423,6 @@ static hg_status topk_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
  * sort and argsort
  * ------------------------------------------------------------------------------------------- */
 
-enum { SO_AXIS, SO_ASCEND, SO_DTYPE, SO_NATTRS };
 static const hg_attr_spec k_sort_attrs[] = {
     [SO_AXIS] = {"axis", HG_ATTR_INT, HG_ATTR_OPTIONAL, "-1",
                  "axis to sort along (None: the flattened array)", NULL},
