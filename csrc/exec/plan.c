@@ -680,13 +680,13 @@ hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_te
         return hg_error(HG_ERR_VALUE, "hg_plan_run: NULL argument");
     for (int k = 0; k < p->ninputs; k++) {
         if (!inputs[k]) return hg_error(HG_ERR_VALUE, "hg_plan_run: input %d is NULL", k);
-        /* Plans run CPU kernels on host memory; a GPU array must never reach them. A
-         * hybridized block on a GPU runs its graph op by op instead (cachedop.c). */
+        /* Plans run CPU kernels on host memory; a GPU array must never reach them. Cached
+         * graphs (hybridized blocks, Symbol executors) on a GPU run op by op instead
+         * (cachedop.c), and autograd's backward too. */
         if (hg_on_gpu(inputs[k]))
             return hg_error(HG_ERR_UNSUPPORTED,
-                            "input %d is on gpu(%d): Symbol executors and the C predictor run on "
-                            "the CPU only in this version (imperative code, autograd and "
-                            "hybridized blocks run on the GPU; see docs/gpu.md)",
+                            "input %d is on gpu(%d): plans run on the CPU only in this version "
+                            "(on a GPU, graphs run op by op; see docs/gpu.md)",
                             k, inputs[k]->storage->device_id);
     }
     pthread_mutex_lock(&p->lock);
