@@ -66,6 +66,23 @@ def test_op_info_reports_gpu_kernels():
         assert not any(mx._core.op_info(op)['gpu'] for op in mx._core.list_ops())
 
 
+@pytest.mark.skipif(not mx._core.built_with_cuda(), reason='the CPU build has no GPU kernels')
+def test_every_op_has_a_gpu_kernel_or_is_listed_as_cpu_only():
+    """The CUDA build's op coverage is what docs/gpu.md says: every op without a GPU kernel is
+    listed there (and nothing else is), so a new op, or a new kernel, updates the list."""
+    import re
+    with open(os.path.join(HERE, '..', 'docs', 'gpu.md'), encoding='utf-8') as f:
+        text = f.read()
+    part = text.split('## Ops without a GPU kernel yet', 1)[1].split('\n## ', 1)[0]
+    listed = set()
+    for line in part.splitlines():
+        if line.startswith(('- Forward ops', '- Gradient ops')):
+            listed |= set(re.findall(r'`([^`]+)`', line))
+    missing = {op for op in mx._core.list_ops() if not mx._core.op_info(op)['gpu']}
+    assert missing - listed == set(), 'ops without a GPU kernel, not in docs/gpu.md'
+    assert listed - missing == set(), 'listed in docs/gpu.md, but they have a GPU kernel'
+
+
 # ---- arrays and copies -----------------------------------------------------------------------
 
 @gpu
