@@ -159,7 +159,8 @@ class BuildExt(build_ext):
         nvcc = _nvcc(home)
         flags = ['-std=c++17', '-O3', '-Icsrc/include', '-Icsrc', '-DHG_CUDA=1',
                  '--expt-relaxed-constexpr',
-                 '-Xcompiler', '-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wno-unused-parameter']
+                 '-Xcompiler', '-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wno-unused-parameter,'
+                 '-Wno-missing-field-initializers']
         if _flag('HG_WERROR'):
             flags += ['-Werror', 'all-warnings', '-Xcompiler', '-Werror']
         flags += _cuda_gencode()

@@ -37,13 +37,19 @@ typedef hg_status (*hg_kernel_fn)(const hg_op_def *op, const hg_attrs *a, const 
 typedef struct hg_gpu_kernel {
     const char *op;
     hg_kernel_fn forward;
+    /* 1: the kernel uses the op's workspace (its `workspace` function sizes it; GPU memory).
+     * 0 (the default): hg_op_run allocates none, since the CPU kernel's scratch (im2col
+     * buffers, float16 copies) would be dead weight in device memory. */
+    int workspace;
 } hg_gpu_kernel;
 
 /* The CUDA build's kernel tables (a NULL-terminated list of tables), installed at load time by
  * kernels/cuda/table.c, before the registry is first used. */
 void hg_registry_install_gpu_kernels(const hg_gpu_kernel *const *tables);
-/* The GPU kernel of an op, NULL when it has none (or in the CPU build). */
+/* The GPU kernel of an op, NULL when it has none (or in the CPU build); *workspace (may be
+ * NULL) receives its row's workspace flag. */
 HG_API hg_kernel_fn hg_gpu_kernel_of(const hg_op_def *op);
+hg_kernel_fn hg_gpu_kernel_ws(const hg_op_def *op, bool *workspace);
 
 /* Number of GPUs usable by this process (0 in the CPU build, without a driver or a device). */
 HG_API int hg_gpu_count(void);

@@ -32,6 +32,7 @@ static struct {
     int op;
 } g_by_ptr[TABLE];
 static hg_kernel_fn g_gpu[MAX_OPS]; /* each op's GPU kernel (CUDA build), by op index */
+static bool g_gpu_ws[MAX_OPS];      /* ... and whether it uses the op's workspace */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void build(void);
 static char g_invalid[512]; /* the first definition that failed validation; "" when none */
@@ -123,16 +124,20 @@ static void attach_gpu_kernels(void)
                 continue;
             }
             g_gpu[i] = k->forward;
+            g_gpu_ws[i] = k->workspace != 0;
         }
     }
 }
 
-hg_kernel_fn hg_gpu_kernel_of(const hg_op_def *op)
+hg_kernel_fn hg_gpu_kernel_ws(const hg_op_def *op, bool *workspace)
 {
     pthread_once(&g_once, build);
     int i = index_of(op);
+    if (workspace) *workspace = i >= 0 && g_gpu_ws[i];
     return i < 0 ? NULL : g_gpu[i];
 }
+
+hg_kernel_fn hg_gpu_kernel_of(const hg_op_def *op) { return hg_gpu_kernel_ws(op, NULL); }
 
 static void add_family(const hg_op_def *fam)
 {

@@ -91,6 +91,7 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
     size_t ws_bytes = 0;
     int gpu = -1; /* the GPU the op runs on; -1: the CPU */
     hg_kernel_fn gpu_kernel = NULL;
+    bool gpu_ws = false; /* the GPU kernel uses the op's workspace */
     if (nin > 8 || nout > 8) {
         size_t most = (size_t)(nin > nout ? nin : nout);
         im = malloc((sizeof(hg_meta) * 2 + sizeof(bool)) * most);
@@ -112,7 +113,7 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
     }
     st = op_gpu(op, nin, in, nout, out, &gpu);
     if (st != HG_OK) goto done;
-    if (gpu >= 0 && !(gpu_kernel = hg_gpu_kernel_of(op))) {
+    if (gpu >= 0 && !(gpu_kernel = hg_gpu_kernel_ws(op, &gpu_ws))) {
         st = hg_error(HG_ERR_UNSUPPORTED,
                       "Operator %s has no GPU kernel (its arrays are on gpu(%d)); run it on the "
                       "CPU: copy its inputs with as_in_context(mx.cpu())",
@@ -144,7 +145,7 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
         any |= out[i]->size > 0;
     }
     if (!any && nout > 0) goto done; /* nothing to compute */
-    if (op->workspace) {
+    if (op->workspace && (gpu < 0 || gpu_ws)) {
         ws_bytes = op->workspace(a, nin, im);
         if (ws_bytes && gpu >= 0) {
             st = hg_device_alloc(gpu, ws_bytes, &ws);

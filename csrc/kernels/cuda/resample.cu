@@ -770,7 +770,7 @@ extern "C" const hg_gpu_kernel hg_gpu_kernels_resample[] = {
     {"_contrib_BilinearResize2D", br_gpu},
     {"_backward_contrib_BilinearResize2D", br_bw_gpu},
     {"LRN", lrn_gpu},
-    {"_backward_LRN", lrn_bw_gpu},
+    {"_backward_LRN", lrn_bw_gpu, 1}, /* its scratch t is the op's workspace */
     {"Crop", crop_gpu},
     {"_backward_Crop", crop_bw_gpu},
     {NULL, NULL},
