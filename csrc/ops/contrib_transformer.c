@@ -10,10 +10,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/contrib_transformer.h"
 #include "ops/contrib_util.h"
 #include "ops/ops_util.h"
 
-enum { IM_HEADS, IM_NATTRS };
 static const hg_attr_spec k_im_attrs[] = {
     [IM_HEADS] = {"heads", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of attention heads", NULL},
 };

@@ -38,10 +38,6 @@
 #include "graph/grad.h"
 #include "ops/norm.h"
 
-enum { LN_AXIS, LN_EPS, LN_OUTPUT_MEAN_VAR, LN_NATTRS };
-enum { IN_EPS, IN_NATTRS };
-enum { GN_NUM_GROUPS, GN_EPS, GN_OUTPUT_MEAN_VAR, GN_NATTRS };
-
 static const hg_attr_spec k_bn_attrs[] = {
     [BN_EPS] = {"eps", HG_ATTR_FLOAT, 0, "0.001", "added to the variance before the square root",
                 NULL},
@@ -1339,7 +1335,7 @@ static hg_status ln_bwd_forward(const hg_op_def *op, const hg_attrs *a, const hg
     HG_TRY(norm_axis(op, a->v[LN_AXIS].i, &m, &ax));
     const int64_t R = m.shape[ax], I = prod(m.shape, ax + 1, m.ndim), O = prod(m.shape, 0, ax);
     rowb_job j = rowb_from(in, out, R, I, 0, a->v[LN_EPS].f, false);
-    j.ntask = I > 1 ? O * ((I + LN_BLOCK - 1) / LN_BLOCK) : O;
+    j.ntask = I > 1 ? O * ((I + LN_BLOCK - 1) / LN_BLOCK) : O * I; /* no rows when I == 0 */
     return rowb_run(op, &j, m.dtype, R * (I < LN_BLOCK ? I : LN_BLOCK), out[1], out[2]);
 }
 
