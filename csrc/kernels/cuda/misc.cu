@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_rt.h"
+#include "kernels/cuda/half_bits.h"
 
 extern "C" {
 #include "ops/contrib_elemwise.h"
@@ -49,22 +50,6 @@ namespace
                    hg_tensor *const *in, int nout, hg_tensor *const *out)
 
 #define LAUNCH(n) <<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>
-
-/* IEEE half <-> float as core/half.h converts (round to nearest even; NaN kept quiet with its
- * sign), so float16 results have the CPU's bits. */
-__device__ __forceinline__ float h2f(uint16_t h)
-{
-    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
-        return __uint_as_float(((uint32_t)(h & 0x8000) << 16) | 0x7f800000u |
-                               ((uint32_t)(h & 0x3ff) << 13));
-    return __half2float(__ushort_as_half(h));
-}
-
-__device__ __forceinline__ uint16_t f2h(float f)
-{
-    if (f != f) return (uint16_t)(((__float_as_uint(f) >> 16) & 0x8000) | 0x7e00);
-    return __half_as_ushort(__float2half_rn(f));
-}
 
 /* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
 hg_status stream_of(int dev, cudaStream_t *s)
