@@ -27,8 +27,8 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_rt.h"
-#include "kernels/cuda/half_bits.h"
 #include "kernels/cuda/cudnn.h"
+#include "kernels/cuda/half_bits.h"
 
 extern "C" {
 #include "ops/conv.h"
