@@ -210,9 +210,7 @@ class NDArray(_core.NDArray):
 
     def copy(self):
         """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
-        if self._device[0] == 2:
-            return self._to_device(*self._device)
-        out = _op('_copy')(self)
+        out = _op('_copy')(self)  # an op, so autograd records it (on a GPU too)
         if out._device != self._device:
             out._set_device(*self._device)
         return out
