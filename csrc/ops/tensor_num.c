@@ -308,46 +308,6 @@ static hg_status moments_grad(hg_grad_ctx *g)
  * erfinv and _backward_erfinv
  * ------------------------------------------------------------------------------------------- */
 
-/* Giles' single-precision approximation refined by two Newton steps on erf. */
-static double erfinv_d(double y)
-{
-    if (y != y || y < -1 || y > 1) return NAN;
-    if (y == 1) return INFINITY;
-    if (y == -1) return -INFINITY;
-    double w = -log((1.0 - y) * (1.0 + y)), x;
-    if (w < 5.0) {
-        w -= 2.5;
-        double p = 2.81022636e-08;
-        p = 3.43273939e-07 + p * w;
-        p = -3.5233877e-06 + p * w;
-        p = -4.39150654e-06 + p * w;
-        p = 0.00021858087 + p * w;
-        p = -0.00125372503 + p * w;
-        p = -0.00417768164 + p * w;
-        p = 0.246640727 + p * w;
-        p = 1.50140941 + p * w;
-        x = p * y;
-    } else {
-        w = sqrt(w) - 3.0;
-        double p = -0.000200214257;
-        p = 0.000100950558 + p * w;
-        p = 0.00134934322 + p * w;
-        p = -0.00367342844 + p * w;
-        p = 0.00573950773 + p * w;
-        p = -0.0076224613 + p * w;
-        p = 0.00943887047 + p * w;
-        p = 1.00167406 + p * w;
-        p = 2.83297682 + p * w;
-        x = p * y;
-    }
-    for (int k = 0; k < 2; k++) {
-        double e = erf(x) - y, d = 1.1283791670955126 * exp(-x * x);
-        if (d == 0) break;
-        x -= e / d;
-    }
-    return x;
-}
-
 static hg_status float_same_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                   int nout, hg_meta *out)
 {
@@ -362,7 +322,7 @@ static hg_status erfinv_forward(const hg_op_def *op, const hg_attrs *a, const hg
                                 int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     for (int64_t i = 0; i < in[0]->size; i++)
-        tx_st(hg_data(out[0]), out[0]->dtype, i, erfinv_d(tx_ld(hg_data(in[0]), in[0]->dtype, i)));
+        tx_st(hg_data(out[0]), out[0]->dtype, i, hg_erfinv(tx_ld(hg_data(in[0]), in[0]->dtype, i)));
     return HG_OK;
 }
 
@@ -371,7 +331,7 @@ static hg_status bwd_erfinv_forward(const hg_op_def *op, const hg_attrs *a, cons
                                     int nin, hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     for (int64_t i = 0; i < in[0]->size; i++) {
-        double r = erfinv_d(tx_ld(hg_data(in[1]), in[1]->dtype, i));
+        double r = hg_erfinv(tx_ld(hg_data(in[1]), in[1]->dtype, i));
         tx_st(hg_data(out[0]), out[0]->dtype, i,
               tx_ld(hg_data(in[0]), in[0]->dtype, i) * 0.88622692545275801 * exp(r * r));
     }

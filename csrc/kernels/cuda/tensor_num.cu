@@ -250,49 +250,9 @@ TX_GPU_FWD(bwd_moments_gpu)
 
 /* ---- erfinv, _backward_erfinv ------------------------------------------------------------------ */
 
-/* tensor_num.c's erfinv_d: Giles' single-precision approximation refined by two Newton steps. */
-__device__ double erfinv_d(double y)
-{
-    if (y != y || y < -1 || y > 1) return __longlong_as_double(0x7ff8000000000000LL);
-    if (y == 1) return __longlong_as_double(0x7ff0000000000000LL);
-    if (y == -1) return __longlong_as_double((long long)0xfff0000000000000ULL);
-    double w = -log((1.0 - y) * (1.0 + y)), x;
-    if (w < 5.0) {
-        w -= 2.5;
-        double p = 2.81022636e-08;
-        p = 3.43273939e-07 + p * w;
-        p = -3.5233877e-06 + p * w;
-        p = -4.39150654e-06 + p * w;
-        p = 0.00021858087 + p * w;
-        p = -0.00125372503 + p * w;
-        p = -0.00417768164 + p * w;
-        p = 0.246640727 + p * w;
-        p = 1.50140941 + p * w;
-        x = p * y;
-    } else {
-        w = sqrt(w) - 3.0;
-        double p = -0.000200214257;
-        p = 0.000100950558 + p * w;
-        p = 0.00134934322 + p * w;
-        p = -0.00367342844 + p * w;
-        p = 0.00573950773 + p * w;
-        p = -0.0076224613 + p * w;
-        p = 0.00943887047 + p * w;
-        p = 1.00167406 + p * w;
-        p = 2.83297682 + p * w;
-        x = p * y;
-    }
-    for (int k = 0; k < 2; k++) {
-        const double e = erf(x) - y, d = 1.1283791670955126 * exp(-x * x);
-        if (d == 0) break;
-        x -= e / d;
-    }
-    return x;
-}
-
 __global__ void erfinv_kernel(const void *x, void *y, int dt, int64_t n)
 {
-    TX_GRID_LOOP(i, n) st(y, dt, i, erfinv_d(ld(x, dt, i)));
+    TX_GRID_LOOP(i, n) st(y, dt, i, hg_erfinv(ld(x, dt, i)));
 }
 
 /* ograd * sqrt(pi) / 2 * exp(erfinv(x)^2) */
@@ -301,7 +261,7 @@ __global__ void bwd_erfinv_kernel(const void *g, int gdt, const void *x, int xdt
 {
     TX_GRID_LOOP(i, n)
     {
-        const double r = erfinv_d(ld(x, xdt, i));
+        const double r = hg_erfinv(ld(x, xdt, i));
         st(y, ydt, i, ld(g, gdt, i) * 0.88622692545275801 * exp(r * r));
     }
 }
