@@ -1,6 +1,6 @@
 """Datasets (MXNet's `gluon.data.dataset`): anything with `__getitem__` and `__len__`, plus
 lazy transforms, filtering, sharding and the in-memory SimpleDataset / ArrayDataset."""
-from ...base import MXNetError
+from ...base import MXNetError, MXNetValueError
 from ...ndarray import NDArray
 
 __all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset']
@@ -8,6 +8,10 @@ __all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset']
 
 class _DatasetError(MXNetError, AssertionError):
     """A malformed dataset (MXNet asserts here, so this is also an AssertionError)."""
+
+
+class _ShardError(MXNetValueError, AssertionError):
+    """A bad `shard` argument: MXNet asserts, so an AssertionError; also a ValueError."""
 
 
 class Dataset:
@@ -25,10 +29,17 @@ class Dataset:
         return _SampledDataset(self, FilterSampler(fn, self))
 
     def shard(self, num_shards, index):
-        """Part `index` of `num_shards` contiguous parts; the first `len % num_shards` parts
-        get one sample more."""
-        if not 0 <= index < num_shards:
-            raise ValueError('Shard index %d out of bound: [0, %d)' % (index, num_shards))
+        """Part `index` of `num_shards` contiguous parts, as in MXNet: the first
+        `len % num_shards` parts get one sample more (parts past the data are empty). Shard
+        before shuffling so that each worker gets a distinct subset. A bad argument raises an
+        MXNetError that is also an AssertionError (MXNet asserts) and a ValueError."""
+        # MXNet's three asserts, in its order and with its messages.
+        if not index < num_shards:
+            raise _ShardError('Shard index of out bound: %d out of %d' % (index, num_shards))
+        if not num_shards > 0:
+            raise _ShardError('Number of shards must be greater than 0')
+        if not index >= 0:
+            raise _ShardError('Index must be non-negative')
         length = len(self)
         size = length // num_shards
         rest = length % num_shards
