@@ -26,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
                       glob.glob('csrc/kernels/cpu/*.c') + glob.glob('csrc/formats/*.c') +
                       glob.glob('csrc/graph/*.c') + glob.glob('csrc/exec/*.c') +
-                      glob.glob('csrc/autograd/*.c') + glob.glob('csrc/predict/*.c'))
+                      glob.glob('csrc/autograd/*.c') + glob.glob('csrc/predict/*.c') +
+                      glob.glob('csrc/dist/*.c'))
 CUDA_C_SOURCES = sorted(glob.glob('csrc/kernels/cuda/*.c'))
 CUDA_SOURCES = sorted(glob.glob('csrc/kernels/cuda/*.cu'))
 PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
@@ -212,7 +213,7 @@ class BuildExt(build_ext):
         libdir = os.path.join(pkg, 'lib')
         os.makedirs(libdir, exist_ok=True)
         link = ['-Wl,-rpath,' + r for r in rpaths] + ['-Wl,-soname,libhybridgluon.so', '-lm',
-                                                     '-lpthread'] + cuda_link
+                                                     '-lpthread', '-ldl'] + cuda_link
         # And only the symbols csrc/exports.map lists (the public C API and what _core needs;
         # tools/exports.py generates it): a stray HG_API does not widen the ABI.
         link.append('-Wl,--version-script=' + EXPORTS)

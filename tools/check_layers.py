@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 # Rank of each folder: an edge from A to B is allowed when A is B or rank(A) > rank(B).
 # formats shares graph's rank: beside it, neither uses the other.
 RANKS = {'core': 1, 'kernels': 2, 'ops': 3, 'kernels/cuda': 3.5, 'graph': 4, 'formats': 4,
-         'exec': 5, 'autograd': 6, 'predict': 7, 'python': 8}
+         'exec': 5, 'autograd': 6, 'predict': 7, 'dist': 7, 'python': 8}
 CUDA_DIR = 'kernels/cuda'
 PUBLIC = 'include'  # csrc/include/: the public C API, open to every layer
 

@@ -44,6 +44,7 @@ int hgpy_init_cachedop(PyObject *m);
 int hgpy_init_autograd(PyObject *m);
 int hgpy_init_custom(PyObject *m);
 int hgpy_init_profiler(PyObject *m);
+int hgpy_init_dist(PyObject *m);
 /* NDArray.__dlpack__(stream=None, ...) and __dlpack_device__(), in dlpack.c. */
 PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *hgpy_dlpack_device(PyObject *self, PyObject *unused);

@@ -376,7 +376,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (hgpy_init_ndarray(m) < 0 || hgpy_init_op(m) < 0 || hgpy_init_dlpack(m) < 0 ||
         hgpy_init_symbol(m) < 0 || hgpy_init_formats(m) < 0 || hgpy_init_textparse(m) < 0 ||
         hgpy_init_cachedop(m) < 0 || hgpy_init_autograd(m) < 0 || hgpy_init_custom(m) < 0 ||
-        hgpy_init_profiler(m) < 0) {
+        hgpy_init_profiler(m) < 0 || hgpy_init_dist(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

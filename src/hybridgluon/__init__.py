@@ -26,6 +26,7 @@ from . import optimizer
 from . import kvstore
 from . import kvstore as kv
 from . import gluon
+from . import distributed  # noqa: F401
 from . import rnn  # noqa: F401
 from . import runtime
 from . import operator

@@ -213,3 +213,19 @@ def _cf_regroup(args, fmt):
         res, args = _cf_regroup(args, f)
         ret.append(res)
     return ret, args
+
+
+def _write_file_atomic(fname, data):
+    """Writes `data` (bytes) to `fname` through a new file beside it renamed into place, so a
+    reader (or a crash) sees the old file or the whole new one, never a part."""
+    tmp = '%s.tmp.%d' % (fname, _os.getpid())
+    try:
+        with open(tmp, 'wb') as fout:
+            fout.write(data)
+        _os.replace(tmp, fname)
+    except BaseException:
+        try:
+            _os.remove(tmp)
+        except OSError:
+            pass
+        raise

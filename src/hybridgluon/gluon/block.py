@@ -19,6 +19,7 @@ import re
 import threading
 import warnings
 
+from .. import _core
 from .. import initializer
 from .. import name as _name
 from .. import ndarray
@@ -262,8 +263,12 @@ class Block:
     def save_parameters(self, filename, deduplicate=False):
         """Saves the Parameters under their structural names (load with `load_parameters`).
 
-        deduplicate: save a Parameter shared by several children only once.
+        deduplicate: save a Parameter shared by several children only once. In a distributed
+        job (hybridgluon.distributed) only rank 0 writes: the parameters are the same on every
+        rank. The file is written whole or not at all.
         """
+        if _core._dist_rank() != 0:
+            return
         params = self._collect_params_with_prefix()
         if deduplicate:
             reverse_params = {v: k for k, v in params.items()}
@@ -273,7 +278,10 @@ class Block:
 
     def save(self, prefix):
         """Saves the model's structure and traced graphs to `prefix-model.json` and its
-        parameters to `prefix-model.params` (MXNet's format; see `load`)."""
+        parameters to `prefix-model.params` (MXNet's format; see `load`). Rank 0 only in a
+        distributed job."""
+        if _core._dist_rank() != 0:
+            return
         from ._model_file import save_model
         save_model(self, prefix)
 
@@ -662,7 +670,8 @@ class HybridBlock(Block):
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes `path-symbol.json` and `path-%04d.params` (epoch): the traced graph and the
-        parameters it uses, named `arg:<name>` / `aux:<name>` as MXNet's export does."""
+        parameters it uses, named `arg:<name>` / `aux:<name>` as MXNet's export does. In a
+        distributed job only rank 0 writes."""
         if not self._cached_graph and self._in_format is not None:
             # hybridize() again (e.g. with new flags) dropped the graph; the input structure of
             # the last call is known, so trace again rather than refuse.
@@ -682,6 +691,8 @@ class HybridBlock(Block):
         # Both files are written in full before either replaces anything, then the parameters
         # are renamed into place before the symbol: a failed export leaves the old pair, never
         # a new graph beside old or missing parameters.
+        if _core._dist_rank() != 0:
+            return  # rank 0 writes the files (every rank traced, to stay in step)
         from ..ndarray.utils import _replace_files
         _replace_files([('%s-%04d.params' % (path, epoch), 'NDArray file',
                          (list(arrays.values()), list(arrays.keys()))),

@@ -12,8 +12,10 @@ when there is a store; False for 'local' when a parameter exceeds 16M elements, 
 MXNET_UPDATE_ON_KVSTORE=0) the store runs the optimizer once on its own copy of the weight and
 copies the result to every context; without it every context's copy is updated with the summed
 gradient by that context's updater. kvstore=None (or one context) updates each copy with its
-own gradient. A KVStore object is always used, even for one context. Distributed kvstores and
-gradient compression are not supported.
+own gradient. A KVStore object is always used, even for one context. 'dist_sync' (MPI, every
+process of the job, kvstore/dist.py) sums the gradients over the processes too, all of a step in
+one grouped allreduce; pass the global batch size to `step`. Gradient compression is not
+supported (hybridgluon.distributed.DistributedTrainer has float16 compression).
 
 Freshness: backward sets `_fresh_grad` on a parameter's gradient buffer; the flag of the data
 array (where MXNet keeps it) counts as well. The Trainer clears both after updating. As in
@@ -22,7 +24,7 @@ MXNet, the flags are not cleared when the kvstore updates the weights.
 import os
 
 from .. import optimizer as opt
-from ..base import MXNetError
+from ..base import MXNetError, _write_file_atomic
 from ..kvstore import KVStoreBase, create as _create_kvstore_of_type
 from .parameter import Parameter, ParameterDict
 
@@ -134,6 +136,20 @@ class Trainer(object):
         self._distributed = None
         self._params_to_init = []
         self._reset_kvstore()
+        kv = kvstore.type if isinstance(kvstore, KVStoreBase) else kvstore
+        if isinstance(kv, str) and 'dist' in kv:
+            self._start_from_rank0()
+
+    def _start_from_rank0(self):
+        """A distributed store: every worker gets rank 0's weights now, before its first
+        forward (MXNet does so only at the first step, after each worker computed that step's
+        gradient with its own initial weights); a Parameter still waiting for its shape gets
+        them when it is initialized, at the first forward of every worker."""
+        from .. import distributed
+        self._init_kvstore()
+        self._init_params()
+        for param in self._params_to_init:
+            distributed._broadcast_on_init(param, 0)
 
     def _check_contexts(self):
         contexts = None
@@ -217,7 +233,7 @@ class Trainer(object):
         else:
             self._kvstore = None
             self._update_on_kvstore = None
-        self._distributed = False
+        self._distributed = bool(kvstore) and 'dist' in kvstore.type
         self._kv_initialized = True
 
     def _init(self):
@@ -280,6 +296,17 @@ class Trainer(object):
 
     def _allreduce_grads(self):
         if not self._kvstore:
+            return
+        if self._distributed:  # one call: the store sends every gradient in a few messages
+            keys, grads, data = [], [], []
+            for i, param in enumerate(self._params):
+                if param.grad_req != 'null':
+                    keys.append(i)
+                    grads.append(param.list_grad())
+                    data.append(param.list_data())
+            if keys:
+                self._kvstore.pushpull(keys, grads, out=data if self._update_on_kvstore
+                                       else None)
             return
         for i, param in enumerate(self._params):
             if param.grad_req == 'null':
@@ -353,17 +380,20 @@ class Trainer(object):
         Note
         ----
         `optimizer.param_dict`, which contains Parameter information (such as
-        `lr_mult` and `wd_mult`) will not be saved.
+        `lr_mult` and `wd_mult`) will not be saved. In a distributed job only rank 0 writes.
+        The file is written whole or not at all.
         """
         assert self._optimizer is not None
         self._init()
+        from ..distributed import is_writer
+        if not is_writer():
+            return  # rank 0 writes the checkpoint; the states are the same on every rank
         if self._update_on_kvstore:
             assert not self._params_to_init, "Cannot save trainer states when some " \
                                              "parameters are not yet initialized in kvstore."
             self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
         else:
-            with open(fname, 'wb') as fout:
-                fout.write(self._updaters[0].get_states(dump_optimizer=True))
+            _write_file_atomic(fname, self._updaters[0].get_states(dump_optimizer=True))
 
     def load_states(self, fname):
         """Loads trainer states (e.g. optimizer, momentum) from a file.

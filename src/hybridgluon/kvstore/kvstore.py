@@ -7,12 +7,13 @@ output array, whatever its context. All CPU contexts share one memory, so 'local
 the CPU) and 'device' (reduce on a device) do the same work here. The summation is an `add_n`
 op. Keys are ints or strs; one store takes one kind (MXNet's rule).
 
-Work is synchronous: when `push` returns, the stored value is final. Distributed types
-(`dist_*`), 'nccl', Horovod and BytePS are not available and gradient compression is not
-supported: asking for them raises MXNetError.
+Work is synchronous: when `push` returns, the stored value is final. The distributed types
+('dist_sync', 'dist_device_sync', 'dist') are `DistKVStore` (kvstore/dist.py, over MPI);
+'dist_async' (a parameter server), 'nccl', Horovod and BytePS are not available and gradient
+compression is not supported: asking for them raises MXNetError.
 """
 from .. import ndarray as nd
-from ..base import MXNetError
+from ..base import MXNetError, _write_file_atomic
 from ..context import cpu
 from ..ndarray import NDArray
 
@@ -174,8 +175,7 @@ class KVStore(KVStoreBase):
         """Writes the updater's states (and the optimizer with dump_optimizer) to `fname`."""
         if self._updater is None:
             raise MXNetError('save_optimizer_states: no optimizer is set on this kvstore')
-        with open(fname, 'wb') as fout:
-            fout.write(self._updater.get_states(dump_optimizer))
+        _write_file_atomic(fname, self._updater.get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname):
         """Reads states written by `save_optimizer_states`."""
@@ -187,17 +187,26 @@ class KVStore(KVStoreBase):
 
 def create(name='local'):
     """A new KVStore: 'local' or 'device' (also the older 'local_allreduce_cpu' and similar
-    names). Distributed and GPU-only types raise MXNetError."""
+    names), or the synchronous distributed types 'dist_sync', 'dist_device_sync' and 'dist'
+    (every process of an MPI job, hybridgluon.distributed). 'dist_async' and the GPU-only
+    types raise MXNetError."""
     if not isinstance(name, str):
         raise TypeError('name must be a string')
     low = name.lower()
     if 'dist' in low:
-        raise _NotSupportedError("Distributed kvstore '%s' is not supported by hybridgluon: only "
-                                 "the single-process types 'local' and 'device' are" % name)
+        if 'async' in low:
+            raise _NotSupportedError("kvstore '%s': asynchronous training needs a parameter "
+                                     "server, which hybridgluon does not have; 'dist_sync' "
+                                     "(MPI allreduce) is supported" % name)
+        if low not in ('dist', 'dist_sync', 'dist_device_sync', 'dist_sync_device'):
+            raise MXNetError("unknown kvstore type '%s' (the distributed types are 'dist_sync', "
+                             "'dist_device_sync' and 'dist')" % name)
+        from .dist import DistKVStore
+        return DistKVStore(name)
     for word in ('nccl', 'horovod', 'byteps'):
         if word in low:
-            raise _NotSupportedError("kvstore type '%s' is not supported by hybridgluon: only the "
-                                     "single-process types 'local' and 'device' are" % name)
+            raise _NotSupportedError("kvstore type '%s' is not supported by hybridgluon: only "
+                                     "'local', 'device' and 'dist_sync' are" % name)
     if 'local' not in low and 'device' not in low:
         raise MXNetError("unknown kvstore type '%s' (expected 'local' or 'device')" % name)
     return KVStore(name)

@@ -1,0 +1,315 @@
+"""Data-parallel training across processes and machines, over MPI (Horovod's API, for Gluon).
+
+Start one process per worker with an MPI launcher, `mpirun -np 4 python train.py` (with a
+hostfile for several machines, docs/distributed.md), and in the script::
+
+    import hybridgluon as mx
+    from hybridgluon import distributed as dist
+    dist.init()
+    net = ...; net.initialize()
+    params = net.collect_params()
+    dist.broadcast_parameters(params)          # every worker starts from rank 0's weights
+    trainer = dist.DistributedTrainer(params, 'sgd', {'learning_rate': 0.1})
+    ... trainer.step(batch_size)               # local batch size: gradients are averaged
+
+`mx.kv.create('dist_sync')` and `gluon.Trainer(..., kvstore='dist_sync')` run on the same
+collectives with MXNet's semantics (gradients summed over the workers: pass the global batch
+size to `step`).
+
+MPI is reached through mpi4py (`pip install mpi4py`, with Open MPI or MPICH installed), which
+initialises it; the collectives themselves run in C (csrc/dist/) on the arrays' memory with the
+GIL released, the gradients of a step packed into a few large messages. Settings:
+HG_DIST_TIMEOUT (seconds a collective waits for the others before failing, default 600) and
+HG_DIST_BUCKET_MB (message size, default 64).
+
+Failure: a rank whose script raises ends the whole job through MPI_Abort (an exception hook
+installed by `init`), a rank that dies is reported by the launcher, which ends the others, and a
+collective some rank never joins fails after HG_DIST_TIMEOUT with an MXNetError naming it.
+Checkpoints (`save_parameters`, `export`, `Trainer.save_states`) are written by rank 0 only.
+"""
+import os
+import sys
+import threading
+
+from . import _core
+from .base import MXNetError
+from .ndarray import NDArray
+
+__all__ = ['init', 'is_initialized', 'rank', 'size', 'local_rank', 'local_size', 'allreduce',
+           'allreduce_', 'grouped_allreduce', 'grouped_allreduce_', 'allgather', 'broadcast',
+           'broadcast_', 'broadcast_parameters', 'barrier', 'Compression', 'DistributedTrainer',
+           'is_writer']
+
+_AVERAGE, _FP16 = 1, 2
+_lock = threading.Lock()
+_state = {'comm': None, 'local_rank': 0, 'local_size': 1, 'hooked': False}
+
+
+class Compression:
+    """How gradients travel: `Compression.none` as they are, `Compression.fp16` float32 values
+    sent as float16 (half the bytes; each sum is formed in float32 and rounded to float16)."""
+    none = 'none'
+    fp16 = 'fp16'
+
+
+def _flags(average, compression):
+    if compression not in (Compression.none, Compression.fp16, None):
+        raise MXNetError("compression must be Compression.none or Compression.fp16, got %r"
+                         % (compression,))
+    return (_AVERAGE if average else 0) | (_FP16 if compression == Compression.fp16 else 0)
+
+
+def _env_number(name, default, kind):
+    raw = os.environ.get(name, '')
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise MXNetError('%s=%r is not a number' % (name, raw)) from None
+    if value <= 0:
+        raise MXNetError('%s=%r must be positive' % (name, raw))
+    return value
+
+
+def _abort_on_exception(etype, value, tb):
+    """sys.excepthook while several ranks run: print the error, then end the job, so the
+    other ranks do not wait in their next collective for a rank that is gone."""
+    _state['prev_hook'](etype, value, tb)
+    if _core._dist_size() > 1 and not issubclass(etype, KeyboardInterrupt):
+        sys.stderr.write('hybridgluon.distributed: rank %d of %d failed (%s); ending the job\n'
+                         % (_core._dist_rank(), _core._dist_size(), etype.__name__))
+        sys.stderr.flush()
+        _core._dist_abort(1)
+
+
+def init(comm=None):
+    """Sets up the collectives on `comm` (an mpi4py communicator, default MPI.COMM_WORLD).
+    Every process of the job calls it; calling it again with no argument is a no-op."""
+    with _lock:
+        if _state['comm'] is not None and comm is None:
+            return
+        try:
+            from mpi4py import MPI
+        except ImportError as e:
+            raise MXNetError('hybridgluon.distributed needs mpi4py and an MPI library: install '
+                             'Open MPI (apt-get install openmpi-bin libopenmpi-dev) or MPICH, '
+                             'then `pip install mpi4py`') from e
+        comm = MPI.COMM_WORLD if comm is None else comm
+        timeout = _env_number('HG_DIST_TIMEOUT', 600.0, float)
+        bucket = _env_number('HG_DIST_BUCKET_MB', 64, int)
+        if bucket > 1024:
+            raise MXNetError('HG_DIST_BUCKET_MB=%d: at most 1024' % bucket)
+        _core._dist_init(MPI._sizeof(MPI.Comm), MPI._sizeof(MPI.Request), comm.handle,
+                         MPI.SUM.handle, int(MPI.IN_PLACE), MPI.FLOAT.handle, MPI.DOUBLE.handle,
+                         MPI.INT32_T.handle, MPI.INT64_T.handle, MPI.UINT8_T.handle,
+                         MPI.UINT16_T.handle, MPI.BYTE.handle, timeout, bucket << 20)
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        _state.update(comm=comm, local_rank=local.Get_rank(), local_size=local.Get_size())
+        local.Free()
+        if not _state['hooked'] and comm.Get_size() > 1:
+            _state['prev_hook'] = sys.excepthook
+            sys.excepthook = _abort_on_exception
+            _state['hooked'] = True
+
+
+def is_initialized():
+    """Whether `init` has run in this process."""
+    return _state['comm'] is not None
+
+
+def _need_init():
+    if _state['comm'] is None:
+        raise MXNetError('hybridgluon.distributed is not initialised: call '
+                         'hybridgluon.distributed.init() first')
+
+
+def rank():
+    """This process's rank in [0, size())."""
+    _need_init()
+    return _core._dist_rank()
+
+
+def size():
+    """The number of processes."""
+    _need_init()
+    return _core._dist_size()
+
+
+def local_rank():
+    """This process's rank among the processes of its machine."""
+    _need_init()
+    return _state['local_rank']
+
+
+def local_size():
+    """The number of processes on this machine."""
+    _need_init()
+    return _state['local_size']
+
+
+def is_writer():
+    """Whether this process writes checkpoints: rank 0, or the process of a run that is not
+    distributed."""
+    return _core._dist_rank() == 0
+
+
+def _arrays(tensors, what):
+    if isinstance(tensors, NDArray):
+        raise MXNetError('%s takes a list of NDArrays; for one array use %s'
+                         % (what, what.replace('grouped_', '')))
+    arrays = list(tensors)
+    for i, a in enumerate(arrays):
+        if not isinstance(a, NDArray):
+            raise MXNetError('%s: item %d is %s, not an NDArray' % (what, i, type(a).__name__))
+    return arrays
+
+
+def grouped_allreduce_(tensors, average=True, name=None, priority=0,
+                       compression=Compression.none):
+    """Sums (average=True: averages) each array over all processes, in place, in as few
+    messages as their bytes allow. Every process passes arrays of the same shapes and dtypes
+    in the same order. Returns the list."""
+    _need_init()
+    arrays = _arrays(tensors, 'grouped_allreduce_')
+    _core._dist_allreduce(arrays, _flags(average, compression))
+    return arrays
+
+
+def grouped_allreduce(tensors, average=True, name=None, priority=0,
+                      compression=Compression.none):
+    """`grouped_allreduce_` on copies: the inputs are left as they are."""
+    return grouped_allreduce_([a.copy() for a in _arrays(tensors, 'grouped_allreduce')],
+                              average, name, priority, compression)
+
+
+def allreduce_(tensor, average=True, name=None, priority=0, compression=Compression.none):
+    """Sums (average=True: averages) `tensor` over all processes, in place; returns it."""
+    return grouped_allreduce_([tensor], average, name, priority, compression)[0]
+
+
+def allreduce(tensor, average=True, name=None, priority=0, compression=Compression.none):
+    """The sum (average=True: the mean) of `tensor` over all processes, as a new array."""
+    return grouped_allreduce([tensor], average, name, priority, compression)[0]
+
+
+def allgather(tensor, name=None, priority=0):
+    """Every process's `tensor` concatenated along axis 0 in rank order (the first dims may
+    differ between processes; the other dims and the dtype must agree)."""
+    _need_init()
+    if not isinstance(tensor, NDArray):
+        raise MXNetError('allgather: expected an NDArray, got %s' % type(tensor).__name__)
+    return _core._dist_allgather(tensor)
+
+
+def broadcast_(tensor, root_rank=0, name=None, priority=0):
+    """Copies rank `root_rank`'s `tensor` into every process's `tensor`; returns it."""
+    _need_init()
+    _core._dist_broadcast(_arrays([tensor], 'broadcast_'), int(root_rank))
+    return tensor
+
+
+def broadcast(tensor, root_rank=0, name=None, priority=0):
+    """Rank `root_rank`'s `tensor`, as a new array on every process."""
+    return broadcast_(tensor.copy(), root_rank, name, priority)
+
+
+def barrier():
+    """Returns when every process has called it."""
+    _need_init()
+    _core._dist_barrier()
+
+
+def _param_items(params):
+    from .gluon.parameter import Parameter, ParameterDict
+    if isinstance(params, ParameterDict):
+        params = params.items()
+    elif isinstance(params, dict):
+        params = sorted(params.items())
+    else:
+        raise MXNetError('broadcast_parameters takes a dict of NDArrays or Parameters (e.g. '
+                         'net.collect_params()), got %s' % type(params).__name__)
+    items = list(params)
+    for name, p in items:
+        if not isinstance(p, (Parameter, NDArray)):
+            raise MXNetError('broadcast_parameters: %r is %s, not a Parameter or an NDArray'
+                             % (name, type(p).__name__))
+    return items
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Makes every process's parameters equal to rank `root_rank`'s: a dict of NDArrays, or of
+    Parameters (`net.collect_params()`). A Parameter still waiting for its shape (deferred
+    initialization) is broadcast when it gets initialized, which every process does at the
+    same point (the first forward)."""
+    _need_init()
+    arrays = []
+    for _, p in _param_items(params):
+        if isinstance(p, NDArray):
+            arrays.append(p)
+        elif p._deferred_init:
+            _broadcast_on_init(p, root_rank)
+        elif p._data is not None:
+            arrays.extend(p._data)
+    _core._dist_broadcast(arrays, int(root_rank))
+
+
+def _broadcast_on_init(param, root_rank):
+    """Wraps this Parameter's `_init_impl` so that its first initialization broadcasts."""
+    init_impl = param._init_impl
+
+    def _init_impl(data, ctx_list, own=False):
+        param._init_impl = init_impl
+        init_impl(data, ctx_list, own)
+        _core._dist_broadcast(list(param._data), int(root_rank))
+
+    param._init_impl = _init_impl
+
+
+def _trainer_cls():
+    from .gluon.trainer import Trainer
+    return Trainer
+
+
+class DistributedTrainer(_trainer_cls()):
+    """A `gluon.Trainer` whose gradients are averaged over all processes before the update:
+    pass the local batch size to `step`. The gradients of a step go out as one grouped
+    allreduce (few large messages, see `grouped_allreduce_`); `compression=Compression.fp16`
+    halves the bytes. Every process runs the same update on the same averaged gradient, so
+    parameters stay equal on all ranks.
+
+    gradient_predivide_factor: the gradients are divided by it before the sum and by
+    size()/factor after (Horovod's option, for float16 gradients that could overflow)."""
+
+    def __init__(self, params, optimizer, optimizer_params=None,
+                 compression=Compression.none, gradient_predivide_factor=1.0, prefix=None):
+        init()
+        super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
+        self._flags = _flags(False, compression)
+        if gradient_predivide_factor <= 0:
+            raise MXNetError('gradient_predivide_factor must be positive, got %r'
+                             % (gradient_predivide_factor,))
+        # the sum over ranks, scaled by 1/size in the optimizer's rescale_grad
+        self._scale /= size()
+        self._predivide = float(gradient_predivide_factor)
+        self._grads_key = None
+        self._grads = []
+
+    def _grad_arrays(self):
+        """The gradient arrays of the trainable parameters, cached while they stay the same."""
+        key = [p._grad for p in self._params if p.grad_req != 'null']
+        old = self._grads_key
+        if old is None or len(old) != len(key) or any(a is not b for a, b in zip(old, key)):
+            self._grads_key = key
+            self._grads = [g for grads in key for g in grads]
+        return self._grads
+
+    def _allreduce_grads(self):
+        grads = self._grad_arrays()
+        if self._predivide != 1.0:
+            for g in grads:
+                g *= 1.0 / self._predivide
+        _core._dist_allreduce(grads, self._flags)
+        if self._predivide != 1.0:
+            for g in grads:
+                g *= self._predivide
