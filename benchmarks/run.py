@@ -149,11 +149,13 @@ def main():
                                % (' --quick' if args.quick else '',
                                   ' --threads %d' % args.threads if args.threads else '',
                                   time.time() - t_all, load0, _load()), '']
-    # The GPU rows come from a machine with a GPU (bench_gpu.py writes them there).
-    gpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'RESULTS_GPU.md')
-    if os.path.exists(gpu):
-        with open(gpu) as f:
-            parts += [f.read(), '']
+    # The GPU rows come from a machine with a GPU (bench_gpu.py writes them there); the
+    # distributed rows from bench_dist.py, which starts its own MPI jobs (mpirun).
+    for extra in ('RESULTS_GPU.md', 'RESULTS_DIST.md'):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), extra)
+        if os.path.exists(path):
+            with open(path) as f:
+                parts += [f.read(), '']
     text = '\n'.join(head + summary + ['## Tables', ''] + parts)
     print(text)
     if args.out:  # written whole or not at all

@@ -139,7 +139,7 @@ def make_net(seed, hybridize):
 
 OPTIMIZERS = {'sgd': ('sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}),
               'adam': ('adam', {'learning_rate': 0.01})}
-VARIANTS = [(api, opt, hyb) for api in ('hvd', 'hvd_fp16', 'kv', 'kv_local_update')
+VARIANTS = [(api, opt, hyb) for api in ('hvd', 'hvd_sync', 'hvd_fp16', 'kv', 'kv_local_update')
             for opt in OPTIMIZERS for hyb in (False, True)]
 
 
@@ -153,7 +153,9 @@ def train_one(api, opt, hybridize, x, y):
     if api.startswith('hvd'):
         dist.broadcast_parameters(params)
         comp = dist.Compression.fp16 if api == 'hvd_fp16' else dist.Compression.none
-        trainer = dist.DistributedTrainer(params, name, dict(kwargs), compression=comp)
+        # small buckets: several per step, most of them summed during backward
+        trainer = dist.DistributedTrainer(params, name, dict(kwargs), compression=comp,
+                                          overlap=api != 'hvd_sync', bucket_mb=0.001)
         batch_arg = GLOBAL_BATCH // n  # Horovod: the local batch, gradients are averaged
     else:
         trainer = gluon.Trainer(params, name, dict(kwargs), kvstore='dist_sync',
@@ -166,12 +168,23 @@ def train_one(api, opt, hybridize, x, y):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     steps = 0
     for data, label in loader:
+        if steps == 1:  # a backward whose gradients the next one overwrites (grad_req write)
+            with autograd.record():
+                loss = loss_fn(net(data * 3), label)
+            loss.backward()
         with autograd.record():
             loss = loss_fn(net(data), label)
         loss.backward()
+        if api == 'hvd':  # summed during backward: every rank holds the same gradients now
+            w = params[sorted(params.keys())[0]].grad()
+            rows = dist.allgather(w.reshape((1, -1))).asnumpy()
+            assert (rows == rows[:1]).all(), 'gradients differ between ranks after backward'
         trainer.step(batch_arg)
         steps += 1
     assert steps == STEPS, steps
+    if api == 'hvd':
+        overlapped, at_step = trainer.overlap_stats()
+        assert overlapped >= STEPS and at_step == 0, (overlapped, at_step)
     return ({k: v.data().asnumpy() for k, v in net._collect_params_with_prefix().items()}, net,
             trainer)
 

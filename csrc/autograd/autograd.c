@@ -408,6 +408,13 @@ hg_status hg_ag_get_symbol(const hg_tensor *t, hg_symbol **out)
 
 /* ---- backward -------------------------------------------------------------------------- */
 
+static _Atomic(const hg_ag_grad_hooks *) g_grad_hooks;
+
+void hg_ag_set_grad_hooks(const hg_ag_grad_hooks *hooks) { atomic_store(&g_grad_hooks, hooks); }
+
+/* A plan output became final: a variable's buffer the plan writes in place (run_planned). */
+static void notify_ready(void *ctx, hg_tensor *out) { ((const hg_ag_grad_hooks *)ctx)->ready(out); }
+
 typedef struct bw {
     hg_snode **fwd;      /* forward nodes reachable from the heads */
     int nfwd;
@@ -512,7 +519,8 @@ static bool write_in_place(const bw *b, int w, hg_tensor *const *vals, int nfeed
  * With into_buffers (backward, not autograd.grad), a gradient the plan wrote into its
  * variable's buffer (write_in_place) comes back as NULL in grads, with the buffer marked fresh;
  * the others come back as new arrays. */
-static hg_status run_planned(bw *b, bool is_train, bool into_buffers, hg_tensor **grads)
+static hg_status run_planned(bw *b, bool is_train, bool into_buffers, hg_tensor **grads,
+                             const hg_ag_grad_hooks *hooks)
 {
     hg_snode **nodes = NULL;
     int n = 0, nfeed = 0;
@@ -538,7 +546,12 @@ static hg_status run_planned(bw *b, bool is_train, bool into_buffers, hg_tensor 
     for (int w = 0; w < b->nwrt && st == HG_OK; w++)
         if ((direct[w] = into_buffers && write_in_place(b, w, vals, nfeed, grads)))
             grads[w] = grad_of(b->wrt[w]);
+    /* The buffers written in place are reported as their steps finish; the plan also
+     * reports fresh arrays and nested runs' outputs, which the hook ignores (not buffers). */
+    hg_plan_notify was = {0};
+    if (hooks) was = hg_plan_set_notify((hg_plan_notify){notify_ready, (void *)hooks});
     if (st == HG_OK) st = hg_plan_run(plan, vals, is_train, grads);
+    if (hooks) hg_plan_set_notify(was);
     for (int w = 0; direct && w < b->nwrt; w++) {
         if (!direct[w]) continue;
         if (st == HG_OK) atomic_store(&grads[w]->fresh_grad, 1);
@@ -689,9 +702,11 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     bool on_gpu = false;
     for (int h = 0; h < nheads; h++) on_gpu |= hg_on_gpu(heads[h]);
+    const hg_ag_grad_hooks *hooks = nvars == 0 && st == HG_OK ? atomic_load(&g_grad_hooks) : NULL;
+    if (hooks) hooks->begin();
     if (st == HG_OK)
         st = create_graph || on_gpu ? run_recorded(&b, is_train, create_graph, grads)
-                                    : run_planned(&b, is_train, nvars == 0, grads);
+                                    : run_planned(&b, is_train, nvars == 0, grads, hooks);
     for (int w = 0; w < b.nwrt && st == HG_OK; w++) {
         if (nvars) {
             /* Both runners give fresh arrays, so relabelling moves nobody else's: the gradient
@@ -703,7 +718,13 @@ hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *const *
             grads[w] = NULL;
         } else if (grads[w]) { /* NULL: already written in place (run_planned) */
             st = accumulate(b.wrt[w], grads[w]);
+            if (st == HG_OK && hooks && rec_of(b.wrt[w])->grad_req == HG_GRAD_WRITE)
+                hooks->ready(grad_of(b.wrt[w]));
         }
+    }
+    if (hooks) {
+        hg_status end = hooks->end();
+        if (st == HG_OK) st = end;
     }
     if (st == HG_OK && !retain_graph)
         for (int i = 0; i < b.nfwd; i++)

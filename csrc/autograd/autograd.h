@@ -57,6 +57,19 @@ HG_API hg_status hg_ag_backward(int nheads, hg_tensor *const *heads, hg_tensor *
                                 int nvars, hg_tensor *const *vars, bool retain_graph,
                                 bool create_graph, bool is_train, hg_tensor **grads_out);
 
+/* Gradient hooks, installed from above (the distributed layer): a backward that writes the
+ * variables' buffers (nvars == 0) calls begin() first; ready(buf) for each buffer with
+ * grad_req 'write' as soon as its value for this backward is final (while later gradients are
+ * still being computed); end() last, on failure too, and returns its own error, if any, as the
+ * backward's. The hooks run on the thread that runs backward. Install once, before any
+ * backward runs (NULL removes them); the table must outlive every backward. */
+typedef struct hg_ag_grad_hooks {
+    void (*begin)(void);
+    void (*ready)(hg_tensor *buf);
+    hg_status (*end)(void);
+} hg_ag_grad_hooks;
+HG_API void hg_ag_set_grad_hooks(const hg_ag_grad_hooks *hooks);
+
 /* A tensor sharing t's data, outside the graph. */
 HG_API hg_status hg_ag_detach(hg_tensor *t, hg_tensor **out);
 /* The recorded graph that computed t, as a symbol (variables named var0, var1...). */

@@ -1,11 +1,16 @@
 /* Collectives over the process's MPI library (dist.h): symbol lookup, the bucketed allreduce,
- * broadcast, allgather and barrier, all as nonblocking MPI calls waited on against a deadline.
+ * broadcast, allgather and barrier, and the watchdog that bounds them.
+ *
+ * The collectives are MPI's blocking ones (MPI_Allreduce...): Open MPI's tuned blocking
+ * algorithms move data at up to twice the rate of its nonblocking ones (MPI_Iallreduce), and a
+ * blocking call makes progress by itself. A blocking call cannot time out, so a watchdog thread
+ * does: when a collective runs past its deadline (another rank died, hangs, or made another
+ * call), the watchdog prints what was waited for and ends the job with MPI_Abort, as PyTorch's
+ * NCCL watchdog does.
  *
  * Invariants: `g` is written only by hg_dist_init and read by collectives, both under g_lock;
  * hg_dist_rank/size read two ints that init sets before it publishes `ready`. The scratch
- * buckets belong to the collective holding the lock. Buffers handed to MPI stay alive and
- * untouched until their request completes: a failed wait leaves the communicator `broken`
- * and the scratch is then never reused or freed (MPI may still write it).
+ * bucket belongs to the collective holding the lock.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NOLOAD, RTLD_DEFAULT */
@@ -16,12 +21,12 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -32,12 +37,11 @@ typedef void (*hg_fnptr)(void);
 #define MPI_FUNCS(X)                                                                           \
     X(Comm_rank)                                                                               \
     X(Comm_size)                                                                               \
-    X(Iallreduce)                                                                              \
-    X(Ibcast)                                                                                  \
-    X(Iallgather)                                                                              \
-    X(Iallgatherv)                                                                             \
-    X(Ibarrier)                                                                                \
-    X(Test)                                                                                    \
+    X(Allreduce)                                                                               \
+    X(Bcast)                                                                                   \
+    X(Allgather)                                                                               \
+    X(Allgatherv)                                                                              \
+    X(Barrier)                                                                                 \
     X(Abort)                                                                                   \
     X(Op_create)                                                                               \
     X(Error_string)
@@ -53,8 +57,8 @@ static struct {
     int rank, size;
     double timeout;
     size_t bucket_bytes;
-    void *scratch[2];
-    size_t scratch_cap[2];
+    void *scratch; /* the bucket packed for one allreduce */
+    size_t scratch_cap;
     char broken[256]; /* why the communicator is unusable; "" while it is fine */
 } g = {.size = 1, .timeout = 600.0, .bucket_bytes = (size_t)64 << 20};
 
@@ -71,54 +75,45 @@ static int mpi_comm_int(hg_fnptr f, int *out)
     return g.wide ? ((comm_int_w)f)(g.h.comm, out) : ((comm_int_n)f)((int)g.h.comm, out);
 }
 
-static int mpi_iallreduce(const void *s, void *r, int n, intptr_t t, intptr_t op, void *req)
+static int mpi_allreduce(void *buf, int n, intptr_t t, intptr_t op)
 {
-    typedef int (*fw)(const void *, void *, int, intptr_t, intptr_t, intptr_t, void *);
-    typedef int (*fn)(const void *, void *, int, int, int, int, void *);
-    return g.wide ? ((fw)g.Iallreduce)(s, r, n, t, op, g.h.comm, req)
-                  : ((fn)g.Iallreduce)(s, r, n, (int)t, (int)op, (int)g.h.comm, req);
+    typedef int (*fw)(const void *, void *, int, intptr_t, intptr_t, intptr_t);
+    typedef int (*fn)(const void *, void *, int, int, int, int);
+    const void *in_place = (const void *)g.h.in_place;
+    return g.wide ? ((fw)g.Allreduce)(in_place, buf, n, t, op, g.h.comm)
+                  : ((fn)g.Allreduce)(in_place, buf, n, (int)t, (int)op, (int)g.h.comm);
 }
 
-static int mpi_ibcast(void *b, int n, intptr_t t, int root, void *req)
+static int mpi_bcast(void *b, int n, intptr_t t, int root)
 {
-    typedef int (*fw)(void *, int, intptr_t, int, intptr_t, void *);
-    typedef int (*fn)(void *, int, int, int, int, void *);
-    return g.wide ? ((fw)g.Ibcast)(b, n, t, root, g.h.comm, req)
-                  : ((fn)g.Ibcast)(b, n, (int)t, root, (int)g.h.comm, req);
+    typedef int (*fw)(void *, int, intptr_t, int, intptr_t);
+    typedef int (*fn)(void *, int, int, int, int);
+    return g.wide ? ((fw)g.Bcast)(b, n, t, root, g.h.comm)
+                  : ((fn)g.Bcast)(b, n, (int)t, root, (int)g.h.comm);
 }
 
-static int mpi_iallgather(const void *s, int n, intptr_t t, void *r, void *req)
+static int mpi_allgather(const void *s, int n, intptr_t t, void *r)
 {
-    typedef int (*fw)(const void *, int, intptr_t, void *, int, intptr_t, intptr_t, void *);
-    typedef int (*fn)(const void *, int, int, void *, int, int, int, void *);
-    return g.wide ? ((fw)g.Iallgather)(s, n, t, r, n, t, g.h.comm, req)
-                  : ((fn)g.Iallgather)(s, n, (int)t, r, n, (int)t, (int)g.h.comm, req);
+    typedef int (*fw)(const void *, int, intptr_t, void *, int, intptr_t, intptr_t);
+    typedef int (*fn)(const void *, int, int, void *, int, int, int);
+    return g.wide ? ((fw)g.Allgather)(s, n, t, r, n, t, g.h.comm)
+                  : ((fn)g.Allgather)(s, n, (int)t, r, n, (int)t, (int)g.h.comm);
 }
 
-static int mpi_iallgatherv(const void *s, int n, void *r, const int *counts, const int *displs,
-                           void *req)
+static int mpi_allgatherv(const void *s, int n, void *r, const int *counts, const int *displs)
 {
     typedef int (*fw)(const void *, int, intptr_t, void *, const int *, const int *, intptr_t,
-                      intptr_t, void *);
-    typedef int (*fn)(const void *, int, int, void *, const int *, const int *, int, int, void *);
+                      intptr_t);
+    typedef int (*fn)(const void *, int, int, void *, const int *, const int *, int, int);
     intptr_t t = g.h.t_byte;
-    return g.wide
-               ? ((fw)g.Iallgatherv)(s, n, t, r, counts, displs, t, g.h.comm, req)
-               : ((fn)g.Iallgatherv)(s, n, (int)t, r, counts, displs, (int)t, (int)g.h.comm, req);
+    return g.wide ? ((fw)g.Allgatherv)(s, n, t, r, counts, displs, t, g.h.comm)
+                  : ((fn)g.Allgatherv)(s, n, (int)t, r, counts, displs, (int)t, (int)g.h.comm);
 }
 
-static int mpi_ibarrier(void *req)
+static int mpi_barrier(void)
 {
-    typedef int (*fw)(intptr_t, void *);
-    typedef int (*fn)(int, void *);
-    return g.wide ? ((fw)g.Ibarrier)(g.h.comm, req) : ((fn)g.Ibarrier)((int)g.h.comm, req);
-}
-
-static int mpi_test(void *req, int *flag)
-{
-    /* A status buffer larger than any MPI's MPI_Status (MPI_STATUS_IGNORE differs by ABI). */
-    _Alignas(16) char status[256];
-    return ((int (*)(void *, int *, void *))g.Test)(req, flag, status);
+    return g.wide ? ((int (*)(intptr_t))g.Barrier)(g.h.comm)
+                  : ((int (*)(int))g.Barrier)((int)g.h.comm);
 }
 
 /* The float16 sum: the user function of MPI_Op_create (its datatype argument is unused). */
@@ -189,9 +184,6 @@ hg_status hg_dist_init(const hg_dist_handles *h, double timeout_s, size_t bucket
                         "distributed: timeout %g s must be > 0 and the bucket (%zu bytes) "
                         "between 1 KiB and 1 GiB",
                         timeout_s, bucket_bytes);
-    if (h->request_size != 4 && h->request_size != 8)
-        return hg_error(HG_ERR_VALUE, "distributed: MPI requests of %d bytes (4 or 8 supported)",
-                        h->request_size);
     pthread_mutex_lock(&g_lock);
     hg_status st = resolve();
     if (st != HG_OK) goto done;
@@ -246,34 +238,80 @@ void hg_dist_abort(int code)
     else ((int (*)(int, int))g.Abort)((int)g.h.comm, code);
 }
 
-/* ---- waiting ------------------------------------------------------------------------------ */
+/* ---- the watchdog ------------------------------------------------------------------------- */
 
-static double now_s(void)
+/* The collective running now: its name and start (monotonic ns; 0: none). Written by the
+ * thread in the collective (under g_lock), read by the watchdog, which wakes a few times per
+ * timeout: arming costs two atomic stores, no system call. */
+static _Atomic(const char *) wd_what;
+static atomic_llong wd_start;
+static _Atomic double wd_timeout = 600.0; /* g.timeout, and the job's place, as of arming */
+static atomic_int wd_rank, wd_size;
+static pid_t wd_pid; /* the process the watchdog runs in (0: not started); under g_lock */
+
+static long long now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Waits for req; on failure marks the communicator broken. Polling drives MPI's progress; the
- * yield leaves the core to another rank when several share it (--oversubscribe). */
-static hg_status wait_req(uint64_t *req, double deadline, const char *what)
+static void *watchdog_main(void *arg)
 {
-    for (unsigned spins = 0;; spins++) {
-        int flag = 0, rc = mpi_test(req, &flag);
-        if (rc != 0) return mpi_failed(rc, what);
-        if (flag) return HG_OK;
-        if ((spins & 63) == 63) {
-            if (now_s() > deadline) {
-                snprintf(g.broken, sizeof g.broken,
-                         "%s on rank %d did not complete within %g s (HG_DIST_TIMEOUT): another "
-                         "rank died, hangs, or did not make the same call",
-                         what, g.rank, g.timeout);
-                return hg_error(HG_ERR_IO, "distributed: %s", g.broken);
-            }
-            sched_yield();
+    (void)arg;
+    for (;;) {
+        double timeout = atomic_load(&wd_timeout);
+        double nap = timeout / 8 < 0.01 ? 0.01 : timeout / 8 > 1.0 ? 1.0 : timeout / 8;
+        struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
+        nanosleep(&ts, NULL);
+        long long start = atomic_load(&wd_start);
+        if (start && (double)(now_ns() - start) * 1e-9 > timeout) {
+            fprintf(stderr,
+                    "hybridgluon.distributed: %s on rank %d of %d did not complete within %g s "
+                    "(HG_DIST_TIMEOUT): another rank died, hangs, or did not make the same "
+                    "call; ending the job\n",
+                    atomic_load(&wd_what), atomic_load(&wd_rank), atomic_load(&wd_size), timeout);
+            fflush(stderr);
+            hg_dist_abort(1);
+            _exit(1); /* MPI_Abort does not return; should it, the job still ends */
         }
     }
+    return NULL;
+}
+
+/* With g_lock held: arms the watchdog for one collective (starting its thread on first use,
+ * or in a forked child). HG_ERR_MEMORY when the thread cannot start: no collective runs
+ * unwatched. */
+static hg_status watch(const char *what)
+{
+    if (wd_pid != getpid()) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&th, &attr, watchdog_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            return hg_error(HG_ERR_MEMORY, "distributed: cannot start the watchdog thread (%s)",
+                            strerror(rc));
+        wd_pid = getpid();
+    }
+    atomic_store(&wd_timeout, g.timeout);
+    atomic_store(&wd_rank, g.rank);
+    atomic_store(&wd_size, g.size);
+    atomic_store(&wd_what, what);
+    atomic_store(&wd_start, now_ns());
+    return HG_OK;
+}
+
+static void unwatch(void) { atomic_store(&wd_start, 0); }
+
+/* Ends a watched MPI call (watch() before it): its return code as a status. Use as
+ * `HG_TRY(watch(what)); st = watched(what, mpi_...(...));` (the call runs before watched). */
+static hg_status watched(const char *what, int rc)
+{
+    unwatch();
+    return rc != 0 ? mpi_failed(rc, what) : HG_OK;
 }
 
 /* Takes the lock and checks the communicator can be used; on HG_OK the caller unlocks. */
@@ -382,54 +420,28 @@ typedef struct span {
     size_t bytes;
 } span;
 
-/* A packed bucket in flight. */
-typedef struct slot {
-    uint64_t req;
-    int busy;
-    const span *sp;
-} slot;
-
-static hg_status scratch_for(int k, size_t nbytes)
+static hg_status scratch_for(size_t nbytes)
 {
-    if (g.scratch_cap[k] >= nbytes) return HG_OK;
-    if (g.scratch[k]) hg_free(g.scratch[k], g.scratch_cap[k]);
-    g.scratch_cap[k] = 0;
-    if (!(g.scratch[k] = hg_alloc(nbytes)))
+    if (g.scratch_cap >= nbytes) return HG_OK;
+    if (g.scratch) hg_free(g.scratch, g.scratch_cap);
+    g.scratch_cap = 0;
+    if (!(g.scratch = hg_alloc(nbytes)))
         return hg_error(HG_ERR_MEMORY, "distributed allreduce: no memory for a %zu-byte bucket",
                         nbytes);
-    g.scratch_cap[k] = nbytes;
+    g.scratch_cap = nbytes;
     return HG_OK;
 }
 
-/* Waits for the bucket in slot k and writes its sums back into its tensors. */
-static hg_status finish(slot *s, int k, hg_tensor *const *order, const wire *ws, double deadline,
-                        double scale)
-{
-    if (!s->busy) return HG_OK;
-    HG_TRY(wait_req(&s->req, deadline, "allreduce"));
-    s->busy = 0;
-    const char *p = g.scratch[k];
-    for (int i = s->sp->first; i < s->sp->last; i++) {
-        unpack(order[i], &ws[i], p, scale);
-        p += (size_t)order[i]->size * ws[i].esize;
-    }
-    return HG_OK;
-}
-
-/* Reduces one large tensor in place, a bucket-sized chunk at a time. */
-static hg_status reduce_inplace(hg_tensor *t, const wire *w, double deadline, double scale)
+/* Sums count wire elements at p over all ranks, in place, a bucket-sized chunk at a time. */
+static hg_status reduce_buf(char *p, int64_t count, const wire *w)
 {
     int64_t chunk = (int64_t)(g.bucket_bytes / w->esize);
-    char *p = hg_data(t);
-    for (int64_t off = 0; off < t->size; off += chunk) {
-        int64_t cnt = t->size - off < chunk ? t->size - off : chunk;
-        uint64_t req = 0;
-        int rc = mpi_iallreduce((const void *)g.h.in_place, p + off * (int64_t)w->esize, (int)cnt,
-                                w->type, w->op, &req);
-        if (rc != 0) return mpi_failed(rc, "MPI_Iallreduce");
-        HG_TRY(wait_req(&req, deadline, "allreduce"));
+    for (int64_t off = 0; off < count; off += chunk) {
+        int64_t cnt = count - off < chunk ? count - off : chunk;
+        HG_TRY(watch("allreduce"));
+        HG_TRY(watched("allreduce",
+                       mpi_allreduce(p + off * (int64_t)w->esize, (int)cnt, w->type, w->op)));
     }
-    unpack(t, w, hg_data(t), scale);
     return HG_OK;
 }
 
@@ -457,9 +469,15 @@ static int plan_spans(hg_tensor *const *ts, const wire *w_in, int n, hg_tensor *
                 spans[ns++] = (span){m, m + 1, inplace, bytes};
                 open = !inplace;
             }
-            if (!inplace && spans[ns - 1].bytes > *max_bucket) *max_bucket = spans[ns - 1].bytes;
             m++;
         }
+    }
+    /* A bucket of one tensor that needs no conversion is reduced where it lies: no copies. */
+    for (int j = 0; j < ns; j++) {
+        span *sp = &spans[j];
+        if (sp->last == sp->first + 1 && ws[sp->first].dtype == order[sp->first]->dtype)
+            sp->inplace = 1;
+        if (!sp->inplace && sp->bytes > *max_bucket) *max_bucket = sp->bytes;
     }
     return ns;
 }
@@ -467,43 +485,28 @@ static int plan_spans(hg_tensor *const *ts, const wire *w_in, int n, hg_tensor *
 static hg_status run_spans(hg_tensor *const *order, const wire *ws, const span *spans, int ns,
                            double scale)
 {
-    double deadline = now_s() + g.timeout;
-    slot slots[2] = {{0}};
-    int k = 0;
-    hg_status st = HG_OK;
-    for (int j = 0; j < ns && st == HG_OK; j++) {
+    for (int j = 0; j < ns; j++) {
         const span *sp = &spans[j];
+        const wire *w = &ws[sp->first];
         if (sp->inplace) {
-            st = reduce_inplace(order[sp->first], &ws[sp->first], deadline, scale);
+            hg_tensor *t = order[sp->first];
+            HG_TRY(reduce_buf(hg_data(t), t->size, w));
+            unpack(t, w, hg_data(t), scale);
             continue;
         }
-        /* Pack this bucket while the other slot's bucket is on the wire. */
-        st = finish(&slots[k], k, order, ws, deadline, scale);
-        if (st != HG_OK) break;
-        char *p = g.scratch[k];
+        char *p = g.scratch;
         for (int i = sp->first; i < sp->last; i++) {
             pack(order[i], &ws[i], p);
             p += (size_t)order[i]->size * ws[i].esize;
         }
-        const wire *w = &ws[sp->first];
-        int rc = mpi_iallreduce((const void *)g.h.in_place, g.scratch[k],
-                                (int)(sp->bytes / w->esize), w->type, w->op, &slots[k].req);
-        if (rc != 0) {
-            st = mpi_failed(rc, "MPI_Iallreduce");
-            break;
+        HG_TRY(reduce_buf(g.scratch, (int64_t)(sp->bytes / w->esize), w));
+        p = g.scratch;
+        for (int i = sp->first; i < sp->last; i++) {
+            unpack(order[i], &ws[i], p, scale);
+            p += (size_t)order[i]->size * ws[i].esize;
         }
-        slots[k].busy = 1;
-        slots[k].sp = sp;
-        k ^= 1;
     }
-    /* Both slots finish, in launch order, even after an error in one (a broken communicator
-     * fails the wait at once). */
-    for (int r = 0; r < 2; r++) {
-        hg_status s2 = finish(&slots[k], k, order, ws, deadline, scale);
-        if (st == HG_OK) st = s2;
-        k ^= 1;
-    }
-    return st;
+    return HG_OK;
 }
 
 hg_status hg_dist_allreduce(hg_tensor *const *ts, int n, int flags)
@@ -531,7 +534,7 @@ hg_status hg_dist_allreduce(hg_tensor *const *ts, int n, int flags)
     if (st != HG_OK) goto done;
     size_t max_bucket = 0;
     int ns = plan_spans(ts, w_in, n, order, ws, spans, &max_bucket);
-    for (int k = 0; k < 2 && max_bucket && st == HG_OK; k++) st = scratch_for(k, max_bucket);
+    if (max_bucket) st = scratch_for(max_bucket);
     if (st == HG_OK)
         st = run_spans(order, ws, spans, ns, (flags & HG_DIST_AVERAGE) ? 1.0 / g.size : 1.0);
 done:
@@ -556,17 +559,16 @@ hg_status hg_dist_broadcast(hg_tensor *const *ts, int n, int root)
                       g.size);
         goto done;
     }
-    double deadline = now_s() + g.timeout;
-    /* One message per tensor (chunks of at most a bucket), each waited before the next, so a
-     * size mismatch between ranks is reported by MPI for the tensor that has it. */
+    /* One message per tensor (chunks of at most a bucket), so a size mismatch between ranks
+     * is reported by MPI for the tensor that has it. */
     for (int i = 0; i < n && st == HG_OK; i++) {
         char *p = hg_data(ts[i]);
         size_t bytes = (size_t)ts[i]->size * hg_dtype_size(ts[i]->dtype);
         for (size_t off = 0; off < bytes && st == HG_OK; off += g.bucket_bytes) {
             size_t cnt = bytes - off < g.bucket_bytes ? bytes - off : g.bucket_bytes;
-            uint64_t req = 0;
-            int rc = mpi_ibcast(p + off, (int)cnt, g.h.t_byte, root, &req);
-            st = rc != 0 ? mpi_failed(rc, "MPI_Ibcast") : wait_req(&req, deadline, "broadcast");
+            st = watch("broadcast");
+            if (st == HG_OK)
+                st = watched("broadcast", mpi_bcast(p + off, (int)cnt, g.h.t_byte, root));
         }
     }
 done:
@@ -606,7 +608,6 @@ hg_status hg_dist_allgather(const hg_tensor *t, hg_tensor **out)
                                       "concatenated along axis 0");
     HG_TRY(enter("allgather"));
     hg_status st = HG_OK;
-    double deadline = now_s() + g.timeout;
     int64_t desc[DESC_LEN] = {t->dtype, t->ndim, t->shape[0]};
     for (int k = 0; k < t->ndim; k++) desc[3 + k] = t->shape[k];
     int64_t *all = calloc((size_t)g.size, sizeof desc);
@@ -616,9 +617,8 @@ hg_status hg_dist_allgather(const hg_tensor *t, hg_tensor **out)
         st = hg_error(HG_ERR_MEMORY, "distributed allgather: no memory");
         goto done;
     }
-    uint64_t req = 0;
-    int rc = mpi_iallgather(desc, DESC_LEN, g.h.t_i64, all, &req);
-    st = rc != 0 ? mpi_failed(rc, "MPI_Iallgather") : wait_req(&req, deadline, "allgather");
+    st = watch("allgather");
+    if (st == HG_OK) st = watched("allgather", mpi_allgather(desc, DESC_LEN, g.h.t_i64, all));
     if (st == HG_OK) st = gather_check(t, all);
     if (st != HG_OK) goto done;
     size_t row = (size_t)hg_dtype_size(t->dtype);
@@ -639,9 +639,11 @@ hg_status hg_dist_allgather(const hg_tensor *t, hg_tensor **out)
     hg_meta m = hg_meta_of(t);
     m.shape[0] = rows;
     if ((st = hg_tensor_new_meta(&m, out)) != HG_OK) goto done;
-    rc = mpi_iallgatherv(hg_data(t), counts[g.rank], hg_data(*out), counts, displs, &req);
-    st = rc != 0 ? mpi_failed(rc, "MPI_Iallgatherv") : wait_req(&req, deadline, "allgather");
-    if (st != HG_OK && !g.broken[0]) {
+    st = watch("allgather");
+    if (st == HG_OK)
+        st = watched("allgather",
+                     mpi_allgatherv(hg_data(t), counts[g.rank], hg_data(*out), counts, displs));
+    if (st != HG_OK) {
         hg_tensor_free(*out);
         *out = NULL;
     }
@@ -656,10 +658,50 @@ done:
 hg_status hg_dist_barrier(void)
 {
     HG_TRY(enter("barrier"));
-    uint64_t req = 0;
-    int rc = mpi_ibarrier(&req);
-    hg_status st = rc != 0 ? mpi_failed(rc, "MPI_Ibarrier")
-                           : wait_req(&req, now_s() + g.timeout, "barrier");
+    hg_status st = watch("barrier");
+    if (st == HG_OK) st = watched("barrier", mpi_barrier());
     pthread_mutex_unlock(&g_lock);
     return st;
+}
+
+/* ---- for overlap.c (dist_impl.h) ---------------------------------------------------------- */
+
+hg_status hg_dist_enter(const char *what) { return enter(what); }
+void hg_dist_leave(void) { pthread_mutex_unlock(&g_lock); }
+
+hg_status hg_dist_wire(const hg_tensor *t, int flags, int i, hg_dtype *wire_dtype, size_t *esize)
+{
+    wire w = {0};
+    HG_TRY(wire_of(t, flags, i, &w));
+    *wire_dtype = w.dtype;
+    *esize = w.esize;
+    return HG_OK;
+}
+
+/* The wire of a dtype wire_of accepted, handles included (read under the lock). */
+static wire wire_for(hg_dtype d)
+{
+    hg_tensor t = {.dtype = d};
+    wire w = {0};
+    (void)wire_of(&t, 0, 0, &w);
+    return w;
+}
+
+/* pack and unpack read only the dtype and element size: no handles, no lock. */
+void hg_dist_pack(const hg_tensor *t, hg_dtype wire_dtype, void *dst)
+{
+    wire w = {wire_dtype, hg_dtype_size(wire_dtype), 0, 0};
+    pack(t, &w, dst);
+}
+
+void hg_dist_unpack(hg_tensor *t, hg_dtype wire_dtype, const void *src, double scale)
+{
+    wire w = {wire_dtype, hg_dtype_size(wire_dtype), 0, 0};
+    unpack(t, &w, src, scale);
+}
+
+hg_status hg_dist_reduce_locked(void *buf, int64_t count, hg_dtype wire_dtype)
+{
+    wire w = wire_for(wire_dtype);
+    return reduce_buf(buf, count, &w);
 }

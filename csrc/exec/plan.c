@@ -618,6 +618,42 @@ static hg_status new_output(const hg_plan *p, hg_tensor *const *inputs, int e, h
     return HG_OK;
 }
 
+static _Thread_local hg_plan_notify t_notify;
+
+hg_plan_notify hg_plan_set_notify(hg_plan_notify n)
+{
+    hg_plan_notify old = t_notify;
+    t_notify = n;
+    return old;
+}
+
+/* For notification: the heads computed by steps, ordered by step, in *order (heads[] of
+ * nheads ints: the head indices sorted by their producing step; step_of[h]: that step, or
+ * nsteps for a head no step computes). Fills by counting sort; returns false without memory. */
+static bool heads_by_step(const hg_plan *p, int *step_of, int *order)
+{
+    int *last = malloc(sizeof(int) * (size_t)(p->nentries + 1));
+    int *count = calloc((size_t)p->nsteps + 2, sizeof(int));
+    if (!last || !count) {
+        free(last);
+        free(count);
+        return false;
+    }
+    for (int e = 0; e < p->nentries; e++) last[e] = p->nsteps;
+    for (int i = 0; i < p->nsteps; i++)
+        for (int k = 0; k < p->steps[i].nout; k++) last[p->sout[p->steps[i].out_base + k]] = i;
+    for (int h = 0; h < p->nheads; h++) {
+        int e = p->head_entry[h];
+        step_of[h] = p->fed_slot[e] >= 0 || p->head_owner[h] != h ? p->nsteps : last[e];
+        count[step_of[h] + 1]++;
+    }
+    for (int i = 0; i <= p->nsteps; i++) count[i + 1] += count[i];
+    for (int h = 0; h < p->nheads; h++) order[count[step_of[h]]++] = h;
+    free(last);
+    free(count);
+    return true;
+}
+
 static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
                             hg_tensor **outputs)
 {
@@ -644,10 +680,20 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
         if (!given[h]) st = new_output(p, inputs, e, &outputs[h]);
         cur[e] = outputs[h];
     }
+    hg_plan_notify notify = t_notify;
+    int *step_of = NULL, *order = NULL, next = 0;
+    if (notify.fn && st == HG_OK) {
+        step_of = malloc(sizeof(int) * (size_t)(p->nheads + 1));
+        order = malloc(sizeof(int) * (size_t)(p->nheads + 1));
+        if (!step_of || !order || !heads_by_step(p, step_of, order))
+            st = hg_error(HG_ERR_MEMORY, "out of memory");
+    }
     for (int i = 0; i < p->nsteps && st == HG_OK; i++) {
         int64_t t0 = hg_prof_active(HG_PROF_SYMBOLIC) ? hg_prof_now() : 0;
         st = run_step(p, &p->steps[i], cur, is_train);
         if (t0 && st == HG_OK) hg_plan_prof_step(p, &p->steps[i], t0);
+        for (; order && st == HG_OK && next < p->nheads && step_of[order[next]] == i; next++)
+            notify.fn(notify.ctx, outputs[order[next]]);
     }
     /* Outputs that are inputs, or repeat another output, are copies. */
     for (int h = 0; h < p->nheads && st == HG_OK; h++) {
@@ -658,6 +704,10 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
         if (st == HG_OK && outputs[h] != v)
             memcpy(hg_data(outputs[h]), hg_data(v), hg_tensor_nbytes(v));
     }
+    for (; order && st == HG_OK && next < p->nheads; next++)
+        notify.fn(notify.ctx, outputs[order[next]]);
+    free(step_of);
+    free(order);
     if (st != HG_OK)
         for (int h = 0; h < p->nheads; h++) {
             if (given[h]) continue;

@@ -55,6 +55,19 @@ HG_API hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool parti
  * and dtype) is written in place. */
 hg_status hg_plan_run(hg_plan *p, hg_tensor *const *inputs, bool is_train, hg_tensor **outputs);
 
+/* Output notification for the plan runs of the calling thread: while set, a run calls
+ * fn(ctx, outputs[h]) as soon as the step that computes output h has run (outputs copied from
+ * an input, at the end), so a caller can use an output while the rest of the graph runs.
+ * Nested runs (a cached op's backward plan inside a step) notify too: their outputs are the
+ * outer step's, so the outer caller's tensors are reported when their inner step finishes.
+ * Only the calling thread's runs notify (the setting is thread-local); fn runs with the plan's
+ * lock held and must not run a plan. Returns the previous setting ({NULL, NULL}: off). */
+typedef struct hg_plan_notify {
+    void (*fn)(void *ctx, hg_tensor *out);
+    void *ctx;
+} hg_plan_notify;
+hg_plan_notify hg_plan_set_notify(hg_plan_notify n);
+
 /* Introspection of the current signature's plan (after a run). */
 typedef struct hg_plan_stats {
     int kernels;             /* kernel launches per run (a fused group counts once) */

@@ -5,17 +5,16 @@
 
 #include "dist/dist.h"
 
-/* _dist_init(handle_size, request_size, comm, op_sum, in_place, f32, f64, i32, i64, u8, u16,
- *            byte, timeout_s, bucket_bytes) */
+/* _dist_init(handle_size, comm, op_sum, in_place, f32, f64, i32, i64, u8, u16, byte,
+ *            timeout_s, bucket_bytes) */
 static PyObject *dist_init(PyObject *self, PyObject *args)
 {
     hg_dist_handles h = {0};
     long long v[10];
     double timeout;
     unsigned long long bucket;
-    if (!PyArg_ParseTuple(args, "iiLLLLLLLLLLdK", &h.handle_size, &h.request_size, &v[0], &v[1],
-                          &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &timeout,
-                          &bucket))
+    if (!PyArg_ParseTuple(args, "iLLLLLLLLLLdK", &h.handle_size, &v[0], &v[1], &v[2], &v[3], &v[4],
+                          &v[5], &v[6], &v[7], &v[8], &v[9], &timeout, &bucket))
         return NULL;
     h.comm = (intptr_t)v[0];
     h.op_sum = (intptr_t)v[1];
@@ -143,10 +142,72 @@ static PyObject *dist_abort(PyObject *self, PyObject *arg)
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
+#define SCHED_CAPSULE "hybridgluon.dist_sched"
+
+static void sched_destroy(PyObject *cap)
+{
+    hg_dist_sched *s = PyCapsule_GetPointer(cap, SCHED_CAPSULE);
+    if (!s) {
+        PyErr_Clear();
+        return;
+    }
+    Py_BEGIN_ALLOW_THREADS hg_dist_sched_free(s); /* waits for the communication thread */
+    Py_END_ALLOW_THREADS
+}
+
+/* _dist_sched_new(grads, flags, bucket_bytes) -> capsule */
+static PyObject *dist_sched_new(PyObject *self, PyObject *args)
+{
+    PyObject *seq;
+    int flags;
+    unsigned long long bucket;
+    if (!PyArg_ParseTuple(args, "OiK", &seq, &flags, &bucket)) return NULL;
+    Py_ssize_t n;
+    hg_tensor **ts = tensors_of(seq, &n, "schedule");
+    if (!ts) return NULL;
+    if (n > INT_MAX) {
+        PyMem_Free(ts);
+        return PyErr_Format(PyExc_ValueError, "schedule: %zd arrays", n);
+    }
+    hg_dist_sched *s = NULL;
+    hg_status st = hg_dist_sched_new(ts, (int)n, flags, (size_t)bucket, &s);
+    PyMem_Free(ts);
+    if (st != HG_OK) return hgpy_raise(st);
+    PyObject *cap = PyCapsule_New(s, SCHED_CAPSULE, sched_destroy);
+    if (!cap) hg_dist_sched_free(s);
+    return cap;
+}
+
+static PyObject *dist_sched_finish(PyObject *self, PyObject *cap)
+{
+    hg_dist_sched *s = PyCapsule_GetPointer(cap, SCHED_CAPSULE);
+    if (!s) return NULL;
+    hg_status st;
+    Py_BEGIN_ALLOW_THREADS st = hg_dist_sched_finish(s);
+    Py_END_ALLOW_THREADS if (st != HG_OK) return hgpy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dist_sched_stats(PyObject *self, PyObject *cap)
+{
+    hg_dist_sched *s = PyCapsule_GetPointer(cap, SCHED_CAPSULE);
+    if (!s) return NULL;
+    int64_t over = 0, fin = 0;
+    hg_dist_sched_stats(s, &over, &fin);
+    return Py_BuildValue("(LL)", (long long)over, (long long)fin);
+}
+
 static PyMethodDef k_functions[] = {
+    {"_dist_sched_new", dist_sched_new, METH_VARARGS,
+     "_dist_sched_new(grads, flags, bucket_bytes) -> schedule: reduce these buffers during "
+     "backward"},
+    {"_dist_sched_finish", dist_sched_finish, METH_O,
+     "_dist_sched_finish(schedule): reduce what backward did not; every buffer holds its sum"},
+    {"_dist_sched_stats", dist_sched_stats, METH_O,
+     "_dist_sched_stats(schedule) -> (buckets reduced in backward, buffers reduced at finish)"},
     {"_dist_init", dist_init, METH_VARARGS,
-     "_dist_init(handle_size, request_size, comm, op_sum, in_place, f32, f64, i32, i64, u8, u16, "
-     "byte, timeout_s, bucket_bytes): set up collectives over the loaded MPI"},
+     "_dist_init(handle_size, comm, op_sum, in_place, f32, f64, i32, i64, u8, u16, byte, "
+     "timeout_s, bucket_bytes): set up collectives over the loaded MPI"},
     {"_dist_rank", dist_rank, METH_NOARGS, "this process's rank (0 before init)"},
     {"_dist_size", dist_size, METH_NOARGS, "the number of processes (1 before init)"},
     {"_dist_set_timeout", dist_set_timeout, METH_O,

@@ -12,6 +12,12 @@ set of the same shape, so it still runs end to end.
 With --plot it also writes a picture of the network (`mx.viz.plot_network`, drawn by Graphviz)
 and a profile of the first hybridized epoch (`mx.profiler`, a Chrome trace that Perfetto and
 chrome://tracing open) into --output.
+
+Started by an MPI launcher (`mpirun -np 2 python -m hybridgluon.demo`, docs/distributed.md) it
+trains data-parallel: every rank takes its part of each global batch of --batch-size, the
+gradients are averaged over the ranks (hybridgluon.distributed), and each rank prints its
+throughput; rank 0 evaluates, exports and prints the summary. The global batches, and so the
+accuracy, are those of one process.
 """
 import argparse
 import os
@@ -127,15 +133,45 @@ def evaluate(net, x, y, batch_size=1000):
     return correct / x.shape[0]
 
 
-def train_epoch(net, trainer, loss_fn, x, y, batch_size, desc, limit=None, order=None):
-    """One pass (or `limit` batches); returns (samples per second, mean loss)."""
+def _launched_by_mpi():
+    """Whether an MPI launcher started this process as one of several."""
+    for var in ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_SIZE', 'MPI_LOCALNRANKS'):
+        if int(os.environ.get(var, '1') or 1) > 1:
+            return True
+    return False
+
+
+class _Ranks:
+    """This process's place in the job: rank r of n (0 of 1 when not started by MPI)."""
+
+    def __init__(self):
+        self.rank, self.size = 0, 1
+        if _launched_by_mpi():
+            from hybridgluon import distributed as dist
+            dist.init()
+            self.rank, self.size = dist.rank(), dist.size()
+
+    def part(self, lo, hi):
+        """This rank's part [a, b) of the global batch [lo, hi)."""
+        n = hi - lo
+        return lo + n * self.rank // self.size, lo + n * (self.rank + 1) // self.size
+
+
+def train_epoch(net, trainer, loss_fn, x, y, batch_size, desc, limit=None, order=None,
+                ranks=None):
+    """One pass (or `limit` batches) of global batches of batch_size, of which this rank
+    trains its part; returns (samples per second of this rank, mean loss)."""
+    rank, size = (ranks.rank, ranks.size) if ranks else (0, 1)
     n = x.shape[0] if limit is None else min(x.shape[0], limit * batch_size)
-    bar = _Bar(n, desc)
+    bar = _Bar(n, desc) if rank == 0 else None
     seen, total_loss, t0 = 0, 0.0, time.perf_counter()
     for i in range(0, n, batch_size):
-        idx = order[i:i + batch_size] if order is not None else None
-        xb = nd.take(x, idx) if idx is not None else x[i:i + batch_size]
-        yb = nd.take(y, idx) if idx is not None else y[i:i + batch_size]
+        lo, hi = i, min(i + batch_size, n)
+        if size > 1:
+            lo, hi = ranks.part(lo, hi)
+        idx = order[lo:hi] if order is not None else None
+        xb = nd.take(x, idx) if idx is not None else x[lo:hi]
+        yb = nd.take(y, idx) if idx is not None else y[lo:hi]
         with autograd.record():
             loss = loss_fn(net(xb), yb)
         loss.backward()
@@ -143,8 +179,10 @@ def train_epoch(net, trainer, loss_fn, x, y, batch_size, desc, limit=None, order
         seen += xb.shape[0]
         if (i // batch_size) % 50 == 0:
             total_loss = loss.mean().asscalar()
-        bar.update(xb.shape[0], 'loss %.3f' % total_loss)
-    bar.close()
+        if bar:
+            bar.update(hi - lo if size == 1 else min(batch_size, n - i), 'loss %.3f' % total_loss)
+    if bar:
+        bar.close()
     return seen / (time.perf_counter() - t0), total_loss
 
 
@@ -186,11 +224,20 @@ def main(argv=None):
                          'epoch (profile.json) into --output')
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
-    print('hybridgluon %s demo: LeNet (the seed tutorial\'s Net) on Fashion-MNIST'
-          % mx.__version__)
+    ranks = _Ranks()
+    say = print if ranks.rank == 0 else (lambda *a, **k: None)
+    if args.batch_size % ranks.size:
+        say('the global batch size %d must be a multiple of the %d processes'
+            % (args.batch_size, ranks.size))
+        return 2
+    say('hybridgluon %s demo: LeNet (the seed tutorial\'s Net) on Fashion-MNIST'
+        % mx.__version__)
+    if ranks.size > 1:
+        say('data-parallel on %d processes (MPI): global batch %d, %d per process'
+            % (ranks.size, args.batch_size, args.batch_size // ranks.size))
 
     x_train, y_train, x_test, y_test, source = load_data(args.data_root)
-    print('data: %s' % source)
+    say('data: %s' % source)
     mx.random.seed(42)
     net = Net()
     net.initialize(mx.init.Xavier())
@@ -200,26 +247,34 @@ def main(argv=None):
         // args.batch_size + 1
     schedule = mx.lr_scheduler.CosineScheduler(max_update=steps, base_lr=args.lr,
                                                final_lr=args.lr * 0.02)
-    trainer = gluon.Trainer(net.collect_params(), 'adam',
-                            {'learning_rate': args.lr, 'lr_scheduler': schedule})
+    opt_params = {'learning_rate': args.lr, 'lr_scheduler': schedule}
+    if ranks.size > 1:
+        from hybridgluon import distributed as dist
+        dist.broadcast_parameters(net.collect_params())  # rank 0's weights, once known
+        trainer = dist.DistributedTrainer(net.collect_params(), 'adam', opt_params)
+    else:
+        trainer = gluon.Trainer(net.collect_params(), 'adam', opt_params)
 
     # Imperative first (what a user debugs with), then the same network hybridized.
     # One untimed batch each first: deferred initialisation, then tracing and planning.
     n = args.compare_batches
-    train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size, 'warm-up    ', limit=1)
+    kw = dict(ranks=ranks)
+    train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size, 'warm-up    ',
+                limit=1, **kw)
     imp_sps, _ = train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size,
-                             'imperative ', limit=n)
+                             'imperative ', limit=n, **kw)
     net.hybridize(static_alloc=True)
-    train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size, 'warm-up    ', limit=1)
+    train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size, 'warm-up    ',
+                limit=1, **kw)
     hyb_sps, _ = train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size,
-                             'hybridized ', limit=n)
-    print('training throughput: imperative %.0f img/s, hybridized %.0f img/s (%.2fx)'
-          % (imp_sps, hyb_sps, hyb_sps / imp_sps))
+                             'hybridized ', limit=n, **kw)
+    say('training throughput: imperative %.0f img/s, hybridized %.0f img/s (%.2fx)%s'
+        % (imp_sps, hyb_sps, hyb_sps / imp_sps, ' on rank 0' if ranks.size > 1 else ''))
 
     history = []
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(0)  # the same shuffle on every rank
     os.makedirs(args.output, exist_ok=True)
-    trace = os.path.join(args.output, 'profile.json') if args.plot else None
+    trace = os.path.join(args.output, 'profile.json') if args.plot and ranks.rank == 0 else None
     for epoch in range(args.epochs):
         order = nd.array(rng.permutation(x_train.shape[0]), dtype='int32')
         if trace and epoch == 0:  # every op of the hybridized epoch, as it runs
@@ -227,16 +282,27 @@ def main(argv=None):
             mx.profiler.set_state('run')
         t0 = time.perf_counter()
         sps, loss = train_epoch(net, trainer, loss_fn, x_train, y_train, args.batch_size,
-                                'epoch %d/%d' % (epoch + 1, args.epochs), order=order)
+                                'epoch %d/%d' % (epoch + 1, args.epochs), order=order, **kw)
         if trace and epoch == 0:
             mx.profiler.set_state('stop')
             mx.profiler.dump()
-            print('profile of epoch 1 written to %s (open it in https://ui.perfetto.dev or '
-                  'chrome://tracing)' % trace)
+            say('profile of epoch 1 written to %s (open it in https://ui.perfetto.dev or '
+                'chrome://tracing)' % trace)
+        per_rank = [sps]
+        if ranks.size > 1:
+            per_rank = list(dist.allgather(nd.array([sps], dtype='float64')).asnumpy())
+            print('epoch %d: rank %d of %d trained %.0f img/s' % (epoch + 1, ranks.rank,
+                                                                   ranks.size, sps), flush=True)
+        if ranks.rank:
+            continue
         acc = evaluate(net, x_test, y_test)
-        history.append((epoch + 1, loss, acc, sps, time.perf_counter() - t0))
-        print('epoch %d: loss %.4f, test accuracy %.4f, %.0f img/s'
-              % (epoch + 1, loss, acc, sps))
+        history.append((epoch + 1, loss, acc, sum(per_rank), time.perf_counter() - t0))
+        say('epoch %d: loss %.4f, test accuracy %.4f, %.0f img/s%s'
+            % (epoch + 1, loss, acc, sum(per_rank),
+               ' (all ranks: %s)' % ' + '.join('%.0f' % v for v in per_rank)
+               if ranks.size > 1 else ''))
+    if ranks.rank:
+        return 0  # rank 0 exports and checks the model
 
     prefix = os.path.join(args.output, 'lenet')
     net.export(prefix, epoch=args.epochs)
@@ -255,7 +321,7 @@ def main(argv=None):
           % (CLASSES[first], CLASSES[int(y_test[0].asscalar())]))
 
     total = time.perf_counter() - t_start
-    print('\nsummary')
+    print('\nsummary%s' % (' (%d processes)' % ranks.size if ranks.size > 1 else ''))
     print('  %-7s %-9s %-10s %-9s %s' % ('epoch', 'loss', 'test acc', 'img/s', 'seconds'))
     for e, l, a, s, dt in history:
         print('  %-7d %-9.4f %-10.4f %-9.0f %.1f' % (e, l, a, s, dt))

@@ -19,17 +19,19 @@ size to `step`).
 MPI is reached through mpi4py (`pip install mpi4py`, with Open MPI or MPICH installed), which
 initialises it; the collectives themselves run in C (csrc/dist/) on the arrays' memory with the
 GIL released, the gradients of a step packed into a few large messages. Settings:
-HG_DIST_TIMEOUT (seconds a collective waits for the others before failing, default 600) and
+HG_DIST_TIMEOUT (seconds a collective may wait for the others, default 600) and
 HG_DIST_BUCKET_MB (message size, default 64).
 
 Failure: a rank whose script raises ends the whole job through MPI_Abort (an exception hook
 installed by `init`), a rank that dies is reported by the launcher, which ends the others, and a
-collective some rank never joins fails after HG_DIST_TIMEOUT with an MXNetError naming it.
+collective some rank never joins ends the job after HG_DIST_TIMEOUT seconds, with a message
+naming the collective (a watchdog thread, as PyTorch's NCCL watchdog).
 Checkpoints (`save_parameters`, `export`, `Trainer.save_states`) are written by rank 0 only.
 """
 import os
 import sys
 import threading
+import warnings
 
 from . import _core
 from .base import MXNetError
@@ -100,12 +102,15 @@ def init(comm=None):
         bucket = _env_number('HG_DIST_BUCKET_MB', 64, int)
         if bucket > 1024:
             raise MXNetError('HG_DIST_BUCKET_MB=%d: at most 1024' % bucket)
-        _core._dist_init(MPI._sizeof(MPI.Comm), MPI._sizeof(MPI.Request), comm.handle,
+        _core._dist_init(MPI._sizeof(MPI.Comm), comm.handle,
                          MPI.SUM.handle, int(MPI.IN_PLACE), MPI.FLOAT.handle, MPI.DOUBLE.handle,
                          MPI.INT32_T.handle, MPI.INT64_T.handle, MPI.UINT8_T.handle,
                          MPI.UINT16_T.handle, MPI.BYTE.handle, timeout, bucket << 20)
         local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-        _state.update(comm=comm, local_rank=local.Get_rank(), local_size=local.Get_size())
+        # overlap calls MPI from a second thread, which needs MPI_THREAD_MULTIPLE (mpi4py asks
+        # for it unless mpi4py.rc.thread_level says otherwise)
+        _state.update(comm=comm, local_rank=local.Get_rank(), local_size=local.Get_size(),
+                      multiple=MPI.Query_thread() == MPI.THREAD_MULTIPLE)
         local.Free()
         if not _state['hooked'] and comm.Get_size() > 1:
             _state['prev_hook'] = sys.excepthook
@@ -273,43 +278,70 @@ def _trainer_cls():
 
 class DistributedTrainer(_trainer_cls()):
     """A `gluon.Trainer` whose gradients are averaged over all processes before the update:
-    pass the local batch size to `step`. The gradients of a step go out as one grouped
-    allreduce (few large messages, see `grouped_allreduce_`); `compression=Compression.fp16`
-    halves the bytes. Every process runs the same update on the same averaged gradient, so
-    parameters stay equal on all ranks.
+    pass the local batch size to `step`. Every process runs the same update on the same
+    averaged gradient, so parameters stay equal on all ranks.
 
-    gradient_predivide_factor: the gradients are divided by it before the sum and by
-    size()/factor after (Horovod's option, for float16 gradients that could overflow)."""
+    overlap=True (the default): the gradients are summed over the ranks while backward runs,
+    a bucket of `bucket_mb` MiB as soon as backward has written its gradients (the last layers'
+    first), so communication overlaps the backward of the earlier layers; when backward returns
+    the gradient buffers hold the sums, as with PyTorch's DistributedDataParallel (clip or read
+    them after backward and they are the global ones). Gradients backward did not write are
+    summed at `step`. overlap=False sums everything at `step`, in one grouped allreduce.
+    `compression=Compression.fp16` sends float32 gradients as float16.
+    """
 
     def __init__(self, params, optimizer, optimizer_params=None,
-                 compression=Compression.none, gradient_predivide_factor=1.0, prefix=None):
+                 compression=Compression.none, overlap=True, bucket_mb=4, prefix=None):
         init()
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
+        if len(self._contexts) > 1:
+            raise MXNetError('DistributedTrainer takes parameters on one context per process '
+                             '(got %s): run one process per device, or use '
+                             "gluon.Trainer(..., kvstore='dist_sync'), which also sums over "
+                             'the contexts of a process' % (self._contexts,))
         self._flags = _flags(False, compression)
-        if gradient_predivide_factor <= 0:
-            raise MXNetError('gradient_predivide_factor must be positive, got %r'
-                             % (gradient_predivide_factor,))
+        if not 0 < bucket_mb <= 1024:
+            raise MXNetError('bucket_mb must be in (0, 1024], got %r' % (bucket_mb,))
+        self._bucket_bytes = max(1024, int(bucket_mb * (1 << 20)))
+        self._overlap = bool(overlap)
+        if self._overlap and not _state.get('multiple'):
+            warnings.warn('DistributedTrainer: the MPI library was initialised without '
+                          'MPI_THREAD_MULTIPLE (mpi4py.rc.thread_level), so gradients are '
+                          'summed at step, not during backward')
+            self._overlap = False
         # the sum over ranks, scaled by 1/size in the optimizer's rescale_grad
         self._scale /= size()
-        self._predivide = float(gradient_predivide_factor)
         self._grads_key = None
         self._grads = []
+        self._sched = None
+        self._grad_arrays()  # the schedule, so that the first backward already overlaps
 
     def _grad_arrays(self):
-        """The gradient arrays of the trainable parameters, cached while they stay the same."""
+        """The gradient arrays of the trainable parameters (and their schedule), kept while the
+        parameters keep the same gradient buffers."""
+        if any(p._deferred_init for p in self._params):
+            return None  # not all known yet: the first step reduces without a schedule
         key = [p._grad for p in self._params if p.grad_req != 'null']
         old = self._grads_key
         if old is None or len(old) != len(key) or any(a is not b for a, b in zip(old, key)):
             self._grads_key = key
             self._grads = [g for grads in key for g in grads]
+            self._sched = None
+            if self._overlap and self._grads:
+                self._sched = _core._dist_sched_new(self._grads, self._flags,
+                                                    self._bucket_bytes)
         return self._grads
+
+    def overlap_stats(self):
+        """(buckets summed during backward, gradient arrays summed at step) so far: how much of
+        the communication overlapped backward."""
+        return _core._dist_sched_stats(self._sched) if self._sched is not None else (0, 0)
 
     def _allreduce_grads(self):
         grads = self._grad_arrays()
-        if self._predivide != 1.0:
-            for g in grads:
-                g *= 1.0 / self._predivide
-        _core._dist_allreduce(grads, self._flags)
-        if self._predivide != 1.0:
-            for g in grads:
-                g *= self._predivide
+        if grads is None:
+            grads = [g for p in self._params if p.grad_req != 'null' for g in p.list_grad()]
+        if self._sched is not None:
+            _core._dist_sched_finish(self._sched)
+        else:
+            _core._dist_allreduce(grads, self._flags)
