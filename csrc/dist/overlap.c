@@ -98,7 +98,7 @@ static void *comm_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&q_lock);
     for (;;) {
-        while (q_len == 0) pthread_cond_wait(&q_work, &q_lock);
+        while (q_len == 0 || q_busy) pthread_cond_wait(&q_work, &q_lock); /* see drain */
         item it = q[q_head];
         q_head = (q_head + 1) % q_cap;
         q_len--;
@@ -107,7 +107,7 @@ static void *comm_main(void *arg)
         reduce_bucket(it.s, &it.s->b[it.b]);
         pthread_mutex_lock(&q_lock);
         q_busy = 0;
-        if (q_len == 0) pthread_cond_broadcast(&q_idle);
+        pthread_cond_broadcast(&q_idle);
     }
     return NULL;
 }
@@ -202,12 +202,32 @@ static void write_back(hg_dist_sched *s)
 
 static hg_status failed(const hg_dist_sched *s) { return hg_error(s->err, "%s", s->errmsg); }
 
+/* With q_lock held: waits until the thread is between buckets, then reduces on this thread
+ * what is still queued (typically the last bucket, queued as backward ended): a hand-over to
+ * a sleeping thread costs more than it saves then. The thread is idle and the queue taken as a
+ * whole, so the collectives keep their order. Returns with the queue drained, q_lock held. */
+static void drain(void)
+{
+    while (q_busy) pthread_cond_wait(&q_idle, &q_lock);
+    while (q_len > 0) {
+        item it = q[q_head];
+        q_head = (q_head + 1) % q_cap;
+        q_len--;
+        q_busy = 1; /* the thread, woken for this item, finds the queue empty or waits */
+        pthread_mutex_unlock(&q_lock);
+        reduce_bucket(it.s, &it.s->b[it.b]);
+        pthread_mutex_lock(&q_lock);
+        q_busy = 0;
+    }
+    pthread_cond_broadcast(&q_idle);
+}
+
 static hg_status hook_end(void)
 {
     hg_status st = HG_OK;
     pthread_mutex_lock(&q_lock);
     if (ours()) {
-        wait_idle();
+        drain();
         for (hg_dist_sched *s = g_active; s; s = s->next) {
             write_back(s);
             if (s->err != HG_OK && st == HG_OK) st = failed(s);
