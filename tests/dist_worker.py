@@ -109,6 +109,7 @@ def collectives():
     kv.pushpull([4, 5], [mx.nd.ones((1,)) * r, mx.nd.ones((3,))], out=[mx.nd.zeros((1,)), out2])
     np.testing.assert_array_equal(out2.asnumpy(), np.full((3,), n))
     _raises(lambda: kv.init(3, mx.nd.ones((2, 2))), 'duplicate init')
+    _raises(lambda: kv.init([7, 7], [mx.nd.ones((1,)), mx.nd.ones((1,))]), 'duplicate init')
     _raises(lambda: kv.push(9, mx.nd.ones((1,))), 'has not been inited')
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
     kv.push(4, mx.nd.ones((1,)))  # the weight (the sum of the ranks) - 0.5 * n

@@ -4,6 +4,8 @@
 
 #include "dist/dist.h"
 
+/* Starts a detached thread running fn(NULL); HG_ERR_MEMORY (naming `what`) when it cannot. */
+hg_status hg_dist_start_thread(void *(*fn)(void *), const char *what);
 /* Takes the collectives' lock, failing (without it) before init or once the communicator is
  * broken; hg_dist_leave releases it. */
 hg_status hg_dist_enter(const char *what);

@@ -15,7 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NOLOAD, RTLD_DEFAULT */
 #endif
-#include "dist/dist.h"
+#include "dist/dist_impl.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -285,15 +285,7 @@ static void *watchdog_main(void *arg)
 static hg_status watch(const char *what)
 {
     if (wd_pid != getpid()) {
-        pthread_t th;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&th, &attr, watchdog_main, NULL);
-        pthread_attr_destroy(&attr);
-        if (rc != 0)
-            return hg_error(HG_ERR_MEMORY, "distributed: cannot start the watchdog thread (%s)",
-                            strerror(rc));
+        HG_TRY(hg_dist_start_thread(watchdog_main, "watchdog"));
         wd_pid = getpid();
     }
     atomic_store(&wd_timeout, g.timeout);
@@ -665,6 +657,20 @@ hg_status hg_dist_barrier(void)
 }
 
 /* ---- for overlap.c (dist_impl.h) ---------------------------------------------------------- */
+
+hg_status hg_dist_start_thread(void *(*fn)(void *), const char *what)
+{
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &attr, fn, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        return hg_error(HG_ERR_MEMORY, "distributed: cannot start the %s thread (%s)", what,
+                        strerror(rc));
+    return HG_OK;
+}
 
 hg_status hg_dist_enter(const char *what) { return enter(what); }
 void hg_dist_leave(void) { pthread_mutex_unlock(&g_lock); }

@@ -293,17 +293,7 @@ static hg_status cut_buckets(hg_dist_sched *s, size_t bucket_bytes)
 static hg_status start_thread(void)
 {
     if (g_thread_pid == getpid()) return HG_OK;
-    pthread_t th;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &attr, comm_main, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0)
-        return hg_error(HG_ERR_MEMORY,
-                        "distributed: cannot start the communication thread "
-                        "(pthread_create: %s)",
-                        strerror(rc));
+    HG_TRY(hg_dist_start_thread(comm_main, "communication"));
     g_thread_pid = getpid();
     hg_ag_set_grad_hooks(&k_hooks);
     return HG_OK;

@@ -74,44 +74,37 @@ static hg_tensor **tensors_of(PyObject *seq, Py_ssize_t *n, const char *what)
     return ts;
 }
 
-/* _dist_allreduce(arrays, flags): in place */
-static PyObject *dist_allreduce(PyObject *self, PyObject *args)
+/* fn(arrays, n, arg) on a list of NDArrays and an int, with the GIL released. */
+static PyObject *run_on_list(PyObject *args, const char *what,
+                             hg_status (*fn)(hg_tensor *const *, int, int))
 {
     PyObject *seq;
-    int flags;
-    if (!PyArg_ParseTuple(args, "Oi", &seq, &flags)) return NULL;
+    int arg;
+    if (!PyArg_ParseTuple(args, "Oi", &seq, &arg)) return NULL;
     Py_ssize_t n;
-    hg_tensor **ts = tensors_of(seq, &n, "allreduce");
+    hg_tensor **ts = tensors_of(seq, &n, what);
     if (!ts) return NULL;
     if (n > INT_MAX) {
         PyMem_Free(ts);
-        return PyErr_Format(PyExc_ValueError, "allreduce: %zd arrays", n);
+        return PyErr_Format(PyExc_ValueError, "%s: %zd arrays", what, n);
     }
     hg_status st;
-    Py_BEGIN_ALLOW_THREADS st = hg_dist_allreduce(ts, (int)n, flags);
+    Py_BEGIN_ALLOW_THREADS st = fn(ts, (int)n, arg);
     Py_END_ALLOW_THREADS PyMem_Free(ts);
     if (st != HG_OK) return hgpy_raise(st);
     Py_RETURN_NONE;
 }
 
+/* _dist_allreduce(arrays, flags): in place */
+static PyObject *dist_allreduce(PyObject *self, PyObject *args)
+{
+    return run_on_list(args, "allreduce", hg_dist_allreduce);
+}
+
 /* _dist_broadcast(arrays, root): in place */
 static PyObject *dist_broadcast(PyObject *self, PyObject *args)
 {
-    PyObject *seq;
-    int root;
-    if (!PyArg_ParseTuple(args, "Oi", &seq, &root)) return NULL;
-    Py_ssize_t n;
-    hg_tensor **ts = tensors_of(seq, &n, "broadcast");
-    if (!ts) return NULL;
-    if (n > INT_MAX) {
-        PyMem_Free(ts);
-        return PyErr_Format(PyExc_ValueError, "broadcast: %zd arrays", n);
-    }
-    hg_status st;
-    Py_BEGIN_ALLOW_THREADS st = hg_dist_broadcast(ts, (int)n, root);
-    Py_END_ALLOW_THREADS PyMem_Free(ts);
-    if (st != HG_OK) return hgpy_raise(st);
-    Py_RETURN_NONE;
+    return run_on_list(args, "broadcast", hg_dist_broadcast);
 }
 
 static PyObject *dist_allgather(PyObject *self, PyObject *arg)

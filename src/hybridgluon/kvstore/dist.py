@@ -9,7 +9,6 @@ server-side update: the arithmetic is the same, with no servers. `pull` copies t
 """
 from .. import _core
 from .. import distributed
-from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import cpu
 from ..optimizer import Optimizer
@@ -41,7 +40,7 @@ class DistKVStore(KVStore):
         copies = []
         for k, arrays in pairs:
             self._check_key_type(k)
-            if k in self._store:
+            if k in self._store or any(k == c for c, _ in copies):
                 raise MXNetError('duplicate init of key %r. Please double check if you called '
                                  'kv.init or kv.broadcast with this key multiple times' % (k,))
             copies.append((k, arrays[0].copyto(cpu(0))))
@@ -51,22 +50,10 @@ class DistKVStore(KVStore):
     def push(self, key, value, priority=0):
         """Sums each key's values over the contexts and over all workers, then updates (or
         replaces) the stored value. Every worker pushes the same keys in the same order."""
-        merged = []
-        for k, arrays in _key_values(key, value, 'push'):
-            stored = self._stored(k, 'push')
-            for arr in arrays:
-                self._check_shape(k, stored, arr, 'push')
-            total = arrays[0].copyto(cpu(0)) if len(arrays) == 1 else \
-                nd.add_n(*arrays).as_in_context(cpu(0))
-            if total.dtype != stored.dtype:
-                total = total.astype(stored.dtype)
-            merged.append((k, total, stored))
+        merged = [(k,) + self._merge(k, arrays) for k, arrays in _key_values(key, value, 'push')]
         _core._dist_allreduce([m for _, m, _ in merged], 0)
         for k, total, stored in merged:
-            if self._updater is not None:
-                self._updater(k, total, stored)
-            else:
-                stored[:] = total
+            self._apply(k, total, stored)
 
     def set_optimizer(self, optimizer):
         """Every worker runs `optimizer` on the summed gradients (MXNet sends it to the

@@ -116,21 +116,29 @@ class KVStore(KVStoreBase):
                                      'kv.init or kv.broadcast with this key multiple times' % (k,))
                 self._store[k] = arr.copyto(cpu(0))
 
+    def _merge(self, k, arrays):
+        """(the sum of a key's pushed values on cpu(0) in the stored dtype, the stored array)."""
+        stored = self._stored(k, 'push')
+        for arr in arrays:
+            self._check_shape(k, stored, arr, 'push')
+        merged = arrays[0].copyto(cpu(0)) if len(arrays) == 1 else \
+            nd.add_n(*arrays).as_in_context(cpu(0))
+        if merged.dtype != stored.dtype:
+            merged = merged.astype(stored.dtype)
+        return merged, stored
+
+    def _apply(self, k, merged, stored):
+        """Hands the sum to the updater with the stored array, or makes it the stored value."""
+        if self._updater is not None:
+            self._updater(k, merged, stored)
+        else:
+            stored[:] = merged
+
     def push(self, key, value, priority=0):
         """Sums the values of each key (one per context) into the store: through the updater
         when one is set (`updater(key, sum, stored)`), else the sum becomes the stored value."""
         for k, arrays in _key_values(key, value, 'push'):
-            stored = self._stored(k, 'push')
-            for arr in arrays:
-                self._check_shape(k, stored, arr, 'push')
-            merged = arrays[0].copyto(cpu(0)) if len(arrays) == 1 else \
-                nd.add_n(*arrays).as_in_context(cpu(0))
-            if merged.dtype != stored.dtype:
-                merged = merged.astype(stored.dtype)
-            if self._updater is not None:
-                self._updater(k, merged, stored)
-            else:
-                stored[:] = merged
+            self._apply(k, *self._merge(k, arrays))
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         """Copies the stored value of each key into its output array(s)."""
