@@ -118,6 +118,20 @@ def collectives():
     np.testing.assert_allclose(w.asnumpy(), [ranks.sum() - 0.5 * n])
     kv.barrier()
     dist.barrier()
+    # the Module API on the same store: each rank's own data and initial weights, the same
+    # weights after fit (rank 0's start, the summed gradients)
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=3,
+                                                     name='fc'), name='softmax')
+    rng = np.random.RandomState(r)
+    it = mx.io.NDArrayIter(rng.uniform(size=(8, 4)).astype('float32'),
+                           rng.randint(0, 3, size=8).astype('float32'), batch_size=4)
+    mx.random.seed(r)
+    mod = mx.mod.Module(net, context=mx.cpu())
+    mod.fit(it, num_epoch=2, kvstore='dist_sync', optimizer='sgd',
+            optimizer_params={'learning_rate': 0.1})
+    weight = mod.get_params()[0]['fc_weight']
+    rows = dist.allgather(weight.reshape((1, -1))).asnumpy()
+    assert (rows == rows[:1]).all(), 'Module weights differ between ranks'
 
 
 def _data():

@@ -164,8 +164,9 @@ class SplitSampler(Sampler):
     np.array_split(order[length - R:], num_parts)[part_index], i.e. the first
     R % num_parts ranks get R // num_parts + 1 indices and the others R // num_parts (at most
     b each, so it is that DataLoader's last, short batch; a rank that gets none has one batch
-    fewer than the others); last_batch='discard' drops it, so all ranks have the same
-    number of full batches.
+    fewer than the others, which a distributed job cannot have: every rank must take the same
+    steps, so use 'discard' when length % B may be below num_parts); last_batch='discard'
+    drops it, so all ranks have the same number of full batches.
 
     With shuffle=True the permutation is np.random.RandomState(seed + epoch).permutation,
     seed + epoch taken modulo 2**32, where epoch counts this sampler's passes (calls to
