@@ -9,6 +9,7 @@ train:       trains a small MLP data-parallel with each trainer API, optimizer a
              setting, and writes this rank's final parameters to OUTDIR/train-<rank>.npz (the
              test compares them with a single-process run of the same global batches); also
              writes checkpoints that only rank 0 may create.
+mxnet_ref:   tests/mxnet_ref/gen_dist_ref.py's scenario, whose results real MXNet recorded.
 raise:       rank 1 raises in the middle of training.
 exit:        rank 1 leaves with os._exit in the middle of training.
 hang:        rank 1 stops calling collectives (sleeps); the others must time out.
@@ -238,6 +239,12 @@ def main():
     dist.init()
     if scenario == 'collectives':
         collectives()
+    elif scenario == 'mxnet_ref':  # tests/mxnet_ref/gen_dist_ref.py's calls, on hybridgluon
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mxnet_ref'))
+        import json
+        from gen_dist_ref import scenario as ref_scenario
+        with open(os.path.join(outdir, 'mxnet_ref-%d.json' % dist.rank()), 'w') as f:
+            json.dump(ref_scenario(mx), f)
     elif scenario == 'train':
         train(outdir)
     else:

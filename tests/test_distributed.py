@@ -131,6 +131,26 @@ def test_training_equals_single_process(tmp_path, np_):
     assert loaded(mx.nd.array(x[:2])).shape == (2, 4)
 
 
+def test_dist_sync_matches_mxnet(tmp_path):
+    # the same calls under real MXNet 1.9.1's dist_sync (2 workers, a ps-lite server):
+    # tests/mxnet_ref/gen_dist_ref.py wrote what each worker saw
+    import json
+    with open(os.path.join(HERE, 'mxnet_ref', 'dist_ref.json')) as f:
+        ref = json.load(f)['ranks']
+    rc, out, _ = _launch(2, 'mxnet_ref', tmp_path)
+    assert rc == 0, out
+    for r in range(2):
+        with open(tmp_path / ('mxnet_ref-%d.json' % r)) as f:
+            got = json.load(f)
+        want = ref[str(r)]
+        assert (got['rank'], got['num_workers']) == (want['rank'], want['num_workers'])
+        for key in ('init', 'push', 'pushpull', 'sgd'):
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-6, err_msg=key)
+        for key in ('weight', 'bias'):
+            np.testing.assert_allclose(got['trainer'][key], want['trainer'][key], rtol=1e-5,
+                                       atol=1e-6, err_msg=key)
+
+
 @pytest.mark.parametrize('kind', ['raise', 'exit', 'hang'])
 def test_a_failing_rank_ends_the_job(tmp_path, kind):
     rc, out, secs = _launch(2, kind, tmp_path, timeout=120, env={'HG_DIST_TIMEOUT': '5'})

@@ -59,7 +59,7 @@ static struct {
     size_t bucket_bytes;
     void *scratch; /* the bucket packed for one allreduce */
     size_t scratch_cap;
-    char broken[256]; /* why the communicator is unusable; "" while it is fine */
+    char broken[512]; /* why the communicator is unusable; "" while it is fine */
 } g = {.size = 1, .timeout = 600.0, .bucket_bytes = (size_t)64 << 20};
 
 static atomic_int g_ready;
