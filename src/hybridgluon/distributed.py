@@ -22,6 +22,9 @@ GIL released, the gradients of a step packed into a few large messages. Settings
 HG_DIST_TIMEOUT (seconds a collective may wait for the others, default 600) and
 HG_DIST_BUCKET_MB (message size, default 64).
 
+The collectives take Horovod's `name` and `priority` arguments and ignore them: they run in the
+order they are called, the same on every rank.
+
 Failure: a rank whose script raises ends the whole job through MPI_Abort (an exception hook
 installed by `init`), a rank that dies is reported by the launcher, which ends the others, and a
 collective some rank never joins ends the job after HG_DIST_TIMEOUT seconds, with a message
