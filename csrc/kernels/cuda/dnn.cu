@@ -29,6 +29,7 @@
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/half_bits.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "ops/conv.h"
@@ -59,21 +60,10 @@ template <typename A> __device__ __forceinline__ A lowest();
 template <> __device__ __forceinline__ float lowest<float>() { return -FLT_MAX; }
 template <> __device__ __forceinline__ double lowest<double>() { return -DBL_MAX; }
 
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
 /* Three extents, passed to kernels by value. */
 struct dev_grid {
     int64_t v[3];
 };
-
-size_t nbytes_of(const hg_tensor *t) { return (size_t)t->size * hg_dtype_size(t->dtype); }
 
 hg_status zero_fill(const char *name, cudaStream_t s, hg_tensor *t)
 {

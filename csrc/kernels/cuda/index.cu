@@ -19,6 +19,7 @@
 
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/half_bits.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "ops/indexing.h"
@@ -28,28 +29,6 @@ namespace
 {
 
 /* ---- shared helpers -------------------------------------------------------------------------- */
-
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
-hg_status zero_fill(const hg_op_def *op, cudaStream_t s, hg_tensor *t)
-{
-    size_t n = (size_t)t->size * hg_dtype_size(t->dtype);
-    if (n == 0) return HG_OK;
-    return hg_cuda_status(cudaMemsetAsync(hg_data(t), 0, n, s), op->name);
-}
-
-hg_status bad_dtype(const hg_op_def *op, hg_dtype dt)
-{
-    return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                    hg_dtype_name(dt));
-}
 
 /* An index array: device pointer and dtype. */
 struct idx_arr {
@@ -91,11 +70,6 @@ __device__ __forceinline__ int64_t fix_index(int64_t j, int64_t n, int mode)
     return j < 0 ? 0 : (j >= n ? n - 1 : j);
 }
 
-#define GRID_LOOP(i, n)                                                                        \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                           \
-                 step_ = (int64_t)gridDim.x * blockDim.x;                                      \
-         i < (n); i += step_)
-
 /* Runs LAUNCH(T) with T the unsigned type of the element size es; false for another size. */
 #define BY_SIZE(es, LAUNCH)                                                                    \
     ((es) == 1   ? (LAUNCH(uint8_t), true)                                                     \
@@ -103,13 +77,6 @@ __device__ __forceinline__ int64_t fix_index(int64_t j, int64_t n, int mode)
      : (es) == 4 ? (LAUNCH(uint32_t), true)                                                    \
      : (es) == 8 ? (LAUNCH(uint64_t), true)                                                    \
                  : false)
-
-#define GPU_FWD(NAME)                                                                          \
-    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
-                   hg_tensor *const *in, int nout, hg_tensor *const *out)
-#define STREAM                                                                                 \
-    cudaStream_t s;                                                                            \
-    HG_TRY(stream_of(ctx->device_id, &s))
 
 /* ---- take, Embedding ------------------------------------------------------------------------- */
 

@@ -23,6 +23,7 @@
 
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/half_bits.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "core/rng.h"
@@ -38,33 +39,6 @@ namespace
 #define LMAX (2 * HG_MAX_NDIM + 2) /* tile doubles the rank (kernels/cpu/strided_copy.h) */
 
 /* ---- shared helpers -------------------------------------------------------------------------- */
-
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
-size_t nbytes_of(const hg_tensor *t) { return (size_t)t->size * hg_dtype_size(t->dtype); }
-
-/* Copies all of src into dst (same byte size) unless they are the same buffer. */
-hg_status copy_whole(const hg_op_def *op, cudaStream_t s, hg_tensor *dst, const hg_tensor *src)
-{
-    size_t n = nbytes_of(src);
-    if (n == 0 || hg_data(dst) == hg_data(src)) return HG_OK;
-    return hg_cuda_status(
-        cudaMemcpyAsync(hg_data(dst), hg_data(src), n, cudaMemcpyDeviceToDevice, s), op->name);
-}
-
-hg_status zero_fill(const hg_op_def *op, cudaStream_t s, hg_tensor *t)
-{
-    size_t n = nbytes_of(t);
-    if (n == 0) return HG_OK;
-    return hg_cuda_status(cudaMemsetAsync(hg_data(t), 0, n, s), op->name);
-}
 
 /* Axis in [-nd, nd) to [0, nd); infer checked the range. */
 int norm_axis(int64_t axis, int nd) { return (int)(axis < 0 ? axis + nd : axis); }
@@ -182,13 +156,6 @@ hg_status view_copy(const hg_op_def *op, cudaStream_t s, const hg_tensor *in, hg
     return strided_copy(op->name, s, es, hg_data(out), ostr, (const char *)hg_data(in) + base * es,
                         istr, nd, shape, NULL);
 }
-
-#define GPU_FWD(NAME)                                                                          \
-    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
-                   hg_tensor *const *in, int nout, hg_tensor *const *out)
-#define STREAM                                                                                 \
-    cudaStream_t s;                                                                            \
-    HG_TRY(stream_of(ctx->device_id, &s))
 
 /* ---- shape.c --------------------------------------------------------------------------------- */
 

@@ -28,6 +28,7 @@
 
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/half_bits.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "ops/contrib_elemwise.h"
@@ -39,43 +40,6 @@ namespace
 {
 
 /* ---- shared helpers -------------------------------------------------------------------------- */
-
-#define GRID_LOOP(i, n)                                                                        \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                           \
-                 step_ = (int64_t)gridDim.x * blockDim.x;                                      \
-         i < (n); i += step_)
-
-#define GPU_FWD(NAME)                                                                          \
-    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
-                   hg_tensor *const *in, int nout, hg_tensor *const *out)
-
-#define LAUNCH(n) <<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>
-
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
-#define STREAM                                                                                 \
-    cudaStream_t s;                                                                            \
-    HG_TRY(stream_of(ctx->device_id, &s))
-
-hg_status bad_dtype(const hg_op_def *op, hg_dtype dt)
-{
-    return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                    hg_dtype_name(dt));
-}
-
-hg_status zero_fill(const hg_op_def *op, cudaStream_t s, hg_tensor *t)
-{
-    size_t n = (size_t)t->size * hg_dtype_size(t->dtype);
-    if (n == 0) return HG_OK;
-    return hg_cuda_status(cudaMemsetAsync(hg_data(t), 0, n, s), op->name);
-}
 
 /* Runs M(T) with T the unsigned type of the element size es; false for another size. */
 #define BY_SIZE(es, M)                                                                         \

@@ -19,6 +19,7 @@
 
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/half_bits.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "ops/optimizer.h"
@@ -408,15 +409,6 @@ template <template <class> class B, class S> __global__ void opt_kernel(opt_args
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
         B<S>::run(j, i);
-}
-
-/* The stream of gpu(dev); on failure the status hg_cuda_stream's error set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
 }
 
 /* Runs body B over n elements for a weight of dtype dt (infer accepted only float types). */

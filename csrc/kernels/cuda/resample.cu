@@ -23,6 +23,7 @@
 
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/half_bits.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "ops/contrib_resize.h"
@@ -35,17 +36,6 @@ namespace
 
 /* ---- shared helpers -------------------------------------------------------------------------- */
 
-#define GRID_LOOP(i, n)                                                                        \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                           \
-                 step_ = (int64_t)gridDim.x * blockDim.x;                                      \
-         i < (n); i += step_)
-
-#define GPU_FWD(NAME)                                                                          \
-    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
-                   hg_tensor *const *in, int nout, hg_tensor *const *out)
-
-#define LAUNCH(n) <<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>
-
 /* Element types as stored (S) and as summed (A): float16 is uint16_t bits summed in float. */
 template <typename S> struct acc {
     typedef S A;
@@ -57,25 +47,6 @@ template <> struct acc<uint16_t> {
     static __device__ __forceinline__ float ld(uint16_t v) { return h2f(v); }
     static __device__ __forceinline__ uint16_t st(float v) { return f2h(v); }
 };
-
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
-#define STREAM                                                                                 \
-    cudaStream_t s;                                                                            \
-    HG_TRY(stream_of(ctx->device_id, &s))
-
-hg_status bad_dtype(const hg_op_def *op, hg_dtype dt)
-{
-    return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                    hg_dtype_name(dt));
-}
 
 /* Runs M(T) for the float dtypes these ops take (float16 as its uint16_t bits). */
 #define BY_FLOAT(dt, M)                                                                        \

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "kernels/cuda/cuda_rt.h"
+#include "kernels/cuda/kernel_util.h"
 
 extern "C" {
 #include "ops/sequence_ops.h"
@@ -20,34 +21,6 @@ extern "C" {
 
 namespace
 {
-
-#define GRID_LOOP(i, n)                                                                        \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                           \
-                 step_ = (int64_t)gridDim.x * blockDim.x;                                      \
-         i < (n); i += step_)
-
-#define GPU_FWD(NAME)                                                                          \
-    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
-                   hg_tensor *const *in, int nout, hg_tensor *const *out)
-
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
-#define STREAM                                                                                 \
-    cudaStream_t s;                                                                            \
-    HG_TRY(stream_of(ctx->device_id, &s))
-
-hg_status bad_dtype(const hg_op_def *op, hg_dtype dt)
-{
-    return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                    hg_dtype_name(dt));
-}
 
 /* The length array (NULL: every sequence is t long). */
 struct len_arr {

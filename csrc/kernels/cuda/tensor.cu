@@ -72,7 +72,7 @@ template <typename T, typename A> __device__ __forceinline__ T from_acc(A a)
 template <typename T, typename A>
 __global__ void sum_like_serial(const T *x, T *y, red_plan p, int64_t nout)
 {
-    TX_GRID_LOOP(o, nout)
+    GRID_LOOP(o, nout)
     {
         const int64_t base = plan_kept(p, o);
         A acc = 0, t = 0;
@@ -115,9 +115,9 @@ hg_status sum_like_run(const hg_op_def *op, cudaStream_t s, const hg_tensor *x, 
     return hg_cuda_launched(op->name);
 }
 
-TX_GPU_FWD(sum_to_like_gpu)
+GPU_FWD(sum_to_like_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[0];
     hg_tensor *y = out[0];
     if (x->size == y->size) return copy_whole(op, s, y, x); /* only size-1 dims differ */
@@ -139,28 +139,28 @@ TX_GPU_FWD(sum_to_like_gpu)
 
 /* ---- copies: _identity_with_attr_like_rhs, reshape_like -------------------------------------- */
 
-TX_GPU_FWD(copy_gpu)
+GPU_FWD(copy_gpu)
 {
-    TX_STREAM;
+    STREAM;
     return copy_whole(op, s, out[0], in[0]);
 }
 
 /* ---- shape_array, size_array: values known on the host, passed by value ---------------------- */
 
-__global__ void put_i64_kernel(int64_t *o, dims_arg v, int n) { TX_GRID_LOOP(i, n) o[i] = v.v[i]; }
+__global__ void put_i64_kernel(int64_t *o, dims_arg v, int n) { GRID_LOOP(i, n) o[i] = v.v[i]; }
 
-TX_GPU_FWD(shape_array_gpu)
+GPU_FWD(shape_array_gpu)
 {
-    TX_STREAM;
+    STREAM;
     dims_arg v{};
     for (int d = 0; d < in[0]->ndim; d++) v.v[d] = in[0]->shape[d];
     return launch(op->name, s, in[0]->ndim, put_i64_kernel, (int64_t *)hg_data(out[0]), v,
                   in[0]->ndim);
 }
 
-TX_GPU_FWD(size_array_gpu)
+GPU_FWD(size_array_gpu)
 {
-    TX_STREAM;
+    STREAM;
     dims_arg v{};
     v.v[0] = in[0]->size;
     return launch(op->name, s, 1, put_i64_kernel, (int64_t *)hg_data(out[0]), v, 1);
@@ -172,7 +172,7 @@ TX_GPU_FWD(size_array_gpu)
 __global__ void argmax_channel_kernel(const void *x, int dt, void *y, int64_t n, int64_t inner,
                                       int64_t total)
 {
-    TX_GRID_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         const int64_t o = e / inner, i = e % inner, base = o * n * inner + i;
         int64_t best = 0;
@@ -188,9 +188,9 @@ __global__ void argmax_channel_kernel(const void *x, int dt, void *y, int64_t n,
     }
 }
 
-TX_GPU_FWD(argmax_channel_gpu)
+GPU_FWD(argmax_channel_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[0];
     int64_t inner = 1;
     for (int d = 2; d < x->ndim; d++) inner *= x->shape[d];
@@ -205,16 +205,16 @@ template <typename T>
 __global__ void batch_take_kernel(const T *x, const int32_t *idx, T *y, int64_t m, int64_t xsize,
                                   int64_t n)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         const int64_t j = idx[i] < 0 ? 0 : (idx[i] >= m ? m - 1 : idx[i]), src = i * m + j;
         y[i] = src >= 0 && src < xsize ? x[src] : T(0);
     }
 }
 
-TX_GPU_FWD(batch_take_gpu)
+GPU_FWD(batch_take_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[0];
     const int64_t m = x->shape[0] ? x->size / x->shape[0] : 0, n = out[0]->size;
     const size_t es = hg_dtype_size(x->dtype);
@@ -248,7 +248,7 @@ template <typename T>
 __global__ void gather_nd_kernel(const T *x, T *y, const void *idx, int idt, int64_t n, int m,
                                  dims_arg sh, int64_t inner, int64_t total)
 {
-    TX_GRID_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         const int64_t off = nd_offset(idx, idt, e / inner, n, m, sh);
         y[e] = off >= 0 ? x[off * inner + e % inner] : T(0);
@@ -281,9 +281,9 @@ nd_geom geom_of(const hg_tensor *idx, const hg_tensor *full)
     return g;
 }
 
-TX_GPU_FWD(gather_nd_gpu)
+GPU_FWD(gather_nd_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[0], *idx = in[1];
     const nd_geom g = geom_of(idx, x);
     const size_t es = hg_dtype_size(x->dtype);
@@ -301,13 +301,13 @@ TX_GPU_FWD(gather_nd_gpu)
 __global__ void nd_offsets_kernel(const void *idx, int idt, int64_t n, int m, dims_arg sh,
                                   int64_t *offs)
 {
-    TX_GRID_LOOP(y, n) offs[y] = nd_offset(idx, idt, y, n, m, sh);
+    GRID_LOOP(y, n) offs[y] = nd_offset(idx, idt, y, n, m, sh);
 }
 
 /* win[t]: the largest y whose offset is t (win starts at -1). */
 __global__ void nd_winner_kernel(const int64_t *offs, int64_t n, int64_t *win)
 {
-    TX_GRID_LOOP(y, n)
+    GRID_LOOP(y, n)
     {
         if (offs[y] >= 0) atomicMax((long long *)&win[offs[y]], (long long)y);
     }
@@ -317,7 +317,7 @@ template <typename T>
 __global__ void nd_store_kernel(const T *data, T *o, const int64_t *offs, const int64_t *win,
                                 int64_t inner, int64_t total)
 {
-    TX_GRID_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         const int64_t y = e / inner, off = offs[y];
         if (off >= 0 && win[off] == y) o[off * inner + e % inner] = data[e];
@@ -378,7 +378,7 @@ __device__ void atomic_add_as_cpu(void *o, int dt, int64_t i, double v)
 __global__ void nd_add_kernel(const void *data, void *o, int dt, const int64_t *offs, int64_t inner,
                               int64_t total)
 {
-    TX_GRID_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         const int64_t off = offs[e / inner];
         if (off >= 0) atomic_add_as_cpu(o, dt, off * inner + e % inner, ld(data, dt, e));
@@ -418,30 +418,30 @@ hg_status scatter_rows(const hg_op_def *op, cudaStream_t s, int dev, const hg_te
     return st;
 }
 
-TX_GPU_FWD(scatter_nd_gpu)
+GPU_FWD(scatter_nd_gpu)
 {
-    TX_STREAM;
+    STREAM;
     HG_TRY(zero_fill(op, s, out[0]));
     return scatter_rows(op, s, ctx->device_id, in[0], in[1], out[0], false);
 }
 
-TX_GPU_FWD(bwd_gather_nd_gpu)
+GPU_FWD(bwd_gather_nd_gpu)
 {
-    TX_STREAM;
+    STREAM;
     HG_TRY(zero_fill(op, s, out[0]));
     return scatter_rows(op, s, ctx->device_id, in[0], in[1], out[0], true);
 }
 
-TX_GPU_FWD(scatter_set_nd_gpu)
+GPU_FWD(scatter_set_nd_gpu)
 {
-    TX_STREAM;
+    STREAM;
     HG_TRY(copy_whole(op, s, out[0], in[0]));
     return scatter_rows(op, s, ctx->device_id, in[1], in[2], out[0], false);
 }
 
-TX_GPU_FWD(scatter_add_like_nd_gpu)
+GPU_FWD(scatter_add_like_nd_gpu)
 {
-    TX_STREAM;
+    STREAM;
     HG_TRY(copy_whole(op, s, out[0], in[0]));
     return scatter_rows(op, s, ctx->device_id, in[1], in[2], out[0], true);
 }
@@ -455,7 +455,7 @@ __global__ void depth_space_kernel(const T *src, T *dst, bool to_space, int64_t 
                                    int64_t H, int64_t W, int64_t total)
 {
     const int64_t h2 = H / b, w2 = W / b;
-    TX_GRID_LOOP(di, total)
+    GRID_LOOP(di, total)
     {
         int64_t r = di;
         const int64_t w = r % w2;
@@ -473,9 +473,9 @@ __global__ void depth_space_kernel(const T *src, T *dst, bool to_space, int64_t 
     }
 }
 
-TX_GPU_FWD(depth_space_gpu)
+GPU_FWD(depth_space_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const bool to_space = strcmp(op->name, "depth_to_space") == 0;
     const hg_tensor *sp = to_space ? out[0] : in[0];
     const int64_t b = a->v[DS_BLOCK].i, total = sp->size;
@@ -494,7 +494,7 @@ TX_GPU_FWD(depth_space_gpu)
 
 __global__ void ravel_kernel(const void *x, void *y, int dt, hg_tuple t, int64_t n)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         uint64_t r = 0; /* wraps as the CPU's int64 arithmetic does */
         for (int j = 0; j < t.n; j++) r = r * (uint64_t)t.v[j] + (uint64_t)ldi(x, dt, i + j * n);
@@ -504,7 +504,7 @@ __global__ void ravel_kernel(const void *x, void *y, int dt, hg_tuple t, int64_t
 
 __global__ void unravel_kernel(const void *x, void *y, int dt, hg_tuple t, int64_t n)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         int64_t idx = ldi(x, dt, i);
         for (int j = t.n - 1; j > 0; j--) { /* t.v[j] > 0 for j > 0 (infer checked) */
@@ -516,17 +516,17 @@ __global__ void unravel_kernel(const void *x, void *y, int dt, hg_tuple t, int64
     }
 }
 
-TX_GPU_FWD(ravel_gpu)
+GPU_FWD(ravel_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const int64_t n = out[0]->size;
     return launch(op->name, s, n, ravel_kernel, (const void *)hg_data(in[0]), hg_data(out[0]),
                   (int)in[0]->dtype, a->v[RV_SHAPE].t, n);
 }
 
-TX_GPU_FWD(unravel_gpu)
+GPU_FWD(unravel_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const int64_t n = in[0]->size;
     return launch(op->name, s, n, unravel_kernel, (const void *)hg_data(in[0]), hg_data(out[0]),
                   (int)in[0]->dtype, a->v[RV_SHAPE].t, n);
@@ -540,16 +540,16 @@ template <typename T>
 __global__ void split_kernel(const T *x, T *y, int64_t len, int64_t b0, int64_t row, int64_t inner,
                              int64_t total)
 {
-    TX_GRID_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         const int64_t o = e / row, r = e % row;
         y[e] = x[(o * len + b0) * inner + r];
     }
 }
 
-TX_GPU_FWD(split_gpu)
+GPU_FWD(split_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[0];
     const int axis = (int)(a->v[SP_AXIS].i < 0 ? a->v[SP_AXIS].i + x->ndim : a->v[SP_AXIS].i);
     int64_t bounds[HG_MAX_TUPLE + 1], inner = 1, outer = 1;
@@ -577,16 +577,16 @@ TX_GPU_FWD(split_gpu)
 __global__ void fill0_kernel(void *o, int odt, const void *v, int vdt, const void *idx, int idt,
                              int64_t k, int64_t n)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         const int64_t j = ldi(idx, idt, i);
         if (j >= 0 && j < k) st(o, odt, i * k + j, vdt < 0 ? 1.0 : ld(v, vdt, i));
     }
 }
 
-TX_GPU_FWD(fill0_gpu)
+GPU_FWD(fill0_gpu)
 {
-    TX_STREAM;
+    STREAM;
     hg_tensor *o = out[0];
     HG_TRY(copy_whole(op, s, o, in[0]));
     return launch(op->name, s, o->shape[0], fill0_kernel, hg_data(o), (int)o->dtype,
@@ -594,9 +594,9 @@ TX_GPU_FWD(fill0_gpu)
                   (int)in[2]->dtype, o->shape[1], o->shape[0]);
 }
 
-TX_GPU_FWD(onehot_gpu)
+GPU_FWD(onehot_gpu)
 {
-    TX_STREAM;
+    STREAM;
     hg_tensor *o = out[0];
     HG_TRY(zero_fill(op, s, o));
     return launch(op->name, s, o->shape[0], fill0_kernel, hg_data(o), (int)o->dtype,
@@ -618,7 +618,7 @@ struct kr_args {
  * is taken in double in the CPU's order (last input first). */
 __global__ void kr_kernel(kr_args m, int dt, void *y, int64_t cols, int64_t total)
 {
-    TX_GRID_LOOP(e, total)
+    GRID_LOOP(e, total)
     {
         const int64_t r = e / cols, c = e % cols;
         double p = 1;
@@ -632,9 +632,9 @@ __global__ void kr_kernel(kr_args m, int dt, void *y, int64_t cols, int64_t tota
     }
 }
 
-TX_GPU_FWD(khatri_rao_gpu)
+GPU_FWD(khatri_rao_gpu)
 {
-    TX_STREAM;
+    STREAM;
     if (nin > KR_MAX)
         return hg_error(HG_ERR_UNSUPPORTED, "%s: at most %d matrices on GPU, got %d", op->name,
                         KR_MAX, nin);

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_rt.h"
+#include "kernels/cuda/kernel_util.h"
 
 namespace hg_tx
 {
@@ -133,55 +134,6 @@ __device__ __forceinline__ int64_t rndi(int dt, int64_t v)
 }
 
 /* ---- host side ---------------------------------------------------------------------------- */
-
-/* The stream of gpu(dev); on failure the status of the error hg_cuda_stream set. */
-static inline hg_status stream_of(int dev, cudaStream_t *s)
-{
-    *s = hg_cuda_stream(dev);
-    if (*s) return HG_OK;
-    hg_status st = hg_cuda_use(dev);
-    return st != HG_OK ? st : HG_ERR_INTERNAL;
-}
-
-static inline size_t nbytes_of(const hg_tensor *t)
-{
-    return (size_t)t->size * hg_dtype_size(t->dtype);
-}
-
-/* Copies all of src into dst (same byte size) unless they are the same buffer. */
-static inline hg_status copy_whole(const hg_op_def *op, cudaStream_t s, hg_tensor *dst,
-                                   const hg_tensor *src)
-{
-    size_t n = nbytes_of(src);
-    if (n == 0 || hg_data(dst) == hg_data(src)) return HG_OK;
-    return hg_cuda_status(
-        cudaMemcpyAsync(hg_data(dst), hg_data(src), n, cudaMemcpyDeviceToDevice, s), op->name);
-}
-
-static inline hg_status zero_fill(const hg_op_def *op, cudaStream_t s, hg_tensor *t)
-{
-    size_t n = nbytes_of(t);
-    if (n == 0) return HG_OK;
-    return hg_cuda_status(cudaMemsetAsync(hg_data(t), 0, n, s), op->name);
-}
-
-static inline hg_status bad_dtype(const hg_op_def *op, hg_dtype dt)
-{
-    return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                    hg_dtype_name(dt));
-}
-
-#define TX_GRID_LOOP(i, n)                                                                     \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                           \
-                 step_ = (int64_t)gridDim.x * blockDim.x;                                      \
-         i < (n); i += step_)
-
-#define TX_GPU_FWD(NAME)                                                                       \
-    hg_status NAME(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,    \
-                   hg_tensor *const *in, int nout, hg_tensor *const *out)
-#define TX_STREAM                                                                              \
-    cudaStream_t s;                                                                            \
-    HG_TRY(stream_of(ctx->device_id, &s))
 
 /* One thread per element of n (grid-stride), on stream s; n <= 0 launches nothing. */
 template <typename... P, typename... A>

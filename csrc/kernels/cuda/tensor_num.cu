@@ -27,25 +27,25 @@ using namespace hg_tx;
 
 __global__ void logical_not_kernel(const void *x, void *y, int dt, int64_t n)
 {
-    TX_GRID_LOOP(i, n) st(y, dt, i, ld(x, dt, i) == 0 ? 1.0 : 0.0);
+    GRID_LOOP(i, n) st(y, dt, i, ld(x, dt, i) == 0 ? 1.0 : 0.0);
 }
 
-TX_GPU_FWD(logical_not_gpu)
+GPU_FWD(logical_not_gpu)
 {
-    TX_STREAM;
+    STREAM;
     return launch(op->name, s, in[0]->size, logical_not_kernel, (const void *)hg_data(in[0]),
                   hg_data(out[0]), (int)in[0]->dtype, in[0]->size);
 }
 
 __global__ void cast_kernel(const void *x, int xdt, void *y, int ydt, int64_t n)
 {
-    TX_GRID_LOOP(i, n) st(y, ydt, i, ld(x, xdt, i));
+    GRID_LOOP(i, n) st(y, ydt, i, ld(x, xdt, i));
 }
 
 /* amp_cast, amp_multicast, _backward_amp_cast: output k is input k in output k's dtype. */
-TX_GPU_FWD(amp_cast_gpu)
+GPU_FWD(amp_cast_gpu)
 {
-    TX_STREAM;
+    STREAM;
     for (int k = 0; k < nout; k++) {
         const hg_tensor *x = in[k];
         if (x->dtype == out[k]->dtype) {
@@ -67,7 +67,7 @@ __global__ void cumsum_kernel(const void *src, int sdt, void *dst, int ddt, int6
 {
     const bool isint = ddt == HG_DTYPE_I32 || ddt == HG_DTYPE_I64 || ddt == HG_DTYPE_I8 ||
                        ddt == HG_DTYPE_U8;
-    TX_GRID_LOOP(l, lanes)
+    GRID_LOOP(l, lanes)
     {
         const int64_t o = l / inner, i = l % inner;
         int64_t iacc = 0;
@@ -103,9 +103,9 @@ void cs_dims(const hg_attrs *a, const hg_tensor *x, int64_t *outer, int64_t *mid
     *mid = x->shape[axis];
 }
 
-TX_GPU_FWD(cumsum_gpu)
+GPU_FWD(cumsum_gpu)
 {
-    TX_STREAM;
+    STREAM;
     int64_t outer, mid, inner;
     cs_dims(a, in[0], &outer, &mid, &inner);
     const int64_t lanes = outer * inner;
@@ -114,9 +114,9 @@ TX_GPU_FWD(cumsum_gpu)
 }
 
 /* _backward_cumsum(ograd, data): the reversed running sum of ograd in data's shape and dtype. */
-TX_GPU_FWD(bwd_cumsum_gpu)
+GPU_FWD(bwd_cumsum_gpu)
 {
-    TX_STREAM;
+    STREAM;
     int64_t outer, mid, inner;
     cs_dims(a, in[1], &outer, &mid, &inner);
     const int64_t lanes = outer * inner;
@@ -145,7 +145,7 @@ __device__ __forceinline__ double sq_add(double acc, double d)
 __global__ void moments_serial(const void *x, int dt, void *mean, void *var, int odt, red_plan p,
                                double cnt, int64_t nout)
 {
-    TX_GRID_LOOP(o, nout)
+    GRID_LOOP(o, nout)
     {
         const int64_t base = plan_kept(p, o);
         double acc = 0;
@@ -179,9 +179,9 @@ __global__ void moments_block(const void *x, int dt, void *mean, void *var, int 
     }
 }
 
-TX_GPU_FWD(moments_gpu)
+GPU_FWD(moments_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[0];
     bool red[HG_MAX_NDIM];
     mo_mask(a, x, red);
@@ -213,7 +213,7 @@ struct bm_args {
 /* (dmean + 2 dvar (x - mean)) / N, in the CPU's order of operations. */
 __global__ void bwd_moments_kernel(bm_args g, void *y, int ydt, out_map m, double cnt, int64_t n)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         int64_t rem = i, j = 0;
         for (int d = m.nd - 1; d >= 0; d--) {
@@ -227,9 +227,9 @@ __global__ void bwd_moments_kernel(bm_args g, void *y, int ydt, out_map m, doubl
 }
 
 /* _backward_moments(dmean, dvar, data, mean). */
-TX_GPU_FWD(bwd_moments_gpu)
+GPU_FWD(bwd_moments_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const hg_tensor *x = in[2];
     bool red[HG_MAX_NDIM];
     mo_mask(a, x, red);
@@ -252,30 +252,30 @@ TX_GPU_FWD(bwd_moments_gpu)
 
 __global__ void erfinv_kernel(const void *x, void *y, int dt, int64_t n)
 {
-    TX_GRID_LOOP(i, n) st(y, dt, i, hg_erfinv(ld(x, dt, i)));
+    GRID_LOOP(i, n) st(y, dt, i, hg_erfinv(ld(x, dt, i)));
 }
 
 /* ograd * sqrt(pi) / 2 * exp(erfinv(x)^2) */
 __global__ void bwd_erfinv_kernel(const void *g, int gdt, const void *x, int xdt, void *y, int ydt,
                                   int64_t n)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         const double r = hg_erfinv(ld(x, xdt, i));
         st(y, ydt, i, ld(g, gdt, i) * 0.88622692545275801 * exp(r * r));
     }
 }
 
-TX_GPU_FWD(erfinv_gpu)
+GPU_FWD(erfinv_gpu)
 {
-    TX_STREAM;
+    STREAM;
     return launch(op->name, s, in[0]->size, erfinv_kernel, (const void *)hg_data(in[0]),
                   hg_data(out[0]), (int)in[0]->dtype, in[0]->size);
 }
 
-TX_GPU_FWD(bwd_erfinv_gpu)
+GPU_FWD(bwd_erfinv_gpu)
 {
-    TX_STREAM;
+    STREAM;
     return launch(op->name, s, in[0]->size, bwd_erfinv_kernel, (const void *)hg_data(in[0]),
                   (int)in[0]->dtype, (const void *)hg_data(in[1]), (int)in[1]->dtype,
                   hg_data(out[0]), (int)out[0]->dtype, in[0]->size);
@@ -293,15 +293,15 @@ template <> __device__ __forceinline__ bool finite_of<uint16_t>(uint16_t h)
 
 template <typename T> __global__ void clear_if_not_finite(const T *x, int64_t n, float *o)
 {
-    TX_GRID_LOOP(i, n)
+    GRID_LOOP(i, n)
     {
         if (!finite_of(x[i])) *o = 0.0f; /* every writer writes the same value */
     }
 }
 
-TX_GPU_FWD(all_finite_gpu)
+GPU_FWD(all_finite_gpu)
 {
-    TX_STREAM;
+    STREAM;
     const bool init = nin == 1 && op->num_attrs == AF_NATTRS ? a->v[AF_INIT].b : a->v[MAF_INIT].b;
     float *o = (float *)hg_data(out[0]);
     if (init) {
