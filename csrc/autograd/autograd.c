@@ -612,11 +612,7 @@ static hg_status run_recorded(bw *b, bool is_train, bool record, hg_tensor **gra
             continue;
         }
         hg_tensor *ins[HG_MAX_IO];
-        if (nd->nin > HG_MAX_IO) {
-            st = hg_error(HG_ERR_VALUE, "%s: too many inputs", nd->op->name);
-            break;
-        }
-        for (int k = 0; k < nd->nin; k++) ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
+        if ((st = hg_snode_input_values(nd, i, val, off, in_idx, ins)) != HG_OK) break;
         st = hg_op_run(nd->op, nd->attrs, is_train, nd->nin, ins, nd->nout, val[i]);
         if (st == HG_OK && record && hg_ag_should_record(nd->nin, ins))
             st = hg_ag_record(nd->op, nd->attrs, nd->nin, ins, nd->nout, val[i], NULL, NULL, NULL);

@@ -364,11 +364,7 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
             continue;
         }
         hg_tensor *ins[HG_MAX_IO];
-        if (nd->nin > HG_MAX_IO) {
-            st = hg_error(HG_ERR_VALUE, "%s: too many inputs", nd->op->name);
-            break;
-        }
-        for (int k = 0; k < nd->nin; k++) ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
+        if ((st = hg_snode_input_values(nd, i, val, off, in_idx, ins)) != HG_OK) break;
         st = hg_op_run(nd->op, nd->attrs, train, nd->nin, ins, nd->nout, val[i]);
         if (st != HG_OK) {
             hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);

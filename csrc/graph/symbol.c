@@ -646,6 +646,14 @@ hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, 
     return st;
 }
 
+hg_status hg_snode_input_values(const hg_snode *nd, int i, hg_tensor **const *val, const int *off,
+                                const int *in_idx, hg_tensor **ins)
+{
+    if (nd->nin > HG_MAX_IO) return hg_error(HG_ERR_VALUE, "%s: too many inputs", nd->op->name);
+    for (int k = 0; k < nd->nin; k++) ins[k] = val[in_idx[off[i] + k]][nd->in[k].index];
+    return HG_OK;
+}
+
 /* ---- JSON out ------------------------------------------------------------------------------- */
 
 hg_status hg_symbol_compose(const hg_symbol *s, int n, const char *const *names,

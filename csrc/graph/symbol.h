@@ -109,6 +109,12 @@ void hg_nodemap_free(hg_nodemap *m);
  * head_idx[h] the position of head h. All three are malloc'ed. */
 HG_API hg_status hg_symbol_topo_positions(const hg_symbol *s, hg_snode **nodes, int n, int **off,
                                           int **in_idx, int **head_idx);
+/* The input values of node nd at topological position i, for a runner that keeps each node's
+ * outputs in val[position][output] (off/in_idx from hg_symbol_topo_positions): ins[k] is
+ * input k's value (ins holds HG_MAX_IO). HG_ERR_VALUE, naming the op, for a node with more
+ * inputs than that. */
+hg_status hg_snode_input_values(const hg_snode *nd, int i, hg_tensor **const *val, const int *off,
+                                const int *in_idx, hg_tensor **ins);
 
 /* A copy of s in which the variables named names[i] are replaced by the (single-output)
  * symbols with[i]; the rest of the graph is copied (new nodes, same attributes). */

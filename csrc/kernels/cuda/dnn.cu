@@ -984,22 +984,30 @@ hg_status bn_fwd_t(const char *name, int dev, cudaStream_t s, const bn_geom &g,
     return hg_cuda_launched(name);
 }
 
+/* What both BatchNorm kernels check and set up first: the stream, and the geometry of x
+ * (the data), whose channels times blocks must fit the kernels' int grid. */
+hg_status bn_begin(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
+                   const hg_tensor *x, cudaStream_t *s, bn_geom *g)
+{
+    HG_TRY(stream_of(ctx->device_id, s));
+    *g = bn_geometry(a, ctx, x);
+    if ((uint64_t)g->C * (uint64_t)g->B > 0x7fffffffull)
+        return hg_error(HG_ERR_VALUE, "%s: %lld channels are too many for the GPU kernel", op->name,
+                        (long long)g->C);
+    return HG_OK;
+}
+
 hg_status bn_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, int nin,
                  hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     cudaStream_t s;
-    HG_TRY(stream_of(ctx->device_id, &s));
-    const bn_geom g = bn_geometry(a, ctx, in[0]);
+    bn_geom g;
+    HG_TRY(bn_begin(op, a, ctx, in[0], &s, &g));
     if (g.C == 0) return HG_OK;
-    if ((uint64_t)g.C * (uint64_t)g.B > 0x7fffffffull)
-        return hg_error(HG_ERR_VALUE, "%s: %lld channels are too many for the GPU kernel", op->name,
-                        (long long)g.C);
     switch (in[0]->dtype) {
     case HG_DTYPE_F32: return bn_fwd_t<float>(op->name, ctx->device_id, s, g, in, out);
     case HG_DTYPE_F64: return bn_fwd_t<double>(op->name, ctx->device_id, s, g, in, out);
-    default:
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                        hg_dtype_name(in[0]->dtype));
+    default: return bad_dtype(op, in[0]->dtype);
     }
 }
 
@@ -1030,18 +1038,13 @@ hg_status bn_bw_gpu(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *c
                     hg_tensor *const *in, int nout, hg_tensor *const *out)
 {
     cudaStream_t s;
-    HG_TRY(stream_of(ctx->device_id, &s));
-    const bn_geom g = bn_geometry(a, ctx, in[1]);
+    bn_geom g;
+    HG_TRY(bn_begin(op, a, ctx, in[1], &s, &g));
     if (g.C == 0) return HG_OK;
-    if ((uint64_t)g.C * (uint64_t)g.B > 0x7fffffffull)
-        return hg_error(HG_ERR_VALUE, "%s: %lld channels are too many for the GPU kernel", op->name,
-                        (long long)g.C);
     switch (in[1]->dtype) {
     case HG_DTYPE_F32: return bn_bwd_t<float>(op->name, ctx->device_id, s, g, in, out);
     case HG_DTYPE_F64: return bn_bwd_t<double>(op->name, ctx->device_id, s, g, in, out);
-    default:
-        return hg_error(HG_ERR_TYPE, "%s: dtype %s is not supported on GPU", op->name,
-                        hg_dtype_name(in[1]->dtype));
+    default: return bad_dtype(op, in[1]->dtype);
     }
 }
 
