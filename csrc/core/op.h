@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "core/post.h"
 #include "core/tensor.h"
 
 #ifdef __cplusplus
@@ -76,6 +77,8 @@ typedef struct hg_exec_ctx {
     void *workspace;     /* scratch memory of workspace_bytes (may be NULL) */
     size_t workspace_bytes;
     int device_id;       /* the GPU a GPU kernel runs on (core/device.h); 0 for the CPU */
+    hg_post post;        /* an activation for the output (core/post.h): only plans set one,
+                          * only on Convolution's float32 CPU forward (exec/lower.c) */
 } hg_exec_ctx;
 
 enum {

@@ -72,11 +72,13 @@ size_t hg_fold_workspace(const hg_plan *p, int conv)
            (out ? 0 : round_up((size_t)wsize * 4));
 }
 
-/* rows [b, e) of dst = src * scale[row % F] + shift[row % F] (shift NULL: 0), `per` each. */
+/* rows [b, e) of dst = post(src * scale[row % F] + shift[row % F]) (shift NULL: 0), `per`
+ * each. */
 typedef struct {
     float *dst;
     const float *src, *scale, *shift;
     int64_t per, F;
+    const hg_post *post;
 } affine_job;
 
 static void affine_rows(void *ctx, int64_t b, int64_t e)
@@ -84,26 +86,31 @@ static void affine_rows(void *ctx, int64_t b, int64_t e)
     const affine_job *j = ctx;
     for (int64_t r = b; r < e; r++) {
         int64_t f = r % j->F;
-        float s = j->scale[f], t = j->shift ? j->shift[f] : 0.0f;
+        float s = j->scale ? j->scale[f] : 1.0f, t = j->shift ? j->shift[f] : 0.0f;
         const float *x = j->src + r * j->per;
         float *y = j->dst + r * j->per;
-        for (int64_t i = 0; i < j->per; i++) y[i] = x[i] * s + t;
+        if (j->scale)
+            for (int64_t i = 0; i < j->per; i++) y[i] = x[i] * s + t;
+        hg_post_f32(j->post, y, j->per);
     }
 }
 
+/* scale NULL: post only (dst == src). */
 static void affine(float *dst, const float *src, const float *scale, const float *shift,
-                   int64_t rows, int64_t per, int64_t F)
+                   int64_t rows, int64_t per, int64_t F, const hg_post *post)
 {
-    affine_job j = {dst, src, scale, shift, per, F};
+    affine_job j = {dst, src, scale, shift, per, F, post};
     int64_t grain = per ? (HG_GRAIN_ELEMWISE + per - 1) / per : rows;
     hg_parallel_for(rows, grain, affine_rows, &j);
 }
 
 static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tensor **out, int nout,
-                          const hg_attrs *a, void *ws, size_t ws_bytes, bool is_train)
+                          const hg_attrs *a, void *ws, size_t ws_bytes, bool is_train,
+                          const hg_post *post)
 {
     hg_snode *nd = p->nodes[node];
-    hg_exec_ctx ctx = {is_train, ws, ws_bytes};
+    hg_exec_ctx ctx = {is_train, ws, ws_bytes, 0, {HG_POST_NONE, 0, 0}};
+    if (post) ctx.post = *post;
     hg_status st = nd->op->forward(nd->op, a ? a : nd->attrs, &ctx, nin, in, nout, out);
     if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
     return st;
@@ -123,9 +130,16 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     char *ws = (char *)p->arena + s->ws_off;
     size_t cws = conv_ws(p, conv);
     bool global = b->attrs->v[attr(b->op, "use_global_stats")].b;
-    if (is_train && !global) { /* batch statistics: the two ops as they are */
-        HG_TRY(run_node(p, conv, cin, s->pnin, &conv_out, 1, NULL, ws, cws, is_train));
-        return run_node(p, bn, bin, 5, bout, 3, NULL, NULL, 0, is_train);
+    const hg_post *post = &s->post;
+    if (is_train && !global) { /* batch statistics: the two ops as they are, then the post */
+        HG_TRY(run_node(p, conv, cin, s->pnin, &conv_out, 1, NULL, ws, cws, is_train, NULL));
+        HG_TRY(run_node(p, bn, bin, 5, bout, 3, NULL, NULL, 0, is_train, NULL));
+        if (post->kind != HG_POST_NONE) {
+            hg_tensor *y = bout[0];
+            int64_t rows = y->shape[0] * y->shape[1];
+            affine(hg_data(y), hg_data(y), NULL, NULL, rows, rows ? y->size / rows : 0, 1, post);
+        }
+        return HG_OK;
     }
     const hg_tensor *w = cin[1];
     int64_t F = w->shape[0], per = F ? w->size / F : 0;
@@ -140,14 +154,14 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
         sc[f] = (float)((fix_gamma ? 1.0 : gamma[f]) / sqrt((double)var[f] + eps));
     hg_tensor *y = bout[0];
     if (scales_output(y->size, w->size)) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
-        HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train));
+        HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train, NULL));
         for (int64_t f = 0; f < F; f++) bf[f] = beta[f] - mean[f] * sc[f];
         float *yd = hg_data(y);
         int64_t rows = y->shape[0] * F;
-        affine(yd, yd, sc, bf, rows, rows ? y->size / rows : 0, F);
+        affine(yd, yd, sc, bf, rows, rows ? y->size / rows : 0, F, post);
         return HG_OK;
     }
-    affine(wf, W, sc, NULL, F, per, F);
+    affine(wf, W, sc, NULL, F, per, F, NULL);
     for (int64_t f = 0; f < F; f++) bf[f] = ((bias ? bias[f] : 0.0f) - mean[f]) * sc[f] + beta[f];
     /* the folded weights and bias as tensors over the workspace */
     hg_storage st_w = {0}, st_b = {0};
@@ -162,7 +176,7 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     hg_attrs a = *c->attrs;
     a.v[attr(c->op, "no_bias")].b = false;
     hg_tensor *fin[3] = {cin[0], tw, tb};
-    if (st == HG_OK) st = run_node(p, conv, fin, 3, &bout[0], 1, &a, ws, cws, is_train);
+    if (st == HG_OK) st = run_node(p, conv, fin, 3, &bout[0], 1, &a, ws, cws, is_train, post);
     /* The headers go; the storages (this frame's, count back at 1) are never released. */
     hg_tensor_free(tw);
     hg_tensor_free(tb);

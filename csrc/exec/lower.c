@@ -264,10 +264,12 @@ static void step_group(hg_plan *p, hg_pstep *s, int i, const int *group, const i
     s->nin = c->ni - s->in_base;
 }
 
+static bool post_of_node(const hg_plan *p, int j, hg_post *po);
+
 /* Builds the steps (fusion decided) into p; returns HG_OK or a memory error. */
 static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, const int *mlist,
                              const int *producer, const bool *taken, const int *fold_of,
-                             const int *split_of)
+                             const int *split_of, const int *post_of, const bool *is_post)
 {
     int nin_total = 0, nout_total = 0, nsteps = 0, ngn = 0;
     for (int i = 0; i < p->n; i++) {
@@ -291,10 +293,16 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, co
         hg_pstep *s = &p->steps[p->nsteps++];
         s->node = i;
         s->producer = -1;
+        s->post_node = -1;
         s->in_base = c.ni;
         s->out_base = c.no;
-        if (group[i] < 0 && fold_of[i] >= 0) step_fold(p, s, i, fold_of[i], &c);
-        else if (group[i] < 0 && split_of[i] >= 0) step_split(p, s, i, split_of[i], &c);
+        if (group[i] < 0 && fold_of[i] >= 0) {
+            step_fold(p, s, i, fold_of[i], &c);
+            if (post_of[i] >= 0 && post_of_node(p, post_of[i], &s->post)) s->post_node = post_of[i];
+        } else if (group[i] < 0 && is_post[i]) { /* applied by the fold: a view of its output */
+            step_plain(p, s, i, &c);
+            s->alias = true;
+        } else if (group[i] < 0 && split_of[i] >= 0) step_split(p, s, i, split_of[i], &c);
         else if (group[i] < 0) step_plain(p, s, i, &c);
         else step_group(p, s, i, group, mstart, mlist, producer[i], &c);
     }
@@ -316,18 +324,86 @@ static void find_folds(const hg_plan *p, const int *group, bool *taken, int *fol
     }
 }
 
+static bool mutated(const hg_plan *p, int e);
+
+/* The activation node j as a post-op (core/post.h), or false when it is none: a float32 ReLU
+ * (Activation(act_type='relu') or relu) or clip. */
+static bool post_of_node(const hg_plan *p, int j, hg_post *po)
+{
+    const hg_snode *nd = p->nodes[j];
+    if (!nd->op || nd->nin != 1 || nd->nout != 1) return false;
+    const char *name = nd->op->name;
+    if (strcmp(name, "relu") == 0) {
+        *po = (hg_post){HG_POST_RELU, 0, 0};
+        return true;
+    }
+    if (strcmp(name, "Activation") == 0) {
+        int k = hg_attr_index(nd->op, "act_type");
+        if (k < 0 || nd->attrs->v[k].is_none ||
+            strcmp(nd->op->attrs[k].choices[nd->attrs->v[k].i], "relu") != 0)
+            return false;
+        *po = (hg_post){HG_POST_RELU, 0, 0};
+        return true;
+    }
+    if (strcmp(name, "clip") == 0) {
+        int lo = hg_attr_index(nd->op, "a_min"), hi = hg_attr_index(nd->op, "a_max");
+        if (lo < 0 || hi < 0) return false;
+        /* the clip kernel's float32 bounds: (float)a_min, (float)a_max */
+        *po = (hg_post){HG_POST_CLIP, (float)nd->attrs->v[lo].f, (float)nd->attrs->v[hi].f};
+        return true;
+    }
+    return false;
+}
+
+/* Folds whose output only a ReLU or clip reads: the fold applies it as it writes (post_of[bn] =
+ * that node, -1 elsewhere) and the node's step becomes an alias of the fold's output (is_post).
+ * The output is then overwritten in place, so it must have no other reader (not a head: in
+ * training the backward reads it through the forward plan's heads) and the activation's output
+ * must be one an alias may stand for (mark_aliases' conditions). */
+static void find_posts(const hg_plan *p, const int *group, const bool *taken, const int *fold_of,
+                       int *post_of, bool *is_post)
+{
+    for (int i = 0; i < p->n; i++) {
+        post_of[i] = -1;
+        is_post[i] = false;
+    }
+    for (int i = 0; i < p->n; i++) {
+        if (fold_of[i] < 0) continue;
+        int e = p->entry[i];
+        if (p->uses[e] != 1 || p->fed_slot[e] >= 0 || p->meta[e].dtype != HG_DTYPE_F32) continue;
+        int j = -1;
+        for (int q = i + 1; q < p->n && j < 0; q++)
+            for (int k = 0; k < p->nodes[q]->nin; k++)
+                if (p->needed[q] && in_entry(p, q, k) == e) j = q;
+        hg_post po;
+        if (j < 0 || group[j] >= 0 || taken[j] || fold_of[j] >= 0 || p->cf[j] ||
+            !post_of_node(p, j, &po))
+            continue;
+        int oe = p->entry[j];
+        bool head = false;
+        for (int h = 0; h < p->nheads; h++) head |= p->head_entry[h] == oe;
+        if (head || p->fed_slot[oe] >= 0 || p->meta[oe].dtype != HG_DTYPE_F32 ||
+            !hg_plan_same_size(&p->meta[oe], &p->meta[e]) || mutated(p, oe))
+            continue;
+        post_of[i] = j;
+        is_post[j] = true;
+    }
+}
+
 /* The fusion pass: decides groups, producers and folds, then builds p's steps. */
 static hg_status plan_fusion(hg_plan *p)
 {
     size_t n1 = (size_t)p->n + 1;
     int *group = malloc(sizeof(int) * n1), *gsize = malloc(sizeof(int) * n1);
     int *producer = malloc(sizeof(int) * n1), *fold_of = malloc(sizeof(int) * n1);
-    int *split_of = malloc(sizeof(int) * n1);
+    int *split_of = malloc(sizeof(int) * n1), *post_of = malloc(sizeof(int) * n1);
+    bool *is_post = malloc(sizeof(bool) * n1);
     int *mstart = malloc(sizeof(int) * n1); /* group chains, then members */
     int *mlist = malloc(sizeof(int) * n1);
     bool *taken = calloc(n1, sizeof(bool));
     hg_status st = HG_OK;
-    if (!group || !gsize || !producer || !taken || !fold_of || !split_of || !mstart || !mlist)
+    if (!group || !gsize || !producer || !taken || !fold_of || !split_of || !mstart || !mlist ||
+        !post_of || !is_post)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) {
         find_groups(p, group, gsize, mstart, mlist);
@@ -341,7 +417,9 @@ static hg_status plan_fusion(hg_plan *p)
         for (int i = 0; i < p->n; i++) /* a group of one without a producer is a plain step */
             if (group[i] >= 0 && gsize[group[i]] == 1 && producer[group[i]] < 0) group[i] = -1;
         group_members(p, group, mstart, mlist);
-        st = build_steps(p, group, mstart, mlist, producer, taken, fold_of, split_of);
+        find_posts(p, group, taken, fold_of, post_of, is_post);
+        st = build_steps(p, group, mstart, mlist, producer, taken, fold_of, split_of, post_of,
+                         is_post);
     }
     free(group);
     free(gsize);
@@ -349,6 +427,8 @@ static hg_status plan_fusion(hg_plan *p)
     free(taken);
     free(fold_of);
     free(split_of);
+    free(post_of);
+    free(is_post);
     free(mstart);
     free(mlist);
     return st;
@@ -393,6 +473,10 @@ static hg_status mark_aliases(hg_plan *p, const bool *is_head)
     for (int s = 0; s < p->nsteps; s++) {
         hg_pstep *sp = &p->steps[s];
         const hg_snode *nd = p->nodes[sp->node];
+        if (sp->alias) { /* a post-op's node (find_posts checked it) */
+            n++;
+            continue;
+        }
         if (sp->fold || sp->producer >= 0 || sp->count != 1 || !nd->op ||
             !(nd->op->flags & HG_OP_VIEW) || p->cf[sp->node] || sp->nin != 1 || sp->nout != 1)
             continue;
@@ -510,8 +594,11 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
         if (sp->fold) {
-            PUT("  %d: %s+%s (folded in inference) -> %s\n", s, p->nodes[sp->producer]->op->name,
-                p->nodes[sp->node]->op->name, p->nodes[sp->node]->name);
+            PUT("  %d: %s+%s%s%s (folded in inference) -> %s\n", s,
+                p->nodes[sp->producer]->op->name, p->nodes[sp->node]->op->name,
+                sp->post_node >= 0 ? "+" : "",
+                sp->post_node >= 0 ? p->nodes[sp->post_node]->op->name : "",
+                p->nodes[sp->node]->name);
         } else if (sp->split) {
             PUT("  %d: %s (%s on the %d arrays of %s, not concatenated)\n", s,
                 p->nodes[sp->node]->name, p->nodes[sp->node]->op->name, sp->split,
@@ -524,7 +611,9 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
             PUT("] -> %s\n", p->nodes[sp->node]->name);
         } else {
             PUT("  %d: %s (%s%s)\n", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name,
-                sp->alias ? ", a view" : "");
+                !sp->alias                                   ? ""
+                : p->nodes[sp->node]->op->flags & HG_OP_VIEW ? ", a view"
+                                                             : ", applied by its fold");
         }
     }
 #undef PUT

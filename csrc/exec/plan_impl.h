@@ -19,6 +19,10 @@ typedef struct hg_pstep {
     int pnin;                 /* the producer's inputs: the first pnin of sin */
     bool fold;                /* producer = a convolution, node = the BatchNorm after it: in
                                * inference the normalisation is folded into the weights */
+    int post_node;            /* >= 0 (fold steps): the ReLU / clip that alone reads the fold's
+                               * output; the fold applies it (`post`) and that node's step is
+                               * an alias of the fold's output (lower.c, find_posts) */
+    hg_post post;
     int split;                /* > 0: an RNN run on the split arrays of the _rnn_param_concat
                                * before it (node `producer`), which then never runs: sin holds
                                * data, the `split` arrays, then the RNN's other inputs */

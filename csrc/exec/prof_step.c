@@ -37,6 +37,12 @@ void hg_plan_prof_step(const hg_plan *p, const hg_pstep *s, int64_t start)
         put(name, sizeof name, &ln, nd->op->name);
         put(nodes, sizeof nodes, &lo, " ");
         put(nodes, sizeof nodes, &lo, nd->name);
+        if (s->post_node >= 0) {
+            put(name, sizeof name, &ln, "+");
+            put(name, sizeof name, &ln, p->nodes[s->post_node]->op->name);
+            put(nodes, sizeof nodes, &lo, " ");
+            put(nodes, sizeof nodes, &lo, p->nodes[s->post_node]->name);
+        }
     } else {
         put(name, sizeof name, &ln, "fused[");
         for (int g = s->first; g < s->first + s->count; g++) {

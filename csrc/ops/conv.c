@@ -308,6 +308,13 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
  * GEMM's packing of the weights. */
 #define MIN_COLS 64
 
+/* How many blocks of `per` elements fit in TILE_BYTES (per == 0, no input channels or an empty
+ * row: as many as asked, callers clip it). */
+static int64_t fit(size_t esize, int64_t per)
+{
+    return per > 0 ? (int64_t)(TILE_BYTES / esize) / per : INT64_MAX / 2;
+}
+
 typedef struct conv_plan {
     int64_t rows;   /* output rows (o0, o1) per tile */
     int64_t ntiles; /* tiles per image and group */
@@ -325,7 +332,7 @@ typedef struct conv_plan {
 static int64_t pack_images(const hg_conv_geom *g, size_t esize)
 {
     if (hg_conv_is_pointwise(g) || g->P >= 1024) return 1;
-    int64_t nb = (int64_t)(TILE_BYTES / esize) / (g->K * hg_conv_pack_cols(g));
+    int64_t nb = fit(esize, g->K * hg_conv_pack_cols(g));
     if (nb > g->N) nb = g->N;
     return nb < 2 ? 1 : nb;
 }
@@ -334,14 +341,14 @@ static conv_plan fwd_plan(const hg_conv_geom *g, size_t esize)
 {
     conv_plan pl;
     int64_t R = g->out[0] * g->out[1], O2 = g->out[2];
-    int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * O2);
+    int64_t rows = fit(esize, g->K * O2);
     int64_t rows_min = (MIN_COLS + O2 - 1) / O2;
     if (rows < rows_min) rows = rows_min;
     if (hg_conv_is_pointwise(g) && (double)g->N * g->G >= MIN_UNITS)
         rows = R; /* no col: whole images */
     if (rows > R) rows = R;
     int64_t imgs = g->N * g->G;
-    if (imgs < MIN_UNITS) { /* cut fewer images finer */
+    if (imgs > 0 && imgs < MIN_UNITS) { /* cut fewer images finer (none: an empty batch) */
         int64_t want = (MIN_UNITS + imgs - 1) / imgs, cap = (R + want - 1) / want;
         if (cap < rows_min) cap = rows_min;
         if (rows > cap) rows = cap;
@@ -430,7 +437,7 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
     if (is_winograd(&g, x.dtype)) {
         hg_wino_geom wg = wino_geom(&g);
-        hg_winograd_fwd_f32(&wg, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]),
+        hg_winograd_fwd_f32(&wg, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]), &ctx->post,
                             ctx->workspace, ctx->workspace_bytes);
     } else if (x.dtype == HG_DTYPE_F32) {
         conv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
@@ -440,7 +447,7 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
         size_t cb = col_bytes(&g, sizeof(float));
         float *fx = (float *)((char *)ctx->workspace + cb), *fw = fx + g.N * g.C * g.I;
         float *fb = fw + g.F * g.K, *fy = fb + g.F;
-        hg_exec_ctx sub = {ctx->is_train, cb ? ctx->workspace : NULL, cb};
+        hg_exec_ctx sub = {ctx->is_train, cb ? ctx->workspace : NULL, cb, 0, ctx->post};
         hg_half_to_f32_n(hg_data(in[0]), fx, g.N * g.C * g.I);
         hg_half_to_f32_n(hg_data(in[1]), fw, g.F * g.K);
         if (bias) hg_half_to_f32_n(bias, fb, g.F);
@@ -485,7 +492,7 @@ static int64_t bw_rows(const hg_conv_geom *g, size_t esize)
 {
     int64_t R = g->out[0] * g->out[1];
     if (hg_conv_is_pointwise(g)) return R;
-    int64_t rows = (int64_t)(TILE_BYTES / esize) / (g->K * g->out[2]);
+    int64_t rows = fit(esize, g->K * g->out[2]);
     return rows < 1 ? 1 : (rows > R ? R : rows);
 }
 

@@ -10,6 +10,7 @@ typedef struct {
     const T *x, *w, *b;
     T *y, *ws;
     int64_t nslots;
+    const hg_post *po; /* the plan's activation, applied to each tile as it is finished */
 } NAME(conv_job);
 
 /* Packed unit u = (images [n0, n1), group gi): one GEMM over their side-by-side columns
@@ -32,8 +33,10 @@ static void NAME(conv_pack)(const NAME(conv_job) * j, int64_t u, T *col)
             T *yr = j->y + (n * g->F + gi * g->Fg + f) * P;
             const T *br = buf + f * cols + (n - n0) * S;
             T bv = j->b ? j->b[gi * g->Fg + f] : 0;
-            for (int64_t r = 0; r < P / O2; r++, yr += O2, br += rs)
+            for (int64_t r = 0; r < P / O2; r++, yr += O2, br += rs) {
                 for (int64_t i = 0; i < O2; i++) yr[i] = br[i] + bv;
+                NAME(hg_post)(j->po, yr, O2);
+            }
         }
 }
 
@@ -67,6 +70,8 @@ static void NAME(conv_unit)(const NAME(conv_job) * j, int64_t u, T *col)
     }
     NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K, src, ld,
                   j->b ? 1 : 0, y, g->P);
+    if (j->po->kind != HG_POST_NONE)
+        for (int64_t f = 0; f < g->Fg; f++) NAME(hg_post)(j->po, y + f * g->P, cols);
 }
 
 /* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */
@@ -85,7 +90,7 @@ static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x
 {
     if (is_depthwise(g)) {
         const hg_dw_geom dg = dw_geom(g);
-        NAME(hg_depthwise_fwd)(&dg, x, w, b, y);
+        NAME(hg_depthwise_fwd)(&dg, x, w, b, y, &ctx->post);
         return;
     }
     conv_plan pl = fwd_plan(g, sizeof(T));
@@ -94,7 +99,7 @@ static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x
     if (pl.col_e && (size_t)nslots * sizeof(T) * (size_t)pl.col_e > ctx->workspace_bytes)
         nslots = (int64_t)(ctx->workspace_bytes / (sizeof(T) * (size_t)pl.col_e));
     if (nslots < 1) nslots = 1;
-    NAME(conv_job) j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots};
+    NAME(conv_job) j = {g, pl, x, w, b, y, (T *)ctx->workspace, nslots, &ctx->post};
     if (nslots > 1) hg_parallel_for(nslots, 1, NAME(conv_slots), &j);
     else NAME(conv_slots)(&j, 0, 1);
 }

@@ -146,6 +146,7 @@ static int64_t dw_grain(int64_t per) { return per > 0 ? HG_GRAIN_ELEMWISE / per 
         const T *x, *w, *b, *dy;                                                                \
         T *y, *dx, *dw, *db;                                                                    \
         int64_t I, P, K;                                                                        \
+        const hg_post *post;                                                                    \
     } dw_job_##SUF;                                                                             \
                                                                                                 \
     static void fwd_range_##SUF(void *ctx, int64_t u0, int64_t u1)                              \
@@ -156,12 +157,15 @@ static int64_t dw_grain(int64_t per) { return per > 0 ? HG_GRAIN_ELEMWISE / per 
             int64_t n = u / F, f = u - n * F, c = f / j->g->mult;                               \
             j->k.fwd(j->g, &j->rg, j->x + (n * j->g->C + c) * j->I, j->w + f * j->K,            \
                      j->b ? j->b[f] : (T)0, j->y + u * j->P);                                   \
+            hg_post_##SUF(j->post, j->y + u * j->P, j->P);                                      \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
-    void hg_depthwise_fwd_##SUF(const hg_dw_geom *g, const T *x, const T *w, const T *b, T *y)  \
+    void hg_depthwise_fwd_##SUF(const hg_dw_geom *g, const T *x, const T *w, const T *b, T *y,  \
+                                const hg_post *post)                                            \
     {                                                                                           \
-        dw_job_##SUF j = {.g = g, .k = pick_##SUF(), .x = x, .w = w, .b = b, .y = y};           \
+        dw_job_##SUF j = {.g = g, .k = pick_##SUF(), .x = x, .w = w, .b = b, .y = y,            \
+                          .post = post};                                                        \
         j.rg = dw_make_ranges(g);                                                               \
         j.I = g->im[0] * g->im[1] * g->im[2];                                                   \
         j.P = g->out[0] * g->out[1] * g->out[2];                                                \

@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "core/post.h"
+
 /* Largest kernel size along the last axis the kernels take (callers use im2col + GEMM above). */
 #define HG_DW_MAX_K 16
 
@@ -24,11 +26,11 @@ typedef struct hg_dw_geom {
     int64_t k[3], s[3], d[3], p[3];   /* kernel, stride, dilation, padding */
 } hg_dw_geom;
 
-/* y = conv(x, w) + b (b may be NULL). */
+/* y = post(conv(x, w) + b) (b and post may be NULL; post runs on each plane once written). */
 void hg_depthwise_fwd_f32(const hg_dw_geom *g, const float *x, const float *w, const float *b,
-                          float *y);
+                          float *y, const hg_post *post);
 void hg_depthwise_fwd_f64(const hg_dw_geom *g, const double *x, const double *w, const double *b,
-                          double *y);
+                          double *y, const hg_post *post);
 
 /* From dy: dx (overwritten), dw and db (overwritten); any of the three may be NULL. */
 void hg_depthwise_bwd_f32(const hg_dw_geom *g, const float *dy, const float *x, const float *w,

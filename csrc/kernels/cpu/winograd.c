@@ -301,6 +301,7 @@ typedef struct wg_job {
     int64_t vld;            /* row length of V and M: tiles per block rounded up to 8 */
     const float *x, *w, *b;
     float *y, *u, *slots;
+    const hg_post *post;    /* applied to each output row segment before it is stored */
 } wg_job;
 
 /* Filters [f0, f1) of the weight transform. */
@@ -358,6 +359,8 @@ static void out_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, in
     int64_t nseg = block_segs(j, t0, t1, segs);
     for (int64_t f = f0; f < f1; f++) {
         j->k.out_chan(M + f * vld, ms, t1 - t0, j->b ? j->b[f] : 0.0f, r0, r1);
+        hg_post_f32(j->post, r0, 2 * (t1 - t0));
+        hg_post_f32(j->post, r1, 2 * (t1 - t0));
         for (int64_t q = 0; q < nseg; q++) { /* rows and columns past the output: dropped */
             const wg_seg *s = &segs[q];
             int64_t oy = 2 * s->ty, ox = 2 * s->tx, w = 2 * s->len;
@@ -409,7 +412,7 @@ static void one_out(void *ctx, int64_t f0, int64_t f1)
 }
 
 void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
-                         float *y, void *ws, size_t ws_bytes)
+                         float *y, const hg_post *post, void *ws, size_t ws_bytes)
 {
     int64_t threads = hg_get_num_threads();
     wg_plan p = make_plan(g, threads < 1 ? 1 : threads);
@@ -432,6 +435,7 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
                 .w = w,
                 .b = b,
                 .y = y,
+                .post = post,
                 .u = ws,
                 .OH = g->H + 2 * g->ph - 2,
                 .OW = g->W + 2 * g->pw - 2};

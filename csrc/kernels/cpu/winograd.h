@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/post.h"
+
 typedef struct hg_wino_geom {
     int64_t N, C, F; /* batch, input channels, filters */
     int64_t H, W;    /* input size */
@@ -40,9 +42,10 @@ bool hg_winograd_pays(const hg_wino_geom *g);
 /* Workspace bytes the forward wants for `threads` pool threads (>= 1). */
 size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads);
 
-/* y = conv(x, w) + b. ws: workspace of ws_bytes, at least hg_winograd_workspace(g, t) for some
- * t >= 1 (fewer bytes than the current thread count wants: fewer slots or smaller blocks). */
+/* y = post(conv(x, w) + b) (b and post may be NULL). ws: workspace of ws_bytes, at least
+ * hg_winograd_workspace(g, t) for some t >= 1 (fewer bytes than the current thread count
+ * wants: fewer slots or smaller blocks). */
 void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
-                         float *y, void *ws, size_t ws_bytes);
+                         float *y, const hg_post *post, void *ws, size_t ws_bytes);
 
 #endif
