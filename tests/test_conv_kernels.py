@@ -1,9 +1,9 @@
 """Convolution's kernel paths, each against the NumPy references of test_grad_conv and finite
 differences: the direct depthwise kernel (num_group == channels, with and without a channel
-multiplier; padded-plane and range-checked loops), 1x1 convolutions (no im2col; whole images or
-column tiles), 3x3 layers cut into cache-sized column tiles spread over the threads (several
-tiles per image), deep layers with few output positions (one whole-image GEMM), and the same
-at 1 and 3 threads, in float32 and float64."""
+multiplier; the nine-tap 3x3 kernel, padded-plane and range-checked loops), 1x1 convolutions
+(no im2col; whole images or column tiles), 3x3 layers cut into cache-sized column tiles spread
+over the threads (several tiles per image), deep layers with few output positions (one
+whole-image GEMM), and the same at 1 and 3 threads, in float32 and float64."""
 import numpy as np
 import pytest
 
@@ -24,6 +24,16 @@ CASES = [
     ((2, 3, 7, 8), 3, (3, 2), (1, 3), (0, 1), (1, 1), 3),
     ((2, 3, 6, 7), 6, (3, 3), (2, 1), (1, 2), (1, 2), 3),
     ((1, 2, 5, 5), 2, (3, 3), (3, 3), (3, 3), (1, 1), 2),                 # pad > kernel
+    # depthwise 3x3 at stride 1 or 2 (the nine-tap plane kernel): tiny planes, pad 0 and 2,
+    # a multiplier, odd and even widths, narrow rows (one long run) and wide ones (row by row)
+    ((1, 3, 1, 1), 3, (3, 3), (1, 1), (1, 1), (1, 1), 3),
+    ((2, 3, 2, 3), 6, (3, 3), (2, 2), (1, 1), (1, 1), 3),
+    ((1, 2, 3, 4), 2, (3, 3), (1, 1), (0, 0), (1, 1), 2),
+    ((1, 2, 12, 13), 2, (3, 3), (1, 1), (2, 2), (1, 1), 2),
+    ((1, 2, 12, 13), 2, (3, 3), (2, 2), (2, 2), (1, 1), 2),
+    ((1, 2, 33, 35), 2, (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    ((1, 2, 64, 63), 2, (3, 3), (2, 2), (1, 1), (1, 1), 2),
+    ((1, 2, 61, 62), 2, (3, 3), (2, 2), (0, 0), (1, 1), 2),
     # depthwise, large planes: the range-checked loops (the padded copy does not fit)
     ((1, 2, 130, 131), 2, (3, 3), (1, 1), (1, 1), (1, 1), 2),
     ((1, 2, 130, 131), 2, (3, 3), (2, 2), (1, 1), (1, 1), 2),

@@ -53,6 +53,27 @@ static inline int64_t dw_in_row(const hg_dw_geom *g, int64_t o0, int64_t o1, int
     return (i0 * g->im[1] + i1) * g->im[2];
 }
 
+/* Output width from which fwd_3x3 computes row by row straight into the output (narrower:
+ * one long loop over the padded rows into a buffer, then the rows copied out). */
+#define DW_DIRECT_W 32
+
+/* Whether the plane kernel fwd_3x3 takes this geometry: 2-D (a leading size of 1), 3x3 taps
+ * without dilation, strides (1, 1) or (2, 2), padding at most 2 (MobileNet's is 1), and its
+ * copies of the padded plane (and output buffer) fit DW_BUF_BYTES. */
+static inline bool dw_is_3x3(const hg_dw_geom *g, size_t esize)
+{
+    if (g->im[0] != 1 || g->k[0] != 1 || g->k[1] != 3 || g->k[2] != 3 || g->s[0] != 1 ||
+        g->d[0] != 1 || g->d[1] != 1 || g->d[2] != 1 || g->s[1] != g->s[2] ||
+        (g->s[1] != 1 && g->s[1] != 2) || g->p[0] != 0 || g->p[1] > 2 || g->p[2] > 2 ||
+        g->out[0] != 1 || g->out[1] < 1 || g->out[2] < 1)
+        return false;
+    double OH = (double)g->out[1], OW = (double)g->out[2], elems;
+    bool ext = g->out[2] < DW_DIRECT_W;
+    if (g->s[1] == 1) elems = (OH + 2) * (OW + 2) + (ext ? OH * (OW + 2) : 0);
+    else elems = (4 * OH + 2) * (OW + 1) + (ext ? OH * (OW + 1) : 0);
+    return elems * (double)esize <= DW_BUF_BYTES;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DW_HAVE_X86 1
 #define TGT_AVX512 __attribute__((target("avx512f,avx2,fma")))
