@@ -53,6 +53,12 @@ CASES = [
     ((3, 16, 45, 30), 8, (3, 3), (1, 1), (2, 0), (2, 1), 1),
     # deep layer, few positions: whole-image GEMM
     ((1, 128, 7, 7), 32, (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    # deep layers at batch > 1 (fewer positions than a backward block's columns): the
+    # backward packs a slot's images into blocks; pointwise, grouped, strided, extended rows
+    ((6, 16, 5, 5), 8, (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((5, 12, 4, 4), 8, (1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((7, 8, 6, 6), 8, (3, 3), (2, 2), (1, 1), (1, 1), 2),
+    ((5, 3, 6, 7), 4, (3, 3), (1, 1), (0, 0), (1, 1), 1),
     # small images packed side by side (LeNet's layers), with a ragged last block, grouped
     ((21, 6, 12, 12), 16, (5, 5), (1, 1), (0, 0), (1, 1), 1),
     ((19, 1, 28, 28), 6, (5, 5), (1, 1), (0, 0), (1, 1), 1),
