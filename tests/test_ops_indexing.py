@@ -318,6 +318,25 @@ def test_clip_float16_and_nan():
     np.testing.assert_array_equal(out.asnumpy(), np.clip(x, -1, 1))
 
 
+@pytest.mark.parametrize('shape', [(0,), (1,), (9,), (3, 4), (100003,)])
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'float16'])
+def test_clip_gradient(shape, dtype, rng):
+    """clip's gradient passes ograd where a_min <= x <= a_max (a value on a bound and NaN
+    included, as MXNet's), zero elsewhere."""
+    x = rng.uniform(-2, 8, shape).astype(dtype)
+    if x.size >= 9:
+        x.flat[:4] = [0, 6, np.nan, -0.0]
+    g = rng.standard_normal(shape).astype(dtype)
+    xa = nd.array(x, dtype=dtype)
+    xa.attach_grad()
+    with mx.autograd.record():
+        y = nd.clip(xa, 0, 6)
+    y.backward(nd.array(g, dtype=dtype))
+    with np.errstate(invalid='ignore'):
+        ref = np.where((x < 0) | (x > 6), 0, g).astype(dtype)
+    np.testing.assert_array_equal(xa.grad.asnumpy(), ref)
+
+
 def test_clip_errors():
     with pytest.raises(mx.MXNetError, match='Required parameter a_max'):
         nd.clip(nd.array([1, 2]), a_min=0)

@@ -695,9 +695,31 @@ CLIP_INT(u8, 0, UINT8_MAX)
 
 /* _backward_clip(ograd, data): ograd where a_min <= data <= a_max, else 0. MXNet's clip_grad
  * zeroes only values strictly outside, so a value sitting on a bound (clip(relu(x), 0, 6) at
- * 0) passes its gradient; NaN passes too. */
-HG_EW_BINARY(clip_bwd, f32, (r < (f32)a->v[CL_MIN].f || r > (f32)a->v[CL_MAX].f) ? 0 : l)
-HG_EW_BINARY(clip_bwd, f64, (r < a->v[CL_MIN].f || r > a->v[CL_MAX].f) ? 0 : l)
+ * 0) passes its gradient; NaN passes too. Both values are loaded before the test (and its two
+ * comparisons joined with |) so that it compiles to a select: the form that loaded ograd only
+ * where kept compiled to two branches per element, which a ReLU6 gradient mispredicts about half
+ * the time (95 ms on 19 M floats, an add takes 17). */
+#define CLIP_BWD_TILE(T)                                                                        \
+    static void clip_bwd_##T(int64_t n, const void *in0, int64_t s0, const void *in1,           \
+                             int64_t s1, void *out, const hg_attrs *a)                          \
+    {                                                                                           \
+        const T *restrict l = (const T *)in0, *restrict r = (const T *)in1;                     \
+        T *restrict o = (T *)out;                                                               \
+        const T lo = (T)a->v[CL_MIN].f, hi = (T)a->v[CL_MAX].f;                                 \
+        if (s0 && s1) {                                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                   \
+                const T v = r[i], g = l[i]; /* both loaded: a select, not a branch */           \
+                o[i] = ((v < lo) | (v > hi)) ? 0 : g;                                           \
+            }                                                                                   \
+            return;                                                                             \
+        }                                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            const T v = r[s1 ? i : 0], g = l[s0 ? i : 0];                                       \
+            o[i] = ((v < lo) | (v > hi)) ? 0 : g;                                               \
+        }                                                                                       \
+    }
+CLIP_BWD_TILE(f32)
+CLIP_BWD_TILE(f64)
 
 static hg_status bwd_clip_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_meta *in,
                                 int nout, hg_meta *out)
