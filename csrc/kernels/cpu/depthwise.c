@@ -74,6 +74,26 @@ static inline bool dw_is_3x3(const hg_dw_geom *g, size_t esize)
     return elems * (double)esize <= DW_BUF_BYTES;
 }
 
+/* Whether the data gradient of a stride-1 dw_is_3x3 geometry runs as fwd_3x3 on dy (padded by
+ * 2 - p): that transposed geometry must fit the buffer too. */
+static inline bool dw_dx_is_3x3(const hg_dw_geom *g, size_t esize)
+{
+    hg_dw_geom t = *g;
+    for (int a = 1; a < 3; a++) {
+        t.im[a] = g->out[a];
+        t.out[a] = g->im[a];
+        t.p[a] = 2 - g->p[a];
+    }
+    return dw_is_3x3(&t, esize);
+}
+
+/* Whether bwd_dx_3x3s2's padded dy plane and row fit the buffer. */
+static inline bool dw_dx_s2_fits(const hg_dw_geom *g, size_t esize)
+{
+    double DP = (double)g->out[2] + 3, DR = (double)g->out[1] + 3;
+    return (DR * DP + 2 * DP) * (double)esize <= DW_BUF_BYTES;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DW_HAVE_X86 1
 #define TGT_AVX512 __attribute__((target("avx512f,avx2,fma")))
