@@ -1,4 +1,5 @@
-"""Own float32 GEMM kernels for products with a small side (csrc/kernels/cpu/gemm_small*.c)
+"""Own float32 GEMM kernels for products with a small side or wide and shallow ones
+(csrc/kernels/cpu/gemm_small*.c)
 against a float64 NumPy reference, in every kernel set the CPU has (portable C, AVX2+FMA,
 AVX-512F) and through the BLAS for comparison. hg_gemm_f32 is called directly with ctypes so that
 transposes, leading dimensions, unaligned operands, alpha and beta can all be varied."""
@@ -117,6 +118,22 @@ def test_small_n_and_k(kernel, ta, tb):
                 for M, N, K in [(big, small, other), (big, other, small), (other, big, small)]:
                     got, want, bound = gemm(ta, tb, M, N, K, rng=rng)
                     _check(got, want, bound, 'ta=%s tb=%s M=%d N=%d K=%d' % (ta, tb, M, N, K))
+
+
+@pytest.mark.parametrize('ta,tb', [(False, False), (True, False), (False, True)])
+def test_wide_shallow(kernel, ta, tb):
+    """Wide shallow products (N >= 768, K <= 256, M <= 512: pointwise convolutions over an
+    image) through the row-update kernel where B runs along N, the BLAS otherwise; ragged
+    vector tails, tiles and the limits' edges, with alpha, beta and padding."""
+    rng = np.random.default_rng(6)
+    for M, N, K in [(9, 768, 3), (17, 1000, 16), (96, 3136, 24), (513, 800, 20), (12, 769, 256),
+                    (5, 2000, 257), (64, 12544, 9)]:
+        got, want, bound = gemm(ta, tb, M, N, K, rng=rng)
+        _check(got, want, bound, 'ta=%s tb=%s M=%d N=%d K=%d' % (ta, tb, M, N, K))
+    got, want, bound = gemm(ta, tb, 33, 900, 40, -0.5, 0.25, (2, 3, 5), 1, None, rng)
+    _check(got, want, bound, 'alpha/beta/pad')
+    got, want, bound = gemm(ta, tb, 40, 800, 64, 1.0, 0.0, (0, 0, 0), 0, 'nan', rng)
+    _check(got, want, bound, 'beta 0 over NaN')
 
 
 @pytest.mark.parametrize('ta,tb', [(False, True), (False, False), (True, False), (True, True)])
