@@ -24,8 +24,8 @@ sys.path.insert(0, HERE)
 
 # In the order they run. bench_lenet and bench_conv are optional (written separately): a
 # missing one is skipped with a note; so is bench_imagerec where OpenCV is not installed.
-NAMES = ['ndarray', 'hybridize', 'train', 'lenet', 'conv', 'zoo', 'predict', 'gemm', 'graph_scale',
-         'rnn', 'imagerec']
+NAMES = ['ndarray', 'hybridize', 'train', 'lenet', 'conv', 'zoo', 'convtrain', 'predict', 'gemm',
+         'graph_scale', 'rnn', 'imagerec']
 OPTIONAL = {'lenet', 'conv', 'imagerec'}  # imagerec needs OpenCV (the `image` extra)
 # The peers the default targets are stated against, on every row: faster than MXNet, no slower
 # than PyTorch (a ratio, peer time / ours, of at least 1). A row may carry its own
