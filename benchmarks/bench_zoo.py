@@ -4,6 +4,13 @@ and 32, hybridized (static_alloc, static_shape) against real MXNet 1.9.1's own m
 each peer in its own process (peers.py); then the first (tracing) call, and the peak resident
 memory of a fresh process that builds the model and runs it.
 
+Issue 16 adds the compiled inference engines a user would deploy these models with instead of
+eager PyTorch, each in its own worker: ONNX Runtime (the same torch.nn definitions exported with
+torch.onnx.export; every graph optimisation, the CPU provider, a thread per core) and
+torch.compile (inductor, default mode, compiled and warmed up before the timing). Their rows
+carry issue 16's targets (common.CONV_INFERENCE_TARGETS). The first-call and memory table keeps
+to MXNet and eager PyTorch: compiling takes tens of seconds, a different question.
+
     python benchmarks/bench_zoo.py [--quick]
 """
 import os
@@ -21,21 +28,32 @@ import hybridgluon as mx  # noqa: E402
 MODELS = ['resnet18_v1', 'mobilenetv2_1.0']
 
 
+COMPILED = ('onnxruntime', 'torch.compile')
+
+
 def _speed(quick):
-    peers_ = ['hybridgluon'] + peers_available()
+    peers_ = ['hybridgluon'] + peers_available(COMPILED)
     rows = []
+    notes0 = len(common.NOTES)
     for name in MODELS:
         for batch in (1, 32):
             # a batch-32 resnet18 forward takes seconds on a loaded 2-core machine
             rep, number = (3, 1 if batch > 1 else 3) if quick else (5, 1 if batch > 1 else 5)
-            cases = {'hybridgluon': wg.zoo_model(mx, name, batch=batch),
-                     'mxnet': peer_workload('mxnet', 'zoo_model', name=name, batch=batch),
-                     'torch': peer_workload('torch', 'zoo_model', name=name, batch=batch)}
+            cases = {'hybridgluon': wg.zoo_model(mx, name, batch=batch)}
+            for peer in peers_[1:]:
+                cases[peer] = peer_workload(peer, 'zoo_model', name=name, batch=batch)
             res = compare(cases, rep, number)
+            common.free(cases)
             rows.append(('%s, 224x224, batch %d' % (name, batch), res,
-                         '%.1f images/s' % (batch / res['hybridgluon'])))
-    return table('model-zoo inference (medians; ratio > 1 means hybridgluon is faster)', rows,
+                         '%.1f images/s' % (batch / res['hybridgluon']),
+                         common.CONV_INFERENCE_TARGETS))
+    text = table('model-zoo inference (medians; ratio > 1 means hybridgluon is faster)', rows,
                  peers_)
+    missing = [p for p in COMPILED if p not in peers_]
+    notes = ['%s: not compared (%s).' % (p, peers.MISSING.get(p, 'unavailable'))
+             for p in missing] + [
+        'Not compared: %s.' % n for n in common.NOTES[notes0:]]
+    return text + ''.join('\n\n' + n for n in notes)
 
 
 def _fresh(framework, name, number):
@@ -73,7 +91,7 @@ def _first_and_memory(quick):
         got.update({f: None for f in fws if f not in got})
         # the first call counts for run.py's targets like the timed rows (lower is better)
         common.ROWS.append(('first call (fresh process)', '%s, batch 1, first call' % name,
-                            {f: got[f][0] for f in fws if got[f]}, 'hybridgluon'))
+                            {f: got[f][0] for f in fws if got[f]}, 'hybridgluon', None))
         firsts = [fmt_time(got[f][0]) if got[f] else '-' for f in fws]
         rss = ['%.0f MiB' % got[f][1] if got[f] else '-' for f in fws]
         lines.append('| %s | %s | %s |' % (name, ' | '.join(firsts), ' | '.join(rss)))

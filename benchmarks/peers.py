@@ -8,7 +8,14 @@ environment. So each peer is a worker process: the driver asks it to build a wor
 alternate between frameworks (common.compare), with a short pause so that the threads of the
 side that just ran have gone to sleep.
 
-    python benchmarks/peers.py worker torch|mxnet|hybridgluon    # what the driver starts
+The peers: 'torch' (PyTorch eager), 'mxnet', and issue 16's compiled inference engines
+'torch.compile' (inductor, default mode) and 'onnxruntime' (the PyTorch definitions exported with
+torch.onnx.export, run by ONNX Runtime's CPU provider). Those two run PyTorch's workloads
+(workloads_torch.PEERS) in workers of their own, not in the eager one: compiled code, ONNX
+Runtime's thread pool and the exporter's state then stay out of the eager timings, and each
+engine gets its threads to itself the way a user's process would.
+
+    python benchmarks/peers.py worker torch|torch.compile|onnxruntime|mxnet|hybridgluon
 
 MXNet's Python: $HG_MXNET_PYTHON, else ../mxnet-venv/bin/python beside the checkout (or
 /work/mxnet-venv), when it exists and `import mxnet` works there.
@@ -41,7 +48,11 @@ class Worker(object):
         self.proc = subprocess.Popen([python, os.path.join(HERE, 'peers.py'), 'worker', framework],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                      cwd=HERE, text=True, bufsize=1)
-        self._ask({'cmd': 'ping'})
+        try:
+            self._ask({'cmd': 'ping'})
+        except PeerError:  # the framework is not there: no process left waiting on its stdin
+            self.close()
+            raise
 
     def _ask(self, msg):
         self.proc.stdin.write(json.dumps(msg) + '\n')
@@ -57,6 +68,11 @@ class Worker(object):
     def build(self, workload, **kwargs):
         key = self._ask({'cmd': 'build', 'workload': workload, 'kwargs': kwargs})['key']
         return Remote(self, key)
+
+    def free(self, key):
+        """Drops a workload in the worker: a training step at batch 32 holds gigabytes (MXNet's
+        static_alloc pool, the momentum buffers), and the workers live for the whole run."""
+        self._ask({'cmd': 'free', 'key': key})
 
     def _cpu_ticks(self):
         try:
@@ -107,6 +123,9 @@ class Remote(object):
     def first_call(self):
         return self.worker._ask({'cmd': 'first', 'key': self.key})['seconds']
 
+    def free(self):
+        self.worker.free(self.key)
+
 
 def mxnet_python():
     """The Python of an environment with MXNet 1.9.1, or None."""
@@ -122,18 +141,24 @@ def mxnet_python():
 
 
 _WORKERS = {}
+# Why a peer asked for could not start: {framework: reason}, for run.py's summary.
+MISSING = {}
 
 
 def worker(framework):
-    """The shared worker for 'torch' or 'mxnet', started on first use; None if unavailable."""
+    """The shared worker for 'torch', 'torch.compile', 'onnxruntime' or 'mxnet', started on first
+    use; None if unavailable (the framework does not import there: the reason is in MISSING)."""
     if framework not in _WORKERS:
-        python = sys.executable if framework == 'torch' else mxnet_python()
+        python = mxnet_python() if framework == 'mxnet' else sys.executable
         w = None
         if python:
             try:
                 w = Worker(framework, python)
             except (PeerError, OSError) as e:
+                MISSING[framework] = str(e)
                 print('note: no %s peer: %s' % (framework, e), file=sys.stderr)
+        else:
+            MISSING[framework] = 'no Python with it (set HG_MXNET_PYTHON)'
         _WORKERS[framework] = w
     return _WORKERS[framework]
 
@@ -160,33 +185,59 @@ def _peak_rss_mb(resource):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _protocol_stdout():
+    """The replies' own copy of stdout; file descriptor 1 then goes to stderr, so that whatever
+    a framework prints (the ONNX exporter's progress lines, a C library's messages) cannot
+    corrupt the protocol."""
+    out = os.fdopen(os.dup(1), 'w', buffering=1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return out
+
+
 def _serve(framework):
+    import gc
     import resource
-    if framework == 'torch':
-        import workloads_torch as wl
-        mod = None
-    else:  # 'mxnet', or 'hybridgluon' in a fresh process (peak memory, first call)
-        import importlib
-        mod = importlib.import_module(framework)
-        import workloads_gluon as wl
-    build = wl.WORKLOADS
-    fns, firsts = {}, {}
+    out = _protocol_stdout()
+    build, mod, unavailable = {}, None, None
+    try:
+        if framework in ('torch', 'torch.compile', 'onnxruntime'):
+            import workloads_torch as wl
+            wl.require(framework)
+            build = wl.PEERS[framework]
+        else:  # 'mxnet', or 'hybridgluon' in a fresh process (peak memory, first call)
+            import importlib
+            mod = importlib.import_module(framework)
+            import workloads_gluon as wl
+            build = wl.WORKLOADS
+    except ImportError as e:  # answered to the ping: the driver skips this peer with a note
+        unavailable = '%s: %s' % (type(e).__name__, e)
+    fns, firsts, n_built = {}, {}, 0
     for line in sys.stdin:
         msg = json.loads(line)
         try:
             cmd = msg['cmd']
             if cmd == 'quit':
                 break
-            if cmd == 'ping':
+            if unavailable:
+                reply = {'error': unavailable}
+            elif cmd == 'ping':
                 reply = {}
             elif cmd == 'build':
+                if msg['workload'] not in build:
+                    raise ValueError('no workload %r for %s' % (msg['workload'], framework))
                 f = build[msg['workload']]
                 fn = f(mod, **msg['kwargs']) if mod is not None else f(**msg['kwargs'])
                 t0 = time.perf_counter()
                 fn()  # the first call: tracing / planning / allocation
-                firsts[len(fns)] = time.perf_counter() - t0
-                fns[len(fns)] = fn
-                reply = {'key': len(fns) - 1}
+                firsts[n_built] = time.perf_counter() - t0
+                fns[n_built] = fn
+                reply = {'key': n_built}
+                n_built += 1
+            elif cmd == 'free':
+                del fns[msg['key']]
+                gc.collect()
+                reply = {}
             elif cmd == 'time':
                 fn, n = fns[msg['key']], msg['number']
                 t0 = time.perf_counter()
@@ -201,8 +252,8 @@ def _serve(framework):
                 reply = {'error': 'unknown command %r' % cmd}
         except Exception as e:  # reported to the driver, which says which peer failed
             reply = {'error': '%s: %s' % (type(e).__name__, e)}
-        sys.stdout.write(json.dumps(reply) + '\n')
-        sys.stdout.flush()
+        out.write(json.dumps(reply) + '\n')
+        out.flush()
 
 
 if __name__ == '__main__':

@@ -59,8 +59,11 @@ def mlp_forward(mx, hybrid=True, batch=1, din=512, widths=(256, 128, 2)):
     return lambda: _sync(net(x))
 
 
-def _train_step(mx, net, x, y):
-    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
+def _train_step(mx, net, x, y, momentum=None):
+    opts = {'learning_rate': 0.01}
+    if momentum:
+        opts['momentum'] = momentum
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', opts)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     batch = x.shape[0]
 
@@ -131,6 +134,18 @@ def zoo_model(mx, name, batch=1):
     net.hybridize(static_alloc=True, static_shape=True)
     x = mx.nd.random.uniform(shape=(batch, 3, 224, 224))
     return lambda: _sync(net(x))
+
+
+def zoo_train_step(mx, name, batch=16, classes=1000):
+    """One training step of a model-zoo network at 224x224 (issue 16): forward (BatchNorm on
+    the batch's statistics), softmax cross-entropy, backward and SGD with momentum 0.9, the net
+    hybridized (static_alloc, static_shape). Random images and labels: timing only."""
+    net = mx.gluon.model_zoo.vision.get_model(name, classes=classes)
+    net.initialize(mx.init.Xavier())
+    net.hybridize(static_alloc=True, static_shape=True)
+    x = mx.nd.random.uniform(shape=(batch, 3, 224, 224))
+    y = mx.nd.array(np.random.RandomState(0).randint(0, classes, batch), dtype='float32')
+    return _train_step(mx, net, x, y, momentum=0.9)
 
 
 def conv3x3(mx, batch=8, channels=64, size=56):
@@ -243,5 +258,5 @@ def word_lm_infer(mx, batch=1, seq=35, vocab=10000, embed=650, hidden=650, layer
 
 WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
                                      mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
-                                     conv3x3, fmnist_epoch, word_lm_train_step,
+                                     zoo_train_step, conv3x3, fmnist_epoch, word_lm_train_step,
                                      word_lm_infer)}

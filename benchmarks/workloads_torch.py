@@ -1,7 +1,16 @@
 """The benchmark workloads in PyTorch (run in a peer worker, benchmarks/peers.py, with PyTorch's
 default threading): the same networks as workloads_gluon.py. torchvision is not a dependency,
 so resnet18 (v1) and mobilenet_v2 are written out here with the same layers as MXNet's model zoo.
+
+The same definitions also serve issue 16's compiled peers, each in a worker of its own (PEERS):
+'torch.compile' (inductor, default mode) and 'onnxruntime' (the eval-mode module exported with
+torch.onnx.export and run by ONNX Runtime's CPU provider). A workload that takes a `backend`
+argument builds for them; its builder compiles and warms up, so no timing sees a compilation.
 """
+import functools
+import os
+import tempfile
+
 import torch
 from torch import nn
 
@@ -40,21 +49,101 @@ def _mlp(din, widths):
     return nn.Sequential(*layers)
 
 
-def mlp_forward(batch=1, din=512, widths=(256, 128, 2), jit=False):
+def require(peer):
+    """Raises ImportError when `peer` ('torch', 'torch.compile' or 'onnxruntime') cannot run in
+    this Python: the worker then answers that it is unavailable and the driver skips it."""
+    if peer == 'onnxruntime':
+        import onnxruntime  # noqa: F401
+    elif peer == 'torch.compile' and not hasattr(torch, 'compile'):
+        raise ImportError('PyTorch %s has no torch.compile' % torch.__version__)
+
+
+# Calls made by the builder of a torch.compile workload, after which the worker makes the first
+# call: the first compiles, and the next ones would hit any recompile (a guard that fails once
+# the first call has changed some state), so the timed calls run the final compiled code.
+COMPILE_WARMUP = 3
+
+
+def _export_onnx(net, x, path):
+    """torch.onnx.export of the eval-mode net at x's shape into `path` (one file, weights
+    inside). The dynamo-based exporter (torch.export, then onnxscript) where onnxscript is
+    installed; else the TorchScript-based one, which needs nothing more. Its progress lines go
+    to the worker's stderr (peers._protocol_stdout)."""
+    import logging
+    import warnings
+    try:
+        import onnxscript  # noqa: F401
+        dynamo = True
+    except ImportError:
+        dynamo = False
+    # The exporter logs a warning per torchvision op it cannot register (torchvision is not
+    # installed) and torch.export a FutureWarning or two: noise in every benchmark's stderr.
+    log = logging.getLogger('torch.onnx')
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter('ignore')
+            torch.onnx.export(net, (x,), path, dynamo=dynamo, external_data=False, verbose=False)
+    finally:
+        log.setLevel(level)
+
+
+def _onnxruntime(net, x):
+    """An ONNX Runtime session running net(x) (static shapes, the input's batch): every graph
+    optimisation (ORT_ENABLE_ALL: constant folding, Conv+BatchNorm+activation fusion, layout
+    changes), the default CPU execution provider, one intra-op thread per core like the other
+    frameworks (or OMP_NUM_THREADS's, which run.py --threads sets for every framework). Its
+    first output is checked against PyTorch's, so a wrong export cannot pass for a fast one."""
+    import numpy as np
+    import onnxruntime as ort
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, 'model.onnx')
+        _export_onnx(net, x, path)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = int(os.environ.get('OMP_NUM_THREADS') or os.cpu_count())
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(path, opts, providers=['CPUExecutionProvider'])
+    feed = {sess.get_inputs()[0].name: x.numpy()}
+    with torch.inference_mode():
+        want = net(x).numpy()
+    got = sess.run(None, feed)[0]
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+        raise RuntimeError('ONNX Runtime output differs from PyTorch (max |diff| %g)'
+                           % float(np.abs(got - want).max()))
+    return lambda: sess.run(None, feed)[0]
+
+
+def _infer(net, x, backend, grad_mode=torch.inference_mode):
+    """One inference call of the eval-mode net on x, in `backend`: 'torch' (eager),
+    'torch.compile' or 'onnxruntime'. grad_mode: the context PyTorch runs it in."""
+    if backend == 'onnxruntime':
+        return _onnxruntime(net, x)
+    if backend == 'torch.compile':
+        net = torch.compile(net)  # inductor, mode 'default'
+    elif backend != 'torch':
+        raise ValueError('unknown backend %r' % backend)
+
+    def fwd():
+        with grad_mode():
+            return net(x)
+    if backend == 'torch.compile':
+        for _ in range(COMPILE_WARMUP):
+            fwd()
+    return fwd
+
+
+def mlp_forward(batch=1, din=512, widths=(256, 128, 2), jit=False, backend='torch'):
     net = _mlp(din, widths).eval()
     x = torch.randn(batch, din)
     if jit:
         with torch.no_grad():
             net = torch.jit.trace(net, x)
-
-    def fwd():
-        with torch.no_grad():
-            return net(x)
-    return fwd
+    return _infer(net, x, backend, torch.no_grad)
 
 
-def _train_step(net, x, y):
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+def _train_step(net, x, y, momentum=0.0):
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=momentum)
     loss_fn = nn.CrossEntropyLoss()
 
     def step():
@@ -163,14 +252,28 @@ def mobilenetv2_1_0(classes=1000):
 MODELS = {'resnet18_v1': resnet18_v1, 'mobilenetv2_1.0': mobilenetv2_1_0}
 
 
-def zoo_model(name, batch=1):
+def zoo_model(name, batch=1, backend='torch'):
     net = MODELS[name]().eval()
-    x = torch.rand(batch, 3, 224, 224)
+    return _infer(net, torch.rand(batch, 3, 224, 224), backend)
 
-    def fwd():
-        with torch.inference_mode():
-            return net(x)
-    return fwd
+
+def zoo_train_step(name, batch=16, classes=1000, backend='torch'):
+    """workloads_gluon.zoo_train_step in PyTorch: the train-mode net (batch statistics in
+    BatchNorm), CrossEntropyLoss, backward, SGD with momentum 0.9. For 'torch.compile' the model
+    is compiled (its forward and, through AOTAutograd, its backward); the loss and the
+    optimizer stay eager, as in the usual `model = torch.compile(model)` recipe."""
+    net = MODELS[name](classes).train()
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(batch, 3, 224, 224, generator=g)
+    y = torch.randint(0, classes, (batch,), generator=g)
+    if backend == 'torch.compile':
+        step = _train_step(torch.compile(net), x, y, momentum=0.9)
+        for _ in range(COMPILE_WARMUP):
+            step()
+        return step
+    if backend != 'torch':
+        raise ValueError('no training step for backend %r' % backend)
+    return _train_step(net, x, y, momentum=0.9)
 
 
 def conv3x3(batch=8, channels=64, size=56):
@@ -257,5 +360,12 @@ def word_lm_infer(batch=1, seq=35, vocab=10000, embed=650, hidden=650, layers=2)
 
 WORKLOADS = {f.__name__: f for f in (relu_one, add_4x4, add_big, exp_big, sgemm, mlp_forward,
                                      mlp_train_step, lenet_forward, lenet_train_step, zoo_model,
-                                     conv3x3, fmnist_epoch, word_lm_train_step,
+                                     zoo_train_step, conv3x3, fmnist_epoch, word_lm_train_step,
                                      word_lm_infer)}
+# What each PyTorch-based peer worker can build (peers._serve): the eager workloads, and those
+# that take a backend, bound to the compiled ones.
+PEERS = {'torch': WORKLOADS,
+         'torch.compile': {f.__name__: functools.partial(f, backend='torch.compile')
+                           for f in (mlp_forward, zoo_model, zoo_train_step)},
+         'onnxruntime': {f.__name__: functools.partial(f, backend='onnxruntime')
+                         for f in (mlp_forward, zoo_model)}}
