@@ -1,5 +1,6 @@
 """hybridize benchmarks (issue: symbols/executor): the seeds' 512-256-128-2 MLP at batch 1,
-1000 forwards before and after hybridize, beside PyTorch eager and torch.jit.trace; and a
+1000 forwards before and after hybridize, beside PyTorch eager, torch.jit.trace, torch.compile
+and ONNX Runtime; and a
 20-layer MLP's internal memory with and without the executor releasing values early."""
 import os
 import sys
@@ -29,6 +30,8 @@ def run(quick=False):
         peers += ['mxnet', 'mxnet imperative']
     if 'torch' in avail:
         peers += ['torch', 'torch.jit']
+    extra = [p for p in peers_available(('onnxruntime', 'torch.compile')) if p not in avail]
+    peers += extra  # issue 16's inference engines, each in its own worker
     rep, number = (5, 300) if quick else (9, 1000)
     cases = {'hybridgluon': wg.mlp_forward(mx, hybrid=True),
              'hybridgluon imperative': wg.mlp_forward(mx, hybrid=False),
@@ -36,6 +39,7 @@ def run(quick=False):
              'mxnet imperative': peer_workload('mxnet', 'mlp_forward', hybrid=False),
              'torch': peer_workload('torch', 'mlp_forward'),
              'torch.jit': peer_workload('torch', 'mlp_forward', jit=True)}
+    cases.update({p: peer_workload(p, 'mlp_forward') for p in extra})
     res = compare(cases, rep, number)
     rows = [('MLP 512-256-128-2, batch 1, one forward', res,
              'hybridized / imperative speed-up %.2fx; target >= 3x and <= 10 us'
