@@ -61,6 +61,8 @@ CASES = [
     ((5, 12, 4, 4), 8, (1, 1), (1, 1), (0, 0), (1, 1), 1),
     ((7, 8, 6, 6), 8, (3, 3), (2, 2), (1, 1), (1, 1), 2),
     ((5, 3, 6, 7), 4, (3, 3), (1, 1), (0, 0), (1, 1), 1),
+    # ... with a K so long that a block of all of a slot's images would pass the memory cap
+    ((8, 2400, 7, 7), 2, (3, 3), (1, 1), (1, 1), (1, 1), 1),
     # small images packed side by side (LeNet's layers), with a ragged last block, grouped
     ((21, 6, 12, 12), 16, (5, 5), (1, 1), (0, 0), (1, 1), 1),
     ((19, 1, 28, 28), 6, (5, 5), (1, 1), (0, 0), (1, 1), 1),

@@ -300,6 +300,7 @@ static hg_status conv_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_
 /* Columns a packed block of the backward has at least, where images have fewer positions (see
  * bw_pack). */
 #define BW_MIN_COLS 512
+#define BW_PACK_BYTES (16 << 20)
 /* Units a layer is cut into at least (when it has that many output rows), so that any thread
  * count up to this keeps every thread busy; independent of the thread count so that the
  * workspace size is too. */
@@ -516,6 +517,9 @@ static int64_t bw_pack(const hg_conv_geom *g, size_t esize)
         int64_t slots = num_slots(g), per = (g->N + slots - 1) / slots;
         int64_t want = (BW_MIN_COLS + S - 1) / S, q = (per + want - 1) / want;
         int64_t deep = (per + q - 1) / q;
+        /* the block's col part at most BW_PACK_BYTES (a layer with a huge K packs fewer) */
+        int64_t most = (int64_t)(BW_PACK_BYTES / esize) / (g->K > 0 ? g->K * S : 1);
+        if (deep > most) deep = most;
         if (deep > nb) nb = deep;
     }
     return nb;
