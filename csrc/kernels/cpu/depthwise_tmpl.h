@@ -183,7 +183,8 @@ TGT static void NAME(bwd_dw_3x3)(const hg_dw_geom *g, const T *dy, const T *x, T
         if (s == 1) {
             for (int k = 0; k < 9; k++) t[k] = pl[0] + at + (k / 3) * P + k % 3;
         } else {
-            const T *rows[3][2] = {{pl[0] + at, pl[1] + at}, {pl[2] + at, pl[3] + at},
+            const T *rows[3][2] = {{pl[0] + at, pl[1] + at},
+                                   {pl[2] + at, pl[3] + at},
                                    {pl[0] + at + P, pl[1] + at + P}};
             for (int r = 0; r < 3; r++) {
                 t[3 * r] = rows[r][0];
