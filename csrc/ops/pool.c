@@ -727,18 +727,18 @@ typedef struct {
                         const int64_t nw = imax(w1 - w0, 0);                                    \
                         w0 = imax(w0, 0); w1 = imin(w1, W);                                     \
                         const AT g = LD_##T(dy[o]);                                             \
-                        if (type == POOL_MAX) {                                                 \
+                        if (type == POOL_MAX) { /* the first equal element, by a backward   \
+                                                 * scan of selects: a search that stopped at it \
+                                                 * branched on data and mispredicted */         \
                             const AT yv = LD_##T(y[o]);                                         \
-                            for (int64_t d = d0; d < d1; d++)                                   \
-                                for (int64_t h = h0; h < h1; h++)                               \
-                                    for (int64_t w = w0; w < w1; w++) {                         \
+                            int64_t at = -1;                                                    \
+                            for (int64_t d = d1 - 1; d >= d0; d--)                              \
+                                for (int64_t h = h1 - 1; h >= h0; h--)                          \
+                                    for (int64_t w = w1 - 1; w >= w0; w--) {                    \
                                         int64_t i = (d * H + h) * W + w;                        \
-                                        if (LD_##T(x[i]) == yv) {                               \
-                                            dx[i] += g;                                         \
-                                            goto next_##T;                                      \
-                                        }                                                       \
+                                        at = LD_##T(x[i]) == yv ? i : at;                       \
                                     }                                                           \
-                        next_##T:                                                               \
+                            if (at >= 0) dx[at] += g;                                           \
                             continue;                                                           \
                         }                                                                       \
                         AT v = g;                                                               \
