@@ -74,9 +74,9 @@ static inline bool dw_is_3x3(const hg_dw_geom *g, size_t esize)
     return elems * (double)esize <= DW_BUF_BYTES;
 }
 
-/* Whether the data gradient of a stride-1 dw_is_3x3 geometry runs as fwd_3x3 on dy (padded by
- * 2 - p): that transposed geometry must fit the buffer too. */
-static inline bool dw_dx_is_3x3(const hg_dw_geom *g, size_t esize)
+/* The geometry of a stride-1 3x3 layer's data gradient as a forward 3x3 pass over dy: dy's
+ * plane in, the data's plane out, padding 2 - p (the filter turned by 180 degrees). */
+static inline hg_dw_geom dw_dx_geom(const hg_dw_geom *g)
 {
     hg_dw_geom t = *g;
     for (int a = 1; a < 3; a++) {
@@ -84,6 +84,14 @@ static inline bool dw_dx_is_3x3(const hg_dw_geom *g, size_t esize)
         t.out[a] = g->im[a];
         t.p[a] = 2 - g->p[a];
     }
+    return t;
+}
+
+/* Whether the data gradient of a stride-1 dw_is_3x3 geometry runs as fwd_3x3 on dy: that
+ * transposed geometry (dw_dx_geom) must fit the buffer too. */
+static inline bool dw_dx_is_3x3(const hg_dw_geom *g, size_t esize)
+{
+    hg_dw_geom t = dw_dx_geom(g);
     return dw_is_3x3(&t, esize);
 }
 

@@ -252,12 +252,7 @@ TGT static void NAME(bwd_dx_3x3s2)(const hg_dw_geom *g, const T *dy, const T *w,
  * dy with the filter turned by 180 degrees and padded by 2 - p, i.e. fwd_3x3 on dy's plane. */
 TGT static void NAME(bwd_dx_3x3)(const hg_dw_geom *g, const T *dy, const T *w, T *dx)
 {
-    hg_dw_geom t = *g;
-    for (int a = 1; a < 3; a++) {
-        t.im[a] = g->out[a];
-        t.out[a] = g->im[a];
-        t.p[a] = 2 - g->p[a];
-    }
+    const hg_dw_geom t = dw_dx_geom(g);
     const T wf[9] = {w[8], w[7], w[6], w[5], w[4], w[3], w[2], w[1], w[0]};
     NAME(fwd_3x3)(&t, dy, wf, 0, dx, true);
 }

@@ -1,7 +1,7 @@
 /* Row-major GEMM (see gemm.h): products with one small side, and wide shallow ones (WIDE_N),
  * go to our own kernels (gemm_small.h, vectorised per instruction set and chosen at run time),
- * everything else to the linked CBLAS. The only file that calls ?gemm / ?gemv (through gemm_tmpl.h, the entry points'
- * body, included once per element type). */
+ * everything else to the linked CBLAS. The only file that calls ?gemm / ?gemv (through
+ * gemm_tmpl.h, the entry points' body, included once per element type). */
 #include "kernels/cpu/gemm.h"
 
 #include <sched.h>
