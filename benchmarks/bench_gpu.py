@@ -4,8 +4,11 @@ weights, float32, TF32 off on both sides. A training step is forward, softmax cr
 backward and an SGD-with-momentum update; inference is a forward pass. Each timing is the median
 over rounds of a synchronised call (waitall / torch.cuda.synchronize), after warm-up.
 
-hybridgluon runs these imperatively: a hybridized block on a GPU runs op by op too (no plans
-on a GPU yet, docs/gpu.md). A row whose network needs an op without a GPU kernel says which.
+hybridgluon's network is hybridized with static_alloc and static_shape, so inference replays
+one CUDA graph per call (docs/gpu.md); the "op by op" column is the same network hybridized
+without them, which launches its kernels one by one. Training steps record on the tape and run
+op by op (no plans on a GPU yet). A row whose network needs an op without a GPU kernel says
+which. PyTorch runs eagerly (no torch.compile, no CUDA graphs).
 
     python benchmarks/bench_gpu.py [--rounds 20] [--out benchmarks/RESULTS_GPU.md]
 
@@ -67,7 +70,13 @@ def hg_rows(name, batches, rounds):
     rs = np.random.RandomState(0)
     for b in batches['infer']:
         x = mx.nd.array(rs.rand(b, *shape).astype(np.float32), ctx=ctx)
+        net.hybridize(static_alloc=True, static_shape=True)
         out['infer', b] = _median_ms(lambda: net(x), sync, rounds)
+        graph = net._cached_op.stats()['cuda_graph']
+        if graph['state'] != 'recorded':
+            print('%s batch %d: no CUDA graph (%s)' % (name, b, graph['why']), flush=True)
+        net.hybridize()
+        out['eager', b] = _median_ms(lambda: net(x), sync, rounds)
     trainer = mx.gluon.Trainer(net.collect_params(), 'sgd',
                                {'learning_rate': 0.01, 'momentum': 0.9})
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
@@ -154,12 +163,13 @@ def main():
             'hybridgluon is faster)', '',
             'Device: %s; PyTorch %s; hybridgluon %s (%d ops with GPU kernels); float32, TF32 off; '
             '%d rounds after 3 warm-up calls; %s UTC. Measured with `python '
-            'benchmarks/bench_gpu.py`. hybridgluon runs op by op (no plans on a GPU yet).'
+            'benchmarks/bench_gpu.py`. Inference: hybridgluon replays a CUDA graph '
+            '(static_alloc + static_shape); "op by op" is the same block without them.'
             % (torch.cuda.get_device_name(0), torch.__version__, rev,
                sum(mx._core.op_info(o)['gpu'] for o in mx._core.list_ops()), args.rounds,
                time.strftime('%Y-%m-%d %H:%M', time.gmtime())), '']
-    lines = head + ['| workload | hybridgluon (ms) | PyTorch CUDA (ms) | ratio (PyTorch / ours) |',
-                    '|---|---|---|---|']
+    lines = head + ['| workload | hybridgluon (ms) | hybridgluon op by op (ms) | PyTorch CUDA (ms) '
+                    '| ratio (PyTorch / ours) |', '|---|---|---|---|---|']
     for name in args.models.split(','):
         try:
             ours = hg_rows(name, batches, args.rounds)
@@ -169,12 +179,13 @@ def main():
         theirs = torch_rows(name, batches, args.rounds)
         for key in sorted(theirs):
             kind, b = key
+            eager = ours.get(('eager', b)) if kind == 'infer' else None
             if key in ours:
-                lines.append('| %s %s, batch %d | %.3f | %.3f | %.2fx |' % (
+                lines.append('| %s %s, batch %d | %.3f | %s | %.3f | %.2fx |' % (
                     name, 'training step' if kind == 'train' else 'inference', b, ours[key],
-                    theirs[key], theirs[key] / ours[key]))
+                    '%.3f' % eager if eager else '', theirs[key], theirs[key] / ours[key]))
             else:
-                lines.append('| %s %s, batch %d | - | %.3f | |' % (
+                lines.append('| %s %s, batch %d | - | | %.3f | |' % (
                     name, 'training step' if kind == 'train' else 'inference', b, theirs[key]))
         print('\n'.join(lines[-len(theirs) - (0 if ours else 1):]), flush=True)
         sys.stdout.flush()

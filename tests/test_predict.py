@@ -69,6 +69,7 @@ def models(tmp_path_factory):
     net = Net()
     net.initialize(mx.init.Xavier())
     net.hybridize()
+    m.net = net
     rs = np.random.RandomState(0)
     m.images = rs.uniform(-1, 1, size=(3, 1, 28, 28)).astype(np.float32)
     m.expect = net(mx.nd.array(m.images)).asnumpy()
@@ -459,7 +460,7 @@ def test_ctypes_bad_arguments(models, lib):
     _fails(lib, create(outp=None), 'out is NULL')
     _fails(lib, create(spec=None), 'NULL')
     _fails(lib, create(n=-1), 'inputs')
-    _fails(lib, create(dev=2), 'GPU')
+    _fails(lib, create(dev=2, dev_id=99), 'GPU 99')
     _fails(lib, create(dev=9), 'device')
     _fails(lib, create(p=None, plen=10), 'params is NULL')
     _fails(lib, create(spec=_spec('dat', (2, 5))), "'dat'", 'not a variable')
@@ -585,3 +586,29 @@ def test_fuzz_harness_runs_its_seeds(models):
     res = subprocess.run([exe] + seeds, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert res.stdout.count('create: ok') == len(seeds), res.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(mx.context.num_gpus() == 0, reason='no GPU in this process')
+def test_predictor_on_gpu(models, lib):
+    """HG_DEVICE_GPU: weights, inputs and outputs in device memory, the graph replayed on the
+    GPU; the numbers are the CPU's (Python's outputs) within float32 rounding."""
+    json, params = _read(models.lenet_sym), _read(models.lenet_params)
+    with _Pred(lib, json, params, [_spec('data', (3, 1, 28, 28))], dev=2) as p:
+        for _ in range(3):  # warm-up, recording, replay
+            np.testing.assert_allclose(p.run(models.images), models.expect, rtol=1e-5,
+                                       atol=1e-5)
+        noise = np.random.RandomState(5).randn(3, 1, 28, 28).astype(np.float32)
+        np.testing.assert_allclose(p.run(noise), models.net(mx.nd.array(noise)).asnumpy(),
+                                   rtol=1e-5, atol=1e-5)
+        assert lib.hg_predictor_reshape(p.p, 1, _spec('data', (1, 1, 28, 28))) == 0
+        for i in range(3):
+            np.testing.assert_allclose(p.run(models.images[i:i + 1]), models.expect1[i:i + 1],
+                                       rtol=1e-5, atol=1e-5)
+        q = ctypes.c_void_p()
+        assert lib.hg_predictor_clone(p.p, ctypes.byref(q)) == 0, lib.hg_last_error()
+        clone = _Pred.__new__(_Pred)
+        clone.lib, clone.p = lib, q
+        with clone:
+            np.testing.assert_allclose(clone.run(models.images[:1]), models.expect1[:1],
+                                       rtol=1e-5, atol=1e-5)

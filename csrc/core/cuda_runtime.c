@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/cuda_runtime.h"
+#include "core/rng.h"
 
 #define MAX_DEV 64
 #define NUM_CLASSES 80
@@ -33,6 +34,34 @@ typedef struct {
 } dev_state;
 
 static dev_state g_dev[MAX_DEV];
+
+/* The calling thread's capture (hg_gpu_capture_begin): its stream, and the pool of the blocks
+ * it freed while capturing (per size class; they belong to the graph being recorded). */
+typedef struct capture {
+    int dev;
+    cudaStream_t stream;
+    stack free[NUM_CLASSES];
+    size_t bytes;          /* in the pool */
+    uint64_t rng_draws;    /* hg_rng_thread_draws() at the start */
+    hg_status failed;      /* a refused call (a sync, a host copy) made the capture unusable */
+    char why[160];
+} capture;
+
+static _Thread_local capture *tl_cap;
+
+static bool capturing_on(int dev) { return tl_cap && tl_cap->dev == dev; }
+
+/* Refuses what a replay cannot repeat, for the calling thread's capture on dev. */
+static hg_status refuse_in_capture(int dev, const char *what)
+{
+    if (!capturing_on(dev)) return HG_OK;
+    if (tl_cap->failed == HG_OK) {
+        tl_cap->failed = HG_ERR_UNSUPPORTED;
+        snprintf(tl_cap->why, sizeof tl_cap->why, "%s", what);
+    }
+    return hg_error(HG_ERR_UNSUPPORTED, "%s cannot be recorded in a CUDA graph (gpu(%d))", what,
+                    dev);
+}
 static int g_count;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -84,6 +113,7 @@ hg_status hg_cuda_use(int dev)
 cudaStream_t hg_cuda_stream(int dev)
 {
     if (hg_cuda_use(dev) != HG_OK) return NULL;
+    if (capturing_on(dev)) return tl_cap->stream;
     dev_state *d = &g_dev[dev];
     pthread_mutex_lock(&d->lock);
     if (!d->stream) {
@@ -142,6 +172,11 @@ hg_status hg_device_alloc(int dev, size_t nbytes, void **out)
     int c = class_of(nbytes);
     size_t bytes = class_size(c);
     if (bytes < nbytes) return hg_error(HG_ERR_MEMORY, "%zu bytes is too large a block", nbytes);
+    if (capturing_on(dev) && tl_cap->free[c].n) { /* a block the graph already keeps */
+        *out = tl_cap->free[c].items[--tl_cap->free[c].n];
+        tl_cap->bytes -= bytes;
+        return HG_OK;
+    }
     dev_state *d = &g_dev[dev];
     pthread_mutex_lock(&d->lock);
     void *p = NULL;
@@ -185,6 +220,17 @@ void hg_device_free(int dev, void *p, size_t nbytes)
     if (nbytes == 0) nbytes = 1;
     int c = class_of(nbytes);
     size_t bytes = class_size(c);
+    /* Freed while this thread records: the block stays with the graph (captured work before
+     * the free may use it at every replay), still counted as live. */
+    if (capturing_on(dev)) {
+        if (push(&tl_cap->free[c], p)) {
+            tl_cap->bytes += bytes;
+            return;
+        }
+        /* No room to keep it: the capture is dropped (its work never runs), so the block may
+         * go back to the cache. */
+        (void)refuse_in_capture(dev, "a free with no memory to record it");
+    }
     dev_state *d = &g_dev[dev];
     pthread_mutex_lock(&d->lock);
     d->live -= bytes;
@@ -242,6 +288,7 @@ hg_status hg_device_sync(int device_type, int device_id)
     int lo = device_id < 0 ? 0 : device_id, hi = device_id < 0 ? hg_gpu_count() : device_id + 1;
     for (int i = lo; i < hi; i++) {
         HG_TRY(hg_cuda_use(i));
+        HG_TRY(refuse_in_capture(i, "waiting for the GPU"));
         pthread_mutex_lock(&g_dev[i].lock);
         cudaStream_t s = g_dev[i].stream;
         pthread_mutex_unlock(&g_dev[i].lock);
@@ -258,11 +305,13 @@ hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu,
         return HG_OK;
     }
     if (src_gpu < 0) { /* from host: returns once the host buffer may be reused */
+        HG_TRY(refuse_in_capture(dst_gpu, "a copy from host memory"));
         STREAM_OR_FAIL(s, dst_gpu);
         return hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s),
                               "copy to the GPU");
     }
     if (dst_gpu < 0) { /* to host: waits for the work that computes src, and the copy */
+        HG_TRY(refuse_in_capture(src_gpu, "a copy to host memory"));
         STREAM_OR_FAIL(s, src_gpu);
         HG_TRY(hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s),
                               "copy from the GPU"));
@@ -275,6 +324,8 @@ hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu,
     }
     /* Between GPUs: src's producers first, and the copy done before either side's memory can be
      * reused by later work on its own stream. */
+    HG_TRY(refuse_in_capture(src_gpu, "a copy between GPUs"));
+    HG_TRY(refuse_in_capture(dst_gpu, "a copy between GPUs"));
     HG_TRY(hg_device_sync(HG_DEVICE_GPU, src_gpu));
     STREAM_OR_FAIL(s, dst_gpu);
     HG_TRY(
@@ -292,5 +343,110 @@ hg_status hg_device_memzero(int gpu, void *p, size_t n)
     STREAM_OR_FAIL(s, gpu);
     return hg_cuda_status(cudaMemsetAsync(p, 0, n, s), "zero-filling GPU memory");
 }
+
+/* ---- CUDA graphs ------------------------------------------------------------------------- */
+
+struct hg_gpu_graph {
+    int dev;
+    cudaGraphExec_t exec;
+    stack blocks[NUM_CLASSES]; /* the pool: device blocks only this graph uses */
+    size_t bytes;
+};
+
+bool hg_gpu_capturing(void) { return tl_cap != NULL; }
+
+hg_status hg_gpu_capture_begin(int dev)
+{
+    HG_TRY(hg_cuda_use(dev));
+    if (tl_cap) return hg_error(HG_ERR_INTERNAL, "this thread is already recording a CUDA graph");
+    capture *c = calloc(1, sizeof *c);
+    if (!c) return hg_error(HG_ERR_MEMORY, "out of memory");
+    c->dev = dev;
+    c->rng_draws = hg_rng_thread_draws();
+    hg_status st = hg_cuda_status(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
+                                  "cudaStreamCreate");
+    /* Relaxed: the allocator may call cudaMalloc while recording; a wait on the capture stream
+     * still ends the capture with an error (and the calls above refuse it first). */
+    if (st == HG_OK)
+        st = hg_cuda_status(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed),
+                            "cudaStreamBeginCapture");
+    if (st != HG_OK) {
+        if (c->stream) cudaStreamDestroy(c->stream);
+        free(c);
+        return st;
+    }
+    tl_cap = c;
+    return HG_OK;
+}
+
+static void give_back_blocks(int dev, stack *blocks)
+{
+    for (int k = 0; k < NUM_CLASSES; k++) {
+        for (int i = 0; i < blocks[k].n; i++)
+            hg_device_free(dev, blocks[k].items[i], class_size(k));
+        free(blocks[k].items);
+        blocks[k] = (stack){0};
+    }
+}
+
+hg_status hg_gpu_capture_end(int dev, bool keep, hg_gpu_graph **out)
+{
+    if (out) *out = NULL;
+    capture *c = tl_cap;
+    if (!c || c->dev != dev)
+        return hg_error(HG_ERR_INTERNAL, "this thread is not recording a CUDA graph on gpu(%d)",
+                        dev);
+    tl_cap = NULL; /* from here on, frees go to the device's cache again */
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
+    hg_status st = HG_OK;
+    if (!keep) {
+        st = HG_OK;
+    } else if (c->failed != HG_OK) {
+        st = hg_error(HG_ERR_UNSUPPORTED, "the recorded work included %s", c->why);
+    } else if (hg_rng_thread_draws() != c->rng_draws) {
+        st = hg_error(HG_ERR_UNSUPPORTED, "the recorded work draws random numbers");
+    } else if (e != cudaSuccess || !graph) {
+        st = hg_cuda_status(e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated,
+                            "recording a CUDA graph");
+    }
+    hg_gpu_graph *g = NULL;
+    if (keep && st == HG_OK && !(g = calloc(1, sizeof *g)))
+        st = hg_error(HG_ERR_MEMORY, "out of memory");
+    if (g) {
+        g->dev = dev;
+        st = hg_cuda_status(cudaGraphInstantiate(&g->exec, graph, 0), "instantiating a CUDA graph");
+    }
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(c->stream);
+    if (g && st == HG_OK) {
+        memcpy(g->blocks, c->free, sizeof g->blocks);
+        g->bytes = c->bytes;
+        *out = g;
+    } else {
+        free(g);
+        give_back_blocks(dev, c->free);
+    }
+    free(c);
+    return st;
+}
+
+hg_status hg_gpu_graph_launch(hg_gpu_graph *g)
+{
+    if (!g) return hg_error(HG_ERR_VALUE, "hg_gpu_graph_launch: NULL graph");
+    STREAM_OR_FAIL(s, g->dev);
+    return hg_cuda_status(cudaGraphLaunch(g->exec, s), "launching a CUDA graph");
+}
+
+void hg_gpu_graph_free(hg_gpu_graph *g)
+{
+    if (!g) return;
+    cudaSetDevice(g->dev);
+    cudaGraphExecDestroy(g->exec);
+    give_back_blocks(g->dev, g->blocks);
+    free(g);
+}
+
+size_t hg_gpu_graph_bytes(const hg_gpu_graph *g) { return g ? g->bytes : 0; }
 
 #endif /* HG_CUDA */

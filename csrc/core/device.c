@@ -51,6 +51,20 @@ hg_status hg_device_sync(int device_type, int device_id)
     return HG_OK;
 }
 
+hg_status hg_gpu_capture_begin(int device_id) { return hg_gpu_check(device_id); }
+
+hg_status hg_gpu_capture_end(int device_id, bool keep, hg_gpu_graph **out)
+{
+    (void)keep;
+    if (out) *out = NULL;
+    return hg_gpu_check(device_id);
+}
+
+bool hg_gpu_capturing(void) { return false; }
+hg_status hg_gpu_graph_launch(hg_gpu_graph *g) { return (void)g, hg_gpu_check(0); }
+void hg_gpu_graph_free(hg_gpu_graph *g) { (void)g; }
+size_t hg_gpu_graph_bytes(const hg_gpu_graph *g) { return (void)g, 0; }
+
 size_t hg_gpu_live_bytes(int device_id) { return (void)device_id, 0; }
 size_t hg_gpu_cached_bytes(int device_id) { return (void)device_id, 0; }
 hg_status hg_gpu_release_cache(int device_id) { return (void)device_id, HG_OK; }

@@ -97,6 +97,28 @@ HG_API hg_status hg_gpu_release_cache(int device_id);
 /* Free and total bytes of the device's memory, as the driver reports them. */
 HG_API hg_status hg_gpu_mem_info(int device_id, size_t *free_bytes, size_t *total_bytes);
 
+/* CUDA graphs (CUDA build; the CPU build answers HG_ERR_UNSUPPORTED). Between
+ * hg_gpu_capture_begin and hg_gpu_capture_end, the work the calling thread queues for gpu(dev)
+ * is recorded, not run: hg_cuda_stream(dev) gives this thread a capture stream (other threads
+ * keep the device's stream), and the device memory the thread allocates comes from a pool that
+ * the graph keeps: blocks freed during the capture stay with the graph (later captured work may
+ * reuse them; nothing else can), so a replay never writes memory another array owns. Host
+ * synchronisation, host<->device copies and random draws cannot be replayed: they make the
+ * capture fail (hg_gpu_capture_end then reports the error and returns no graph).
+ * hg_gpu_graph_launch queues one replay on the device's stream, ordered with all other work;
+ * hg_gpu_graph_free returns the pool to the device's cache (stream order keeps a replay still
+ * queued safe). A thread captures one graph at a time. */
+typedef struct hg_gpu_graph hg_gpu_graph;
+hg_status hg_gpu_capture_begin(int device_id);
+/* Ends the capture. keep false: discards it (*out may be NULL). Otherwise *out receives the
+ * instantiated graph, or NULL with the error that made the capture fail. */
+hg_status hg_gpu_capture_end(int device_id, bool keep, hg_gpu_graph **out);
+bool hg_gpu_capturing(void);
+hg_status hg_gpu_graph_launch(hg_gpu_graph *g);
+void hg_gpu_graph_free(hg_gpu_graph *g);
+/* Device bytes a graph keeps for itself (its pool). */
+size_t hg_gpu_graph_bytes(const hg_gpu_graph *g);
+
 /* TensorFloat-32 for float32 matrix products and convolutions on GPUs that have it: off by
  * default so float32 results agree with the CPU's; on trades about 10 bits of mantissa in the
  * products for speed. Returns the previous setting. */

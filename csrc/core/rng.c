@@ -30,8 +30,13 @@ void hg_random_seed(uint64_t seed)
     pthread_mutex_unlock(&g_mu);
 }
 
+static _Thread_local uint64_t tl_draws;
+
+uint64_t hg_rng_thread_draws(void) { return tl_draws; }
+
 void hg_rng_acquire(hg_rng_state *st)
 {
+    tl_draws++;
     pthread_mutex_lock(&g_mu);
     memcpy(st->s, g_s, sizeof g_s);
 }

@@ -22,6 +22,10 @@ typedef struct hg_rng_state {
 void hg_rng_acquire(hg_rng_state *st);
 void hg_rng_release(const hg_rng_state *st);
 
+/* How many times the calling thread has drawn from the generator. A CUDA graph capture checks
+ * that no draw happened while it recorded: a replay would repeat the same numbers. */
+uint64_t hg_rng_thread_draws(void);
+
 /* xoshiro256**: the next 64-bit value. */
 static inline uint64_t hg_rng_next(hg_rng_state *st)
 {

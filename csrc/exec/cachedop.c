@@ -5,10 +5,12 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/device.h"
+#include "core/env.h"
 #include "graph/grad.h"
 
 static const hg_tape *g_tape;
@@ -24,6 +26,22 @@ typedef struct variant {
     struct variant *next;
 } variant;
 
+/* The CUDA graph of a static block's GPU inference calls (see call_graph). */
+enum { GRAPH_NONE, GRAPH_WARM, GRAPH_READY, GRAPH_OFF };
+#define MAX_CAPTURES 8 /* recordings (new shapes, moved inputs) before calls stay op by op */
+
+typedef struct gpu_graph {
+    int state, captures, dev;
+    long long replays;
+    hg_gpu_graph *graph;
+    hg_meta *meta;     /* per input: the shape and dtype the graph was made for */
+    void **ptr;        /* per input: its data at the warm-up call, then the one recorded */
+    char *moved;       /* per input: seen at two addresses (then it has a slot); sticky */
+    hg_tensor **slot;  /* per input: the graph's copy of it (inputs that move between calls) */
+    hg_tensor **outs;  /* the graph's outputs, copied out after each replay */
+    char why[200];
+} gpu_graph;
+
 struct hg_cachedop {
     atomic_long refcount;
     pthread_mutex_t lock; /* guards variants and last (the plans have their own locks) */
@@ -33,6 +51,8 @@ struct hg_cachedop {
     unsigned flags;
     hg_plan *plan;
     variant *variants, *last;
+    pthread_mutex_t glock; /* guards gg, and orders each replay's copies and launch */
+    gpu_graph gg;
 };
 
 #define VARIANT_OF(op, field) ((variant *)((char *)(op)-offsetof(variant, field)))
@@ -45,6 +65,22 @@ static void variant_free(variant *v)
     free(v);
 }
 
+/* Drops the graph and the arrays it keeps (a replay still queued runs first: stream order). */
+static void graph_reset(hg_cachedop *c)
+{
+    gpu_graph *g = &c->gg;
+    hg_gpu_graph_free(g->graph);
+    g->graph = NULL;
+    for (int k = 0; g->slot && k < c->ninputs; k++) {
+        hg_tensor_free(g->slot[k]);
+        g->slot[k] = NULL;
+    }
+    for (int h = 0; g->outs && h < c->nheads; h++) {
+        hg_tensor_free(g->outs[h]);
+        g->outs[h] = NULL;
+    }
+}
+
 void hg_cachedop_retain(hg_cachedop *c) { atomic_fetch_add(&c->refcount, 1); }
 
 void hg_cachedop_release(hg_cachedop *c)
@@ -55,6 +91,13 @@ void hg_cachedop_release(hg_cachedop *c)
         variant_free(v);
     }
     hg_plan_free(c->plan);
+    graph_reset(c);
+    free(c->gg.meta);
+    free(c->gg.ptr);
+    free(c->gg.slot);
+    free(c->gg.moved);
+    free(c->gg.outs);
+    pthread_mutex_destroy(&c->glock);
     hg_symbol_free(c->sym);
     free(c->inputs);
     pthread_mutex_destroy(&c->lock);
@@ -77,6 +120,7 @@ hg_status hg_cachedop_create(const hg_symbol *s, int ninputs, const char *const 
     if (!c) return hg_error(HG_ERR_MEMORY, "out of memory");
     atomic_init(&c->refcount, 1);
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->glock, NULL);
     c->ninputs = ninputs;
     c->nheads = s->n;
     c->flags = plan_flags;
@@ -405,6 +449,193 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
     return st;
 }
 
+/* ---- CUDA graphs for static blocks on a GPU ---------------------------------------------------
+ * A static_alloc + static_shape block called on GPU arrays without recording replays one CUDA
+ * graph per call instead of launching its ops one by one. The first call with a signature (the
+ * inputs' shapes, dtypes and device) runs op by op: it warms cuDNN's algorithm choices and
+ * cuBLAS up. The second records the same op-by-op run (hg_gpu_capture_begin) and replays it;
+ * later calls with that signature replay it.
+ * - An input whose data moved between the warm-up and the recording (a new batch each call) is
+ *   copied into an array the graph keeps (its slot) before each replay. The others (parameters)
+ *   are read where they are; a later call that passes such an input at another address records
+ *   the graph again with that input in a slot, so a replay only ever reads memory the caller
+ *   passed in this call or the graph keeps.
+ * - Outputs: the graph writes its own arrays; each call copies them into new ones.
+ * - What cannot be replayed (host copies or waits, random draws, an op without a GPU kernel)
+ *   makes the recording fail; the block then runs op by op for good (stats say why).
+ * - A new signature records again; after MAX_CAPTURES recordings the block stays op by op. */
+
+static bool graphs_enabled(const hg_cachedop *c)
+{
+    static atomic_int off = -1;
+    return (c->flags & HG_PLAN_STATIC_ALLOC) && (c->flags & HG_PLAN_STATIC_SHAPE) &&
+           !hg_env_on_once(&off, "HG_NO_CUDA_GRAPHS");
+}
+
+static bool same_meta(const hg_meta *m, const hg_tensor *t)
+{
+    return m->ndim == t->ndim && m->dtype == t->dtype &&
+           memcmp(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) == 0;
+}
+
+static void graph_off(hg_cachedop *c, const char *why)
+{
+    graph_reset(c);
+    c->gg.state = GRAPH_OFF;
+    snprintf(c->gg.why, sizeof c->gg.why, "%s", why);
+}
+
+/* Records the graph for these inputs (c->glock held). A failed recording turns graphs off
+ * for the block; the caller then runs the call op by op. */
+static hg_status graph_record(hg_cachedop *c, hg_tensor *const *inputs)
+{
+    gpu_graph *g = &c->gg;
+    graph_reset(c);
+    if (++g->captures > MAX_CAPTURES) {
+        graph_off(c, "recorded too many times (inputs change shape or move between calls)");
+        return HG_ERR_UNSUPPORTED;
+    }
+    hg_tensor **ins = calloc((size_t)c->ninputs + 1, sizeof *ins);
+    if (!ins) return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_status st = HG_OK;
+    for (int k = 0; k < c->ninputs && st == HG_OK; k++) {
+        if (g->ptr[k] != hg_data(inputs[k])) g->moved[k] = 1;
+        if (g->moved[k]) { /* a new batch each call: the graph reads its own copy */
+            hg_meta m = hg_meta_of(inputs[k]);
+            st = hg_tensor_new_on(&m, HG_DEVICE_GPU, g->dev, false, &g->slot[k]);
+            if (st == HG_OK) st = hg_tensor_copy_any(inputs[k], g->slot[k]);
+        }
+        ins[k] = g->slot[k] ? g->slot[k] : inputs[k];
+        g->ptr[k] = hg_data(inputs[k]);
+    }
+    if (st != HG_OK) {
+        free(ins);
+        graph_reset(c);
+        return st;
+    }
+    if ((st = hg_gpu_capture_begin(g->dev)) != HG_OK) {
+        free(ins);
+        graph_reset(c);
+        graph_off(c, hg_last_error());
+        return st;
+    }
+    hg_status run = call_eager(c, ins, g->outs, NULL, false);
+    st = hg_gpu_capture_end(g->dev, run == HG_OK, &g->graph);
+    free(ins);
+    if (run != HG_OK || st != HG_OK) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", hg_last_error());
+        for (int h = 0; h < c->nheads; h++) { /* call_eager freed them on failure */
+            hg_tensor_free(g->outs[h]);
+            g->outs[h] = NULL;
+        }
+        graph_off(c, why);
+        return run != HG_OK ? run : st;
+    }
+    g->state = GRAPH_READY;
+    return HG_OK;
+}
+
+/* One call through the graph (c->glock held): the moved inputs into their slots, the replay,
+ * the outputs copied out, all queued in this order on the device's stream. */
+static hg_status graph_replay(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs)
+{
+    gpu_graph *g = &c->gg;
+    hg_status st = HG_OK;
+    for (int k = 0; k < c->ninputs && st == HG_OK; k++)
+        if (g->slot[k]) st = hg_tensor_copy_any(inputs[k], g->slot[k]);
+    if (st == HG_OK) st = hg_gpu_graph_launch(g->graph);
+    for (int h = 0; h < c->nheads && st == HG_OK; h++) {
+        hg_meta m = hg_meta_of(g->outs[h]);
+        st = hg_tensor_new_on(&m, HG_DEVICE_GPU, g->dev, false, &outputs[h]);
+        if (st == HG_OK) st = hg_tensor_copy_any(g->outs[h], outputs[h]);
+    }
+    if (st != HG_OK)
+        for (int h = 0; h < c->nheads; h++) {
+            hg_tensor_free(outputs[h]);
+            outputs[h] = NULL;
+        }
+    else g->replays++;
+    return st;
+}
+
+/* Allocates the per-input tables of c->gg on first use (c->glock held). */
+static hg_status graph_tables(hg_cachedop *c)
+{
+    gpu_graph *g = &c->gg;
+    if (g->meta) return HG_OK;
+    size_t n = (size_t)c->ninputs + 1;
+    g->meta = calloc(n, sizeof *g->meta);
+    g->ptr = calloc(n, sizeof *g->ptr);
+    g->slot = calloc(n, sizeof *g->slot);
+    g->moved = calloc(n, 1);
+    g->outs = calloc((size_t)c->nheads + 1, sizeof *g->outs);
+    if (g->meta && g->ptr && g->slot && g->moved && g->outs) return HG_OK;
+    free(g->meta);
+    free(g->ptr);
+    free(g->slot);
+    free(g->moved);
+    free(g->outs);
+    g->meta = NULL, g->ptr = NULL, g->slot = NULL, g->moved = NULL, g->outs = NULL;
+    return hg_error(HG_ERR_MEMORY, "out of memory");
+}
+
+/* A GPU inference call of a static block: replays, records or warms up (see above). Inputs
+ * that are not all on one GPU run op by op (which reports mixed devices). */
+static hg_status call_graph(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs)
+{
+    int dev = -1;
+    for (int k = 0; k < c->ninputs; k++) {
+        if (!inputs[k] || !hg_on_gpu(inputs[k]) ||
+            (dev >= 0 && inputs[k]->storage->device_id != dev))
+            return call_eager(c, inputs, outputs, NULL, false);
+        dev = inputs[k]->storage->device_id;
+    }
+    pthread_mutex_lock(&c->glock);
+    gpu_graph *g = &c->gg;
+    hg_status st = graph_tables(c);
+    if (st != HG_OK || g->state == GRAPH_OFF) goto eager;
+    bool same = g->state != GRAPH_NONE && g->dev == dev;
+    for (int k = 0; same && k < c->ninputs; k++) same = same_meta(&g->meta[k], inputs[k]);
+    if (!same) { /* a new signature: this call warms it up */
+        graph_reset(c);
+        g->state = GRAPH_WARM;
+        g->dev = dev;
+        for (int k = 0; k < c->ninputs; k++) {
+            g->meta[k] = hg_meta_of(inputs[k]);
+            g->ptr[k] = hg_data(inputs[k]);
+        }
+        goto eager;
+    }
+    if (g->state == GRAPH_READY)
+        for (int k = 0; k < c->ninputs; k++)
+            if (!g->slot[k] && g->ptr[k] != hg_data(inputs[k])) {
+                g->state = GRAPH_WARM; /* a fixed input moved: record again, it gets a slot */
+                g->moved[k] = 1;
+            }
+    if (g->state == GRAPH_WARM && graph_record(c, inputs) != HG_OK) {
+        hg_error_clear();
+        goto eager;
+    }
+    st = graph_replay(c, inputs, outputs);
+    pthread_mutex_unlock(&c->glock);
+    return st;
+eager:
+    pthread_mutex_unlock(&c->glock);
+    return st != HG_OK ? st : call_eager(c, inputs, outputs, NULL, false);
+}
+
+void hg_cachedop_graph_stats_get(hg_cachedop *c, hg_cachedop_graph_stats *out)
+{
+    pthread_mutex_lock(&c->glock);
+    out->state = c->gg.state;
+    out->captures = c->gg.captures;
+    out->replays = c->gg.replays;
+    out->pool_bytes = hg_gpu_graph_bytes(c->gg.graph);
+    snprintf(out->why, sizeof out->why, "%s", c->gg.why);
+    pthread_mutex_unlock(&c->glock);
+}
+
 hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs)
 {
     if (!c || (c->ninputs && !inputs) || !outputs)
@@ -412,7 +643,11 @@ hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor *
     const hg_tape *tape = g_tape;
     bool train = tape && tape->is_training();
     for (int k = 0; k < c->ninputs; k++)
-        if (inputs[k] && hg_on_gpu(inputs[k])) return call_eager(c, inputs, outputs, tape, train);
+        if (inputs[k] && hg_on_gpu(inputs[k])) {
+            bool rec = tape && tape->should_record(c->ninputs, inputs);
+            if (!rec && !train && graphs_enabled(c)) return call_graph(c, inputs, outputs);
+            return call_eager(c, inputs, outputs, tape, train);
+        }
     if (!tape || !tape->should_record(c->ninputs, inputs))
         return hg_plan_run(c->plan, inputs, train, outputs);
     char stack[64], *mask = stack;

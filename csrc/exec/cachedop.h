@@ -41,6 +41,16 @@ HG_API hg_plan *hg_cachedop_plan(hg_cachedop *c);
 /* Runs the graph; records it on the tape when recording and an input is recorded. outputs
  * receive new tensors. */
 HG_API hg_status hg_cachedop_call(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor **outputs);
+/* A cached op's CUDA graph (GPU inference calls of a static_alloc + static_shape block, see
+ * hg_cachedop_call): state 0 none yet, 1 warmed up (the next call records), 2 recorded (calls
+ * replay it), 3 off (calls run op by op: the graph could not be recorded, why says why). */
+typedef struct hg_cachedop_graph_stats {
+    int state, captures;
+    long long replays;
+    size_t pool_bytes;
+    char why[200];
+} hg_cachedop_graph_stats;
+HG_API void hg_cachedop_graph_stats_get(hg_cachedop *c, hg_cachedop_graph_stats *out);
 /* Stats of the last training variant used (forward and backward plans); false if none. */
 HG_API bool hg_cachedop_train_stats(hg_cachedop *c, hg_plan_stats *fwd, hg_plan_stats *bwd,
                                     int *nsaved);

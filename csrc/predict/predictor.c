@@ -1,10 +1,17 @@
 /* The predictor API (hybridgluon/predict.h): a shared model (model.c) plus, per predictor, a
  * plan, its input tensors (weights shared, data inputs owned) and output tensors that the plan
  * writes in place. Every entry point checks its arguments and reports through hg_error; a
- * failing call leaves the predictor as it was. */
+ * failing call leaves the predictor as it was.
+ *
+ * On a GPU (CUDA build), the predictor keeps its own device copy of the weights, its data
+ * inputs and outputs in device memory, and runs the graph as a static cached op: its GPU
+ * kernels, replayed as one CUDA graph per forward from the second forward of a shape on
+ * (exec/cachedop.c). The plan still does the shape inference. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device.h"
+#include "exec/cachedop.h"
 #include "exec/plan.h"
 #include "predict/model.h"
 
@@ -15,6 +22,9 @@ struct hg_predictor {
     hg_tensor **data;   /* data input -> tensor (owned; the same as in[data_slot]) */
     int nout;
     hg_tensor **out;    /* outputs, written in place by every forward (owned) */
+    int gpu;            /* the GPU it runs on; -1: the CPU */
+    hg_cachedop *co;    /* GPU: the graph as a static cached op */
+    hg_tensor **gw;     /* GPU: slot -> the device copy of its weight (owned) */
 };
 
 #define CHECK_P(p, what)                                                                       \
@@ -22,8 +32,9 @@ struct hg_predictor {
         if (!(p)) return hg_error(HG_ERR_VALUE, "%s: the predictor is NULL", what);            \
     } while (0)
 
-static hg_status new_zeros(const hg_meta *m, hg_tensor **out)
+static hg_status new_zeros(const hg_meta *m, int gpu, hg_tensor **out)
 {
+    if (gpu >= 0) return hg_tensor_new_on(m, HG_DEVICE_GPU, gpu, true, out);
     HG_TRY(hg_tensor_new_meta(m, out));
     memset(hg_tensor_data(*out), 0, hg_tensor_nbytes(*out));
     return HG_OK;
@@ -68,8 +79,8 @@ static hg_status bind_shapes(hg_predictor *p, const hg_meta *dm, const bool *rep
         }
     }
     for (int i = 0; st == HG_OK && i < m->ndata; i++)
-        if (!replace || replace[i]) st = new_zeros(&dm[i], &data[i]);
-    for (int h = 0; st == HG_OK && h < nout; h++) st = new_zeros(&om[h], &out[h]);
+        if (!replace || replace[i]) st = new_zeros(&dm[i], p->gpu, &data[i]);
+    for (int h = 0; st == HG_OK && h < nout; h++) st = new_zeros(&om[h], p->gpu, &out[h]);
     if (st == HG_OK) {
         for (int i = 0; i < m->ndata; i++) {
             if (!data[i]) continue; /* kept */
@@ -92,14 +103,36 @@ static hg_status bind_shapes(hg_predictor *p, const hg_meta *dm, const bool *rep
     return st;
 }
 
-/* A predictor over model m (one reference taken) with data inputs of shapes dm. */
-static hg_status predictor_new(hg_pmodel *m, const hg_meta *dm, const char *what,
+/* The GPU parts of p: the cached op and the device copies of the weights (p->in points at
+ * them). */
+static hg_status gpu_setup(hg_predictor *p, const char *what)
+{
+    const hg_pmodel *m = p->model;
+    if (!(p->gw = calloc((size_t)m->nslots + 1, sizeof *p->gw)))
+        return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_status st = hg_cachedop_create(m->sym, m->nslots, m->slot_name,
+                                      HG_PLAN_STATIC_ALLOC | HG_PLAN_STATIC_SHAPE, &p->co);
+    for (int k = 0; st == HG_OK && k < m->nslots; k++) {
+        if (!m->weight[k]) continue;
+        hg_meta wm = hg_meta_of(m->weight[k]);
+        st = hg_tensor_new_on(&wm, HG_DEVICE_GPU, p->gpu, false, &p->gw[k]);
+        if (st == HG_OK) st = hg_tensor_copy_any(m->weight[k], p->gw[k]);
+        p->in[k] = p->gw[k];
+    }
+    if (st != HG_OK) hg_error_prefix(st, "%s: ", what);
+    return st;
+}
+
+/* A predictor over model m (one reference taken) with data inputs of shapes dm, on gpu(gpu)
+ * or (gpu -1) the CPU. */
+static hg_status predictor_new(hg_pmodel *m, const hg_meta *dm, int gpu, const char *what,
                                hg_predictor **out)
 {
     hg_predictor *p = calloc(1, sizeof *p);
     if (!p) return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_pmodel_retain(m);
     p->model = m;
+    p->gpu = gpu;
     hg_status st = HG_OK;
     p->in = calloc((size_t)m->nslots + 1, sizeof *p->in);
     p->data = calloc((size_t)m->ndata + 1, sizeof *p->data);
@@ -113,7 +146,8 @@ static hg_status predictor_new(hg_pmodel *m, const hg_meta *dm, const char *what
          * checks the signature on every forward, a few compares). */
         hg_plan_set_flags(p->plan, HG_PLAN_STATIC_ALLOC | hg_plan_env_flags());
         for (int k = 0; k < m->nslots; k++) p->in[k] = m->weight[k];
-        st = bind_shapes(p, dm, NULL, what);
+        if (gpu >= 0) st = gpu_setup(p, what);
+        if (st == HG_OK) st = bind_shapes(p, dm, NULL, what);
     }
     if (st != HG_OK) {
         hg_predictor_free(p);
@@ -132,21 +166,23 @@ static hg_status check_create_args(int dev_type, int dev_id, int ninputs,
     if (ninputs < 0 || (ninputs > 0 && !inputs))
         return hg_error(HG_ERR_VALUE, "%s: %d inputs with %s specs", what, ninputs,
                         inputs ? "given" : "NULL");
-    if (dev_type == HG_DEVICE_GPU)
-        return hg_error(HG_ERR_UNSUPPORTED, "%s: this build of hybridgluon has no GPU support",
-                        what);
+    if (dev_type == HG_DEVICE_GPU) {
+        hg_status st = hg_gpu_check(dev_id);
+        return st == HG_OK ? st : hg_error_prefix(st, "%s: ", what);
+    }
     if (dev_type != HG_DEVICE_CPU || dev_id < 0)
-        return hg_error(HG_ERR_VALUE, "%s: invalid device (type %d, id %d); use HG_DEVICE_CPU",
+        return hg_error(HG_ERR_VALUE,
+                        "%s: invalid device (type %d, id %d); use HG_DEVICE_CPU or HG_DEVICE_GPU",
                         what, dev_type, dev_id);
     return HG_OK;
 }
 
-static hg_status create(const char *json, size_t json_len, hg_ndlist *params, int ninputs,
+static hg_status create(const char *json, size_t json_len, hg_ndlist *params, int gpu, int ninputs,
                         const hg_input_spec *inputs, hg_predictor **out)
 {
     hg_pmodel *m;
     HG_TRY(hg_pmodel_load(json, json_len, params, ninputs, inputs, &m));
-    hg_status st = predictor_new(m, m->data_meta, "hg_predictor_create", out);
+    hg_status st = predictor_new(m, m->data_meta, gpu, "hg_predictor_create", out);
     hg_pmodel_release(m);
     return st;
 }
@@ -165,7 +201,8 @@ hg_status hg_predictor_create(const char *json, size_t json_len, const void *par
         hg_status st = hg_ndlist_load_bytes(params, params_len, &list);
         if (st != HG_OK) return hg_error_prefix(st, "%s: params: ", what);
     }
-    hg_status st = create(json, json_len, list, ninputs, inputs, out);
+    hg_status st = create(json, json_len, list, dev_type == HG_DEVICE_GPU ? dev_id : -1, ninputs,
+                          inputs, out);
     hg_ndlist_free(list);
     return st;
 }
@@ -184,7 +221,8 @@ hg_status hg_predictor_create_from_files(const char *symbol_path, const char *pa
     hg_ndlist *list = NULL;
     if (params_path && (st = hg_ndlist_load_file(params_path, &list)) != HG_OK)
         hg_error_prefix(st, "%s: ", what);
-    if (st == HG_OK) st = create(json, len, list, ninputs, inputs, out);
+    if (st == HG_OK)
+        st = create(json, len, list, dev_type == HG_DEVICE_GPU ? dev_id : -1, ninputs, inputs, out);
     hg_ndlist_free(list);
     free(json);
     return st;
@@ -200,7 +238,7 @@ hg_status hg_predictor_clone(const hg_predictor *p, hg_predictor **out)
     hg_meta *dm = malloc(sizeof *dm * ((size_t)nd + 1));
     if (!dm) return hg_error(HG_ERR_MEMORY, "out of memory");
     for (int i = 0; i < nd; i++) dm[i] = hg_meta_of(p->data[i]);
-    hg_status st = predictor_new(p->model, dm, what, out);
+    hg_status st = predictor_new(p->model, dm, p->gpu, what, out);
     free(dm);
     return st;
 }
@@ -209,6 +247,8 @@ void hg_predictor_free(hg_predictor *p)
 {
     if (!p) return;
     hg_plan_free(p->plan);
+    hg_cachedop_release(p->co);
+    free_tensors(p->gw, p->model->nslots);
     free_tensors(p->data, p->model->ndata);
     free_tensors(p->out, p->nout);
     free(p->in);
@@ -325,6 +365,7 @@ hg_status hg_predictor_set_input(hg_predictor *p, const char *name, const void *
                         what, name, hg_shape_str(buf, t->ndim, t->shape), hg_dtype_name(t->dtype),
                         hg_tensor_nbytes(t), nbytes);
     }
+    if (p->gpu >= 0) return hg_tensor_write_bytes(t, data, nbytes);
     if (nbytes) memcpy(hg_tensor_data(t), data, nbytes);
     return HG_OK;
 }
@@ -332,7 +373,23 @@ hg_status hg_predictor_set_input(hg_predictor *p, const char *name, const void *
 hg_status hg_predictor_forward(hg_predictor *p)
 {
     CHECK_P(p, "hg_predictor_forward");
-    return hg_plan_run(p->plan, p->in, false, p->out);
+    if (p->gpu < 0) return hg_plan_run(p->plan, p->in, false, p->out);
+    hg_tensor **out = calloc((size_t)p->nout + 1, sizeof *out);
+    if (!out) return hg_error(HG_ERR_MEMORY, "out of memory");
+    hg_status st = hg_cachedop_call(p->co, p->in, out);
+    for (int h = 0; h < p->nout; h++) {
+        if (st != HG_OK) break;
+        if (out[h]->ndim != p->out[h]->ndim || out[h]->dtype != p->out[h]->dtype ||
+            memcmp(out[h]->shape, p->out[h]->shape, sizeof(int64_t) * (size_t)out[h]->ndim))
+            st = hg_error(HG_ERR_INTERNAL, "hg_predictor_forward: output %d changed shape", h);
+    }
+    for (int h = 0; h < p->nout; h++) { /* the new outputs replace the old, all or none */
+        hg_tensor **keep = st == HG_OK ? &p->out[h] : &out[h];
+        hg_tensor_free(*keep);
+        if (st == HG_OK) p->out[h] = out[h];
+    }
+    free(out);
+    return st;
 }
 
 hg_status hg_predictor_get_output(const hg_predictor *p, int index, void *dst, size_t nbytes)
@@ -349,6 +406,7 @@ hg_status hg_predictor_get_output(const hg_predictor *p, int index, void *dst, s
                         what, index, hg_shape_str(buf, t->ndim, t->shape), hg_dtype_name(t->dtype),
                         hg_tensor_nbytes(t), nbytes);
     }
+    if (p->gpu >= 0) return hg_tensor_read_bytes(t, dst, nbytes);
     if (nbytes) memcpy(dst, hg_tensor_data(t), nbytes);
     return HG_OK;
 }

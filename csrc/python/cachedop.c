@@ -264,6 +264,16 @@ static PyObject *co_stats(CachedOpObject *self, PyObject *unused)
         (long long)s.unplanned_bytes, "peak_internal_bytes", (long long)s.peak_bytes,
         "total_internal_bytes", (long long)s.total_bytes, "plan", text);
     free(text);
+    if (r) {
+        static const char *const states[] = {"none", "warm", "recorded", "off"};
+        hg_cachedop_graph_stats g;
+        hg_cachedop_graph_stats_get(self->op, &g);
+        PyObject *t = Py_BuildValue("{s:s,s:i,s:L,s:n,s:s}", "state", states[g.state & 3],
+                                    "captures", g.captures, "replays", g.replays, "pool_bytes",
+                                    (Py_ssize_t)g.pool_bytes, "why", g.why);
+        if (!t || PyDict_SetItemString(r, "cuda_graph", t) < 0) Py_CLEAR(r);
+        Py_XDECREF(t);
+    }
     if (r && training) {
         PyObject *t = Py_BuildValue(
             "{s:i,s:i,s:i,s:L,s:L,s:i,s:i,s:L,s:L}", "saved_activations", nsaved, "forward_kernels",

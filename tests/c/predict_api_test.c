@@ -151,7 +151,8 @@ static void bad_arguments(const char *json, size_t jlen, const char *params, siz
     EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_CPU, 0, 1, &in, NULL));
     EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_CPU, 0, 1, NULL, &p));
     EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_CPU, 0, -1, &in, &p));
-    EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_GPU, 0, 1, &in, &p));
+    /* a GPU that does not exist (on any machine) */
+    EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_GPU, 99, 1, &in, &p));
     EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, 7, 0, 1, &in, &p));
     EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_CPU, -1, 1, &in, &p));
     EXPECT_FAIL(hg_predictor_create(json, jlen, params, plen, HG_DEVICE_CPU, 0, 0, NULL, &p));
@@ -225,7 +226,7 @@ static void bad_arguments(const char *json, size_t jlen, const char *params, siz
     EXPECT_FAIL(hg_predictor_create_from_files(sym_path, NULL, HG_DEVICE_CPU, 0, 1, &in, &p));
     EXPECT_FAIL(hg_predictor_create_from_files(params_path, sym_path, HG_DEVICE_CPU, 0, 1, &in,
                                                &p));
-    EXPECT_FAIL(hg_predictor_create_from_files(sym_path, params_path, HG_DEVICE_GPU, 0, 1, &in,
+    EXPECT_FAIL(hg_predictor_create_from_files(sym_path, params_path, HG_DEVICE_GPU, 99, 1, &in,
                                                &p));
 
     /* A good predictor, then bad calls on it (each must leave it working). */

@@ -30,7 +30,11 @@
  * outputs and plan. Multi-threaded kernels share one thread pool: while one predictor's kernel
  * holds it, a concurrent predictor's kernel runs on its calling thread alone (same results).
  *
- * Devices: HG_DEVICE_CPU. HG_DEVICE_GPU gives HG_ERR_UNSUPPORTED in this build.
+ * Devices: HG_DEVICE_CPU, and HG_DEVICE_GPU in the CUDA build (dev_id: which GPU). On a GPU
+ * the predictor keeps a device copy of the weights, and its inputs and outputs live in device
+ * memory: set_input and get_output copy to and from it (get_output waits for the forward).
+ * From the second forward of a shape on, a forward replays one CUDA graph. A GPU that does not
+ * exist, or the CPU build, gives an error naming the GPU.
  */
 #ifndef HYBRIDGLUON_PREDICT_H
 #define HYBRIDGLUON_PREDICT_H
@@ -56,8 +60,8 @@ typedef struct hg_input_spec {
 
 /* Creates a predictor from the symbol's JSON text (json_len bytes, no terminating NUL needed)
  * and the params file's bytes (params_len bytes; params may be NULL with params_len 0 for a
- * graph with no parameters). Both buffers are only read during the call. dev_type must be
- * HG_DEVICE_CPU (dev_id >= 0, ignored on the CPU). inputs[0..ninputs) name the data inputs;
+ * graph with no parameters). Both buffers are only read during the call. dev_type is
+ * HG_DEVICE_CPU (dev_id >= 0, ignored) or HG_DEVICE_GPU (dev_id: the GPU). inputs[0..ninputs) name the data inputs;
  * names must be distinct variables of the graph. Inputs start as zeros.
  * On success *out is a new predictor owned by the caller (hg_predictor_free); on failure *out
  * is NULL and nothing is leaked. Errors: HG_ERR_VALUE (NULL argument, unknown or repeated input

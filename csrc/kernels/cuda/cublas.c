@@ -26,6 +26,7 @@ enum {
 
 typedef int (*create_fn)(void **handle);
 typedef int (*set_stream_fn)(void *handle, cudaStream_t s);
+typedef int (*set_workspace_fn)(void *handle, void *workspace, size_t bytes);
 typedef int (*gemm_fn)(void *handle, int ta, int tb, int m, int n, int k, const void *alpha,
                        const void *a, int atype, int lda, long long sa, const void *b, int btype,
                        int ldb, long long sb, const void *beta, void *c, int ctype, int ldc,
@@ -36,6 +37,7 @@ static struct {
     void *lib;
     create_fn create;
     set_stream_fn set_stream;
+    set_workspace_fn set_workspace; /* optional */
     gemm_fn gemm;
     status_fn status_string;
     char error[512];
@@ -44,6 +46,9 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define MAX_DEV 64
 static void *g_handle[MAX_DEV];
+static cudaStream_t g_bound[MAX_DEV]; /* the stream g_handle[dev] is bound to */
+static void *g_workspace[MAX_DEV];    /* cuBLAS's workspace on dev, kept for the process */
+#define WORKSPACE_BYTES ((size_t)32 << 20)
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void load(void)
@@ -59,6 +64,7 @@ static void load(void)
     }
     g_cublas.create = (create_fn)dlsym(lib, "cublasCreate_v2");
     g_cublas.set_stream = (set_stream_fn)dlsym(lib, "cublasSetStream_v2");
+    g_cublas.set_workspace = (set_workspace_fn)dlsym(lib, "cublasSetWorkspace_v2");
     g_cublas.gemm = (gemm_fn)dlsym(lib, "cublasGemmStridedBatchedEx");
     g_cublas.status_string = (status_fn)dlsym(lib, "cublasGetStatusString");
     if (!g_cublas.create || !g_cublas.set_stream || !g_cublas.gemm) {
@@ -79,16 +85,32 @@ static hg_status cublas_status(int st, const char *op)
                     "%s: cuBLAS error %d %s", op, st, msg ? msg : "");
 }
 
-/* The handle of gpu(dev), bound to its stream; created at first use. Caller holds g_lock. */
+/* The handle of gpu(dev), bound to the calling thread's stream for the device (the device's
+ * own, or a CUDA graph capture's: hg_cuda_stream); created at first use. Caller holds g_lock.
+ * A fixed workspace is bound with the stream, so that cuBLAS never allocates one of its own
+ * while a graph is recorded (replays use it in stream order, as every other call does). */
 static hg_status handle_of(int dev, const char *op, void **out)
 {
+    cudaStream_t s = hg_cuda_stream(dev);
+    if (!s) return HG_ERR_INTERNAL;
     if (!g_handle[dev]) {
-        cudaStream_t s = hg_cuda_stream(dev);
-        if (!s) return HG_ERR_INTERNAL;
         void *h = NULL;
         HG_TRY(cublas_status(g_cublas.create(&h), op));
-        HG_TRY(cublas_status(g_cublas.set_stream(h, s), op));
+        if (g_cublas.set_workspace && !g_workspace[dev] &&
+            cudaMalloc(&g_workspace[dev], WORKSPACE_BYTES) != cudaSuccess) {
+            (void)cudaGetLastError(); /* cuBLAS then uses its own pool */
+            g_workspace[dev] = NULL;
+        }
         g_handle[dev] = h;
+        g_bound[dev] = NULL;
+    }
+    if (g_bound[dev] != s) {
+        HG_TRY(cublas_status(g_cublas.set_stream(g_handle[dev], s), op));
+        /* setting the stream unbinds a user workspace: bind it again */
+        if (g_workspace[dev])
+            HG_TRY(cublas_status(
+                g_cublas.set_workspace(g_handle[dev], g_workspace[dev], WORKSPACE_BYTES), op));
+        g_bound[dev] = s;
     }
     *out = g_handle[dev];
     return HG_OK;

@@ -83,6 +83,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define MAX_DEV 64
 static desc g_handle[MAX_DEV];
+static cudaStream_t g_bound[MAX_DEV]; /* the stream g_handle[dev] is bound to */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *sym(void *lib, const char *name, bool *ok)
@@ -151,16 +152,21 @@ static hg_status dnn_status(int st, const char *op, const char *what)
     return hg_error(HG_ERR_INTERNAL, "%s: cuDNN error %d in %s: %s", op, st, what, msg ? msg : "");
 }
 
-/* The handle of gpu(dev), bound to its stream; created at first use. Caller holds g_lock. */
+/* The handle of gpu(dev), bound to the calling thread's stream for the device (the device's
+ * own, or a CUDA graph capture's: hg_cuda_stream); created at first use. Caller holds g_lock. */
 static hg_status handle_of(int dev, const char *op, desc *out)
 {
+    cudaStream_t s = hg_cuda_stream(dev);
+    if (!s) return HG_ERR_INTERNAL;
     if (!g_handle[dev]) {
-        cudaStream_t s = hg_cuda_stream(dev);
-        if (!s) return HG_ERR_INTERNAL;
         desc h = NULL;
         HG_TRY(dnn_status(g_dnn.create(&h), op, "cudnnCreate"));
-        HG_TRY(dnn_status(g_dnn.set_stream(h, s), op, "cudnnSetStream"));
         g_handle[dev] = h;
+        g_bound[dev] = NULL;
+    }
+    if (g_bound[dev] != s) {
+        HG_TRY(dnn_status(g_dnn.set_stream(g_handle[dev], s), op, "cudnnSetStream"));
+        g_bound[dev] = s;
     }
     *out = g_handle[dev];
     return HG_OK;
