@@ -13,6 +13,7 @@
 #include "core/op.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/lapack.h"
+#include "ops/linalg_attrs.h"
 
 static inline size_t esz(hg_dtype dt) { return dt == HG_DTYPE_F64 ? 8 : 4; }
 
@@ -134,8 +135,6 @@ static inline int64_t nbatch(const hg_tensor *t, int drop)
     return b;
 }
 
-enum { K_TA, K_TB, K_ALPHA, K_BETA, K_AXIS, K_GEMM_NATTRS };
-
 static const hg_attr_spec k_gemm_attrs[] = {
     [K_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of A", NULL},
     [K_TB] = {"transpose_b", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of B", NULL},
@@ -145,8 +144,6 @@ static const hg_attr_spec k_gemm_attrs[] = {
 };
 
 _Static_assert(HG_COUNT(k_gemm_attrs) == K_GEMM_NATTRS, "k_gemm_attrs must match its enum");
-
-enum { K2_TA, K2_TB, K2_ALPHA, K2_AXIS, K_GEMM2_NATTRS };
 
 static const hg_attr_spec k_gemm2_attrs[] = {
     [K2_TA] = {"transpose_a", HG_ATTR_BOOL, 0, "False", "multiply with the transpose of A", NULL},
@@ -185,14 +182,10 @@ static inline void gemm_view(const hg_tensor *t, int64_t axis, int64_t *b0, int6
     *m = (mat){hg_data(t), t->shape[axis], t->shape[n - 1]};
 }
 
-enum { K_LOWER, K_CHOL_NATTRS };
-
 static const hg_attr_spec k_chol_attrs[] = {
     [K_LOWER] = {"lower", HG_ATTR_BOOL, 0, "True",
                  "True if the triangular matrix is lower triangular, False if upper", NULL},
 };
-
-enum { K_TRANS, K_RIGHT, K_TLOWER, K_TALPHA, K_TRI_NATTRS };
 
 static const hg_attr_spec k_tri_attrs[] = {
     [K_TRANS] = {"transpose", HG_ATTR_BOOL, 0, "False", "use the transpose of the triangle", NULL},
@@ -205,16 +198,12 @@ static const hg_attr_spec k_tri_attrs[] = {
 
 _Static_assert(HG_COUNT(k_tri_attrs) == K_TRI_NATTRS, "k_tri_attrs must match its enum");
 
-enum { K_STRANS, K_SALPHA, K_SYRK_NATTRS };
-
 static const hg_attr_spec k_syrk_attrs[] = {
     [K_STRANS] = {"transpose", HG_ATTR_BOOL, 0, "False", "use the transpose of A", NULL},
     [K_SALPHA] = {"alpha", HG_ATTR_FLOAT, 0, "1.0", "scalar factor of the result", NULL},
 };
 
 _Static_assert(HG_COUNT(k_syrk_attrs) == K_SYRK_NATTRS, "k_syrk_attrs must match its enum");
-
-enum { K_OFFSET, K_DLOWER, K_DIAG_NATTRS };
 
 static const hg_attr_spec k_diag_attrs[] = {
     [K_OFFSET] = {"offset", HG_ATTR_INT, 0, "0",
