@@ -30,6 +30,10 @@ CORE_SOURCES = sorted(glob.glob('csrc/core/*.c') + glob.glob('csrc/ops/*.c') +
                       glob.glob('csrc/dist/*.c'))
 CUDA_C_SOURCES = sorted(glob.glob('csrc/kernels/cuda/*.c'))
 CUDA_SOURCES = sorted(glob.glob('csrc/kernels/cuda/*.cu'))
+# Kernels that repeat a CPU op's float arithmetic operation for operation, to give its results
+# bit for bit: nvcc may not fuse a product and a sum into one FMA there (the CPU build, x86-64
+# without FMA, rounds each).
+CUDA_NO_FMAD = {'creation.cu', 'image.cu', 'image_resize.cu'}
 PY_SOURCES = sorted(glob.glob('csrc/python/*.c'))
 EXPORTS = 'csrc/exports.map'
 
@@ -168,7 +172,7 @@ class BuildExt(build_ext):
         headers = glob.glob('csrc/**/*.h', recursive=True) + [__file__]
         newest = max(os.path.getmtime(h) for h in headers)
         stamp = os.path.join(self.build_temp, 'cflags-cuda.txt')
-        sig = ' '.join(flags)
+        sig = ' '.join(flags + sorted(CUDA_NO_FMAD))
         stale_flags = not os.path.exists(stamp) or open(stamp).read() != sig
         os.makedirs(os.path.join(self.build_temp, 'cuda'), exist_ok=True)
 
@@ -178,6 +182,8 @@ class BuildExt(build_ext):
                     and os.path.getmtime(obj) >= max(newest, os.path.getmtime(src))):
                 return obj
             cmd = [nvcc, '-c', src, '-o', obj] + flags
+            if os.path.basename(src) in CUDA_NO_FMAD:
+                cmd.append('-fmad=false')
             print(' '.join(cmd))
             subprocess.check_call(cmd)
             return obj

@@ -178,12 +178,13 @@ static PyObject *registry_check(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* empty(shape, dtype_flag) and zeros(shape, dtype_flag): a new array, uninitialised or zero. */
+/* empty(shape, dtype_flag[, dev_type, dev_id]) and zeros(...): a new array, uninitialised or
+ * zero, in host memory or (dev_type 2) on that GPU, where zeros is a device fill. */
 static PyObject *new_array(PyObject *args, bool zeroed)
 {
     PyObject *shape;
-    int dtype;
-    if (!PyArg_ParseTuple(args, "Oi", &shape, &dtype)) return NULL;
+    int dtype, dev_type = HG_DEVICE_CPU, dev_id = 0;
+    if (!PyArg_ParseTuple(args, "Oi|ii", &shape, &dtype, &dev_type, &dev_id)) return NULL;
     PyObject *seq = PySequence_Fast(shape, "shape must be a tuple of ints");
     if (!seq) return NULL;
     Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
@@ -204,7 +205,13 @@ static PyObject *new_array(PyObject *args, bool zeroed)
     }
     Py_DECREF(seq);
     hg_tensor *t;
-    hg_status st = zeroed ? hg_tensor_new_zeroed(&m, &t) : hg_tensor_new_meta(&m, &t);
+    hg_status st;
+    if (dev_type == HG_DEVICE_GPU) {
+        Py_BEGIN_ALLOW_THREADS st = hg_tensor_new_on(&m, dev_type, dev_id, zeroed, &t);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = zeroed ? hg_tensor_new_zeroed(&m, &t) : hg_tensor_new_meta(&m, &t);
+    }
     if (st) return hgpy_raise(zeroed ? hg_error_prefix(st, "zeros: ") : st);
     return hgpy_wrap(t);
 }
@@ -345,8 +352,10 @@ static PyMethodDef k_methods[] = {
     {"op_info", op_info, METH_O, "schema of an op as a dict"},
     {"_validate_op_def", validate_op_def, METH_VARARGS, "test hook: hg_op_def_validate"},
     {"_registry_check", registry_check, METH_NOARGS, "raises if an op definition is invalid"},
-    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype_flag): uninitialised array"},
-    {"zeros", py_zeros, METH_VARARGS, "zeros(shape, dtype_flag): array of zeros"},
+    {"empty", py_empty, METH_VARARGS,
+     "empty(shape, dtype_flag[, dev_type, dev_id]): uninitialised array (on a GPU: dev_type 2)"},
+    {"zeros", py_zeros, METH_VARARGS,
+     "zeros(shape, dtype_flag[, dev_type, dev_id]): array of zeros (on a GPU: dev_type 2)"},
     {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
     {"seed", py_seed, METH_O, "seed the global random generator"},
     {"num_threads", num_threads, METH_VARARGS, "num_threads(n=0): get (and set if n>0)"},

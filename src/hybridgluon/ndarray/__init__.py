@@ -7,7 +7,7 @@ import numpy as _np
 from .. import _core
 from .. import util as _util
 from ..base import MXNetError, _MXNetTypeError, _MXNetValueError, _dtype_flag, _dtype_name
-from ..context import current_context, _check_available
+from ..context import current_context, num_gpus, _check_available
 from .ndarray import NDArray, _place
 from .ndarray import (add, subtract, multiply, divide, true_divide, modulo, power, maximum,  # noqa: F401
                       minimum, equal, not_equal, greater, greater_equal, lesser, lesser_equal,
@@ -77,6 +77,27 @@ def _placed(out, ctx):
     return _place(out, _ctx(ctx))
 
 
+def _gpu_id(ctx):
+    """The id of ctx (default: the current context) when it is a GPU this process has, else
+    None: creation functions then make their result there, with no copy from host memory."""
+    ctx = ctx or current_context()
+    if ctx.device_typeid == 2 and ctx.device_id < num_gpus():
+        return ctx.device_id
+    return None
+
+
+def _create(op, ctx, attrs):
+    """The result of the creation op `op` (no inputs) on ctx. On a GPU the op's GPU kernel
+    fills an array allocated there; elsewhere the op runs on the CPU and its result is placed
+    (a context that does not exist fails there, after the op's own checks, as before)."""
+    fn = _core.get_op(op)
+    gpu = _gpu_id(ctx)
+    if gpu is None:
+        return _placed(fn(**attrs), ctx)
+    (shape, flag), = fn._infer(**attrs)
+    return fn(out=_core.empty(shape, flag, 2, gpu), **attrs)
+
+
 def array(source_array, ctx=None, dtype=None):
     """An NDArray from a list, scalar, NumPy array or NDArray. float32 unless `dtype` is given
     or the source is an NDArray (MXNet's rule); a scalar gives a 0-d array, as in MXNet. The
@@ -96,15 +117,21 @@ def array(source_array, ctx=None, dtype=None):
 
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array."""
-    return _placed(_core.empty(_shape_tuple(shape, bools=True), _dtype_flag(dtype)), ctx)
+    shape, flag, gpu = _shape_tuple(shape, bools=True), _dtype_flag(dtype), _gpu_id(ctx)
+    if gpu is not None:
+        return _core.empty(shape, flag, 2, gpu)
+    return _placed(_core.empty(shape, flag), ctx)
 
 
-def _fill_op(op, shape, dtype, kwargs):
+def _fill_op(op, shape, dtype, kwargs, ctx):
     """zeros/ones with MXNet's extra keywords: `out` is written and returned (its dtype must be
     the one asked for, float32 by default, as in MXNet); others go to the op, which rejects
-    what it does not know."""
-    shape = _known_shape(op, _shape_tuple(shape))
-    return _core.get_op(op)(shape=shape, dtype=_dtype_name(dtype), **kwargs)
+    what it does not know. Without `out`, the result is on ctx."""
+    attrs = dict(kwargs, shape=_known_shape(op, _shape_tuple(shape)), dtype=_dtype_name(dtype))
+    if kwargs.get('out') is not None:
+        return _core.get_op(op)(**attrs)
+    attrs.pop('out', None)
+    return _create(op, ctx, attrs)
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
@@ -115,31 +142,36 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
         raise MXNetError("zeros: stype=%r is not supported: only dense ('default') storage"
                          % (stype,))
     if kwargs:
-        res = _fill_op('_zeros', shape, dtype, kwargs)
-        return res if kwargs.get('out') is not None else _placed(res, ctx)
-    return _placed(_core.zeros(_known_shape('_zeros', _shape_tuple(shape)), _dtype_flag(dtype)),
-                   ctx)
+        return _fill_op('_zeros', shape, dtype, kwargs, ctx)
+    shape, flag = _known_shape('_zeros', _shape_tuple(shape)), _dtype_flag(dtype)
+    gpu = _gpu_id(ctx)
+    if gpu is not None:
+        return _core.zeros(shape, flag, 2, gpu)
+    return _placed(_core.zeros(shape, flag), ctx)
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones (float32 by default); `out=` fills that array instead (and returns it)."""
-    res = _fill_op('_ones', shape, dtype, kwargs)
-    return res if kwargs.get('out') is not None else _placed(res, ctx)
+    return _fill_op('_ones', shape, dtype, kwargs, ctx)
 
 
 def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
     """A 2-D array with ones on the k-th diagonal (k > 0 above, k < 0 below the main one) and
     zeros elsewhere: N rows, M columns (0: M = N), float32 unless `dtype`; `out=` as in ones."""
-    res = _core.get_op('_eye')(N=N, M=M, k=k, dtype=_dtype_name(dtype), **kwargs)
-    return res if kwargs.get('out') is not None else _placed(res, ctx)
+    attrs = dict(kwargs, N=N, M=M, k=k, dtype=_dtype_name(dtype))
+    if kwargs.get('out') is not None:
+        return _core.get_op('_eye')(**attrs)
+    attrs.pop('out', None)
+    return _create('_eye', ctx, attrs)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     """An array filled with `val` (float32 by default; `out`, when given, keeps its context)."""
     ctx = _ctx(ctx)
-    res = _core.get_op('_full')(shape=_shape_tuple(shape, bools=True), value=val,
-                                dtype=_dtype_name(dtype), out=out)
-    return res if out is not None else _place(res, ctx)
+    attrs = dict(shape=_shape_tuple(shape, bools=True), value=val, dtype=_dtype_name(dtype))
+    if out is not None:
+        return _core.get_op('_full')(out=out, **attrs)
+    return _create('_full', ctx, attrs)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
@@ -150,9 +182,8 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
         if isinstance(v, (bool, _np.bool_)):
             raise _MXNetValueError("Invalid Parameter format for %s expect double%s but "
                                    "value='%s'" % (name, ' or None' * (name == 'stop'), v))
-    out = _core.get_op('_arange')(start=start, stop=stop, step=step, repeat=repeat,
-                                  dtype=_dtype_name(dtype))
-    return _placed(out, ctx)
+    return _create('_arange', ctx, dict(start=start, stop=stop, step=step, repeat=repeat,
+                                        dtype=_dtype_name(dtype)))
 
 
 def zeros_like(data, **kwargs):
@@ -263,6 +294,5 @@ def onehot_encode(indices, out):
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
     """num evenly spaced values from start to stop (stop included when endpoint), MXNet's
     nd.linspace."""
-    out = _core.get_op('_linspace')(start=start, stop=stop, num=num, endpoint=endpoint,
-                                    dtype=_dtype_name(dtype))
-    return _placed(out, ctx)
+    return _create('_linspace', ctx, dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                          dtype=_dtype_name(dtype)))
