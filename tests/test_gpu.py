@@ -321,3 +321,122 @@ def test_mlp_training_on_gpu_matches_cpu():
     for k, (g, w) in enumerate(zip(got, want)):
         _close('parameter %d' % k, g, w)
     _close('loss', lg, lw)
+
+
+# ---- the fused RNN op (kernels/cuda/rnn.cu) ---------------------------------------------------
+
+def _rnn_cases():
+    meta, _ = refs.load_op_fixture('RNN')
+    return [pytest.param('RNN', i, id='RNN-%d' % i) for i in range(len(meta['cases']))]
+
+
+@gpu
+@pytest.mark.parametrize('op,i', _rnn_cases())
+def test_rnn_case_on_gpu_matches_cpu(op, i):
+    """RNN is a random op (dropout between layers), so _cases() leaves its fixtures out; they all
+    use p = 0, which draws nothing, so they run as every other op's."""
+    assert _fixture(op)[0]['cases'][i]['attrs'].get('p', 0) == 0
+    test_op_case_on_gpu_matches_cpu(op, i)
+
+
+def _rel(got, want):
+    err, _ = refs.rel_err(got, want)
+    return err
+
+
+def _rnn_op_run(ctx, mode, T, N, I, H, L=1, D=1, P=None, lens=None, clip=None, p=0.0,
+                train=True, dtype='float64', seed=0):
+    """mx.nd.RNN forward and backward on ctx: [outputs..., gradients of data, parameters,
+    state(s)], all NumPy."""
+    rs = np.random.RandomState(seed)
+    G = {'lstm': 4, 'gru': 3}.get(mode, 1)
+    R = P or H
+    nparam = sum(D * (G * H * (I if l == 0 else D * R) + G * H * R + (P or 0) * H + 2 * G * H)
+                 for l in range(L))
+    lstm = mode == 'lstm'
+    shapes = [(T, N, I), (nparam,), (L * D, N, R)] + ([(L * D, N, H)] if lstm else [])
+    args = [mx.nd.array(rs.uniform(-0.6, 0.6, s), ctx=ctx, dtype=dtype) for s in shapes]
+    for a in args:
+        a.attach_grad()
+    kw = dict(state_size=H, num_layers=L, bidirectional=D == 2, mode=mode, state_outputs=True,
+              p=p, projection_size=P)
+    if clip:
+        kw.update(lstm_state_clip_min=clip[0], lstm_state_clip_max=clip[1])
+    extra = []
+    if lens is not None:
+        kw['use_sequence_length'] = True
+        extra = [mx.nd.array(lens, ctx=ctx, dtype='int32')]
+    with mx.autograd.record(train_mode=train):
+        outs = mx.nd.RNN(*(args + extra), **kw)
+    heads = [mx.nd.array(rs.uniform(-1, 1, o.shape), ctx=ctx, dtype=dtype) for o in outs]
+    mx.autograd.backward(outs, head_grads=heads)
+    return [o.asnumpy() for o in outs] + [a.grad.asnumpy() for a in args]
+
+
+@gpu
+@pytest.mark.parametrize('kw', [
+    dict(mode='lstm', T=6, N=4, I=3, H=5, L=2, D=2, lens=[6, 3, 0, 4]),
+    dict(mode='gru', T=6, N=4, I=3, H=5, L=2, D=2, lens=[2, 6, 1, 9]),
+    dict(mode='rnn_tanh', T=5, N=3, I=4, H=4, L=3, lens=[5, 1, 0]),
+    dict(mode='lstm', T=5, N=3, I=4, H=6, P=3, L=2, D=2),
+    dict(mode='lstm', T=5, N=3, I=4, H=3, P=5, L=2, D=2, lens=[5, 2, 0]),
+    dict(mode='lstm', T=5, N=3, I=4, H=5, L=2, D=2, clip=(-0.3, 0.4)),
+    dict(mode='lstm', T=5, N=3, I=4, H=5, L=3, D=2, p=0.5, train=False),
+    dict(mode='rnn_relu', T=7, N=5, I=6, H=8, L=2, D=2, dtype='float32'),
+    dict(mode='lstm', T=0, N=3, I=4, H=5, L=2, D=2),
+    dict(mode='gru', T=4, N=0, I=4, H=5, L=2, D=2),
+], ids=lambda kw: '-'.join('%s=%s' % i for i in sorted(kw.items())))
+def test_rnn_features_on_gpu_match_cpu(kw):
+    """What the fixtures do not cover: sequence lengths, projection, cell clipping, dropout
+    outside training (masks of ones), empty sequences and batches."""
+    want = _rnn_op_run(mx.cpu(), **kw)
+    got = _rnn_op_run(mx.gpu(0), **kw)
+    tol = 2e-5 if kw.get('dtype') == 'float32' else 1e-12
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and _rel(g, w) <= tol, 'result %d: error %.3g' % (k, _rel(g, w))
+
+
+@gpu
+def test_rnn_dropout_on_gpu_replays_with_the_seed():
+    """Training with p > 0 draws masks on the GPU from a seed of the global generator: the same
+    seed gives the same result, and the masks change it."""
+    kw = dict(mode='lstm', T=5, N=4, I=3, H=6, L=3, D=2, p=0.5, dtype='float32')
+    mx.random.seed(7)
+    a = _rnn_op_run(mx.gpu(0), **kw)
+    mx.random.seed(7)
+    b = _rnn_op_run(mx.gpu(0), **kw)
+    c = _rnn_op_run(mx.gpu(0), **dict(kw, p=0.0))
+    for g, w in zip(a, b):
+        np.testing.assert_array_equal(g, w)
+    assert np.abs(a[0] - c[0]).max() > 1e-3
+    assert all(np.isfinite(g).all() for g in a)
+
+
+def _rnn_layer_steps(cls, ctx):
+    """A 2-layer bidirectional gluon layer's forward and backward (states in and out): its
+    output, states, and the gradients of the data and of every parameter."""
+    mx.random.seed(11)
+    net = cls(8, num_layers=2, bidirectional=True, input_size=5)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    rs = np.random.RandomState(12)
+    x = mx.nd.array(rs.uniform(-1, 1, (6, 3, 5)).astype(np.float32), ctx=ctx)
+    x.attach_grad()
+    states = [mx.nd.array(rs.uniform(-1, 1, s['shape']).astype(np.float32), ctx=ctx)
+              for s in net.state_info(3)]
+    with mx.autograd.record():
+        out, hs = net(x, states)
+        loss = (out * out).sum() + sum((h * h * 0.5).sum() for h in hs)
+    loss.backward()
+    grads = [p.grad(ctx).asnumpy() for p in net.collect_params().values()]
+    return [out.asnumpy()] + [h.asnumpy() for h in hs] + [x.grad.asnumpy()] + grads
+
+
+@gpu
+@pytest.mark.parametrize('cls', ['LSTM', 'GRU'])
+def test_gluon_rnn_layer_on_gpu_matches_cpu(cls):
+    layer = getattr(mx.gluon.rnn, cls)
+    want = _rnn_layer_steps(layer, mx.cpu())
+    got = _rnn_layer_steps(layer, mx.gpu(0))
+    assert len(got) == len(want) == (3 if cls == 'LSTM' else 2) + 1 + 16
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and _rel(g, w) <= 1e-4, 'result %d: error %.3g' % (k, _rel(g, w))

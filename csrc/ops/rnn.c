@@ -1,7 +1,8 @@
 /* The fused recurrent layer: MXNet's RNN op (modes rnn_relu, rnn_tanh, lstm, gru; layers,
  * directions, LSTM projection and cell clipping, dropout between layers, per-row sequence
  * lengths), its _backward_RNN, and _rnn_param_concat, the Concat gluon's layers join their
- * parameters with. Kernels: kernels/cpu/rnn_tmpl.h (instances in rnn_kernels.c).
+ * parameters with. Kernels: kernels/cpu/rnn_tmpl.h (instances in rnn_kernels.c); on a GPU,
+ * kernels/cuda/rnn.cu, which keeps the same reserve.
  *
  * Outputs: output, state_output, statecell_output and the reserve; state_outputs decides how
  * many are visible (MXNet's count), the rest are hidden. The reserve always exists and the
@@ -27,60 +28,49 @@
 
 static const char *const k_modes[] = {"rnn_relu", "rnn_tanh", "lstm", "gru", NULL};
 
-enum {
-    K_STATE_SIZE,
-    K_NUM_LAYERS,
-    K_BIDIR,
-    K_MODE,
-    K_P,
-    K_STATE_OUTPUTS,
-    K_PROJ,
-    K_CLIP_MIN,
-    K_CLIP_MAX,
-    K_CLIP_NAN,
-    K_USE_SEQ,
-    K_NATTRS
-};
 /* The schema; _backward_RNN's adds data_grad (whether the data's gradient is wanted: the
  * input projection's adjoint is a GEMM as large as the forward's, skipped when nobody reads it). */
 #define RNN_ATTR_SPECS                                                                             \
-    [K_STATE_SIZE] = {"state_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,                           \
-                      "size of the state for each layer", NULL},                                   \
-    [K_NUM_LAYERS] = {"num_layers", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL, "number of stacked layers", \
-                      NULL},                                                                       \
-    [K_BIDIR] = {"bidirectional", HG_ATTR_BOOL, 0, "False",                                        \
-                 "whether to use bidirectional recurrent layers", NULL},                           \
-    [K_MODE] = {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "the type of RNN to compute",        \
-                k_modes},                                                                          \
-    [K_P] = {"p", HG_ATTR_FLOAT, 0, "0",                                                           \
-             "drop rate of the dropout on the outputs of each RNN layer, except the last layer",   \
-             NULL},                                                                                \
-    [K_STATE_OUTPUTS] = {"state_outputs", HG_ATTR_BOOL, 0, "False",                                \
-                         "Whether to have the states as symbol outputs.", NULL},                   \
-    [K_PROJ] = {"projection_size", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",                          \
-                "size of the LSTM's projection of h", NULL},                                       \
-    [K_CLIP_MIN] = {"lstm_state_clip_min", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",                \
-                    "Minimum clip value of LSTM states (with lstm_state_clip_max)", NULL},         \
-    [K_CLIP_MAX] = {"lstm_state_clip_max", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",                \
-                    "Maximum clip value of LSTM states (with lstm_state_clip_min)", NULL},         \
-    [K_CLIP_NAN] = {"lstm_state_clip_nan", HG_ATTR_BOOL, 0, "False",                               \
-                    "clip NaN cell states to the range instead of propagating them", NULL},        \
-    [K_USE_SEQ] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",                                \
-                   "take a sequence_length input: valid steps per batch row", NULL},
+    [RNN_STATE_SIZE] = {"state_size", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,                         \
+                        "size of the state for each layer", NULL},                                 \
+    [RNN_NUM_LAYERS] = {"num_layers", HG_ATTR_INT, HG_ATTR_REQUIRED, NULL,                         \
+                        "number of stacked layers", NULL},                                         \
+    [RNN_BIDIR] = {"bidirectional", HG_ATTR_BOOL, 0, "False",                                      \
+                   "whether to use bidirectional recurrent layers", NULL},                         \
+    [RNN_MODE] = {"mode", HG_ATTR_ENUM, HG_ATTR_REQUIRED, NULL, "the type of RNN to compute",      \
+                  k_modes},                                                                        \
+    [RNN_P] = {"p", HG_ATTR_FLOAT, 0, "0",                                                         \
+               "drop rate of the dropout on the outputs of each RNN layer, except the last layer", \
+               NULL},                                                                              \
+    [RNN_STATE_OUTPUTS] = {"state_outputs", HG_ATTR_BOOL, 0, "False",                              \
+                           "Whether to have the states as symbol outputs.", NULL},                 \
+    [RNN_PROJ] = {"projection_size", HG_ATTR_INT, HG_ATTR_OPTIONAL, "None",                        \
+                  "size of the LSTM's projection of h", NULL},                                     \
+    [RNN_CLIP_MIN] = {"lstm_state_clip_min", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",              \
+                      "Minimum clip value of LSTM states (with lstm_state_clip_max)", NULL},       \
+    [RNN_CLIP_MAX] = {"lstm_state_clip_max", HG_ATTR_FLOAT, HG_ATTR_OPTIONAL, "None",              \
+                      "Maximum clip value of LSTM states (with lstm_state_clip_min)", NULL},       \
+    [RNN_CLIP_NAN] = {"lstm_state_clip_nan", HG_ATTR_BOOL, 0, "False",                             \
+                      "clip NaN cell states to the range instead of propagating them", NULL},      \
+    [RNN_USE_SEQ] = {"use_sequence_length", HG_ATTR_BOOL, 0, "False",                              \
+                     "take a sequence_length input: valid steps per batch row", NULL},
 
 static const hg_attr_spec k_rnn_attrs[] = {RNN_ATTR_SPECS};
-_Static_assert(HG_COUNT(k_rnn_attrs) == K_NATTRS, "k_rnn_attrs must match its enum");
+_Static_assert(HG_COUNT(k_rnn_attrs) == RNN_NATTRS, "k_rnn_attrs must match its enum");
 static const hg_attr_spec k_rnn_bwd_attrs[] = {
-    RNN_ATTR_SPECS[K_NATTRS] = {"data_grad", HG_ATTR_BOOL, 0, "True",
-                                "compute the gradient of data", NULL},
+    RNN_ATTR_SPECS[RNN_DATA_GRAD] = {"data_grad", HG_ATTR_BOOL, 0, "True",
+                                     "compute the gradient of data", NULL},
 };
 
-static bool is_lstm(const hg_attrs *a) { return a->v[K_MODE].i == HG_RNN_LSTM; }
+static bool is_lstm(const hg_attrs *a) { return a->v[RNN_MODE].i == HG_RNN_LSTM; }
 static int seq_input(const hg_attrs *a) { return is_lstm(a) ? 4 : 3; }
-static int rnn_num_inputs(const hg_attrs *a) { return seq_input(a) + (a->v[K_USE_SEQ].b ? 1 : 0); }
+static int rnn_num_inputs(const hg_attrs *a)
+{
+    return seq_input(a) + (a->v[RNN_USE_SEQ].b ? 1 : 0);
+}
 static int rnn_visible(const hg_attrs *a)
 {
-    return a->v[K_STATE_OUTPUTS].b ? (is_lstm(a) ? 3 : 2) : 1;
+    return a->v[RNN_STATE_OUTPUTS].b ? (is_lstm(a) ? 3 : 2) : 1;
 }
 
 /* Checks the attributes and fills the geometry from data's (T, N, I). */
@@ -88,11 +78,11 @@ static hg_status rnn_dims(const char *name, const hg_attrs *a, const hg_meta *x,
 {
     char s[HG_SHAPE_STR];
     memset(d, 0, sizeof *d);
-    d->mode = (hg_rnn_mode)a->v[K_MODE].i;
-    d->H = a->v[K_STATE_SIZE].i;
-    d->L = a->v[K_NUM_LAYERS].i;
-    d->D = a->v[K_BIDIR].b ? 2 : 1;
-    d->drop = a->v[K_P].f;
+    d->mode = (hg_rnn_mode)a->v[RNN_MODE].i;
+    d->H = a->v[RNN_STATE_SIZE].i;
+    d->L = a->v[RNN_NUM_LAYERS].i;
+    d->D = a->v[RNN_BIDIR].b ? 2 : 1;
+    d->drop = a->v[RNN_P].f;
     if (d->H < 1 || d->L < 1)
         return hg_error(HG_ERR_VALUE,
                         "%s: state_size and num_layers must be positive, got %lld "
@@ -100,8 +90,8 @@ static hg_status rnn_dims(const char *name, const hg_attrs *a, const hg_meta *x,
                         name, (long long)d->H, (long long)d->L);
     if (!(d->drop >= 0 && d->drop < 1))
         return hg_error(HG_ERR_VALUE, "%s: p (dropout) must be in [0, 1), got %g", name, d->drop);
-    if (!a->v[K_PROJ].is_none) {
-        d->P = a->v[K_PROJ].i;
+    if (!a->v[RNN_PROJ].is_none) {
+        d->P = a->v[RNN_PROJ].i;
         if (d->mode != HG_RNN_LSTM)
             return hg_error(HG_ERR_VALUE,
                             "%s: projection_size is only supported with mode "
@@ -111,7 +101,7 @@ static hg_status rnn_dims(const char *name, const hg_attrs *a, const hg_meta *x,
             return hg_error(HG_ERR_VALUE, "%s: projection_size must be positive, got %lld", name,
                             (long long)d->P);
     }
-    bool has_min = !a->v[K_CLIP_MIN].is_none, has_max = !a->v[K_CLIP_MAX].is_none;
+    bool has_min = !a->v[RNN_CLIP_MIN].is_none, has_max = !a->v[RNN_CLIP_MAX].is_none;
     if (has_min != has_max)
         return hg_error(HG_ERR_VALUE,
                         "%s: lstm_state_clip_min and lstm_state_clip_max must be "
@@ -119,9 +109,9 @@ static hg_status rnn_dims(const char *name, const hg_attrs *a, const hg_meta *x,
                         name);
     if (has_min) {
         d->clip = d->mode == HG_RNN_LSTM;
-        d->clip_min = a->v[K_CLIP_MIN].f;
-        d->clip_max = a->v[K_CLIP_MAX].f;
-        d->clip_nan = a->v[K_CLIP_NAN].b;
+        d->clip_min = a->v[RNN_CLIP_MIN].f;
+        d->clip_max = a->v[RNN_CLIP_MAX].f;
+        d->clip_nan = a->v[RNN_CLIP_NAN].b;
         if (!(d->clip_min <= d->clip_max))
             return hg_error(HG_ERR_VALUE,
                             "%s: lstm_state_clip_min (%g) must not exceed "
@@ -143,6 +133,11 @@ static hg_status rnn_dims(const char *name, const hg_attrs *a, const hg_meta *x,
         return hg_error(HG_ERR_VALUE, "%s: sizes too large (data %s, state_size %lld)", name,
                         hg_shape_str(s, x->ndim, x->shape), (long long)d->H);
     return HG_OK;
+}
+
+hg_status hg_rnn_dims_of(const char *name, const hg_attrs *a, const hg_meta *x, hg_rnn_dims *d)
+{
+    return rnn_dims(name, a, x, d);
 }
 
 static bool meta_known(const hg_meta *m)
@@ -192,7 +187,7 @@ static hg_status rnn_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     HG_TRY(fill_input(op, "state", &in[2], dt, 3, (int64_t[]){LD, d.N, R}, true));
     if (is_lstm(a))
         HG_TRY(fill_input(op, "state_cell", &in[3], dt, 3, (int64_t[]){LD, d.N, d.H}, true));
-    if (a->v[K_USE_SEQ].b) {
+    if (a->v[RNN_USE_SEQ].b) {
         if (seq_input(a) >= nin)
             return hg_error(HG_ERR_VALUE, "%s: use_sequence_length needs a sequence_length input",
                             op->name);
@@ -286,7 +281,7 @@ static hg_status run_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
     (void)op;
     int64_t *lens = ctx->workspace;
     void *scratch = lens ? (void *)(lens + d->N) : NULL;
-    if (a->v[K_USE_SEQ].b) load_lens(in[seq_input(a)], d->T, lens);
+    if (a->v[RNN_USE_SEQ].b) load_lens(in[seq_input(a)], d->T, lens);
     else lens = NULL;
     if (d->drop > 0 && d->L > 1) draw_masks(d, ctx->is_train, out[3]);
     const bool lstm = is_lstm(a);
@@ -398,11 +393,9 @@ hg_status hg_rnn_forward_split(const hg_op_def *op, const hg_attrs *a, const hg_
  * _backward_RNN inputs: ograd output, ograd state_output, ograd statecell_output, data,
  * parameters, state, output, reserve, then state_cell (lstm) and sequence_length (when used).
  * Outputs: the gradients of data, parameters, state and (lstm) state_cell. */
-enum { B_DY, B_DHY, B_DCY, B_X, B_W, B_H0, B_Y, B_RES, B_FIXED };
-
 static int bwd_num_inputs(const hg_attrs *a)
 {
-    return B_FIXED + (is_lstm(a) ? 1 : 0) + (a->v[K_USE_SEQ].b ? 1 : 0);
+    return RNN_B_FIXED + (is_lstm(a) ? 1 : 0) + (a->v[RNN_USE_SEQ].b ? 1 : 0);
 }
 static int bwd_num_outputs(const hg_attrs *a) { return is_lstm(a) ? 4 : 3; }
 
@@ -411,18 +404,18 @@ static hg_status bwd_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
 {
     (void)nin;
     hg_rnn_dims d;
-    HG_TRY(rnn_dims(op->name, a, &in[B_X], &d));
-    out[0] = in[B_X];
-    out[1] = in[B_W];
-    out[2] = in[B_H0];
-    if (nout > 3) out[3] = in[B_FIXED];
+    HG_TRY(rnn_dims(op->name, a, &in[RNN_B_X], &d));
+    out[0] = in[RNN_B_X];
+    out[1] = in[RNN_B_W];
+    out[2] = in[RNN_B_H0];
+    if (nout > 3) out[3] = in[RNN_B_FIXED];
     return HG_OK;
 }
 
 static size_t bwd_ws(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
-    return ws_bytes(a, &in[B_X], true);
+    return ws_bytes(a, &in[RNN_B_X], true);
 }
 
 static hg_status rnn_backward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx,
@@ -431,26 +424,27 @@ static hg_status rnn_backward(const hg_op_def *op, const hg_attrs *a, const hg_e
     (void)nin;
     (void)nout;
     hg_rnn_dims d;
-    hg_meta x = hg_meta_of(in[B_X]);
+    hg_meta x = hg_meta_of(in[RNN_B_X]);
     HG_TRY(rnn_dims(op->name, a, &x, &d));
     const bool lstm = is_lstm(a);
     int64_t *lens = ctx->workspace;
     void *scratch = lens ? (void *)(lens + d.N) : NULL;
-    if (a->v[K_USE_SEQ].b) load_lens(in[B_FIXED + (lstm ? 1 : 0)], d.T, lens);
+    if (a->v[RNN_USE_SEQ].b) load_lens(in[RNN_B_FIXED + (lstm ? 1 : 0)], d.T, lens);
     else lens = NULL;
-    const bool want_dx = a->v[K_NATTRS].b;
+    const bool want_dx = a->v[RNN_DATA_GRAD].b;
     if (!want_dx) hg_ops_zero_fill(out[0]); /* defined, though nobody reads it */
     /* train: the forward left the masked layer outputs in the reserve (also in predict mode,
      * where the mask is ones), so the backward always reads them. */
 #define BWD(RT, SFX)                                                                           \
-    hg_rnn_backward_##SFX(&d, true, HG_DATA(in[B_X], RT), HG_DATA(in[B_W], RT),                \
-                          HG_DATA(in[B_H0], RT), lstm ? HG_DATA(in[B_FIXED], RT) : NULL, lens, \
-                          HG_DATA(in[B_Y], RT), HG_DATA(in[B_RES], RT), HG_DATA(in[B_DY], RT), \
-                          HG_DATA(in[B_DHY], RT), lstm ? HG_DATA(in[B_DCY], RT) : NULL,        \
-                          want_dx ? HG_DATA(out[0], RT) : NULL, HG_DATA(out[1], RT),            \
-                          HG_DATA(out[2], RT),                                                  \
-                          lstm ? HG_DATA(out[3], RT) : NULL, scratch)
-    if (in[B_X]->dtype == HG_DTYPE_F32) BWD(float, f32);
+    hg_rnn_backward_##SFX(&d, true, HG_DATA(in[RNN_B_X], RT), HG_DATA(in[RNN_B_W], RT),        \
+                          HG_DATA(in[RNN_B_H0], RT),                                           \
+                          lstm ? HG_DATA(in[RNN_B_FIXED], RT) : NULL, lens,                    \
+                          HG_DATA(in[RNN_B_Y], RT), HG_DATA(in[RNN_B_RES], RT),                \
+                          HG_DATA(in[RNN_B_DY], RT), HG_DATA(in[RNN_B_DHY], RT),               \
+                          lstm ? HG_DATA(in[RNN_B_DCY], RT) : NULL,                            \
+                          want_dx ? HG_DATA(out[0], RT) : NULL, HG_DATA(out[1], RT),           \
+                          HG_DATA(out[2], RT), lstm ? HG_DATA(out[3], RT) : NULL, scratch)
+    if (in[RNN_B_X]->dtype == HG_DTYPE_F32) BWD(float, f32);
     else BWD(double, f64);
 #undef BWD
     return HG_OK;
@@ -460,7 +454,7 @@ static hg_status rnn_grad(hg_grad_ctx *g)
 {
     const hg_attrs *a = hg_g_attrs(g);
     const bool lstm = is_lstm(a);
-    hg_sentry in[B_FIXED + 2], outs[4];
+    hg_sentry in[RNN_B_FIXED + 2], outs[4];
     int n = 0;
     in[n++] = hg_g_ograd(g, 0);
     in[n++] = hg_g_ograd(g, 1);
@@ -471,7 +465,7 @@ static hg_status rnn_grad(hg_grad_ctx *g)
     in[n++] = hg_g_out(g, 0);
     in[n++] = hg_g_out(g, 3);
     if (lstm) in[n++] = hg_g_in(g, 3);
-    if (a->v[K_USE_SEQ].b) in[n++] = hg_g_in(g, seq_input(a));
+    if (a->v[RNN_USE_SEQ].b) in[n++] = hg_g_in(g, seq_input(a));
     int nout = lstm ? 4 : 3;
     hg_g_op_fwd_attrs(g, "_backward_RNN", n, in,
                       hg_g_needs(g, 0) ? NULL : HG_KV("data_grad", "False"), nout, outs);
@@ -549,7 +543,7 @@ const hg_op_def hg_ops_rnn[] = {
      .input_names = HG_NAMES("data", "parameters", "state", "state_cell", "sequence_length"),
      .output_names = HG_NAMES("output", "state_output", "statecell_output", "reserve"),
      .attrs = k_rnn_attrs,
-     .num_attrs = K_NATTRS,
+     .num_attrs = RNN_NATTRS,
      .num_inputs = 5, /* the most: positional slots; the count comes from get_num_inputs */
      .flags = HG_OP_RANDOM, /* dropout between layers draws masks in training */
      .num_outputs = 4,
@@ -566,8 +560,8 @@ const hg_op_def hg_ops_rnn[] = {
                              "state", "output", "reserve", "state_cell", "sequence_length"),
      .output_names = HG_NAMES("data_grad", "parameters_grad", "state_grad", "state_cell_grad"),
      .attrs = k_rnn_bwd_attrs,
-     .num_attrs = K_NATTRS + 1,
-     .num_inputs = B_FIXED + 2,
+     .num_attrs = RNN_NATTRS + 1,
+     .num_inputs = RNN_B_FIXED + 2,
      .num_outputs = 4,
      .get_num_inputs = bwd_num_inputs,
      .get_num_outputs = bwd_num_outputs,
