@@ -2,7 +2,8 @@
  * share: typed element access (float16 is computed in float32, as the CPU's float16 paths
  * do), products that nvcc may not fuse into an FMA (the CPU build does not contract, so a
  * fused a * b + c would round differently from the CPU), double atomics, and a scratch buffer
- * for gradients that are scattered (accumulated in a wider type, then converted once).
+ * for gradients that are scattered (accumulated in a wider type, then converted once), and
+ * device scratch carved into aligned pieces.
  * Device code: included only by the .cu files (nvcc). */
 #ifndef HG_KERNELS_CUDA_DET_COMMON_H
 #define HG_KERNELS_CUDA_DET_COMMON_H
@@ -113,6 +114,27 @@ hg_status accum_end(const hg_op_def *op, int dev, cudaStream_t s, hg_tensor *t, 
     }
     hg_device_free(dev, acc->p, acc->nbytes ? acc->nbytes : sizeof(A));
     return st;
+}
+
+/* Device scratch carved into aligned pieces; freed in one call. */
+struct scratch {
+    char *p;
+    size_t n, used;
+};
+
+static inline size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+/* The scratch bytes of count elements of el bytes (carve takes at least one). */
+static inline size_t piece(size_t el, int64_t count)
+{
+    return align64(el * (size_t)(count > 0 ? count : 1));
+}
+
+template <typename X> inline X *carve(scratch *sc, int64_t count)
+{
+    X *r = (X *)(sc->p + sc->used);
+    sc->used += piece(sizeof(X), count);
+    return r;
 }
 
 } // namespace hg_det

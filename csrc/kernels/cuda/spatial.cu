@@ -1,6 +1,9 @@
 /* hg_gpu_kernels_spatial: GPU kernels of the sampling ops of ops/spatial.c: GridGenerator,
  * BilinearSampler, SpatialTransformer, Correlation and their gradients (ROIPooling is with the
- * region ops in detect.cu).
+ * region ops in detect.cu); and the deformable convolutions of ops/deform_conv.c
+ * (DeformableConvolution, ModulatedDeformableConvolution and their gradients): an im2col of
+ * bilinear samples per image and cuBLAS GEMMs per group, all in double as the CPU computes
+ * them (the GEMMs add in cuBLAS's order), the column gradient scattered with double atomics.
  *
  * The arithmetic is spatial.c's, step by step in the data's type (float16 in float32, as the
  * CPU's float16 path computes on float32 copies), with products that nvcc may not fuse into an
@@ -17,6 +20,7 @@
 #include "kernels/cuda/cuda_rt.h"
 #include "kernels/cuda/det_common.h"
 #include "kernels/cuda/kernel_util.h"
+#include "kernels/cuda/tensor_common.h"
 
 extern "C" {
 #include "ops/detect.h"
@@ -24,8 +28,12 @@ extern "C" {
 
 using hg_det::accum;
 using hg_det::add;
+using hg_det::align64;
+using hg_det::carve;
 using hg_det::ldv;
 using hg_det::mul;
+using hg_det::piece;
+using hg_det::scratch;
 using hg_det::stv;
 
 namespace
@@ -458,6 +466,284 @@ GPU_FWD(co_bw_gpu)
     return HG_OK;
 }
 
+/* ---- DeformableConvolution, ModulatedDeformableConvolution -------------------------------- */
+
+/* deform_conv.c's dc_geom. */
+struct dc_geom {
+    int64_t n, c, h, w, f, g, dg, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
+    bool mod;
+};
+
+int64_t tup(const hg_tuple *t, int i, int64_t def) { return t->n == 2 ? t->v[i] : def; }
+
+/* The geometry from the attributes, data and a tensor of the output's shape. */
+dc_geom dc_geom_of(const hg_attrs *a, bool mod, const hg_tensor *data, const hg_tensor *out_like)
+{
+    dc_geom g;
+    g.kh = a->v[D_KERNEL].t.v[0], g.kw = a->v[D_KERNEL].t.v[1];
+    g.sh = tup(&a->v[D_STRIDE].t, 0, 1), g.sw = tup(&a->v[D_STRIDE].t, 1, 1);
+    g.dh = tup(&a->v[D_DILATE].t, 0, 1), g.dw = tup(&a->v[D_DILATE].t, 1, 1);
+    g.ph = tup(&a->v[D_PAD].t, 0, 0), g.pw = tup(&a->v[D_PAD].t, 1, 0);
+    g.f = a->v[D_NUM_FILTER].i, g.g = a->v[D_NUM_GROUP].i, g.dg = a->v[D_NUM_DG].i;
+    g.mod = mod;
+    g.n = data->shape[0], g.c = data->shape[1], g.h = data->shape[2], g.w = data->shape[3];
+    g.ho = out_like->shape[2], g.wo = out_like->shape[3];
+    return g;
+}
+
+/* The taps of a sample at (y, x): indices, weights and the weights' derivatives in y and x,
+ * as deform_conv.c's taps(); returns how many (0 outside the region the variant reads). */
+__device__ int dc_taps(const dc_geom &g, double y, double x, int64_t *idx, double *wt, double *wy,
+                       double *wx)
+{
+    const int64_t H = g.h, W = g.w;
+    if (!g.mod) {
+        if (!(y >= 0 && x >= 0 && y < (double)H && x < (double)W)) return 0;
+        int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x), y1, x1;
+        double sy = 1, sx = 1;
+        if (y0 >= H - 1) y1 = y0, y = (double)y0, sy = 0;
+        else y1 = y0 + 1;
+        if (x0 >= W - 1) x1 = x0, x = (double)x0, sx = 0;
+        else x1 = x0 + 1;
+        const double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
+        idx[0] = y0 * W + x0, idx[1] = y0 * W + x1, idx[2] = y1 * W + x0, idx[3] = y1 * W + x1;
+        wt[0] = __dmul_rn(hy, hx), wt[1] = __dmul_rn(hy, lx);
+        wt[2] = __dmul_rn(ly, hx), wt[3] = __dmul_rn(ly, lx);
+        wy[0] = __dmul_rn(-hx, sy), wy[1] = __dmul_rn(-lx, sy);
+        wy[2] = __dmul_rn(hx, sy), wy[3] = __dmul_rn(lx, sy);
+        wx[0] = __dmul_rn(-hy, sx), wx[1] = __dmul_rn(hy, sx);
+        wx[2] = __dmul_rn(-ly, sx), wx[3] = __dmul_rn(ly, sx);
+        return 4;
+    }
+    if (!(y > -1 && x > -1 && y < (double)H && x < (double)W)) return 0;
+    const int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x);
+    const double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
+    const double w4[4] = {__dmul_rn(hy, hx), __dmul_rn(hy, lx), __dmul_rn(ly, hx),
+                          __dmul_rn(ly, lx)};
+    const double dy4[4] = {-hx, -lx, hx, lx}, dx4[4] = {-hy, hy, -ly, ly};
+    int n = 0;
+    for (int k = 0; k < 4; k++) {
+        const int64_t yy = y0 + (k >> 1), xx = x0 + (k & 1);
+        if (yy < 0 || yy > H - 1 || xx < 0 || xx > W - 1) continue;
+        idx[n] = yy * W + xx, wt[n] = w4[k], wy[n] = dy4[k], wx[n] = dx4[k];
+        n++;
+    }
+    return n;
+}
+
+/* Sample (c, k, p) of image n: its position, the index of its (dy) offset and its mask. */
+struct dc_sample {
+    double y, x;
+    int64_t oi, mi;
+};
+
+__device__ __forceinline__ dc_sample dc_sample_of(const dc_geom &g, const void *off, int dt,
+                                                  int64_t n, int64_t c, int64_t k, int64_t p)
+{
+    const int64_t P = g.ho * g.wo, kk = g.kh * g.kw, d = c / (g.c / g.dg);
+    const int64_t i = k / g.kw, j = k % g.kw, oy = p / g.wo, ox = p % g.wo;
+    dc_sample s;
+    s.oi = ((n * g.dg + d) * 2 * kk + 2 * k) * P + p;
+    s.mi = ((n * g.dg + d) * kk + k) * P + p;
+    s.y = (double)(oy * g.sh - g.ph + i * g.dh) + hg_tx::ld(off, dt, s.oi);
+    s.x = (double)(ox * g.sw - g.pw + j * g.dw) + hg_tx::ld(off, dt, s.oi + P);
+    return s;
+}
+
+/* col[(c * kk + k) * P + p]: the (masked) samples of image n, in double. */
+__global__ void dc_im2col_kernel(dc_geom g, const void *x, const void *off, const void *mask,
+                                 int dt, int64_t n, double *col)
+{
+    const int64_t P = g.ho * g.wo, kk = g.kh * g.kw;
+    GRID_LOOP(e, g.c * kk * P)
+    {
+        const int64_t p = e % P, k = (e / P) % kk, c = e / (P * kk);
+        const dc_sample s = dc_sample_of(g, off, dt, n, c, k, p);
+        int64_t idx[4];
+        double wt[4], wy[4], wx[4];
+        const int nt = dc_taps(g, s.y, s.x, idx, wt, wy, wx);
+        const int64_t plane = (n * g.c + c) * g.h * g.w;
+        double v = 0;
+        for (int t = 0; t < nt; t++)
+            v = __dadd_rn(v, __dmul_rn(wt[t], hg_tx::ld(x, dt, plane + idx[t])));
+        if (mask) v = __dmul_rn(v, hg_tx::ld(mask, dt, s.mi));
+        col[e] = v;
+    }
+}
+
+/* The column gradient of image n back to the data, offsets and mask (double, atomics). */
+__global__ void dc_col_grad_kernel(dc_geom g, const void *x, const void *off, const void *mask,
+                                   int dt, int64_t n, const double *dcol, double *dx, double *doff,
+                                   double *dmask)
+{
+    const int64_t P = g.ho * g.wo, kk = g.kh * g.kw;
+    GRID_LOOP(e, g.c * kk * P)
+    {
+        const double gv = dcol[e];
+        if (gv == 0) continue;
+        const int64_t p = e % P, k = (e / P) % kk, c = e / (P * kk);
+        const dc_sample s = dc_sample_of(g, off, dt, n, c, k, p);
+        int64_t idx[4];
+        double wt[4], wy[4], wx[4];
+        const int nt = dc_taps(g, s.y, s.x, idx, wt, wy, wx);
+        const int64_t plane = (n * g.c + c) * g.h * g.w;
+        const double m = mask ? hg_tx::ld(mask, dt, s.mi) : 1, mg = __dmul_rn(m, gv);
+        double v = 0, vy = 0, vx = 0;
+        for (int t = 0; t < nt; t++) {
+            const double d = hg_tx::ld(x, dt, plane + idx[t]);
+            v = __dadd_rn(v, __dmul_rn(wt[t], d));
+            vy = __dadd_rn(vy, __dmul_rn(wy[t], d));
+            vx = __dadd_rn(vx, __dmul_rn(wx[t], d));
+            atomicAdd(dx + plane + idx[t], __dmul_rn(mg, wt[t]));
+        }
+        atomicAdd(doff + s.oi, __dmul_rn(mg, vy));
+        atomicAdd(doff + s.oi + P, __dmul_rn(mg, vx));
+        if (dmask) atomicAdd(dmask + s.mi, __dmul_rn(gv, v));
+    }
+}
+
+__global__ void to_double_kernel(const void *src, int dt, double *dst, int64_t n)
+{
+    GRID_LOOP(i, n) dst[i] = hg_tx::ld(src, dt, i);
+}
+
+__global__ void from_double_kernel(const double *src, void *dst, int dt, int64_t n)
+{
+    GRID_LOOP(i, n) hg_tx::st(dst, dt, i, src[i]);
+}
+
+/* y[n, f, p] = bias[f] (0 without one). */
+__global__ void dc_bias_kernel(const void *b, int dt, double *y, int64_t f, int64_t P,
+                               int64_t total)
+{
+    GRID_LOOP(e, total) y[e] = b ? hg_tx::ld(b, dt, (e / P) % f) : 0;
+}
+
+/* db[f] = the sum of dy[n, f, p] over n then p (the CPU's order). */
+__global__ void dc_db_kernel(const double *dy, double *db, int64_t N, int64_t F, int64_t P)
+{
+    GRID_LOOP(f, F)
+    {
+        double s = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t p = 0; p < P; p++) s = __dadd_rn(s, dy[(n * F + f) * P + p]);
+        db[f] = s;
+    }
+}
+
+/* A double view of tensor t: t itself when it is float64, else a converted copy in sc. */
+double *as_double(cudaStream_t s, scratch *sc, const hg_tensor *t)
+{
+    if (t->dtype == HG_DTYPE_F64) return (double *)hg_data(t);
+    double *d = carve<double>(sc, t->size);
+    if (t->size > 0) to_double_kernel LAUNCH(t->size)(hg_data(t), (int)t->dtype, d, t->size);
+    return d;
+}
+
+size_t dbl_bytes(const hg_tensor *t)
+{
+    return t->dtype == HG_DTYPE_F64 ? 0 : piece(sizeof(double), t->size);
+}
+
+/* Stores the double result d into t unless d is t's own memory. */
+hg_status store_double(const char *name, cudaStream_t s, const double *d, hg_tensor *t)
+{
+    if (t->size == 0 || (const void *)d == hg_data(t)) return HG_OK;
+    from_double_kernel LAUNCH(t->size)(d, hg_data(t), (int)t->dtype, t->size);
+    return hg_cuda_launched(name);
+}
+
+/* Forward: per image, the column buffer then one GEMM per group (batched), in double. */
+hg_status dc_forward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, bool mod,
+                     int nin, hg_tensor *const *in, hg_tensor *const *out)
+{
+    STREAM;
+    const dc_geom g = dc_geom_of(a, mod, in[0], out[0]);
+    const int wi = mod ? 3 : 2;
+    const bool bias = nin > wi + 1;
+    const int dt = (int)in[0]->dtype;
+    const int64_t P = g.ho * g.wo, kk = g.kh * g.kw, cg = g.c / g.g, fg = g.f / g.g;
+    if (out[0]->size == 0) return HG_OK;
+    scratch sc = {NULL, 0, 0};
+    sc.n = dbl_bytes(in[wi]) + dbl_bytes(out[0]) + piece(sizeof(double), g.c * kk * P);
+    HG_TRY(hg_device_alloc(ctx->device_id, sc.n, (void **)&sc.p));
+    const double *w = as_double(s, &sc, in[wi]);
+    double *y = dt == HG_DTYPE_F64 ? (double *)hg_data(out[0]) : carve<double>(&sc, out[0]->size);
+    double *col = carve<double>(&sc, g.c * kk * P);
+    dc_bias_kernel LAUNCH(out[0]->size)(bias ? hg_data(in[wi + 1]) : NULL, dt, y, g.f, P,
+                                        out[0]->size);
+    hg_status st = hg_cuda_launched(op->name);
+    for (int64_t n = 0; n < g.n && st == HG_OK && g.c * kk * P > 0; n++) {
+        dc_im2col_kernel LAUNCH(g.c * kk * P)(g, hg_data(in[0]), hg_data(in[1]),
+                                              mod ? hg_data(in[2]) : NULL, dt, n, col);
+        st = hg_cuda_launched(op->name);
+        if (st == HG_OK)
+            st = hg_gemm_rm(ctx->device_id, op->name, HG_DTYPE_F64, 0, 0, fg, P, cg * kk, 1.0, w,
+                            cg * kk, fg * cg * kk, col, P, cg * kk * P, 1.0, y + n * g.f * P, P,
+                            fg * P, g.g);
+    }
+    if (st == HG_OK) st = store_double(op->name, s, y, out[0]);
+    hg_device_free(ctx->device_id, sc.p, sc.n);
+    return st;
+}
+
+GPU_FWD(dc_gpu) { return dc_forward(op, a, ctx, false, nin, in, out); }
+GPU_FWD(mdc_gpu) { return dc_forward(op, a, ctx, true, nin, in, out); }
+
+/* Backward (ograd, data, offset, [mask,] weight) -> (data, offset, [mask,] weight[, bias]):
+ * per image the column buffer, the column gradient W^T dy and the weight gradient dy col^T
+ * (GEMMs per group), then the column gradient through the samples. */
+hg_status dc_backward(const hg_op_def *op, const hg_attrs *a, const hg_exec_ctx *ctx, bool mod,
+                      int nout, hg_tensor *const *in, hg_tensor *const *out)
+{
+    STREAM;
+    const dc_geom g = dc_geom_of(a, mod, in[1], in[0]);
+    const int wi = mod ? 4 : 3, wo = mod ? 3 : 2;
+    const bool bias = nout > wo + 1;
+    const int dt = (int)in[1]->dtype;
+    const int64_t P = g.ho * g.wo, kk = g.kh * g.kw, cg = g.c / g.g, fg = g.f / g.g;
+    const int64_t ncol = g.c * kk * P;
+    scratch sc = {NULL, 0, 0};
+    sc.n = dbl_bytes(in[0]) + dbl_bytes(in[wi]) + 2 * piece(sizeof(double), ncol);
+    for (int k = 0; k < nout; k++) sc.n += piece(sizeof(double), out[k]->size);
+    HG_TRY(hg_device_alloc(ctx->device_id, sc.n, (void **)&sc.p));
+    const double *dy = as_double(s, &sc, in[0]), *w = as_double(s, &sc, in[wi]);
+    double *col = carve<double>(&sc, ncol), *dcol = carve<double>(&sc, ncol);
+    double *acc[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int k = 0; k < nout; k++) acc[k] = carve<double>(&sc, out[k]->size);
+    hg_status st = hg_cuda_status(
+        cudaMemsetAsync(acc[0], 0, sc.n - (size_t)((char *)acc[0] - sc.p), s), op->name);
+    double *dx = acc[0], *doff = acc[1], *dmask = mod ? acc[2] : NULL, *dw = acc[wo];
+    for (int64_t n = 0; n < g.n && st == HG_OK && ncol > 0; n++) {
+        const double *dyn = dy + n * g.f * P;
+        dc_im2col_kernel LAUNCH(ncol)(g, hg_data(in[1]), hg_data(in[2]),
+                                      mod ? hg_data(in[3]) : NULL, dt, n, col);
+        st = hg_cuda_launched(op->name);
+        if (st == HG_OK)
+            st = hg_gemm_rm(ctx->device_id, op->name, HG_DTYPE_F64, 1, 0, cg * kk, P, fg, 1.0, w,
+                            cg * kk, fg * cg * kk, dyn, P, fg * P, 0.0, dcol, P, cg * kk * P, g.g);
+        if (st == HG_OK)
+            st = hg_gemm_rm(ctx->device_id, op->name, HG_DTYPE_F64, 0, 1, fg, cg * kk, P, 1.0, dyn,
+                            P, fg * P, col, P, cg * kk * P, 1.0, dw, cg * kk, fg * cg * kk, g.g);
+        if (st == HG_OK) {
+            dc_col_grad_kernel LAUNCH(ncol)(g, hg_data(in[1]), hg_data(in[2]),
+                                            mod ? hg_data(in[3]) : NULL, dt, n, dcol, dx, doff,
+                                            dmask);
+            st = hg_cuda_launched(op->name);
+        }
+    }
+    if (st == HG_OK && bias && g.f > 0) {
+        dc_db_kernel LAUNCH(g.f)(dy, acc[wo + 1], g.n, g.f, P);
+        st = hg_cuda_launched(op->name);
+    }
+    for (int k = 0; k < nout && st == HG_OK; k++) st = store_double(op->name, s, acc[k], out[k]);
+    hg_device_free(ctx->device_id, sc.p, sc.n);
+    return st;
+}
+
+GPU_FWD(dc_bw_gpu) { return dc_backward(op, a, ctx, false, nout, in, out); }
+GPU_FWD(mdc_bw_gpu) { return dc_backward(op, a, ctx, true, nout, in, out); }
+
 } // namespace
 
 extern "C" const hg_gpu_kernel hg_gpu_kernels_spatial[] = {
@@ -468,5 +754,9 @@ extern "C" const hg_gpu_kernel hg_gpu_kernels_spatial[] = {
     {"SpatialTransformer", st_gpu},
     {"Correlation", co_gpu},
     {"_backward_Correlation", co_bw_gpu},
+    {"_contrib_DeformableConvolution", dc_gpu},
+    {"_backward_contrib_DeformableConvolution", dc_bw_gpu},
+    {"_contrib_ModulatedDeformableConvolution", mdc_gpu},
+    {"_backward_contrib_ModulatedDeformableConvolution", mdc_bw_gpu},
     {NULL, NULL},
 };
