@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "ops/contrib_util.h"
+#include "ops/detect.h"
 #include "ops/ops_util.h"
 
-enum { FMT_CORNER, FMT_CENTER };
 static const char *const k_formats[] = {"corner", "center", NULL};
 
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
@@ -44,7 +44,6 @@ static double box_area(const double *b, int fmt)
 
 /* ---- box_iou ----------------------------------------------------------------------------- */
 
-enum { IOU_FORMAT, IOU_NATTRS };
 static const hg_attr_spec k_iou_attrs[] = {
     [IOU_FORMAT] = {"format", HG_ATTR_ENUM, 0, "corner",
                     "box encoding: corner [xmin, ymin, xmax, ymax] or center [x, y, w, h]",
@@ -116,19 +115,6 @@ done:
 
 /* ---- box_nms ----------------------------------------------------------------------------- */
 
-enum {
-    NMS_OVERLAP,
-    NMS_VALID,
-    NMS_TOPK,
-    NMS_COORD,
-    NMS_SCORE,
-    NMS_ID,
-    NMS_BG,
-    NMS_FORCE,
-    NMS_IN_FMT,
-    NMS_OUT_FMT,
-    NMS_NATTRS
-};
 static const hg_attr_spec k_nms_attrs[] = {
     [NMS_OVERLAP] = {"overlap_thresh", HG_ATTR_FLOAT, 0, "0.5",
                      "IoU above which the box with the smaller score is suppressed", NULL},
@@ -372,7 +358,6 @@ done:
 
 /* ---- bipartite_matching ------------------------------------------------------------------ */
 
-enum { BM_ASCEND, BM_THRESH, BM_TOPK, BM_NATTRS };
 static const hg_attr_spec k_bm_attrs[] = {
     [BM_ASCEND] = {"is_ascend", HG_ATTR_BOOL, 0, "False",
                    "match the lowest scores first (then threshold is an upper bound)", NULL},
@@ -550,7 +535,6 @@ done:
     return st;
 }
 
-enum { DEC_STD0, DEC_STD1, DEC_STD2, DEC_STD3, DEC_CLIP, DEC_FORMAT, DEC_NATTRS };
 static const hg_attr_spec k_dec_attrs[] = {
     [DEC_STD0] = {"std0", HG_ATTR_FLOAT, 0, "1", "multiplies the 1st encoded value", NULL},
     [DEC_STD1] = {"std1", HG_ATTR_FLOAT, 0, "1", "multiplies the 2nd encoded value", NULL},

@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "ops/contrib_util.h"
+#include "ops/detect.h"
 #include "ops/ops_util.h"
 
-#define MAX_FLOATS 32
+#define MAX_FLOATS HG_MBP_MAX_FLOATS
 
 static bool known(const hg_meta *m) { return m->ndim >= 0; }
 
@@ -25,7 +26,6 @@ static hg_status check_f32(const hg_op_def *op, const char *what, hg_dtype dt)
 
 /* ---- MultiBoxPrior ----------------------------------------------------------------------- */
 
-enum { MBP_SIZES, MBP_RATIOS, MBP_CLIP, MBP_STEPS, MBP_OFFSETS, MBP_NATTRS };
 static const hg_attr_spec k_mbp_attrs[] = {
     [MBP_SIZES] = {"sizes", HG_ATTR_STRING, 0, "(1,)", "anchor sizes (fractions of the image)",
                    NULL},
@@ -38,12 +38,9 @@ static const hg_attr_spec k_mbp_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_mbp_attrs) == MBP_NATTRS, "k_mbp_attrs must match its enum");
 
-typedef struct {
-    float sizes[MAX_FLOATS], ratios[MAX_FLOATS], steps[MAX_FLOATS], offsets[MAX_FLOATS];
-    int ns, nr;
-} mbp_params;
+typedef hg_mbp_params mbp_params;
 
-static hg_status mbp_parse(const hg_op_def *op, const hg_attrs *a, mbp_params *p)
+hg_status hg_mbp_parse(const hg_op_def *op, const hg_attrs *a, mbp_params *p)
 {
     int nst, nof;
     if ((p->ns = hg_ops_parse_floats(op, "sizes", a->v[MBP_SIZES].s, p->sizes, MAX_FLOATS, false)) <
@@ -78,7 +75,7 @@ static hg_status mbp_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     (void)nout;
     char s[HG_SHAPE_STR];
     mbp_params p;
-    hg_status st = mbp_parse(op, a, &p);
+    hg_status st = hg_mbp_parse(op, a, &p);
     if (st) return st;
     if ((st = check_f32(op, "data", in[0].dtype))) return st;
     out[0].dtype = in[0].dtype;
@@ -107,7 +104,7 @@ static hg_status mbp_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
     (void)nin;
     (void)nout;
     mbp_params p;
-    hg_status st = mbp_parse(op, a, &p);
+    hg_status st = hg_mbp_parse(op, a, &p);
     if (st) return st;
     int h = (int)in[0]->shape[2], w = (int)in[0]->shape[3];
     float sy = p.steps[0], sx = p.steps[1];
@@ -139,15 +136,6 @@ static hg_status mbp_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
 
 /* ---- MultiBoxTarget ---------------------------------------------------------------------- */
 
-enum {
-    MBT_OVERLAP,
-    MBT_IGNORE,
-    MBT_NEG_RATIO,
-    MBT_NEG_THRESH,
-    MBT_MIN_NEG,
-    MBT_VARIANCES,
-    MBT_NATTRS
-};
 static const hg_attr_spec k_mbt_attrs[] = {
     [MBT_OVERLAP] = {"overlap_threshold", HG_ATTR_FLOAT, 0, "0.5",
                      "IoU above which an anchor is a positive match", NULL},
@@ -164,7 +152,7 @@ static const hg_attr_spec k_mbt_attrs[] = {
 };
 _Static_assert(HG_COUNT(k_mbt_attrs) == MBT_NATTRS, "k_mbt_attrs must match its enum");
 
-static hg_status mbt_variances(const hg_op_def *op, const hg_attrs *a, float *v)
+hg_status hg_mbt_variances(const hg_op_def *op, const hg_attrs *a, float *v)
 {
     float tmp[MAX_FLOATS];
     int n = hg_ops_parse_floats(op, "variances", a->v[MBT_VARIANCES].s, tmp, MAX_FLOATS, false);
@@ -181,7 +169,7 @@ static hg_status mbt_infer(const hg_op_def *op, const hg_attrs *a, int nin, hg_m
     (void)nout;
     char s1[HG_SHAPE_STR], s2[HG_SHAPE_STR];
     float var[4];
-    hg_status st = mbt_variances(op, a, var);
+    hg_status st = hg_mbt_variances(op, a, var);
     if (st) return st;
     for (int i = 0; i < 3; i++)
         if ((i == 0 || known(&in[i])) && (st = check_f32(op, op->input_names[i], in[i].dtype)))
@@ -387,7 +375,7 @@ static hg_status mbt_forward(const hg_op_def *op, const hg_attrs *a, const hg_ex
     int64_t n = in[0]->shape[1], nb = in[1]->shape[0], nl = in[1]->shape[1];
     int64_t lw = in[1]->shape[2], nc = in[2]->shape[1];
     mbt_work w = {.op = op, .a = a, .n = n, .nl = nl, .lw = lw, .nc = nc};
-    hg_status st = mbt_variances(op, a, w.var);
+    hg_status st = hg_mbt_variances(op, a, w.var);
     if (st) return st;
     double *an = hg_c_load(in[0]), *lb = hg_c_load(in[1]), *pr = hg_c_load(in[2]);
     double *loc = hg_c_alloc(out[0]->size), *mask = hg_c_alloc(out[1]->size);

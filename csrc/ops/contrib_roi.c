@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "ops/contrib_util.h"
+#include "ops/detect.h"
 #include "ops/ops_util.h"
 
-enum { RA_POOLED, RA_SCALE, RA_SAMPLE, RA_PS, RA_ALIGNED, RA_NATTRS };
 static const hg_attr_spec k_ra_attrs[] = {
     [RA_POOLED] = {"pooled_size", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
                    "output (height, width) of each region", NULL},
@@ -245,7 +245,6 @@ static hg_status ra_grad(hg_grad_ctx *g)
 
 /* ---- RROIAlign: rotated regions (forward only: MXNet has no backward) --------------------- */
 
-enum { RR_POOLED, RR_SCALE, RR_SAMPLE, RR_NATTRS };
 static const hg_attr_spec k_rr_attrs[] = {
     [RR_POOLED] = {"pooled_size", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
                    "output (height, width) of each region", NULL},
@@ -363,7 +362,6 @@ done:
 
 /* ---- PSROIPooling: position-sensitive average pooling (R-FCN) ----------------------------- */
 
-enum { PS_SCALE, PS_OUTDIM, PS_POOLED, PS_GROUP, PS_NATTRS };
 static const hg_attr_spec k_ps_attrs[] = {
     [PS_SCALE] = {"spatial_scale", HG_ATTR_FLOAT, HG_ATTR_REQUIRED, NULL,
                   "feature map size over image size, in [0, 1]", NULL},

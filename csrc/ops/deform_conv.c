@@ -11,23 +11,8 @@
 #include <string.h>
 
 #include "ops/contrib_util.h"
+#include "ops/detect.h"
 #include "ops/ops_util.h"
-
-enum {
-    D_KERNEL,
-    D_STRIDE,
-    D_DILATE,
-    D_PAD,
-    D_NUM_FILTER,
-    D_NUM_GROUP,
-    D_NUM_DG,
-    D_WORKSPACE,
-    D_NO_BIAS,
-    D_LAYOUT,
-    D_NATTRS, /* DeformableConvolution's schema ends here */
-    D_IM2COL = D_NATTRS,
-    M_NATTRS
-};
 
 static const char *const k_layouts[] = {"NCW", "NCHW", "NCDHW", NULL};
 

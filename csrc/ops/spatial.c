@@ -22,6 +22,7 @@
 #include "core/parallel.h"
 #include "graph/grad.h"
 #include "kernels/cpu/im2col.h"
+#include "ops/detect.h"
 #include "ops/ops_util.h"
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }
@@ -357,8 +358,6 @@ static hg_status col2im_grad(hg_grad_ctx *g)
 
 /* ==== GridGenerator ========================================================================== */
 
-enum { GG_TRANSFORM, GG_TARGET, GG_NATTRS };
-enum { GG_AFFINE, GG_WARP, GG_NTYPES };
 static const char *const k_gg_types[] = {[GG_AFFINE] = "affine", [GG_WARP] = "warp", NULL};
 
 static const hg_attr_spec k_gg_attrs[] = {
@@ -536,7 +535,6 @@ static hg_status gg_grad(hg_grad_ctx *g)
 
 /* ==== BilinearSampler ======================================================================== */
 
-enum { BS_CUDNN_OFF, BS_NATTRS };
 static const hg_attr_spec k_bs_attrs[] = {
     [BS_CUDNN_OFF] = {"cudnn_off", HG_ATTR_BOOL, HG_ATTR_OPTIONAL, "None",
                       "turn off cuDNN (ignored on CPU)", NULL},
@@ -754,7 +752,6 @@ static hg_status bs_grad(hg_grad_ctx *g)
 
 /* ==== SpatialTransformer ===================================================================== */
 
-enum { ST_TARGET, ST_TRANSFORM, ST_SAMPLER, ST_CUDNN_OFF, ST_NATTRS };
 static const char *const k_st_transforms[] = {"affine", NULL};
 static const char *const k_st_samplers[] = {"bilinear", NULL};
 static const hg_attr_spec k_st_attrs[] = {
@@ -836,7 +833,6 @@ static hg_status st_grad(hg_grad_ctx *g)
 
 /* ==== ROIPooling ============================================================================= */
 
-enum { RP_POOLED, RP_SCALE, RP_NATTRS };
 static const hg_attr_spec k_rp_attrs[] = {
     [RP_POOLED] = {"pooled_size", HG_ATTR_TUPLE, HG_ATTR_REQUIRED, NULL,
                    "output size (h, w) of each region", NULL},
@@ -1031,7 +1027,6 @@ static hg_status rp_grad(hg_grad_ctx *g)
 
 /* ==== Correlation ============================================================================ */
 
-enum { CO_KERNEL, CO_MAXD, CO_STRIDE1, CO_STRIDE2, CO_PAD, CO_MULT, CO_NATTRS };
 static const hg_attr_spec k_co_attrs[] = {
     [CO_KERNEL] = {"kernel_size", HG_ATTR_INT, 0, "1", "patch size (odd)", NULL},
     [CO_MAXD] = {"max_displacement", HG_ATTR_INT, 0, "1", "largest displacement compared", NULL},
