@@ -250,3 +250,34 @@ def test_trainer_updates_between_replays():
         for p, q in zip(net.collect_params().values(), ref.collect_params().values()):
             q.set_data(p.data())
         _close(net(x), ref(x))
+
+
+@pytest.mark.parametrize('static', [False, True])
+def test_nodes_without_inputs_take_the_inferred_shape(static):
+    """A traced F.zeros whose batch size is left to the graph's inference (as an RNN cell's
+    begin state) is made on the GPU with the inferred shape; a random draw without a GPU
+    kernel is drawn on the host and copied over (and keeps the block op by op)."""
+    class Z(nn.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x + F.zeros(shape=(0, 5)) + F.ones(shape=(0, 5))
+
+    class R(nn.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x + F.random.uniform(shape=(0, 5)) * 0
+
+    for cls, kernel_op in ((Z, '_zeros'), (R, '_random_uniform')):
+        net = cls()
+        net.hybridize(static_alloc=static, static_shape=static)
+        for i in range(3):
+            x = _x((4, 5), i)
+            y = net(x)
+            assert y.context == mx.gpu(0)
+            add = 1.0 if cls is Z else 0.0
+            np.testing.assert_allclose(y.asnumpy(), x.asnumpy() + add, rtol=1e-6)
+        g = _graph(net)
+        if not static:
+            assert g['state'] == 'none'
+        elif mx._core.op_info(kernel_op)['gpu']:
+            assert g['state'] == 'recorded', g
+        else:
+            assert g['state'] == 'off', g

@@ -381,6 +381,78 @@ static hg_status get_variant(hg_cachedop *c, const char *mask, variant **out)
     return st;
 }
 
+/* A node without inputs (zeros, a random draw) in a GPU call, made on gpu(dev) with the metas m
+ * the graph's inference gives it (its attributes may leave dims to inference, as a traced
+ * begin state's batch size). Through its GPU kernel; an op without one runs on the host and
+ * its result is copied over. */
+static hg_status run_source(const hg_snode *nd, const hg_meta *m, int dev, bool train,
+                            hg_tensor **out)
+{
+    bool ws = false;
+    hg_kernel_fn k = hg_gpu_kernel_ws(nd->op, &ws);
+    bool on_gpu = k && !ws, any = false;
+    hg_status st = HG_OK;
+    for (int o = 0; o < nd->nout && st == HG_OK; o++) {
+        st = on_gpu ? hg_tensor_new_on(&m[o], HG_DEVICE_GPU, dev, false, &out[o])
+                    : hg_tensor_new_meta(&m[o], &out[o]);
+        if (st == HG_OK) any |= out[o]->size > 0;
+    }
+    hg_exec_ctx ctx = {.is_train = train, .device_id = on_gpu ? dev : 0};
+    if (st == HG_OK && any) {
+        if (on_gpu) st = k(nd->op, nd->attrs, &ctx, 0, NULL, nd->nout, out);
+        else if (nd->op->forward)
+            st = nd->op->forward(nd->op, nd->attrs, &ctx, 0, NULL, nd->nout, out);
+        else st = hg_error(HG_ERR_UNSUPPORTED, "Operator %s has no kernel", nd->op->name);
+    }
+    for (int o = 0; !on_gpu && st == HG_OK && o < nd->nout; o++) { /* to the GPU */
+        hg_tensor *g = NULL;
+        st = hg_tensor_new_on(&m[o], HG_DEVICE_GPU, dev, false, &g);
+        if (st == HG_OK) st = hg_tensor_copy_any(out[o], g);
+        hg_tensor_free(out[o]);
+        out[o] = g;
+    }
+    if (st != HG_OK)
+        for (int o = 0; o < nd->nout; o++) {
+            hg_tensor_free(out[o]);
+            out[o] = NULL;
+        }
+    return st;
+}
+
+/* The metas of the nodes without inputs of a GPU call (see run_source): *at[i] is node i's
+ * first meta in *metas, -1 for other nodes. Nothing to do (NULLs) when there are none. */
+static hg_status source_metas(hg_cachedop *c, hg_tensor *const *inputs, hg_snode **nodes, int n,
+                              int **at, hg_meta **metas)
+{
+    *at = NULL;
+    *metas = NULL;
+    int ns = 0, nm = 0;
+    for (int i = 0; i < n; i++)
+        if (nodes[i]->op && nodes[i]->nin == 0) ns++, nm += nodes[i]->nout;
+    if (!ns) return HG_OK;
+    const hg_snode **src = malloc(sizeof *src * (size_t)ns);
+    *at = malloc(sizeof(int) * (size_t)n);
+    *metas = malloc(sizeof(hg_meta) * (size_t)nm);
+    hg_status st = (src && *at && *metas) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0, j = 0, o = 0; st == HG_OK && i < n; i++) {
+        (*at)[i] = -1;
+        if (nodes[i]->op && nodes[i]->nin == 0) {
+            src[j++] = nodes[i];
+            (*at)[i] = o;
+            o += nodes[i]->nout;
+        }
+    }
+    if (st == HG_OK) st = hg_plan_value_metas(c->plan, inputs, ns, src, *metas);
+    free(src);
+    if (st != HG_OK) {
+        free(*at);
+        free(*metas);
+        *at = NULL;
+        *metas = NULL;
+    }
+    return st;
+}
+
 /* A call whose inputs are on a GPU: plans run on the CPU only, so the graph runs node by node,
  * each op through hg_op_run and its GPU kernel, and each recorded on the tape as an imperative
  * op would be (the backward then runs on the GPU the same way). Same results as the plan,
@@ -392,6 +464,11 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
     int n = 0, *off = NULL, *in_idx = NULL, *head_idx = NULL;
     HG_TRY(hg_symbol_topo(c->sym, &nodes, &n));
     hg_status st = hg_symbol_topo_positions(c->sym, nodes, n, &off, &in_idx, &head_idx);
+    int dev = -1, *src_at = NULL;
+    hg_meta *src_meta = NULL;
+    for (int k = 0; k < c->ninputs && dev < 0; k++)
+        if (inputs[k] && hg_on_gpu(inputs[k])) dev = inputs[k]->storage->device_id;
+    if (st == HG_OK && dev >= 0) st = source_metas(c, inputs, nodes, n, &src_at, &src_meta);
     hg_tensor ***val = st == HG_OK ? calloc((size_t)n + 1, sizeof(hg_tensor **)) : NULL;
     if (st == HG_OK && !val) st = hg_error(HG_ERR_MEMORY, "out of memory");
     for (int i = 0; i < n && st == HG_OK; i++) {
@@ -409,7 +486,8 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
         }
         hg_tensor *ins[HG_MAX_IO];
         if ((st = hg_snode_input_values(nd, i, val, off, in_idx, ins)) != HG_OK) break;
-        st = hg_op_run(nd->op, nd->attrs, train, nd->nin, ins, nd->nout, val[i]);
+        if (src_at && src_at[i] >= 0) st = run_source(nd, src_meta + src_at[i], dev, train, val[i]);
+        else st = hg_op_run(nd->op, nd->attrs, train, nd->nin, ins, nd->nout, val[i]);
         if (st != HG_OK) {
             hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
             break;
@@ -446,6 +524,8 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
     free(in_idx);
     free(head_idx);
     free(nodes);
+    free(src_at);
+    free(src_meta);
     return st;
 }
 

@@ -466,6 +466,33 @@ hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial)
     return st;
 }
 
+hg_status hg_plan_value_metas(hg_plan *p, hg_tensor *const *inputs, int n,
+                              const hg_snode *const *nodes, hg_meta *out)
+{
+    hg_meta *in = malloc(sizeof(hg_meta) * (size_t)(p->ninputs + 1));
+    hg_meta *heads = malloc(sizeof(hg_meta) * (size_t)(p->nheads + 1));
+    hg_status st = (in && heads) ? HG_OK : hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int k = 0; st == HG_OK && k < p->ninputs; k++) {
+        if (inputs[k]) in[k] = hg_meta_of(inputs[k]);
+        else in[k] = (hg_meta){.ndim = -1, .dtype = HG_DTYPE_F32};
+    }
+    pthread_mutex_lock(&p->lock);
+    if (st == HG_OK) st = infer_locked(p, in, heads, false);
+    for (int j = 0, o = 0; st == HG_OK && j < n; o += nodes[j]->nout, j++) {
+        int i = 0;
+        while (i < p->n && p->nodes[i] != nodes[j]) i++;
+        if (i == p->n) {
+            st = hg_error(HG_ERR_INTERNAL, "node '%s' is not in the plan", nodes[j]->name);
+            break;
+        }
+        memcpy(out + o, p->meta + p->entry[i], sizeof(hg_meta) * (size_t)nodes[j]->nout);
+    }
+    pthread_mutex_unlock(&p->lock);
+    free(in);
+    free(heads);
+    return st;
+}
+
 /* ---- running --------------------------------------------------------------------------- */
 
 /* Whether the lowered signature is the inputs' one. Runs before every run, static flags or

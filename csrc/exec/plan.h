@@ -49,6 +49,12 @@ HG_API int hg_plan_num_outputs(const hg_plan *p);
  * what was inferred for the inputs (weights from data...) and out[] the outputs' metas.
  * partial: unknowns that remain are not an error. Errors name the node, its op and the shapes. */
 HG_API hg_status hg_plan_infer(hg_plan *p, hg_meta *in, hg_meta *out, bool partial);
+/* Infers the graph for these inputs (NULL: unknown) and writes the metas of the outputs of
+ * nodes[0..n), in order (out holds the sum of their nout). A graph run node by node (a GPU
+ * call of a cached op) takes the shapes of nodes without inputs from here: their attributes
+ * may leave dims to the graph's inference. */
+hg_status hg_plan_value_metas(hg_plan *p, hg_tensor *const *inputs, int n,
+                              const hg_snode *const *nodes, hg_meta *out);
 
 /* Runs the graph. An outputs[h] that is NULL receives a new tensor (owned by the caller) on
  * the device of the first input (cpu(0) without inputs); a given one (of the output's shape
