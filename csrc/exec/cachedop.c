@@ -36,7 +36,7 @@ typedef struct gpu_graph {
     hg_gpu_graph *graph;
     hg_meta *meta;     /* per input: the shape and dtype the graph was made for */
     void **ptr;        /* per input: its data at the warm-up call, then the one recorded */
-    char *moved;       /* per input: seen at two addresses (then it has a slot); sticky */
+    char *moved;       /* per input: times it was seen at a new address (2: it has a slot) */
     hg_tensor **slot;  /* per input: the graph's copy of it (inputs that move between calls) */
     hg_tensor **outs;  /* the graph's outputs, copied out after each replay */
     char why[200];
@@ -538,8 +538,9 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
  * - An input whose data moved between the warm-up and the recording (a new batch each call) is
  *   copied into an array the graph keeps (its slot) before each replay. The others (parameters)
  *   are read where they are; a later call that passes such an input at another address records
- *   the graph again with that input in a slot, so a replay only ever reads memory the caller
- *   passed in this call or the graph keeps.
+ *   the graph again, reading it there (a reloaded parameter), and the second time it moves it
+ *   gets a slot too. So a replay only ever reads memory the caller passed in this call or the
+ *   graph keeps.
  * - Outputs: the graph writes its own arrays; each call copies them into new ones.
  * - What cannot be replayed (host copies or waits, random draws, an op without a GPU kernel)
  *   makes the recording fail; the block then runs op by op for good (stats say why).
@@ -579,8 +580,8 @@ static hg_status graph_record(hg_cachedop *c, hg_tensor *const *inputs)
     if (!ins) return hg_error(HG_ERR_MEMORY, "out of memory");
     hg_status st = HG_OK;
     for (int k = 0; k < c->ninputs && st == HG_OK; k++) {
-        if (g->ptr[k] != hg_data(inputs[k])) g->moved[k] = 1;
-        if (g->moved[k]) { /* a new batch each call: the graph reads its own copy */
+        if (g->ptr[k] != hg_data(inputs[k])) g->moved[k] = 2; /* since the warm-up */
+        if (g->moved[k] >= 2) { /* a new batch each call: the graph reads its own copy */
             hg_meta m = hg_meta_of(inputs[k]);
             st = hg_tensor_new_on(&m, HG_DEVICE_GPU, g->dev, false, &g->slot[k]);
             if (st == HG_OK) st = hg_tensor_copy_any(inputs[k], g->slot[k]);
@@ -690,8 +691,11 @@ static hg_status call_graph(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
     if (g->state == GRAPH_READY)
         for (int k = 0; k < c->ninputs; k++)
             if (!g->slot[k] && g->ptr[k] != hg_data(inputs[k])) {
-                g->state = GRAPH_WARM; /* a fixed input moved: record again, it gets a slot */
-                g->moved[k] = 1;
+                /* A fixed input moved (a reloaded parameter): record again, reading it at its
+                 * new address; the second time it moves it gets a slot. */
+                g->state = GRAPH_WARM;
+                if (g->moved[k] < 2) g->moved[k]++;
+                g->ptr[k] = hg_data(inputs[k]);
             }
     if (g->state == GRAPH_WARM && graph_record(c, inputs) != HG_OK) {
         hg_error_clear();
