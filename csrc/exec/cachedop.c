@@ -453,6 +453,34 @@ static hg_status source_metas(hg_cachedop *c, hg_tensor *const *inputs, hg_snode
     return st;
 }
 
+/* A head that is one of the block's inputs, for a node-by-node call: a copy (the outputs are
+ * the caller's own arrays), recorded as _copy when the input is recorded, so the gradient flows
+ * through it as through the planned block's. */
+static hg_status copy_head(hg_tensor *v, const hg_tape *tape, bool train, hg_tensor **out)
+{
+    if (tape && tape->should_record(1, &v)) {
+        const hg_op_def *copy = hg_registry_find("_copy");
+        if (!copy) return hg_error(HG_ERR_INTERNAL, "the _copy op is not registered");
+        hg_attrs a;
+        hg_attrs_set_defaults(copy, &a);
+        HG_TRY(hg_op_run(copy, &a, train, 1, &v, 1, out));
+        hg_status st = tape->record(copy, &a, 1, &v, 1, out, NULL, NULL, NULL);
+        if (st != HG_OK) {
+            hg_tensor_free(*out);
+            *out = NULL;
+        }
+        return st;
+    }
+    hg_meta m = hg_meta_of(v);
+    HG_TRY(hg_tensor_new_on(&m, v->storage->device_type, v->storage->device_id, false, out));
+    hg_status st = hg_tensor_copy_any(v, *out);
+    if (st != HG_OK) {
+        hg_tensor_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 /* A call whose inputs are on a GPU: plans run on the CPU only, so the graph runs node by node,
  * each op through hg_op_run and its GPU kernel, and each recorded on the tape as an imperative
  * op would be (the backward then runs on the GPU the same way). Same results as the plan,
@@ -499,13 +527,7 @@ static hg_status call_eager(hg_cachedop *c, hg_tensor *const *inputs, hg_tensor 
     for (int h = 0; h < c->nheads && st == HG_OK; h++) {
         hg_tensor *v = val[head_idx[h]][c->sym->heads[h].index];
         if (!nodes[head_idx[h]]->op) {
-            hg_meta m = hg_meta_of(v);
-            st = hg_tensor_new_on(&m, v->storage->device_type, v->storage->device_id, false,
-                                  &outputs[h]);
-            if (st == HG_OK && (st = hg_tensor_copy_any(v, outputs[h])) != HG_OK) {
-                hg_tensor_free(outputs[h]);
-                outputs[h] = NULL;
-            }
+            st = copy_head(v, tape, train, &outputs[h]);
         } else {
             hg_tensor_retain(v);
             outputs[h] = v;

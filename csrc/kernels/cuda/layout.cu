@@ -859,7 +859,9 @@ template <class F> struct dropout_run {
     /* Inactive: y = x, mask all ones. */
     static void ones(T *mask, int64_t n, cudaStream_t s)
     {
-        fill_kernel<F><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(mask, n, F::st((R)1));
+        T one, zero;
+        host_values(1.0, &one, &zero); /* 1 / keep with keep 1: the dtype's one, made on the host */
+        fill_kernel<F><<<hg_cuda_blocks(n), HG_CUDA_THREADS, 0, s>>>(mask, n, one);
     }
     static void draw(const hg_tensor *x, hg_tensor *mask, hg_tensor *y, double keep, uint64_t seed,
                      cudaStream_t s)

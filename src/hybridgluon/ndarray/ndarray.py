@@ -210,6 +210,11 @@ class NDArray(_core.NDArray):
 
     def copy(self):
         """A deep copy, on the same context (cpu_pinned and cpu_shared too, as MXNet's)."""
+        if self.dtype == _np.bool_:  # no op takes bool (and nothing differentiates it)
+            from . import empty  # the package's, which places it on the context
+            out = empty(self.shape, ctx=self.context, dtype=self.dtype)
+            out._copy_from(self)
+            return out
         out = _op('_copy')(self)  # an op, so autograd records it (on a GPU too)
         if out._device != self._device:
             out._set_device(*self._device)
