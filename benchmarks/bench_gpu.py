@@ -142,11 +142,35 @@ def torch_rows(name, batches, rounds):
     return out
 
 
+def copy_rows(rounds, mib=64):
+    """Host <-> GPU copies of a float32 array from ordinary (pageable) NumPy memory: hybridgluon
+    (nd.array(ctx=gpu), asnumpy) against PyTorch (from_numpy().to('cuda'), .cpu().numpy());
+    GiB/s from the median time."""
+    import torch
+    import hybridgluon as mx
+    x = np.random.RandomState(0).rand(mib << 18).astype(np.float32)
+    nbytes = x.nbytes
+    a = mx.nd.array(x, ctx=mx.gpu(0))
+    t = torch.from_numpy(x).to('cuda')
+    rows = {
+        'host to GPU': (_median_ms(lambda: mx.nd.array(x, ctx=mx.gpu(0)), mx.nd.waitall, rounds),
+                        _median_ms(lambda: torch.from_numpy(x).to('cuda'),
+                                   torch.cuda.synchronize, rounds)),
+        'GPU to host': (_median_ms(a.asnumpy, mx.nd.waitall, rounds),
+                        _median_ms(lambda: t.cpu().numpy(), torch.cuda.synchronize, rounds)),
+    }
+    gib = nbytes / float(1 << 30)
+    return ['| copy %s, %d MiB (GiB/s) | %.1f | | %.1f | %.2fx |'
+            % (k, mib, gib / (ours / 1e3), gib / (theirs / 1e3), theirs / ours)
+            for k, (ours, theirs) in rows.items()]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--rounds', type=int, default=20)
     ap.add_argument('--models', default='mlp,lenet,resnet18_v1,mobilenetv2_1.0')
     ap.add_argument('--out')
+    ap.add_argument('--copies', action='store_true', help='also time host <-> GPU copies')
     args = ap.parse_args()
     batches = {'infer': [1, 64], 'train': [64]}
     import subprocess
@@ -170,7 +194,7 @@ def main():
                time.strftime('%Y-%m-%d %H:%M', time.gmtime())), '']
     lines = head + ['| workload | hybridgluon (ms) | hybridgluon op by op (ms) | PyTorch CUDA (ms) '
                     '| ratio (PyTorch / ours) |', '|---|---|---|---|---|']
-    for name in args.models.split(','):
+    for name in [m for m in args.models.split(',') if m != 'copy']:
         try:
             ours = hg_rows(name, batches, args.rounds)
         except Exception as e:  # an op without a GPU kernel: say which, go on
@@ -189,6 +213,9 @@ def main():
                     name, 'training step' if kind == 'train' else 'inference', b, theirs[key]))
         print('\n'.join(lines[-len(theirs) - (0 if ours else 1):]), flush=True)
         sys.stdout.flush()
+    if 'copy' in args.models.split(',') or args.copies:
+        lines += copy_rows(args.rounds)
+        print('\n'.join(lines[-2:]), flush=True)
     text = '\n'.join(lines) + '\n'
     if args.out:
         with open(args.out, 'w') as f:

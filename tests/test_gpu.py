@@ -440,3 +440,44 @@ def test_gluon_rnn_layer_on_gpu_matches_cpu(cls):
     assert len(got) == len(want) == (3 if cls == 'LSTM' else 2) + 1 + 16
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.shape == w.shape and _rel(g, w) <= 1e-4, 'result %d: error %.3g' % (k, _rel(g, w))
+
+
+# ---- copies between host and device through pinned memory ------------------------------------
+
+@gpu
+@pytest.mark.parametrize('nbytes', [(128 << 10) - 4, 128 << 10, (4 << 20) - 4, 4 << 20,
+                                    (9 << 20) + 12, 33 << 20])
+def test_large_copies_round_trip(nbytes):
+    """Copies from 128 KiB up go through two page-locked halves of 4 MiB: sizes around the
+    threshold and the halves, and several chunks, arrive whole and in place."""
+    x = np.random.RandomState(nbytes % 97).randint(-2**31, 2**31 - 1, nbytes // 4,
+                                                   dtype=np.int64).astype(np.int32)
+    a = mx.nd.array(x, ctx=mx.gpu(0), dtype='int32')
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    b = (a + 1).asnumpy()
+    np.testing.assert_array_equal(b, x + 1)
+    r = mx.nd.array(x[::-1].copy(), ctx=mx.gpu(0), dtype='int32')  # reuses the halves
+    np.testing.assert_array_equal(r.asnumpy(), x[::-1])
+    np.testing.assert_array_equal(a.asnumpy(), x)
+
+
+@gpu
+def test_copies_from_threads_share_the_halves():
+    import threading
+    errors = []
+
+    def work(seed):
+        try:
+            rs = np.random.RandomState(seed)
+            for _ in range(4):
+                x = rs.rand(3 << 20).astype(np.float32)  # 12 MiB: three chunks
+                a = mx.nd.array(x, ctx=mx.gpu(0))
+                np.testing.assert_array_equal(a.asnumpy(), x)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]

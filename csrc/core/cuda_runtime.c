@@ -35,6 +35,16 @@ typedef struct {
 
 static dev_state g_dev[MAX_DEV];
 
+/* Page-locked staging for copies between host and device (see staged_to_device). */
+typedef struct {
+    pthread_mutex_t lock;
+    void *buf[2];
+    cudaEvent_t done[2];
+    bool ready, failed;
+} stage;
+
+static stage g_stage[MAX_DEV];
+
 /* The calling thread's capture (hg_gpu_capture_begin): its stream, and the pool of the blocks
  * it freed while capturing (per size class; they belong to the graph being recorded). */
 typedef struct capture {
@@ -73,7 +83,10 @@ static void discover(void)
         n = 0;
     }
     g_count = n > MAX_DEV ? MAX_DEV : n;
-    for (int i = 0; i < MAX_DEV; i++) pthread_mutex_init(&g_dev[i].lock, NULL);
+    for (int i = 0; i < MAX_DEV; i++) {
+        pthread_mutex_init(&g_dev[i].lock, NULL);
+        pthread_mutex_init(&g_stage[i].lock, NULL);
+    }
 }
 
 int hg_gpu_count(void)
@@ -297,6 +310,77 @@ hg_status hg_device_sync(int device_type, int device_id)
     return HG_OK;
 }
 
+/* ---- copies between host and device through pinned memory -----------------------------------
+ * A copy from or to pageable host memory is slow and synchronous for the DMA engine. Copies of
+ * STAGE_MIN bytes and more go through two page-locked halves of STAGE_BYTES per device instead:
+ * the host copies one half while the device copies the other, each half's event saying when
+ * the device is done with it. The halves are the device's, guarded by their lock for the whole
+ * copy. Without page-locked memory (cudaHostAlloc failed), copies stay direct. */
+#define STAGE_BYTES ((size_t)4 << 20)
+#define STAGE_MIN ((size_t)128 << 10)
+
+/* dev's halves, locked; NULL (unlocked) when there are none. */
+static stage *stage_lock(int dev)
+{
+    stage *t = &g_stage[dev];
+    pthread_mutex_lock(&t->lock);
+    if (!t->ready && !t->failed) {
+        bool ok = true;
+        for (int k = 0; k < 2 && ok; k++)
+            ok = cudaHostAlloc(&t->buf[k], STAGE_BYTES, cudaHostAllocDefault) == cudaSuccess &&
+                 cudaEventCreateWithFlags(&t->done[k], cudaEventDisableTiming) == cudaSuccess;
+        if (ok) {
+            t->ready = true;
+        } else {
+            (void)cudaGetLastError();
+            t->failed = true;
+        }
+    }
+    if (t->ready) return t;
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+/* Host to device through the halves: returns once src may be reused (it has been copied into
+ * the halves); the device's copies are queued on s. */
+static hg_status staged_to_device(stage *t, char *dst, const char *src, size_t n, cudaStream_t s)
+{
+    for (size_t off = 0, k = 0; off < n; off += STAGE_BYTES, k ^= 1) {
+        const size_t len = n - off < STAGE_BYTES ? n - off : STAGE_BYTES;
+        /* the device's last copy out of this half is done (also one from a copy to host) */
+        HG_TRY(hg_cuda_status(cudaEventSynchronize(t->done[k]), "copy to the GPU"));
+        memcpy(t->buf[k], src + off, len);
+        HG_TRY(hg_cuda_status(cudaMemcpyAsync(dst + off, t->buf[k], len, cudaMemcpyHostToDevice, s),
+                              "copy to the GPU"));
+        HG_TRY(hg_cuda_status(cudaEventRecord(t->done[k], s), "copy to the GPU"));
+    }
+    return HG_OK;
+}
+
+/* Device to host through the halves: chunk i is copied out of its half while the device
+ * fills the other with chunk i + 1. Returns with the data in dst. */
+static hg_status staged_to_host(stage *t, char *dst, const char *src, size_t n, cudaStream_t s)
+{
+    size_t prev_off = 0, prev_len = 0, k = 0;
+    for (size_t off = 0; off < n; off += STAGE_BYTES, k ^= 1) {
+        const size_t len = n - off < STAGE_BYTES ? n - off : STAGE_BYTES;
+        HG_TRY(hg_cuda_status(cudaMemcpyAsync(t->buf[k], src + off, len, cudaMemcpyDeviceToHost, s),
+                              "copy from the GPU"));
+        HG_TRY(hg_cuda_status(cudaEventRecord(t->done[k], s), "copy from the GPU"));
+        if (prev_len) { /* the other half holds the previous chunk */
+            HG_TRY(hg_cuda_status(cudaEventSynchronize(t->done[k ^ 1]), "copy from the GPU"));
+            memcpy(dst + prev_off, t->buf[k ^ 1], prev_len);
+        }
+        prev_off = off;
+        prev_len = len;
+    }
+    if (prev_len) {
+        HG_TRY(hg_cuda_status(cudaEventSynchronize(t->done[k ^ 1]), "copy from the GPU"));
+        memcpy(dst + prev_off, t->buf[k ^ 1], prev_len);
+    }
+    return HG_OK;
+}
+
 hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu, size_t n)
 {
     if (!n) return HG_OK;
@@ -307,12 +391,24 @@ hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu,
     if (src_gpu < 0) { /* from host: returns once the host buffer may be reused */
         HG_TRY(refuse_in_capture(dst_gpu, "a copy from host memory"));
         STREAM_OR_FAIL(s, dst_gpu);
+        stage *t = n >= STAGE_MIN ? stage_lock(dst_gpu) : NULL;
+        if (t) {
+            hg_status st = staged_to_device(t, dst, src, n, s);
+            pthread_mutex_unlock(&t->lock);
+            return st;
+        }
         return hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s),
                               "copy to the GPU");
     }
     if (dst_gpu < 0) { /* to host: waits for the work that computes src, and the copy */
         HG_TRY(refuse_in_capture(src_gpu, "a copy to host memory"));
         STREAM_OR_FAIL(s, src_gpu);
+        stage *t = n >= STAGE_MIN ? stage_lock(src_gpu) : NULL;
+        if (t) {
+            hg_status st = staged_to_host(t, dst, src, n, s);
+            pthread_mutex_unlock(&t->lock);
+            return st;
+        }
         HG_TRY(hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s),
                               "copy from the GPU"));
         return hg_cuda_status(cudaStreamSynchronize(s), "copy from the GPU");

@@ -204,7 +204,7 @@ static hg_status rd_record_shape(reader *r, int *ndim, int64_t *dims)
  * been found to be present). */
 static hg_status rd_record(reader *r, hg_tensor **out)
 {
-    int ndim;
+    int ndim = -1; /* (set by rd_record_shape whenever it succeeds) */
     int64_t dims[HG_MAX_NDIM];
     HG_TRY(rd_record_shape(r, &ndim, dims));
     if (ndim < 0)
