@@ -228,12 +228,13 @@ static PyObject *py_zeros(PyObject *self, PyObject *args)
     return res;
 }
 
-/* Copies any C-contiguous buffer (NumPy array, bytes, memoryview) into a new array. */
+/* Copies any C-contiguous buffer (NumPy array, bytes, memoryview) into a new array, in host
+ * memory or (device type 2) straight onto a GPU. */
 static PyObject *from_buffer(PyObject *self, PyObject *args)
 {
     PyObject *obj;
-    int dtype;
-    if (!PyArg_ParseTuple(args, "Oi", &obj, &dtype)) return NULL;
+    int dtype, dev_type = HG_DEVICE_CPU, dev_id = 0;
+    if (!PyArg_ParseTuple(args, "Oi|ii", &obj, &dtype, &dev_type, &dev_id)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_ND) < 0) return NULL;
     int64_t dims[HG_MAX_NDIM];
@@ -244,12 +245,23 @@ static PyObject *from_buffer(PyObject *self, PyObject *args)
                       HG_MAX_NDIM);
     } else {
         for (int i = 0; i < view.ndim; i++) dims[i] = view.shape[i];
-        st = hg_tensor_new(view.ndim, dims, (hg_dtype)dtype, &t);
+        if (dev_type == HG_DEVICE_GPU) {
+            hg_meta m = {.ndim = view.ndim, .dtype = (hg_dtype)dtype};
+            memcpy(m.shape, dims, sizeof(int64_t) * (size_t)view.ndim);
+            st = hg_tensor_new_on(&m, HG_DEVICE_GPU, dev_id, false, &t);
+        } else {
+            st = hg_tensor_new(view.ndim, dims, (hg_dtype)dtype, &t);
+        }
         if (st == HG_OK && (size_t)view.len != hg_tensor_nbytes(t)) {
             st = hg_error(HG_ERR_INTERNAL, "buffer has %zd bytes, expected %zu", view.len,
                           hg_tensor_nbytes(t));
         }
-        if (st == HG_OK && view.len) memcpy(hg_data(t), view.buf, (size_t)view.len);
+        if (st == HG_OK && view.len && dev_type == HG_DEVICE_GPU) {
+            Py_BEGIN_ALLOW_THREADS st = hg_tensor_write_bytes(t, view.buf, (size_t)view.len);
+            Py_END_ALLOW_THREADS
+        } else if (st == HG_OK && view.len) {
+            memcpy(hg_data(t), view.buf, (size_t)view.len);
+        }
     }
     PyBuffer_Release(&view);
     if (st) {
@@ -356,7 +368,8 @@ static PyMethodDef k_methods[] = {
      "empty(shape, dtype_flag[, dev_type, dev_id]): uninitialised array (on a GPU: dev_type 2)"},
     {"zeros", py_zeros, METH_VARARGS,
      "zeros(shape, dtype_flag[, dev_type, dev_id]): array of zeros (on a GPU: dev_type 2)"},
-    {"from_buffer", from_buffer, METH_VARARGS, "from_buffer(buf, dtype_flag): copy a buffer"},
+    {"from_buffer", from_buffer, METH_VARARGS,
+     "from_buffer(buf, dtype_flag[, dev_type, dev_id]): copy a buffer (onto a GPU: type 2)"},
     {"seed", py_seed, METH_O, "seed the global random generator"},
     {"num_threads", num_threads, METH_VARARGS, "num_threads(n=0): get (and set if n>0)"},
     {"alloc_cached_bytes", alloc_cached, METH_VARARGS, "bytes held by the allocator's pool"},

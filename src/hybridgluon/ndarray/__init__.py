@@ -112,6 +112,9 @@ def array(source_array, ctx=None, dtype=None):
         arr = _np.asarray(source_array, dtype=_np.dtype(_dtype_name(flag)), order='C')
     except (TypeError, ValueError) as err:
         raise TypeError('source_array must be array like object: %s' % err) from None
+    gpu = _gpu_id(ctx)
+    if gpu is not None:  # straight from the source's memory onto the GPU
+        return _core.from_buffer(arr, flag, 2, gpu)
     return _place(_core.from_buffer(arr, flag), ctx)
 
 
