@@ -86,6 +86,18 @@ def test_astype_copy_copyto_context():
         x.copyto(nd.zeros((3,)))
 
 
+
+@pytest.mark.parametrize('ctx', [mx.cpu(), mx.cpu(1), mx.cpu_pinned()])
+def test_copy_of_a_bool_array(ctx):
+    """copy() of a bool array (which no op takes): its own bytes, on the same context."""
+    src = np.array([[True, False, True], [False, False, True]])
+    x = nd.array(src, ctx=ctx, dtype='bool')
+    y = x.copy()
+    assert y.dtype == np.bool_ and y.context == ctx and y.shape == (2, 3)
+    x[0] = False
+    np.testing.assert_array_equal(y.asnumpy(), src)
+    np.testing.assert_array_equal(x.asnumpy(), [[False] * 3, [False, False, True]])
+
 def test_repr_format():
     x = nd.array([[1, 2, 3], [4, 5, 6]])
     assert repr(x) == '\n[[1. 2. 3.]\n [4. 5. 6.]]\n<NDArray 2x3 @cpu(0)>'
