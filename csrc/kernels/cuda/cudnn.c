@@ -7,13 +7,16 @@
  * declared by hand with cuDNN 9's C ABI (checked against cudnn_graph.h, cudnn_ops.h and
  * cudnn_cnn.h of cuDNN 9.28): its enums are fixed numbers and its descriptors opaque pointers.
  *
- * One handle per device, bound to the device's stream; the handle and the algorithm cache are
- * guarded by one mutex, as cuBLAS's handle is in cublas.c. */
+ * One handle per device, bound to the calling thread's stream for it; the handle and the
+ * algorithm cache are guarded by one mutex, as cuBLAS's handle is in cublas.c. Algorithms are
+ * chosen on the first call of each geometry by measuring them (cudnnFind*Ex, as MXNet's
+ * default autotuning; MXNET_CUDNN_AUTOTUNE_DEFAULT=0: cuDNN's heuristics), then cached. */
 #include "kernels/cuda/cudnn.h"
 
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,10 @@ typedef int (*ws_size_fn)(desc h, desc a, desc b, desc conv, desc c, int algo, s
 typedef int (*conv_fn)(desc h, const void *alpha, desc da, const void *a, desc db, const void *b,
                        desc conv, int algo, void *ws, size_t ws_bytes, const void *beta, desc dc,
                        void *c);
+/* The three measured searches (cudnnFind*AlgorithmEx) take (handle, desc a, a, desc b, b, conv,
+ * desc c, c, requested, &returned, perf, ws, ws bytes). */
+typedef int (*find_fn)(desc h, desc da, const void *a, desc db, const void *b, desc conv, desc dc,
+                       void *c, int n, int *got, algo_perf *perf, void *ws, size_t ws_bytes);
 
 static struct {
     void *lib;
@@ -75,6 +82,7 @@ static struct {
     set_conv_fn set_conv;
     set_int_fn set_groups, set_math;
     get_algo_fn get_algo[3];
+    find_fn find[3]; /* optional: without them, the heuristics choose */
     ws_size_fn ws_size[3];
     conv_fn run[3];
     char error[512];
@@ -138,6 +146,11 @@ static void load(void)
     g_dnn.run[HG_CUDNN_FWD] = (conv_fn)sym(lib, "cudnnConvolutionForward", &ok);
     g_dnn.run[HG_CUDNN_BWD_DATA] = (conv_fn)sym(lib, "cudnnConvolutionBackwardData", &ok);
     g_dnn.run[HG_CUDNN_BWD_FILTER] = (conv_fn)sym(lib, "cudnnConvolutionBackwardFilter", &ok);
+    g_dnn.find[HG_CUDNN_FWD] = (find_fn)dlsym(lib, "cudnnFindConvolutionForwardAlgorithmEx");
+    g_dnn.find[HG_CUDNN_BWD_DATA] = (find_fn)dlsym(lib,
+                                                   "cudnnFindConvolutionBackwardDataAlgorithmEx");
+    g_dnn.find[HG_CUDNN_BWD_FILTER] = (find_fn)dlsym(
+        lib, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
     if (!ok) {
         dlclose(lib);
         return;
@@ -188,6 +201,21 @@ typedef struct {
 
 static cache_entry g_cache[CACHE_SLOTS];
 
+/* Whether algorithms are chosen by measuring them (cudnnFind*Ex) on the first call of each
+ * geometry, as MXNet does by default: MXNET_CUDNN_AUTOTUNE_DEFAULT=0 asks for the heuristics
+ * alone. */
+static bool autotune(void)
+{
+    static atomic_int v = -1;
+    int on = atomic_load(&v);
+    if (on < 0) {
+        const char *e = getenv("MXNET_CUDNN_AUTOTUNE_DEFAULT");
+        on = !(e && strcmp(e, "0") == 0);
+        atomic_store(&v, on);
+    }
+    return on;
+}
+
 static void make_key(int dev, hg_cudnn_conv_kind kind, const hg_cudnn_conv *c, bool tf32,
                      int64_t *key)
 {
@@ -197,6 +225,7 @@ static void make_key(int dev, hg_cudnn_conv_kind kind, const hg_cudnn_conv *c, b
     key[n++] = c->dtype;
     key[n++] = c->nsp;
     key[n++] = tf32;
+    key[n++] = autotune();
     key[n++] = (int64_t)c->ws_limit;
     key[n++] = c->N;
     key[n++] = c->C;
@@ -209,8 +238,7 @@ static void make_key(int dev, hg_cudnn_conv_kind kind, const hg_cudnn_conv *c, b
         key[n++] = c->d[i];
         key[n++] = c->p[i];
     }
-    (void)n; /* KEY_LEN entries: 10 + 15, the last one spare */
-    key[KEY_LEN - 1] = 0;
+    (void)n; /* KEY_LEN entries: 11 + 15 */
 }
 
 static uint64_t key_hash(const int64_t *key)
@@ -324,28 +352,74 @@ static void order(hg_cudnn_conv_kind kind, const descs *d, desc *a, desc *b, des
 static const char *const k_what[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
                                       "cudnnConvolutionBackwardFilter"};
 
-/* Chooses the product's algorithm (heuristics: the first that succeeds within the workspace
- * limit and, when precise, uses no tensor-op math) and sets its math type on d->conv. Caller
- * holds g_lock. */
-static hg_status choose(desc h, hg_cudnn_conv_kind kind, const hg_cudnn_conv *c, bool precise,
-                        descs *d, const char *op, int *algo, int *math, size_t *ws)
+/* Whether an algorithm's math type is allowed: when precise, none that rounds through tensor
+ * cores (TF32 or half). */
+static bool math_ok(int math_type, bool precise)
+{
+    return !precise ||
+           (math_type != TENSOR_OP_MATH && math_type != TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
+/* The fastest algorithm of a measured search within the workspace limit (-1: none, or no
+ * search: no cuDNN entry point, autotuning off, or a CUDA graph being recorded, which cannot
+ * wait for the measurements). Runs the product several times into p[2] (overwritten by the
+ * call that follows). Caller holds g_lock. */
+static int measured(int dev, desc h, hg_cudnn_conv_kind kind, const hg_cudnn_conv *c, bool precise,
+                    desc a, const void *pa, desc b, const void *pb, desc conv, desc cc, void *pc,
+                    int *math)
+{
+    if (!g_dnn.find[kind] || !autotune() || hg_gpu_capturing()) return -1;
+    size_t ws_bytes = c->ws_limit;
+    void *ws = NULL;
+    while (ws_bytes && hg_device_alloc(dev, ws_bytes, &ws) != HG_OK) { /* less, then none */
+        hg_error_clear();
+        ws = NULL;
+        ws_bytes = ws_bytes > ((size_t)16 << 20) ? ws_bytes / 4 : 0;
+    }
+    algo_perf perf[MAX_ALGOS];
+    int got = 0, algo = -1;
+    memset(perf, 0, sizeof perf);
+    int st = g_dnn.find[kind](h, a, pa, b, pb, conv, cc, pc, MAX_ALGOS, &got, perf, ws, ws_bytes);
+    if (ws) hg_device_free(dev, ws, ws_bytes);
+    if (st != STATUS_SUCCESS) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    for (int i = 0; i < got && i < MAX_ALGOS && algo < 0; i++) {
+        if (perf[i].status != STATUS_SUCCESS || perf[i].memory > ws_bytes ||
+            !math_ok(perf[i].math_type, precise))
+            continue;
+        algo = perf[i].algo;
+        *math = precise ? (c->dtype == HG_DTYPE_F32 ? FMA_MATH : DEFAULT_MATH) : perf[i].math_type;
+    }
+    return algo;
+}
+
+/* Chooses the product's algorithm: measured (see measured()), else by the heuristics (the first
+ * that succeeds within the workspace limit and, when precise, uses no tensor-op math), and sets
+ * its math type on d->conv. Caller holds g_lock. */
+static hg_status choose(int dev, desc h, hg_cudnn_conv_kind kind, const hg_cudnn_conv *c,
+                        bool precise, descs *d, const void *const *p, const char *op, int *algo,
+                        int *math, size_t *ws)
 {
     desc a, b, cc;
     order(kind, d, &a, &b, &cc);
-    algo_perf perf[MAX_ALGOS];
-    int got = 0;
-    memset(perf, 0, sizeof perf);
-    HG_TRY(dnn_status(g_dnn.get_algo[kind](h, a, b, d->conv, cc, MAX_ALGOS, &got, perf), op,
-                      "the algorithm heuristics"));
-    *algo = -1;
-    for (int i = 0; i < got && i < MAX_ALGOS; i++) {
-        if (perf[i].status != STATUS_SUCCESS || perf[i].memory > c->ws_limit) continue;
-        if (precise && (perf[i].math_type == TENSOR_OP_MATH ||
-                        perf[i].math_type == TENSOR_OP_MATH_ALLOW_CONVERSION))
-            continue;
-        *algo = perf[i].algo;
-        *math = precise ? (c->dtype == HG_DTYPE_F32 ? FMA_MATH : DEFAULT_MATH) : perf[i].math_type;
-        break;
+    *algo = measured(dev, h, kind, c, precise, a, p[0], b, p[1], d->conv, cc, (void *)p[2], math);
+    if (*algo < 0) {
+        algo_perf perf[MAX_ALGOS];
+        int got = 0;
+        memset(perf, 0, sizeof perf);
+        HG_TRY(dnn_status(g_dnn.get_algo[kind](h, a, b, d->conv, cc, MAX_ALGOS, &got, perf), op,
+                          "the algorithm heuristics"));
+        for (int i = 0; i < got && i < MAX_ALGOS; i++) {
+            if (perf[i].status != STATUS_SUCCESS || perf[i].memory > c->ws_limit ||
+                !math_ok(perf[i].math_type, precise))
+                continue;
+            *algo = perf[i].algo;
+            *math = precise ? (c->dtype == HG_DTYPE_F32 ? FMA_MATH : DEFAULT_MATH)
+                            : perf[i].math_type;
+            break;
+        }
     }
     if (*algo < 0) { /* algorithm 0 (implicit GEMM / sum of products) needs no workspace */
         *algo = 0;
@@ -386,7 +460,13 @@ hg_status hg_cudnn_conv_run(int dev, const char *op, hg_cudnn_conv_kind kind,
             ws_bytes = g_cache[slot].ws;
             st = dnn_status(g_dnn.set_math(d.conv, math), op, "cudnnSetConvolutionMathType");
         } else {
-            st = choose(h, kind, c, precise, &d, op, &algo, &math, &ws_bytes);
+            const void *p[3];
+            switch (kind) {
+            case HG_CUDNN_FWD: p[0] = x, p[1] = w, p[2] = y; break;
+            case HG_CUDNN_BWD_DATA: p[0] = w, p[1] = y, p[2] = x; break;
+            default: p[0] = x, p[1] = y, p[2] = w; break;
+            }
+            st = choose(dev, h, kind, c, precise, &d, p, op, &algo, &math, &ws_bytes);
             if (st == HG_OK && slot >= 0) {
                 cache_entry *e = &g_cache[slot];
                 memcpy(e->key, key, sizeof e->key);
