@@ -9,8 +9,8 @@
  *
  * One handle per device, bound to the calling thread's stream for it; the handle and the
  * algorithm cache are guarded by one mutex, as cuBLAS's handle is in cublas.c. Algorithms are
- * chosen on the first call of each geometry by measuring them (cudnnFind*Ex, as MXNet's
- * default autotuning; MXNET_CUDNN_AUTOTUNE_DEFAULT=0: cuDNN's heuristics), then cached. */
+ * chosen on the first call of each geometry by cuDNN's heuristics, or by measuring them
+ * (cudnnFind*Ex) with MXNET_CUDNN_AUTOTUNE_DEFAULT=1, then cached. */
 #include "kernels/cuda/cudnn.h"
 
 #include <dlfcn.h>
@@ -202,15 +202,16 @@ typedef struct {
 static cache_entry g_cache[CACHE_SLOTS];
 
 /* Whether algorithms are chosen by measuring them (cudnnFind*Ex) on the first call of each
- * geometry, as MXNet does by default: MXNET_CUDNN_AUTOTUNE_DEFAULT=0 asks for the heuristics
- * alone. */
+ * geometry: MXNET_CUDNN_AUTOTUNE_DEFAULT=1 (or 2) asks for it, as MXNet's autotuning. Off by
+ * default, unlike MXNet: the measured winners (FFT, Winograd) are faster but round float32
+ * differently from the CPU, as TF32 would (docs/gpu.md has the figures). */
 static bool autotune(void)
 {
     static atomic_int v = -1;
     int on = atomic_load(&v);
     if (on < 0) {
         const char *e = getenv("MXNET_CUDNN_AUTOTUNE_DEFAULT");
-        on = !(e && strcmp(e, "0") == 0);
+        on = e && *e && strcmp(e, "0") != 0;
         atomic_store(&v, on);
     }
     return on;
