@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "core/cuda_runtime.h"
-#include "core/env.h"
 #include "core/rng.h"
 
 #define MAX_DEV 64
@@ -36,7 +35,7 @@ typedef struct {
 
 static dev_state g_dev[MAX_DEV];
 
-/* Page-locked staging for copies between host and device (see staged_to_device). */
+/* Page-locked staging for copies to host memory (see staged_to_host). */
 typedef struct {
     pthread_mutex_t lock;
     void *buf[2];
@@ -311,22 +310,15 @@ hg_status hg_device_sync(int device_type, int device_id)
     return HG_OK;
 }
 
-/* ---- copies between host and device through pinned memory -----------------------------------
- * A copy from or to pageable host memory is slow and synchronous for the DMA engine. Copies of
- * STAGE_MIN bytes and more go through two page-locked halves of STAGE_BYTES per device instead:
- * the host copies one half while the device copies the other, each half's event saying when
- * the device is done with it. The halves are the device's, guarded by their lock for the whole
- * copy. Without page-locked memory (cudaHostAlloc failed), copies stay direct. */
+/* ---- copies to host memory through pinned memory ---------------------------------------------
+ * A copy into pageable host memory is slow for the DMA engine. Copies of STAGE_MIN bytes and
+ * more go through two page-locked halves of STAGE_BYTES per device instead: the host drains one
+ * half while the device fills the other, each half's event saying when the device is done with
+ * it. The halves are the device's, guarded by their lock for the whole copy. Without page-locked
+ * memory (cudaHostAlloc failed), copies stay direct. Copies from host memory stay direct: the
+ * driver's own staging of pageable memory measured as fast as these halves on an H200. */
 #define STAGE_BYTES ((size_t)4 << 20)
 #define STAGE_MIN ((size_t)128 << 10)
-
-/* Host-to-device copies through the halves: off unless HG_STAGED_H2D=1 (the driver's own
- * staging of pageable memory measured faster on an H200; device-to-host is faster staged). */
-static bool staged_h2d(void)
-{
-    static atomic_int on = -1;
-    return hg_env_on_once(&on, "HG_STAGED_H2D");
-}
 
 /* dev's halves, locked; NULL (unlocked) when there are none. */
 static stage *stage_lock(int dev)
@@ -348,22 +340,6 @@ static stage *stage_lock(int dev)
     if (t->ready) return t;
     pthread_mutex_unlock(&t->lock);
     return NULL;
-}
-
-/* Host to device through the halves: returns once src may be reused (it has been copied into
- * the halves); the device's copies are queued on s. */
-static hg_status staged_to_device(stage *t, char *dst, const char *src, size_t n, cudaStream_t s)
-{
-    for (size_t off = 0, k = 0; off < n; off += STAGE_BYTES, k ^= 1) {
-        const size_t len = n - off < STAGE_BYTES ? n - off : STAGE_BYTES;
-        /* the device's last copy out of this half is done (also one from a copy to host) */
-        HG_TRY(hg_cuda_status(cudaEventSynchronize(t->done[k]), "copy to the GPU"));
-        memcpy(t->buf[k], src + off, len);
-        HG_TRY(hg_cuda_status(cudaMemcpyAsync(dst + off, t->buf[k], len, cudaMemcpyHostToDevice, s),
-                              "copy to the GPU"));
-        HG_TRY(hg_cuda_status(cudaEventRecord(t->done[k], s), "copy to the GPU"));
-    }
-    return HG_OK;
 }
 
 /* Device to host through the halves: chunk i is copied out of its half while the device
@@ -400,12 +376,6 @@ hg_status hg_device_memcpy(void *dst, int dst_gpu, const void *src, int src_gpu,
     if (src_gpu < 0) { /* from host: returns once the host buffer may be reused */
         HG_TRY(refuse_in_capture(dst_gpu, "a copy from host memory"));
         STREAM_OR_FAIL(s, dst_gpu);
-        stage *t = n >= STAGE_MIN && staged_h2d() ? stage_lock(dst_gpu) : NULL;
-        if (t) {
-            hg_status st = staged_to_device(t, dst, src, n, s);
-            pthread_mutex_unlock(&t->lock);
-            return st;
-        }
         return hg_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s),
                               "copy to the GPU");
     }
