@@ -1,5 +1,6 @@
-"""Convolution's Winograd F(2x2, 3x3) forward (csrc/kernels/cpu/winograd.c): float32 2-D 3x3
-layers with stride 1 and enough channels and output tiles take it (see hg_winograd_pays).
+"""Convolution's Winograd F(2x2, 3x3) forward and gradients (csrc/kernels/cpu/winograd.c):
+float32 2-D 3x3 layers with stride 1 and enough channels and output tiles take them (see
+hg_winograd_pays; the data gradient also needs padding <= 2).
 
 Accuracy: the transforms only add, subtract and halve (exact), so the result differs from
 im2col + GEMM by the rounding of a differently ordered sum. An output is a sum of 9*C products;
@@ -127,8 +128,7 @@ def test_winograd_path_is_taken_where_meant(tmp_path, case, winograd):
 
 
 def test_hybridized_matches_imperative():
-    """nn.Conv2D through the executor's plan (static_alloc) against op-by-op, with gradients
-    (the backward is im2col's)."""
+    """nn.Conv2D through the executor's plan (static_alloc) against op-by-op, with gradients."""
     from conftest import imperative_and_hybridized
     from hybridgluon.gluon import nn
     rng = np.random.default_rng(4)
@@ -144,7 +144,7 @@ def test_hybridized_matches_imperative():
 def test_gradient_finite_differences_float32():
     """The forward is linear in x and in w, so a central difference along a direction v is exact
     up to rounding for any step: (L(x + v) - L(x - v)) / 2 with L = sum(dy * conv(x, w)) run
-    through the Winograd forward must equal <dL/dx, v> from the (unchanged) backward."""
+    through the Winograd forward must equal <dL/dx, v> from the Winograd backward."""
     from hybridgluon import autograd
     rng = np.random.default_rng(6)
     x, w, b = _inputs((2, 16, 11, 9), 16, rng)
@@ -207,3 +207,130 @@ def test_float64_and_float16_keep_im2col():
                             kernel=(3, 3), pad=(1, 1), num_filter=32).asnumpy()
     assert y16.dtype == np.float16
     np.testing.assert_allclose(y16.astype('f8'), _ref(x, w, b, 1), rtol=2e-2, atol=2e-2)
+
+
+# ---- gradients ---------------------------------------------------------------------------------
+
+GRAD_CASES = CASES + [
+    ((2, 16, 40, 40), 16, 1),      # 800 tiles: per-thread blocks, each summing its own Z
+    ((16, 64, 7, 7), 96, 1),       # resnet's 7x7 stage at batch 16: one block of all tiles
+]
+
+
+def _bw(x, w, dy, pad, bias, grad_data=True, grad_weight=True):
+    """_backward_Convolution called directly: (dx, dw[, db]) as float64 arrays."""
+    a = [mx.nd.array(v, dtype='float32') for v in (dy, x, w)]
+    outs = mx.nd._internal._backward_Convolution(
+        *a, kernel=(3, 3), pad=(pad, pad), num_filter=w.shape[0], no_bias=not bias,
+        grad_data=grad_data, grad_weight=grad_weight)
+    return [o.asnumpy().astype('f8') for o in outs]
+
+
+@pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
+@pytest.mark.parametrize('case', GRAD_CASES)
+def test_gradients_match_float64(case, bias, threads):
+    shape, nf, pad = case
+    rng = np.random.default_rng(10)
+    x, w, _ = _inputs(shape, nf, rng)
+    x, w = x.astype('f4').astype('f8'), w.astype('f4').astype('f8')
+    oshape = _ref(x, w, None, pad).shape
+    dy = rng.standard_normal(oshape).astype('f4').astype('f8')
+    outs = _bw(x, w, dy, pad, bias)
+    k = ((3, 3), (1, 1), (1, 1), (pad, pad), 1)
+    _close(outs[0].astype('f4'), conv_data_grad_ref(dy, w, x.shape, *k))
+    _close(outs[1].astype('f4'), conv_weight_grad_ref(dy, x, w.shape, *k))
+    if bias:
+        _close(outs[2].astype('f4'), dy.sum(axis=(0, 2, 3)))
+
+
+@pytest.mark.parametrize('gd,gw', [(False, True), (True, False)], ids=['weight', 'data'])
+@pytest.mark.parametrize('case', [((3, 16, 12, 10), 24, 1), ((1, 8, 5, 6), 8, 3)],
+                         ids=['both_winograd', 'data_by_im2col'])
+def test_one_gradient_and_bias(case, gd, gw, threads):
+    """One gradient asked for (a first layer's data gradient is never used): the other output is
+    zeros, the bias gradient is right whether or not an im2col part is left to carry it."""
+    shape, nf, pad = case
+    rng = np.random.default_rng(11)
+    x, w, _ = _inputs(shape, nf, rng)
+    x, w = x.astype('f4').astype('f8'), w.astype('f4').astype('f8')
+    dy = rng.standard_normal(_ref(x, w, None, pad).shape).astype('f4').astype('f8')
+    dx, dw, db = _bw(x, w, dy, pad, True, grad_data=gd, grad_weight=gw)
+    k = ((3, 3), (1, 1), (1, 1), (pad, pad), 1)
+    if gd:
+        _close(dx.astype('f4'), conv_data_grad_ref(dy, w, x.shape, *k))
+        assert not dw.any()
+    else:
+        _close(dw.astype('f4'), conv_weight_grad_ref(dy, x, w.shape, *k))
+        assert not dx.any()
+    _close(db.astype('f4'), dy.sum(axis=(0, 2, 3)))
+
+
+_GRAD_CHILD = r'''
+import json, sys
+import numpy as np
+import hybridgluon as mx
+shape, nf, pad, path = json.loads(sys.argv[1])
+rng = np.random.default_rng(0)
+x = mx.nd.array(rng.standard_normal(shape).astype('f4'))
+w = mx.nd.array((rng.standard_normal((nf, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype('f4'))
+x.attach_grad(); w.attach_grad()
+with mx.autograd.record():
+    y = mx.nd.Convolution(x, w, kernel=(3, 3), pad=(pad, pad), num_filter=nf, no_bias=True)
+y.backward(mx.nd.array(rng.standard_normal(y.shape).astype('f4')))
+np.savez(path, dx=x.grad.asnumpy(), dw=w.grad.asnumpy())
+'''
+
+
+@pytest.mark.parametrize('case,data,weight', [
+    (((2, 32, 14, 14), 32, 1), True, True),
+    (((1, 8, 5, 6), 8, 3), False, True),      # padding 3: the data gradient stays im2col's
+    (((1, 3, 32, 32), 16, 1), False, False),  # 3 input channels
+], ids=['both', 'pad3', 'rgb'])
+def test_gradient_paths_are_taken_where_meant(tmp_path, case, data, weight):
+    res = []
+    for off in (0, 1):
+        path = str(tmp_path / ('g%d.npz' % off))
+        env = dict(os.environ)
+        env.pop('HG_NO_WINOGRAD', None)
+        if off:
+            env['HG_NO_WINOGRAD'] = '1'
+        r = run_python(['-c', _GRAD_CHILD, json.dumps(list(case) + [path])], env=env)
+        assert r.returncode == 0, r.stderr
+        res.append(np.load(path))
+    for name, winograd in (('dx', data), ('dw', weight)):
+        on, off = res[0][name], res[1][name]
+        if winograd:
+            assert not np.array_equal(on, off), name + ': Winograd not run'
+            _close(on, off.astype('f8'))
+        else:
+            np.testing.assert_array_equal(on, off)
+
+
+def test_backward_with_more_threads_than_the_workspace_was_sized_for():
+    """The training plan's workspace is sized at planning time; with more threads later the
+    gradients use fewer slots (or smaller blocks) and stay right."""
+    from hybridgluon import autograd
+    from hybridgluon.gluon import nn
+    rng = np.random.default_rng(12)
+    x = mx.nd.array(rng.standard_normal((3, 32, 30, 30)), dtype='float32')
+    old = _core.num_threads()
+    try:
+        mx.random.seed(13)
+        net = nn.Conv2D(32, 3, padding=1, in_channels=32)
+        net.initialize()
+
+        def grads():
+            with autograd.record():
+                y = net(x)
+            y.backward()
+            return [p.grad().asnumpy() for p in net.collect_params().values()]
+        ref = grads()
+        _core.num_threads(1)
+        net.hybridize(static_alloc=True, static_shape=True)
+        grads()
+        for t in (2, 4, 8):
+            _core.num_threads(t)
+            for a, b in zip(grads(), ref):
+                _close(a, b.astype('f8'))
+    finally:
+        _core.num_threads(old)

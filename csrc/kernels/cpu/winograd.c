@@ -201,6 +201,45 @@ typedef int32_t wg_i8 __attribute__((vector_size(32)));
         WG_ST((r1) + 2 * (k) + 8, WG_ZIP_HI(y10, y11));                                         \
     }
 
+/* The two columns a tile row's 2x2 output tiles start with: s[j * ld + k] = yr[c0 + 2k + j] for
+ * j = 0, 1 and k in [0, len), zero at and past W (all zero when yr is NULL: a row past the
+ * output). The weight gradient's counterpart of stage_row. */
+static inline void stage_row2(const float *restrict yr, int64_t W, int64_t c0, int64_t len,
+                              float *restrict s, int64_t ld)
+{
+    if (!yr) {
+        for (int j = 0; j < 2; j++) memset(s + j * ld, 0, sizeof(float) * (size_t)len);
+        return;
+    }
+    int64_t hi = W - 2 - c0 >= 0 ? (W - 2 - c0) / 2 + 1 : 0; /* both columns inside */
+    if (hi > len) hi = len;
+    float *restrict s0 = s, *restrict s1 = s + ld;
+    for (int64_t k = 0; k < hi; k++) {
+        s0[k] = yr[c0 + 2 * k];
+        s1[k] = yr[c0 + 2 * k + 1];
+    }
+    for (int64_t k = hi; k < len; k++) {
+        int64_t c = c0 + 2 * k;
+        s0[k] = c < W ? yr[c] : 0.0f;
+        s1[k] = 0.0f;
+    }
+}
+
+/* A dy A^T of the 2x2 output gradients of tiles k..k+7 (row i's two columns staged at
+ * S + 2i * ld): the adjoint of the output transform, into D[xi][k] (row stride ds). */
+#define WG_DY_STEP(S, ld, d, ds, k)                                                             \
+    {                                                                                           \
+        wg_v8 a = WG_LD((S) + (k)), b = WG_LD((S) + (ld) + (k));                                \
+        wg_v8 c = WG_LD((S) + 2 * (ld) + (k)), e = WG_LD((S) + 3 * (ld) + (k));                 \
+        wg_v8 p[4] = {a, a + c, a - c, -c}, q[4] = {b, b + e, b - e, -e};                       \
+        for (int r = 0; r < 4; r++) {                                                           \
+            WG_ST((d) + (4 * r) * (ds) + (k), p[r]);                                            \
+            WG_ST((d) + (4 * r + 1) * (ds) + (k), p[r] + q[r]);                                 \
+            WG_ST((d) + (4 * r + 2) * (ds) + (k), p[r] - q[r]);                                 \
+            WG_ST((d) + (4 * r + 3) * (ds) + (k), -q[r]);                                       \
+        }                                                                                       \
+    }
+
 /* A run of tiles along one tile row: len tiles of tile row ty of image n from column tx, at
  * position pos of its block. */
 typedef struct wg_seg {
@@ -234,6 +273,21 @@ typedef struct wg_src {
             }                                                                                   \
         }                                                                                       \
         for (int64_t k = 0; k < n8; k += 8) WG_IN_STEP(S, n8, v, vs, k)                         \
+    }                                                                                           \
+                                                                                                \
+    TGT static void dy_chan_##ISA(const wg_src *src, const wg_seg *segs, int64_t nseg,          \
+                                  int64_t n8, float *restrict S, float *restrict d, int64_t ds) \
+    {                                                                                           \
+        for (int64_t q = 0; q < nseg; q++) {                                                    \
+            const wg_seg *sg = &segs[q];                                                        \
+            const float *yn = src->x0 + sg->n * src->istride;                                   \
+            for (int64_t i = 0; i < 2; i++) {                                                   \
+                int64_t oy = 2 * sg->ty + i;                                                    \
+                stage_row2(oy < src->H ? yn + oy * src->W : NULL, src->W, 2 * sg->tx, sg->len,  \
+                           S + 2 * i * n8 + sg->pos, n8);                                       \
+            }                                                                                   \
+        }                                                                                       \
+        for (int64_t k = 0; k < n8; k += 8) WG_DY_STEP(S, n8, d, ds, k)                         \
     }                                                                                           \
                                                                                                 \
     TGT static void out_chan_##ISA(const float *restrict m, int64_t ms, int64_t nt, float bias, \
@@ -280,15 +334,16 @@ typedef struct wg_kernels {
     void (*in_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
     void (*out_chan)(const float *, int64_t, int64_t, float, float *, float *);
     void (*wt_filt)(const float *, int64_t, float *, int64_t);
+    void (*dy_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
 } wg_kernels;
 
 static wg_kernels pick_kernels(void)
 {
 #ifdef WG_HAVE_AVX2
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (wg_kernels){in_chan_avx2, out_chan_avx2, wt_filt_avx2};
+        return (wg_kernels){in_chan_avx2, out_chan_avx2, wt_filt_avx2, dy_chan_avx2};
 #endif
-    return (wg_kernels){in_chan_base, out_chan_base, wt_filt_base};
+    return (wg_kernels){in_chan_base, out_chan_base, wt_filt_base, dy_chan_base};
 }
 
 /* ---- driver -------------------------------------------------------------------------------- */
@@ -455,4 +510,260 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
         products(&j, T, j.slots, j.slots + 16 * xi_stride(g->C * j.vld));
         hg_parallel_for(g->F, 1024 / T + 1, one_out, &j);
     }
+}
+
+/* ---- data gradient --------------------------------------------------------------------------- */
+
+/* dx = conv(dy, w') with w'[c][f] = w[f][c] turned by 180 degrees and padding 2 - p: the forward
+ * above on the output gradient (its input size is the forward's output size, and its output
+ * size the forward's input size). */
+static hg_wino_geom dgrad_geom(const hg_wino_geom *g)
+{
+    return (hg_wino_geom){.N = g->N,
+                          .C = g->F,
+                          .F = g->C,
+                          .H = g->H + 2 * g->ph - 2,
+                          .W = g->W + 2 * g->pw - 2,
+                          .ph = 2 - g->ph,
+                          .pw = 2 - g->pw};
+}
+
+/* floats of w' at the front of the data gradient's workspace */
+static int64_t flip_floats(const hg_wino_geom *g) { return lines(9 * g->F * g->C); }
+
+bool hg_winograd_bwd_data_pays(const hg_wino_geom *g)
+{
+    if (g->ph > 2 || g->pw > 2) return false;
+    hg_wino_geom d = dgrad_geom(g);
+    return d.H > 0 && d.W > 0 && hg_winograd_pays(&d);
+}
+
+size_t hg_winograd_bwd_data_workspace(const hg_wino_geom *g, int64_t threads)
+{
+    hg_wino_geom d = dgrad_geom(g);
+    return sizeof(float) * (size_t)flip_floats(g) + hg_winograd_workspace(&d, threads);
+}
+
+typedef struct flip_job {
+    const float *w;
+    float *wf;
+    int64_t F, C;
+} flip_job;
+
+/* Input channels [c0, c1): wf[c][f][t] = w[f][c][8 - t]. */
+static void flip_range(void *ctx, int64_t c0, int64_t c1)
+{
+    const flip_job *j = ctx;
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t f = 0; f < j->F; f++) {
+            const float *src = j->w + (f * j->C + c) * 9;
+            float *dst = j->wf + (c * j->F + f) * 9;
+            for (int t = 0; t < 9; t++) dst[t] = src[8 - t];
+        }
+}
+
+void hg_winograd_bwd_data_f32(const hg_wino_geom *g, const float *dy, const float *w, float *dx,
+                              void *ws, size_t ws_bytes)
+{
+    hg_wino_geom d = dgrad_geom(g);
+    size_t fb = sizeof(float) * (size_t)flip_floats(g);
+    flip_job fj = {w, ws, g->F, g->C};
+    hg_parallel_for(g->C, 4096 / (9 * g->F + 1) + 1, flip_range, &fj);
+    hg_winograd_fwd_f32(&d, dy, fj.wf, NULL, dx, NULL, (char *)ws + fb, ws_bytes - fb);
+}
+
+/* ---- weight gradient ------------------------------------------------------------------------- */
+
+/* With V = B^T d B of a tile's input window and D = A dy A^T of its output gradient, the
+ * forward's y = A^T (U . V) A gives dL/dU = D . V, and U = G g G^T gives dL/dg = G^T (dL/dU) G.
+ * Summed over tiles (G^T . G is linear, so it runs once at the end):
+ *     Z[xi] (F x C) = sum over blocks of D[xi] (F x tb) . V[xi]^T (tb x C),   xi = 0..15,
+ *     dw[f][c] = G^T Z[.][f][c] G:
+ * 16 multiply-adds per tile and channel pair against im2col's 36, on the forward's tiles and
+ * input transform (tiles past the output see zero gradients; padding is zeros). Each slot
+ * sums its blocks into its own Z; the slots' Z are added in the final transform, so no
+ * thread ever writes another's memory. */
+
+static int64_t z_floats(const hg_wino_geom *g) { return 16 * xi_stride(g->F * g->C); }
+
+/* One slot of the weight gradient: V, D and Z. */
+static int64_t wslot_floats(const hg_wino_geom *g, int64_t tb)
+{
+    return 16 * (xi_stride(g->C * row_len(tb)) + xi_stride(g->F * row_len(tb))) + z_floats(g);
+}
+
+bool hg_winograd_bwd_weight_pays(const hg_wino_geom *g) { return hg_winograd_pays(g); }
+
+/* Few tiles (at most WGW_WHOLE_TILES, where the slot path would give each of two threads one
+ * block): one block of all tiles, whose 16 products split over the pool, instead of
+ * per-thread blocks, each with its own Z to sum (16 MB a thread at 512 channels). Where V and D
+ * of all tiles take at most WGW_WHOLE floats. ResNet-18's 7x7 layers at batch 16 (256 tiles, 2
+ * threads): 18.1 -> 15.3 ms; its 14x14 ones (784 tiles) lost, 10.4 -> 12.3 ms. */
+#define WGW_WHOLE (8 << 20)
+#define WGW_WHOLE_TILES (2 * WG_TB)
+
+static wg_plan wgrad_plan(const hg_wino_geom *g, int64_t threads)
+{
+    int64_t T = num_tiles(g);
+    if (T > 0 && T <= WGW_WHOLE_TILES && 16 * (g->C + g->F) * row_len(T) <= WGW_WHOLE)
+        return (wg_plan){.tb = T, .blocks = 1, .slots = 1};
+    return make_plan(g, threads);
+}
+
+size_t hg_winograd_bwd_weight_workspace(const hg_wino_geom *g, int64_t threads)
+{
+    wg_plan p = wgrad_plan(g, threads < 1 ? 1 : threads);
+    return sizeof(float) * (size_t)(p.blocks == 0 ? 0 : p.slots * wslot_floats(g, p.tb));
+}
+
+typedef struct wgw_job {
+    wg_job j;          /* the forward's job: geometry, plan, kernels, x, tile counts, vld */
+    const float *dy;   /* [N, F, OH, OW] */
+    float *dw;         /* [F, C, 3, 3] */
+    int64_t sf;        /* floats per slot */
+} wgw_job;
+
+static float *slot_v(const wgw_job *w, int64_t s) { return w->j.slots + s * w->sf; }
+static float *slot_d(const wgw_job *w, int64_t s)
+{
+    return slot_v(w, s) + 16 * xi_stride(w->j.g->C * w->j.vld);
+}
+static float *slot_z(const wgw_job *w, int64_t s)
+{
+    return slot_d(w, s) + 16 * xi_stride(w->j.g->F * w->j.vld);
+}
+
+/* D of filters [f0, f1) of tiles [t0, t1) (row stride vld). */
+static void dy_part(const wgw_job *w, int64_t t0, int64_t t1, float *D, int64_t f0, int64_t f1)
+{
+    const wg_job *j = &w->j;
+    const int64_t P = j->OH * j->OW, nt = t1 - t0, n8 = (nt + 7) & ~(int64_t)7;
+    const int64_t vld = j->vld, ds = xi_stride(j->g->F * vld);
+    wg_seg segs[WG_TB];
+    float S[4 * WG_VLD];
+    int64_t nseg = block_segs(j, t0, t1, segs);
+    for (int r = 0; r < 4; r++) memset(S + r * n8 + nt, 0, sizeof(float) * (size_t)(n8 - nt));
+    wg_src src = {NULL, j->g->F * P, j->OH, j->OW, 0, 0};
+    for (int64_t f = f0; f < f1; f++) {
+        src.x0 = w->dy + f * P;
+        j->k.dy_chan(&src, segs, nseg, n8, S, D + f * vld, ds);
+    }
+}
+
+/* Z[xi] (+)= D[xi] . V[xi]^T of a block of nt tiles (split over the pool when called outside it
+ * and big enough). */
+static void wproducts(const wgw_job *w, int64_t nt, const float *V, const float *D, float *Z,
+                      bool first)
+{
+    const int64_t C = w->j.g->C, F = w->j.g->F, vld = w->j.vld;
+    hg_gemm_batch_f32(false, true, 16, F, C, nt, 1.0f, D, vld, xi_stride(F * vld), V, vld,
+                      xi_stride(C * vld), first ? 0.0f : 1.0f, Z, C, xi_stride(F * C));
+}
+
+static void wslot_range(void *ctx, int64_t s0, int64_t s1)
+{
+    const wgw_job *w = ctx;
+    const wg_job *j = &w->j;
+    const int64_t T = num_tiles(j->g), tb = j->p.tb;
+    for (int64_t s = s0; s < s1; s++) {
+        float *V = slot_v(w, s), *D = slot_d(w, s), *Z = slot_z(w, s);
+        int64_t b0 = j->p.blocks * s / j->p.slots, b1 = j->p.blocks * (s + 1) / j->p.slots;
+        for (int64_t bk = b0; bk < b1; bk++) {
+            int64_t t0 = bk * tb, t1 = t0 + tb < T ? t0 + tb : T;
+            in_part(j, t0, t1, V, 0, j->g->C);
+            dy_part(w, t0, t1, D, 0, j->g->F);
+            wproducts(w, t1 - t0, V, D, Z, bk == b0);
+        }
+    }
+}
+
+/* One block of all tiles (vld >= the tile count), its transforms split over the pool by
+ * channel and by filter, each in runs of at most WG_TB tiles (the transforms' staging size). */
+static void wone_in(void *ctx, int64_t c0, int64_t c1)
+{
+    const wgw_job *w = ctx;
+    const int64_t T = num_tiles(w->j.g);
+    for (int64_t t = 0; t < T; t += WG_TB)
+        in_part(&w->j, t, t + WG_TB < T ? t + WG_TB : T, slot_v(w, 0) + t, c0, c1);
+}
+
+static void wone_dy(void *ctx, int64_t f0, int64_t f1)
+{
+    const wgw_job *w = ctx;
+    const int64_t T = num_tiles(w->j.g);
+    for (int64_t t = 0; t < T; t += WG_TB)
+        dy_part(w, t, t + WG_TB < T ? t + WG_TB : T, slot_d(w, 0) + t, f0, f1);
+}
+
+/* dw of filters [f0, f1): the slots' Z summed, then G^T Z G. */
+static void wfinal_range(void *ctx, int64_t f0, int64_t f1)
+{
+    const wgw_job *w = ctx;
+    const int64_t C = w->j.g->C, zs = xi_stride(w->j.g->F * C), ns = w->j.p.slots;
+    for (int64_t f = f0; f < f1; f++)
+        for (int64_t c = 0; c < C; c++) {
+            float z[16], t[3][4];
+            for (int xi = 0; xi < 16; xi++) {
+                float acc = 0.0f;
+                for (int64_t s = 0; s < ns; s++) acc += slot_z(w, s)[xi * zs + f * C + c];
+                z[xi] = acc;
+            }
+            for (int q = 0; q < 4; q++) { /* G^T down the columns */
+                t[0][q] = z[q] + 0.5f * (z[4 + q] + z[8 + q]);
+                t[1][q] = 0.5f * (z[4 + q] - z[8 + q]);
+                t[2][q] = 0.5f * (z[4 + q] + z[8 + q]) + z[12 + q];
+            }
+            float *o = w->dw + (f * C + c) * 9;
+            for (int r = 0; r < 3; r++) { /* and G along the rows */
+                o[3 * r] = t[r][0] + 0.5f * (t[r][1] + t[r][2]);
+                o[3 * r + 1] = 0.5f * (t[r][1] - t[r][2]);
+                o[3 * r + 2] = 0.5f * (t[r][1] + t[r][2]) + t[r][3];
+            }
+        }
+}
+
+void hg_winograd_bwd_weight_f32(const hg_wino_geom *g, const float *x, const float *dy, float *dw,
+                                void *ws, size_t ws_bytes)
+{
+    int64_t threads = hg_get_num_threads();
+    wg_plan p = wgrad_plan(g, threads < 1 ? 1 : threads);
+    if (p.blocks == 0) { /* no tiles: no products */
+        memset(dw, 0, sizeof(float) * (size_t)(g->F * g->C * 9));
+        return;
+    }
+    /* Fit the workspace as the forward does: fewer slots, then smaller blocks. */
+    int64_t avail = (int64_t)(ws_bytes / sizeof(float));
+    if (p.slots * wslot_floats(g, p.tb) > avail) {
+        p.slots = avail / wslot_floats(g, p.tb);
+        if (p.slots < 1) {
+            p.slots = 1;
+            if (p.tb > WG_TB) p.tb = WG_TB; /* blocks of the slot path: staged whole */
+            while (p.tb > 1 && wslot_floats(g, p.tb) > avail) p.tb--;
+            p.blocks = (num_tiles(g) + p.tb - 1) / p.tb;
+        }
+    }
+    wgw_job w = {.j = {.g = g,
+                       .k = pick_kernels(),
+                       .p = p,
+                       .x = x,
+                       .OH = g->H + 2 * g->ph - 2,
+                       .OW = g->W + 2 * g->pw - 2,
+                       .slots = ws},
+                 .dy = dy,
+                 .dw = dw};
+    w.j.TY = tile_rows(g);
+    w.j.TX = tile_cols(g);
+    w.j.vld = row_len(p.tb);
+    w.sf = wslot_floats(g, p.tb);
+    if (p.slots > 1) {
+        hg_parallel_for(p.slots, 1, wslot_range, &w);
+    } else if (p.blocks > 1) {
+        wslot_range(&w, 0, 1);
+    } else {
+        int64_t T = num_tiles(g);
+        hg_parallel_for(g->C, 1024 / T + 1, wone_in, &w);
+        hg_parallel_for(g->F, 1024 / T + 1, wone_dy, &w);
+        wproducts(&w, T, slot_v(&w, 0), slot_d(&w, 0), slot_z(&w, 0), true);
+    }
+    hg_parallel_for(g->F, 4096 / (16 * g->C * p.slots) + 1, wfinal_range, &w);
 }

@@ -48,4 +48,24 @@ size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads);
 void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
                          float *y, const hg_post *post, void *ws, size_t ws_bytes);
 
+/* The gradients of the forward above (same geometry g: the forward's x, w and y sizes).
+ *
+ * Data gradient: dx = conv(dy, w turned 180 degrees with filters and channels swapped), padding
+ * 2 - p, i.e. the forward on the output gradient; for padding at most 2 (the _pays rule says
+ * false otherwise). dx is overwritten. The turned weights go to the front of the workspace.
+ *
+ * Weight gradient: dw = sum over tiles of G^T ((A dy A^T) . (B^T d B)) G, as 16 GEMMs
+ * (F x tiles) . (tiles x C) per block of tiles, each thread summing its blocks in its own
+ * workspace slot. dw is overwritten.
+ *
+ * Workspace as for the forward: at least the _workspace bytes for some thread count >= 1. */
+bool hg_winograd_bwd_data_pays(const hg_wino_geom *g);
+size_t hg_winograd_bwd_data_workspace(const hg_wino_geom *g, int64_t threads);
+void hg_winograd_bwd_data_f32(const hg_wino_geom *g, const float *dy, const float *w, float *dx,
+                              void *ws, size_t ws_bytes);
+bool hg_winograd_bwd_weight_pays(const hg_wino_geom *g);
+size_t hg_winograd_bwd_weight_workspace(const hg_wino_geom *g, int64_t threads);
+void hg_winograd_bwd_weight_f32(const hg_wino_geom *g, const float *x, const float *dy, float *dw,
+                                void *ws, size_t ws_bytes);
+
 #endif
