@@ -221,6 +221,166 @@ static double bn_invstd(double var, double eps, bool batch)
     return 1.0 / sqrt(var + eps);
 }
 
+/* Row sums of float32 data for the BatchNorm statistics and its backward's sums: eight-lane
+ * float partial sums (four vectors in flight), added into a double every BN_FLUSH elements. A
+ * plain double accumulator is one dependent add per element (about 4 cycles): it made a
+ * training BatchNorm of 16x96x112x112 take 28 ms, 3x a copy of the data. Float lanes over at
+ * most BN_FLUSH / 8 elements each keep the statistics within float rounding of the double
+ * sums. Compiled for AVX2 and baseline x86-64, picked at run time. */
+typedef float bn_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define BN_LD(p) (*(const bn_v8 *)(p))
+#define BN_FLUSH 4096
+
+static double bn_hsum(bn_v8 a)
+{
+    double t = 0;
+    for (int k = 0; k < 8; k++) t += a[k];
+    return t;
+}
+
+#define BN_ROW_KERNELS(ISA, TGT)                                                                \
+    /* sum of p[0, n) */                                                                        \
+    TGT static double bn_rsum_##ISA(const float *p, int64_t n)                                  \
+    {                                                                                           \
+        double tot = 0;                                                                         \
+        for (int64_t i = 0; i < n;) {                                                           \
+            const int64_t e = n - i > BN_FLUSH ? i + BN_FLUSH : n;                              \
+            bn_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                       \
+            for (; i + 32 <= e; i += 32) {                                                      \
+                a0 += BN_LD(p + i);                                                             \
+                a1 += BN_LD(p + i + 8);                                                         \
+                a2 += BN_LD(p + i + 16);                                                        \
+                a3 += BN_LD(p + i + 24);                                                        \
+            }                                                                                   \
+            for (; i + 8 <= e; i += 8) a0 += BN_LD(p + i);                                      \
+            double t = bn_hsum((a0 + a1) + (a2 + a3));                                          \
+            for (; i < e; i++) t += p[i];                                                       \
+            tot += t;                                                                           \
+        }                                                                                       \
+        return tot;                                                                             \
+    }                                                                                           \
+    /* sum of (p - m)^2 */                                                                      \
+    TGT static double bn_rsq_##ISA(const float *p, int64_t n, float m)                          \
+    {                                                                                           \
+        double tot = 0;                                                                         \
+        const bn_v8 mv = {m, m, m, m, m, m, m, m};                                              \
+        for (int64_t i = 0; i < n;) {                                                           \
+            const int64_t e = n - i > BN_FLUSH ? i + BN_FLUSH : n;                              \
+            bn_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                       \
+            for (; i + 32 <= e; i += 32) {                                                      \
+                bn_v8 d0 = BN_LD(p + i) - mv, d1 = BN_LD(p + i + 8) - mv;                       \
+                bn_v8 d2 = BN_LD(p + i + 16) - mv, d3 = BN_LD(p + i + 24) - mv;                 \
+                a0 += d0 * d0;                                                                  \
+                a1 += d1 * d1;                                                                  \
+                a2 += d2 * d2;                                                                  \
+                a3 += d3 * d3;                                                                  \
+            }                                                                                   \
+            for (; i + 8 <= e; i += 8) {                                                        \
+                bn_v8 d0 = BN_LD(p + i) - mv;                                                   \
+                a0 += d0 * d0;                                                                  \
+            }                                                                                   \
+            double t = bn_hsum((a0 + a1) + (a2 + a3));                                          \
+            for (; i < e; i++) t += (double)(p[i] - m) * (double)(p[i] - m);                    \
+            tot += t;                                                                           \
+        }                                                                                       \
+        return tot;                                                                             \
+    }                                                                                           \
+    /* *s += sum of q, *d += sum of q * (p - m) */                                              \
+    TGT static void bn_rsum2_##ISA(const float *q, const float *p, int64_t n, float m,          \
+                                   double *s, double *d)                                        \
+    {                                                                                           \
+        const bn_v8 mv = {m, m, m, m, m, m, m, m};                                              \
+        for (int64_t i = 0; i < n;) {                                                           \
+            const int64_t e = n - i > BN_FLUSH ? i + BN_FLUSH : n;                              \
+            bn_v8 s0 = {0}, s1 = {0}, d0 = {0}, d1 = {0};                                       \
+            for (; i + 16 <= e; i += 16) {                                                      \
+                bn_v8 q0 = BN_LD(q + i), q1 = BN_LD(q + i + 8);                                 \
+                s0 += q0;                                                                       \
+                s1 += q1;                                                                       \
+                d0 += q0 * (BN_LD(p + i) - mv);                                                 \
+                d1 += q1 * (BN_LD(p + i + 8) - mv);                                             \
+            }                                                                                   \
+            double ts = bn_hsum(s0 + s1), td = bn_hsum(d0 + d1);                                \
+            for (; i < e; i++) {                                                                \
+                ts += q[i];                                                                     \
+                td += (double)q[i] * (double)(p[i] - m);                                        \
+            }                                                                                   \
+            *s += ts;                                                                           \
+            *d += td;                                                                           \
+        }                                                                                       \
+    }
+
+BN_ROW_KERNELS(base, )
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BN_HAVE_AVX2 1
+BN_ROW_KERNELS(avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+static bool bn_avx2(void)
+{
+#ifdef BN_HAVE_AVX2
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+static double bn_rsum_f32(const float *p, int64_t n)
+{
+#ifdef BN_HAVE_AVX2
+    if (bn_avx2()) return bn_rsum_avx2(p, n);
+#endif
+    return bn_rsum_base(p, n);
+}
+
+static double bn_rsq_f32(const float *p, int64_t n, float m)
+{
+#ifdef BN_HAVE_AVX2
+    if (bn_avx2()) return bn_rsq_avx2(p, n, m);
+#endif
+    return bn_rsq_base(p, n, m);
+}
+
+static void bn_rsum2_f32(const float *q, const float *p, int64_t n, float m, double *s, double *d)
+{
+#ifdef BN_HAVE_AVX2
+    if (bn_avx2()) {
+        bn_rsum2_avx2(q, p, n, m, s, d);
+        return;
+    }
+#endif
+    bn_rsum2_base(q, p, n, m, s, d);
+}
+
+/* The same for float64: plain double loops. */
+static double bn_rsum_f64(const double *p, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += p[i];
+    return s;
+}
+
+static double bn_rsq_f64(const double *p, int64_t n, double m)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (p[i] - m) * (p[i] - m);
+    return s;
+}
+
+static void bn_rsum2_f64(const double *q, const double *p, int64_t n, double m, double *s,
+                         double *d)
+{
+    double ts = 0, td = 0;
+    for (int64_t i = 0; i < n; i++) {
+        ts += q[i];
+        td += q[i] * (p[i] - m);
+    }
+    *s += ts;
+    *d += td;
+}
+
+/* Statistics in float32 are centred on the float-rounded mean mt: sum (x - m)^2 = sum (x - mt)^2
+ * - n (m - mt)^2, whose last term is below double rounding here, so it is dropped. */
 #define BN_KERNELS(T)                                                                           \
     static void bn_stats_##T(void *ctx, int64_t c0, int64_t c1)                                 \
     {                                                                                           \
@@ -231,19 +391,10 @@ static double bn_invstd(double var, double eps, bool batch)
             double m, v;                                                                        \
             if (j->batch_stats) {                                                               \
                 double s = 0;                                                                   \
-                for (int64_t o = 0; o < O; o++) {                                               \
-                    const T *p = x + (o * C + c) * I;                                           \
-                    for (int64_t i = 0; i < I; i++) s += p[i];                                  \
-                }                                                                               \
+                for (int64_t o = 0; o < O; o++) s += bn_rsum_##T(x + (o * C + c) * I, I);       \
                 m = n > 0 ? s / (double)n : 0.0;                                                \
                 double q = 0;                                                                   \
-                for (int64_t o = 0; o < O; o++) {                                               \
-                    const T *p = x + (o * C + c) * I;                                           \
-                    for (int64_t i = 0; i < I; i++) {                                           \
-                        double d = p[i] - m;                                                    \
-                        q += d * d;                                                             \
-                    }                                                                           \
-                }                                                                               \
+                for (int64_t o = 0; o < O; o++) q += bn_rsq_##T(x + (o * C + c) * I, I, (T)m);  \
                 v = n > 0 ? q / (double)n : 0.0;                                                \
             } else {                                                                            \
                 m = ((const T *)j->rmean)[c];                                                   \
@@ -465,18 +616,15 @@ typedef struct {
         const bnb_job *j = ctx;                                                                 \
         const int64_t O = j->O, C = j->C, I = j->I;                                             \
         for (int64_t c = c0; c < c1; c++) {                                                     \
+            /* centred on the rounded mean mt, then moved to m: D = D_mt + (mt - m) S */        \
             const double m = j->m[c];                                                           \
+            const T mt = (T)m;                                                                  \
             double s = 0, d = 0;                                                                \
-            for (int64_t o = 0; o < O; o++) {                                                   \
-                const T *p = (const T *)j->x + (o * C + c) * I;                                 \
-                const T *q = (const T *)j->dy + (o * C + c) * I;                                \
-                for (int64_t i = 0; i < I; i++) {                                               \
-                    s += q[i];                                                                  \
-                    d += q[i] * (p[i] - m);                                                     \
-                }                                                                               \
-            }                                                                                   \
+            for (int64_t o = 0; o < O; o++)                                                     \
+                bn_rsum2_##T((const T *)j->dy + (o * C + c) * I,                                \
+                             (const T *)j->x + (o * C + c) * I, I, mt, &s, &d);                 \
             j->sum[c] = s;                                                                      \
-            j->sum[C + c] = d;                                                                  \
+            j->sum[C + c] = d + ((double)mt - m) * s;                                           \
         }                                                                                       \
     }                                                                                           \
     static void bnb_chunk_##T(void *ctx, int64_t k0, int64_t k1)                                \
