@@ -173,3 +173,25 @@ def test_unpooled_blocks_of_odd_sizes_are_unmapped_whole():
     assert _vm_kb('VmSize') - before < 16 * 1024
     z = nd.zeros((n,))
     assert not z[n - 4096:].asnumpy().any() and not z[:4096].asnumpy().any()
+
+
+def test_cache_keeps_a_working_set_above_512_mib():
+    """Freed blocks stay cached up to the most memory that was live at once (at least 512 MiB,
+    at most a quarter of physical memory): a loop that frees and asks again for 768 MiB of
+    arrays gets them from the pool instead of mapping (and faulting in) fresh pages."""
+    if _sanitized():
+        pytest.skip('sanitizer builds have no pool (HG_NO_POOL)')
+    phys = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+    if phys // 4 < (1 << 30):
+        pytest.skip('needs 4 GiB of memory')
+    _core.alloc_cached_bytes(True)
+    n = (64 << 20) // 4
+    arrays = [nd.full((n,), 1) for _ in range(12)]   # 768 MiB live
+    del arrays
+    cached = _core.alloc_cached_bytes()
+    assert cached >= 12 * n * 4, cached
+    arrays = [nd.full((n,), 2) for _ in range(12)]   # all from the cache
+    assert _core.alloc_cached_bytes() <= cached - 12 * n * 4
+    assert all(float(a[n - 1].asscalar()) == 2 for a in arrays[:2])
+    del arrays
+    assert _core.alloc_cached_bytes(True) == 0
