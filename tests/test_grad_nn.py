@@ -385,7 +385,8 @@ def _bn_bwd_np(dy, x, gamma, mean, inv, axis, batch, fix_gamma):
 
 
 @pytest.mark.parametrize('shape,axis', [((9000, 8), -1), ((40, 6, 30), 1), ((4, 5, 70), 1),
-                                        ((2, 3, 5, 4), 3), ((1, 4, 300), 1)])
+                                        ((2, 3, 5, 4), 3), ((1, 4, 300), 1),
+                                        ((2, 3, 80, 81), 1), ((3, 4, 7, 7), 1)])
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 @pytest.mark.parametrize('batch', [True, False])
 def test_backward_batchnorm_op(rng, shape, axis, dtype, batch):

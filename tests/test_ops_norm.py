@@ -344,7 +344,8 @@ def test_groupnorm_shapes_and_errors():
 
 @pytest.mark.parametrize('dtype', FLOATS)
 @pytest.mark.parametrize('shape,axis', [((20000, 4), -1), ((3000, 7, 3), 1), ((4, 16, 40, 40), 1),
-                                        ((9000, 5, 2), -1)])
+                                        ((9000, 5, 2), -1), ((2, 3, 80, 81), 1),
+                                        ((3, 4, 7, 7), 1)])
 def test_batchnorm_large_training(rng, dtype, shape, axis):
     C = shape[axis]
     x = (rng.normal(size=shape) * 3 + 100).astype(dtype)  # a large mean: needs the two-pass var

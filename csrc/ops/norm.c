@@ -616,15 +616,14 @@ typedef struct {
         const bnb_job *j = ctx;                                                                 \
         const int64_t O = j->O, C = j->C, I = j->I;                                             \
         for (int64_t c = c0; c < c1; c++) {                                                     \
-            /* centred on the rounded mean mt, then moved to m: D = D_mt + (mt - m) S */        \
-            const double m = j->m[c];                                                           \
-            const T mt = (T)m;                                                                  \
+            /* the mean input has the data's type: (T)m is m exactly */                        \
+            const T m = (T)j->m[c];                                                             \
             double s = 0, d = 0;                                                                \
             for (int64_t o = 0; o < O; o++)                                                     \
                 bn_rsum2_##T((const T *)j->dy + (o * C + c) * I,                                \
-                             (const T *)j->x + (o * C + c) * I, I, mt, &s, &d);                 \
+                             (const T *)j->x + (o * C + c) * I, I, m, &s, &d);                  \
             j->sum[c] = s;                                                                      \
-            j->sum[C + c] = d + ((double)mt - m) * s;                                           \
+            j->sum[C + c] = d;                                           \
         }                                                                                       \
     }                                                                                           \
     static void bnb_chunk_##T(void *ctx, int64_t k0, int64_t k1)                                \
