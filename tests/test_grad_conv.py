@@ -133,6 +133,9 @@ def test_convolution_grad_parts():
 @pytest.mark.parametrize('case', CONV_CASES + [
     ((5, 3, 9, 8), 4, (3, 3), (1, 1), (1, 1), (1, 1), 1, False),     # image slots
     ((2, 8, 30, 30), 32, (5, 5), (1, 1), (2, 2), (1, 1), 1, False),  # large: serial path
+    # pointwise, expanding, dy over 1 MB: runs of 1024 positions (the last 452 long)
+    ((3, 8, 50, 50), 128, (1, 1), (1, 1), (0, 0), (1, 1), 1, False),
+    ((2, 16, 60, 60), 256, (1, 1), (1, 1), (0, 0), (1, 1), 2, False),  # the same in 2 groups
 ])
 def test_backward_convolution_forward(case, dtype):
     rng = np.random.default_rng(3)
