@@ -40,6 +40,42 @@ static void NAME(conv_pack)(const NAME(conv_job) * j, int64_t u, T *col)
         }
 }
 
+/* y[0, n) = post(y + bv) in one pass (bias 0: the post alone; neither: nothing). */
+static void NAME(epilogue)(const hg_post *po, T *restrict y, int64_t n, const T *b)
+{
+    const T bv = b ? *b : (T)0;
+    if (po->kind == HG_POST_RELU) {
+        for (int64_t i = 0; i < n; i++) {
+            T v = y[i] + bv;
+            y[i] = (v > 0 || v != v) ? v : 0;
+        }
+    } else if (po->kind == HG_POST_CLIP) {
+        const T lo = (T)po->lo, hi = (T)po->hi;
+        for (int64_t i = 0; i < n; i++) {
+            T v = y[i] + bv;
+            y[i] = v > hi ? hi : (v < lo ? lo : v);
+        }
+    } else if (b) {
+        for (int64_t i = 0; i < n; i++) y[i] += bv;
+    }
+}
+
+typedef struct {
+    const NAME(conv_job) * j;
+    T *y;
+    int64_t cols, gi;
+} NAME(epi_job);
+
+/* Filters [f0, f1) of a whole-image tile's epilogue. */
+static void NAME(epi_range)(void *ctx, int64_t f0, int64_t f1)
+{
+    const NAME(epi_job) *e = ctx;
+    const NAME(conv_job) *j = e->j;
+    for (int64_t f = f0; f < f1; f++)
+        NAME(epilogue)(j->po, e->y + f * j->g->P, e->cols,
+                       j->b ? j->b + e->gi * j->g->Fg + f : NULL);
+}
+
 /* Unit u = (image n, group gi, tile): out_g[:, tile] = W_g . col(tile) (+ bias). */
 static void NAME(conv_unit)(const NAME(conv_job) * j, int64_t u, T *col)
 {
@@ -53,11 +89,6 @@ static void NAME(conv_unit)(const NAME(conv_job) * j, int64_t u, T *col)
     int64_t r0 = tile * j->pl.rows, r1 = r0 + j->pl.rows < R ? r0 + j->pl.rows : R;
     int64_t cols = (r1 - r0) * O2;
     T *y = j->y + (n * g->F + gi * g->Fg) * g->P + r0 * O2;
-    if (j->b)
-        for (int64_t f = 0; f < g->Fg; f++) {
-            T bv = j->b[gi * g->Fg + f], *yr = y + f * g->P;
-            for (int64_t i = 0; i < cols; i++) yr[i] = bv;
-        }
     const T *x = j->x + (n * g->C + gi * g->Cg) * g->I, *src = x + r0 * O2;
     int64_t ld = g->P;
     if (col) {
@@ -68,10 +99,16 @@ static void NAME(conv_unit)(const NAME(conv_job) * j, int64_t u, T *col)
         src = col;
         ld = cols;
     }
-    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K, src, ld,
-                  j->b ? 1 : 0, y, g->P);
-    if (j->po->kind != HG_POST_NONE)
-        for (int64_t f = 0; f < g->Fg; f++) NAME(hg_post)(j->po, y + f * g->P, cols);
+    /* The product, then bias and activation in one pass over the tile while it is in cache (a
+     * bias written first and added by the GEMM (beta 1) cost two: MobileNetV2's pointwise 32 ->
+     * 192 at 28x28, batch 1, 89 -> 38 us). */
+    NAME(hg_gemm)(false, false, g->Fg, cols, g->K, 1, j->w + gi * g->Fg * g->K, g->K, src, ld, 0, y,
+                  g->P);
+    if (!j->b && j->po->kind == HG_POST_NONE) return;
+    NAME(epi_job) e = {j, y, cols, gi};
+    if (j->pl.whole) /* the product used the pool: so does its epilogue */
+        hg_parallel_for(g->Fg, 1 + 16384 / (cols + 1), NAME(epi_range), &e);
+    else NAME(epi_range)(&e, 0, g->Fg);
 }
 
 /* Slots [begin, end): slot t runs its contiguous share of the units with its own col. */
