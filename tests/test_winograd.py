@@ -1,6 +1,8 @@
-"""Convolution's Winograd F(2x2, 3x3) forward and gradients (csrc/kernels/cpu/winograd.c):
-float32 2-D 3x3 layers with stride 1 and enough channels and output tiles take them (see
-hg_winograd_pays; the data gradient also needs padding <= 2).
+"""Convolution's Winograd forward and gradients (csrc/kernels/cpu/winograd.c): float32 2-D 3x3
+layers with stride 1 and enough channels and output tiles take them (see hg_winograd_pays; the
+data gradient also needs padding <= 2). The forward (and so the data gradient) uses F(4x4, 3x3)
+for outputs of at least 16 a side, F(2x2, 3x3) below; the weight gradient F(2x2, 3x3).
+HG_WINO_M=2|4 forces one tile size (read once: tested in child processes).
 
 Accuracy: the transforms only add, subtract and halve (exact), so the result differs from
 im2col + GEMM by the rounding of a differently ordered sum. An output is a sum of 9*C products;
@@ -334,3 +336,93 @@ def test_backward_with_more_threads_than_the_workspace_was_sized_for():
                 _close(a, b.astype('f8'))
     finally:
         _core.num_threads(old)
+
+
+# ---- F(4x4, 3x3) -------------------------------------------------------------------------------
+# Its transforms have constants up to 8 (F(2x2)'s: 1/2), so it rounds more: measured about 3e-6
+# of the outputs' size rms and up to 1.4e-5 at the worst output (256 channels) against 3e-7 and
+# 8e-7. The tolerance for it is 5e-5 of the scale: still far below any indexing, border or
+# transform mistake, which moves outputs by O(1) of the scale.
+RTOL4 = 5e-5
+
+# (N, C, H, W), num_filter, pad: 4x4 tiles clipped at the bottom and right by 1, 2 and 3, pads
+# 0..3, blocks across images and tile rows, one block of few tiles, many blocks per thread.
+CASES4 = [
+    ((1, 16, 16, 16), 16, 1),
+    ((2, 24, 17, 19), 16, 1),
+    ((3, 8, 18, 22), 12, 0),
+    ((2, 16, 21, 18), 8, 2),
+    ((1, 8, 14, 15), 8, 3),
+    ((5, 8, 6, 6), 8, 1),
+    ((2, 64, 28, 28), 64, 1),
+    ((1, 32, 44, 70), 24, 1),
+]
+
+_CHILD4 = r'''
+import json, sys
+import numpy as np
+import hybridgluon as mx
+cases, path = json.loads(sys.argv[1])
+out = {}
+for i, (shape, nf, pad) in enumerate(cases):
+    rng = np.random.default_rng(i)
+    x = rng.standard_normal(shape).astype('f4')
+    w = (rng.standard_normal((nf, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype('f4')
+    b = rng.standard_normal(nf).astype('f4')
+    X, W, B = (mx.nd.array(a) for a in (x, w, b))
+    X.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Convolution(X, W, B, kernel=(3, 3), pad=(pad, pad), num_filter=nf)
+    dy = rng.standard_normal(y.shape).astype('f4')
+    y.backward(mx.nd.array(dy))
+    out['y%d' % i], out['dx%d' % i] = y.asnumpy(), X.grad.asnumpy()
+np.savez(path, **out)
+'''
+
+
+def _run4(tmp_path, cases, m):
+    path = str(tmp_path / ('m%s.npz' % m))
+    env = dict(os.environ)
+    env.pop('HG_NO_WINOGRAD', None)
+    env.pop('HG_WINO_M', None)
+    if m:
+        env['HG_WINO_M'] = str(m)
+    r = run_python(['-c', _CHILD4, json.dumps([cases, path])], env=env)
+    assert r.returncode == 0, r.stderr
+    return np.load(path)
+
+
+def _close_tol(out, ref, rtol):
+    np.testing.assert_allclose(out.astype('f8'), ref, rtol=rtol,
+                               atol=rtol * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize('m', [2, 4])
+def test_forced_tile_sizes_match_float64(tmp_path, m):
+    """Both tile sizes on every case (forward with bias, and the data gradient, which is the
+    forward on dy), against float64 references of the float32-rounded inputs."""
+    res = _run4(tmp_path, [list(c) for c in CASES4 + CASES[:6]], m)
+    for i, (shape, nf, pad) in enumerate(CASES4 + CASES[:6]):
+        rng = np.random.default_rng(i)
+        x = rng.standard_normal(shape).astype('f4').astype('f8')
+        w = (rng.standard_normal((nf, shape[1], 3, 3)) / np.sqrt(9 * shape[1]))
+        w = w.astype('f4').astype('f8')
+        b = rng.standard_normal(nf).astype('f4').astype('f8')
+        ref = _ref(x, w, b, pad)
+        dy = rng.standard_normal(ref.shape).astype('f4').astype('f8')
+        tol = RTOL4 if m == 4 else RTOL
+        _close_tol(res['y%d' % i], ref, tol)
+        ref_dx = conv_data_grad_ref(dy, w, x.shape, (3, 3), (1, 1), (1, 1), (pad, pad), 1)
+        _close_tol(res['dx%d' % i], ref_dx, tol)
+
+
+def test_tile_size_rule(tmp_path):
+    """Outputs of 16 and more a side take F(4x4): their results are those of HG_WINO_M=4 bit
+    for bit; smaller ones F(2x2)'s."""
+    cases = [[(1, 32, 28, 28), 32, 1], [(2, 32, 16, 20), 16, 1], [(2, 32, 14, 14), 32, 1],
+             [(1, 32, 15, 40), 32, 1]]
+    default, m2, m4 = (_run4(tmp_path, cases, m) for m in (None, 2, 4))
+    for i, want in enumerate([4, 4, 2, 2]):
+        same, other = (m4, m2) if want == 4 else (m2, m4)
+        np.testing.assert_array_equal(default['y%d' % i], same['y%d' % i])
+        assert not np.array_equal(default['y%d' % i], other['y%d' % i])

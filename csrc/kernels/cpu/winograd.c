@@ -1,12 +1,12 @@
-/* Winograd F(2x2, 3x3) forward convolution (see winograd.h).
+/* Winograd F(2x2, 3x3) and F(4x4, 3x3) forward convolution and its gradients (see winograd.h).
  *
  * Tiles are numbered over (image, tile row, tile column); a block is a run of consecutive tiles
- * and splits into segments, runs along one tile row. A block's V[16][C][vld] and M[16][F][vld]
- * sit in its slot of the workspace. The transforms work on a whole block of one channel (input)
- * or filter (output) at a time with the tiles as the vector lanes: the input transform first
- * copies, for each of a window's 4 rows, the window's 4 columns of every tile into 4 rows of
- * the block (zeros for the padding), so that its loop reads unit-stride and carries no bounds
- * checks; the output transform writes a block's two output rows interleaved and copies each
+ * and splits into segments, runs along one tile row. A block's V[nxi][C][vld] and M[nxi][F][vld]
+ * (nxi = 16 or 36) sit in its slot of the workspace. The transforms work on a whole block of one
+ * channel (input) or filter (output) at a time with the tiles as the vector lanes: the input
+ * transform first copies, for each of a window's rows, the window's columns of every tile into
+ * rows of the block (zeros for the padding), so that its loop reads unit-stride and carries no
+ * bounds checks; the output transform writes a block's m output rows interleaved and copies each
  * segment's part into place, clipped at the borders. The transforms are compiled for AVX2 and
  * for baseline x86-64 through function attributes and picked at run time, as depthwise.c does.
  */
@@ -39,21 +39,28 @@ static int64_t row_len(int64_t tb) { return (tb + 7) & ~(int64_t)7; }
 /* floats rounded up to a whole 64-byte line */
 static int64_t lines(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
-static int64_t tile_rows(const hg_wino_geom *g) { return (g->H + 2 * g->ph - 1) / 2; }
-static int64_t tile_cols(const hg_wino_geom *g) { return (g->W + 2 * g->pw - 1) / 2; }
-static int64_t num_tiles(const hg_wino_geom *g) { return g->N * tile_rows(g) * tile_cols(g); }
+/* Tiles of m x m outputs (m = 2: F(2x2, 3x3); m = 4: F(4x4, 3x3), see choose_m). */
+static int64_t tiles_y(const hg_wino_geom *g, int m) { return (g->H + 2 * g->ph - 2 + m - 1) / m; }
+static int64_t tiles_x(const hg_wino_geom *g, int m) { return (g->W + 2 * g->pw - 2 + m - 1) / m; }
+static int64_t ntiles(const hg_wino_geom *g, int m) { return g->N * tiles_y(g, m) * tiles_x(g, m); }
+static int64_t num_tiles(const hg_wino_geom *g) { return ntiles(g, 2); }
+/* the (m + 2)^2 matrices of U, V and M */
+static int nxi(int m) { return (m + 2) * (m + 2); }
+/* F(4x4, 3x3)'s V and M take 36 rows a tile against 16: half the tiles a block */
+#define WG4_TB 64
+static int64_t block_max(int m) { return m == 4 ? WG4_TB : WG_TB; }
 
 /* Distance between the 16 matrices of U, V and M: a whole number of lines plus one, so that
  * the 16 rows a transform writes side by side do not fall into the same cache sets (F * C and
  * C * tb are often multiples of 4 KB: 16 such streams thrashed L1 and L2, 5x slower). */
 static int64_t xi_stride(int64_t n) { return lines(n) + 16; }
 
-static int64_t u_floats(const hg_wino_geom *g) { return 16 * xi_stride(g->F * g->C); }
+static int64_t u_floats(const hg_wino_geom *g, int m) { return nxi(m) * xi_stride(g->F * g->C); }
 
 /* One slot: V and M of a block of up to tb tiles. */
-static int64_t slot_floats(const hg_wino_geom *g, int64_t tb)
+static int64_t slot_floats(const hg_wino_geom *g, int64_t tb, int m)
 {
-    return 16 * (xi_stride(g->C * row_len(tb)) + xi_stride(g->F * row_len(tb)));
+    return nxi(m) * (xi_stride(g->C * row_len(tb)) + xi_stride(g->F * row_len(tb)));
 }
 
 typedef struct wg_plan {
@@ -62,12 +69,12 @@ typedef struct wg_plan {
     int64_t slots;  /* blocks run at once, one slot of workspace each */
 } wg_plan;
 
-static wg_plan make_plan(const hg_wino_geom *g, int64_t threads)
+static wg_plan make_plan(const hg_wino_geom *g, int64_t threads, int m)
 {
     wg_plan p = {0, 0, 1};
-    int64_t T = num_tiles(g);
+    int64_t T = ntiles(g, m), TB = block_max(m);
     if (T == 0) return p;
-    int64_t nb = (T + WG_TB - 1) / WG_TB;
+    int64_t nb = (T + TB - 1) / TB;
     /* a multiple of the threads, so that the last round keeps them all busy */
     int64_t even = (nb + threads - 1) / threads * threads;
     if (T / even >= WG_TB_EVEN) nb = even;
@@ -77,11 +84,36 @@ static wg_plan make_plan(const hg_wino_geom *g, int64_t threads)
     return p;
 }
 
+/* F(4x4, 3x3) multiplies 36 / 16 per output and channel pair against F(2x2)'s 16 / 4 and its
+ * transforms touch fewer values per output, but its tiles cover 4x4 outputs (more lost at the
+ * borders of small images: 14x14 outputs take 16x16, 7x7 8x8) and its transforms round more
+ * (constants up to 8: errors of about 3e-6 of the outputs' size, rms, against 3e-7; see
+ * tests/test_winograd.py). Hence F(4x4) for outputs of at least WG4_MIN_OUT a side. ResNet-18's
+ * 3x3 layers, 2 threads, F(2x2) -> F(4x4), ms: batch 16, 56x56 64 channels 10.1 -> 8.5, 28x28
+ * 10.0 -> 6.1, 14x14 10.6 -> 9.1, 7x7 13.4 -> 15.9; batch 1, 56x56 0.60 -> 0.53, 28x28 0.63 ->
+ * 0.53, 14x14 1.03 -> 1.25. HG_WINO_M=2|4 forces one (read once; for tests). */
+#define WG4_MIN_OUT 16
+
+static int choose_m(const hg_wino_geom *g)
+{
+    static atomic_int forced = -1;
+    int f = atomic_load_explicit(&forced, memory_order_relaxed);
+    if (f < 0) {
+        const char *e = getenv("HG_WINO_M");
+        f = e && e[0] == '4' ? 4 : e && e[0] == '2' ? 2 : 0;
+        atomic_store_explicit(&forced, f, memory_order_relaxed);
+    }
+    if (f) return f;
+    int64_t OH = g->H + 2 * g->ph - 2, OW = g->W + 2 * g->pw - 2;
+    return OH >= WG4_MIN_OUT && OW >= WG4_MIN_OUT ? 4 : 2;
+}
+
 size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads)
 {
-    wg_plan p = make_plan(g, threads < 1 ? 1 : threads);
+    int m = choose_m(g);
+    wg_plan p = make_plan(g, threads < 1 ? 1 : threads, m);
     if (p.blocks == 0) return 0;
-    return sizeof(float) * (size_t)(u_floats(g) + p.slots * slot_floats(g, p.tb));
+    return sizeof(float) * (size_t)(u_floats(g, m) + p.slots * slot_floats(g, p.tb, m));
 }
 
 /* The size rule. The GEMMs do 16 multiply-adds per tile and channel pair against im2col's 36;
@@ -112,35 +144,32 @@ bool hg_winograd_enabled(void)
 
 /* ---- transforms ---------------------------------------------------------------------------- */
 
-/* The four columns a tile row's windows start with: s[j * ld + k] = xr[c0 + 2k + j] for
- * j = 0..3 and k in [0, len), zero outside [0, W) (all zero when xr is NULL: a padding row). */
-static inline void stage_row(const float *restrict xr, int64_t W, int64_t c0, int64_t len,
-                             float *restrict s, int64_t ld)
+/* The columns a tile row's windows start with: s[j * ld + k] = xr[c0 + m k + j] for
+ * j = 0..m+1 and k in [0, len), zero outside [0, W) (all zero when xr is NULL: a padding row).
+ * m: the tile size, 2 or 4 (a constant at every call, so each is compiled for its own). */
+static inline void stage_row_m(const float *restrict xr, int64_t W, int64_t c0, int64_t len,
+                               float *restrict s, int64_t ld, const int m)
 {
+    const int a = m + 2; /* window width */
     if (!xr) {
-        for (int j = 0; j < 4; j++) memset(s + j * ld, 0, sizeof(float) * (size_t)len);
+        for (int j = 0; j < a; j++) memset(s + j * ld, 0, sizeof(float) * (size_t)len);
         return;
     }
-    /* interior: all four columns inside, c0 + 2k >= 0 and c0 + 2k + 3 <= W - 1 */
-    int64_t lo = c0 >= 0 ? 0 : (1 - c0) / 2;
-    int64_t hi = W - 4 - c0 >= 0 ? (W - 4 - c0) / 2 + 1 : 0;
+    /* interior: all a columns inside, c0 + m k >= 0 and c0 + m k + a - 1 <= W - 1 */
+    int64_t lo = c0 >= 0 ? 0 : (m - 1 - c0) / m;
+    int64_t hi = W - a - c0 >= 0 ? (W - a - c0) / m + 1 : 0;
     if (lo > len) lo = len;
     if (hi > len) hi = len;
     if (hi < lo) hi = lo;
-    float *restrict s0 = s, *restrict s1 = s + ld, *restrict s2 = s + 2 * ld;
-    float *restrict s3 = s + 3 * ld;
     for (int64_t k = lo; k < hi; k++) {
-        const float *p = xr + c0 + 2 * k;
-        s0[k] = p[0];
-        s1[k] = p[1];
-        s2[k] = p[2];
-        s3[k] = p[3];
+        const float *p = xr + c0 + m * k;
+        for (int j = 0; j < a; j++) s[j * ld + k] = p[j];
     }
     for (int64_t k = 0; k < len; k++) { /* the borders */
         if (k == lo) k = hi;
         if (k == len) break;
-        for (int j = 0; j < 4; j++) {
-            int64_t c = c0 + 2 * k + j;
+        for (int j = 0; j < a; j++) {
+            int64_t c = c0 + m * k + j;
             s[j * ld + k] = c >= 0 && c < W ? xr[c] : 0.0f;
         }
     }
@@ -199,6 +228,72 @@ typedef int32_t wg_i8 __attribute__((vector_size(32)));
         WG_ST((r0) + 2 * (k) + 8, WG_ZIP_HI(y00, y01));                                         \
         WG_ST((r1) + 2 * (k), WG_ZIP_LO(y10, y11));                                             \
         WG_ST((r1) + 2 * (k) + 8, WG_ZIP_HI(y10, y11));                                         \
+    }
+
+/* F(4x4, 3x3) (Lavin and Gray's matrices): B^T d B of the 6x6 windows of tiles k..k+7 (row i's
+ * six columns staged at S + 6i * ld), into V[xi][k], xi = 6 r + q. B^T's rows:
+ *   (4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0), (0, -2, -1, 2, 1, 0),
+ *   (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1). */
+#define WG4_BT(o, d)                                                                            \
+    {                                                                                           \
+        (o)[0] = 4.0f * (d)[0] - 5.0f * (d)[2] + (d)[4];                                        \
+        (o)[1] = (d)[3] + (d)[4] - 4.0f * ((d)[1] + (d)[2]);                                    \
+        (o)[2] = (d)[4] - (d)[3] + 4.0f * ((d)[1] - (d)[2]);                                    \
+        (o)[3] = (d)[4] - (d)[2] + 2.0f * ((d)[3] - (d)[1]);                                    \
+        (o)[4] = (d)[4] - (d)[2] + 2.0f * ((d)[1] - (d)[3]);                                    \
+        (o)[5] = 4.0f * (d)[1] - 5.0f * (d)[3] + (d)[5];                                        \
+    }
+
+#define WG4_IN_STEP(S, ld, v, vs, k)                                                            \
+    {                                                                                           \
+        wg_v8 h[6][6];                                                                          \
+        for (int i = 0; i < 6; i++) { /* B^T along the row */                                  \
+            const float *r = (S) + 6 * i * (ld) + (k);                                          \
+            wg_v8 d[6];                                                                         \
+            for (int q = 0; q < 6; q++) d[q] = WG_LD(r + q * (ld));                             \
+            WG4_BT(h[i], d)                                                                     \
+        }                                                                                       \
+        for (int q = 0; q < 6; q++) { /* and down the columns */                               \
+            wg_v8 e[6], o[6];                                                                   \
+            for (int i = 0; i < 6; i++) e[i] = h[i][q];                                         \
+            WG4_BT(o, e)                                                                        \
+            for (int r = 0; r < 6; r++) WG_ST((v) + (6 * r + q) * (vs) + (k), o[r]);            \
+        }                                                                                       \
+    }
+
+/* A^T M A + bias of tiles k..k+7 (M rows m + xi * ms) into the four output rows r[0..3] at 4k,
+ * the four outputs of each tile side by side. A^T's rows: (1, 1, 1, 1, 1, 0),
+ * (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1). */
+#define WG4_AT(o, m)                                                                            \
+    {                                                                                           \
+        wg_v8 p12 = (m)[1] + (m)[2], n12 = (m)[1] - (m)[2];                                     \
+        wg_v8 p34 = (m)[3] + (m)[4], n34 = (m)[3] - (m)[4];                                     \
+        (o)[0] = (m)[0] + p12 + p34;                                                            \
+        (o)[1] = n12 + 2.0f * n34;                                                              \
+        (o)[2] = p12 + 4.0f * p34;                                                              \
+        (o)[3] = n12 + 8.0f * n34 + (m)[5];                                                     \
+    }
+
+#define WG4_OUT_STEP(m, ms, k, r)                                                               \
+    {                                                                                           \
+        wg_v8 t[4][6];                                                                          \
+        for (int q = 0; q < 6; q++) { /* A^T down the columns */                               \
+            wg_v8 c[6], o[4];                                                                   \
+            for (int i = 0; i < 6; i++) c[i] = WG_LD((m) + (6 * i + q) * (ms) + (k));           \
+            WG4_AT(o, c)                                                                        \
+            for (int a = 0; a < 4; a++) t[a][q] = o[a];                                         \
+        }                                                                                       \
+        for (int a = 0; a < 4; a++) { /* and along the rows, then the tiles interleaved */     \
+            wg_v8 y[4];                                                                         \
+            WG4_AT(y, t[a])                                                                     \
+            for (int b = 0; b < 4; b++) y[b] += bias;                                           \
+            wg_v8 z0 = WG_ZIP_LO(y[0], y[2]), z1 = WG_ZIP_LO(y[1], y[3]);                       \
+            wg_v8 z2 = WG_ZIP_HI(y[0], y[2]), z3 = WG_ZIP_HI(y[1], y[3]);                       \
+            WG_ST((r)[a] + 4 * (k), WG_ZIP_LO(z0, z1));                                         \
+            WG_ST((r)[a] + 4 * (k) + 8, WG_ZIP_HI(z0, z1));                                     \
+            WG_ST((r)[a] + 4 * (k) + 16, WG_ZIP_LO(z2, z3));                                    \
+            WG_ST((r)[a] + 4 * (k) + 24, WG_ZIP_HI(z2, z3));                                    \
+        }                                                                                       \
     }
 
 /* The two columns a tile row's 2x2 output tiles start with: s[j * ld + k] = yr[c0 + 2k + j] for
@@ -268,8 +363,8 @@ typedef struct wg_src {
             const float *xn = src->x0 + sg->n * src->istride;                                   \
             for (int64_t i = 0; i < 4; i++) {                                                   \
                 int64_t iy = 2 * sg->ty - src->ph + i;                                          \
-                stage_row(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,             \
-                          2 * sg->tx - src->pw, sg->len, S + 4 * i * n8 + sg->pos, n8);         \
+                stage_row_m(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,           \
+                            2 * sg->tx - src->pw, sg->len, S + 4 * i * n8 + sg->pos, n8, 2);    \
             }                                                                                   \
         }                                                                                       \
         for (int64_t k = 0; k < n8; k += 8) WG_IN_STEP(S, n8, v, vs, k)                         \
@@ -322,6 +417,66 @@ typedef struct wg_src {
                 u[(4 * r + 3) * us + c] = t[r][2];                                              \
             }                                                                                   \
         }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    TGT static void in4_chan_##ISA(const wg_src *src, const wg_seg *segs, int64_t nseg,         \
+                                   int64_t n8, float *restrict S, float *restrict v,            \
+                                   int64_t vs)                                                  \
+    {                                                                                           \
+        for (int64_t q = 0; q < nseg; q++) {                                                    \
+            const wg_seg *sg = &segs[q];                                                        \
+            const float *xn = src->x0 + sg->n * src->istride;                                   \
+            for (int64_t i = 0; i < 6; i++) {                                                   \
+                int64_t iy = 4 * sg->ty - src->ph + i;                                          \
+                stage_row_m(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,           \
+                            4 * sg->tx - src->pw, sg->len, S + 6 * i * n8 + sg->pos, n8, 4);    \
+            }                                                                                   \
+        }                                                                                       \
+        for (int64_t k = 0; k < n8; k += 8) WG4_IN_STEP(S, n8, v, vs, k)                        \
+    }                                                                                           \
+                                                                                                \
+    TGT static void out4_chan_##ISA(const float *restrict m, int64_t ms, int64_t nt,            \
+                                    float bias, float *const *r)                                \
+    {                                                                                           \
+        int64_t k = 0;                                                                          \
+        for (; k + 8 <= nt; k += 8) WG4_OUT_STEP(m, ms, k, r)                                   \
+        if (k < nt) { /* the last tiles through a copy padded with zeros */                     \
+            float pad[36 * 8] = {0};                                                            \
+            for (int xi = 0; xi < 36; xi++)                                                     \
+                for (int64_t e = k; e < nt; e++) pad[xi * 8 + e - k] = m[xi * ms + e];          \
+            float *rk[4] = {r[0] + 4 * k, r[1] + 4 * k, r[2] + 4 * k, r[3] + 4 * k};            \
+            WG4_OUT_STEP(pad, 8, 0, rk)                                                         \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    TGT static void wt4_filt_##ISA(const float *restrict w, int64_t C, float *restrict u,       \
+                                   int64_t us)                                                  \
+    {                                                                                           \
+        for (int64_t c = 0; c < C; c++) {                                                       \
+            const float *g = w + 9 * c;                                                         \
+            float t[6][3]; /* G g, G's rows (1/4, 0, 0), -(1, 1, 1)/6, -(1, -1, 1)/6,          \
+                            * (1/24, 1/12, 1/6), (1/24, -1/12, 1/6), (0, 0, 1) */              \
+            for (int j = 0; j < 3; j++) {                                                       \
+                float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];                                  \
+                t[0][j] = 0.25f * g0;                                                           \
+                t[1][j] = (-1.0f / 6.0f) * (g0 + g1 + g2);                                      \
+                t[2][j] = (-1.0f / 6.0f) * (g0 - g1 + g2);                                      \
+                t[3][j] = (1.0f / 24.0f) * g0 + (1.0f / 12.0f) * g1 + (1.0f / 6.0f) * g2;       \
+                t[4][j] = (1.0f / 24.0f) * g0 - (1.0f / 12.0f) * g1 + (1.0f / 6.0f) * g2;       \
+                t[5][j] = g2;                                                                   \
+            }                                                                                   \
+            for (int r = 0; r < 6; r++) { /* (G g) G^T */                                       \
+                float a = t[r][0], b = t[r][1], e = t[r][2];                                    \
+                u[(6 * r) * us + c] = 0.25f * a;                                                \
+                u[(6 * r + 1) * us + c] = (-1.0f / 6.0f) * (a + b + e);                         \
+                u[(6 * r + 2) * us + c] = (-1.0f / 6.0f) * (a - b + e);                         \
+                u[(6 * r + 3) * us + c] =                                                       \
+                    (1.0f / 24.0f) * a + (1.0f / 12.0f) * b + (1.0f / 6.0f) * e;                \
+                u[(6 * r + 4) * us + c] =                                                       \
+                    (1.0f / 24.0f) * a - (1.0f / 12.0f) * b + (1.0f / 6.0f) * e;                \
+                u[(6 * r + 5) * us + c] = e;                                                    \
+            }                                                                                   \
+        }                                                                                       \
     }
 
 WG_KERNELS(base, )
@@ -335,15 +490,20 @@ typedef struct wg_kernels {
     void (*out_chan)(const float *, int64_t, int64_t, float, float *, float *);
     void (*wt_filt)(const float *, int64_t, float *, int64_t);
     void (*dy_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
+    void (*in4_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
+    void (*out4_chan)(const float *, int64_t, int64_t, float, float *const *);
+    void (*wt4_filt)(const float *, int64_t, float *, int64_t);
 } wg_kernels;
 
 static wg_kernels pick_kernels(void)
 {
 #ifdef WG_HAVE_AVX2
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (wg_kernels){in_chan_avx2, out_chan_avx2, wt_filt_avx2, dy_chan_avx2};
+        return (wg_kernels){in_chan_avx2,  out_chan_avx2,  wt_filt_avx2, dy_chan_avx2,
+                            in4_chan_avx2, out4_chan_avx2, wt4_filt_avx2};
 #endif
-    return (wg_kernels){in_chan_base, out_chan_base, wt_filt_base, dy_chan_base};
+    return (wg_kernels){in_chan_base,  out_chan_base,  wt_filt_base, dy_chan_base,
+                        in4_chan_base, out4_chan_base, wt4_filt_base};
 }
 
 /* ---- driver -------------------------------------------------------------------------------- */
@@ -354,6 +514,7 @@ typedef struct wg_job {
     wg_plan p;
     int64_t OH, OW, TY, TX; /* output size, tile rows and columns per image */
     int64_t vld;            /* row length of V and M: tiles per block rounded up to 8 */
+    int m;                  /* tile size: 4, else 2 */
     const float *x, *w, *b;
     float *y, *u, *slots;
     const hg_post *post;    /* applied to each output row segment before it is stored */
@@ -364,7 +525,8 @@ static void wt_range(void *ctx, int64_t f0, int64_t f1)
 {
     const wg_job *j = ctx;
     const int64_t C = j->g->C, us = xi_stride(j->g->F * C);
-    for (int64_t f = f0; f < f1; f++) j->k.wt_filt(j->w + f * C * 9, C, j->u + f * C, us);
+    for (int64_t f = f0; f < f1; f++)
+        (j->m == 4 ? j->k.wt4_filt : j->k.wt_filt)(j->w + f * C * 9, C, j->u + f * C, us);
 }
 
 /* The segments of tiles [t0, t1) (at most WG_TB); returns their count. */
@@ -391,15 +553,40 @@ static void in_part(const wg_job *j, int64_t t0, int64_t t1, float *V, int64_t c
     const hg_wino_geom *g = j->g;
     const int64_t HW = g->H * g->W, nt = t1 - t0, n8 = (nt + 7) & ~(int64_t)7;
     const int64_t vld = j->vld, vs = xi_stride(g->C * vld);
+    const int rows = j->m == 4 ? 36 : 16; /* staged columns: a window's */
     wg_seg segs[WG_TB];
-    float S[16 * WG_VLD];
+    float S[36 * WG_VLD];
     int64_t nseg = block_segs(j, t0, t1, segs);
-    for (int r = 0; r < 16; r++) /* the padding columns of the last vector */
+    for (int r = 0; r < rows; r++) /* the padding columns of the last vector */
         memset(S + r * n8 + nt, 0, sizeof(float) * (size_t)(n8 - nt));
     wg_src src = {j->x, g->C * HW, g->H, g->W, g->ph, g->pw};
     for (int64_t c = c0; c < c1; c++) {
         src.x0 = j->x + c * HW;
-        j->k.in_chan(&src, segs, nseg, n8, S, V + c * vld, vs);
+        (j->m == 4 ? j->k.in4_chan : j->k.in_chan)(&src, segs, nseg, n8, S, V + c * vld, vs);
+    }
+}
+
+/* out_part for 4x4 tiles: four output rows a tile row. */
+static void out4_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, int64_t f0,
+                      int64_t f1)
+{
+    const int64_t F = j->g->F, P = j->OH * j->OW, OW = j->OW, vld = j->vld, nt = t1 - t0;
+    const int64_t ms = xi_stride(F * vld);
+    wg_seg segs[WG_TB];
+    float rb[4][4 * WG4_TB + 32];
+    float *r[4] = {rb[0], rb[1], rb[2], rb[3]};
+    int64_t nseg = block_segs(j, t0, t1, segs);
+    for (int64_t f = f0; f < f1; f++) {
+        j->k.out4_chan(M + f * vld, ms, nt, j->b ? j->b[f] : 0.0f, r);
+        for (int a = 0; a < 4; a++) hg_post_f32(j->post, r[a], 4 * nt);
+        for (int64_t q = 0; q < nseg; q++) { /* rows and columns past the output: dropped */
+            const wg_seg *s = &segs[q];
+            int64_t oy = 4 * s->ty, ox = 4 * s->tx, w = 4 * s->len;
+            if (ox + w > OW) w = OW - ox;
+            float *y0 = j->y + (s->n * F + f) * P + oy * OW + ox;
+            for (int a = 0; a < 4 && oy + a < j->OH; a++)
+                memcpy(y0 + a * OW, r[a] + 4 * s->pos, sizeof(float) * (size_t)w);
+        }
     }
 }
 
@@ -407,6 +594,10 @@ static void in_part(const wg_job *j, int64_t t0, int64_t t1, float *V, int64_t c
 static void out_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, int64_t f0,
                      int64_t f1)
 {
+    if (j->m == 4) {
+        out4_part(j, t0, t1, M, f0, f1);
+        return;
+    }
     const int64_t F = j->g->F, P = j->OH * j->OW, OW = j->OW, vld = j->vld;
     const int64_t ms = xi_stride(F * vld);
     wg_seg segs[WG_TB];
@@ -432,7 +623,7 @@ static void out_part(const wg_job *j, int64_t t0, int64_t t1, const float *M, in
 static void products(const wg_job *j, int64_t nt, const float *V, float *M)
 {
     const int64_t C = j->g->C, F = j->g->F, vld = j->vld;
-    hg_gemm_batch_f32(false, false, 16, F, nt, C, 1.0f, j->u, C, xi_stride(F * C), V, vld,
+    hg_gemm_batch_f32(false, false, nxi(j->m), F, nt, C, 1.0f, j->u, C, xi_stride(F * C), V, vld,
                       xi_stride(C * vld), 0.0f, M, vld, xi_stride(F * vld));
 }
 
@@ -440,9 +631,10 @@ static void products(const wg_job *j, int64_t nt, const float *V, float *M)
 static void slot_range(void *ctx, int64_t s0, int64_t s1)
 {
     const wg_job *j = ctx;
-    const int64_t T = num_tiles(j->g), tb = j->p.tb;
+    const int64_t T = ntiles(j->g, j->m), tb = j->p.tb;
     for (int64_t s = s0; s < s1; s++) {
-        float *V = j->slots + s * slot_floats(j->g, tb), *M = V + 16 * xi_stride(j->g->C * j->vld);
+        float *V = j->slots + s * slot_floats(j->g, tb, j->m);
+        float *M = V + nxi(j->m) * xi_stride(j->g->C * j->vld);
         int64_t b0 = j->p.blocks * s / j->p.slots, b1 = j->p.blocks * (s + 1) / j->p.slots;
         for (int64_t bk = b0; bk < b1; bk++) {
             int64_t t0 = bk * tb, t1 = t0 + tb < T ? t0 + tb : T;
@@ -457,30 +649,31 @@ static void slot_range(void *ctx, int64_t s0, int64_t s1)
 static void one_in(void *ctx, int64_t c0, int64_t c1)
 {
     const wg_job *j = ctx;
-    in_part(j, 0, num_tiles(j->g), j->slots, c0, c1);
+    in_part(j, 0, ntiles(j->g, j->m), j->slots, c0, c1);
 }
 
 static void one_out(void *ctx, int64_t f0, int64_t f1)
 {
     const wg_job *j = ctx;
-    out_part(j, 0, num_tiles(j->g), j->slots + 16 * xi_stride(j->g->C * j->vld), f0, f1);
+    out_part(j, 0, ntiles(j->g, j->m), j->slots + nxi(j->m) * xi_stride(j->g->C * j->vld), f0, f1);
 }
 
 void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, const float *b,
                          float *y, const hg_post *post, void *ws, size_t ws_bytes)
 {
     int64_t threads = hg_get_num_threads();
-    wg_plan p = make_plan(g, threads < 1 ? 1 : threads);
+    const int m = choose_m(g);
+    wg_plan p = make_plan(g, threads < 1 ? 1 : threads, m);
     if (p.blocks == 0) return;
     /* Fit the workspace (the thread count may have grown since it was sized): fewer slots,
      * then smaller blocks. */
-    int64_t avail = (int64_t)(ws_bytes / sizeof(float)) - u_floats(g);
-    if (p.slots * slot_floats(g, p.tb) > avail) {
-        p.slots = avail / slot_floats(g, p.tb);
+    int64_t avail = (int64_t)(ws_bytes / sizeof(float)) - u_floats(g, m);
+    if (p.slots * slot_floats(g, p.tb, m) > avail) {
+        p.slots = avail / slot_floats(g, p.tb, m);
         if (p.slots < 1) { /* one slot of blocks of at least 1 tile fits (see winograd.h) */
             p.slots = 1;
-            while (p.tb > 1 && slot_floats(g, p.tb) > avail) p.tb--;
-            p.blocks = (num_tiles(g) + p.tb - 1) / p.tb;
+            while (p.tb > 1 && slot_floats(g, p.tb, m) > avail) p.tb--;
+            p.blocks = (ntiles(g, m) + p.tb - 1) / p.tb;
         }
     }
     wg_job j = {.g = g,
@@ -492,11 +685,12 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
                 .y = y,
                 .post = post,
                 .u = ws,
+                .m = m,
                 .OH = g->H + 2 * g->ph - 2,
                 .OW = g->W + 2 * g->pw - 2};
-    j.TY = tile_rows(g);
-    j.TX = tile_cols(g);
-    j.slots = j.u + u_floats(g);
+    j.TY = tiles_y(g, m);
+    j.TX = tiles_x(g, m);
+    j.slots = j.u + u_floats(g, m);
     j.vld = row_len(p.tb);
     /* grains: about 16K floats written per chunk of a transform */
     hg_parallel_for(g->F, 1024 / g->C + 1, wt_range, &j);
@@ -505,9 +699,9 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
     } else if (p.blocks > 1) {
         slot_range(&j, 0, 1);
     } else {
-        int64_t T = num_tiles(g);
+        int64_t T = ntiles(g, m);
         hg_parallel_for(g->C, 1024 / T + 1, one_in, &j);
-        products(&j, T, j.slots, j.slots + 16 * xi_stride(g->C * j.vld));
+        products(&j, T, j.slots, j.slots + nxi(m) * xi_stride(g->C * j.vld));
         hg_parallel_for(g->F, 1024 / T + 1, one_out, &j);
     }
 }
@@ -584,7 +778,7 @@ void hg_winograd_bwd_data_f32(const hg_wino_geom *g, const float *dy, const floa
  * sums its blocks into its own Z; the slots' Z are added in the final transform, so no
  * thread ever writes another's memory. */
 
-static int64_t z_floats(const hg_wino_geom *g) { return 16 * xi_stride(g->F * g->C); }
+static int64_t z_floats(const hg_wino_geom *g) { return u_floats(g, 2); }
 
 /* One slot of the weight gradient: V, D and Z. */
 static int64_t wslot_floats(const hg_wino_geom *g, int64_t tb)
@@ -607,7 +801,7 @@ static wg_plan wgrad_plan(const hg_wino_geom *g, int64_t threads)
     int64_t T = num_tiles(g);
     if (T > 0 && T <= WGW_WHOLE_TILES && 16 * (g->C + g->F) * row_len(T) <= WGW_WHOLE)
         return (wg_plan){.tb = T, .blocks = 1, .slots = 1};
-    return make_plan(g, threads);
+    return make_plan(g, threads, 2);
 }
 
 size_t hg_winograd_bwd_weight_workspace(const hg_wino_geom *g, int64_t threads)
@@ -751,8 +945,9 @@ void hg_winograd_bwd_weight_f32(const hg_wino_geom *g, const float *x, const flo
                        .slots = ws},
                  .dy = dy,
                  .dw = dw};
-    w.j.TY = tile_rows(g);
-    w.j.TX = tile_cols(g);
+    w.j.TY = tiles_y(g, 2);
+    w.j.TX = tiles_x(g, 2);
+    w.j.m = 2;
     w.j.vld = row_len(p.tb);
     w.sf = wslot_floats(g, p.tb);
     if (p.slots > 1) {

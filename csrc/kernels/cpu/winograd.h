@@ -1,19 +1,21 @@
-/* Winograd F(2x2, 3x3) forward convolution, float32, 2-D, stride 1, dilation 1, one group, any
- * zero padding: each 2x2 block of outputs (a "tile") is computed from its 4x4 input window with
- * 16 multiplies per channel pair instead of 36, as 16 independent GEMMs
- *     M[xi] (F x tiles) = U[xi] (F x C) . V[xi] (C x tiles),   xi = 0..15,
+/* Winograd F(m x m, 3x3) forward convolution, float32, 2-D, stride 1, dilation 1, one group, any
+ * zero padding: each m x m block of outputs (a "tile") is computed from its (m+2) x (m+2) input
+ * window with (m+2)^2 multiplies per channel pair instead of 9 m^2, as (m+2)^2 independent GEMMs
+ *     M[xi] (F x tiles) = U[xi] (F x C) . V[xi] (C x tiles),
  * between the weight transform U = G g G^T and the input transform V = B^T d B, followed by the
- * output transform y = A^T M A (+ bias), clipped at the right and bottom borders.
+ * output transform y = A^T M A (+ bias), clipped at the right and bottom borders. m = 4 (36
+ * GEMMs) for outputs of at least 16 a side, else m = 2 (16 GEMMs; winograd.c, choose_m).
  *
  * Layouts: x[N, C, H, W], w[F, C, 3, 3], b[F] (may be NULL), y[N, F, OH, OW] with
  * OH = H + 2*ph - 2, OW = W + 2*pw - 2. U is recomputed at every call (weights may change
  * between calls) into the front of the workspace; the tiles of all images are then cut into
  * blocks whose V and M live in per-thread slots of the workspace, spread over the kernels'
- * thread pool (each block's 16 GEMMs run single-threaded inside its slot). The transforms are
+ * thread pool (each block's GEMMs run single-threaded inside its slot). The transforms are
  * vectorised over tiles for AVX2 or baseline x86-64, picked at run time.
  *
- * Rounding differs from im2col + GEMM (the transforms add and halve before multiplying): the
- * error stays within a few float32 ulps of the sums' magnitude (tests/test_winograd.py).
+ * Rounding differs from im2col + GEMM (the transforms scale and add before multiplying): F(2x2)
+ * stays within a few float32 ulps of the sums' magnitude, F(4x4) about ten times that
+ * (tests/test_winograd.py).
  * Thread-safe; allocates nothing.
  */
 #ifndef HG_KERNELS_CPU_WINOGRAD_H
