@@ -24,6 +24,7 @@
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
@@ -157,6 +158,32 @@ static bool wino_wgrad(const hg_conv_geom *g, hg_dtype dt)
 {
     hg_wino_geom wg = wino_geom(g);
     return wino_shape(g, dt) && hg_winograd_bwd_weight_pays(&wg);
+}
+
+/* float32 2-D layers with at most HG_CDIR_MAX_C input channels (first layers on RGB), one
+ * group, no dilation, the same stride 1 or 2 both ways: the direct kernel of conv_direct.c. */
+static hg_cdir_geom cdir_geom(const hg_conv_geom *g)
+{
+    return (hg_cdir_geom){.N = g->N,
+                          .C = g->C,
+                          .F = g->F,
+                          .H = g->in[1],
+                          .W = g->in[2],
+                          .OH = g->out[1],
+                          .OW = g->out[2],
+                          .kh = g->k[1],
+                          .kw = g->k[2],
+                          .s = g->s[1],
+                          .ph = g->p[1],
+                          .pw = g->p[2]};
+}
+
+static bool is_direct(const hg_conv_geom *g, hg_dtype dt)
+{
+    if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1 || g->s[1] != g->s[2]) return false;
+    if (g->d[1] != 1 || g->d[2] != 1) return false;
+    hg_cdir_geom cg = cdir_geom(g);
+    return hg_conv_direct_applies(&cg);
 }
 
 static hg_dw_geom dw_geom(const hg_conv_geom *g)
@@ -447,6 +474,10 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
         hg_wino_geom wg = wino_geom(&g);
         return hg_winograd_workspace(&wg, hg_get_num_threads());
     }
+    if (is_direct(&g, in[0].dtype)) {
+        hg_cdir_geom cg = cdir_geom(&g);
+        return hg_conv_direct_workspace(&cg, hg_get_num_threads());
+    }
     if (in[0].dtype != HG_DTYPE_F16) return col_bytes(&g, hg_dtype_size(in[0].dtype));
     /* float copies of data, weight, bias and output after the col buffers */
     return col_bytes(&g, sizeof(float)) +
@@ -478,6 +509,10 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
         hg_wino_geom wg = wino_geom(&g);
         hg_winograd_fwd_f32(&wg, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]), &ctx->post,
                             ctx->workspace, ctx->workspace_bytes);
+    } else if (is_direct(&g, x.dtype)) {
+        hg_cdir_geom cg = cdir_geom(&g);
+        hg_conv_direct_f32(&cg, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]), &ctx->post,
+                           ctx->workspace, ctx->workspace_bytes);
     } else if (x.dtype == HG_DTYPE_F32) {
         conv_f32(&g, ctx, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]));
     } else if (x.dtype == HG_DTYPE_F64) {
