@@ -417,12 +417,13 @@ def test_forced_tile_sizes_match_float64(tmp_path, m):
 
 
 def test_tile_size_rule(tmp_path):
-    """Outputs of 16 and more a side take F(4x4): their results are those of HG_WINO_M=4 bit
-    for bit; smaller ones F(2x2)'s."""
+    """Outputs of 16 and more a side take F(4x4), and of 12 and more with at least 64 tiles:
+    their results are those of HG_WINO_M=4 bit for bit; others F(2x2)'s."""
     cases = [[(1, 32, 28, 28), 32, 1], [(2, 32, 16, 20), 16, 1], [(2, 32, 14, 14), 32, 1],
-             [(1, 32, 15, 40), 32, 1]]
+             [(1, 32, 15, 40), 32, 1], [(4, 16, 14, 14), 16, 1], [(4, 16, 11, 40), 16, 1]]
     default, m2, m4 = (_run4(tmp_path, cases, m) for m in (None, 2, 4))
-    for i, want in enumerate([4, 4, 2, 2]):
+    # 14x14 and 15x40 outputs: F(4x4) from 64 tiles (4 images of 14x14); 11 rows never
+    for i, want in enumerate([4, 4, 2, 2, 4, 2]):
         same, other = (m4, m2) if want == 4 else (m2, m4)
         np.testing.assert_array_equal(default['y%d' % i], same['y%d' % i])
         assert not np.array_equal(default['y%d' % i], other['y%d' % i])
