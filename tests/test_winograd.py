@@ -371,11 +371,13 @@ for i, (shape, nf, pad) in enumerate(cases):
     b = rng.standard_normal(nf).astype('f4')
     X, W, B = (mx.nd.array(a) for a in (x, w, b))
     X.attach_grad()
+    W.attach_grad()
     with mx.autograd.record():
         y = mx.nd.Convolution(X, W, B, kernel=(3, 3), pad=(pad, pad), num_filter=nf)
     dy = rng.standard_normal(y.shape).astype('f4')
     y.backward(mx.nd.array(dy))
     out['y%d' % i], out['dx%d' % i] = y.asnumpy(), X.grad.asnumpy()
+    out['dw%d' % i] = W.grad.asnumpy()
 np.savez(path, **out)
 '''
 
@@ -399,8 +401,9 @@ def _close_tol(out, ref, rtol):
 
 @pytest.mark.parametrize('m', [2, 4])
 def test_forced_tile_sizes_match_float64(tmp_path, m):
-    """Both tile sizes on every case (forward with bias, and the data gradient, which is the
-    forward on dy), against float64 references of the float32-rounded inputs."""
+    """Both tile sizes on every case (forward with bias, the data gradient, which is the
+    forward on dy, and the weight gradient), against float64 references of the float32-rounded
+    inputs."""
     res = _run4(tmp_path, [list(c) for c in CASES4 + CASES[:6]], m)
     for i, (shape, nf, pad) in enumerate(CASES4 + CASES[:6]):
         rng = np.random.default_rng(i)
@@ -414,11 +417,14 @@ def test_forced_tile_sizes_match_float64(tmp_path, m):
         _close_tol(res['y%d' % i], ref, tol)
         ref_dx = conv_data_grad_ref(dy, w, x.shape, (3, 3), (1, 1), (1, 1), (pad, pad), 1)
         _close_tol(res['dx%d' % i], ref_dx, tol)
+        ref_dw = conv_weight_grad_ref(dy, x, w.shape, (3, 3), (1, 1), (1, 1), (pad, pad), 1)
+        _close_tol(res['dw%d' % i], ref_dw, tol)
 
 
 def test_tile_size_rule(tmp_path):
     """Outputs of 16 and more a side take F(4x4), and of 12 and more with at least 64 tiles:
-    their results are those of HG_WINO_M=4 bit for bit; others F(2x2)'s."""
+    their results are those of HG_WINO_M=4 bit for bit; others F(2x2)'s. The weight gradient
+    takes F(4x4) from 16 a side only."""
     cases = [[(1, 32, 28, 28), 32, 1], [(2, 32, 16, 20), 16, 1], [(2, 32, 14, 14), 32, 1],
              [(1, 32, 15, 40), 32, 1], [(4, 16, 14, 14), 16, 1], [(4, 16, 11, 40), 16, 1]]
     default, m2, m4 = (_run4(tmp_path, cases, m) for m in (None, 2, 4))
@@ -427,3 +433,6 @@ def test_tile_size_rule(tmp_path):
         same, other = (m4, m2) if want == 4 else (m2, m4)
         np.testing.assert_array_equal(default['y%d' % i], same['y%d' % i])
         assert not np.array_equal(default['y%d' % i], other['y%d' % i])
+        same, other = (m4, m2) if i < 2 else (m2, m4)
+        np.testing.assert_array_equal(default['dw%d' % i], same['dw%d' % i])
+        assert not np.array_equal(default['dw%d' % i], other['dw%d' % i])

@@ -96,7 +96,8 @@ static wg_plan make_plan(const hg_wino_geom *g, int64_t threads, int m)
 #define WG4_MIN_OUT 16
 #define WG4_MIN_TILES 64
 
-static int choose_m(const hg_wino_geom *g)
+/* HG_WINO_M's tile size, 0 when unset (read once). */
+static int forced_m(void)
 {
     static atomic_int forced = -1;
     int f = atomic_load_explicit(&forced, memory_order_relaxed);
@@ -105,12 +106,28 @@ static int choose_m(const hg_wino_geom *g)
         f = e && e[0] == '4' ? 4 : e && e[0] == '2' ? 2 : 0;
         atomic_store_explicit(&forced, f, memory_order_relaxed);
     }
+    return f;
+}
+
+static int choose_m(const hg_wino_geom *g)
+{
+    int f = forced_m();
     if (f) return f;
     int64_t OH = g->H + 2 * g->ph - 2, OW = g->W + 2 * g->pw - 2;
     if (OH >= WG4_MIN_OUT && OW >= WG4_MIN_OUT) return 4;
     /* 12..15 a side (ResNet's 14x14 stage) loses a quarter of its 4x4 tiles to the border but
      * still wins with enough of them: batch 4 3.45 -> 3.20 ms, batch 32 18.8 -> 17.6 */
     return OH >= 12 && OW >= 12 && ntiles(g, 4) >= WG4_MIN_TILES ? 4 : 2;
+}
+
+/* The weight gradient's: F(4x4) from WG4_MIN_OUT a side only. ResNet-18 at batch 16, 2 threads,
+ * F(2x2) -> F(4x4): 56x56 16.1 -> 11.2 ms, 28x28 12.7 -> 8.6 ms, 14x14 10.7 -> 13.4 ms. */
+static int choose_m_wgrad(const hg_wino_geom *g)
+{
+    int f = forced_m();
+    if (f) return f;
+    int64_t OH = g->H + 2 * g->ph - 2, OW = g->W + 2 * g->pw - 2;
+    return OH >= WG4_MIN_OUT && OW >= WG4_MIN_OUT ? 4 : 2;
 }
 
 size_t hg_winograd_workspace(const hg_wino_geom *g, int64_t threads)
@@ -301,28 +318,25 @@ typedef int32_t wg_i8 __attribute__((vector_size(32)));
         }                                                                                       \
     }
 
-/* The two columns a tile row's 2x2 output tiles start with: s[j * ld + k] = yr[c0 + 2k + j] for
- * j = 0, 1 and k in [0, len), zero at and past W (all zero when yr is NULL: a row past the
- * output). The weight gradient's counterpart of stage_row. */
-static inline void stage_row2(const float *restrict yr, int64_t W, int64_t c0, int64_t len,
-                              float *restrict s, int64_t ld)
+/* The m columns of a tile row's m x m output tiles: s[j * ld + k] = yr[c0 + m k + j] for
+ * j < m and k in [0, len), zero at and past W (all zero when yr is NULL: a row past the
+ * output). The weight gradient's counterpart of stage_row_m. */
+static inline void stage_row_dy(const float *restrict yr, int64_t W, int64_t c0, int64_t len,
+                                float *restrict s, int64_t ld, const int m)
 {
     if (!yr) {
-        for (int j = 0; j < 2; j++) memset(s + j * ld, 0, sizeof(float) * (size_t)len);
+        for (int j = 0; j < m; j++) memset(s + j * ld, 0, sizeof(float) * (size_t)len);
         return;
     }
-    int64_t hi = W - 2 - c0 >= 0 ? (W - 2 - c0) / 2 + 1 : 0; /* both columns inside */
+    int64_t hi = W - m - c0 >= 0 ? (W - m - c0) / m + 1 : 0; /* all m columns inside */
     if (hi > len) hi = len;
-    float *restrict s0 = s, *restrict s1 = s + ld;
-    for (int64_t k = 0; k < hi; k++) {
-        s0[k] = yr[c0 + 2 * k];
-        s1[k] = yr[c0 + 2 * k + 1];
-    }
-    for (int64_t k = hi; k < len; k++) {
-        int64_t c = c0 + 2 * k;
-        s0[k] = c < W ? yr[c] : 0.0f;
-        s1[k] = 0.0f;
-    }
+    for (int64_t k = 0; k < hi; k++)
+        for (int j = 0; j < m; j++) s[j * ld + k] = yr[c0 + m * k + j];
+    for (int64_t k = hi; k < len; k++)
+        for (int j = 0; j < m; j++) {
+            int64_t c = c0 + m * k + j;
+            s[j * ld + k] = c < W ? yr[c] : 0.0f;
+        }
 }
 
 /* A dy A^T of the 2x2 output gradients of tiles k..k+7 (row i's two columns staged at
@@ -337,6 +351,37 @@ static inline void stage_row2(const float *restrict yr, int64_t W, int64_t c0, i
             WG_ST((d) + (4 * r + 1) * (ds) + (k), p[r] + q[r]);                                 \
             WG_ST((d) + (4 * r + 2) * (ds) + (k), p[r] - q[r]);                                 \
             WG_ST((d) + (4 * r + 3) * (ds) + (k), -q[r]);                                       \
+        }                                                                                       \
+    }
+
+/* F(4x4): A dy A^T of tiles k..k+7 (row i's four columns staged at S + 4i * ld), A = the
+ * transpose of WG4_AT's A^T: rows (1, 0, 0, 0), (1, 1, 1, 1), (1, -1, 1, -1), (1, 2, 4, 8),
+ * (1, -2, 4, -8), (0, 0, 0, 1). */
+#define WG4_A(o, d)                                                                             \
+    {                                                                                           \
+        wg_v8 p02 = (d)[0] + (d)[2], p13 = (d)[1] + (d)[3];                                     \
+        wg_v8 q02 = (d)[0] + 4.0f * (d)[2], q13 = 2.0f * (d)[1] + 8.0f * (d)[3];                \
+        (o)[0] = (d)[0];                                                                        \
+        (o)[1] = p02 + p13;                                                                     \
+        (o)[2] = p02 - p13;                                                                     \
+        (o)[3] = q02 + q13;                                                                     \
+        (o)[4] = q02 - q13;                                                                     \
+        (o)[5] = (d)[3];                                                                        \
+    }
+
+#define WG4_DY_STEP(S, ld, dd, ds, k)                                                           \
+    {                                                                                           \
+        wg_v8 h[4][6];                                                                          \
+        for (int i = 0; i < 4; i++) { /* A along the row */                                    \
+            wg_v8 d[4];                                                                         \
+            for (int q = 0; q < 4; q++) d[q] = WG_LD((S) + (4 * i + q) * (ld) + (k));           \
+            WG4_A(h[i], d)                                                                      \
+        }                                                                                       \
+        for (int q = 0; q < 6; q++) { /* and down the columns */                               \
+            wg_v8 e[4], o[6];                                                                   \
+            for (int i = 0; i < 4; i++) e[i] = h[i][q];                                         \
+            WG4_A(o, e)                                                                         \
+            for (int r = 0; r < 6; r++) WG_ST((dd) + (6 * r + q) * (ds) + (k), o[r]);           \
         }                                                                                       \
     }
 
@@ -383,11 +428,27 @@ typedef struct wg_src {
             const float *yn = src->x0 + sg->n * src->istride;                                   \
             for (int64_t i = 0; i < 2; i++) {                                                   \
                 int64_t oy = 2 * sg->ty + i;                                                    \
-                stage_row2(oy < src->H ? yn + oy * src->W : NULL, src->W, 2 * sg->tx, sg->len,  \
-                           S + 2 * i * n8 + sg->pos, n8);                                       \
+                stage_row_dy(oy < src->H ? yn + oy * src->W : NULL, src->W, 2 * sg->tx,         \
+                             sg->len, S + 2 * i * n8 + sg->pos, n8, 2);                         \
             }                                                                                   \
         }                                                                                       \
         for (int64_t k = 0; k < n8; k += 8) WG_DY_STEP(S, n8, d, ds, k)                         \
+    }                                                                                           \
+                                                                                                \
+    TGT static void dy4_chan_##ISA(const wg_src *src, const wg_seg *segs, int64_t nseg,         \
+                                   int64_t n8, float *restrict S, float *restrict d,            \
+                                   int64_t ds)                                                  \
+    {                                                                                           \
+        for (int64_t q = 0; q < nseg; q++) {                                                    \
+            const wg_seg *sg = &segs[q];                                                        \
+            const float *yn = src->x0 + sg->n * src->istride;                                   \
+            for (int64_t i = 0; i < 4; i++) {                                                   \
+                int64_t oy = 4 * sg->ty + i;                                                    \
+                stage_row_dy(oy < src->H ? yn + oy * src->W : NULL, src->W, 4 * sg->tx,         \
+                             sg->len, S + 4 * i * n8 + sg->pos, n8, 4);                         \
+            }                                                                                   \
+        }                                                                                       \
+        for (int64_t k = 0; k < n8; k += 8) WG4_DY_STEP(S, n8, d, ds, k)                        \
     }                                                                                           \
                                                                                                 \
     TGT static void out_chan_##ISA(const float *restrict m, int64_t ms, int64_t nt, float bias, \
@@ -498,17 +559,18 @@ typedef struct wg_kernels {
     void (*in4_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
     void (*out4_chan)(const float *, int64_t, int64_t, float, float *const *);
     void (*wt4_filt)(const float *, int64_t, float *, int64_t);
+    void (*dy4_chan)(const wg_src *, const wg_seg *, int64_t, int64_t, float *, float *, int64_t);
 } wg_kernels;
 
 static wg_kernels pick_kernels(void)
 {
 #ifdef WG_HAVE_AVX2
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (wg_kernels){in_chan_avx2,  out_chan_avx2,  wt_filt_avx2, dy_chan_avx2,
-                            in4_chan_avx2, out4_chan_avx2, wt4_filt_avx2};
+        return (wg_kernels){in_chan_avx2,  out_chan_avx2,  wt_filt_avx2,  dy_chan_avx2,
+                            in4_chan_avx2, out4_chan_avx2, wt4_filt_avx2, dy4_chan_avx2};
 #endif
-    return (wg_kernels){in_chan_base,  out_chan_base,  wt_filt_base, dy_chan_base,
-                        in4_chan_base, out4_chan_base, wt4_filt_base};
+    return (wg_kernels){in_chan_base,  out_chan_base,  wt_filt_base,  dy_chan_base,
+                        in4_chan_base, out4_chan_base, wt4_filt_base, dy4_chan_base};
 }
 
 /* ---- driver -------------------------------------------------------------------------------- */
@@ -783,12 +845,12 @@ void hg_winograd_bwd_data_f32(const hg_wino_geom *g, const float *dy, const floa
  * sums its blocks into its own Z; the slots' Z are added in the final transform, so no
  * thread ever writes another's memory. */
 
-static int64_t z_floats(const hg_wino_geom *g) { return u_floats(g, 2); }
+static int64_t z_floats(const hg_wino_geom *g, int m) { return u_floats(g, m); }
 
 /* One slot of the weight gradient: V, D and Z. */
-static int64_t wslot_floats(const hg_wino_geom *g, int64_t tb)
+static int64_t wslot_floats(const hg_wino_geom *g, int64_t tb, int m)
 {
-    return 16 * (xi_stride(g->C * row_len(tb)) + xi_stride(g->F * row_len(tb))) + z_floats(g);
+    return slot_floats(g, tb, m) + z_floats(g, m);
 }
 
 bool hg_winograd_bwd_weight_pays(const hg_wino_geom *g) { return hg_winograd_pays(g); }
@@ -801,18 +863,19 @@ bool hg_winograd_bwd_weight_pays(const hg_wino_geom *g) { return hg_winograd_pay
 #define WGW_WHOLE (8 << 20)
 #define WGW_WHOLE_TILES (2 * WG_TB)
 
-static wg_plan wgrad_plan(const hg_wino_geom *g, int64_t threads)
+static wg_plan wgrad_plan(const hg_wino_geom *g, int64_t threads, int m)
 {
-    int64_t T = num_tiles(g);
-    if (T > 0 && T <= WGW_WHOLE_TILES && 16 * (g->C + g->F) * row_len(T) <= WGW_WHOLE)
+    int64_t T = ntiles(g, m);
+    if (T > 0 && T <= WGW_WHOLE_TILES && nxi(m) * (g->C + g->F) * row_len(T) <= WGW_WHOLE)
         return (wg_plan){.tb = T, .blocks = 1, .slots = 1};
-    return make_plan(g, threads, 2);
+    return make_plan(g, threads, m);
 }
 
 size_t hg_winograd_bwd_weight_workspace(const hg_wino_geom *g, int64_t threads)
 {
-    wg_plan p = wgrad_plan(g, threads < 1 ? 1 : threads);
-    return sizeof(float) * (size_t)(p.blocks == 0 ? 0 : p.slots * wslot_floats(g, p.tb));
+    const int m = choose_m_wgrad(g);
+    wg_plan p = wgrad_plan(g, threads < 1 ? 1 : threads, m);
+    return sizeof(float) * (size_t)(p.blocks == 0 ? 0 : p.slots * wslot_floats(g, p.tb, m));
 }
 
 typedef struct wgw_job {
@@ -825,11 +888,11 @@ typedef struct wgw_job {
 static float *slot_v(const wgw_job *w, int64_t s) { return w->j.slots + s * w->sf; }
 static float *slot_d(const wgw_job *w, int64_t s)
 {
-    return slot_v(w, s) + 16 * xi_stride(w->j.g->C * w->j.vld);
+    return slot_v(w, s) + nxi(w->j.m) * xi_stride(w->j.g->C * w->j.vld);
 }
 static float *slot_z(const wgw_job *w, int64_t s)
 {
-    return slot_d(w, s) + 16 * xi_stride(w->j.g->F * w->j.vld);
+    return slot_d(w, s) + nxi(w->j.m) * xi_stride(w->j.g->F * w->j.vld);
 }
 
 /* D of filters [f0, f1) of tiles [t0, t1) (row stride vld). */
@@ -838,14 +901,15 @@ static void dy_part(const wgw_job *w, int64_t t0, int64_t t1, float *D, int64_t 
     const wg_job *j = &w->j;
     const int64_t P = j->OH * j->OW, nt = t1 - t0, n8 = (nt + 7) & ~(int64_t)7;
     const int64_t vld = j->vld, ds = xi_stride(j->g->F * vld);
+    const int rows = j->m == 4 ? 16 : 4; /* staged columns: a tile's outputs */
     wg_seg segs[WG_TB];
-    float S[4 * WG_VLD];
+    float S[16 * WG_VLD];
     int64_t nseg = block_segs(j, t0, t1, segs);
-    for (int r = 0; r < 4; r++) memset(S + r * n8 + nt, 0, sizeof(float) * (size_t)(n8 - nt));
+    for (int r = 0; r < rows; r++) memset(S + r * n8 + nt, 0, sizeof(float) * (size_t)(n8 - nt));
     wg_src src = {NULL, j->g->F * P, j->OH, j->OW, 0, 0};
     for (int64_t f = f0; f < f1; f++) {
         src.x0 = w->dy + f * P;
-        j->k.dy_chan(&src, segs, nseg, n8, S, D + f * vld, ds);
+        (j->m == 4 ? j->k.dy4_chan : j->k.dy_chan)(&src, segs, nseg, n8, S, D + f * vld, ds);
     }
 }
 
@@ -855,7 +919,7 @@ static void wproducts(const wgw_job *w, int64_t nt, const float *V, const float 
                       bool first)
 {
     const int64_t C = w->j.g->C, F = w->j.g->F, vld = w->j.vld;
-    hg_gemm_batch_f32(false, true, 16, F, C, nt, 1.0f, D, vld, xi_stride(F * vld), V, vld,
+    hg_gemm_batch_f32(false, true, nxi(w->j.m), F, C, nt, 1.0f, D, vld, xi_stride(F * vld), V, vld,
                       xi_stride(C * vld), first ? 0.0f : 1.0f, Z, C, xi_stride(F * C));
 }
 
@@ -863,7 +927,7 @@ static void wslot_range(void *ctx, int64_t s0, int64_t s1)
 {
     const wgw_job *w = ctx;
     const wg_job *j = &w->j;
-    const int64_t T = num_tiles(j->g), tb = j->p.tb;
+    const int64_t T = ntiles(j->g, j->m), tb = j->p.tb;
     for (int64_t s = s0; s < s1; s++) {
         float *V = slot_v(w, s), *D = slot_d(w, s), *Z = slot_z(w, s);
         int64_t b0 = j->p.blocks * s / j->p.slots, b1 = j->p.blocks * (s + 1) / j->p.slots;
@@ -881,7 +945,7 @@ static void wslot_range(void *ctx, int64_t s0, int64_t s1)
 static void wone_in(void *ctx, int64_t c0, int64_t c1)
 {
     const wgw_job *w = ctx;
-    const int64_t T = num_tiles(w->j.g);
+    const int64_t T = ntiles(w->j.g, w->j.m);
     for (int64_t t = 0; t < T; t += WG_TB)
         in_part(&w->j, t, t + WG_TB < T ? t + WG_TB : T, slot_v(w, 0) + t, c0, c1);
 }
@@ -889,12 +953,43 @@ static void wone_in(void *ctx, int64_t c0, int64_t c1)
 static void wone_dy(void *ctx, int64_t f0, int64_t f1)
 {
     const wgw_job *w = ctx;
-    const int64_t T = num_tiles(w->j.g);
+    const int64_t T = ntiles(w->j.g, w->j.m);
     for (int64_t t = 0; t < T; t += WG_TB)
         dy_part(w, t, t + WG_TB < T ? t + WG_TB : T, slot_d(w, 0) + t, f0, f1);
 }
 
 /* dw of filters [f0, f1): the slots' Z summed, then G^T Z G. */
+/* F(4x4): dw of filters [f0, f1) = G^T Z G with WG4's G (6 x 3, see wt4_filt). */
+static void wfinal4_range(void *ctx, int64_t f0, int64_t f1)
+{
+    const wgw_job *w = ctx;
+    const int64_t C = w->j.g->C, zs = xi_stride(w->j.g->F * C), ns = w->j.p.slots;
+    for (int64_t f = f0; f < f1; f++)
+        for (int64_t c = 0; c < C; c++) {
+            float z[36], t[3][6];
+            for (int xi = 0; xi < 36; xi++) {
+                float acc = 0.0f;
+                for (int64_t s = 0; s < ns; s++) acc += slot_z(w, s)[xi * zs + f * C + c];
+                z[xi] = acc;
+            }
+            for (int q = 0; q < 6; q++) { /* G^T down the columns */
+                const float z0 = z[q], z1 = z[6 + q], z2 = z[12 + q], z3 = z[18 + q];
+                const float z4 = z[24 + q], z5 = z[30 + q];
+                t[0][q] = 0.25f * z0 - (1.0f / 6.0f) * (z1 + z2) + (1.0f / 24.0f) * (z3 + z4);
+                t[1][q] = (1.0f / 6.0f) * (z2 - z1) + (1.0f / 12.0f) * (z3 - z4);
+                t[2][q] = (1.0f / 6.0f) * (z3 + z4 - z1 - z2) + z5;
+            }
+            float *o = w->dw + (f * C + c) * 9;
+            for (int r = 0; r < 3; r++) { /* and G along the rows */
+                const float *u = t[r];
+                o[3 * r] = 0.25f * u[0] - (1.0f / 6.0f) * (u[1] + u[2]) +
+                           (1.0f / 24.0f) * (u[3] + u[4]);
+                o[3 * r + 1] = (1.0f / 6.0f) * (u[2] - u[1]) + (1.0f / 12.0f) * (u[3] - u[4]);
+                o[3 * r + 2] = (1.0f / 6.0f) * (u[3] + u[4] - u[1] - u[2]) + u[5];
+            }
+        }
+}
+
 static void wfinal_range(void *ctx, int64_t f0, int64_t f1)
 {
     const wgw_job *w = ctx;
@@ -925,45 +1020,47 @@ void hg_winograd_bwd_weight_f32(const hg_wino_geom *g, const float *x, const flo
                                 void *ws, size_t ws_bytes)
 {
     int64_t threads = hg_get_num_threads();
-    wg_plan p = wgrad_plan(g, threads < 1 ? 1 : threads);
+    const int m = choose_m_wgrad(g);
+    wg_plan p = wgrad_plan(g, threads < 1 ? 1 : threads, m);
     if (p.blocks == 0) { /* no tiles: no products */
         memset(dw, 0, sizeof(float) * (size_t)(g->F * g->C * 9));
         return;
     }
     /* Fit the workspace as the forward does: fewer slots, then smaller blocks. */
     int64_t avail = (int64_t)(ws_bytes / sizeof(float));
-    if (p.slots * wslot_floats(g, p.tb) > avail) {
-        p.slots = avail / wslot_floats(g, p.tb);
+    if (p.slots * wslot_floats(g, p.tb, m) > avail) {
+        p.slots = avail / wslot_floats(g, p.tb, m);
         if (p.slots < 1) {
             p.slots = 1;
             if (p.tb > WG_TB) p.tb = WG_TB; /* blocks of the slot path: staged whole */
-            while (p.tb > 1 && wslot_floats(g, p.tb) > avail) p.tb--;
-            p.blocks = (num_tiles(g) + p.tb - 1) / p.tb;
+            while (p.tb > 1 && wslot_floats(g, p.tb, m) > avail) p.tb--;
+            p.blocks = (ntiles(g, m) + p.tb - 1) / p.tb;
         }
     }
     wgw_job w = {.j = {.g = g,
                        .k = pick_kernels(),
                        .p = p,
                        .x = x,
+                       .m = m,
                        .OH = g->H + 2 * g->ph - 2,
                        .OW = g->W + 2 * g->pw - 2,
                        .slots = ws},
                  .dy = dy,
                  .dw = dw};
-    w.j.TY = tiles_y(g, 2);
-    w.j.TX = tiles_x(g, 2);
-    w.j.m = 2;
+    w.j.TY = tiles_y(g, m);
+    w.j.TX = tiles_x(g, m);
     w.j.vld = row_len(p.tb);
-    w.sf = wslot_floats(g, p.tb);
+    w.sf = wslot_floats(g, p.tb, m);
     if (p.slots > 1) {
         hg_parallel_for(p.slots, 1, wslot_range, &w);
     } else if (p.blocks > 1) {
         wslot_range(&w, 0, 1);
     } else {
-        int64_t T = num_tiles(g);
+        int64_t T = ntiles(g, m);
         hg_parallel_for(g->C, 1024 / T + 1, wone_in, &w);
         hg_parallel_for(g->F, 1024 / T + 1, wone_dy, &w);
         wproducts(&w, T, slot_v(&w, 0), slot_d(&w, 0), slot_z(&w, 0), true);
     }
-    hg_parallel_for(g->F, 4096 / (16 * g->C * p.slots) + 1, wfinal_range, &w);
+    hg_parallel_for(g->F, 4096 / (nxi(m) * g->C * p.slots) + 1,
+                    m == 4 ? wfinal4_range : wfinal_range, &w);
 }

@@ -56,9 +56,9 @@ void hg_winograd_fwd_f32(const hg_wino_geom *g, const float *x, const float *w, 
  * 2 - p, i.e. the forward on the output gradient; for padding at most 2 (the _pays rule says
  * false otherwise). dx is overwritten. The turned weights go to the front of the workspace.
  *
- * Weight gradient: dw = sum over tiles of G^T ((A dy A^T) . (B^T d B)) G, as 16 GEMMs
+ * Weight gradient: dw = sum over tiles of G^T ((A dy A^T) . (B^T d B)) G, as (m+2)^2 GEMMs
  * (F x tiles) . (tiles x C) per block of tiles, each thread summing its blocks in its own
- * workspace slot. dw is overwritten.
+ * workspace slot; m = 4 for outputs of at least 16 a side. dw is overwritten.
  *
  * Workspace as for the forward: at least the _workspace bytes for some thread count >= 1. */
 bool hg_winograd_bwd_data_pays(const hg_wino_geom *g);
