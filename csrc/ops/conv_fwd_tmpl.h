@@ -130,7 +130,7 @@ static void NAME(conv)(const hg_conv_geom *g, const hg_exec_ctx *ctx, const T *x
         NAME(hg_depthwise_fwd)(&dg, x, w, b, y, &ctx->post);
         return;
     }
-    conv_plan pl = fwd_plan(g, sizeof(T));
+    conv_plan pl = fwd_plan(g, sizeof(T), b || ctx->post.kind != HG_POST_NONE);
     int64_t nslots = fwd_slots(g, &pl);
     /* Never more slots than the workspace holds (the thread count could have changed). */
     if (pl.col_e && (size_t)nslots * sizeof(T) * (size_t)pl.col_e > ctx->workspace_bytes)
