@@ -405,6 +405,7 @@ static int64_t pack_images(const hg_conv_geom *g, size_t esize)
 
 /* epi: the call adds a bias or applies a post after the product (pointwise tiles then fit in
  * cache for it). */
+#define PW_MIN_COLS 1024
 static conv_plan fwd_plan(const hg_conv_geom *g, size_t esize, bool epi)
 {
     conv_plan pl;
@@ -418,6 +419,9 @@ static conv_plan fwd_plan(const hg_conv_geom *g, size_t esize, bool epi)
          * the model at batch 32, 2 threads, 3-5% slower (interleaved runs). Without one, whole
          * images (fewer, larger products). */
         rows = epi ? fit(esize, (g->K > g->Fg ? g->K : g->Fg) * O2) : R;
+        /* at least PW_MIN_COLS columns: narrower products leave the GEMM's own wide kernel
+         * (gemm.c, WIDE_N) for the BLAS, which is slow at these inner sizes (16..160) */
+        if (rows * O2 < PW_MIN_COLS) rows = (PW_MIN_COLS + O2 - 1) / O2;
     }
     if (rows < rows_min) rows = rows_min;
     if (rows > R) rows = R;
