@@ -436,3 +436,41 @@ def test_tile_size_rule(tmp_path):
         same, other = (m4, m2) if i < 2 else (m2, m4)
         np.testing.assert_array_equal(default['dw%d' % i], same['dw%d' % i])
         assert not np.array_equal(default['dw%d' % i], other['dw%d' % i])
+
+
+def test_float16_gradients_keep_im2col():
+    """float16 runs its backward in float32 copies with a workspace sized for im2col: a layer
+    that float32 sends to Winograd must not take it there (its workspace is larger)."""
+    rng = np.random.default_rng(14)
+    x, w, _ = _inputs((2, 32, 20, 20), 32, rng)
+    x, w = x.astype('f2').astype('f8'), w.astype('f2').astype('f8')
+    dy = rng.standard_normal((2, 32, 20, 20)).astype('f2').astype('f8')
+    a = [mx.nd.array(v, dtype='float16') for v in (dy, x, w)]
+    dx, dw, db = mx.nd._internal._backward_Convolution(*a, kernel=(3, 3), pad=(1, 1),
+                                                       num_filter=32)
+    k = ((3, 3), (1, 1), (1, 1), (1, 1), 1)
+    for out, ref in ((dx, conv_data_grad_ref(dy, w, x.shape, *k)),
+                     (dw, conv_weight_grad_ref(dy, x, w.shape, *k)), (db, dy.sum(axis=(0, 2, 3)))):
+        assert out.dtype == np.float16
+        np.testing.assert_allclose(out.asnumpy().astype('f8'), ref, rtol=2e-2,
+                                   atol=2e-2 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize('case', [((2, 16, 12, 12), 16, (3, 3), (1, 1), (1, 1)),
+                                  ((8, 64, 14, 14), 64, (3, 3), (2, 2), (1, 1))],
+                         ids=['winograd_shape', 'packed_deep'])
+def test_bias_gradient_alone(case):
+    """grad_data and grad_weight both False (only the bias trains): no workspace is needed for
+    the products, the bias gradient is dy's sum, the other outputs zeros."""
+    shape, nf, k, s, p = case
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((nf, shape[1]) + k)
+    oh = (shape[2] + 2 * p[0] - k[0]) // s[0] + 1
+    dy = rng.standard_normal((shape[0], nf, oh, oh)).astype('f4').astype('f8')
+    a = [mx.nd.array(v, dtype='float32') for v in (dy, x, w)]
+    dx, dw, db = mx.nd._internal._backward_Convolution(*a, kernel=k, stride=s, pad=p,
+                                                       num_filter=nf, grad_data=False,
+                                                       grad_weight=False)
+    assert not dx.asnumpy().any() and not dw.asnumpy().any()
+    _close(db.asnumpy(), dy.sum(axis=(0, 2, 3)))

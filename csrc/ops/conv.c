@@ -11,8 +11,10 @@
  * them over the thread pool (see "forward plan"); the backward runs images in parallel slots,
  * tile by tile (see the gradient section). Depthwise layers (num_group == channels) skip both
  * for the direct kernel of kernels/cpu/depthwise.c; float32 3x3 stride-1 layers with enough
- * channels and positions take the Winograd forward of kernels/cpu/winograd.c (is_winograd), and
- * its data and weight gradients (wino_dgrad, wino_wgrad). float16 is computed in float32 through the workspace (by im2col).
+ * channels and positions take the Winograd forward of kernels/cpu/winograd.c (is_winograd) and
+ * its data and weight gradients (wino_dgrad, wino_wgrad); float32 layers with at most 4 input
+ * channels the direct kernel of kernels/cpu/conv_direct.c (is_direct). float16 is computed in
+ * float32 through the workspace (by im2col).
  *
  * The shape rule accepts graph-inference metas: it fills unknown weight (F, C/g, *k) and bias
  * (F,) shapes, back-fills an unknown channel count from a known weight, and carries unknown (-1)
@@ -135,7 +137,8 @@ static bool wino_shape(const hg_conv_geom *g, hg_dtype dt)
     return hg_winograd_enabled();
 }
 
-/* Where the size rule of winograd.c says it beats im2col: the Winograd F(2x2, 3x3) forward. */
+/* Where the size rule of winograd.c says it beats im2col: the Winograd forward (F(2x2, 3x3) or
+ * F(4x4, 3x3), winograd.c decides). */
 static bool is_winograd(const hg_conv_geom *g, hg_dtype dt)
 {
     hg_wino_geom wg = wino_geom(g);
@@ -691,8 +694,8 @@ static void bias_sum_f32(const hg_conv_geom *g, const float *dy, float *db)
 
 /* The backward of one float32 or float64 call: the depthwise kernel, or the shared backward of
  * conv_common.c on conv.c's plan. */
-static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, const void *dy,
-                   const void *x, const void *w, void *dx, void *dw, void *db)
+static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, bool wino,
+                   const void *dy, const void *x, const void *w, void *dx, void *dw, void *db)
 {
     if (is_depthwise(g)) {
         const hg_dw_geom dg = dw_geom(g);
@@ -701,14 +704,14 @@ static void convbw(const hg_conv_geom *g, const hg_exec_ctx *ctx, hg_dtype dt, c
         return;
     }
     size_t es = dt == HG_DTYPE_F32 ? sizeof(float) : sizeof(double);
-    if (dt == HG_DTYPE_F32) {
+    if (wino) { /* float32 data (conv_bw_workspace sized the workspace for this path) */
         hg_wino_geom wg = wino_geom(g);
         bool wd = dx && wino_dgrad(g, dt), ww = dw && wino_wgrad(g, dt);
         if (wd) hg_winograd_bwd_data_f32(&wg, dy, w, dx, ctx->workspace, ctx->workspace_bytes);
         if (ww) hg_winograd_bwd_weight_f32(&wg, x, dy, dw, ctx->workspace, ctx->workspace_bytes);
         if (wd) dx = NULL;
         if (ww) dw = NULL;
-        if ((wd || ww) && !dx && !dw) { /* nothing left for im2col but the bias */
+        if (!dx && !dw) { /* nothing left for im2col but the bias */
             if (db) bias_sum_f32(g, dy, db);
             return;
         }
@@ -735,7 +738,8 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     void *dx = gd ? hg_data(out[0]) : NULL, *dw = gw ? hg_data(out[1]) : NULL;
     void *db = bias ? hg_data(out[2]) : NULL;
     if (x.dtype != HG_DTYPE_F16) {
-        convbw(&g, ctx, x.dtype, hg_data(in[0]), hg_data(in[1]), hg_data(in[2]), dx, dw, db);
+        convbw(&g, ctx, x.dtype, x.dtype == HG_DTYPE_F32, hg_data(in[0]), hg_data(in[1]),
+               hg_data(in[2]), dx, dw, db);
         return HG_OK;
     }
     size_t area = sizeof(float) * (size_t)bw_slot_area(&g, sizeof(float), gw, bias);
@@ -746,7 +750,9 @@ static hg_status conv_bw_forward(const hg_op_def *op, const hg_attrs *a, const h
     hg_half_to_f32_n(hg_data(in[0]), fdy, ny);
     hg_half_to_f32_n(hg_data(in[1]), fx, nx);
     hg_half_to_f32_n(hg_data(in[2]), fw, nw);
-    convbw(&g, &sub, HG_DTYPE_F32, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL, db ? fdb : NULL);
+    /* float16: im2col on the float copies (the workspace is sized for it, not for Winograd) */
+    convbw(&g, &sub, HG_DTYPE_F32, false, fdy, fx, fw, dx ? fdx : NULL, dw ? fdw : NULL,
+           db ? fdb : NULL);
     if (dx) hg_f32_to_half_n(fdx, dx, nx);
     if (dw) hg_f32_to_half_n(fdw, dw, nw);
     if (db) hg_f32_to_half_n(fdb, db, g.F);
