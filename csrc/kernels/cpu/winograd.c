@@ -89,10 +89,10 @@ static wg_plan make_plan(const hg_wino_geom *g, int64_t threads, int m)
  * borders of small images: 14x14 outputs take 16x16, 7x7 8x8) and its transforms round more
  * (constants up to 8: errors of about 3e-6 of the outputs' size, rms, against 3e-7; see
  * tests/test_winograd.py). Hence F(4x4) for outputs of at least WG4_MIN_OUT a side (or 12 with
- * WG4_MIN_TILES tiles). ResNet-18's
- * 3x3 layers, 2 threads, F(2x2) -> F(4x4), ms: batch 16, 56x56 64 channels 10.1 -> 8.5, 28x28
- * 10.0 -> 6.1, 14x14 10.6 -> 9.1, 7x7 13.4 -> 15.9; batch 1, 56x56 0.60 -> 0.53, 28x28 0.63 ->
- * 0.53, 14x14 1.03 -> 1.25. HG_WINO_M=2|4 forces one (read once; for tests). */
+ * WG4_MIN_TILES tiles). ResNet-18's 3x3 layers, 2 threads, F(2x2) -> F(4x4), ms: batch 16,
+ * 56x56 64 channels 10.1 -> 8.5, 28x28 10.0 -> 6.1, 14x14 10.6 -> 9.1, 7x7 13.4 -> 15.9;
+ * batch 1, 56x56 0.60 -> 0.53, 28x28 0.63 -> 0.53, 14x14 1.03 -> 1.25. HG_WINO_M=2|4 forces
+ * one (read once; for tests). */
 #define WG4_MIN_OUT 16
 #define WG4_MIN_TILES 64
 
