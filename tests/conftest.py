@@ -49,6 +49,42 @@ def rss_kb():
     return 0
 
 
+def child_result(tmp_path, code, args, name, set_env=None, clear_env=()):
+    """Runs the script `code` in a child (run_python) with json.dumps(args + [path]) as its
+    argument, the variables of clear_env removed and set_env set (switches read once per
+    process), and returns numpy.load(path): what the script saved there (path is
+    tmp_path / name)."""
+    import json
+    import os
+    import numpy as np
+    path = str(tmp_path / name)
+    env = {k: v for k, v in os.environ.items() if k not in clear_env}
+    env.update(set_env or {})
+    r = run_python(['-c', code, json.dumps(list(args) + [path])], env=env)
+    assert r.returncode == 0, r.stderr
+    return np.load(path)
+
+
+def across_thread_counts(net, run, counts=(2, 4, 8)):
+    """A plan's workspace is sized for the kernels' thread count at planning time. Returns
+    run(net) with the pool as it is (the reference, imperative unless net is already
+    hybridized), then, after hybridizing net with static_alloc and planning it at 1 thread,
+    run(net) at each of counts: [reference, result per count]. The pool is restored."""
+    from hybridgluon import _core
+    old = _core.num_threads()
+    try:
+        out = [run(net)]
+        _core.num_threads(1)
+        net.hybridize(static_alloc=True, static_shape=True)
+        run(net)
+        for t in counts:
+            _core.num_threads(t)
+            out.append(run(net))
+        return out
+    finally:
+        _core.num_threads(old)
+
+
 def imperative_and_hybridized(make_net, x):
     """Runs make_net() (a fresh block, same random initial parameters each time: the seed is
     reset first) on x op by op and hybridized with static_alloc, under autograd.record with a

@@ -5,18 +5,13 @@ ways (a network's first layer on RGB) take it instead of im2col + GEMM.
 It sums each output in (channel, tap row, tap column) order with fused multiply-adds, so it
 rounds differently from the GEMM: both stay within a few float32 ulps of the sums' size, and the
 tests allow 1e-5 of the output's scale (a wrong tap, phase or border moves outputs by O(1))."""
-import json
-import os
-
 import numpy as np
 import pytest
 
 import hybridgluon as mx
-from hybridgluon import _core
-from conftest import run_python
+from conftest import child_result
 from test_grad_conv import conv_ref
-
-RTOL = 1e-5
+from test_winograd import _close  # the same tolerance (1e-5 of the scale)
 
 # (N, C, H, W), num_filter, kernel, stride, pad
 CASES = [
@@ -52,12 +47,6 @@ def _conv(x, w, b, k, s, p):
                              num_filter=w.shape[0], no_bias=b is None).asnumpy()
 
 
-def _close(out, ref):
-    assert out.shape == ref.shape and out.dtype == np.float32
-    np.testing.assert_allclose(out.astype('f8'), ref, rtol=RTOL,
-                               atol=RTOL * max(1.0, np.abs(ref).max()))
-
-
 @pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
 @pytest.mark.parametrize('case', CASES)
 def test_forward_matches_float64(case, bias, threads):
@@ -89,14 +78,8 @@ np.save(path, y.asnumpy())
 
 
 def _child(tmp_path, case, off):
-    path = str(tmp_path / ('y%d.npy' % off))
-    env = dict(os.environ)
-    env.pop('HG_NO_CONV_DIRECT', None)
-    if off:
-        env['HG_NO_CONV_DIRECT'] = '1'
-    r = run_python(['-c', _CHILD, json.dumps(list(case) + [path])], env=env)
-    assert r.returncode == 0, r.stderr
-    return np.load(path)
+    return child_result(tmp_path, _CHILD, case, 'y%d.npy' % off,
+                        {'HG_NO_CONV_DIRECT': '1'} if off else None, ['HG_NO_CONV_DIRECT'])
 
 
 @pytest.mark.parametrize('case,direct', [
@@ -146,23 +129,15 @@ def test_fused_activation_and_hybridized():
 
 
 def test_more_threads_than_the_workspace_was_sized_for():
+    from conftest import across_thread_counts
     from hybridgluon.gluon import nn
-    rng = np.random.default_rng(7)
-    x = mx.nd.array(rng.standard_normal((3, 3, 40, 40)), dtype='float32')
-    old = _core.num_threads()
-    try:
-        mx.random.seed(8)
-        net = nn.Conv2D(20, 5, strides=2, padding=2, in_channels=3)
-        net.initialize()
-        ref = net(x).asnumpy()
-        _core.num_threads(1)
-        net.hybridize(static_alloc=True, static_shape=True)
-        net(x).asnumpy()
-        for t in (2, 4, 8):
-            _core.num_threads(t)
-            _close(net(x).asnumpy(), ref.astype('f8'))
-    finally:
-        _core.num_threads(old)
+    x = mx.nd.array(np.random.default_rng(7).standard_normal((3, 3, 40, 40)), dtype='float32')
+    mx.random.seed(8)
+    net = nn.Conv2D(20, 5, strides=2, padding=2, in_channels=3)
+    net.initialize()
+    ref, *outs = across_thread_counts(net, lambda n: n(x).asnumpy())
+    for out in outs:
+        _close(out, ref.astype('f8'))
 
 
 def test_float64_keeps_im2col():

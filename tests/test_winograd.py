@@ -10,15 +10,11 @@ in float32 both paths stay within a few units of 1e-7 of the largest output (mea
 4e-7 for both, Winograd usually the smaller), so the tests allow 1e-5 of the output's scale:
 wide enough for long sums, far below the size of any indexing or transform mistake (a wrong
 tap, border or sign changes outputs by O(1) of the scale)."""
-import json
-import os
-
 import numpy as np
 import pytest
 
 import hybridgluon as mx
-from hybridgluon import _core
-from conftest import run_python
+from conftest import child_result
 from test_grad_conv import conv_data_grad_ref, conv_ref, conv_weight_grad_ref
 
 RTOL = 1e-5
@@ -100,15 +96,9 @@ np.save(path, y.asnumpy())
 '''
 
 
-def _child_output(tmp_path, name, case, off):
-    path = str(tmp_path / ('%s_%d.npy' % (name, off)))
-    env = dict(os.environ)
-    env.pop('HG_NO_WINOGRAD', None)
-    if off:
-        env['HG_NO_WINOGRAD'] = '1'
-    r = run_python(['-c', _CHILD, json.dumps(list(case) + [path])], env=env)
-    assert r.returncode == 0, r.stderr
-    return np.load(path)
+def _child_output(tmp_path, name, case, off, code=_CHILD, ext='npy'):
+    return child_result(tmp_path, code, case, '%s_%d.%s' % (name, off, ext),
+                        {'HG_NO_WINOGRAD': '1'} if off else None, ['HG_NO_WINOGRAD'])
 
 
 @pytest.mark.parametrize('case,winograd', [
@@ -178,23 +168,15 @@ def test_gradient_finite_differences_float32():
 def test_more_threads_than_the_workspace_was_sized_for():
     """A plan's workspace is sized for the thread count at planning time; raised afterwards,
     the forward uses fewer slots (or smaller blocks) rather than run past it."""
+    from conftest import across_thread_counts
     from hybridgluon.gluon import nn
-    rng = np.random.default_rng(7)
-    x = mx.nd.array(rng.standard_normal((3, 32, 30, 30)), dtype='float32')
-    old = _core.num_threads()
-    try:
-        mx.random.seed(8)
-        net = nn.Conv2D(32, 3, padding=1, in_channels=32)
-        net.initialize()
-        ref = net(x).asnumpy()
-        _core.num_threads(1)
-        net.hybridize(static_alloc=True, static_shape=True)
-        net(x).asnumpy()
-        for t in (2, 4, 8):
-            _core.num_threads(t)
-            _close(net(x).asnumpy(), ref.astype('f8'))
-    finally:
-        _core.num_threads(old)
+    x = mx.nd.array(np.random.default_rng(7).standard_normal((3, 32, 30, 30)), dtype='float32')
+    mx.random.seed(8)
+    net = nn.Conv2D(32, 3, padding=1, in_channels=32)
+    net.initialize()
+    ref, *outs = across_thread_counts(net, lambda n: n(x).asnumpy())
+    for out in outs:
+        _close(out, ref.astype('f8'))
 
 
 def test_float64_and_float16_keep_im2col():
@@ -289,16 +271,7 @@ np.savez(path, dx=x.grad.asnumpy(), dw=w.grad.asnumpy())
     (((1, 3, 32, 32), 16, 1), False, False),  # 3 input channels
 ], ids=['both', 'pad3', 'rgb'])
 def test_gradient_paths_are_taken_where_meant(tmp_path, case, data, weight):
-    res = []
-    for off in (0, 1):
-        path = str(tmp_path / ('g%d.npz' % off))
-        env = dict(os.environ)
-        env.pop('HG_NO_WINOGRAD', None)
-        if off:
-            env['HG_NO_WINOGRAD'] = '1'
-        r = run_python(['-c', _GRAD_CHILD, json.dumps(list(case) + [path])], env=env)
-        assert r.returncode == 0, r.stderr
-        res.append(np.load(path))
+    res = [_child_output(tmp_path, 'g', case, off, _GRAD_CHILD, 'npz') for off in (0, 1)]
     for name, winograd in (('dx', data), ('dw', weight)):
         on, off = res[0][name], res[1][name]
         if winograd:
@@ -311,31 +284,23 @@ def test_gradient_paths_are_taken_where_meant(tmp_path, case, data, weight):
 def test_backward_with_more_threads_than_the_workspace_was_sized_for():
     """The training plan's workspace is sized at planning time; with more threads later the
     gradients use fewer slots (or smaller blocks) and stay right."""
+    from conftest import across_thread_counts
     from hybridgluon import autograd
     from hybridgluon.gluon import nn
-    rng = np.random.default_rng(12)
-    x = mx.nd.array(rng.standard_normal((3, 32, 30, 30)), dtype='float32')
-    old = _core.num_threads()
-    try:
-        mx.random.seed(13)
-        net = nn.Conv2D(32, 3, padding=1, in_channels=32)
-        net.initialize()
+    x = mx.nd.array(np.random.default_rng(12).standard_normal((3, 32, 30, 30)), dtype='float32')
+    mx.random.seed(13)
+    net = nn.Conv2D(32, 3, padding=1, in_channels=32)
+    net.initialize()
 
-        def grads():
-            with autograd.record():
-                y = net(x)
-            y.backward()
-            return [p.grad().asnumpy() for p in net.collect_params().values()]
-        ref = grads()
-        _core.num_threads(1)
-        net.hybridize(static_alloc=True, static_shape=True)
-        grads()
-        for t in (2, 4, 8):
-            _core.num_threads(t)
-            for a, b in zip(grads(), ref):
-                _close(a, b.astype('f8'))
-    finally:
-        _core.num_threads(old)
+    def grads(n):
+        with autograd.record():
+            y = n(x)
+        y.backward()
+        return [p.grad().asnumpy() for p in n.collect_params().values()]
+    ref, *outs = across_thread_counts(net, grads)
+    for out in outs:
+        for a, b in zip(out, ref):
+            _close(a, b.astype('f8'))
 
 
 # ---- F(4x4, 3x3) -------------------------------------------------------------------------------
@@ -383,15 +348,8 @@ np.savez(path, **out)
 
 
 def _run4(tmp_path, cases, m):
-    path = str(tmp_path / ('m%s.npz' % m))
-    env = dict(os.environ)
-    env.pop('HG_NO_WINOGRAD', None)
-    env.pop('HG_WINO_M', None)
-    if m:
-        env['HG_WINO_M'] = str(m)
-    r = run_python(['-c', _CHILD4, json.dumps([cases, path])], env=env)
-    assert r.returncode == 0, r.stderr
-    return np.load(path)
+    return child_result(tmp_path, _CHILD4, [cases], 'm%s.npz' % m,
+                        {'HG_WINO_M': str(m)} if m else None, ['HG_NO_WINOGRAD', 'HG_WINO_M'])
 
 
 def _close_tol(out, ref, rtol):

@@ -958,20 +958,26 @@ static void wone_dy(void *ctx, int64_t f0, int64_t f1)
         dy_part(w, t, t + WG_TB < T ? t + WG_TB : T, slot_d(w, 0) + t, f0, f1);
 }
 
-/* dw of filters [f0, f1): the slots' Z summed, then G^T Z G. */
+/* z[xi] = the slots' Z[xi][f][c] summed, xi < nxi. */
+static void sum_z(const wgw_job *w, int64_t f, int64_t c, float *z, int nz)
+{
+    const int64_t C = w->j.g->C, zs = xi_stride(w->j.g->F * C), ns = w->j.p.slots;
+    for (int xi = 0; xi < nz; xi++) {
+        float acc = 0.0f;
+        for (int64_t s = 0; s < ns; s++) acc += slot_z(w, s)[xi * zs + f * C + c];
+        z[xi] = acc;
+    }
+}
+
 /* F(4x4): dw of filters [f0, f1) = G^T Z G with WG4's G (6 x 3, see wt4_filt). */
 static void wfinal4_range(void *ctx, int64_t f0, int64_t f1)
 {
     const wgw_job *w = ctx;
-    const int64_t C = w->j.g->C, zs = xi_stride(w->j.g->F * C), ns = w->j.p.slots;
+    const int64_t C = w->j.g->C;
     for (int64_t f = f0; f < f1; f++)
         for (int64_t c = 0; c < C; c++) {
             float z[36], t[3][6];
-            for (int xi = 0; xi < 36; xi++) {
-                float acc = 0.0f;
-                for (int64_t s = 0; s < ns; s++) acc += slot_z(w, s)[xi * zs + f * C + c];
-                z[xi] = acc;
-            }
+            sum_z(w, f, c, z, 36);
             for (int q = 0; q < 6; q++) { /* G^T down the columns */
                 const float z0 = z[q], z1 = z[6 + q], z2 = z[12 + q], z3 = z[18 + q];
                 const float z4 = z[24 + q], z5 = z[30 + q];
@@ -990,18 +996,15 @@ static void wfinal4_range(void *ctx, int64_t f0, int64_t f1)
         }
 }
 
+/* F(2x2): dw of filters [f0, f1) = G^T Z G. */
 static void wfinal_range(void *ctx, int64_t f0, int64_t f1)
 {
     const wgw_job *w = ctx;
-    const int64_t C = w->j.g->C, zs = xi_stride(w->j.g->F * C), ns = w->j.p.slots;
+    const int64_t C = w->j.g->C;
     for (int64_t f = f0; f < f1; f++)
         for (int64_t c = 0; c < C; c++) {
             float z[16], t[3][4];
-            for (int xi = 0; xi < 16; xi++) {
-                float acc = 0.0f;
-                for (int64_t s = 0; s < ns; s++) acc += slot_z(w, s)[xi * zs + f * C + c];
-                z[xi] = acc;
-            }
+            sum_z(w, f, c, z, 16);
             for (int q = 0; q < 4; q++) { /* G^T down the columns */
                 t[0][q] = z[q] + 0.5f * (z[4 + q] + z[8 + q]);
                 t[1][q] = 0.5f * (z[4 + q] - z[8 + q]);
