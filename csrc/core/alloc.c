@@ -25,11 +25,12 @@
 #define NUM_CLASSES 48           /* classes cover 64 B .. 2^26 B with 2 classes per power of 2 */
 #define MAX_POOLED ((size_t)256 << 20)
 /* Freed blocks are kept for reuse up to the most tensor memory the process has had live at once
- * (a training loop's working set: each step frees and asks again for the same blocks), at
- * least MIN_CACHED_TOTAL and at most a quarter of physical memory. With a fixed 512 MiB, the
- * part of MobileNetV2's training step at batch 16 (about 1.5 GB of activations kept for the
- * backward) above it was unmapped at every step and faulted back in: 773 -> 594 ms a step on
- * 2 threads with the larger cache. hg_alloc_release_cache gives the cache back. */
+ * (a training loop's working set: each step frees and asks again for the same blocks) plus
+ * MIN_CACHED_TOTAL, at most a quarter of physical memory (and at least MIN_CACHED_TOTAL).
+ * With a fixed 512 MiB, the part of MobileNetV2's training step at batch 16 (about 1.5 GB of
+ * activations kept for the backward) above it was unmapped at every step and faulted back
+ * in: 773 -> 594 ms a step on 2 threads with the larger cache. hg_alloc_release_cache gives
+ * the cache back. */
 #define MIN_CACHED_TOTAL ((size_t)512 << 20)
 /* Smallest block taken from mmap: 128 KiB. Below it a system call and page faults would cost
  * more than clearing the block. It and every class above it are multiples of MAP_UNIT. */
@@ -169,7 +170,9 @@ static size_t cache_limit(void)
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
         g_phys_quarter = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 : MIN_CACHED_TOTAL;
     }
-    size_t lim = atomic_load_explicit(&g_high, memory_order_relaxed);
+    /* the working set plus the old fixed cache: blocks are counted by their class (rounded
+     * up) and other, smaller blocks sit in the cache too */
+    size_t lim = atomic_load_explicit(&g_high, memory_order_relaxed) + MIN_CACHED_TOTAL;
     if (lim > g_phys_quarter) lim = g_phys_quarter;
     return lim > MIN_CACHED_TOTAL ? lim : MIN_CACHED_TOTAL;
 }

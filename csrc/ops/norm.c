@@ -231,10 +231,12 @@ typedef float bn_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 #define BN_LD(p) (*(const bn_v8 *)(p))
 #define BN_FLUSH 4096
 
-static double bn_hsum(bn_v8 a)
+/* by pointer: a 32-byte vector argument would change the ABI between the AVX2 and the
+ * baseline callers (GCC's -Wpsabi) */
+static double bn_hsum(const bn_v8 *a)
 {
     double t = 0;
-    for (int k = 0; k < 8; k++) t += a[k];
+    for (int k = 0; k < 8; k++) t += (*a)[k];
     return t;
 }
 
@@ -253,7 +255,8 @@ static double bn_hsum(bn_v8 a)
                 a3 += BN_LD(p + i + 24);                                                        \
             }                                                                                   \
             for (; i + 8 <= e; i += 8) a0 += BN_LD(p + i);                                      \
-            double t = bn_hsum((a0 + a1) + (a2 + a3));                                          \
+            const bn_v8 a = (a0 + a1) + (a2 + a3);                                              \
+            double t = bn_hsum(&a);                                                             \
             for (; i < e; i++) t += p[i];                                                       \
             tot += t;                                                                           \
         }                                                                                       \
@@ -279,7 +282,8 @@ static double bn_hsum(bn_v8 a)
                 bn_v8 d0 = BN_LD(p + i) - mv;                                                   \
                 a0 += d0 * d0;                                                                  \
             }                                                                                   \
-            double t = bn_hsum((a0 + a1) + (a2 + a3));                                          \
+            const bn_v8 a = (a0 + a1) + (a2 + a3);                                              \
+            double t = bn_hsum(&a);                                                             \
             for (; i < e; i++) t += (double)(p[i] - m) * (double)(p[i] - m);                    \
             tot += t;                                                                           \
         }                                                                                       \
@@ -300,7 +304,8 @@ static double bn_hsum(bn_v8 a)
                 d0 += q0 * (BN_LD(p + i) - mv);                                                 \
                 d1 += q1 * (BN_LD(p + i + 8) - mv);                                             \
             }                                                                                   \
-            double ts = bn_hsum(s0 + s1), td = bn_hsum(d0 + d1);                                \
+            const bn_v8 sv = s0 + s1, dv = d0 + d1;                                             \
+            double ts = bn_hsum(&sv), td = bn_hsum(&dv);                                        \
             for (; i < e; i++) {                                                                \
                 ts += q[i];                                                                     \
                 td += (double)q[i] * (double)(p[i] - m);                                        \
