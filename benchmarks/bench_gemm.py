@@ -55,8 +55,11 @@ def timer_lib_path():
     temp, sig = _build_dir()
     if '-fsanitize' in sig:
         sys.exit('bench_gemm: the last build is a sanitizer build; rebuild without HG_SANITIZE')
+    # a CPU build leaves the CUDA glue objects of an earlier CUDA build in place: not ours
+    cuda = '-DHG_CUDA=1' in sig
     objs = sorted(o for o in glob.glob(os.path.join(temp, 'csrc', '**', '*.o'), recursive=True)
-                  if os.sep + 'python' + os.sep not in o)
+                  if os.sep + 'python' + os.sep not in o
+                  and (cuda or os.sep + 'cuda' + os.sep not in o))
     if not objs:
         sys.exit('bench_gemm: no objects under %s; build the library first' % temp)
     src = os.path.join(ROOT, 'benchmarks', 'gemm_timer.c')
