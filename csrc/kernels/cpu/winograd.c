@@ -398,6 +398,39 @@ typedef struct wg_src {
     int64_t istride, H, W, ph, pw;
 } wg_src;
 
+/* A block's windows staged for the input transform: for each segment, row i of its windows
+ * (i < m + 2) at S + (m + 2) i * n8 + pos, as stage_row_m lays it out. */
+static inline void stage_windows(const wg_src *src, const wg_seg *segs, int64_t nseg, int64_t n8,
+                                 float *restrict S, const int m)
+{
+    const int a = m + 2;
+    for (int64_t q = 0; q < nseg; q++) {
+        const wg_seg *sg = &segs[q];
+        const float *xn = src->x0 + sg->n * src->istride;
+        for (int64_t i = 0; i < a; i++) {
+            int64_t iy = m * sg->ty - src->ph + i;
+            stage_row_m(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,
+                        m * sg->tx - src->pw, sg->len, S + a * i * n8 + sg->pos, n8, m);
+        }
+    }
+}
+
+/* A block's m x m output-gradient tiles staged for the dy transform: row i (i < m) at
+ * S + m i * n8 + pos, as stage_row_dy lays it out (src: dy's plane, no padding). */
+static inline void stage_tiles(const wg_src *src, const wg_seg *segs, int64_t nseg, int64_t n8,
+                               float *restrict S, const int m)
+{
+    for (int64_t q = 0; q < nseg; q++) {
+        const wg_seg *sg = &segs[q];
+        const float *yn = src->x0 + sg->n * src->istride;
+        for (int64_t i = 0; i < m; i++) {
+            int64_t oy = m * sg->ty + i;
+            stage_row_dy(oy < src->H ? yn + oy * src->W : NULL, src->W, m * sg->tx, sg->len,
+                         S + m * i * n8 + sg->pos, n8, m);
+        }
+    }
+}
+
 /*   in_chan:  V[xi][k] (row stride vs) of one channel for the nseg segments of a block, k in
  *             [0, n8) (n8: the block's tiles rounded up to 8); S holds 16 * n8 floats whose
  *             columns from the block's tile count on are zero;
@@ -408,30 +441,14 @@ typedef struct wg_src {
     TGT static void in_chan_##ISA(const wg_src *src, const wg_seg *segs, int64_t nseg,          \
                                   int64_t n8, float *restrict S, float *restrict v, int64_t vs) \
     {                                                                                           \
-        for (int64_t q = 0; q < nseg; q++) {                                                    \
-            const wg_seg *sg = &segs[q];                                                        \
-            const float *xn = src->x0 + sg->n * src->istride;                                   \
-            for (int64_t i = 0; i < 4; i++) {                                                   \
-                int64_t iy = 2 * sg->ty - src->ph + i;                                          \
-                stage_row_m(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,           \
-                            2 * sg->tx - src->pw, sg->len, S + 4 * i * n8 + sg->pos, n8, 2);    \
-            }                                                                                   \
-        }                                                                                       \
+        stage_windows(src, segs, nseg, n8, S, 2);                                               \
         for (int64_t k = 0; k < n8; k += 8) WG_IN_STEP(S, n8, v, vs, k)                         \
     }                                                                                           \
                                                                                                 \
     TGT static void dy_chan_##ISA(const wg_src *src, const wg_seg *segs, int64_t nseg,          \
                                   int64_t n8, float *restrict S, float *restrict d, int64_t ds) \
     {                                                                                           \
-        for (int64_t q = 0; q < nseg; q++) {                                                    \
-            const wg_seg *sg = &segs[q];                                                        \
-            const float *yn = src->x0 + sg->n * src->istride;                                   \
-            for (int64_t i = 0; i < 2; i++) {                                                   \
-                int64_t oy = 2 * sg->ty + i;                                                    \
-                stage_row_dy(oy < src->H ? yn + oy * src->W : NULL, src->W, 2 * sg->tx,         \
-                             sg->len, S + 2 * i * n8 + sg->pos, n8, 2);                         \
-            }                                                                                   \
-        }                                                                                       \
+        stage_tiles(src, segs, nseg, n8, S, 2);                                                 \
         for (int64_t k = 0; k < n8; k += 8) WG_DY_STEP(S, n8, d, ds, k)                         \
     }                                                                                           \
                                                                                                 \
@@ -439,15 +456,7 @@ typedef struct wg_src {
                                    int64_t n8, float *restrict S, float *restrict d,            \
                                    int64_t ds)                                                  \
     {                                                                                           \
-        for (int64_t q = 0; q < nseg; q++) {                                                    \
-            const wg_seg *sg = &segs[q];                                                        \
-            const float *yn = src->x0 + sg->n * src->istride;                                   \
-            for (int64_t i = 0; i < 4; i++) {                                                   \
-                int64_t oy = 4 * sg->ty + i;                                                    \
-                stage_row_dy(oy < src->H ? yn + oy * src->W : NULL, src->W, 4 * sg->tx,         \
-                             sg->len, S + 4 * i * n8 + sg->pos, n8, 4);                         \
-            }                                                                                   \
-        }                                                                                       \
+        stage_tiles(src, segs, nseg, n8, S, 4);                                                 \
         for (int64_t k = 0; k < n8; k += 8) WG4_DY_STEP(S, n8, d, ds, k)                        \
     }                                                                                           \
                                                                                                 \
@@ -489,15 +498,7 @@ typedef struct wg_src {
                                    int64_t n8, float *restrict S, float *restrict v,            \
                                    int64_t vs)                                                  \
     {                                                                                           \
-        for (int64_t q = 0; q < nseg; q++) {                                                    \
-            const wg_seg *sg = &segs[q];                                                        \
-            const float *xn = src->x0 + sg->n * src->istride;                                   \
-            for (int64_t i = 0; i < 6; i++) {                                                   \
-                int64_t iy = 4 * sg->ty - src->ph + i;                                          \
-                stage_row_m(iy >= 0 && iy < src->H ? xn + iy * src->W : NULL, src->W,           \
-                            4 * sg->tx - src->pw, sg->len, S + 6 * i * n8 + sg->pos, n8, 4);    \
-            }                                                                                   \
-        }                                                                                       \
+        stage_windows(src, segs, nseg, n8, S, 4);                                               \
         for (int64_t k = 0; k < n8; k += 8) WG4_IN_STEP(S, n8, v, vs, k)                        \
     }                                                                                           \
                                                                                                 \
