@@ -151,6 +151,23 @@ def test_strides_alignment_alpha_beta(kernel, ta, tb):
                        'offset=%d' % (ta, tb, M, N, K, alpha, beta, pad, offset))
 
 
+@pytest.mark.parametrize('ta,tb', [(False, True), (False, False), (True, False), (True, True)])
+def test_packed_kernel_shapes(kernel, ta, tb):
+    """Products the AVX-512 machines run on the packed kernel (sgemm_packed.c: N >= 24 and
+    M N K >= 4e6), the BLAS elsewhere: rows past a multiple of its 12-row tile, columns past its
+    32-wide panels and 1024-column blocks, K over several 256-deep blocks (beta applies to the
+    first only) and the transposing copy's 16-wide tails."""
+    rng = np.random.default_rng(7)
+    for M, N, K in [(100, 49, 1000), (12, 1100, 310), (37, 300, 700), (512, 24, 513),
+                    (25, 1025, 257), (130, 64, 600)]:
+        got, want, bound = gemm(ta, tb, M, N, K, rng=rng)
+        _check(got, want, bound, 'ta=%s tb=%s M=%d N=%d K=%d' % (ta, tb, M, N, K))
+    for alpha, beta in [(0.5, 0.0), (1.0, 1.0), (-2.0, 0.25)]:
+        got, want, bound = gemm(ta, tb, 61, 130, 530, alpha, beta, (3, 5, 7), 1,
+                                'nan' if beta == 0 else None, rng)
+        _check(got, want, bound, 'alpha=%g beta=%g padded, unaligned' % (alpha, beta))
+
+
 def test_degenerate(kernel):
     """K == 0 and alpha == 0 give beta C exactly (zeros for beta 0, even over NaN)."""
     for ta, tb in [(False, True), (False, False)]:
@@ -163,7 +180,8 @@ def test_degenerate(kernel):
 @pytest.mark.parametrize('shape', [(1, 4096, 1024, False, True), (8, 1000, 300, False, True),
                                    (1, 3000, 700, False, False), (6, 2000, 333, False, False),
                                    (1030, 515, 3, True, False), (4099, 1, 513, False, True),
-                                   (2050, 1, 700, True, False)])
+                                   (2050, 1, 700, True, False), (300, 130, 400, False, False),
+                                   (64, 1000, 300, True, True), (1000, 50, 200, False, True)])
 def test_threaded_matches_single(kernel, shape):
     """Products large enough to be split over threads: correct, and bitwise the same as on one
     thread (every element is computed by the same code in the same order either way)."""

@@ -13,6 +13,7 @@
 #include "hybridgluon/hybridgluon.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/gemm_small.h"
+#include "kernels/cpu/sgemm_packed.h"
 
 /* Multiply-adds per chunk of a batched loop below which splitting over threads does not pay. */
 #define BATCH_GRAIN_WORK 65536
@@ -231,6 +232,39 @@ static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
     return false;
 }
 
+/* The products the BLAS would run, on our AVX-512 kernel (sgemm_packed.c) when the small
+ * kernels' set is AVX-512 (HG_GEMM_KERNEL=blas keeps OpenBLAS's; AVX2 machines have only it),
+ * except the smallest and the narrowest, where OpenBLAS's small-matrix kernels are faster (our
+ * tile is 32 columns wide). Against OpenBLAS, 2 threads, one share of C each (minimum of 7):
+ * 512 x 49 x 4608 1.12x, 256 x 49 x 2304 1.13x, 256 x 196 x 2304 1.04x, 128 x 784 x 1152 1.07x,
+ * 64 x 3136 x 576 1.07x, 1024^3 1.03x; but 64^3 0.75x and 512 x 16 x 512 0.92x. */
+#define PACKED_MIN_N 24
+#define PACKED_MIN_MNK 4e6
+
+static bool packed_for_f32(int64_t M, int64_t N, int64_t K)
+{
+    return hg_gemm_kernel() == HG_GEMM_KERNEL_AVX512 && N >= PACKED_MIN_N &&
+           (double)M * (double)N * (double)K >= PACKED_MIN_MNK;
+}
+
+/* One thread's part of a product that packed_for_f32 accepted; false (no AVX-512, or no
+ * buffer): the BLAS runs it. */
+static bool packed_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                       float *C, int64_t ldc)
+{
+    return hg_sgemm_packed_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static inline bool packed_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                              const double *A, int64_t lda, const double *B, int64_t ldb,
+                              double beta, double *C, int64_t ldc)
+{
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B;
+    (void)ldb, (void)beta, (void)C, (void)ldc;
+    return false; /* float64 products all go to the BLAS */
+}
+
 static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                              const double *A, int64_t lda, const double *B, int64_t ldb,
                              double beta, double *C, int64_t ldc)
@@ -245,21 +279,29 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_BLAS HG_CBLAS(sgemm)
 #define GEMM_GEMV HG_CBLAS(sgemv)
 #define GEMM_SMALL small_f32
+#define GEMM_PACKED packed_f32
+#define GEMM_PACKED_FOR packed_for_f32
 #include "kernels/cpu/gemm_tmpl.h"
 #undef T
 #undef NAME
 #undef GEMM_BLAS
 #undef GEMM_GEMV
 #undef GEMM_SMALL
+#undef GEMM_PACKED
+#undef GEMM_PACKED_FOR
 
 #define T double
 #define NAME(x) x##_f64
 #define GEMM_BLAS HG_CBLAS(dgemm)
 #define GEMM_GEMV HG_CBLAS(dgemv)
 #define GEMM_SMALL small_f64
+#define GEMM_PACKED packed_f64
+#define GEMM_PACKED_FOR(M, N, K) false
 #include "kernels/cpu/gemm_tmpl.h"
 #undef T
 #undef NAME
 #undef GEMM_BLAS
 #undef GEMM_GEMV
 #undef GEMM_SMALL
+#undef GEMM_PACKED
+#undef GEMM_PACKED_FOR

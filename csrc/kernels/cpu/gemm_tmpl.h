@@ -5,11 +5,13 @@
  *   GEMM_BLAS    the CBLAS ?gemm of the type (HG_CBLAS(sgemm))
  *   GEMM_GEMV    the CBLAS ?gemv of the type
  *   GEMM_SMALL   the type's own-kernel path (small_f32), returning false to leave it to the BLAS
+ *   GEMM_PACKED  the type's own kernel for what would go to the BLAS (packed_f32), the same
+ *   GEMM_PACKED_FOR(M, N, K)  whether a whole product goes to it
  * and SPLIT_MNK, BATCH_GRAIN_WORK. */
 
 /* One BLAS call on the calling thread (the BLAS runs single-threaded: see blas.h). */
 static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
-                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc)
+                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc, bool packed)
 {
     if (M == 1 || N == 1) {
         /* A matrix-vector product (batch-1 Dense): gemv skips gemm's packing of the whole
@@ -28,13 +30,14 @@ static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alph
                       beta, C, (blasint)ldc);
         return;
     }
+    if (packed && GEMM_PACKED(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     GEMM_BLAS(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)M, (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
               (blasint)ldc);
 }
 
 typedef struct {
-    bool ta, tb, by_n;
+    bool ta, tb, by_n, packed;
     int64_t M, N, K, lda, ldb, ldc, parts;
     T alpha, beta;
     const T *A, *B;
@@ -47,17 +50,19 @@ static void NAME(split_range)(void *ctx, int64_t b, int64_t e)
     const NAME(split_job) *j = ctx;
     int64_t len = j->by_n ? j->N : j->M;
     for (int64_t p = b; p < e; p++) {
-        /* Boundaries on multiples of 16 (whole cache lines of C); the last takes the rest */
-        int64_t lo = len * p / j->parts / 16 * 16;
-        int64_t hi = p + 1 == j->parts ? len : len * (p + 1) / j->parts / 16 * 16;
+        /* Boundaries on multiples of 32 (whole cache lines of C, whole column panels of the
+         * packed kernel); the last takes the rest */
+        int64_t lo = len * p / j->parts / 32 * 32;
+        int64_t hi = p + 1 == j->parts ? len : len * (p + 1) / j->parts / 32 * 32;
         if (hi <= lo) continue;
         if (j->by_n)
             NAME(blas)(j->ta, j->tb, j->M, hi - lo, j->K, j->alpha, j->A, j->lda,
-                       j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo, j->ldc);
+                       j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo, j->ldc,
+                       j->packed);
         else
             NAME(blas)(j->ta, j->tb, hi - lo, j->N, j->K, j->alpha,
                        j->A + (j->ta ? lo : lo * j->lda), j->lda, j->B, j->ldb, j->beta,
-                       j->C + lo * j->ldc, j->ldc);
+                       j->C + lo * j->ldc, j->ldc, j->packed);
     }
 }
 
@@ -74,11 +79,14 @@ static void NAME(gemm_split)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
     int64_t len = by_n ? N : M;
     int64_t parts = mnk < SPLIT_MNK ? 1 : threads;
     if (parts > len / 32) parts = len / 32;
+    /* Decided for the whole product, so that every part runs the same kernel as one thread
+     * would (the same sums in the same order, whatever the thread count). */
+    bool packed = GEMM_PACKED_FOR(M, N, K);
     if (parts < 2) {
-        NAME(blas)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        NAME(blas)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, packed);
         return;
     }
-    NAME(split_job) j = {ta, tb, by_n, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, C};
+    NAME(split_job) j = {ta, tb, by_n, packed, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, C};
     hg_parallel_for(parts, 1, NAME(split_range), &j);
 }
 
