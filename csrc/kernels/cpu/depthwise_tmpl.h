@@ -3,7 +3,7 @@
  *   T          the element type (float, double)
  *   NAME(x)    x with the type's and the set's suffixes (x##_f32_avx2)
  *   TGT        the function attribute that enables the set (empty for the baseline)
- * and the helpers dw_in_row and dw_ranges. The kernels:
+ * and the helpers dw_in_row and dw_ranges, and DW_GATHER2 (gather2.h's copy for T). The kernels:
  *   fwd_plane: one output plane y[f] from its channel x[c] and filter w[f];
  *   bwd_dw:    dw[f] += taps' sums of dy[f] * shifted x[c] over one image;
  *   bwd_dx:    dx[c] += taps of w[f] scattered from dy[f] over one image. */
@@ -56,8 +56,7 @@ TGT static inline void NAME(dw_fill)(T *restrict dst, const T *restrict xr, int6
     const int64_t off = c0 - pw; /* off + step * k >= 0 for k >= lo */
     if (step == 1)
         for (int64_t k = lo; k < hi; k++) dst[k] = xr[off + k];
-    else
-        for (int64_t k = lo; k < hi; k++) dst[k] = xr[off + 2 * k];
+    else if (hi > lo) DW_GATHER2(dst + lo, xr + off + 2 * lo, hi - lo);
     for (int64_t k = hi; k < n; k++) dst[k] = 0;
 }
 
