@@ -168,6 +168,70 @@ def test_packed_kernel_shapes(kernel, ta, tb):
         _check(got, want, bound, 'alpha=%g beta=%g padded, unaligned' % (alpha, beta))
 
 
+class _Post(ctypes.Structure):
+    _fields_ = [('kind', ctypes.c_int), ('lo', ctypes.c_float), ('hi', ctypes.c_float)]
+
+
+def _post_ref(v, kind, lo, hi):
+    """core/post.h's formulas in float32: relu keeps NaN, -0 -> +0; clip keeps NaN, upper
+    bound first."""
+    if kind == 1:
+        return np.where((v > 0) | np.isnan(v), v, np.float32(0))
+    if kind == 2:
+        return np.where(v > hi, np.float32(hi), np.where(v < lo, np.float32(lo), v))
+    return v
+
+
+@pytest.mark.parametrize('post', [(0, 0, 0), (1, 0, 0), (2, -0.5, 0.25)],
+                         ids=['bias only', 'relu', 'clip'])
+def test_fused_epilogue_equals_separate_pass(post):
+    """hg_gemm_epi_f32 (the packed kernel applying a row bias and an activation to each tile it
+    stores) gives the bits of hg_gemm_f32 followed by the same float32 epilogue; products that
+    take another path are refused and left untouched."""
+    h = LIB
+    I64, F, P = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
+    h.hg_gemm_epi_f32.argtypes = [ctypes.c_bool, ctypes.c_bool, I64, I64, I64, F, P, I64, P, I64,
+                                  F, P, I64, P, P]
+    h.hg_gemm_epi_f32.restype = ctypes.c_bool
+    po = _Post(*post)
+    rng = np.random.default_rng(8)
+    threads = LIB.hg_get_num_threads()
+    cases = [(100, 49, 1000, False, False), (64, 300, 576, True, False), (37, 130, 900, False, True),
+             (130, 700, 64, False, False)]
+    try:
+        for nthreads in (1, max(threads, 2)):
+            LIB.hg_set_num_threads(nthreads)
+            for M, N, K, ta, tb in cases:
+                a = rng.standard_normal((K, M) if ta else (M, K)).astype('f4')
+                b = rng.standard_normal((N, K) if tb else (K, N)).astype('f4')
+                bias = rng.standard_normal(M).astype('f4')
+                a[0, 0] = np.nan  # a NaN row (or column) of C
+                bias[3] = -0.0
+                c = np.full((M, N), np.nan, np.float32)
+                ok = h.hg_gemm_epi_f32(ta, tb, M, N, K, 1.0, a.ctypes.data, a.shape[1],
+                                       b.ctypes.data, b.shape[1], 0.0, c.ctypes.data, N,
+                                       bias.ctypes.data, ctypes.byref(po))
+                if LIB.hg_gemm_kernel() != 3:
+                    assert not ok and np.isnan(c).all()  # refused: nothing written
+                    continue
+                assert ok
+                ref = np.full((M, N), np.nan, np.float32)
+                LIB.hg_gemm_f32(ta, tb, M, N, K, 1.0, a.ctypes.data, a.shape[1], b.ctypes.data,
+                                b.shape[1], 0.0, ref.ctypes.data, N)
+                ref = _post_ref(ref + bias[:, None], *post)
+                np.testing.assert_array_equal(c.view('u4'), ref.view('u4'))
+                assert np.isnan(c).any()
+    finally:
+        LIB.hg_set_num_threads(threads)
+    for M, N, K in [(4, 4, 4), (130, 1100, 64)]:  # tiny; wide and shallow: refused
+        c = np.full((M, N), np.nan, np.float32)
+        x = np.ones((M, K), np.float32)
+        y = np.ones((K, N), np.float32)
+        assert not h.hg_gemm_epi_f32(False, False, M, N, K, 1.0, x.ctypes.data, K, y.ctypes.data,
+                                     N, 0.0, c.ctypes.data, N, None, ctypes.byref(po))
+        assert np.isnan(c).all()
+
+
 def test_degenerate(kernel):
     """K == 0 and alpha == 0 give beta C exactly (zeros for beta 0, even over NaN)."""
     for ta, tb in [(False, True), (False, False)]:

@@ -110,6 +110,7 @@ static inline bool dw_dx_s2_fits(const hg_dw_geom *g, size_t esize)
 #define TGT_AVX2 __attribute__((target("avx2,fma")))
 #include <immintrin.h>
 
+#include "kernels/cpu/post_avx512.h"
 #include "kernels/cpu/tr16.h"
 #endif
 
@@ -246,19 +247,6 @@ typedef struct {
     int64_t blocks; /* channel blocks per image */
 } dwb_job;
 
-/* v = post(v) with hg_post_f32's formulas: relu keeps NaN and gives +0 for -0; clip keeps NaN
- * and tests the upper bound first. */
-TGT_AVX512 static inline __m512 dwb_post(const hg_post *po, __m512 v)
-{
-    if (!po || po->kind == HG_POST_NONE) return v;
-    const __m512 zero = _mm512_setzero_ps();
-    if (po->kind == HG_POST_RELU) /* v > 0 or NaN: v; else +0 */
-        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), zero, v);
-    const __m512 lo = _mm512_set1_ps(po->lo), hi = _mm512_set1_ps(po->hi);
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), v, lo);
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), v, hi);
-}
-
 /* Units [u0, u1): u = image n * blocks + channel block. */
 TGT_AVX512 static void dwb_range(void *ctx, int64_t u0, int64_t u1)
 {
@@ -322,17 +310,17 @@ TGT_AVX512 static void dwb_range(void *ctx, int64_t u0, int64_t u1)
                 DWB_TAP(7, 2 * rs + 16);
                 DWB_TAP(8, 2 * rs + 32);
 #undef DWB_TAP
-                _mm512_store_ps(o, dwb_post(j->post, v0));
-                _mm512_store_ps(o + 16, dwb_post(j->post, v1));
-                _mm512_store_ps(o + 32, dwb_post(j->post, v2));
-                _mm512_store_ps(o + 48, dwb_post(j->post, v3));
+                _mm512_store_ps(o, hg_post_m512(j->post, v0));
+                _mm512_store_ps(o + 16, hg_post_m512(j->post, v1));
+                _mm512_store_ps(o + 32, hg_post_m512(j->post, v2));
+                _mm512_store_ps(o + 48, hg_post_m512(j->post, v3));
             }
             for (; ox < OW; ox++, a += st, o += 16) {
                 __m512 v = bv;
                 for (int k = 0; k < 9; k++)
                     v = _mm512_add_ps(
                         v, _mm512_mul_ps(wv[k], _mm512_load_ps(a + (k / 3) * rs + (k % 3) * 16)));
-                _mm512_store_ps(o, dwb_post(j->post, v));
+                _mm512_store_ps(o, hg_post_m512(j->post, v));
             }
         }
         for (int64_t p0 = 0; p0 < P; p0 += 16) { /* back to planes: 16 pixels of each channel */

@@ -174,6 +174,30 @@ static void small_axpy(small_job *j)
     small_run(j);
 }
 
+/* Which of our small-side kernels a product goes to (SMALL_NONE: the BLAS-sized path). */
+enum { SMALL_NONE, SMALL_DOT, SMALL_AXPY, SMALL_AXPY_T };
+
+static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                       int64_t ldc)
+{
+    if (hg_gemm_kernel() == HG_GEMM_KERNEL_BLAS) return SMALL_NONE;
+    /* Which operands run contiguously along which index: op(A) along k (rows) or i (columns),
+     * op(B) along k (columns) or n (rows). A single row or column with unit stride is both. */
+    bool a_k = !ta || (M == 1 && lda == 1), a_i = ta || (K == 1 && lda == 1);
+    bool b_k = tb || (N == 1 && ldb == 1), b_n = !tb || (K == 1 && ldb == 1);
+    if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) return SMALL_DOT;
+    bool wide = N >= WIDE_N && K <= WIDE_K && M <= WIDE_M;
+    if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE || wide)) return SMALL_AXPY;
+    if (a_i && N == 1 && ldc == 1) return SMALL_AXPY_T;
+    return SMALL_NONE;
+}
+
+static bool small_takes_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda,
+                            int64_t ldb, int64_t ldc)
+{
+    return small_route(ta, tb, M, N, K, lda, ldb, ldc) != SMALL_NONE;
+}
+
 /* Our kernel for C = alpha op(A) op(B) + beta C when a side is small and the operands are laid
  * out as it needs; false leaves the product to the BLAS. C^T = op(B)^T op(A)^T lets a small N
  * use the same kernels with C addressed transposed. */
@@ -181,8 +205,9 @@ static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                       float *C, int64_t ldc)
 {
+    int route = small_route(ta, tb, M, N, K, lda, ldb, ldc);
+    if (route == SMALL_NONE) return false;
     int level = hg_gemm_kernel();
-    if (level == HG_GEMM_KERNEL_BLAS) return false;
     small_job j = {.p = {.K = K, .alpha = alpha, .beta = beta}};
 #ifdef HG_GEMM_HAVE_X86
     if (level == HG_GEMM_KERNEL_AVX512) {
@@ -197,12 +222,8 @@ static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
         j.dot = hg_gemm_dot_portable;
         j.axpy = hg_gemm_axpy_portable;
     }
-    /* Which operands run contiguously along which index: op(A) along k (rows) or i (columns),
-     * op(B) along k (columns) or n (rows). A single row or column with unit stride is both. */
-    bool a_k = !ta || (M == 1 && lda == 1), a_i = ta || (K == 1 && lda == 1);
-    bool b_k = tb || (N == 1 && ldb == 1), b_n = !tb || (K == 1 && ldb == 1);
     hg_gemm_small_args *p = &j.p;
-    if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) {
+    if (route == SMALL_DOT) {
         bool swap = M > SMALL_SIDE || (N < M);
         p->A = swap ? B : A;
         p->lda = swap ? ldb : lda;
@@ -214,22 +235,16 @@ static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
         p->rsc = swap ? 1 : ldc;
         p->csc = swap ? ldc : 1;
         small_dot(&j);
-        return true;
-    }
-    bool wide = N >= WIDE_N && K <= WIDE_K && M <= WIDE_M;
-    if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE || wide)) {
+    } else if (route == SMALL_AXPY) {
         *p = (hg_gemm_small_args){M, N,   K, alpha, beta, A, 0, ta ? 1 : lda, ta ? lda : 1,
                                   B, ldb, C, ldc,   1};
         small_axpy(&j);
-        return true;
-    }
-    if (a_i && N == 1 && ldc == 1) { /* C^T = op(B)^T op(A)^T, one row of N == 1 */
+    } else { /* C^T = op(B)^T op(A)^T, one row of N == 1 */
         *p = (hg_gemm_small_args){1, M, K, alpha, beta, B, 0, 0, tb ? 1 : ldb, A, ta ? lda : 1,
                                   C, 0, 1};
         small_axpy(&j);
-        return true;
     }
-    return false;
+    return true;
 }
 
 /* The products the BLAS would run, on our AVX-512 kernel (sgemm_packed.c) when the small
@@ -251,17 +266,18 @@ static bool packed_for_f32(int64_t M, int64_t N, int64_t K)
  * buffer): the BLAS runs it. */
 static bool packed_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                       float *C, int64_t ldc)
+                       float *C, int64_t ldc, const float *bias, const hg_post *post)
 {
-    return hg_sgemm_packed_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return hg_sgemm_packed_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post);
 }
 
 static inline bool packed_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                               const double *A, int64_t lda, const double *B, int64_t ldb,
-                              double beta, double *C, int64_t ldc)
+                              double beta, double *C, int64_t ldc, const double *bias,
+                              const hg_post *post)
 {
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B;
-    (void)ldb, (void)beta, (void)C, (void)ldc;
+    (void)ldb, (void)beta, (void)C, (void)ldc, (void)bias, (void)post;
     return false; /* float64 products all go to the BLAS */
 }
 
@@ -281,6 +297,8 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_SMALL small_f32
 #define GEMM_PACKED packed_f32
 #define GEMM_PACKED_FOR packed_for_f32
+#define GEMM_SMALL_TAKES small_takes_f32
+#define GEMM_POST hg_post_f32
 #include "kernels/cpu/gemm_tmpl.h"
 #undef T
 #undef NAME
@@ -289,6 +307,8 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #undef GEMM_SMALL
 #undef GEMM_PACKED
 #undef GEMM_PACKED_FOR
+#undef GEMM_SMALL_TAKES
+#undef GEMM_POST
 
 #define T double
 #define NAME(x) x##_f64
@@ -297,6 +317,8 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_SMALL small_f64
 #define GEMM_PACKED packed_f64
 #define GEMM_PACKED_FOR(M, N, K) false
+#define GEMM_SMALL_TAKES(ta, tb, M, N, K, lda, ldb, ldc) false
+#define GEMM_POST hg_post_f64
 #include "kernels/cpu/gemm_tmpl.h"
 #undef T
 #undef NAME
@@ -305,3 +327,5 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #undef GEMM_SMALL
 #undef GEMM_PACKED
 #undef GEMM_PACKED_FOR
+#undef GEMM_SMALL_TAKES
+#undef GEMM_POST

@@ -5,7 +5,8 @@
  * callers check hg_gemm_fits() in their shape rule so the kernels never see a size they cannot
  * pass on. Degenerate sizes are handled here (M or N == 0: nothing; K == 0 or alpha == 0:
  * C = beta * C, with beta == 0 writing exact zeros) so callers need no special cases.
- * All functions are thread-safe and allocate nothing.
+ * All functions are thread-safe; they allocate nothing but the packed kernel's buffer, once per
+ * thread that runs it (sgemm_packed.h).
  *
  * float32 products with a small side (M, or N, or for some layouts K, at most 8: Dense at small
  * batch, forward and backward), and wide shallow ones (N >= 768, K <= 256, M <= 512: pointwise
@@ -20,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/post.h"
 #include "hybridgluon/hybridgluon.h" /* HG_API */
 
 /* Largest M, N, K or leading dimension the 32-bit BLAS interface accepts. */
@@ -37,6 +39,19 @@ HG_API void hg_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
 HG_API void hg_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                         const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
                         double *C, int64_t ldc);
+
+/* C = post(alpha * op(A) * op(B) + beta * C + bias[i]) (bias: one per row of C, or NULL; post
+ * NULL or HG_POST_NONE: none) in one pass, when the product runs on the packed AVX-512 kernel
+ * (sgemm_packed.h: the bias and activation are applied to each tile of C as it is stored);
+ * returns false, having done nothing, for a product that takes another path: the caller then
+ * calls hg_gemm and applies them itself, which gives the same bits where the same kernel runs.
+ * The float64 one always returns false. */
+HG_API bool hg_gemm_epi_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                            float *C, int64_t ldc, const float *bias, const hg_post *post);
+bool hg_gemm_epi_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                     const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+                     double *C, int64_t ldc, const double *bias, const hg_post *post);
 
 /* `batch` independent GEMMs; matrix i uses A + i*sa, B + i*sb, C + i*sc (strides in elements;
  * sa or sb may be 0 to reuse one operand). Many small products are spread over the kernels' thread

@@ -7,11 +7,14 @@
  *   GEMM_SMALL   the type's own-kernel path (small_f32), returning false to leave it to the BLAS
  *   GEMM_PACKED  the type's own kernel for what would go to the BLAS (packed_f32), the same
  *   GEMM_PACKED_FOR(M, N, K)  whether a whole product goes to it
+ *   GEMM_SMALL_TAKES(ta, tb, M, N, K, lda, ldb, ldc)  whether GEMM_SMALL would take a product
+ *   GEMM_POST    core/post.h's hg_post_f32 / hg_post_f64
  * and SPLIT_MNK, BATCH_GRAIN_WORK. */
 
 /* One BLAS call on the calling thread (the BLAS runs single-threaded: see blas.h). */
 static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
-                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc, bool packed)
+                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc, bool packed,
+                       const T *bias, const hg_post *post)
 {
     if (M == 1 || N == 1) {
         /* A matrix-vector product (batch-1 Dense): gemv skips gemm's packing of the whole
@@ -30,18 +33,27 @@ static void NAME(blas)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alph
                       beta, C, (blasint)ldc);
         return;
     }
-    if (packed && GEMM_PACKED(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (packed && GEMM_PACKED(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post))
+        return;
     GEMM_BLAS(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)M, (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
               (blasint)ldc);
+    if (bias || (post && post->kind != HG_POST_NONE)) /* the packed kernel could not run */
+        for (int64_t i = 0; i < M; i++) {
+            T *c = C + i * ldc;
+            if (bias)
+                for (int64_t j = 0; j < N; j++) c[j] += bias[i];
+            GEMM_POST(post, c, N);
+        }
 }
 
 typedef struct {
     bool ta, tb, by_n, packed;
     int64_t M, N, K, lda, ldb, ldc, parts;
     T alpha, beta;
-    const T *A, *B;
+    const T *A, *B, *bias;
     T *C;
+    const hg_post *post;
 } NAME(split_job);
 
 /* Parts [b, e) of a product split along the columns of C (by_n) or its rows. */
@@ -58,11 +70,12 @@ static void NAME(split_range)(void *ctx, int64_t b, int64_t e)
         if (j->by_n)
             NAME(blas)(j->ta, j->tb, j->M, hi - lo, j->K, j->alpha, j->A, j->lda,
                        j->B + (j->tb ? lo * j->ldb : lo), j->ldb, j->beta, j->C + lo, j->ldc,
-                       j->packed);
+                       j->packed, j->bias, j->post);
         else
             NAME(blas)(j->ta, j->tb, hi - lo, j->N, j->K, j->alpha,
                        j->A + (j->ta ? lo : lo * j->lda), j->lda, j->B, j->ldb, j->beta,
-                       j->C + lo * j->ldc, j->ldc, j->packed);
+                       j->C + lo * j->ldc, j->ldc, j->packed, j->bias ? j->bias + lo : NULL,
+                       j->post);
     }
 }
 
@@ -70,7 +83,8 @@ static void NAME(split_range)(void *ctx, int64_t b, int64_t e)
  * per pool thread along the longer side of C, so that one pool serves every kernel (the
  * BLAS's own threads spinning beside the pool's halve the speed of both on few cores). */
 static void NAME(gemm_split)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
-                             int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc)
+                             int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc,
+                             const T *bias, const hg_post *post)
 {
     /* Also sets the BLAS to one thread before its first use (cheap after). */
     int threads = hg_get_num_threads();
@@ -83,10 +97,11 @@ static void NAME(gemm_split)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
      * would (the same sums in the same order, whatever the thread count). */
     bool packed = GEMM_PACKED_FOR(M, N, K);
     if (parts < 2) {
-        NAME(blas)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, packed);
+        NAME(blas)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, packed, bias, post);
         return;
     }
-    NAME(split_job) j = {ta, tb, by_n, packed, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, C};
+    NAME(split_job)
+    j = {ta, tb, by_n, packed, M, N, K, lda, ldb, ldc, parts, alpha, beta, A, B, bias, C, post};
     hg_parallel_for(parts, 1, NAME(split_range), &j);
 }
 
@@ -106,7 +121,18 @@ void NAME(hg_gemm)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, c
         return;
     }
     if (GEMM_SMALL(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
-    NAME(gemm_split)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    NAME(gemm_split)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL);
+}
+
+bool NAME(hg_gemm_epi)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
+                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc,
+                       const T *bias, const hg_post *post)
+{
+    if (M <= 0 || N <= 0 || K <= 0 || alpha == 0 || !GEMM_PACKED_FOR(M, N, K) ||
+        GEMM_SMALL_TAKES(ta, tb, M, N, K, lda, ldb, ldc))
+        return false;
+    NAME(gemm_split)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post);
+    return true;
 }
 
 typedef struct {

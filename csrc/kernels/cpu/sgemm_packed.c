@@ -18,6 +18,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "kernels/cpu/post_avx512.h"
 #include "kernels/cpu/tr16.h"
 #define SG_HAVE_X86 1
 #define TGT __attribute__((target("avx512f,avx2,fma")))
@@ -122,8 +123,8 @@ TGT static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t
 
 #define SG_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-/* C[0..mr) x [0..nr) = alpha * (a . b) + beta * C over kc steps; beta 0 does not read C (it
- * may hold NaN). Row r of the A panel at step k is a[r * ars + k * acs]: a packed panel
+/* C[0..mr) x [0..nr) = post(alpha * (a . b) + beta * C + bias[r]) over kc steps (bias NULL: no
+ * bias; post NULL: none); beta 0 does not read C (it may hold NaN). Row r of the A panel at step k is a[r * ars + k * acs]: a packed panel
  * (ars 1, acs MR) or op(A) read in place (rows of A: ars lda, acs 1; ta: ars 1, acs lda), which
  * then has all MR rows. Step k of the B panel is the NR floats at b + k * bcs (packed: NR). Rows
  * past mr (a packed panel's zero padding) and columns past nr are computed and never stored.
@@ -132,7 +133,7 @@ TGT static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t
 TGT __attribute__((noinline)) static void kernel(int64_t kc, const float *a, int64_t ars,
                                                  int64_t acs, const float *b, int64_t bcs, float *c,
                                                  int64_t ldc, int mr, int nr, float alpha,
-                                                 float beta)
+                                                 float beta, const float *bias, const hg_post *post)
 {
 #define SG_ZERO(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
     SG_ROWS(SG_ZERO)
@@ -171,8 +172,13 @@ TGT __attribute__((noinline)) static void kernel(int64_t kc, const float *a, int
             v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);                        \
             v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);                   \
         }                                                                                       \
-        _mm512_mask_storeu_ps(cr, m0, v0);                                                      \
-        _mm512_mask_storeu_ps(cr + 16, m1, v1);                                                 \
+        if (bias) {                                                                             \
+            const __m512 br = _mm512_set1_ps(bias[r]);                                          \
+            v0 = _mm512_add_ps(v0, br);                                                         \
+            v1 = _mm512_add_ps(v1, br);                                                         \
+        }                                                                                       \
+        _mm512_mask_storeu_ps(cr, m0, hg_post_m512(post, v0));                                  \
+        _mm512_mask_storeu_ps(cr + 16, m1, hg_post_m512(post, v1));                             \
     }
     SG_ROWS(SG_STORE)
 #undef SG_STORE
@@ -191,7 +197,7 @@ TGT __attribute__((noinline)) static void kernel(int64_t kc, const float *a, int
  * 14-24% slower). */
 TGT static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                      float *C, int64_t ldc, float *buf)
+                      float *C, int64_t ldc, const float *bias, const hg_post *post, float *buf)
 {
     float *pa = buf, *pb = buf + (size_t)MR * KC;
     const int64_t ars = ta ? 1 : lda, acs = ta ? lda : 1; /* op(A)(i, k) = A[i * ars + k * acs] */
@@ -203,6 +209,7 @@ TGT static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
         for (int64_t pc = 0; pc < K; pc += kstep) {
             int64_t kc = K - pc < kstep ? K - pc : kstep;
             float bk = pc == 0 ? beta : 1.0f; /* later blocks add to the first's result */
+            const bool last = pc + kc >= K;    /* the epilogue goes with the last block */
             pack_b(tb, B, ldb, pc, kc, jc, nc, pb);
             for (int64_t ir = 0; ir < M; ir += MR) {
                 int mr = (int)(M - ir < MR ? M - ir : MR);
@@ -217,7 +224,7 @@ TGT static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     int nr = (int)(nc - jr < NR ? nc - jr : NR);
                     kernel(kc, ap, rs, cs, pb + jr * kc, NR, C + ir * ldc + jc + jr, ldc, mr, nr,
-                           alpha, bk);
+                           alpha, bk, last && bias ? bias + ir : NULL, last ? post : NULL);
                 }
             }
         }
@@ -226,12 +233,13 @@ TGT static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 
 bool hg_sgemm_packed_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                            float *C, int64_t ldc)
+                            float *C, int64_t ldc, const float *bias, const hg_post *post)
 {
     if (!__builtin_cpu_supports("avx512f")) return false;
     float *buf = thread_buf();
     if (!buf) return false;
-    sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, buf);
+    if (post && post->kind == HG_POST_NONE) post = NULL;
+    sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post, buf);
     return true;
 }
 
@@ -239,10 +247,10 @@ bool hg_sgemm_packed_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, f
 
 bool hg_sgemm_packed_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                            float *C, int64_t ldc)
+                            float *C, int64_t ldc, const float *bias, const hg_post *post)
 {
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B;
-    (void)ldb, (void)beta, (void)C, (void)ldc, (void)thread_buf;
+    (void)ldb, (void)beta, (void)C, (void)ldc, (void)bias, (void)post, (void)thread_buf;
     return false;
 }
 

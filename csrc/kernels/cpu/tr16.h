@@ -11,9 +11,8 @@
  * (<= 16; the loads read nothing past column nk - 1 of a row, nor rows past nr - 1; out[k] for
  * k >= nk: 0). Unpacks within 128-bit lanes, then lane shuffles: about 64 shuffles per 256
  * elements, where element by element costs a load and a store each. */
-__attribute__((target("avx512f"))) static inline void hg_tr16_f32(const float *src, int64_t lds,
-                                                                  int64_t nr, int64_t nk,
-                                                                  __m512 out[16])
+__attribute__((target("avx512f"))) static inline void
+hg_tr16_f32(const float *src, int64_t lds, int64_t nr, int64_t nk, __m512 out[16])
 {
     const __mmask16 km = (__mmask16)(nk >= 16 ? 0xffff : (1u << nk) - 1);
     __m512 r[16], t[16];
