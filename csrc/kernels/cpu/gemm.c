@@ -192,21 +192,13 @@ static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     return SMALL_NONE;
 }
 
-static bool small_takes_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda,
-                            int64_t ldb, int64_t ldc)
-{
-    return small_route(ta, tb, M, N, K, lda, ldb, ldc) != SMALL_NONE;
-}
-
 /* Our kernel for C = alpha op(A) op(B) + beta C when a side is small and the operands are laid
  * out as it needs; false leaves the product to the BLAS. C^T = op(B)^T op(A)^T lets a small N
  * use the same kernels with C addressed transposed. */
-static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                      float *C, int64_t ldc)
+static void small_run_f32(int route, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                          const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                          float *C, int64_t ldc, const float *bias, const hg_post *post)
 {
-    int route = small_route(ta, tb, M, N, K, lda, ldb, ldc);
-    if (route == SMALL_NONE) return false;
     int level = hg_gemm_kernel();
     small_job j = {.p = {.K = K, .alpha = alpha, .beta = beta}};
 #ifdef HG_GEMM_HAVE_X86
@@ -236,15 +228,38 @@ static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
         p->csc = swap ? ldc : 1;
         small_dot(&j);
     } else if (route == SMALL_AXPY) {
-        *p = (hg_gemm_small_args){M, N,   K, alpha, beta, A, 0, ta ? 1 : lda, ta ? lda : 1,
-                                  B, ldb, C, ldc,   1};
+        *p = (hg_gemm_small_args){M, N,   K, alpha, beta, A,    0,   ta ? 1 : lda, ta ? lda : 1,
+                                  B, ldb, C, ldc,   1,    bias, post};
         small_axpy(&j);
     } else { /* C^T = op(B)^T op(A)^T, one row of N == 1 */
         *p = (hg_gemm_small_args){1, M, K, alpha, beta, B, 0, 0, tb ? 1 : ldb, A, ta ? lda : 1,
                                   C, 0, 1};
         small_axpy(&j);
     }
+}
+
+static bool small_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc)
+{
+    int route = small_route(ta, tb, M, N, K, lda, ldb, ldc);
+    if (route == SMALL_NONE) return false;
+    small_run_f32(route, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL);
     return true;
+}
+
+/* hg_gemm_epi's small-side part: 1 done (the row-update kernel applies bias and post to each
+ * row of a tile as it stores it), 0 not a small-side product, -1 a small-side product in
+ * another form (the caller applies them). */
+static int small_epi_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc, const float *bias, const hg_post *post)
+{
+    int route = small_route(ta, tb, M, N, K, lda, ldb, ldc);
+    if (route == SMALL_NONE) return 0;
+    if (route != SMALL_AXPY) return -1;
+    small_run_f32(route, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post);
+    return 1;
 }
 
 /* The products the BLAS would run, on our AVX-512 kernel (sgemm_packed.c) when the small
@@ -297,7 +312,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_SMALL small_f32
 #define GEMM_PACKED packed_f32
 #define GEMM_PACKED_FOR packed_for_f32
-#define GEMM_SMALL_TAKES small_takes_f32
+#define GEMM_SMALL_EPI small_epi_f32
 #define GEMM_POST hg_post_f32
 #include "kernels/cpu/gemm_tmpl.h"
 #undef T
@@ -307,7 +322,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #undef GEMM_SMALL
 #undef GEMM_PACKED
 #undef GEMM_PACKED_FOR
-#undef GEMM_SMALL_TAKES
+#undef GEMM_SMALL_EPI
 #undef GEMM_POST
 
 #define T double
@@ -317,7 +332,7 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #define GEMM_SMALL small_f64
 #define GEMM_PACKED packed_f64
 #define GEMM_PACKED_FOR(M, N, K) false
-#define GEMM_SMALL_TAKES(ta, tb, M, N, K, lda, ldb, ldc) false
+#define GEMM_SMALL_EPI(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post) 0
 #define GEMM_POST hg_post_f64
 #include "kernels/cpu/gemm_tmpl.h"
 #undef T
@@ -327,5 +342,5 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 #undef GEMM_SMALL
 #undef GEMM_PACKED
 #undef GEMM_PACKED_FOR
-#undef GEMM_SMALL_TAKES
+#undef GEMM_SMALL_EPI
 #undef GEMM_POST

@@ -42,10 +42,11 @@ HG_API void hg_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, doubl
 
 /* C = post(alpha * op(A) * op(B) + beta * C + bias[i]) (bias: one per row of C, or NULL; post
  * NULL or HG_POST_NONE: none) in one pass, when the product runs on the packed AVX-512 kernel
- * (sgemm_packed.h: the bias and activation are applied to each tile of C as it is stored);
- * returns false, having done nothing, for a product that takes another path: the caller then
- * calls hg_gemm and applies them itself, which gives the same bits where the same kernel runs.
- * The float64 one always returns false. */
+ * (sgemm_packed.h) or the small-side row-update kernel (the wide shallow products of pointwise
+ * convolutions): they apply the bias and activation to each tile of C as they store it.
+ * Returns false, having done nothing, for a product that takes another path: the caller then
+ * calls hg_gemm and applies them itself, which gives the same bits (same kernels, same
+ * formulas). The float64 one always returns false. */
 HG_API bool hg_gemm_epi_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                             float *C, int64_t ldc, const float *bias, const hg_post *post);

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "core/post.h"
+
 typedef struct {
     int64_t M, N, K;
     float alpha, beta;
@@ -24,6 +26,10 @@ typedef struct {
     /* C(i, j) at C[i*rsc + j*csc]; axpy needs csc == 1. */
     float *C;
     int64_t rsc, csc;
+    /* axpy only, both may be NULL: C(i, :) = post(... + bias[i]), applied to each row of a tile
+     * as it is stored (the formulas of core/post.h, so the bits of a pass after the product) */
+    const float *bias;
+    const hg_post *post;
 } hg_gemm_small_args;
 
 /* dot ("NT", dot-product form): C(i, j) = alpha * <A row i, B row j> + beta * C(i, j) for all

@@ -7,7 +7,8 @@
  *   GEMM_SMALL   the type's own-kernel path (small_f32), returning false to leave it to the BLAS
  *   GEMM_PACKED  the type's own kernel for what would go to the BLAS (packed_f32), the same
  *   GEMM_PACKED_FOR(M, N, K)  whether a whole product goes to it
- *   GEMM_SMALL_TAKES(ta, tb, M, N, K, lda, ldb, ldc)  whether GEMM_SMALL would take a product
+ *   GEMM_SMALL_EPI  GEMM_SMALL with a row bias and post-op: 1 done, 0 not its product, -1 its
+ *                product but not in the form that applies them
  *   GEMM_POST    core/post.h's hg_post_f32 / hg_post_f64
  * and SPLIT_MNK, BATCH_GRAIN_WORK. */
 
@@ -128,9 +129,10 @@ bool NAME(hg_gemm_epi)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alph
                        int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc,
                        const T *bias, const hg_post *post)
 {
-    if (M <= 0 || N <= 0 || K <= 0 || alpha == 0 || !GEMM_PACKED_FOR(M, N, K) ||
-        GEMM_SMALL_TAKES(ta, tb, M, N, K, lda, ldb, ldc))
-        return false;
+    if (M <= 0 || N <= 0 || K <= 0 || alpha == 0) return false;
+    int small = GEMM_SMALL_EPI(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post);
+    if (small != 0) return small > 0;
+    if (!GEMM_PACKED_FOR(M, N, K)) return false;
     NAME(gemm_split)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post);
     return true;
 }
