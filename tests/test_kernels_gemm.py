@@ -154,7 +154,7 @@ def test_strides_alignment_alpha_beta(kernel, ta, tb):
 @pytest.mark.parametrize('ta,tb', [(False, True), (False, False), (True, False), (True, True)])
 def test_packed_kernel_shapes(kernel, ta, tb):
     """Products the AVX-512 machines run on the packed kernel (sgemm_packed.c: N >= 24 and
-    M N K >= 4e6), the BLAS elsewhere: rows past a multiple of its 12-row tile, columns past its
+    M N K >= 1e6), the BLAS elsewhere: rows past a multiple of its 12-row tile, columns past its
     32-wide panels and 1024-column blocks, K over several 256-deep blocks (beta applies to the
     first only) and the transposing copy's 16-wide tails."""
     rng = np.random.default_rng(7)

@@ -267,9 +267,12 @@ static int small_epi_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, floa
  * except the smallest and the narrowest, where OpenBLAS's small-matrix kernels are faster (our
  * tile is 32 columns wide). Against OpenBLAS, 2 threads, one share of C each (minimum of 7):
  * 512 x 49 x 4608 1.12x, 256 x 49 x 2304 1.13x, 256 x 196 x 2304 1.04x, 128 x 784 x 1152 1.07x,
- * 64 x 3136 x 576 1.07x, 1024^3 1.03x; but 64^3 0.75x and 512 x 16 x 512 0.92x. */
+ * 64 x 3136 x 576 1.07x, 1024^3 1.03x; but 64^3 0.75x and 512 x 16 x 512 0.92x. From 1e6
+ * multiply-adds (nd.dot, 2 threads, minimum of 7, noisy to +-10%): 128^3 32 -> 20 us,
+ * 512 x 32 x 128 29 -> 20, 32 x 256 x 256 35 -> 25, 256 x 49 x 256 (ResNet-18's 14x14
+ * Winograd products at batch 1, that layer 1.2 -> 1.07 ms) 47 -> 39; 100^3 15 -> 20. */
 #define PACKED_MIN_N 24
-#define PACKED_MIN_MNK 4e6
+#define PACKED_MIN_MNK 1e6
 
 static bool packed_for_f32(int64_t M, int64_t N, int64_t K)
 {
