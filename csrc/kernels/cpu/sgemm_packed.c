@@ -124,9 +124,9 @@ TGT static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t
 #define SG_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
 /* C[0..mr) x [0..nr) = post(alpha * (a . b) + beta * C + bias[r]) over kc steps (bias NULL: no
- * bias; post NULL: none); beta 0 does not read C (it may hold NaN). Row r of the A panel at step k is a[r * ars + k * acs]: a packed panel
- * (ars 1, acs MR) or op(A) read in place (rows of A: ars lda, acs 1; ta: ars 1, acs lda), which
- * then has all MR rows. Step k of the B panel is the NR floats at b + k * bcs (packed: NR). Rows
+ * bias; post NULL: none); beta 0 does not read C (it may hold NaN). Row r of the A panel at
+ * step k is a[r * ars + k * acs]: a packed panel (ars 1, acs MR) or the rows of A read in place
+ * (ars lda, acs 1), which then has all MR rows. Step k of the B panel is the NR floats at b + k * bcs (packed: NR). Rows
  * past mr (a packed panel's zero padding) and columns past nr are computed and never stored.
  * The rows are addressed from four bases at ars and 2 ars, so that the loop needs few registers
  * besides the 24 accumulators. */
