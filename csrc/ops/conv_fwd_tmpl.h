@@ -103,7 +103,9 @@ static void NAME(conv_unit)(const NAME(conv_job) * j, int64_t u, T *col)
      * stores it (MobileNetV2 at batch 1: the separate pass below was 8% of its time). Else the
      * product, then bias and activation in one pass over the tile while it is in cache (a bias
      * written first and added by the GEMM (beta 1) cost two: MobileNetV2's pointwise 32 -> 192
-     * at 28x28, batch 1, 89 -> 38 us). Either gives the same bits for the same GEMM kernel. */
+     * at 28x28, batch 1, 89 -> 38 us). Either gives the same bits for the same GEMM kernel
+     * (given a bias: without one, the pass below adds 0 and turns -0 into +0 before a clip; a
+     * post-op always comes with a folded BatchNorm's bias). */
     const T *wg = j->w + gi * g->Fg * g->K, *bias = j->b ? j->b + gi * g->Fg : NULL;
     const bool epi = bias || j->po->kind != HG_POST_NONE;
     if (epi && NAME(hg_gemm_epi)(false, false, g->Fg, cols, g->K, 1, wg, g->K, src, ld, 0, y, g->P,
