@@ -132,18 +132,8 @@ typedef struct dw_kernels_f64 {
 #define DW_PICK(SUF, ISA)                                                                       \
     return (dw_kernels_##SUF){fwd_plane_##SUF##_##ISA, bwd_dw_##SUF##_##ISA, bwd_dx_##SUF##_##ISA}
 
-/* dst[i] = src[2 * i] for the templates' stride-2 rows (vectorised for float). */
-static inline void dw_gather2_float(float *dst, const float *src, int64_t n)
-{
-    hg_gather2_f32(dst, src, n);
-}
-static inline void dw_gather2_double(double *dst, const double *src, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
-}
-
 #define T float
-#define DW_GATHER2 dw_gather2_float
+#define DW_GATHER2 hg_gather2_f32
 #define TGT
 #define NAME(x) x##_f32_base
 #include "kernels/cpu/depthwise_tmpl.h"
@@ -175,7 +165,7 @@ static dw_kernels_f32 pick_f32(void)
 }
 
 #define T double
-#define DW_GATHER2 dw_gather2_double
+#define DW_GATHER2 hg_gather2_f64
 #define TGT
 #define NAME(x) x##_f64_base
 #include "kernels/cpu/depthwise_tmpl.h"

@@ -3,6 +3,11 @@
 
 #include <stdbool.h>
 
+static void plain(float *dst, const float *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
@@ -40,7 +45,7 @@ __attribute__((target("avx2"))) static void gather2_avx2(float *dst, const float
         _mm256_storeu_ps(dst + i,
                          _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xd8)));
     }
-    for (; i < n; i++) dst[i] = src[2 * i];
+    plain(dst + i, src + 2 * i, n - i);
 }
 
 static bool has_avx512(void) { return __builtin_cpu_supports("avx512f"); }
@@ -61,7 +66,7 @@ static bool gather2_isa(float *dst, const float *src, int64_t n, int isa)
     }
 #endif
     if (isa == 2 || isa == 3) return false;
-    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
+    plain(dst, src, n);
     return true;
 }
 
@@ -73,7 +78,11 @@ int hg_gather2_f32_isa(float *dst, const float *src, int64_t n, int isa)
 void hg_gather2_f32(float *dst, const float *src, int64_t n)
 {
     /* short rows: the call through the vector paths costs more than it saves */
-    if (n < 8)
-        for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
+    if (n < 8) plain(dst, src, n);
     else gather2_isa(dst, src, n, 0);
+}
+
+void hg_gather2_f64(double *dst, const double *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
 }

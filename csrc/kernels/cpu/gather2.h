@@ -11,6 +11,7 @@
 #include "hybridgluon/hybridgluon.h" /* HG_API */
 
 void hg_gather2_f32(float *dst, const float *src, int64_t n);
+void hg_gather2_f64(double *dst, const double *src, int64_t n); /* the plain loop */
 
 /* The same through one instruction set (tests): isa 1 the plain loop, 2 AVX2, 3 AVX-512, other
  * values the best the CPU has. Returns 0, having done nothing, where the CPU lacks the set. */

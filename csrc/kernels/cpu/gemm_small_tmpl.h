@@ -114,9 +114,8 @@ HG_TGT void KNAME(hg_gemm_dot)(const hg_gemm_small_args *p, int64_t j0, int64_t 
 
 /* ---- axpy: C(i, :) = alpha sum_k A(i, k) B(k, :) + beta C(i, :) ---------------------------- */
 
-/* C(row, :) in the n floats at c = post(c + bias[row]) (no bias: post(c)) while they are in L1:
- * core/post.h's formulas as plain loops, vectorised for the set by the compiler; as the packed
- * kernel's epilogue does. */
+/* C(row, :) in the n floats at c = post(c + bias[row]) (no bias: post(c)) while they are in L1,
+ * as the packed kernel's epilogue does; hg_post_f32's loops vectorise here for the set. */
 static inline HG_TGT void axpy_epi(const hg_gemm_small_args *p, float *restrict c, int64_t n,
                                    int64_t row)
 {
@@ -124,19 +123,7 @@ static inline HG_TGT void axpy_epi(const hg_gemm_small_args *p, float *restrict 
         const float bv = p->bias[row];
         for (int64_t e = 0; e < n; e++) c[e] += bv;
     }
-    const int kind = p->post ? p->post->kind : HG_POST_NONE;
-    if (kind == HG_POST_RELU) {
-        for (int64_t e = 0; e < n; e++) {
-            float v = c[e];
-            c[e] = (v > 0 || v != v) ? v : 0;
-        }
-    } else if (kind == HG_POST_CLIP) {
-        const float lo = p->post->lo, hi = p->post->hi;
-        for (int64_t e = 0; e < n; e++) {
-            float v = c[e];
-            c[e] = v > hi ? hi : (v < lo ? lo : v);
-        }
-    }
+    hg_post_f32(p->post, c, n);
 }
 
 /* The mr x (nv vectors) tile of C at (i, n); with `tail` (then nv == 1) a single partial vector

@@ -20,16 +20,6 @@ static void inner_range(int64_t ofs, int64_t s, int64_t size, int64_t n, int64_t
     *hi = h;
 }
 
-/* dst[i] = src[2 * i]: the stride-2 rows (vectorised for float32). */
-static inline void gather2_f32(float *dst, const float *src, int64_t n)
-{
-    hg_gather2_f32(dst, src, n);
-}
-static inline void gather2_f64(double *dst, const double *src, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
-}
-
 #define T float
 #define NAME(x) x##_f32
 #include "kernels/cpu/im2col_tmpl.h"

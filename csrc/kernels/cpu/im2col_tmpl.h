@@ -43,7 +43,7 @@ static void NAME(im2col_block)(const hg_im2col_geom *g, const T *src, int64_t c0
                         for (int64_t o = 0; o < lo; o++) row[o] = 0;
                         if (s2 == 1)
                             for (int64_t o = lo; o < hi; o++) row[o] = in[o];
-                        else if (s2 == 2) NAME(gather2)(row + lo, in + 2 * lo, hi - lo);
+                        else if (s2 == 2) NAME(hg_gather2)(row + lo, in + 2 * lo, hi - lo);
                         else
                             for (int64_t o = lo; o < hi; o++) row[o] = in[o * s2];
                         for (int64_t o = hi; o < O2; o++) row[o] = 0;

@@ -61,6 +61,13 @@ static float *thread_buf(void)
 
 /* ---- packing ------------------------------------------------------------------------------- */
 
+/* The first n lanes of a vector (n <= 0: none, n >= 16: all): a panel's two vectors of
+ * columns take lane_mask(nr) and lane_mask(nr - 16). */
+static inline __mmask16 lane_mask(int64_t n)
+{
+    return (__mmask16)(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
+}
+
 /* Rows [i0, i0 + mr) of op(A) (mr <= MR), columns [k0, k0 + kc), as one panel: for each k, MR
  * values, zero past mr. op(A)(i, k) is A[i * lda + k], or A[k * lda + i] when ta. */
 TGT static void pack_a(bool ta, const float *A, int64_t lda, int64_t i0, int mr, int64_t k0,
@@ -101,10 +108,7 @@ TGT static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t
     for (int64_t q = 0; q < nc; q += NR, dst += NR * kc) {
         int64_t nr = nc - q < NR ? nc - q : NR;
         if (!tb) {
-            const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
-            const __mmask16 m1 = (__mmask16)(nr >= 32  ? 0xffff
-                                             : nr > 16 ? (1u << (nr - 16)) - 1
-                                                       : 0);
+            const __mmask16 m0 = lane_mask(nr), m1 = lane_mask(nr - 16);
             for (int64_t k = 0; k < kc; k++) {
                 const float *s = B + (k0 + k) * ldb + j0 + q;
                 _mm512_store_ps(dst + k * NR, _mm512_maskz_loadu_ps(m0, s));
@@ -126,8 +130,9 @@ TGT static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t
 /* C[0..mr) x [0..nr) = post(alpha * (a . b) + beta * C + bias[r]) over kc steps (bias NULL: no
  * bias; post NULL: none); beta 0 does not read C (it may hold NaN). Row r of the A panel at
  * step k is a[r * ars + k * acs]: a packed panel (ars 1, acs MR) or the rows of A read in place
- * (ars lda, acs 1), which then has all MR rows. Step k of the B panel is the NR floats at b + k * bcs (packed: NR). Rows
- * past mr (a packed panel's zero padding) and columns past nr are computed and never stored.
+ * (ars lda, acs 1), which then has all MR rows. Step k of the B panel is the NR floats at
+ * b + k * bcs (packed: NR). Rows past mr (a packed panel's zero padding) and columns past nr
+ * are computed and never stored.
  * The rows are addressed from four bases at ars and 2 ars, so that the loop needs few registers
  * besides the 24 accumulators. */
 TGT __attribute__((noinline)) static void kernel(int64_t kc, const float *a, int64_t ars,
@@ -147,22 +152,16 @@ TGT __attribute__((noinline)) static void kernel(int64_t kc, const float *a, int
         c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0);                                             \
         c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);                                             \
     }
-        SG_FMA(0, a0[0]);
-        SG_FMA(1, a0[ars]);
-        SG_FMA(2, a0[2 * ars]);
-        SG_FMA(3, a3[0]);
-        SG_FMA(4, a3[ars]);
-        SG_FMA(5, a3[2 * ars]);
-        SG_FMA(6, a6[0]);
-        SG_FMA(7, a6[ars]);
-        SG_FMA(8, a6[2 * ars]);
-        SG_FMA(9, a9[0]);
-        SG_FMA(10, a9[ars]);
-        SG_FMA(11, a9[2 * ars]);
+#define SG_FMA3(r0, r1, r2, base)                                                               \
+    SG_FMA(r0, base[0]) SG_FMA(r1, base[ars]) SG_FMA(r2, base[2 * ars])
+        SG_FMA3(0, 1, 2, a0)
+        SG_FMA3(3, 4, 5, a3)
+        SG_FMA3(6, 7, 8, a6)
+        SG_FMA3(9, 10, 11, a9)
+#undef SG_FMA3
 #undef SG_FMA
     }
-    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
-    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
+    const __mmask16 m0 = lane_mask(nr), m1 = lane_mask(nr - 16);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #define SG_STORE(r)                                                                             \
     if (r < mr) {                                                                               \
