@@ -7,6 +7,8 @@
 
 #include "core/parallel.h"
 #include "exec/plan_impl.h"
+#include "kernels/cpu/pwdw.h"
+#include "ops/conv_common.h"
 
 #define ALIGN 64
 
@@ -104,6 +106,21 @@ static void affine(float *dst, const float *src, const float *scale, const float
     hg_parallel_for(rows, grain, affine_rows, &j);
 }
 
+/* sc[f] = gamma[f] / sqrt(var[f] + eps) (gamma 1 with fix_gamma). */
+static void fold_scales(const float *gamma, const float *var, double eps, bool fix_gamma, int64_t F,
+                        float *sc)
+{
+    for (int64_t f = 0; f < F; f++)
+        sc[f] = (float)((fix_gamma ? 1.0 : gamma[f]) / sqrt((double)var[f] + eps));
+}
+
+/* The folded bias for weights scaled by sc: (b - mean) * sc + beta (b NULL: 0). */
+static void fold_bias(const float *bias, const float *mean, const float *beta, const float *sc,
+                      int64_t F, float *bf)
+{
+    for (int64_t f = 0; f < F; f++) bf[f] = ((bias ? bias[f] : 0.0f) - mean[f]) * sc[f] + beta[f];
+}
+
 static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tensor **out, int nout,
                           const hg_attrs *a, void *ws, size_t ws_bytes, bool is_train,
                           const hg_post *post)
@@ -116,7 +133,9 @@ static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tens
     return st;
 }
 
-hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
+/* Step s as its two ops: folded in inference, as they are in training with batch statistics.
+ * ws: the step's workspace (hg_fold_workspace). */
+static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train, char *ws)
 {
     int conv = s->producer, bn = s->node;
     const hg_snode *b = p->nodes[bn], *c = p->nodes[conv];
@@ -127,7 +146,6 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     bin[0] = conv_out;
     for (int k = 1; k < 5; k++) bin[k] = cur[sin[s->pnin + k - 1]];
     for (int k = 0; k < 3; k++) bout[k] = cur[sout[1 + k]];
-    char *ws = (char *)p->arena + s->ws_off;
     size_t cws = conv_ws(p, conv);
     bool global = b->attrs->v[attr(b->op, "use_global_stats")].b;
     const hg_post *post = &s->post;
@@ -150,8 +168,7 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     const float *mean = hg_data(bin[3]), *var = hg_data(bin[4]);
     double eps = b->attrs->v[attr(b->op, "eps")].f;
     bool fix_gamma = b->attrs->v[attr(b->op, "fix_gamma")].b;
-    for (int64_t f = 0; f < F; f++)
-        sc[f] = (float)((fix_gamma ? 1.0 : gamma[f]) / sqrt((double)var[f] + eps));
+    fold_scales(gamma, var, eps, fix_gamma, F, sc);
     hg_tensor *y = bout[0];
     if (scales_output(y->size, w->size)) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
         HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train, NULL));
@@ -162,7 +179,7 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
         return HG_OK;
     }
     affine(wf, W, sc, NULL, F, per, F, NULL);
-    for (int64_t f = 0; f < F; f++) bf[f] = ((bias ? bias[f] : 0.0f) - mean[f]) * sc[f] + beta[f];
+    fold_bias(bias, mean, beta, sc, F, bf);
     /* the folded weights and bias as tensors over the workspace */
     hg_storage st_w = {0}, st_b = {0};
     atomic_init(&st_w.refcount, 1);
@@ -181,4 +198,96 @@ hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_tr
     hg_tensor_free(tw);
     hg_tensor_free(tb);
     return st;
+}
+
+/* ---- a pointwise fold and the depthwise fold after it, in one pass ---------------------------
+ * MobileNetV2's expansion (1x1 convolution, BatchNorm, clip) and the depthwise layer that alone
+ * reads it: in inference the depthwise step runs both (kernels/cpu/pwdw.h), and the pointwise
+ * step runs nothing, its output never being made (lower.c, find_pairs, checks that nothing else
+ * reads it). In training with batch statistics the two steps run as they are. */
+
+/* Whether fold step s runs folded (inference, or use_global_stats). */
+static bool folds_in(const hg_plan *p, const hg_pstep *s, bool is_train)
+{
+    const hg_snode *b = p->nodes[s->node];
+    return !is_train || b->attrs->v[attr(b->op, "use_global_stats")].b;
+}
+
+/* A fold step's part of the pair's workspace: its own step's workspace (for the separate run
+ * when the fused one finds no buffer), or its folded scales, bias and weights if more. */
+static size_t region(const hg_plan *p, int conv)
+{
+    const hg_meta *w = &p->meta[in_entry(p, conv, 1)];
+    size_t params = 2 * round_up((size_t)w->shape[0] * 4) +
+                    round_up((size_t)hg_shape_size(w->ndim, w->shape) * 4);
+    size_t own = hg_fold_workspace(p, conv);
+    return own > params ? own : params;
+}
+
+bool hg_fold_pair_match(const hg_plan *p, const hg_pstep *a, const hg_pstep *b)
+{
+    hg_dw_geom dw;
+    return a->fold && b->fold &&
+           hg_conv_pwdw_geom(p->nodes[a->producer]->attrs, p->nodes[b->producer]->attrs,
+                             &p->meta[in_entry(p, a->producer, 0)], &dw);
+}
+
+size_t hg_fold_pair_workspace(const hg_plan *p, const hg_pstep *a, const hg_pstep *b)
+{
+    return region(p, b->producer) + region(p, a->producer);
+}
+
+/* Fold step s's folded parameters into area (scales, bias, weights); returns the weights and
+ * sets *bias. */
+static const float *fold_params(const hg_plan *p, const hg_pstep *s, hg_tensor **cur, char *area,
+                                const float **bias)
+{
+    const int *sin = p->sin + s->in_base;
+    const hg_snode *b = p->nodes[s->node];
+    const hg_tensor *w = cur[sin[1]];
+    int64_t F = w->shape[0], per = F ? w->size / F : 0;
+    float *sc = (float *)area, *bf = (float *)(area + round_up((size_t)F * 4));
+    float *wf = (float *)((char *)bf + round_up((size_t)F * 4));
+    const float *cb = s->pnin == 3 ? hg_data(cur[sin[2]]) : NULL;
+    const float *gamma = hg_data(cur[sin[s->pnin]]), *beta = hg_data(cur[sin[s->pnin + 1]]);
+    const float *mean = hg_data(cur[sin[s->pnin + 2]]), *var = hg_data(cur[sin[s->pnin + 3]]);
+    fold_scales(gamma, var, b->attrs->v[attr(b->op, "eps")].f,
+                b->attrs->v[attr(b->op, "fix_gamma")].b, F, sc);
+    fold_bias(cb, mean, beta, sc, F, bf);
+    affine(wf, hg_data(w), sc, NULL, F, per, F, NULL);
+    *bias = bf;
+    return wf;
+}
+
+/* The pair (a, s) fused; false when pwdw found no buffer (the output then is partly written). */
+static bool run_pair(hg_plan *p, const hg_pstep *a, const hg_pstep *s, hg_tensor **cur, char *ws)
+{
+    const hg_tensor *x = cur[p->sin[a->in_base]];
+    hg_meta mx = hg_meta_of(x);
+    hg_dw_geom dw;
+    if (!hg_conv_pwdw_geom(p->nodes[a->producer]->attrs, p->nodes[s->producer]->attrs, &mx, &dw))
+        return false;
+    const float *b1, *b2;
+    const float *w1 = fold_params(p, a, cur, ws + region(p, s->producer), &b1);
+    const float *w2 = fold_params(p, s, cur, ws, &b2);
+    const hg_tensor *wt = cur[p->sin[a->in_base + 1]];
+    hg_tensor *y = cur[p->sout[s->out_base + 1]];
+    return hg_pwdw_fwd_f32(mx.shape[0], mx.shape[1], wt->shape[0], &dw, hg_data(x), w1, b1,
+                           &a->post, w2, b2, &s->post, hg_data(y));
+}
+
+hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train)
+{
+    char *ws = (char *)p->arena + s->ws_off;
+    if (s->dw_step >= 0 && folds_in(p, s, is_train) && folds_in(p, &p->steps[s->dw_step], is_train))
+        return HG_OK; /* the depthwise step makes this output's values where it reads them */
+    if (s->pw_step >= 0) {
+        const hg_pstep *a = &p->steps[s->pw_step];
+        if (folds_in(p, a, is_train) && folds_in(p, s, is_train)) {
+            if (run_pair(p, a, s, cur, ws)) return HG_OK;
+            /* no buffer for the fused pass: the pointwise step's work, in this step's workspace */
+            HG_TRY(fold_one(p, a, cur, is_train, ws + region(p, s->producer)));
+        }
+    }
+    return fold_one(p, s, cur, is_train, ws);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "exec/memplan.h"
 #include "ops/rnn.h"
 
@@ -294,6 +295,7 @@ static hg_status build_steps(hg_plan *p, const int *group, const int *mstart, co
         s->node = i;
         s->producer = -1;
         s->post_node = -1;
+        s->dw_step = s->pw_step = -1;
         s->in_base = c.ni;
         s->out_base = c.no;
         if (group[i] < 0 && fold_of[i] >= 0) {
@@ -463,6 +465,36 @@ static bool mutated(const hg_plan *p, int e)
     return false;
 }
 
+/* Fold steps of a pointwise convolution whose output (or its ReLU / clip's) only the fold step
+ * of a depthwise convolution reads: paired, so that in inference the depthwise step runs both
+ * and the pointwise output is never made (fold.c). HG_NO_PWDW=1 keeps them apart. */
+static hg_status find_pairs(hg_plan *p, const bool *is_head)
+{
+    if ((p->flags & HG_PLAN_NO_FUSION) || hg_env_on("HG_NO_PWDW")) return HG_OK;
+    int *made_by = malloc(sizeof(int) * (size_t)(p->nentries + 1)); /* entry -> fold step */
+    if (!made_by) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int e = 0; e < p->nentries; e++) made_by[e] = -1;
+    for (int b = 0; b < p->nsteps; b++) {
+        hg_pstep *sb = &p->steps[b];
+        if (!sb->fold) continue;
+        int e = in_entry(p, sb->producer, 0), a = made_by[e];
+        if (a >= 0 && p->uses[e] == 1 && !is_head[e] && p->fed_slot[e] < 0) {
+            hg_pstep *sa = &p->steps[a];
+            int eo = p->entry[sa->node]; /* the BatchNorm's output, which the post-op reads */
+            bool inner = eo == e || (p->uses[eo] == 1 && !is_head[eo] && p->fed_slot[eo] < 0);
+            if (inner && sa->pw_step < 0 && hg_fold_pair_match(p, sa, sb)) {
+                sa->dw_step = b;
+                sb->pw_step = a;
+                sb->ws_bytes = hg_fold_pair_workspace(p, sa, sb);
+            }
+        }
+        made_by[p->entry[sb->node]] = b;
+        if (sb->post_node >= 0) made_by[p->entry[sb->post_node]] = b;
+    }
+    free(made_by);
+    return HG_OK;
+}
+
 /* View ops whose output stays inside the plan become aliases: the output is input 0's data
  * under the output's shape, so nothing is copied (a Reshape of a parameter, which the fused
  * RNN layers apply to every weight at every call). An output that leaves the plan (a head:
@@ -567,6 +599,7 @@ hg_status hg_plan_lower(hg_plan *p)
         st = hg_error(HG_ERR_MEMORY, "out of memory");
     if (st == HG_OK) st = plan_fusion(p);
     if (st == HG_OK) st = own_heads(p, is_head);
+    if (st == HG_OK) st = find_pairs(p, is_head);
     if (st == HG_OK) st = mark_aliases(p, is_head);
     if (st == HG_OK) st = hg_memplan_run(p, is_head, at, &arena_bytes);
     if (st == HG_OK) st = arena_headers(p, at);
@@ -594,10 +627,13 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
         if (sp->fold) {
-            PUT("  %d: %s+%s%s%s (folded in inference) -> %s\n", s,
+            PUT("  %d: %s+%s%s%s (folded in inference%s) -> %s\n", s,
                 p->nodes[sp->producer]->op->name, p->nodes[sp->node]->op->name,
                 sp->post_node >= 0 ? "+" : "",
                 sp->post_node >= 0 ? p->nodes[sp->post_node]->op->name : "",
+                sp->dw_step >= 0   ? "; made inside the depthwise step that reads it"
+                : sp->pw_step >= 0 ? "; runs the pointwise step before it too"
+                                   : "",
                 p->nodes[sp->node]->name);
         } else if (sp->split) {
             PUT("  %d: %s (%s on the %d arrays of %s, not concatenated)\n", s,

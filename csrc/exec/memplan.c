@@ -139,13 +139,18 @@ static void place_outputs(walk *w, int s)
     }
 }
 
-/* Values whose last reader is step s, and outputs nobody reads, free their blocks. */
+/* Values whose last reader is step s (a paired step: its pointwise step's inputs too), and
+ * outputs nobody reads, free their blocks. */
 static void free_dead(walk *w, int s, hg_status *st)
 {
     hg_plan *p = w->p;
     const hg_pstep *sp = &p->steps[s];
-    for (int k = 0; k < sp->nin + sp->nout; k++) {
-        int e = k < sp->nin ? p->sin[sp->in_base + k] : p->sout[sp->out_base + k - sp->nin];
+    const hg_pstep *a = sp->pw_step >= 0 ? &p->steps[sp->pw_step] : NULL;
+    int na = a ? a->nin : 0;
+    for (int k = 0; k < sp->nin + sp->nout + na; k++) {
+        int e = k < sp->nin              ? p->sin[sp->in_base + k]
+                : k < sp->nin + sp->nout ? p->sout[sp->out_base + k - sp->nin]
+                                         : p->sin[a->in_base + k - sp->nin - sp->nout];
         if (w->state[e] == LIVE && w->last[e] <= s) {
             arena_free(&w->a, w->at[e], (int64_t)hg_plan_value_bytes(&p->meta[e]), st);
             w->state[e] = DEAD;
@@ -172,6 +177,16 @@ hg_status hg_memplan_run(hg_plan *p, const bool *is_head, int64_t *at, int64_t *
      * alias is read (backwards, so that an alias of an alias extends the first source too). */
     for (int s = 0; st == HG_OK && s < p->nsteps; s++)
         for (int k = 0; k < p->steps[s].nin; k++) w.last[p->sin[p->steps[s].in_base + k]] = s;
+    /* A paired depthwise step reads its pointwise step's inputs too (fold.c): they live to it. */
+    for (int s = 0; st == HG_OK && s < p->nsteps; s++) {
+        const hg_pstep *sp = &p->steps[s];
+        if (sp->pw_step < 0) continue;
+        const hg_pstep *a = &p->steps[sp->pw_step];
+        for (int k = 0; k < a->nin; k++) {
+            int e = p->sin[a->in_base + k];
+            if (w.last[e] < s) w.last[e] = s;
+        }
+    }
     for (int s = p->nsteps - 1; st == HG_OK && s >= 0; s--) {
         const hg_pstep *sp = &p->steps[s];
         if (!sp->alias) continue;

@@ -26,6 +26,9 @@ typedef struct hg_pstep {
     int split;                /* > 0: an RNN run on the split arrays of the _rnn_param_concat
                                * before it (node `producer`), which then never runs: sin holds
                                * data, the `split` arrays, then the RNN's other inputs */
+    int dw_step, pw_step;     /* fold steps paired for inference (fold.c): on the pointwise
+                               * step, the depthwise step that runs both (-1: none); on that
+                               * step, the pointwise one */
     bool alias;               /* a view op (HG_OP_VIEW) whose output only steps of this plan
                                * read: no kernel runs, the output's header points at input 0's
                                * data for the run (see lower.c, mark_aliases) */
@@ -90,6 +93,10 @@ hg_status hg_plan_run_fused(hg_plan *p, const hg_pstep *s, hg_tensor **cur);
 bool hg_fold_match(const hg_plan *p, int bn, int conv);
 size_t hg_fold_workspace(const hg_plan *p, int conv);
 hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train);
+/* Whether fold steps a (a pointwise convolution) and b (a depthwise one on a's output) can run
+ * as one pass, and the workspace b then needs. */
+bool hg_fold_pair_match(const hg_plan *p, const hg_pstep *a, const hg_pstep *b);
+size_t hg_fold_pair_workspace(const hg_plan *p, const hg_pstep *a, const hg_pstep *b);
 
 /* Records step s that started at `start` with the profiler (prof_step.c). */
 void hg_plan_prof_step(const hg_plan *p, const hg_pstep *s, int64_t start);

@@ -30,6 +30,7 @@
 #include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
+#include "kernels/cpu/pwdw.h"
 #include "kernels/cpu/winograd.h"
 #include "ops/conv.h"
 #include "ops/conv_common.h"
@@ -201,6 +202,27 @@ static hg_dw_geom dw_geom(const hg_conv_geom *g)
         d.p[i] = g->p[i];
     }
     return d;
+}
+
+/* A pointwise convolution (attributes a1, data x) and the depthwise one (a2) that reads its
+ * output, as kernels/cpu/pwdw.h runs them: float32, channel-first, a1 1x1 with stride 1, no pad
+ * and one group, a2 one filter per channel. *dw: a2's geometry. */
+bool hg_conv_pwdw_geom(const hg_attrs *a1, const hg_attrs *a2, const hg_meta *x, hg_dw_geom *dw)
+{
+    int nsp = x->ndim - 2;
+    if (x->dtype != HG_DTYPE_F32 || nsp < 1 || nsp > 3 || a1->v[CV_KERNEL].t.n != nsp ||
+        a2->v[CV_KERNEL].t.n != nsp || hg_conv_channel_last(a1, CV_LAYOUT) ||
+        hg_conv_channel_last(a2, CV_LAYOUT))
+        return false;
+    hg_conv_geom g1, g2;
+    geom_full(a1, x, &g1);
+    if (g1.G != 1 || !hg_conv_is_pointwise(&g1)) return false;
+    hg_meta m = *x;
+    m.shape[1] = g1.F;
+    geom_full(a2, &m, &g2);
+    if (!is_depthwise(&g2) || g2.Fg != 1 || g2.C != g1.F || g2.P <= 0) return false;
+    *dw = dw_geom(&g2);
+    return hg_pwdw_fits(g2.I);
 }
 
 static const char *tuple_str(char *buf, const hg_tuple *t) { return hg_shape_str(buf, t->n, t->v); }

@@ -14,6 +14,7 @@
 #define HG_OPS_CONV_COMMON_H
 
 #include "core/op.h"
+#include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/im2col.h"
 
 enum { HG_LAYOUT_NCW, HG_LAYOUT_NCHW, HG_LAYOUT_NCDHW, HG_LAYOUT_NHWC, HG_LAYOUT_NDHWC };
@@ -144,5 +145,10 @@ void hg_conv_bw_f32(const hg_conv_geom *g, const hg_conv_bw_plan *pl, float *ws,
 void hg_conv_bw_f64(const hg_conv_geom *g, const hg_conv_bw_plan *pl, double *ws, const double *dy,
                     const double *x, const double *w, double *dx, double *y, double *dw,
                     double *db);
+
+/* Whether Convolution a1 on x (1x1, stride 1, no pad, one group) and the depthwise Convolution
+ * a2 (one filter per channel) on a1's output can run as one pass (kernels/cpu/pwdw.h): float32,
+ * channel-first, a plane within pwdw's buffer. *dw: a2's geometry (conv.c). */
+bool hg_conv_pwdw_geom(const hg_attrs *a1, const hg_attrs *a2, const hg_meta *x, hg_dw_geom *dw);
 
 #endif
