@@ -1,9 +1,12 @@
-"""The channel-blocked depthwise forward (csrc/kernels/cpu/depthwise.c, dwb_range): float32 3x3
-layers with at most 16x16 outputs, 16 channels per vector on AVX-512. It sums in the plane
+"""The AVX-512 float32 3x3 depthwise forwards (csrc/kernels/cpu/depthwise.c): the channel-blocked
+one (dwb_range: at most 16x16 outputs, 16 channels per vector) and the plane one (dw3_plane:
+masked loads straight from the image, fused multiply-adds). The blocked kernel sums in the plane
 kernel's order, so HG_NO_DW_BLOCKED (which sends every layer to the plane kernel) must change
 no bit: outputs, NaN, the sign of zero after the fused ReLU and clip, whatever the channel count
-(partial blocks), padding, stride and batch. NumPy checks the values (test_conv_kernels.py
-covers the same shapes against its reference, through whichever path the CPU takes)."""
+(partial blocks), padding, stride and batch. HG_NO_DW_DIRECT sends the planes to the portable
+loops (a padded copy, separate multiplies and adds): the same values up to rounding. NumPy checks
+the values (test_conv_kernels.py covers the same shapes against its reference, through whichever
+path the CPU takes)."""
 import numpy as np
 import pytest
 
@@ -80,3 +83,24 @@ def test_blocked_equals_plane_kernel_bit_for_bit(tmp_path, case):
     off = child_result(tmp_path, _CHILD, args, 'off.npy', {'HG_NO_DW_BLOCKED': '1'})
     assert np.isnan(on).any()
     np.testing.assert_array_equal(on.view('u4'), off.view('u4'))
+
+
+PLANES = [
+    ((1, 4, 112, 112), 1, 1),    # MobileNetV2's first stages
+    ((2, 3, 112, 112), 2, 1),
+    ((1, 5, 56, 56), 2, 1),
+    ((1, 3, 17, 33), 1, 2),      # a partial vector, pad 2
+    ((1, 3, 40, 35), 2, 0),
+    ((1, 2, 200, 190), 1, 1),    # past the portable kernel's padded-copy buffer
+]
+
+
+@pytest.mark.parametrize('case', PLANES, ids=[str(c) for c in PLANES])
+def test_plane_kernel_matches_portable_loops(tmp_path, case):
+    args = list(case)
+    fast = child_result(tmp_path, _CHILD, args, 'fast.npy', None,
+                        ['HG_NO_DW_BLOCKED', 'HG_NO_DW_DIRECT'])
+    slow = child_result(tmp_path, _CHILD, args, 'slow.npy', {'HG_NO_DW_DIRECT': '1'},
+                        ['HG_NO_DW_BLOCKED'])
+    np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow))
+    np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-5)
