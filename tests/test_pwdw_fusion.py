@@ -209,6 +209,18 @@ def test_expansion_read_elsewhere_is_not_paired():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_deep_layer_with_more_weights_than_outputs_is_not_paired():
+    """MobileNetV2's 7x7 stage at batch 1: the pair would fold 153600 weights at every call
+    for 47040 outputs; alone, the fold scales the output. At batch 4 the pair forms."""
+    net = _pair(160, 960, 1, 'clip', 'clip', False)
+    for n, paired in ((1, False), (4, True)):
+        x = mx.nd.array(np.random.default_rng(n).standard_normal((n, 160, 7, 7)).astype('f4'))
+        ref = _ref(net, x.asnumpy(), 1, 'clip', 'clip')
+        out, st = _hybrid(net, x)
+        assert ('made inside the depthwise step' in st['plan']) == paired, st['plan']
+        np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+
+
 def test_plane_larger_than_the_buffer_is_not_paired():
     net = _pair(1, 2, 1, 'relu', 'relu', False)
     x = mx.nd.array(np.random.default_rng(6).standard_normal((1, 1, 410, 410)).astype('f4'))
@@ -224,7 +236,9 @@ def test_mobilenet_v2_fused_equals_unfused():
     x = mx.nd.array(np.random.default_rng(7).uniform(size=(2, 3, 96, 96)).astype('f4'))
     imp = net(x).asnumpy()
     fused, st = _hybrid(net, x)
-    assert st['plan'].count('made inside the depthwise step') == 17, st['plan']
+    # 17 bottlenecks; the last stage's three (40 -> 240 channels on 3x3 planes: 9600 weights,
+    # 4320 outputs) keep their steps apart, where the fold scales the output
+    assert st['plan'].count('made inside the depthwise step') == 14, st['plan']
     sep, _ = _hybrid(net, x, pwdw=False)
     scale = np.abs(imp).max()
     np.testing.assert_allclose(fused, sep, rtol=0, atol=1e-5 * scale)

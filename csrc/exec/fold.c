@@ -224,9 +224,15 @@ static size_t region(const hg_plan *p, int conv)
     return own > params ? own : params;
 }
 
+/* Pairs fold the pointwise weights at every call: where the fold alone would scale the
+ * output instead (fewer elements: a deep layer at batch 1, whose expanded tensor stays in
+ * cache anyway), the two steps stay apart. */
 bool hg_fold_pair_match(const hg_plan *p, const hg_pstep *a, const hg_pstep *b)
 {
     hg_dw_geom dw;
+    const hg_meta *w = &p->meta[in_entry(p, a->producer, 1)], *y = &p->meta[p->entry[a->producer]];
+    if (scales_output(hg_shape_size(y->ndim, y->shape), hg_shape_size(w->ndim, w->shape)))
+        return false;
     return a->fold && b->fold &&
            hg_conv_pwdw_geom(p->nodes[a->producer]->attrs, p->nodes[b->producer]->attrs,
                              &p->meta[in_entry(p, a->producer, 0)], &dw);
