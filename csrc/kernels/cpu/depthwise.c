@@ -512,31 +512,33 @@ TGT_AVX512 static void dw3_plane(const hg_dw_geom *g, const float *x, const floa
             /* input rows in order: row t gives output row o its tap row ky = t - o * s, so each
              * sum takes its taps in the order ky = 0, 1, 2 */
 #define DW3_TAP(o, ky)                                                                          \
-    acc[o] = _mm512_fmadd_ps(wv[3 * (ky)], tv[0], acc[o]);                                      \
-    acc[o] = _mm512_fmadd_ps(wv[3 * (ky) + 1], tv[1], acc[o]);                                  \
-    acc[o] = _mm512_fmadd_ps(wv[3 * (ky) + 2], tv[2], acc[o]);
-#define DW3_ROW(t) dw3_taps(rows[t], c, s, m, tv);
+    (acc[o] = _mm512_fmadd_ps(wv[3 * (ky)], tv[0], acc[o]),                                     \
+     acc[o] = _mm512_fmadd_ps(wv[3 * (ky) + 1], tv[1], acc[o]),                                 \
+     acc[o] = _mm512_fmadd_ps(wv[3 * (ky) + 2], tv[2], acc[o]))
+#define DW3_ROW(t) dw3_taps(rows[t], c, s, m, tv)
             if (nr == DW3_ROWS && s == 1) { /* the full blocks, unrolled */
-                DW3_ROW(0)
-                DW3_TAP(0, 0)
-                DW3_ROW(1) DW3_TAP(0, 1) DW3_TAP(1, 0) DW3_ROW(2) DW3_TAP(0, 2) DW3_TAP(1, 1)
-                    DW3_TAP(2, 0) DW3_ROW(3) DW3_TAP(1, 2) DW3_TAP(2, 1) DW3_TAP(3, 0) DW3_ROW(4)
-                        DW3_TAP(2, 2) DW3_TAP(3, 1) DW3_ROW(5) DW3_TAP(3, 2)
+                DW3_ROW(0), DW3_TAP(0, 0);
+                DW3_ROW(1), DW3_TAP(0, 1), DW3_TAP(1, 0);
+                DW3_ROW(2), DW3_TAP(0, 2), DW3_TAP(1, 1), DW3_TAP(2, 0);
+                DW3_ROW(3), DW3_TAP(1, 2), DW3_TAP(2, 1), DW3_TAP(3, 0);
+                DW3_ROW(4), DW3_TAP(2, 2), DW3_TAP(3, 1);
+                DW3_ROW(5), DW3_TAP(3, 2);
             } else if (nr == DW3_ROWS) {
-                DW3_ROW(0)
-                DW3_TAP(0, 0)
-                DW3_ROW(1) DW3_TAP(0, 1) DW3_ROW(2) DW3_TAP(0, 2) DW3_TAP(1, 0) DW3_ROW(3)
-                    DW3_TAP(1, 1) DW3_ROW(4) DW3_TAP(1, 2) DW3_TAP(2, 0) DW3_ROW(5) DW3_TAP(2, 1)
-                        DW3_ROW(6) DW3_TAP(2, 2) DW3_TAP(3, 0) DW3_ROW(7) DW3_TAP(3, 1) DW3_ROW(8)
-                            DW3_TAP(3, 2)
+                DW3_ROW(0), DW3_TAP(0, 0);
+                DW3_ROW(1), DW3_TAP(0, 1);
+                DW3_ROW(2), DW3_TAP(0, 2), DW3_TAP(1, 0);
+                DW3_ROW(3), DW3_TAP(1, 1);
+                DW3_ROW(4), DW3_TAP(1, 2), DW3_TAP(2, 0);
+                DW3_ROW(5), DW3_TAP(2, 1);
+                DW3_ROW(6), DW3_TAP(2, 2), DW3_TAP(3, 0);
+                DW3_ROW(7), DW3_TAP(3, 1);
+                DW3_ROW(8), DW3_TAP(3, 2);
             } else {
                 for (int64_t t = 0; t < nin; t++) {
-                    DW3_ROW(t)
+                    DW3_ROW(t);
                     for (int o = 0; o < nr; o++) {
                         int64_t ky = t - o * s;
-                        if (ky >= 0 && ky <= 2) {
-                            DW3_TAP(o, ky)
-                        }
+                        if (ky >= 0 && ky <= 2) DW3_TAP(o, ky);
                     }
                 }
             }

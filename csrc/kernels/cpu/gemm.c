@@ -37,6 +37,23 @@
 #define WIDE_N 768
 #define WIDE_K 256
 #define WIDE_M 512
+
+/* Where the packed AVX-512 kernel (sgemm_packed.c) takes the products the BLAS would run, it
+ * beats the row-update kernel on two kinds of wide shallow products, measured as 1x1
+ * convolutions (2 threads, batch 32, images from memory, medians of 9, two runs):
+ * - many filters for few channels (M >= 2K: each row of B feeds many rows of C):
+ *   16 -> 96 channels at 112 x 112 21 -> 11.8 ms, 24 -> 144 at 56 x 56 5.2 -> 4.4,
+ *   64 -> 256 at 56 x 56 24.4 -> 16.0 (batch 1: 345 -> 195 us, 138 -> 128 us);
+ * - deep and long (K >= 128, N >= 2048): 144 -> 24 at 56 x 56 7.2-7.7 -> 5.4-6.1 ms.
+ * The row-update kernel stays ahead on the rest: 32 -> 16 at 112 x 112 3.8-4.1 against
+ * 4.0-4.5 ms, 144 -> 32 and 192 -> 32 at 28 x 28 by 15%; equal elsewhere (96 -> 24, 192 -> 64,
+ * 256 -> 64, 128 -> 128). */
+static bool packed_for_f32(int64_t M, int64_t N, int64_t K);
+
+static bool wide_not_packed(int64_t M, int64_t N, int64_t K)
+{
+    return !packed_for_f32(M, N, K) || (M < 2 * K && !(K >= 128 && N >= 2048));
+}
 /* Cost (small_cost's units, about 1/20 ns each on a 2.3 GHz AVX-512 core) from which a small-side
  * product is split into one share per thread. Posting a job to spinning workers and waiting for
  * them take well under a microsecond, and each core then streams its own share of the weights
@@ -186,7 +203,7 @@ static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     bool a_k = !ta || (M == 1 && lda == 1), a_i = ta || (K == 1 && lda == 1);
     bool b_k = tb || (N == 1 && ldb == 1), b_n = !tb || (K == 1 && ldb == 1);
     if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) return SMALL_DOT;
-    bool wide = N >= WIDE_N && K <= WIDE_K && M <= WIDE_M;
+    bool wide = N >= WIDE_N && K <= WIDE_K && M <= WIDE_M && wide_not_packed(M, N, K);
     if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE || wide)) return SMALL_AXPY;
     if (a_i && N == 1 && ldc == 1) return SMALL_AXPY_T;
     return SMALL_NONE;

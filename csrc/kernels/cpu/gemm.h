@@ -10,7 +10,8 @@
  *
  * float32 products with a small side (M, or N, or for some layouts K, at most 8: Dense at small
  * batch, forward and backward), and wide shallow ones (N >= 768, K <= 256, M <= 512: pointwise
- * convolutions over a whole image; gemm.c, WIDE_N) run on our own kernels instead of the BLAS,
+ * convolutions over a whole image; gemm.c, WIDE_N; on AVX-512 those with M >= 2K, or K >= 128
+ * and N >= 2048, take the packed kernel below) run on our own kernels instead of the BLAS,
  * vectorised for
  * AVX-512F, AVX2+FMA or portable C as the CPU allows (HG_GEMM_KERNEL=blas|portable|avx2|avx512
  * in the environment, read once, forces one; a set the CPU lacks falls back to the best it has).
