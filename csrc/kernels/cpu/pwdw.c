@@ -13,11 +13,10 @@
  * of it moving the 154 MB expanded tensor through memory (ONNX Runtime: 17.5 + 8.4 ms). */
 #include "kernels/cpu/pwdw.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 
 #include "core/parallel.h"
+#include "core/thread_buf.h"
 #include "hybridgluon/hybridgluon.h"
 #include "kernels/cpu/gemm.h"
 
@@ -27,25 +26,9 @@ bool hg_pwdw_fits(int64_t I) { return I > 0 && (uint64_t)I <= BUF_FLOATS; }
 
 /* ---- per-thread buffer (kept for the thread's life, freed when it exits) ------------------- */
 
-static pthread_key_t g_key;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static int g_key_ok;
+static hg_thread_buf g_buf = HG_THREAD_BUF_INIT(BUF_FLOATS * sizeof(float));
 
-static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
-
-static float *thread_buf(void)
-{
-    pthread_once(&g_once, make_key);
-    if (!g_key_ok) return NULL;
-    float *b = pthread_getspecific(g_key);
-    if (b) return b;
-    b = aligned_alloc(64, BUF_FLOATS * sizeof(float));
-    if (b && pthread_setspecific(g_key, b) != 0) {
-        free(b);
-        b = NULL;
-    }
-    return b;
-}
+static float *thread_buf(void) { return hg_thread_buf_get(&g_buf); }
 
 /* ---- the fused forward ---------------------------------------------------------------------- */
 

@@ -11,9 +11,9 @@
  * per k, two loads of B and twelve broadcasts of A feed 24 FMAs (12 cycles on two FMA ports). */
 #include "kernels/cpu/sgemm_packed.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "core/thread_buf.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -35,27 +35,11 @@
 
 /* Each thread keeps one buffer (an A panel then a B block) for its life, freed when it exits:
  * a product runs on one thread, so nothing here is shared. */
-static pthread_key_t g_key;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static int g_key_ok;
-
-static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
-
 #define BUF_FLOATS ((size_t)MR * KC + (size_t)KC * NC)
 
-static float *thread_buf(void)
-{
-    pthread_once(&g_once, make_key);
-    if (!g_key_ok) return NULL;
-    float *b = pthread_getspecific(g_key);
-    if (b) return b;
-    b = aligned_alloc(64, BUF_FLOATS * sizeof(float));
-    if (b && pthread_setspecific(g_key, b) != 0) {
-        free(b);
-        b = NULL;
-    }
-    return b;
-}
+static hg_thread_buf g_buf = HG_THREAD_BUF_INIT(BUF_FLOATS * sizeof(float));
+
+static float *thread_buf(void) { return hg_thread_buf_get(&g_buf); }
 
 #ifdef SG_HAVE_X86
 
