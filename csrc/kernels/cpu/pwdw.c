@@ -41,25 +41,15 @@ typedef struct {
     _Atomic int failed;
 } pwdw_job;
 
-/* rows [0, n) of y (length len, pitch ld) = post(y + b[row]): the separate convolution's
- * epilogue (conv_fwd_tmpl.h), for a product hg_gemm_epi_f32 refused. */
+/* rows [0, n) of y (length len each) = post(y + b[row]) (b NULL: + 0, which turns -0 into +0
+ * before a clip): the separate convolution's epilogue (conv_fwd_tmpl.h), for a product that
+ * hg_gemm_epi_f32 refused. */
 static void epilogue(float *y, int64_t n, int64_t len, const float *b, const hg_post *post)
 {
     for (int64_t r = 0; r < n; r++) {
         float *row = y + r * len, bv = b ? b[r] : 0.0f;
-        if (post->kind == HG_POST_RELU) {
-            for (int64_t i = 0; i < len; i++) {
-                float v = row[i] + bv;
-                row[i] = (v > 0 || v != v) ? v : 0;
-            }
-        } else if (post->kind == HG_POST_CLIP) {
-            for (int64_t i = 0; i < len; i++) {
-                float v = row[i] + bv;
-                row[i] = v > post->hi ? post->hi : (v < post->lo ? post->lo : v);
-            }
-        } else if (b) {
-            for (int64_t i = 0; i < len; i++) row[i] += bv;
-        }
+        for (int64_t i = 0; i < len; i++) row[i] += bv;
+        hg_post_f32(post, row, len);
     }
 }
 
