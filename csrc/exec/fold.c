@@ -133,6 +133,28 @@ static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tens
     return st;
 }
 
+/* Fold step s's folded parameters into area (scales, bias, weights); returns the weights and
+ * sets *bias. */
+static float *fold_params(const hg_plan *p, const hg_pstep *s, hg_tensor **cur, char *area,
+                          float **bias)
+{
+    const int *sin = p->sin + s->in_base;
+    const hg_snode *b = p->nodes[s->node];
+    const hg_tensor *w = cur[sin[1]];
+    int64_t F = w->shape[0], per = F ? w->size / F : 0;
+    float *sc = (float *)area, *bf = (float *)(area + round_up((size_t)F * 4));
+    float *wf = (float *)((char *)bf + round_up((size_t)F * 4));
+    const float *cb = s->pnin == 3 ? hg_data(cur[sin[2]]) : NULL;
+    const float *gamma = hg_data(cur[sin[s->pnin]]), *beta = hg_data(cur[sin[s->pnin + 1]]);
+    const float *mean = hg_data(cur[sin[s->pnin + 2]]), *var = hg_data(cur[sin[s->pnin + 3]]);
+    fold_scales(gamma, var, b->attrs->v[attr(b->op, "eps")].f,
+                b->attrs->v[attr(b->op, "fix_gamma")].b, F, sc);
+    fold_bias(cb, mean, beta, sc, F, bf);
+    affine(wf, hg_data(w), sc, NULL, F, per, F, NULL);
+    *bias = bf;
+    return wf;
+}
+
 /* Step s as its two ops: folded in inference, as they are in training with batch statistics.
  * ws: the step's workspace (hg_fold_workspace). */
 static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train, char *ws)
@@ -160,26 +182,21 @@ static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
         return HG_OK;
     }
     const hg_tensor *w = cin[1];
-    int64_t F = w->shape[0], per = F ? w->size / F : 0;
-    float *sc = (float *)(ws + cws), *bf = (float *)(ws + cws + round_up((size_t)F * 4));
-    float *wf = (float *)((char *)bf + round_up((size_t)F * 4));
-    const float *W = hg_data(w), *bias = s->pnin == 3 ? hg_data(cin[2]) : NULL;
-    const float *gamma = hg_data(bin[1]), *beta = hg_data(bin[2]);
-    const float *mean = hg_data(bin[3]), *var = hg_data(bin[4]);
-    double eps = b->attrs->v[attr(b->op, "eps")].f;
-    bool fix_gamma = b->attrs->v[attr(b->op, "fix_gamma")].b;
-    fold_scales(gamma, var, eps, fix_gamma, F, sc);
+    int64_t F = w->shape[0];
     hg_tensor *y = bout[0];
     if (scales_output(y->size, w->size)) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
+        float *sc = (float *)(ws + cws), *sh = (float *)(ws + cws + round_up((size_t)F * 4));
+        const float *beta = hg_data(bin[2]), *mean = hg_data(bin[3]);
+        fold_scales(hg_data(bin[1]), hg_data(bin[4]), b->attrs->v[attr(b->op, "eps")].f,
+                    b->attrs->v[attr(b->op, "fix_gamma")].b, F, sc);
         HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train, NULL));
-        for (int64_t f = 0; f < F; f++) bf[f] = beta[f] - mean[f] * sc[f];
+        for (int64_t f = 0; f < F; f++) sh[f] = beta[f] - mean[f] * sc[f];
         float *yd = hg_data(y);
         int64_t rows = y->shape[0] * F;
-        affine(yd, yd, sc, bf, rows, rows ? y->size / rows : 0, F, post);
+        affine(yd, yd, sc, sh, rows, rows ? y->size / rows : 0, F, post);
         return HG_OK;
     }
-    affine(wf, W, sc, NULL, F, per, F, NULL);
-    fold_bias(bias, mean, beta, sc, F, bf);
+    float *bf, *wf = fold_params(p, s, cur, ws + cws, &bf);
     /* the folded weights and bias as tensors over the workspace */
     hg_storage st_w = {0}, st_b = {0};
     atomic_init(&st_w.refcount, 1);
@@ -243,28 +260,6 @@ size_t hg_fold_pair_workspace(const hg_plan *p, const hg_pstep *a, const hg_pste
     return region(p, b->producer) + region(p, a->producer);
 }
 
-/* Fold step s's folded parameters into area (scales, bias, weights); returns the weights and
- * sets *bias. */
-static const float *fold_params(const hg_plan *p, const hg_pstep *s, hg_tensor **cur, char *area,
-                                const float **bias)
-{
-    const int *sin = p->sin + s->in_base;
-    const hg_snode *b = p->nodes[s->node];
-    const hg_tensor *w = cur[sin[1]];
-    int64_t F = w->shape[0], per = F ? w->size / F : 0;
-    float *sc = (float *)area, *bf = (float *)(area + round_up((size_t)F * 4));
-    float *wf = (float *)((char *)bf + round_up((size_t)F * 4));
-    const float *cb = s->pnin == 3 ? hg_data(cur[sin[2]]) : NULL;
-    const float *gamma = hg_data(cur[sin[s->pnin]]), *beta = hg_data(cur[sin[s->pnin + 1]]);
-    const float *mean = hg_data(cur[sin[s->pnin + 2]]), *var = hg_data(cur[sin[s->pnin + 3]]);
-    fold_scales(gamma, var, b->attrs->v[attr(b->op, "eps")].f,
-                b->attrs->v[attr(b->op, "fix_gamma")].b, F, sc);
-    fold_bias(cb, mean, beta, sc, F, bf);
-    affine(wf, hg_data(w), sc, NULL, F, per, F, NULL);
-    *bias = bf;
-    return wf;
-}
-
 /* The pair (a, s) fused; false when pwdw found no buffer (the output then is partly written). */
 static bool run_pair(hg_plan *p, const hg_pstep *a, const hg_pstep *s, hg_tensor **cur, char *ws)
 {
@@ -273,9 +268,8 @@ static bool run_pair(hg_plan *p, const hg_pstep *a, const hg_pstep *s, hg_tensor
     hg_dw_geom dw;
     if (!hg_conv_pwdw_geom(p->nodes[a->producer]->attrs, p->nodes[s->producer]->attrs, &mx, &dw))
         return false;
-    const float *b1, *b2;
-    const float *w1 = fold_params(p, a, cur, ws + region(p, s->producer), &b1);
-    const float *w2 = fold_params(p, s, cur, ws, &b2);
+    float *b1, *b2, *w1 = fold_params(p, a, cur, ws + region(p, s->producer), &b1);
+    float *w2 = fold_params(p, s, cur, ws, &b2);
     const hg_tensor *wt = cur[p->sin[a->in_base + 1]];
     hg_tensor *y = cur[p->sout[s->out_base + 1]];
     return hg_pwdw_fwd_f32(mx.shape[0], mx.shape[1], wt->shape[0], &dw, hg_data(x), w1, b1,
