@@ -32,6 +32,7 @@ TEST_HOOKS = {
     'hg_gemm_f64': 'tests/test_ops_matrix.py (the GEMM glue)',
     'hg_gemm_kernel': 'tests/test_kernels_gemm.py (which kernel set runs)',
     'hg_gemm_set_kernel': 'tests/test_kernels_gemm.py (forces a kernel set)',
+    'hg_gemm_route_f32': 'tests/test_kernels_gemm.py (which code a product runs on)',
     'hg_gemm_epi_f32': 'tests/test_kernels_gemm.py (the packed kernel\'s fused epilogue)',
     'hg_gather2_f32_isa': 'tests/test_kernels_gather2.py (each instruction set, guard page)',
     'hg_vexp_impl': 'tests/test_ops_elemwise.py (which vectorised exp runs)',

@@ -323,6 +323,13 @@ static inline bool small_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
     return false; /* float64 products all go to the BLAS */
 }
 
+int hg_gemm_route_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                      int64_t ldc)
+{
+    if (small_route(ta, tb, M, N, K, lda, ldb, ldc) != SMALL_NONE) return HG_GEMM_ROUTE_SMALL;
+    return packed_for_f32(M, N, K) ? HG_GEMM_ROUTE_PACKED : HG_GEMM_ROUTE_BLAS;
+}
+
 /* ---- the GEMM entry points ---------------------------------------------------------------- */
 
 #define T float

@@ -79,4 +79,13 @@ enum {
 HG_API int hg_gemm_kernel(void);
 HG_API int hg_gemm_set_kernel(int level);
 
+/* Which code a float32 product of these operands runs on with the kernel set now in effect:
+ * HG_GEMM_ROUTE_BLAS (the BLAS, one call per thread's share), HG_GEMM_ROUTE_SMALL (our
+ * small-side kernels) or HG_GEMM_ROUTE_PACKED (our packed AVX-512 kernel). Our kernels give the
+ * same bits whatever the thread count; the BLAS need not (OpenBLAS picks its kernels by the
+ * shape of each share). For tests. */
+enum { HG_GEMM_ROUTE_BLAS = 0, HG_GEMM_ROUTE_SMALL = 1, HG_GEMM_ROUTE_PACKED = 2 };
+HG_API int hg_gemm_route_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda,
+                             int64_t ldb, int64_t ldc);
+
 #endif
