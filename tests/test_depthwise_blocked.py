@@ -1,6 +1,8 @@
-"""The AVX-512 float32 3x3 depthwise forwards (csrc/kernels/cpu/depthwise.c): the channel-blocked
-one (dwb_range: at most 16x16 outputs, 16 channels per vector) and the plane one (dw3_plane:
-masked loads straight from the image, fused multiply-adds). The blocked kernel sums in the plane
+"""The AVX-512 and AVX2 float32 3x3 depthwise forwards (csrc/kernels/cpu/dw3_tmpl.h, one body for
+both sets): the channel-blocked one (dwb_range: at most 16x16 outputs, 16 or 8 channels per
+vector) and the plane one (dw3_plane: loads straight from the image, masked at the edges, fused
+multiply-adds). Both sets sum in the same order, so on an AVX-512 CPU HG_DW_AVX2 (the AVX2
+kernels) must change no bit either. The blocked kernel sums in the plane
 kernel's order, so HG_NO_DW_BLOCKED (which sends every layer to the plane kernel) must change
 no bit: outputs, NaN, the sign of zero after the fused ReLU and clip, whatever the channel count
 (partial blocks), padding, stride and batch. HG_NO_DW_DIRECT sends the planes to the portable
@@ -104,3 +106,23 @@ def test_plane_kernel_matches_portable_loops(tmp_path, case):
                         ['HG_NO_DW_BLOCKED'])
     np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow))
     np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-5)
+
+
+def _has_avx512():
+    try:
+        with open('/proc/cpuinfo') as f:
+            return ' avx512f' in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_avx512(), reason='the CPU has no AVX-512: the AVX2 kernels run anyway')
+@pytest.mark.parametrize('case', CASES[:5] + PLANES[:4],
+                         ids=[str(c) for c in CASES[:5] + PLANES[:4]])
+def test_avx2_kernels_equal_avx512_bit_for_bit(tmp_path, case):
+    args = list(case)
+    wide = child_result(tmp_path, _CHILD, args, 'avx512.npy', None,
+                        ['HG_NO_DW_BLOCKED', 'HG_NO_DW_DIRECT', 'HG_DW_AVX2'])
+    narrow = child_result(tmp_path, _CHILD, args, 'avx2.npy', {'HG_DW_AVX2': '1'},
+                          ['HG_NO_DW_BLOCKED', 'HG_NO_DW_DIRECT'])
+    np.testing.assert_array_equal(wide.view('u4'), narrow.view('u4'))

@@ -110,8 +110,10 @@ static inline bool dw_dx_s2_fits(const hg_dw_geom *g, size_t esize)
 #define TGT_AVX2 __attribute__((target("avx2,fma")))
 #include <immintrin.h>
 
+#include "kernels/cpu/post_avx2.h"
 #include "kernels/cpu/post_avx512.h"
 #include "kernels/cpu/tr16.h"
+#include "kernels/cpu/tr8.h"
 #endif
 
 typedef struct dw_kernels_f32 {
@@ -196,29 +198,43 @@ static dw_kernels_f64 pick_f64(void)
     DW_PICK(f64, base);
 }
 
-/* ---- channel blocks: float32 3x3 layers with small planes on AVX-512 ------------------------ */
+/* ---- channel blocks: float32 3x3 layers with small planes on AVX-512 or AVX2 ---------------- */
 
 /* A plane of 14x14 or 7x7 outputs is too short for the plane kernel's vectors along a row: per
  * channel it pays for the padded copy, nine taps over a few vectors, the copy out and the post
  * as separate short loops (MobileNetV2's 960 channels at 7x7, batch 1: 65 us on 2 threads,
- * where ONNX Runtime's channel-blocked kernel takes 20). Here 16 channels go together: their
- * padded planes are transposed (tr16.h) into one vector of 16 channels per pixel, each output
+ * where ONNX Runtime's channel-blocked kernel takes 20). Here 16 channels (AVX2: 8) go
+ * together: their padded planes are transposed (tr16.h, tr8.h) into one vector per pixel, each output
  * pixel is nine vector multiply-adds with every lane busy, bias and post are applied to the
  * vector, and the outputs are transposed back. The sums run in dw3_plane's order (bias, then
  * the taps row by row, each a fused multiply-add), so the results are the
  * same bit for bit. Sizes: at most DWB_MAX_IN padded input pixels and DWB_MAX_OUT outputs per
- * plane (their buffers, 64 + 16 KiB, on the pool thread's stack). */
+ * plane (their buffers, 64 + 16 KiB, on the pool thread's stack). On the 2-core AVX2 machine
+ * (AMD EPYC, one thread, batch 1, minimum of 25 rounds, noisy): 384 x 14 x 14 177 -> 70-96 us
+ * against the plane kernel, 576 x 14 x 14 256 -> 102-148, 960 x 7 x 7 171 -> 58-92. */
 #define DWB_MAX_IN 1024
 #define DWB_MAX_OUT 256
 
-/* Whether the blocked forward takes g (float32, AVX-512, HG_NO_DW_BLOCKED not set): one filter
- * per channel, dw_is_3x3's geometry, and planes within the limits. */
+/* The vector set of the float32 3x3 kernels below: 2 AVX-512, 1 AVX2 + FMA, 0 neither.
+ * HG_DW_AVX2=1 takes the AVX2 kernels on an AVX-512 CPU (for tests: they give the same bits). */
+static int dw_simd(void)
+{
+#ifdef DW_HAVE_X86
+    static atomic_int avx2 = -1;
+    if (__builtin_cpu_supports("avx512f") && !hg_env_on_once(&avx2, "HG_DW_AVX2")) return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+#endif
+    return 0;
+}
+
+/* Whether the blocked forward takes g (float32, AVX-512 or AVX2, HG_NO_DW_BLOCKED not set): one
+ * filter per channel, dw_is_3x3's geometry, and planes within the limits. */
 static bool dwb_applies(const hg_dw_geom *g)
 {
 #ifdef DW_HAVE_X86
     static atomic_int off = -1;
-    if (hg_env_on_once(&off, "HG_NO_DW_BLOCKED") || !__builtin_cpu_supports("avx512f") ||
-        g->mult != 1 || !dw_is_3x3(g, sizeof(float)))
+    if (hg_env_on_once(&off, "HG_NO_DW_BLOCKED") || !dw_simd() || g->mult != 1 ||
+        !dw_is_3x3(g, sizeof(float)))
         return false;
     int64_t s = g->s[1], OH = g->out[1], OW = g->out[2];
     return ((OH - 1) * s + 3) * ((OW - 1) * s + 3) <= DWB_MAX_IN && OH * OW <= DWB_MAX_OUT;
@@ -227,100 +243,6 @@ static bool dwb_applies(const hg_dw_geom *g)
     return false;
 #endif
 }
-
-#ifdef DW_HAVE_X86
-typedef struct {
-    const hg_dw_geom *g;
-    const float *x, *w, *b;
-    float *y;
-    const hg_post *post;
-    int64_t blocks; /* channel blocks per image */
-} dwb_job;
-
-/* Units [u0, u1): u = image n * blocks + channel block. */
-TGT_AVX512 static void dwb_range(void *ctx, int64_t u0, int64_t u1)
-{
-    const dwb_job *j = ctx;
-    const hg_dw_geom *g = j->g;
-    const int64_t H = g->im[1], W = g->im[2], OH = g->out[1], OW = g->out[2], s = g->s[1];
-    const int64_t ph = g->p[1], pw = g->p[2], I = H * W, P = OH * OW;
-    const int64_t PH = (OH - 1) * s + 3, PW = (OW - 1) * s + 3; /* the padded window */
-    _Alignas(64) float in[DWB_MAX_IN * 16];
-    _Alignas(64) float out[DWB_MAX_OUT * 16];
-    __m512 t[16];
-    for (int64_t u = u0; u < u1; u++) {
-        const int64_t n = u / j->blocks, c0 = (u - n * j->blocks) * 16;
-        const int64_t nc = g->C - c0 < 16 ? g->C - c0 : 16;
-        const __mmask16 cm = (__mmask16)((1u << nc) - 1);
-        const float *x = j->x + (n * g->C + c0) * I;
-        float *y = j->y + (n * g->C + c0) * P;
-        /* the nine taps' weights and the bias, one lane per channel */
-        __m512 wv[16];
-        hg_tr16_f32(j->w + c0 * 9, 9, nc, 9, wv);
-        const __m512 bv = j->b ? _mm512_maskz_loadu_ps(cm, j->b + c0) : _mm512_setzero_ps();
-        /* padded window: pixel (py, px) holds input (py - ph, px - pw), zero outside */
-        const int64_t y0 = ph, y1 = H + ph < PH ? H + ph : PH; /* window rows inside */
-        const int64_t xn = W + pw < PW ? W : PW - pw;          /* input columns inside */
-        memset(in, 0, sizeof(float) * 16 * (size_t)(y0 * PW));
-        memset(in + y1 * PW * 16, 0, sizeof(float) * 16 * (size_t)((PH - y1) * PW));
-        for (int64_t py = y0; py < y1; py++) {
-            float *row = in + py * PW * 16;
-            memset(row, 0, sizeof(float) * 16 * (size_t)pw);
-            memset(row + (pw + xn) * 16, 0, sizeof(float) * 16 * (size_t)(PW - pw - xn));
-            for (int64_t ix = 0; ix < xn; ix += 16) {
-                int64_t nk = xn - ix < 16 ? xn - ix : 16;
-                hg_tr16_f32(x + (py - ph) * W + ix, I, nc, nk, t);
-                float *d = row + (pw + ix) * 16;
-                for (int64_t k = 0; k < nk; k++) _mm512_store_ps(d + k * 16, t[k]);
-            }
-        }
-        /* four output pixels at a time: four independent chains of nine taps */
-        const int64_t st = s * 16, rs = PW * 16;
-        for (int64_t oy = 0; oy < OH; oy++) {
-            const float *a = in + oy * s * rs;
-            float *o = out + oy * OW * 16;
-            int64_t ox = 0;
-            for (; ox + 4 <= OW; ox += 4, a += 4 * st, o += 64) {
-                __m512 v0 = bv, v1 = bv, v2 = bv, v3 = bv;
-#define DWB_TAP(k, off)                                                                         \
-    {                                                                                           \
-        const float *q = a + (off);                                                             \
-        v0 = _mm512_fmadd_ps(wv[k], _mm512_load_ps(q), v0);                                     \
-        v1 = _mm512_fmadd_ps(wv[k], _mm512_load_ps(q + st), v1);                                \
-        v2 = _mm512_fmadd_ps(wv[k], _mm512_load_ps(q + 2 * st), v2);                            \
-        v3 = _mm512_fmadd_ps(wv[k], _mm512_load_ps(q + 3 * st), v3);                            \
-    }
-                DWB_TAP(0, 0);
-                DWB_TAP(1, 16);
-                DWB_TAP(2, 32);
-                DWB_TAP(3, rs);
-                DWB_TAP(4, rs + 16);
-                DWB_TAP(5, rs + 32);
-                DWB_TAP(6, 2 * rs);
-                DWB_TAP(7, 2 * rs + 16);
-                DWB_TAP(8, 2 * rs + 32);
-#undef DWB_TAP
-                _mm512_store_ps(o, hg_post_m512(j->post, v0));
-                _mm512_store_ps(o + 16, hg_post_m512(j->post, v1));
-                _mm512_store_ps(o + 32, hg_post_m512(j->post, v2));
-                _mm512_store_ps(o + 48, hg_post_m512(j->post, v3));
-            }
-            for (; ox < OW; ox++, a += st, o += 16) {
-                __m512 v = bv;
-                for (int k = 0; k < 9; k++)
-                    v = _mm512_fmadd_ps(wv[k], _mm512_load_ps(a + (k / 3) * rs + (k % 3) * 16), v);
-                _mm512_store_ps(o, hg_post_m512(j->post, v));
-            }
-        }
-        for (int64_t p0 = 0; p0 < P; p0 += 16) { /* back to planes: 16 pixels of each channel */
-            int64_t np = P - p0 < 16 ? P - p0 : 16;
-            const __mmask16 pm = (__mmask16)(np >= 16 ? 0xffff : (1u << np) - 1);
-            hg_tr16_f32(out + p0 * 16, 16, np, 16, t);
-            for (int64_t c = 0; c < nc; c++) _mm512_mask_storeu_ps(y + c * P + p0, pm, t[c]);
-        }
-    }
-}
-#endif
 
 /* Units per parallel chunk for units of `per` multiply-adds each. */
 static int64_t dw_grain(int64_t per) { return per > 0 ? HG_GRAIN_ELEMWISE / per + 1 : 1; }
@@ -408,10 +330,11 @@ static int64_t dw_grain(int64_t per) { return per > 0 ? HG_GRAIN_ELEMWISE / per 
         hg_parallel_for(g->C, dw_grain(per), bwd_range_##SUF, &j);                              \
     }
 
-/* ---- float32 3x3 planes on AVX-512, straight from the image -------------------------------
- * The planes of dw_is_3x3's geometries (any size: no copy, no buffer) for CPUs with AVX-512:
- * each vector of 16 outputs of a row is nine fused multiply-adds, whose operands come from
- * masked loads (lanes left or right of the image read as zero, as the padded copy's would);
+/* ---- float32 3x3 planes on AVX-512 or AVX2, straight from the image ----------------------
+ * The planes of dw_is_3x3's geometries (any size: no copy, no buffer) for CPUs with AVX-512 or
+ * AVX2: each vector of 16 (8) outputs of a row is nine fused multiply-adds, whose operands come
+ * from plain loads inside the image and masked ones at its edges (lanes left or right of the
+ * image read as zero, as the padded copy's would);
  * at stride 2 each input row's two loads are split into even and odd columns by permutes. The
  * bias starts the sum, the taps follow row by row (the blocked kernel's order: the same bits),
  * and the post-op is applied before the store. Measured against fwd_3x3 (padded copy, then
@@ -419,18 +342,20 @@ static int64_t dw_grain(int64_t per) { return per > 0 ? HG_GRAIN_ELEMWISE / per 
  * 9.3 -> 5.1 us, 96 x 112 x 112 stride 2 5.0 -> 3.8, 144 x 56 x 56 stride 1 2.4 -> 1.7,
  * 192 x 28 x 28 0.57 -> 0.40; on 2 threads the first three layers take 102, 179 and 117 us
  * (ONNX Runtime 103, 131, 100). At stride 2 the permutes, on the same port as half the
- * multiply-adds, bound it. */
+ * multiply-adds, bound it. On AVX2 (AMD EPYC, one thread, minimum of 25 rounds) it is ahead of
+ * the portable loops at stride 2 (192 x 28 x 28 150 -> 83-100 us, 576 x 14 x 14 180 -> 70-90)
+ * and level with them at stride 1 within the noise; with masked loads everywhere it ran at half
+ * their speed there. */
 
 /* Whether dw3 takes g: fwd_3x3's geometries without its buffer's limit. */
 static bool dw3_applies(const hg_dw_geom *g)
 {
 #ifdef DW_HAVE_X86
     static atomic_int off = -1;
-    if (hg_env_on_once(&off, "HG_NO_DW_DIRECT") || !__builtin_cpu_supports("avx512f") ||
-        g->im[0] != 1 || g->k[0] != 1 || g->k[1] != 3 || g->k[2] != 3 || g->s[0] != 1 ||
-        g->d[0] != 1 || g->d[1] != 1 || g->d[2] != 1 || g->s[1] != g->s[2] ||
-        (g->s[1] != 1 && g->s[1] != 2) || g->p[0] != 0 || g->p[1] > 2 || g->p[2] > 2 ||
-        g->out[0] != 1 || g->out[1] < 1 || g->out[2] < 1)
+    if (hg_env_on_once(&off, "HG_NO_DW_DIRECT") || !dw_simd() || g->im[0] != 1 || g->k[0] != 1 ||
+        g->k[1] != 3 || g->k[2] != 3 || g->s[0] != 1 || g->d[0] != 1 || g->d[1] != 1 ||
+        g->d[2] != 1 || g->s[1] != g->s[2] || (g->s[1] != 1 && g->s[1] != 2) || g->p[0] != 0 ||
+        g->p[1] > 2 || g->p[2] > 2 || g->out[0] != 1 || g->out[1] < 1 || g->out[2] < 1)
         return false;
     return true;
 #else
@@ -439,119 +364,12 @@ static bool dw3_applies(const hg_dw_geom *g)
 #endif
 }
 
-#ifdef DW_HAVE_X86
-/* The lanes l of a 16-float load at column c of a row of W whose column c + l is inside. */
-static inline __mmask16 dw3_mask(int64_t c, int64_t W)
-{
-    int64_t lo = c < 0 ? -c : 0, hi = W - c < 16 ? W - c : 16;
-    if (hi <= lo) return 0;
-    uint32_t m = hi >= 16 ? 0xffffu : (1u << hi) - 1;
-    return (__mmask16)(m & ~((1u << lo) - 1));
-}
-
 /* Output rows per block: their sums are independent chains (one chain of nine dependent
  * multiply-adds per vector would wait on each one's latency), and at stride 1 each input row
  * loaded serves up to three of them. */
 #define DW3_ROWS 4
 
-/* The three tap vectors of input row r (NULL: a padding row, zeros) for the 16 outputs whose
- * first tap reads column c; m: the loads' masks (stride 1: c, c + 1, c + 2; stride 2: c,
- * c + 16, c + 2, c + 18). */
-TGT_AVX512 static inline void dw3_taps(const float *r, int64_t c, int64_t s, const __mmask16 *m,
-                                       __m512 *t)
-{
-    if (!r) {
-        t[0] = t[1] = t[2] = _mm512_setzero_ps();
-        return;
-    }
-    const float *a = (const float *)((uintptr_t)r + (uintptr_t)(c * (int64_t)sizeof(float)));
-    if (s == 1) {
-        t[0] = _mm512_maskz_loadu_ps(m[0], a);
-        t[1] = _mm512_maskz_loadu_ps(m[1], a + 1);
-        t[2] = _mm512_maskz_loadu_ps(m[2], a + 2);
-        return;
-    }
-    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
-    const __m512 lo = _mm512_maskz_loadu_ps(m[0], a), hi = _mm512_maskz_loadu_ps(m[1], a + 16);
-    const __m512 lo2 = _mm512_maskz_loadu_ps(m[2], a + 2);
-    const __m512 hi2 = _mm512_maskz_loadu_ps(m[3], a + 18);
-    t[0] = _mm512_permutex2var_ps(lo, ev, hi);
-    t[1] = _mm512_permutex2var_ps(lo, od, hi);
-    t[2] = _mm512_permutex2var_ps(lo2, ev, hi2);
-}
-
-TGT_AVX512 static void dw3_plane(const hg_dw_geom *g, const float *x, const float *w, float bias,
-                                 float *y, const hg_post *post)
-{
-    const int64_t H = g->im[1], W = g->im[2], OH = g->out[1], OW = g->out[2], s = g->s[2];
-    const int64_t ph = g->p[1], pw = g->p[2];
-    __m512 wv[9];
-    for (int k = 0; k < 9; k++) wv[k] = _mm512_set1_ps(w[k]);
-    const __m512 bv = _mm512_set1_ps(bias);
-    for (int64_t oy = 0; oy < OH; oy += DW3_ROWS) {
-        const int64_t nr = OH - oy < DW3_ROWS ? OH - oy : DW3_ROWS;
-        const int64_t nin = (nr - 1) * s + 3; /* input rows the block reads */
-        const float *rows[(DW3_ROWS - 1) * 2 + 3];
-        for (int64_t t = 0; t < nin; t++) {
-            int64_t iy = oy * s - ph + t;
-            rows[t] = iy >= 0 && iy < H ? x + iy * W : NULL;
-        }
-        for (int64_t ox = 0; ox < OW; ox += 16) {
-            const int64_t c = ox * s - pw; /* tap (., 0)'s column for lane 0 */
-            __mmask16 m[4];
-            if (s == 1) {
-                for (int k = 0; k < 3; k++) m[k] = dw3_mask(c + k, W);
-            } else {
-                m[0] = dw3_mask(c, W);
-                m[1] = dw3_mask(c + 16, W);
-                m[2] = dw3_mask(c + 2, W);
-                m[3] = dw3_mask(c + 18, W);
-            }
-            __m512 acc[DW3_ROWS] = {bv, bv, bv, bv}, tv[3];
-            /* input rows in order: row t gives output row o its tap row ky = t - o * s, so each
-             * sum takes its taps in the order ky = 0, 1, 2 */
-#define DW3_TAP(o, ky)                                                                          \
-    (acc[o] = _mm512_fmadd_ps(wv[3 * (ky)], tv[0], acc[o]),                                     \
-     acc[o] = _mm512_fmadd_ps(wv[3 * (ky) + 1], tv[1], acc[o]),                                 \
-     acc[o] = _mm512_fmadd_ps(wv[3 * (ky) + 2], tv[2], acc[o]))
-#define DW3_ROW(t) dw3_taps(rows[t], c, s, m, tv)
-            if (nr == DW3_ROWS && s == 1) { /* the full blocks, unrolled */
-                DW3_ROW(0), DW3_TAP(0, 0);
-                DW3_ROW(1), DW3_TAP(0, 1), DW3_TAP(1, 0);
-                DW3_ROW(2), DW3_TAP(0, 2), DW3_TAP(1, 1), DW3_TAP(2, 0);
-                DW3_ROW(3), DW3_TAP(1, 2), DW3_TAP(2, 1), DW3_TAP(3, 0);
-                DW3_ROW(4), DW3_TAP(2, 2), DW3_TAP(3, 1);
-                DW3_ROW(5), DW3_TAP(3, 2);
-            } else if (nr == DW3_ROWS) {
-                DW3_ROW(0), DW3_TAP(0, 0);
-                DW3_ROW(1), DW3_TAP(0, 1);
-                DW3_ROW(2), DW3_TAP(0, 2), DW3_TAP(1, 0);
-                DW3_ROW(3), DW3_TAP(1, 1);
-                DW3_ROW(4), DW3_TAP(1, 2), DW3_TAP(2, 0);
-                DW3_ROW(5), DW3_TAP(2, 1);
-                DW3_ROW(6), DW3_TAP(2, 2), DW3_TAP(3, 0);
-                DW3_ROW(7), DW3_TAP(3, 1);
-                DW3_ROW(8), DW3_TAP(3, 2);
-            } else {
-                for (int64_t t = 0; t < nin; t++) {
-                    DW3_ROW(t);
-                    for (int o = 0; o < nr; o++) {
-                        int64_t ky = t - o * s;
-                        if (ky >= 0 && ky <= 2) DW3_TAP(o, ky);
-                    }
-                }
-            }
-#undef DW3_ROW
-#undef DW3_TAP
-            const int64_t nl = OW - ox < 16 ? OW - ox : 16;
-            const __mmask16 om = (__mmask16)(nl >= 16 ? 0xffff : (1u << nl) - 1);
-            for (int o = 0; o < nr; o++)
-                _mm512_mask_storeu_ps(y + (oy + o) * OW + ox, om, hg_post_m512(post, acc[o]));
-        }
-    }
-}
-
+#ifdef DW_HAVE_X86
 typedef struct {
     const hg_dw_geom *g;
     const float *x, *w, *b;
@@ -559,18 +377,106 @@ typedef struct {
     const hg_post *post;
 } dw3_job;
 
-/* Output planes [u0, u1): u = n * F + f. */
-static void dw3_range(void *ctx, int64_t u0, int64_t u1)
+typedef struct {
+    const hg_dw_geom *g;
+    const float *x, *w, *b;
+    float *y;
+    const hg_post *post;
+    int64_t blocks; /* channel blocks per image */
+} dwb_job;
+
+/* dw3_tmpl.h in AVX-512 */
+#define VW 16
+#define V __m512
+#define VM __mmask16
+#define TGT_V TGT_AVX512
+#define VN(x) x##_avx512
+#define V_SET1 _mm512_set1_ps
+#define V_ZERO _mm512_setzero_ps
+#define V_FMA _mm512_fmadd_ps
+#define V_LOAD _mm512_load_ps
+#define V_STORE _mm512_store_ps
+#define V_LOADU _mm512_loadu_ps
+#define V_STOREU _mm512_storeu_ps
+#define V_MLOAD _mm512_maskz_loadu_ps
+#define V_MSTORE _mm512_mask_storeu_ps
+#define VM_RANGE(lo, hi) ((__mmask16)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
+#define V_EVEN(a, b)                                                                            \
+    _mm512_permutex2var_ps(                                                                     \
+        a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b)
+#define V_ODD(a, b)                                                                             \
+    _mm512_permutex2var_ps(                                                                     \
+        a, _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), b)
+#define V_POST hg_post_m512
+#define V_TR hg_tr16_f32
+#include "kernels/cpu/dw3_tmpl.h"
+#undef VW
+#undef V
+#undef VM
+#undef TGT_V
+#undef VN
+#undef V_SET1
+#undef V_ZERO
+#undef V_FMA
+#undef V_LOAD
+#undef V_STORE
+#undef V_LOADU
+#undef V_STOREU
+#undef V_MLOAD
+#undef V_MSTORE
+#undef VM_RANGE
+#undef V_EVEN
+#undef V_ODD
+#undef V_POST
+#undef V_TR
+
+/* dw3_tmpl.h in AVX2: lane masks are vectors (maskload reads nothing in a masked lane); the
+ * even / odd split shuffles within 128-bit halves, then puts the 64-bit quarters in order. */
+TGT_AVX2 static inline __m256i dw_lanes8(int64_t lo, int64_t hi)
 {
-    const dw3_job *j = ctx;
-    const hg_dw_geom *g = j->g;
-    const int64_t F = g->C * g->mult, I = g->im[1] * g->im[2], P = g->out[1] * g->out[2];
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t n = u / F, f = u - n * F, c = f / g->mult;
-        dw3_plane(g, j->x + (n * g->C + c) * I, j->w + f * 9, j->b ? j->b[f] : 0.0f, j->y + u * P,
-                  j->post);
-    }
+    return _mm256_andnot_si256(hg_lanes8(lo), hg_lanes8(hi));
 }
+#define VW 8
+#define V __m256
+#define VM __m256i
+#define TGT_V TGT_AVX2
+#define VN(x) x##_avx2
+#define V_SET1 _mm256_set1_ps
+#define V_ZERO _mm256_setzero_ps
+#define V_FMA _mm256_fmadd_ps
+#define V_LOAD _mm256_load_ps
+#define V_STORE _mm256_store_ps
+#define V_LOADU _mm256_loadu_ps
+#define V_STOREU _mm256_storeu_ps
+#define V_MLOAD(m, p) _mm256_maskload_ps(p, m)
+#define V_MSTORE(p, m, v) _mm256_maskstore_ps(p, m, v)
+#define VM_RANGE dw_lanes8
+#define V_EVEN(a, b)                                                                            \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8))
+#define V_ODD(a, b)                                                                             \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8))
+#define V_POST hg_post_m256
+#define V_TR hg_tr8_f32
+#include "kernels/cpu/dw3_tmpl.h"
+#undef VW
+#undef V
+#undef VM
+#undef TGT_V
+#undef VN
+#undef V_SET1
+#undef V_ZERO
+#undef V_FMA
+#undef V_LOAD
+#undef V_STORE
+#undef V_LOADU
+#undef V_STOREU
+#undef V_MLOAD
+#undef V_MSTORE
+#undef VM_RANGE
+#undef V_EVEN
+#undef V_ODD
+#undef V_POST
+#undef V_TR
 #endif
 
 /* The forward of a float32 layer dw3 takes (true: done). */
@@ -580,7 +486,8 @@ static bool dw3_f32(const hg_dw_geom *g, const float *x, const float *w, const f
     if (!dw3_applies(g)) return false;
 #ifdef DW_HAVE_X86
     dw3_job j = {g, x, w, b, y, post};
-    hg_parallel_for(g->N * g->C * g->mult, dw_grain(g->out[1] * g->out[2] * 9), dw3_range, &j);
+    hg_parallel_for(g->N * g->C * g->mult, dw_grain(g->out[1] * g->out[2] * 9),
+                    dw_simd() == 2 ? dw3_range_avx512 : dw3_range_avx2, &j);
 #endif
     return true;
 }
@@ -591,9 +498,11 @@ static bool blocked_f32(const hg_dw_geom *g, const float *x, const float *w, con
 {
     if (!dwb_applies(g)) return false;
 #ifdef DW_HAVE_X86
-    dwb_job j = {g, x, w, b, y, post, (g->C + 15) / 16};
-    int64_t per = 16 * g->out[1] * g->out[2] * 9;
-    hg_parallel_for(g->N * j.blocks, dw_grain(per), dwb_range, &j);
+    const int64_t vw = dw_simd() == 2 ? 16 : 8; /* channels per block */
+    dwb_job j = {g, x, w, b, y, post, (g->C + vw - 1) / vw};
+    int64_t per = vw * g->out[1] * g->out[2] * 9;
+    hg_parallel_for(g->N * j.blocks, dw_grain(per),
+                    dw_simd() == 2 ? dwb_range_avx512 : dwb_range_avx2, &j);
 #endif
     return true;
 }
