@@ -33,7 +33,12 @@
  * the 2-core AVX-512 machine (2 threads, minimum of 15): MobileNetV2's 1x1 shapes at batch 1,
  * M x N x K = 96 x 12544 x 16, 144 x 3136 x 24, 24 x 3136 x 144, 192 x 784 x 32, 1.2-1.6x
  * faster; 256 x 3136 x 64 and 512 x 784 x 128 1.15x; but 0.9x at K = 256 with M = 1024, slower
- * still at N = 49 or 196 (its tail vectors), equal at K = 384 to 512. */
+ * still at N = 49 or 196 (its tail vectors), equal at K = 384 to 512. Only there: on the 2-core
+ * AVX2 machine (AMD EPYC, 2 threads, minimum of 15 interleaved) the AVX2 build of the kernel
+ * (4 x 16 tiles: 8 accumulators, too few to hide the multiply-add latency) lost to OpenBLAS on
+ * every such shape: 96 x 12544 x 16 784 against 520 us, 32 x 12544 x 32 406 / 295,
+ * 144 x 3136 x 24 384 / 286, 24 x 3136 x 144 274 / 235, 192 x 784 x 32 153 / 129,
+ * 32 x 784 x 192 126 / 120. */
 #define WIDE_N 768
 #define WIDE_K 256
 #define WIDE_M 512
@@ -203,7 +208,8 @@ static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     bool a_k = !ta || (M == 1 && lda == 1), a_i = ta || (K == 1 && lda == 1);
     bool b_k = tb || (N == 1 && ldb == 1), b_n = !tb || (K == 1 && ldb == 1);
     if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) return SMALL_DOT;
-    bool wide = N >= WIDE_N && K <= WIDE_K && M <= WIDE_M && wide_not_packed(M, N, K);
+    bool wide = hg_gemm_kernel() == HG_GEMM_KERNEL_AVX512 && N >= WIDE_N && K <= WIDE_K &&
+                M <= WIDE_M && wide_not_packed(M, N, K);
     if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE || wide)) return SMALL_AXPY;
     if (a_i && N == 1 && ldc == 1) return SMALL_AXPY_T;
     return SMALL_NONE;
