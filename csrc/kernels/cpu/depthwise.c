@@ -204,9 +204,9 @@ static dw_kernels_f64 pick_f64(void)
  * channel it pays for the padded copy, nine taps over a few vectors, the copy out and the post
  * as separate short loops (MobileNetV2's 960 channels at 7x7, batch 1: 65 us on 2 threads,
  * where ONNX Runtime's channel-blocked kernel takes 20). Here 16 channels (AVX2: 8) go
- * together: their padded planes are transposed (tr16.h, tr8.h) into one vector per pixel, each output
- * pixel is nine vector multiply-adds with every lane busy, bias and post are applied to the
- * vector, and the outputs are transposed back. The sums run in dw3_plane's order (bias, then
+ * together: their padded planes are transposed (tr16.h, tr8.h) into one vector per pixel, each
+ * output pixel is nine vector multiply-adds with every lane busy, bias and post are applied to
+ * the vector, and the outputs are transposed back. The sums run in dw3_plane's order (bias, then
  * the taps row by row, each a fused multiply-add), so the results are the
  * same bit for bit. Sizes: at most DWB_MAX_IN padded input pixels and DWB_MAX_OUT outputs per
  * plane (their buffers, 64 + 16 KiB, on the pool thread's stack). On the 2-core AVX2 machine
@@ -409,26 +409,7 @@ typedef struct {
         a, _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), b)
 #define V_POST hg_post_m512
 #define V_TR hg_tr16_f32
-#include "kernels/cpu/dw3_tmpl.h"
-#undef VW
-#undef V
-#undef VM
-#undef TGT_V
-#undef VN
-#undef V_SET1
-#undef V_ZERO
-#undef V_FMA
-#undef V_LOAD
-#undef V_STORE
-#undef V_LOADU
-#undef V_STOREU
-#undef V_MLOAD
-#undef V_MSTORE
-#undef VM_RANGE
-#undef V_EVEN
-#undef V_ODD
-#undef V_POST
-#undef V_TR
+#include "kernels/cpu/dw3_tmpl.h" /* undefines its parameters */
 
 /* dw3_tmpl.h in AVX2: lane masks are vectors (maskload reads nothing in a masked lane); the
  * even / odd split shuffles within 128-bit halves, then puts the 64-bit quarters in order. */
@@ -457,26 +438,7 @@ TGT_AVX2 static inline __m256i dw_lanes8(int64_t lo, int64_t hi)
     _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8))
 #define V_POST hg_post_m256
 #define V_TR hg_tr8_f32
-#include "kernels/cpu/dw3_tmpl.h"
-#undef VW
-#undef V
-#undef VM
-#undef TGT_V
-#undef VN
-#undef V_SET1
-#undef V_ZERO
-#undef V_FMA
-#undef V_LOAD
-#undef V_STORE
-#undef V_LOADU
-#undef V_STOREU
-#undef V_MLOAD
-#undef V_MSTORE
-#undef VM_RANGE
-#undef V_EVEN
-#undef V_ODD
-#undef V_POST
-#undef V_TR
+#include "kernels/cpu/dw3_tmpl.h" /* undefines its parameters */
 #endif
 
 /* The forward of a float32 layer dw3 takes (true: done). */

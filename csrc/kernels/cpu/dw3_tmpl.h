@@ -11,8 +11,9 @@
  *   V_EVEN(a, b), V_ODD(a, b)  the even / odd lanes of the 2 VW floats a then b
  *   V_POST(post, v)      core/post.h's activation in registers, bit for bit
  *   V_TR(src, lds, nr, nk, out)  a VW x VW transpose (tr16.h / tr8.h)
- * Every output is the same sum in the same order in both sets (bias, then the taps row by row,
- * each a fused multiply-add), so they agree bit for bit with each other and across kernels. */
+ * and undefines them at its end. Every output is the same sum in the same order in both sets
+ * (bias, then the taps row by row, each a fused multiply-add), so they agree bit for bit with
+ * each other and across kernels. */
 
 /* The lanes l of a load at column c of a row of W whose column c + l is inside. */
 TGT_V static inline VM VN(dw3_mask)(int64_t c, int64_t W)
@@ -234,3 +235,23 @@ TGT_V static void VN(dwb_range)(void *ctx, int64_t u0, int64_t u1)
         }
     }
 }
+
+#undef VW
+#undef V
+#undef VM
+#undef TGT_V
+#undef VN
+#undef V_SET1
+#undef V_ZERO
+#undef V_FMA
+#undef V_LOAD
+#undef V_STORE
+#undef V_LOADU
+#undef V_STOREU
+#undef V_MLOAD
+#undef V_MSTORE
+#undef VM_RANGE
+#undef V_EVEN
+#undef V_ODD
+#undef V_POST
+#undef V_TR
