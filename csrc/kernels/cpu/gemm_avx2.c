@@ -6,6 +6,8 @@
 #ifdef HG_GEMM_HAVE_X86
 #include <immintrin.h>
 
+#include "kernels/cpu/tr8.h"
+
 #define HG_TGT __attribute__((target("avx2,fma")))
 #define KNAME(x) x##_avx2
 #define VW 8
@@ -17,21 +19,17 @@
 #define AXPY_NV1 8
 typedef __m256 vf;
 
-static inline HG_TGT __m256i lanes_below(int n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 static inline HG_TGT vf v_zero(void) { return _mm256_setzero_ps(); }
 static inline HG_TGT vf v_set1(float x) { return _mm256_set1_ps(x); }
 static inline HG_TGT vf v_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline HG_TGT vf v_loadn(const float *p, int n)
 {
-    return _mm256_maskload_ps(p, lanes_below(n));
+    return _mm256_maskload_ps(p, hg_lanes8(n));
 }
 static inline HG_TGT void v_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline HG_TGT void v_storen(float *p, vf v, int n)
 {
-    _mm256_maskstore_ps(p, lanes_below(n), v);
+    _mm256_maskstore_ps(p, hg_lanes8(n), v);
 }
 static inline HG_TGT vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline HG_TGT vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }

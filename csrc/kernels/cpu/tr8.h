@@ -1,5 +1,6 @@
 /* An 8 x 8 float32 transpose in AVX2 registers, tr16.h's counterpart for AVX2 kernels
- * (depthwise.c's channel blocks). Include only from code compiled for x86-64 with GCC or Clang;
+ * (depthwise.c's channel blocks), and the lane masks of AVX2's masked loads and stores (also
+ * gemm_avx2.c's tails). Include only from code compiled for x86-64 with GCC or Clang;
  * call only where the CPU has AVX2. */
 #ifndef HG_KERNELS_CPU_TR8_H
 #define HG_KERNELS_CPU_TR8_H
