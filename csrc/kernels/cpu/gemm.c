@@ -33,12 +33,18 @@
  * the 2-core AVX-512 machine (2 threads, minimum of 15): MobileNetV2's 1x1 shapes at batch 1,
  * M x N x K = 96 x 12544 x 16, 144 x 3136 x 24, 24 x 3136 x 144, 192 x 784 x 32, 1.2-1.6x
  * faster; 256 x 3136 x 64 and 512 x 784 x 128 1.15x; but 0.9x at K = 256 with M = 1024, slower
- * still at N = 49 or 196 (its tail vectors), equal at K = 384 to 512. Only there: on the 2-core
- * AVX2 machine (AMD EPYC, 2 threads, minimum of 15 interleaved) the AVX2 build of the kernel
- * (4 x 16 tiles: 8 accumulators, too few to hide the multiply-add latency) lost to OpenBLAS on
- * every such shape: 96 x 12544 x 16 784 against 520 us, 32 x 12544 x 32 406 / 295,
- * 144 x 3136 x 24 384 / 286, 24 x 3136 x 144 274 / 235, 192 x 784 x 32 153 / 129,
- * 32 x 784 x 192 126 / 120. */
+ * still at N = 49 or 196 (its tail vectors), equal at K = 384 to 512. On the 2-core AVX2
+ * machine (AMD EPYC) the AVX2 build, with 4 x 24 tiles (12 accumulators: the B vectors of a k
+ * are loaded first, then each row's A(i, k) is broadcast, so that the tile fits the 16
+ * registers), bias and activation applied in registers, and wide products split by columns
+ * (small_axpy), against OpenBLAS on 64-byte-aligned operands, 2 threads, median of 15 paired
+ * rounds: 96 x 12544 x 16 1.02x, 32 x 12544 x 32 1.11x, 16 x 12544 x 32 1.17x,
+ * 144 x 3136 x 24 1.08x, 24 x 3136 x 144 1.12x, 192 x 784 x 32 1.17x, 32 x 784 x 192 1.20x,
+ * before the epilogue pass that OpenBLAS's products need after them; MobileNetV2 at batch 1
+ * 1.04x and at batch 32 1.06x (benchmarks/ab_switch.py). Operands at 16 bytes past a cache
+ * line (NumPy's) made every 32-byte load of the tile split across two lines: 0.7-0.95x, which
+ * had kept the route AVX-512 only. At N = 49 it stays 0.5-0.65x, at N = 196 with K or M over
+ * 256 0.75-0.8x: those stay with the BLAS. */
 #define WIDE_N 768
 #define WIDE_K 256
 #define WIDE_M 512
@@ -191,7 +197,11 @@ static void small_axpy(small_job *j)
 {
     const hg_gemm_small_args *p = &j->p;
     j->dot = NULL;
-    j->by_rows = p->M > SMALL_SIDE;
+    /* Wide products on AVX2 split by columns: each core then reads half of B, and all of the
+     * (small) A, where split by rows each core streams all of B from L3 (2 threads, against
+     * OpenBLAS: 32 x 12544 x 32 0.92x by rows, 1.11x by columns; 192 x 784 x 32 0.97x, 1.17x).
+     * The AVX-512 route keeps the split it was measured with. */
+    j->by_rows = p->M > SMALL_SIDE && !(hg_gemm_kernel() == HG_GEMM_KERNEL_AVX2 && p->N >= WIDE_N);
     j->units = j->by_rows ? (p->M + 3) / 4 : (p->N + 63) / 64;
     small_run(j);
 }
@@ -208,7 +218,7 @@ static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     bool a_k = !ta || (M == 1 && lda == 1), a_i = ta || (K == 1 && lda == 1);
     bool b_k = tb || (N == 1 && ldb == 1), b_n = !tb || (K == 1 && ldb == 1);
     if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) return SMALL_DOT;
-    bool wide = hg_gemm_kernel() == HG_GEMM_KERNEL_AVX512 && N >= WIDE_N && K <= WIDE_K &&
+    bool wide = hg_gemm_kernel() >= HG_GEMM_KERNEL_AVX2 && N >= WIDE_N && K <= WIDE_K &&
                 M <= WIDE_M && wide_not_packed(M, N, K);
     if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE || wide)) return SMALL_AXPY;
     if (a_i && N == 1 && ldc == 1) return SMALL_AXPY_T;

@@ -6,18 +6,22 @@
 #ifdef HG_GEMM_HAVE_X86
 #include <immintrin.h>
 
+#include "kernels/cpu/post_avx2.h"
 #include "kernels/cpu/tr8.h"
 
 #define HG_TGT __attribute__((target("avx2,fma")))
 #define KNAME(x) x##_avx2
 #define VW 8
-/* 16 vector registers: tiles of 8 accumulators leave room for the operands (4 x 2 for axpy:
- * half the loads of B per multiply-add of 2 x 4). */
+/* 16 vector registers. dot: 2 x 4 tiles (8 accumulators and the 4 vectors of B). axpy: 4 x 3
+ * vectors, 12 accumulators (enough to hide the multiply-add latency on two FMA ports), the 3
+ * vectors of B's row k and one broadcast A(i, k); 4 x 2 lost to OpenBLAS on the wide shallow
+ * products (gemm.c, WIDE_N). */
 #define DOT_MR 2
 #define AXPY_MR 4
-#define AXPY_NVM 2
+#define AXPY_NVM 3
 #define AXPY_NV1 8
 typedef __m256 vf;
+#define V_POST hg_post_m256
 
 static inline HG_TGT vf v_zero(void) { return _mm256_setzero_ps(); }
 static inline HG_TGT vf v_set1(float x) { return _mm256_set1_ps(x); }

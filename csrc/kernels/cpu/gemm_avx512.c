@@ -6,6 +6,8 @@
 #ifdef HG_GEMM_HAVE_X86
 #include <immintrin.h>
 
+#include "kernels/cpu/post_avx512.h"
+
 #define HG_TGT __attribute__((target("avx512f,avx2,fma")))
 #define KNAME(x) x##_avx512
 #define VW 16
@@ -14,6 +16,7 @@
 #define AXPY_NVM 4
 #define AXPY_NV1 8
 typedef __m512 vf;
+#define V_POST hg_post_m512
 
 static inline HG_TGT vf v_zero(void) { return _mm512_setzero_ps(); }
 static inline HG_TGT vf v_set1(float x) { return _mm512_set1_ps(x); }

@@ -11,6 +11,8 @@
  *   AXPY_MR, AXPY_NVM, AXPY_NV1
  *                   rows of C per axpy tile, and its width in vectors (AXPY_NV1 for single-row
  *                   products, which have the registers for a wider tile)
+ *   V_POST(po, v)   optional: hg_post_f32's activation on one vector, bit for bit (the axpy
+ *                   tiles then add the bias and apply it in registers)
  * The tile functions are forced inline with constant tile sizes, so their accumulator arrays
  * become registers and the loops over them unroll; one switch picks the instance per tile.
  */
@@ -114,8 +116,11 @@ HG_TGT void KNAME(hg_gemm_dot)(const hg_gemm_small_args *p, int64_t j0, int64_t 
 
 /* ---- axpy: C(i, :) = alpha sum_k A(i, k) B(k, :) + beta C(i, :) ---------------------------- */
 
+#ifndef V_POST
 /* C(row, :) in the n floats at c = post(c + bias[row]) (no bias: post(c)) while they are in L1,
- * as the packed kernel's epilogue does; hg_post_f32's loops vectorise here for the set. */
+ * as the packed kernel's epilogue does; hg_post_f32's loops vectorise here for the set. Sets
+ * with V_POST(post, v) (core/post.h's activation on one vector, bit for bit) apply both in
+ * registers before the store instead. */
 static inline HG_TGT void axpy_epi(const hg_gemm_small_args *p, float *restrict c, int64_t n,
                                    int64_t row)
 {
@@ -125,6 +130,7 @@ static inline HG_TGT void axpy_epi(const hg_gemm_small_args *p, float *restrict 
     }
     hg_post_f32(p->post, c, n);
 }
+#endif
 
 /* The mr x (nv vectors) tile of C at (i, n); with `tail` (then nv == 1) a single partial vector
  * of `rem` lanes. Each A(i, k) is broadcast and multiplies the tile's part of B's row k. */
@@ -133,32 +139,42 @@ INLINE_TILE void axpy_tile(const hg_gemm_small_args *p, const int mr, const int 
 {
     const int64_t K = p->K, ars = p->ars, acs = p->acs, ldb = p->ldb;
     const float *a = p->A + i * ars, *b = p->B + n;
-    vf acc[AXPY_MR][AXPY_NVMAX], av[AXPY_MR];
+    vf acc[AXPY_MR][AXPY_NVMAX];
     for (int r = 0; r < mr; r++)
         for (int v = 0; v < nv; v++) acc[r][v] = v_zero();
     for (int64_t k = 0; k < K; k++) {
         const float *bk = b + k * ldb;
-        for (int r = 0; r < mr; r++) av[r] = v_set1(a[r * ars + k * acs]);
-        for (int v = 0; v < nv; v++) {
-            vf bv = tail ? v_loadn(bk, rem) : v_load(bk + v * VW);
-            for (int r = 0; r < mr; r++) acc[r][v] = v_fma(av[r], bv, acc[r][v]);
+        vf bv[AXPY_NVMAX];
+        for (int v = 0; v < nv; v++) bv[v] = tail ? v_loadn(bk, rem) : v_load(bk + v * VW);
+        for (int r = 0; r < mr; r++) {
+            const vf av = v_set1(a[r * ars + k * acs]);
+            for (int v = 0; v < nv; v++) acc[r][v] = v_fma(av, bv[v], acc[r][v]);
         }
     }
     const vf valpha = v_set1(p->alpha), vbeta = v_set1(p->beta);
     const int keep = p->beta != 0;
     for (int r = 0; r < mr; r++) {
         float *cp = p->C + (i + r) * p->rsc + n;
+#ifdef V_POST
+        const vf vbias = v_set1(p->bias ? p->bias[i + r] : 0.0f);
+#endif
         for (int v = 0; v < nv; v++) {
             vf y = v_mul(acc[r][v], valpha);
             if (tail) {
                 if (keep) y = v_fma(vbeta, v_loadn(cp, rem), y);
-                v_storen(cp, y, rem);
             } else {
                 if (keep) y = v_fma(vbeta, v_load(cp + v * VW), y);
-                v_store(cp + v * VW, y);
             }
+#ifdef V_POST /* axpy_epi's arithmetic in registers: the same bits, one store */
+            if (p->bias) y = v_add(y, vbias);
+            y = V_POST(p->post, y);
+#endif
+            if (tail) v_storen(cp, y, rem);
+            else v_store(cp + v * VW, y);
         }
+#ifndef V_POST
         if (p->bias || p->post) axpy_epi(p, cp, tail ? rem : nv * VW, i + r);
+#endif
     }
 }
 
