@@ -139,8 +139,10 @@ hg_status hg_tensor_copy_any(const hg_tensor *src, hg_tensor *dst)
                         (long long)src->size, hg_dtype_name(src->dtype), (long long)dst->size,
                         hg_dtype_name(dst->dtype));
     if (hg_data(src) == hg_data(dst)) return HG_OK;
-    return hg_device_memcpy(hg_data(dst), gpu_of(dst), hg_data(src), gpu_of(src),
-                            hg_tensor_nbytes(dst));
+    hg_status st = hg_device_memcpy(hg_data(dst), gpu_of(dst), hg_data(src), gpu_of(src),
+                                    hg_tensor_nbytes(dst));
+    hg_tensor_wrote(dst);
+    return st;
 }
 
 hg_status hg_tensor_write_bytes(hg_tensor *t, const void *src, size_t nbytes)
@@ -148,7 +150,9 @@ hg_status hg_tensor_write_bytes(hg_tensor *t, const void *src, size_t nbytes)
     if (nbytes != hg_tensor_nbytes(t))
         return hg_error(HG_ERR_VALUE, "a buffer of %zu bytes for an array of %zu bytes", nbytes,
                         hg_tensor_nbytes(t));
-    return hg_device_memcpy(hg_data(t), gpu_of(t), src, -1, nbytes);
+    hg_status st = hg_device_memcpy(hg_data(t), gpu_of(t), src, -1, nbytes);
+    hg_tensor_wrote(t);
+    return st;
 }
 
 hg_status hg_tensor_read_bytes(const hg_tensor *t, void *dst, size_t nbytes)
@@ -161,5 +165,7 @@ hg_status hg_tensor_read_bytes(const hg_tensor *t, void *dst, size_t nbytes)
 
 hg_status hg_tensor_zero(hg_tensor *t)
 {
-    return hg_device_memzero(gpu_of(t), hg_data(t), hg_tensor_nbytes(t));
+    hg_status st = hg_device_memzero(gpu_of(t), hg_data(t), hg_tensor_nbytes(t));
+    hg_tensor_wrote(t);
+    return st;
 }

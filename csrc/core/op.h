@@ -92,6 +92,8 @@ enum {
                                * callback: a deployment without it (the C predictor) refuses it */
     HG_OP_VIEW = 1 << 7,      /* output 0 is input 0's elements, in order, under another shape
                                * (Reshape, Flatten): a plan may alias it instead of copying */
+    HG_OP_AUX_IN_TRAIN = 1 << 8, /* writes the inputs it updates only when is_train (BatchNorm's
+                                  * moving statistics): an inference call leaves them as they are */
 };
 
 /* A gradient rule (see graph/grad.h): emits the backward ops of one node into a graph. */
@@ -159,6 +161,12 @@ static inline bool hg_op_mutates_input_a(const hg_op_def *op, const hg_attrs *a,
 {
     uint32_t m = op->get_mutate_inputs && a ? op->get_mutate_inputs(a) : op->mutate_inputs;
     return i >= 0 && i < 32 && ((m >> i) & 1u);
+}
+
+/* Whether a call (is_train as given) writes input i: the write versions of core/tensor.h. */
+static inline bool hg_op_writes_input(const hg_op_def *op, const hg_attrs *a, bool is_train, int i)
+{
+    return hg_op_mutates_input_a(op, a, i) && (is_train || !(op->flags & HG_OP_AUX_IN_TRAIN));
 }
 
 /* Registry. The ops layer installs its family list (NULL-terminated tables of definitions,

@@ -162,6 +162,12 @@ hg_status hg_op_run(const hg_op_def *op, const hg_attrs *a, bool is_train, int n
     else if (op->forward) st = op->forward(op, a, &ctx, nin, in, nout, out);
     else st = hg_ew_forward(op, a, nin, in, out[0]);
     if (t0 && st == HG_OK) hg_prof_op(op->name, NULL, t0);
+    /* written: the outputs (given ones are existing memory) and the inputs the op updates,
+     * also after a failure, which may have written part of them */
+    for (int i = 0; i < nout; i++)
+        if (!made[i]) hg_tensor_wrote(out[i]);
+    for (int i = 0; i < nin; i++)
+        if (hg_op_writes_input(op, a, is_train, i)) hg_tensor_wrote(in[i]);
 done:
     /* A GPU workspace goes back to its device's cache: work queued on it runs first (one stream
      * per device), so the next user of the block is ordered after it. */

@@ -136,6 +136,39 @@ static hg_tensor *tensor_header(int ndim, const int64_t *shape, hg_dtype dtype)
     return t;
 }
 
+/* ---- write versions (tensor.h) ---- */
+
+static hg_atomic_u64 g_version = 1;
+
+static uint64_t next_version(void) { return atomic_fetch_add(&g_version, 1); }
+
+uint64_t hg_storage_version(const hg_storage *s)
+{
+    if (atomic_load(&s->exports) > 0) return 0;
+    return atomic_load(&s->version);
+}
+
+void hg_storage_wrote(hg_storage *s)
+{
+    /* after the writes (sequentially consistent): a reader that sees the old version may have
+     * read a mix, and keys it under the old version, which matches nothing from now on */
+    unsigned long long v = atomic_load(&s->version);
+    while (v != 0 && !atomic_compare_exchange_weak(&s->version, &v, next_version())) {
+    }
+}
+
+void hg_storage_untrack(hg_storage *s) { atomic_store(&s->version, 0); }
+
+void hg_storage_export(hg_storage *s) { atomic_fetch_add(&s->exports, 1); }
+
+void hg_storage_unexport(hg_storage *s)
+{
+    hg_storage_wrote(s);
+    atomic_fetch_sub(&s->exports, 1);
+}
+
+uint64_t hg_tensor_version(const hg_tensor *t) { return t ? hg_storage_version(t->storage) : 0; }
+
 static hg_status tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, bool zeroed,
                             hg_tensor **out)
 {
@@ -160,6 +193,8 @@ static hg_status tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, bool
     s->device_id = 0;
     s->deleter = NULL;
     s->deleter_ctx = NULL;
+    atomic_init(&s->version, next_version());
+    atomic_init(&s->exports, 0);
     t->storage = s;
     *out = t;
     return HG_OK;
@@ -200,6 +235,8 @@ hg_status hg_tensor_from_data(void *data, int ndim, const int64_t *shape, hg_dty
     s->device_id = 0;
     s->deleter = deleter;
     s->deleter_ctx = ctx;
+    atomic_init(&s->version, 0); /* memory of the caller's: its writes are not seen */
+    atomic_init(&s->exports, 0);
     t->storage = s;
     *out = t;
     return HG_OK;
@@ -281,7 +318,12 @@ int hg_tensor_ndim(const hg_tensor *t) { return t->ndim; }
 const int64_t *hg_tensor_shape(const hg_tensor *t) { return t->shape; }
 int64_t hg_tensor_size(const hg_tensor *t) { return t->size; }
 hg_dtype hg_tensor_dtype(const hg_tensor *t) { return t->dtype; }
-void *hg_tensor_data(const hg_tensor *t) { return hg_data(t); }
+/* The public C API's pointer: the caller may write through it at any time, unseen. */
+void *hg_tensor_data(const hg_tensor *t)
+{
+    hg_storage_untrack(t->storage);
+    return hg_data(t);
+}
 size_t hg_tensor_nbytes(const hg_tensor *t) { return (size_t)t->size * hg_dtype_size(t->dtype); }
 
 hg_status hg_tensor_copy_from(hg_tensor *t, const void *src, size_t nbytes)

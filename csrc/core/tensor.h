@@ -19,11 +19,13 @@
 #include <atomic>
 typedef std::atomic<long> hg_atomic_long;
 typedef std::atomic<int> hg_atomic_int;
+typedef std::atomic<unsigned long long> hg_atomic_u64;
 extern "C" {
 #else
 #include <stdatomic.h>
 typedef atomic_long hg_atomic_long;
 typedef atomic_int hg_atomic_int;
+typedef _Atomic unsigned long long hg_atomic_u64;
 #endif
 
 typedef struct hg_storage {
@@ -33,6 +35,10 @@ typedef struct hg_storage {
     int device_type, device_id;
     void (*deleter)(void *ctx); /* NULL: data came from hg_alloc and goes back there */
     void *deleter_ctx;
+    /* The write version (hg_storage_version): 0 for memory whose writes are not all seen (the
+     * zero of a storage made field by field, foreign or arena memory, a pointer handed out). */
+    hg_atomic_u64 version;
+    hg_atomic_int exports; /* writable views handed to other code and not yet given back */
 } hg_storage;
 
 /* The device an op's output on device type t gets: MXNet's cpu_pinned (3) and cpu_shared (5)
@@ -58,6 +64,29 @@ typedef struct hg_meta {
     hg_dtype dtype;
     int64_t shape[HG_MAX_NDIM];
 } hg_meta;
+
+/* Write versions: what a plan's prepared weights (exec/prep.h) are keyed on. A storage made by
+ * hg_tensor_new* starts with a version no storage has had; every path that writes into existing
+ * memory (an op's given or mutated arrays, copies, files read into place, MPI, a writable buffer
+ * given back) then calls hg_storage_wrote, which gives it another. Versions come from one
+ * process-wide counter, so a (storage, version) pair never names two contents, even when freed
+ * memory is reused. hg_storage_version is 0 (matches nothing) for untracked memory and while a
+ * writable view is out; hg_storage_untrack makes a storage untracked for good (its pointer was
+ * handed to code that may write at any time). Thread-safe. */
+HG_API uint64_t hg_storage_version(const hg_storage *s);
+HG_API void hg_storage_wrote(hg_storage *s);
+HG_API void hg_storage_untrack(hg_storage *s);
+/* A writable view handed out (buffer protocol, DLPack) and given back: the storage reads as
+ * untracked in between, and counts as written when it comes back. */
+HG_API void hg_storage_export(hg_storage *s);
+HG_API void hg_storage_unexport(hg_storage *s);
+/* hg_storage_wrote on t's storage (t may be NULL). */
+static inline void hg_tensor_wrote(hg_tensor *t)
+{
+    if (t) hg_storage_wrote(t->storage);
+}
+/* The version of t's storage, for tests (0: untracked). */
+HG_API uint64_t hg_tensor_version(const hg_tensor *t);
 
 static inline void *hg_data(const hg_tensor *t) { return (char *)t->storage->data + t->offset; }
 #define HG_DATA(t, T) ((T *)hg_data(t))

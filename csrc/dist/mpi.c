@@ -378,8 +378,16 @@ static void pack(const hg_tensor *t, const wire *w, void *dst)
     else memcpy(dst, hg_data(t), (size_t)t->size * w->esize);
 }
 
+static void unpack_values(hg_tensor *t, const wire *w, const void *src, double scale);
+
 /* Writes the reduced wire values back into t, times scale (1 or 1/size). */
 static void unpack(hg_tensor *t, const wire *w, const void *src, double scale)
+{
+    unpack_values(t, w, src, scale);
+    hg_tensor_wrote(t);
+}
+
+static void unpack_values(hg_tensor *t, const wire *w, const void *src, double scale)
 {
     int64_t n = t->size;
     if (w->dtype == HG_DTYPE_F16) {
@@ -562,6 +570,7 @@ hg_status hg_dist_broadcast(hg_tensor *const *ts, int n, int root)
             if (st == HG_OK)
                 st = watched("broadcast", mpi_bcast(p + off, (int)cnt, g.h.t_byte, root));
         }
+        hg_tensor_wrote(ts[i]);
     }
 done:
     pthread_mutex_unlock(&g_lock);

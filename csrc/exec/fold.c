@@ -3,6 +3,7 @@
  * so the step scales the weights (small) instead of normalising the activations (large). The
  * step keeps the convolution's output buffer so training runs the two ops unchanged. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
@@ -57,10 +58,10 @@ static size_t conv_ws(const hg_plan *p, int conv)
     return round_up(op->workspace(p->nodes[conv]->attrs, p->nodes[conv]->nin, im));
 }
 
-/* Whether the folded step scales the convolution's output rather than its weights: whichever
- * has fewer elements. The weights are rewritten at every call (they may change between calls),
- * which at batch 1 in a deep layer (7x7 outputs, 4608 weights per filter) costs far more than
- * the output. Either way the result is BN(conv(x, W) + b) up to rounding. */
+/* Whether the folded step scales the convolution's output rather than its weights, where the
+ * plan cannot keep folded weights (prep_weights): whichever has fewer elements. Weights folded
+ * at every call cost, at batch 1 in a deep layer (7x7 outputs, 4608 weights per filter), far
+ * more than the output. Either way the result is BN(conv(x, W) + b) up to rounding. */
 static bool scales_output(int64_t out_size, int64_t weight_size) { return out_size < weight_size; }
 
 /* Workspace: the convolution's, the scales and shifts (F each), then the scaled weights when
@@ -133,9 +134,68 @@ static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tens
     return st;
 }
 
-/* Fold step s's folded parameters into area (scales, bias, weights); returns the weights and
- * sets *bias. */
-static float *fold_params(const hg_plan *p, const hg_pstep *s, hg_tensor **cur, char *area,
+/* ---- folded weights kept between runs ----------------------------------------------------
+ * The folded weights W * s (s from gamma and the moving variance) are a pass over all of W. A
+ * run keeps them per step, keyed on the write versions (core/tensor.h) and addresses of W,
+ * gamma and the variance, and later runs take them while none of the three was written: the
+ * pass then runs once, not at every call. The folded bias and the scales (F values each) are
+ * still made at every call. A source that is untracked (version 0: memory whose writes are not
+ * all seen) keeps nothing: the step folds at every call, as it always did. Runs hold the
+ * plan's lock, which guards the kept copies. */
+#define PREP_SRC 3
+
+typedef struct hg_prep {
+    uint64_t version[PREP_SRC];
+    const void *addr[PREP_SRC];
+    float *wf; /* the folded weights, `bytes` long (NULL: none kept) */
+    size_t bytes;
+} hg_prep;
+
+void hg_fold_prep_free(hg_plan *p)
+{
+    for (int i = 0; p->prep && i < p->nsteps; i++) hg_free(p->prep[i].wf, p->prep[i].bytes);
+    free(p->prep);
+    p->prep = NULL;
+}
+
+/* Step s's kept weights for these sources (w, gamma, var), scaled by sc now if they were not
+ * kept or a source was written since; NULL when they cannot be kept (the caller folds into
+ * its workspace). */
+static float *prep_weights(hg_plan *p, const hg_pstep *s, const hg_tensor *const src[PREP_SRC],
+                           const float *sc, int64_t F, int64_t per)
+{
+    size_t bytes = (size_t)(F * per) * sizeof(float);
+    if (!bytes) return NULL;
+    uint64_t version[PREP_SRC];
+    const void *addr[PREP_SRC];
+    /* the versions before the values: a write in between leaves an old version on new values,
+     * which the next run's versions no longer match */
+    for (int k = 0; k < PREP_SRC; k++) {
+        if (!(version[k] = hg_storage_version(src[k]->storage))) return NULL;
+        addr[k] = hg_data(src[k]);
+    }
+    if (!p->prep && !(p->prep = calloc((size_t)p->nsteps, sizeof *p->prep))) return NULL;
+    hg_prep *e = &p->prep[s - p->steps];
+    if (e->wf && e->bytes == bytes && !memcmp(e->version, version, sizeof version) &&
+        !memcmp(e->addr, addr, sizeof addr))
+        return e->wf;
+    if (e->bytes != bytes) {
+        hg_free(e->wf, e->bytes);
+        e->bytes = 0;
+        if (!(e->wf = hg_alloc(bytes))) return NULL;
+        e->bytes = bytes;
+    }
+    memset(e->version, 0, sizeof e->version); /* nothing valid until the pass is done */
+    affine(e->wf, hg_data(src[0]), sc, NULL, F, per, F, NULL);
+    memcpy(e->version, version, sizeof version);
+    memcpy(e->addr, addr, sizeof addr);
+    return e->wf;
+}
+
+/* Step s's folded parameters: scales and bias into area, the weights kept by the plan
+ * (prep_weights) or, where they cannot be kept and `room` says area has space for them, into
+ * area after the bias. Returns the weights (NULL: not kept and no room) and sets *bias. */
+static float *fold_params(hg_plan *p, const hg_pstep *s, hg_tensor **cur, char *area, bool room,
                           float **bias)
 {
     const int *sin = p->sin + s->in_base;
@@ -143,15 +203,18 @@ static float *fold_params(const hg_plan *p, const hg_pstep *s, hg_tensor **cur, 
     const hg_tensor *w = cur[sin[1]];
     int64_t F = w->shape[0], per = F ? w->size / F : 0;
     float *sc = (float *)area, *bf = (float *)(area + round_up((size_t)F * 4));
-    float *wf = (float *)((char *)bf + round_up((size_t)F * 4));
     const float *cb = s->pnin == 3 ? hg_data(cur[sin[2]]) : NULL;
     const float *gamma = hg_data(cur[sin[s->pnin]]), *beta = hg_data(cur[sin[s->pnin + 1]]);
     const float *mean = hg_data(cur[sin[s->pnin + 2]]), *var = hg_data(cur[sin[s->pnin + 3]]);
     fold_scales(gamma, var, b->attrs->v[attr(b->op, "eps")].f,
                 b->attrs->v[attr(b->op, "fix_gamma")].b, F, sc);
     fold_bias(cb, mean, beta, sc, F, bf);
-    affine(wf, hg_data(w), sc, NULL, F, per, F, NULL);
     *bias = bf;
+    const hg_tensor *src[PREP_SRC] = {w, cur[sin[s->pnin]], cur[sin[s->pnin + 3]]};
+    float *wf = prep_weights(p, s, src, sc, F, per);
+    if (wf || !room) return wf;
+    wf = (float *)((char *)bf + round_up((size_t)F * 4));
+    affine(wf, hg_data(w), sc, NULL, F, per, F, NULL);
     return wf;
 }
 
@@ -184,7 +247,8 @@ static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
     const hg_tensor *w = cin[1];
     int64_t F = w->shape[0];
     hg_tensor *y = bout[0];
-    if (scales_output(y->size, w->size)) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
+    float *bf, *wf = fold_params(p, s, cur, ws + cws, !scales_output(y->size, w->size), &bf);
+    if (!wf) { /* y = conv(x, W) + b, then (y - mean) * s + beta */
         float *sc = (float *)(ws + cws), *sh = (float *)(ws + cws + round_up((size_t)F * 4));
         const float *beta = hg_data(bin[2]), *mean = hg_data(bin[3]);
         fold_scales(hg_data(bin[1]), hg_data(bin[4]), b->attrs->v[attr(b->op, "eps")].f,
@@ -196,8 +260,7 @@ static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
         affine(yd, yd, sc, sh, rows, rows ? y->size / rows : 0, F, post);
         return HG_OK;
     }
-    float *bf, *wf = fold_params(p, s, cur, ws + cws, &bf);
-    /* the folded weights and bias as tensors over the workspace */
+    /* the folded weights and bias as tensors over their memory */
     hg_storage st_w = {0}, st_b = {0};
     atomic_init(&st_w.refcount, 1);
     atomic_init(&st_b.refcount, 1);
@@ -268,8 +331,8 @@ static bool run_pair(hg_plan *p, const hg_pstep *a, const hg_pstep *s, hg_tensor
     hg_dw_geom dw;
     if (!hg_conv_pwdw_geom(p->nodes[a->producer]->attrs, p->nodes[s->producer]->attrs, &mx, &dw))
         return false;
-    float *b1, *b2, *w1 = fold_params(p, a, cur, ws + region(p, s->producer), &b1);
-    float *w2 = fold_params(p, s, cur, ws, &b2);
+    float *b1, *b2, *w1 = fold_params(p, a, cur, ws + region(p, s->producer), true, &b1);
+    float *w2 = fold_params(p, s, cur, ws, true, &b2);
     const hg_tensor *wt = cur[p->sin[a->in_base + 1]];
     hg_tensor *y = cur[p->sout[s->out_base + 1]];
     return hg_pwdw_fwd_f32(mx.shape[0], mx.shape[1], wt->shape[0], &dw, hg_data(x), w1, b1,

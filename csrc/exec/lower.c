@@ -83,6 +83,7 @@ void hg_plan_clear(hg_plan *p)
     free(p->alias_e);
     p->alias_e = NULL;
     p->nalias = 0;
+    hg_fold_prep_free(p); /* before the steps: it counts them */
     free(p->steps);
     free(p->sin);
     free(p->sout);

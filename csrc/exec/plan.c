@@ -27,6 +27,7 @@ void hg_plan_free(hg_plan *p)
     free(p->entry);
     free(p->input_entry);
     free(p->fed_slot);
+    free(p->in_writes);
     free(p->head_entry);
     for (int i = 0; p->cf && i < p->n; i++) hg_cflow_free(p->cf[i]);
     free(p->cf);
@@ -115,6 +116,22 @@ static hg_status analyse(hg_plan *p, const hg_sentry *inputs)
     }
     for (int h = 0; h < p->nheads; h++) p->uses[p->head_entry[h]]++;
     free(want);
+    /* the inputs the run writes, by entry then by slot */
+    uint8_t *wr = calloc((size_t)p->nentries + 1, 1);
+    if (!wr) return hg_error(HG_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const hg_snode *nd = p->nodes[i];
+        if (!p->needed[i] || !nd->op) continue;
+        for (int k = 0; k < nd->nin; k++) {
+            uint8_t *w = &wr[input_entry_of(p, i, k)];
+            if (nd->nsub) *w |= 3;
+            if (hg_op_writes_input(nd->op, nd->attrs, false, k)) *w |= 1;
+            if (hg_op_writes_input(nd->op, nd->attrs, true, k)) *w |= 2;
+        }
+    }
+    for (int k = 0; k < p->ninputs; k++)
+        p->in_writes[k] = p->input_entry[k] >= 0 ? wr[p->input_entry[k]] : 0;
+    free(wr);
     return st;
 }
 
@@ -153,8 +170,10 @@ hg_status hg_plan_create_entries(const hg_symbol *s, int ninputs, const hg_sentr
             p->head_entry[h] = p->entry[head_pos[h]] + p->sym->heads[h].index;
         p->meta = calloc((size_t)(e + 1), sizeof(hg_meta));
         p->fed_slot = malloc(sizeof(int) * (size_t)(e + 1));
+        p->in_writes = malloc((size_t)ninputs + 1);
         p->uses = malloc(sizeof(int) * (size_t)(e + 1));
-        if (!p->meta || !p->fed_slot || !p->uses) st = hg_error(HG_ERR_MEMORY, "out of memory");
+        if (!p->meta || !p->fed_slot || !p->uses || !p->in_writes)
+            st = hg_error(HG_ERR_MEMORY, "out of memory");
     }
     if (st == HG_OK) st = analyse(p, inputs);
     if (st == HG_OK && !(p->cf = calloc((size_t)p->n + 1, sizeof *p->cf)))
@@ -741,6 +760,11 @@ static hg_status run_locked(hg_plan *p, hg_tensor *const *inputs, bool is_train,
             hg_tensor_free(outputs[h]);
             outputs[h] = NULL;
         }
+    /* written: the caller's outputs and the inputs the steps update (core/tensor.h) */
+    for (int h = 0; h < p->nheads; h++)
+        if (given[h]) hg_tensor_wrote(outputs[h]);
+    for (int k = 0; k < p->ninputs; k++)
+        if (p->in_writes[k] & (is_train ? 2 : 1)) hg_tensor_wrote(inputs[k]);
     if (given != given_stack) free(given);
     /* The aliases' headers go back to the arena storage they hold a reference to. */
     for (int a = 0; a < p->nalias; a++) {

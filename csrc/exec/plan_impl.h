@@ -53,6 +53,10 @@ struct hg_plan {
     int ninputs;
     int *input_entry; /* input slot -> entry (-1: unused by the graph) */
     int *fed_slot; /* entry -> input slot, or -1 */
+    /* input slot -> 1: a step writes it in inference, 2: in training (BatchNorm's moving
+     * statistics, an optimizer's state; a control-flow node's inputs, all, both ways): the
+     * run counts them as written (core/tensor.h's write versions) */
+    uint8_t *in_writes;
     int nheads;
     int *head_entry;
     bool *needed; /* node runs (dead-code elimination, fed values) */
@@ -78,6 +82,10 @@ struct hg_plan {
     size_t arena_bytes;
     hg_plan_stats stats;
 
+    /* Per step (fold steps only): the folded weights of the last inference run, kept while
+     * their sources' write versions stay the same (fold.c). Dropped with the signature. */
+    struct hg_prep *prep;
+
     void *arena; /* current arena (kept with HG_PLAN_STATIC_ALLOC) */
     size_t arena_cap;
     hg_storage *arena_storage; /* storage every arena header shares; data = arena */
@@ -93,6 +101,8 @@ hg_status hg_plan_run_fused(hg_plan *p, const hg_pstep *s, hg_tensor **cur);
 bool hg_fold_match(const hg_plan *p, int bn, int conv);
 size_t hg_fold_workspace(const hg_plan *p, int conv);
 hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train);
+/* Frees the folded weights kept for p's steps (hg_plan_clear). */
+void hg_fold_prep_free(hg_plan *p);
 /* Whether fold steps a (a pointwise convolution) and b (a depthwise one on a's output) can run
  * as one pass, and the workspace b then needs. */
 bool hg_fold_pair_match(const hg_plan *p, const hg_pstep *a, const hg_pstep *b);

@@ -218,7 +218,7 @@ hg_status hg_text_parse_csv(const char *text, size_t len, int64_t first_line, co
     if (st == HG_OK) {
         int64_t shape[2] = {rows, width};
         st = hg_tensor_new(2, shape, dtype, out);
-        if (st == HG_OK && buf.len) memcpy(hg_tensor_data(*out), buf.data, buf.len);
+        if (st == HG_OK && buf.len) memcpy(hg_data(*out), buf.data, buf.len);
     }
     free(buf.data);
     return st;
@@ -298,7 +298,7 @@ static hg_status to_tensor(const growbuf *g, hg_dtype dtype, size_t item, hg_ten
 {
     int64_t n = (int64_t)(g->len / item);
     hg_status st = hg_tensor_new(1, &n, dtype, out);
-    if (st == HG_OK && g->len) memcpy(hg_tensor_data(*out), g->data, g->len);
+    if (st == HG_OK && g->len) memcpy(hg_data(*out), g->data, g->len);
     return st;
 }
 

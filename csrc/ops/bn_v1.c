@@ -263,6 +263,7 @@ const hg_op_def hg_ops_bn_v1[] = {
      .infer = v1_infer,
      .forward = v1_forward,
      .grad = v1_grad,
+     .flags = HG_OP_AUX_IN_TRAIN,
      .mutate_inputs = (1u << 3) | (1u << 4)},
     {.name = "_backward_BatchNorm_v1",
      .doc = "gradient of BatchNorm_v1 from (ograd, data, gamma, mean, var, moving_mean, "
@@ -276,6 +277,7 @@ const hg_op_def hg_ops_bn_v1[] = {
      .num_outputs = 3,
      .infer = v1_bwd_infer,
      .forward = v1_backward,
+     .flags = HG_OP_AUX_IN_TRAIN,
      .mutate_inputs = (1u << 5) | (1u << 6)},
     {.name = NULL},
 };

@@ -36,7 +36,7 @@ static hg_status new_zeros(const hg_meta *m, int gpu, hg_tensor **out)
 {
     if (gpu >= 0) return hg_tensor_new_on(m, HG_DEVICE_GPU, gpu, true, out);
     HG_TRY(hg_tensor_new_meta(m, out));
-    memset(hg_tensor_data(*out), 0, hg_tensor_nbytes(*out));
+    memset(hg_data(*out), 0, hg_tensor_nbytes(*out));
     return HG_OK;
 }
 
@@ -366,7 +366,8 @@ hg_status hg_predictor_set_input(hg_predictor *p, const char *name, const void *
                         hg_tensor_nbytes(t), nbytes);
     }
     if (p->gpu >= 0) return hg_tensor_write_bytes(t, data, nbytes);
-    if (nbytes) memcpy(hg_tensor_data(t), data, nbytes);
+    if (nbytes) memcpy(hg_data(t), data, nbytes);
+    hg_tensor_wrote(t);
     return HG_OK;
 }
 
@@ -407,7 +408,7 @@ hg_status hg_predictor_get_output(const hg_predictor *p, int index, void *dst, s
                         hg_tensor_nbytes(t), nbytes);
     }
     if (p->gpu >= 0) return hg_tensor_read_bytes(t, dst, nbytes);
-    if (nbytes) memcpy(dst, hg_tensor_data(t), nbytes);
+    if (nbytes) memcpy(dst, hg_data(t), nbytes);
     return HG_OK;
 }
 

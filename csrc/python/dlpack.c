@@ -58,9 +58,12 @@ typedef struct {
     int64_t shape[HG_MAX_NDIM], strides[HG_MAX_NDIM];
 } export_ctx;
 
+/* The consumer may write through the tensor until it gives it back: the storage reads as
+ * untracked in between, and counts as written after (core/tensor.h's write versions). */
 static void export_deleter(DLManagedTensor *m)
 {
     export_ctx *c = (export_ctx *)m;
+    hg_storage_unexport(c->t->storage);
     hg_tensor_free(c->t);
     free(c);
 }
@@ -68,6 +71,7 @@ static void export_deleter(DLManagedTensor *m)
 static void export_deleter_v(DLManagedTensorVersioned *m)
 {
     export_ctx *c = m->manager_ctx;
+    hg_storage_unexport(c->t->storage);
     hg_tensor_free(c->t);
     free(c);
 }
@@ -106,6 +110,7 @@ PyObject *hgpy_dlpack(PyObject *self, PyObject *args, PyObject *kw)
     export_ctx *c = calloc(1, sizeof *c);
     if (!c) return PyErr_NoMemory();
     hg_tensor_retain(t);
+    hg_storage_export(t->storage);
     c->t = t;
     int64_t stride = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {

@@ -52,9 +52,16 @@ static PyObject *get_size(NDArrayObject *self, void *c)
 }
 static PyObject *get_ndim(NDArrayObject *self, void *c) { return PyLong_FromLong(self->t->ndim); }
 static PyObject *get_flag(NDArrayObject *self, void *c) { return PyLong_FromLong(self->t->dtype); }
+/* The address goes to code that may write through it at any time (ctypes, a C extension):
+ * the storage is untracked from now on (core/tensor.h's write versions). */
 static PyObject *get_ptr(NDArrayObject *self, void *c)
 {
+    hg_storage_untrack(self->t->storage);
     return PyLong_FromVoidPtr(hg_data(self->t));
+}
+static PyObject *get_version(NDArrayObject *self, void *c)
+{
+    return PyLong_FromUnsignedLongLong(hg_storage_version(self->t->storage));
 }
 static PyObject *get_storage_id(NDArrayObject *self, void *c)
 {
@@ -141,6 +148,8 @@ static PyGetSetDef k_getset[] = {
     {"_dtype_flag", (getter)get_flag, NULL, "MXNet type flag", NULL},
     {"_data_ptr", (getter)get_ptr, NULL, "address of the first element", NULL},
     {"_storage_id", (getter)get_storage_id, NULL, "identity of the underlying storage", NULL},
+    {"_write_version", (getter)get_version, NULL,
+     "the storage's write version (0: untracked; see core/tensor.h)", NULL},
     {"_in_graph", (getter)get_in_graph, NULL, "whether ops on it are recorded now", NULL},
     {"_fresh_grad", (getter)get_fresh_grad, (setter)set_fresh_grad,
      "gradient buffer written by backward since the last optimizer update", NULL},
@@ -334,6 +343,13 @@ static Py_hash_t nd_hash(PyObject *self) { return _Py_HashPointer(self); }
 
 /* ---- buffer protocol --------------------------------------------------------------------- */
 
+/* What a view keeps: the array it shows (retained: _take_handle may give the object another
+ * while the view is out), then its shape and strides. */
+typedef struct buf_state {
+    hg_tensor *t;
+    Py_ssize_t arr[];
+} buf_state;
+
 static int getbuffer(NDArrayObject *self, Py_buffer *view, int flags)
 {
     hg_tensor *t = self->t;
@@ -344,17 +360,23 @@ static int getbuffer(NDArrayObject *self, Py_buffer *view, int flags)
                      t->storage->device_id);
         return -1;
     }
-    Py_ssize_t *arr = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(t->ndim ? t->ndim : 1));
-    if (!arr) {
+    buf_state *b = PyMem_Malloc(sizeof *b + sizeof(Py_ssize_t) * 2 * (size_t)t->ndim);
+    if (!b) {
         PyErr_NoMemory();
         return -1;
     }
-    Py_ssize_t item = (Py_ssize_t)hg_dtype_size(t->dtype), stride = item;
+    Py_ssize_t *arr = b->arr, item = (Py_ssize_t)hg_dtype_size(t->dtype), stride = item;
     for (int i = t->ndim - 1; i >= 0; i--) {
         arr[i] = (Py_ssize_t)t->shape[i];
         arr[t->ndim + i] = stride;
         stride *= (Py_ssize_t)t->shape[i];
     }
+    /* Every view is writable (consumers such as ctypes' from_buffer and NumPy ask without
+     * PyBUF_WRITABLE and write anyway): while one is out the storage reads as untracked, and it
+     * counts as written when the view comes back (core/tensor.h's write versions). */
+    hg_tensor_retain(t);
+    b->t = t;
+    hg_storage_export(t->storage);
     view->buf = hg_data(t);
     view->obj = Py_NewRef((PyObject *)self);
     view->len = (Py_ssize_t)hg_tensor_nbytes(t);
@@ -365,11 +387,17 @@ static int getbuffer(NDArrayObject *self, Py_buffer *view, int flags)
     view->shape = (flags & PyBUF_ND) ? arr : NULL;
     view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? arr + t->ndim : NULL;
     view->suboffsets = NULL;
-    view->internal = arr;
+    view->internal = b;
     return 0;
 }
 
-static void releasebuffer(NDArrayObject *self, Py_buffer *view) { PyMem_Free(view->internal); }
+static void releasebuffer(NDArrayObject *self, Py_buffer *view)
+{
+    buf_state *b = view->internal;
+    hg_storage_unexport(b->t->storage);
+    hg_tensor_free(b->t);
+    PyMem_Free(b);
+}
 
 static PyBufferProcs k_buffer = {(getbufferproc)getbuffer, (releasebufferproc)releasebuffer};
 

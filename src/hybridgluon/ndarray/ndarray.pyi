@@ -210,6 +210,10 @@ class NDArray:
     def _view(self, *args: Any, **kwargs: Any):
         """a view with another shape of the same size"""
         ...
+    @property
+    def _write_version(self) -> Any:
+        """the storage's write version (0: untracked; see core/tensor.h)"""
+        ...
     def abs(self, out: NDArray | None = None, name: str | None = None, **kwargs: Any) -> Any:
         """abs(data)
 
