@@ -193,7 +193,8 @@ static void small_dot(small_job *j)
     small_run(j);
 }
 
-static void small_axpy(small_job *j)
+/* wide: the product took the wide shallow route (small_route's SMALL_AXPY_WIDE). */
+static void small_axpy(small_job *j, bool wide)
 {
     const hg_gemm_small_args *p = &j->p;
     j->dot = NULL;
@@ -201,13 +202,13 @@ static void small_axpy(small_job *j)
      * (small) A, where split by rows each core streams all of B from L3 (2 threads, against
      * OpenBLAS: 32 x 12544 x 32 0.92x by rows, 1.11x by columns; 192 x 784 x 32 0.97x, 1.17x).
      * The AVX-512 route keeps the split it was measured with. */
-    j->by_rows = p->M > SMALL_SIDE && !(hg_gemm_kernel() == HG_GEMM_KERNEL_AVX2 && p->N >= WIDE_N);
+    j->by_rows = p->M > SMALL_SIDE && !(wide && hg_gemm_kernel() == HG_GEMM_KERNEL_AVX2);
     j->units = j->by_rows ? (p->M + 3) / 4 : (p->N + 63) / 64;
     small_run(j);
 }
 
 /* Which of our small-side kernels a product goes to (SMALL_NONE: the BLAS-sized path). */
-enum { SMALL_NONE, SMALL_DOT, SMALL_AXPY, SMALL_AXPY_T };
+enum { SMALL_NONE, SMALL_DOT, SMALL_AXPY, SMALL_AXPY_WIDE, SMALL_AXPY_T };
 
 static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                        int64_t ldc)
@@ -220,7 +221,8 @@ static int small_route(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     if (a_k && b_k && (M <= SMALL_SIDE || N <= SMALL_SIDE)) return SMALL_DOT;
     bool wide = hg_gemm_kernel() >= HG_GEMM_KERNEL_AVX2 && N >= WIDE_N && K <= WIDE_K &&
                 M <= WIDE_M && wide_not_packed(M, N, K);
-    if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE || wide)) return SMALL_AXPY;
+    if (b_n && wide) return SMALL_AXPY_WIDE;
+    if (b_n && (M <= SMALL_SIDE || K <= SMALL_SIDE)) return SMALL_AXPY;
     if (a_i && N == 1 && ldc == 1) return SMALL_AXPY_T;
     return SMALL_NONE;
 }
@@ -260,14 +262,14 @@ static void small_run_f32(int route, bool ta, bool tb, int64_t M, int64_t N, int
         p->rsc = swap ? 1 : ldc;
         p->csc = swap ? ldc : 1;
         small_dot(&j);
-    } else if (route == SMALL_AXPY) {
+    } else if (route == SMALL_AXPY || route == SMALL_AXPY_WIDE) {
         *p = (hg_gemm_small_args){M, N,   K, alpha, beta, A,    0,   ta ? 1 : lda, ta ? lda : 1,
                                   B, ldb, C, ldc,   1,    bias, post};
-        small_axpy(&j);
+        small_axpy(&j, route == SMALL_AXPY_WIDE);
     } else { /* C^T = op(B)^T op(A)^T, one row of N == 1 */
         *p = (hg_gemm_small_args){1, M, K, alpha, beta, B, 0, 0, tb ? 1 : ldb, A, ta ? lda : 1,
                                   C, 0, 1};
-        small_axpy(&j);
+        small_axpy(&j, false);
     }
 }
 
@@ -290,7 +292,7 @@ static int small_epi_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, floa
 {
     int route = small_route(ta, tb, M, N, K, lda, ldb, ldc);
     if (route == SMALL_NONE) return 0;
-    if (route != SMALL_AXPY) return -1;
+    if (route != SMALL_AXPY && route != SMALL_AXPY_WIDE) return -1;
     small_run_f32(route, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, post);
     return 1;
 }
