@@ -41,7 +41,8 @@ def test_op_reads_keep_the_version():
 
 
 @pytest.mark.parametrize('how', ['setitem', 'slice', 'iadd', 'out', 'copyto', 'fill_op',
-                                 'zero_grad_like', 'mutated_bn_aux'])
+                                 'setitem_numpy', 'setitem_scalar_row', 'reinit',
+                                 'mutated_bn_aux'])
 def test_writes_change_the_version(how):
     a = mx.nd.ones((4, 3))
     v = ver(a)
@@ -57,8 +58,12 @@ def test_writes_change_the_version(how):
         mx.nd.zeros((4, 3)).copyto(a)
     elif how == 'fill_op':
         mx.nd.zeros((4, 3), out=a)
-    elif how == 'zero_grad_like':
-        a[:] = mx.nd.array(np.full((4, 3), 7, np.float32))
+    elif how == 'setitem_numpy':
+        a[:] = np.full((4, 3), 7, np.float32)
+    elif how == 'setitem_scalar_row':
+        a[2] = 5.0
+    elif how == 'reinit':  # an initializer writing into the array it is given
+        mx.init.Uniform()(mx.init.InitDesc('w_weight'), a)
     elif how == 'mutated_bn_aux':
         mean, var = mx.nd.zeros((3,)), mx.nd.ones((3,))
         vm, vv = ver(mean), ver(var)
