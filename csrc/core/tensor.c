@@ -167,8 +167,6 @@ void hg_storage_unexport(hg_storage *s)
     atomic_fetch_sub(&s->exports, 1);
 }
 
-uint64_t hg_tensor_version(const hg_tensor *t) { return t ? hg_storage_version(t->storage) : 0; }
-
 static hg_status tensor_new(int ndim, const int64_t *shape, hg_dtype dtype, bool zeroed,
                             hg_tensor **out)
 {

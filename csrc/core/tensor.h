@@ -65,7 +65,7 @@ typedef struct hg_meta {
     int64_t shape[HG_MAX_NDIM];
 } hg_meta;
 
-/* Write versions: what a plan's prepared weights (exec/prep.h) are keyed on. A storage made by
+/* Write versions: what a plan's kept folded weights (exec/fold.c) are keyed on. A storage made by
  * hg_tensor_new* starts with a version no storage has had; every path that writes into existing
  * memory (an op's given or mutated arrays, copies, files read into place, MPI, a writable buffer
  * given back) then calls hg_storage_wrote, which gives it another. Versions come from one
@@ -74,7 +74,7 @@ typedef struct hg_meta {
  * writable view is out; hg_storage_untrack makes a storage untracked for good (its pointer was
  * handed to code that may write at any time). Thread-safe. */
 HG_API uint64_t hg_storage_version(const hg_storage *s);
-HG_API void hg_storage_wrote(hg_storage *s);
+void hg_storage_wrote(hg_storage *s);
 HG_API void hg_storage_untrack(hg_storage *s);
 /* A writable view handed out (buffer protocol, DLPack) and given back: the storage reads as
  * untracked in between, and counts as written when it comes back. */
@@ -85,8 +85,6 @@ static inline void hg_tensor_wrote(hg_tensor *t)
 {
     if (t) hg_storage_wrote(t->storage);
 }
-/* The version of t's storage, for tests (0: untracked). */
-HG_API uint64_t hg_tensor_version(const hg_tensor *t);
 
 static inline void *hg_data(const hg_tensor *t) { return (char *)t->storage->data + t->offset; }
 #define HG_DATA(t, T) ((T *)hg_data(t))
