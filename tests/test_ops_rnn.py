@@ -230,7 +230,11 @@ def _gemm_lib():
 @pytest.mark.parametrize('level', [0, 2, 3])  # BLAS, AVX2+FMA, AVX-512F
 @pytest.mark.parametrize('mode,N,L,bi,P', [('lstm', 11, 2, True, None), ('gru', 20, 1, False, None),
                                            ('rnn_tanh', 9, 2, False, None),
-                                           ('lstm', 13, 1, True, 3)])
+                                           ('lstm', 13, 1, True, 3),
+                                           # last row blocks of 4 (AVX2) / 6 and 7 (AVX-512)
+                                           ('lstm', 16, 1, False, None),
+                                           ('gru', 22, 1, True, None),
+                                           ('rnn_tanh', 31, 1, False, None)])
 def test_packed_recurrent_kernels(level, mode, N, L, bi, P):
     """float32 with more than 8 batch rows runs the recurrent products on packed weights
     (kernels/cpu/rnn_gemm.h, per instruction set): forward against NumPy, gradients against the
