@@ -305,7 +305,13 @@ static int small_epi_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, floa
  * 64 x 3136 x 576 1.07x, 1024^3 1.03x; but 64^3 0.75x and 512 x 16 x 512 0.92x. From 1e6
  * multiply-adds (nd.dot, 2 threads, minimum of 7, noisy to +-10%): 128^3 32 -> 20 us,
  * 512 x 32 x 128 29 -> 20, 32 x 256 x 256 35 -> 25, 256 x 49 x 256 (ResNet-18's 14x14
- * Winograd products at batch 1, that layer 1.2 -> 1.07 ms) 47 -> 39; 100^3 15 -> 20. */
+ * Winograd products at batch 1, that layer 1.2 -> 1.07 ms) 47 -> 39; 100^3 15 -> 20.
+ * No AVX2 counterpart: a prototype with the weights packed once (output channels on the lanes,
+ * 16 x 6 tiles, K in blocks of 128, bias and clip applied in registers and the tile transposed
+ * into C's rows, B unpacked or in 8-channel blocks) ran at 0.8-1.1x OpenBLAS plus its epilogue
+ * pass on MobileNetV2's deep 1x1 products at batch 1 (960 x 49 x 160, 160 x 49 x 960,
+ * 576 x 196 x 96, 384 x 196 x 64, ...; one thread, cold weights, median of 41 paired rounds on
+ * the 2-core AMD EPYC machine): OpenBLAS's packing is cheaper than its kernel is fast. */
 #define PACKED_MIN_N 24
 #define PACKED_MIN_MNK 1e6
 

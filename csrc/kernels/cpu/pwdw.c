@@ -86,7 +86,15 @@ static void unit_range(void *ctx, int64_t u0, int64_t u1)
 /* G: the planes a unit makes. At most the buffer's worth, a multiple of 12 (the rows of the
  * packed GEMM kernel's tile) or, where the depthwise kernel works in blocks of 16 channels
  * (outputs of at most 16 x 16), of 48; and small enough that there are four units per thread
- * when the images alone give too few. */
+ * when the images alone give too few.
+ * With large planes a unit is then a few planes (32 -> 32 channels at 112 x 112, batch 1: 4),
+ * and each unit reads the whole input image. Units of a few output rows with all the planes
+ * instead (the expanded rows a band needs, the rows two bands share kept, the depthwise pass
+ * on the band, its rows copied out) read it once, but were slower on the 2-core AMD EPYC
+ * machine (one thread, paired rounds in one process): 0.86-0.93x for 32 -> 32 at 112 x 112,
+ * 0.64-0.89x for 16 -> 96 at 112 x 112 stride 2, and 0.96x on MobileNetV2 at batch 1. The
+ * band's product, its input rows one plane (50 KB) apart, ran 1.5x slower than the long rows
+ * here unless the rows were first copied together, and the copies ate the gain. */
 static int64_t group_size(int64_t N, int64_t F, int64_t I, const hg_dw_geom *dw)
 {
     int64_t G = (int64_t)BUF_FLOATS / I, step = dw->out[1] * dw->out[2] <= 256 ? 48 : 12;
