@@ -94,7 +94,7 @@ static void hg_rnn_pack(const float *B, bool tb, int64_t K, int64_t Ncols, int64
             STORE(C + r * ldc + (VW), acc[r][1]);                                               \
         }                                                                                       \
     }                                                                                           \
-    /* one copy per row count (1..8; callers pass at most MR_FULL), each a constant */          \
+    /* one copy per row count up to MR_FULL (callers pass no more), each a constant */         \
     TGT static void NAME(int mr, int64_t K, const float *A, int64_t lda, const float *pp,       \
                          float *C, int64_t ldc)                                                 \
     {                                                                                           \
@@ -105,8 +105,12 @@ static void hg_rnn_pack(const float *B, bool tb, int64_t K, int64_t Ncols, int64
         case 4: NAME##_rows(4, K, A, lda, pp, C, ldc); break;                                   \
         case 5: NAME##_rows(5, K, A, lda, pp, C, ldc); break;                                   \
         case 6: NAME##_rows(6, K, A, lda, pp, C, ldc); break;                                   \
-        case 7: NAME##_rows(7, K, A, lda, pp, C, ldc); break;                                   \
-        case 8: NAME##_rows(8, K, A, lda, pp, C, ldc); break;                                   \
+        case 7:                                                                                 \
+            if ((MR_FULL) >= 7) NAME##_rows(7, K, A, lda, pp, C, ldc);                            \
+            break;                                                                              \
+        case 8:                                                                                 \
+            if ((MR_FULL) >= 8) NAME##_rows(8, K, A, lda, pp, C, ldc);                            \
+            break;                                                                              \
         default: break;                                                                         \
         }                                                                                       \
     }
