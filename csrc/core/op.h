@@ -79,6 +79,9 @@ typedef struct hg_exec_ctx {
     int device_id;       /* the GPU a GPU kernel runs on (core/device.h); 0 for the CPU */
     hg_post post;        /* an activation for the output (core/post.h): only plans set one,
                           * only on Convolution's float32 CPU forward (exec/lower.c) */
+    const void *prep;    /* input 1 in the op's prepared form, made by its `prep` from the
+                          * values input 1 has now (prep_bytes long; NULL: none) */
+    size_t prep_bytes;
 } hg_exec_ctx;
 
 enum {
@@ -133,6 +136,15 @@ struct hg_op_def {
     int ew_arity; /* 1 or 2: number of array operands of the tile function */
     /* Bytes of scratch memory the forward needs (NULL: none). */
     size_t (*workspace)(const hg_attrs *a, int nin, const hg_meta *in);
+    /* Weights prepared once for many calls (NULL: the op has no such form; an inference plan
+     * keeps them, exec/fold.c). prep_bytes: the bytes of input 1's prepared form for these
+     * inputs, 0 where the forward has no use for one. prep: makes it at dst (bytes long) from
+     * input 1's values w. A forward given ctx->prep uses it in place of input 1 only where
+     * ctx->prep_bytes is what prep_bytes says for the call's inputs; the caller keeps it no
+     * longer than input 1 keeps those values. */
+    size_t (*prep_bytes)(const hg_attrs *a, int nin, const hg_meta *in);
+    hg_status (*prep)(const hg_attrs *a, int nin, const hg_meta *in, const void *w, void *dst,
+                      size_t bytes);
     /* Gradient rule (graph/grad.h). NULL with HG_OP_NO_GRAD: no gradient flows through the op;
      * NULL without it: differentiating through the op is an error naming it. */
     hg_grad_rule grad;

@@ -122,12 +122,13 @@ static void fold_bias(const float *bias, const float *mean, const float *beta, c
     for (int64_t f = 0; f < F; f++) bf[f] = ((bias ? bias[f] : 0.0f) - mean[f]) * sc[f] + beta[f];
 }
 
+/* prep: input 1 in the op's prepared form (prep_bytes long), or NULL. */
 static hg_status run_node(hg_plan *p, int node, hg_tensor **in, int nin, hg_tensor **out, int nout,
                           const hg_attrs *a, void *ws, size_t ws_bytes, bool is_train,
-                          const hg_post *post)
+                          const hg_post *post, const void *prep, size_t prep_bytes)
 {
     hg_snode *nd = p->nodes[node];
-    hg_exec_ctx ctx = {is_train, ws, ws_bytes, 0, {HG_POST_NONE, 0, 0}};
+    hg_exec_ctx ctx = {is_train, ws, ws_bytes, 0, {HG_POST_NONE, 0, 0}, prep, prep_bytes};
     if (post) ctx.post = *post;
     hg_status st = nd->op->forward(nd->op, a ? a : nd->attrs, &ctx, nin, in, nout, out);
     if (st != HG_OK) hg_error_prefix(st, "node '%s' (%s): ", nd->name, nd->op->name);
@@ -149,13 +150,86 @@ typedef struct hg_prep {
     const void *addr[PREP_SRC];
     float *wf; /* the folded weights, `bytes` long (NULL: none kept) */
     size_t bytes;
+    void *u; /* wf in the convolution's prepared form (core/op.h), ubytes long (NULL: none) */
+    size_t ubytes;
 } hg_prep;
 
 void hg_fold_prep_free(hg_plan *p)
 {
-    for (int i = 0; p->prep && i < p->nsteps; i++) hg_free(p->prep[i].wf, p->prep[i].bytes);
+    for (int i = 0; p->prep && i < p->nsteps; i++) {
+        hg_free(p->prep[i].wf, p->prep[i].bytes);
+        hg_free(p->prep[i].u, p->prep[i].ubytes);
+    }
     free(p->prep);
     p->prep = NULL;
+}
+
+size_t hg_plan_prep_bytes(const hg_plan *p, int s)
+{
+    return p->prep && s >= 0 && s < p->nsteps && p->prep[s].u ? p->prep[s].ubytes : 0;
+}
+
+/* Entry e's new folded weights in the convolution's prepared form (core/op.h; conv.c packs
+ * them for its deep direct kernel), made here once instead of at every call. None where the op
+ * has no use for one on this layer, or without memory for it: the call then takes the weights
+ * as they are. */
+static void prep_conv(hg_plan *p, const hg_pstep *s, hg_prep *e)
+{
+    const hg_snode *c = p->nodes[s->producer];
+    size_t ub = 0;
+    hg_meta im[3];
+    if (c->op->prep_bytes && c->op->prep && c->nin <= 3) {
+        for (int k = 0; k < c->nin; k++) im[k] = p->meta[in_entry(p, s->producer, k)];
+        ub = c->op->prep_bytes(c->attrs, c->nin, im);
+    }
+    if (ub != e->ubytes) {
+        hg_free(e->u, e->ubytes);
+        e->u = NULL;
+        e->ubytes = 0;
+        if (ub && (e->u = hg_alloc(ub))) e->ubytes = ub;
+    }
+    if (e->u && c->op->prep(c->attrs, c->nin, im, e->wf, e->u, e->ubytes) != HG_OK) {
+        hg_free(e->u, e->ubytes);
+        e->u = NULL;
+        e->ubytes = 0;
+    }
+}
+
+const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *const *in, int nin,
+                         size_t *bytes)
+{
+    const hg_snode *nd = p->nodes[node];
+    *bytes = 0;
+    if (!nd->op->prep_bytes || !nd->op->prep || nin < 2 || nin > 3) return NULL;
+    hg_meta im[3];
+    for (int k = 0; k < nin; k++) im[k] = hg_meta_of(in[k]);
+    size_t ub = nd->op->prep_bytes(nd->attrs, nin, im);
+    uint64_t version = ub ? hg_storage_version(in[1]->storage) : 0;
+    if (!version) return NULL; /* nothing to prepare, or memory whose writes are not all seen */
+    const void *addr = hg_data(in[1]);
+    if (!p->prep && !(p->prep = calloc((size_t)p->nsteps, sizeof *p->prep))) return NULL;
+    hg_prep *e = &p->prep[s - p->steps];
+    if (e->u && e->ubytes == ub && e->version[0] == version && e->addr[0] == addr) {
+        *bytes = ub;
+        return e->u;
+    }
+    memset(e->version, 0, sizeof e->version); /* nothing valid until it is made */
+    if (e->ubytes != ub) {
+        hg_free(e->u, e->ubytes);
+        e->ubytes = 0;
+        if (!(e->u = hg_alloc(ub))) return NULL;
+        e->ubytes = ub;
+    }
+    if (nd->op->prep(nd->attrs, nin, im, addr, e->u, ub) != HG_OK) {
+        hg_free(e->u, e->ubytes);
+        e->u = NULL;
+        e->ubytes = 0;
+        return NULL;
+    }
+    e->version[0] = version;
+    e->addr[0] = addr;
+    *bytes = ub;
+    return e->u;
 }
 
 /* Step s's kept weights for these sources (w, gamma, var), scaled by sc now if they were not
@@ -187,6 +261,7 @@ static float *prep_weights(hg_plan *p, const hg_pstep *s, const hg_tensor *const
     }
     memset(e->version, 0, sizeof e->version); /* nothing valid until the pass is done */
     affine(e->wf, hg_data(src[0]), sc, NULL, F, per, F, NULL);
+    prep_conv(p, s, e);
     memcpy(e->version, version, sizeof version);
     memcpy(e->addr, addr, sizeof addr);
     return e->wf;
@@ -235,8 +310,9 @@ static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
     bool global = b->attrs->v[attr(b->op, "use_global_stats")].b;
     const hg_post *post = &s->post;
     if (is_train && !global) { /* batch statistics: the two ops as they are, then the post */
-        HG_TRY(run_node(p, conv, cin, s->pnin, &conv_out, 1, NULL, ws, cws, is_train, NULL));
-        HG_TRY(run_node(p, bn, bin, 5, bout, 3, NULL, NULL, 0, is_train, NULL));
+        HG_TRY(
+            run_node(p, conv, cin, s->pnin, &conv_out, 1, NULL, ws, cws, is_train, NULL, NULL, 0));
+        HG_TRY(run_node(p, bn, bin, 5, bout, 3, NULL, NULL, 0, is_train, NULL, NULL, 0));
         if (post->kind != HG_POST_NONE) {
             hg_tensor *y = bout[0];
             int64_t rows = y->shape[0] * y->shape[1];
@@ -253,7 +329,7 @@ static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
         const float *beta = hg_data(bin[2]), *mean = hg_data(bin[3]);
         fold_scales(hg_data(bin[1]), hg_data(bin[4]), b->attrs->v[attr(b->op, "eps")].f,
                     b->attrs->v[attr(b->op, "fix_gamma")].b, F, sc);
-        HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train, NULL));
+        HG_TRY(run_node(p, conv, cin, s->pnin, &y, 1, NULL, ws, cws, is_train, NULL, NULL, 0));
         for (int64_t f = 0; f < F; f++) sh[f] = beta[f] - mean[f] * sc[f];
         float *yd = hg_data(y);
         int64_t rows = y->shape[0] * F;
@@ -273,7 +349,12 @@ static hg_status fold_one(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool i
     hg_attrs a = *c->attrs;
     a.v[attr(c->op, "no_bias")].b = false;
     hg_tensor *fin[3] = {cin[0], tw, tb};
-    if (st == HG_OK) st = run_node(p, conv, fin, 3, &bout[0], 1, &a, ws, cws, is_train, post);
+    /* the convolution's own form of the kept weights, made with them (prep_conv) */
+    const hg_prep *e = p->prep ? &p->prep[s - p->steps] : NULL;
+    const void *u = e && e->wf == wf ? e->u : NULL;
+    if (st == HG_OK)
+        st = run_node(p, conv, fin, 3, &bout[0], 1, &a, ws, cws, is_train, post, u,
+                      u ? e->ubytes : 0);
     /* The headers go; the storages (this frame's, count back at 1) are never released. */
     hg_tensor_free(tw);
     hg_tensor_free(tb);

@@ -618,7 +618,7 @@ hg_status hg_plan_lower(hg_plan *p)
 
 hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
 {
-    size_t cap = 256 + (size_t)p->nsteps * 160, len = 0;
+    size_t cap = 256 + (size_t)p->nsteps * 200, len = 0;
     char *t = malloc(cap);
     if (!t) return hg_error(HG_ERR_MEMORY, "out of memory");
 #define PUT(...) len += (size_t)snprintf(t + len, len < cap ? cap - len : 0, __VA_ARGS__)
@@ -628,14 +628,15 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
         if (sp->fold) {
-            PUT("  %d: %s+%s%s%s (folded in inference%s) -> %s\n", s,
-                p->nodes[sp->producer]->op->name, p->nodes[sp->node]->op->name,
-                sp->post_node >= 0 ? "+" : "",
+            size_t kept = hg_plan_prep_bytes(p, s);
+            PUT("  %d: %s+%s%s%s (folded in inference%s", s, p->nodes[sp->producer]->op->name,
+                p->nodes[sp->node]->op->name, sp->post_node >= 0 ? "+" : "",
                 sp->post_node >= 0 ? p->nodes[sp->post_node]->op->name : "",
                 sp->dw_step >= 0   ? "; made inside the depthwise step that reads it"
                 : sp->pw_step >= 0 ? "; runs the pointwise step before it too"
-                                   : "",
-                p->nodes[sp->node]->name);
+                                   : "");
+            if (kept) PUT("; weights kept packed, %zu bytes", kept);
+            PUT(") -> %s\n", p->nodes[sp->node]->name);
         } else if (sp->split) {
             PUT("  %d: %s (%s on the %d arrays of %s, not concatenated)\n", s,
                 p->nodes[sp->node]->name, p->nodes[sp->node]->op->name, sp->split,
@@ -645,12 +646,18 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
             else PUT("  %d: fused[", s);
             for (int g = sp->first; g < sp->first + sp->count && len < cap; g++)
                 PUT("%s%s", g > sp->first ? " " : "", p->nodes[p->gnodes[g]]->op->name);
-            PUT("] -> %s\n", p->nodes[sp->node]->name);
+            PUT("] -> %s", p->nodes[sp->node]->name);
+            size_t kept = hg_plan_prep_bytes(p, s);
+            if (kept) PUT(" (weights kept packed, %zu bytes)", kept);
+            PUT("\n");
         } else {
-            PUT("  %d: %s (%s%s)\n", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name,
+            size_t kept = hg_plan_prep_bytes(p, s);
+            PUT("  %d: %s (%s%s", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name,
                 !sp->alias                                   ? ""
                 : p->nodes[sp->node]->op->flags & HG_OP_VIEW ? ", a view"
                                                              : ", applied by its fold");
+            if (kept) PUT("; weights kept packed, %zu bytes", kept);
+            PUT(")\n");
         }
     }
 #undef PUT

@@ -642,6 +642,9 @@ static hg_status run_op(hg_plan *p, int node, const int *ins, int nin, const int
     for (int k = 0; k < nin; k++) in[k] = cur[ins[k]];
     for (int k = 0; k < nout; k++) out[k] = cur[outs[k]];
     hg_exec_ctx ctx = {is_train, s->ws_bytes ? (char *)p->arena + s->ws_off : NULL, s->ws_bytes};
+    /* weights the op prepares once (conv.c: packed for its deep direct kernel) */
+    if (!is_train && nd->op->prep_bytes)
+        ctx.prep = hg_plan_prep(p, s, node, in, nin, &ctx.prep_bytes);
     hg_status st;
     if (p->cf[node]) st = hg_cflow_run(p->cf[node], is_train, nin, in, nout, out);
     else if (nd->op->forward) st = nd->op->forward(nd->op, nd->attrs, &ctx, nin, in, nout, out);

@@ -103,6 +103,14 @@ size_t hg_fold_workspace(const hg_plan *p, int conv);
 hg_status hg_fold_run(hg_plan *p, const hg_pstep *s, hg_tensor **cur, bool is_train);
 /* Frees the folded weights kept for p's steps (hg_plan_clear). */
 void hg_fold_prep_free(hg_plan *p);
+/* Bytes of the convolution's prepared weights step s keeps now (0: none; core/op.h). */
+size_t hg_plan_prep_bytes(const hg_plan *p, int s);
+/* For a step that runs one op (node) in inference: its input 1 in the op's prepared form
+ * (core/op.h; *bytes long), made once and kept in the step's entry while input 1's write
+ * version and address stay the same; NULL (*bytes 0) where the op has none for these inputs,
+ * or input 1 is untracked, or there is no memory for it. The plan's lock guards the entries. */
+const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *const *in, int nin,
+                         size_t *bytes);
 /* Whether fold steps a (a pointwise convolution) and b (a depthwise one on a's output) can run
  * as one pass, and the workspace b then needs. */
 bool hg_fold_pair_match(const hg_plan *p, const hg_pstep *a, const hg_pstep *b);

@@ -26,6 +26,7 @@
 #include "core/op.h"
 #include "core/parallel.h"
 #include "graph/grad.h"
+#include "kernels/cpu/conv_deep.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/gemm.h"
@@ -188,6 +189,31 @@ static bool is_direct(const hg_conv_geom *g, hg_dtype dt)
     if (g->d[1] != 1 || g->d[2] != 1) return false;
     hg_cdir_geom cg = cdir_geom(g);
     return hg_conv_direct_applies(&cg);
+}
+
+static hg_cdeep_geom cdeep_geom(const hg_conv_geom *g)
+{
+    return (hg_cdeep_geom){.N = g->N,
+                           .C = g->C,
+                           .F = g->F,
+                           .H = g->in[1],
+                           .W = g->in[2],
+                           .OH = g->out[1],
+                           .OW = g->out[2],
+                           .s = g->s[1],
+                           .ph = g->p[1],
+                           .pw = g->p[2]};
+}
+
+/* float32 2-D 3x3 layers, one group, no dilation, the same stride both ways, that
+ * conv_deep.c's size rule takes: its direct kernel, on weights packed once (conv_prep). */
+static bool is_deep(const hg_conv_geom *g, hg_dtype dt)
+{
+    if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1 || g->s[1] != g->s[2]) return false;
+    for (int i = 1; i < 3; i++)
+        if (g->k[i] != 3 || g->d[i] != 1) return false;
+    hg_cdeep_geom cg = cdeep_geom(g);
+    return !is_winograd(g, dt) && hg_conv_deep_applies(&cg);
 }
 
 static hg_dw_geom dw_geom(const hg_conv_geom *g)
@@ -501,12 +527,10 @@ static size_t col_bytes(const hg_conv_geom *g, size_t esize)
     return esize * (size_t)pl.col_e * (size_t)fwd_slots(g, &pl);
 }
 
-static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+/* The workspace of the route the call takes without packed weights. */
+static size_t conv_workspace_own(const hg_conv_geom *gp, const hg_meta *in)
 {
-    (void)nin;
-    if (hg_conv_channel_last(a, CV_LAYOUT)) return 0; /* refused by the forward */
-    hg_conv_geom g;
-    geom_full(a, &in[0], &g);
+    const hg_conv_geom g = *gp;
     if (is_winograd(&g, in[0].dtype)) {
         hg_wino_geom wg = wino_geom(&g);
         return hg_winograd_workspace(&wg, hg_get_num_threads());
@@ -519,6 +543,51 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     /* float copies of data, weight, bias and output after the col buffers */
     return col_bytes(&g, sizeof(float)) +
            sizeof(float) * (size_t)(g.N * g.C * g.I + g.F * g.K + g.F + g.N * g.F * g.P);
+}
+
+/* The route's workspace, or the deep kernel's where a plan may give the call packed weights. */
+static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    if (hg_conv_channel_last(a, CV_LAYOUT)) return 0; /* refused by the forward */
+    hg_conv_geom g;
+    geom_full(a, &in[0], &g);
+    size_t own = conv_workspace_own(&g, in);
+    if (is_deep(&g, in[0].dtype)) {
+        hg_cdeep_geom cg = cdeep_geom(&g);
+        size_t deep = hg_conv_deep_workspace(&cg);
+        return deep > own ? deep : own;
+    }
+    return own;
+}
+
+/* Weights an inference plan keeps between calls (core/op.h; exec/fold.c, exec/plan.c): packed for the deep
+ * direct kernel where it takes the layer (conv_deep.h). */
+static size_t conv_prep_bytes(const hg_attrs *a, int nin, const hg_meta *in)
+{
+    (void)nin;
+    if (hg_conv_channel_last(a, CV_LAYOUT)) return 0;
+    hg_conv_geom g;
+    geom_full(a, &in[0], &g);
+    if (!is_deep(&g, in[0].dtype)) return 0;
+    hg_cdeep_geom cg = cdeep_geom(&g);
+    return hg_conv_deep_packed_bytes(&cg);
+}
+
+static hg_status conv_prep(const hg_attrs *a, int nin, const hg_meta *in, const void *w, void *dst,
+                           size_t bytes)
+{
+    size_t want = conv_prep_bytes(a, nin, in);
+    if (!want || want != bytes)
+        return hg_error(HG_ERR_INTERNAL,
+                        "Convolution: no prepared weights of %zu bytes for this layer (it "
+                        "wants %zu)",
+                        bytes, want);
+    hg_conv_geom g;
+    geom_full(a, &in[0], &g);
+    hg_cdeep_geom cg = cdeep_geom(&g);
+    hg_conv_deep_pack_f32(&cg, w, dst);
+    return HG_OK;
 }
 
 #define T float
@@ -542,6 +611,15 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     hg_conv_geom g;
     geom_full(a, &x, &g);
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
+    if (ctx->prep && is_deep(&g, x.dtype)) { /* packed weights from the plan (conv_prep) */
+        hg_cdeep_geom cg = cdeep_geom(&g);
+        if (ctx->prep_bytes == hg_conv_deep_packed_bytes(&cg) &&
+            ctx->workspace_bytes >= hg_conv_deep_workspace(&cg)) {
+            hg_conv_deep_f32(&cg, hg_data(in[0]), ctx->prep, bias, hg_data(out[0]), &ctx->post,
+                             ctx->workspace);
+            return HG_OK;
+        }
+    }
     if (is_winograd(&g, x.dtype)) {
         hg_wino_geom wg = wino_geom(&g);
         hg_winograd_fwd_f32(&wg, hg_data(in[0]), hg_data(in[1]), bias, hg_data(out[0]), &ctx->post,
@@ -811,6 +889,8 @@ const hg_op_def hg_ops_conv[] = {
      .infer = conv_infer,
      .forward = conv_forward,
      .workspace = conv_workspace,
+     .prep_bytes = conv_prep_bytes,
+     .prep = conv_prep,
      .grad = conv_grad},
     {.name = "_backward_Convolution",
      .doc = "Gradients of Convolution: (data, weight[, bias]) "
