@@ -200,18 +200,20 @@ static hg_cdeep_geom cdeep_geom(const hg_conv_geom *g)
                            .W = g->in[2],
                            .OH = g->out[1],
                            .OW = g->out[2],
+                           .k = g->k[1],
                            .s = g->s[1],
                            .ph = g->p[1],
                            .pw = g->p[2]};
 }
 
-/* float32 2-D 3x3 layers, one group, no dilation, the same stride both ways, that
+/* float32 2-D 3x3 or 1x1 layers, one group, no dilation, the same stride both ways, that
  * conv_deep.c's size rule takes: its direct kernel, on weights packed once (conv_prep). */
 static bool is_deep(const hg_conv_geom *g, hg_dtype dt)
 {
     if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1 || g->s[1] != g->s[2]) return false;
+    if (g->k[1] != g->k[2] || (g->k[1] != 3 && g->k[1] != 1)) return false;
     for (int i = 1; i < 3; i++)
-        if (g->k[i] != 3 || g->d[i] != 1) return false;
+        if (g->d[i] != 1) return false;
     hg_cdeep_geom cg = cdeep_geom(g);
     return !is_winograd(g, dt) && hg_conv_deep_applies(&cg);
 }

@@ -17,25 +17,28 @@
 
 #define CDP_FB 16 /* filters a tile (two vectors) */
 #define CDP_R 6   /* output positions a tile */
-#define CDP_K 9   /* taps: 3 x 3 */
 #define CDP_CB 64 /* channels a block of the taps' loop */
 
 /* The size rule (conv.c adds: where Winograd does not take the layer). Measured on the 2-core
  * AMD EPYC (AVX2), 2 threads, a hybridized Convolution + BatchNorm in inference, this kernel
  * against the route the layer takes without it, median of 15 paired rounds in one process:
- *   512 -> 512 on 7x7, batch 1: 0.85-0.90x the time (im2col + GEMM; 115 GFLOP/s, the GEMM's
- *   cannot repack 9 MB of weights per call for 49 columns); batch 2: 0.83x; batch 4 (Winograd
- *   there): 0.98x;
+ *   512 -> 512 on 7x7, batch 1: 0.85-0.90x the time (115 GFLOP/s; im2col + GEMM repacks 9 MB
+ *   of weights per call for 49 columns); batch 2: 0.83x; batch 4 (Winograd there): 0.98x;
  *   stride 2 into 7x7, 256 -> 512 and 512 -> 512: 0.93-0.95x; into 28x28, 128 -> 256: 1.0x;
  *   64 -> 128 from 56x56: 1.15x (few channels: short tap loops per tile);
  *   Winograd's layers, 256 -> 256 on 14x14: 1.2x; 128 -> 128 on 28x28: 1.9x.
  * Hence at least CDP_MIN_C channels and at most CDP_MAX_NP output positions in the batch.
- * ResNet-18 (benchmarks/ab_switch.py's method, paired rounds): batch 1 0.934x, batch 2 0.956x;
- * its stage-4 layers on 7x7 reach ONNX Runtime's time per layer (benchmarks/profile_layers.py). */
+ * 1x1 layers (the kernel takes them, one tap per channel) lose to the BLAS, whose packing is
+ * small next to their products: MobileNetV2's 160 -> 960, 320 -> 1280 on 7x7 1.15-1.2x the
+ * time, 960 -> 160 and 576 -> 160 1.0x; ResNet's 256 -> 512 stride 2 1.1x. Hence 3x3 only.
+ * ResNet-18 (benchmarks/ab_switch.py's method, paired rounds): batch 1 0.934x, batch 2 0.956x,
+ * resnet18_v2 (no BatchNorm to fold) at batch 1 0.956x; its 7x7 layers then take about ONNX
+ * Runtime's time per layer (benchmarks/profile_layers.py). */
 #define CDP_MIN_C 128
 #define CDP_MAX_NP 128
 
 static int64_t num_fb(const hg_cdeep_geom *g) { return (g->F + CDP_FB - 1) / CDP_FB; }
+static int64_t taps(const hg_cdeep_geom *g) { return g->k * g->k; }
 static int64_t pad_h(const hg_cdeep_geom *g) { return g->H + 2 * g->ph; }
 static int64_t pad_w(const hg_cdeep_geom *g) { return g->W + 2 * g->pw; }
 static int64_t num_tiles(const hg_cdeep_geom *g) { return (g->OH * g->OW + CDP_R - 1) / CDP_R; }
@@ -104,17 +107,18 @@ bool hg_conv_deep_applies(const hg_cdeep_geom *g)
     if (hg_env_on_once(&off, "HG_NO_CONV_DEEP")) return false;
     if (!cpu_ok()) return false;
     if (g->N < 1 || g->C < 1 || g->F < 1 || (g->s != 1 && g->s != 2)) return false;
-    if (g->ph < 0 || g->ph > 2 || g->pw < 0 || g->pw > 2) return false;
-    if (g->OH < 1 || g->OW < 1 || (g->OH - 1) * g->s + 3 > pad_h(g) ||
-        (g->OW - 1) * g->s + 3 > pad_w(g))
+    if ((g->k != 3 && g->k != 1) || g->ph < 0 || g->ph >= g->k || g->pw < 0 || g->pw >= g->k)
+        return false;
+    if (g->OH < 1 || g->OW < 1 || (g->OH - 1) * g->s + g->k > pad_h(g) ||
+        (g->OW - 1) * g->s + g->k > pad_w(g))
         return false;
     if (g->C * pad_h(g) * pad_w(g) > INT32_MAX) return false; /* tap offsets are int32 */
-    return g->C >= CDP_MIN_C && g->N * g->OH * g->OW <= CDP_MAX_NP;
+    return g->k == 3 && g->C >= CDP_MIN_C && g->N * g->OH * g->OW <= CDP_MAX_NP;
 }
 
 size_t hg_conv_deep_packed_bytes(const hg_cdeep_geom *g)
 {
-    return sizeof(float) * (size_t)(num_fb(g) * CDP_FB * g->C * CDP_K);
+    return sizeof(float) * (size_t)(num_fb(g) * CDP_FB * g->C * taps(g));
 }
 
 typedef struct {
@@ -126,14 +130,14 @@ typedef struct {
 static void pack_range(void *ctx, int64_t b0, int64_t b1)
 {
     const pack_job *j = ctx;
-    const int64_t C = j->g->C, F = j->g->F;
+    const int64_t C = j->g->C, F = j->g->F, KK = taps(j->g);
     for (int64_t fb = b0; fb < b1; fb++) {
-        float *dst = j->wp + fb * CDP_FB * C * CDP_K;
+        float *dst = j->wp + fb * CDP_FB * C * KK;
         for (int64_t c = 0; c < C; c++)
-            for (int t = 0; t < CDP_K; t++, dst += CDP_FB)
+            for (int64_t t = 0; t < KK; t++, dst += CDP_FB)
                 for (int l = 0; l < CDP_FB; l++) {
                     const int64_t f = fb * CDP_FB + l;
-                    dst[l] = f < F ? j->w[(f * C + c) * CDP_K + t] : 0.0f;
+                    dst[l] = f < F ? j->w[(f * C + c) * KK + t] : 0.0f;
                 }
     }
 }
@@ -144,9 +148,13 @@ void hg_conv_deep_pack_f32(const hg_cdeep_geom *g, const float *w, float *wp)
     hg_parallel_for(num_fb(g), 1, pack_range, &j);
 }
 
-/* The padded copy, the tiles' sums (per image, block of filters and tile: 6 x 16), then the
- * tap offsets. */
-static int64_t pad_floats(const hg_cdeep_geom *g) { return g->N * g->C * pad_h(g) * pad_w(g); }
+/* The padded copy (none without padding: the kernel reads x), the tiles' sums (per image,
+ * block of filters and tile: 6 x 16), then the tap offsets. */
+static bool padded(const hg_cdeep_geom *g) { return g->ph > 0 || g->pw > 0; }
+static int64_t pad_floats(const hg_cdeep_geom *g)
+{
+    return padded(g) ? g->N * g->C * pad_h(g) * pad_w(g) : 0;
+}
 static int64_t acc_floats(const hg_cdeep_geom *g)
 {
     return g->N * num_fb(g) * num_tiles(g) * CDP_R * CDP_FB;
@@ -155,13 +163,14 @@ static int64_t acc_floats(const hg_cdeep_geom *g)
 size_t hg_conv_deep_workspace(const hg_cdeep_geom *g)
 {
     return sizeof(float) * (size_t)(pad_floats(g) + acc_floats(g)) +
-           sizeof(int32_t) * (size_t)(g->C * CDP_K);
+           sizeof(int32_t) * (size_t)(g->C * taps(g));
 }
 
 typedef struct {
     const hg_cdeep_geom *g;
     const float *x, *wp, *b;
-    float *y, *xp;
+    float *y, *pad;  /* the padded copy (NULL: none) */
+    const float *xp; /* what the tiles read: the padded copy, or x */
     const hg_post *post;
     float *acc;    /* the tiles' sums */
     int32_t *koff; /* tap k's offset in an image's padded copy */
@@ -174,7 +183,7 @@ static void pad_range(void *ctx, int64_t p0, int64_t p1)
     const hg_cdeep_geom *g = j->g;
     const int64_t Hp = pad_h(g), Wp = pad_w(g);
     for (int64_t p = p0; p < p1; p++) {
-        float *dst = j->xp + p * Hp * Wp;
+        float *dst = j->pad + p * Hp * Wp;
         const float *src = j->x + p * g->H * g->W;
         memset(dst, 0, sizeof(float) * (size_t)(g->ph * Wp));
         for (int64_t h = 0; h < g->H; h++) {
@@ -196,23 +205,23 @@ static void unit_range(void *ctx, int64_t u0, int64_t u1)
     const cdp_job *j = ctx;
     const hg_cdeep_geom *g = j->g;
     const int64_t nfb = num_fb(g), C = g->C, F = g->F, OW = g->OW, P = g->OH * OW, s = g->s;
-    const int64_t Wp = pad_w(g), HWp = pad_h(g) * Wp, nt = num_tiles(g);
+    const int64_t Wp = pad_w(g), HWp = pad_h(g) * Wp, nt = num_tiles(g), KK = taps(g);
     float v[CDP_R];
     int64_t off[CDP_R];
     for (int64_t u = u0; u < u1; u++) {
         const int64_t n = u / nfb, f0 = (u - n * nfb) * CDP_FB;
-        const float *xb = j->xp + n * C * HWp, *wb = j->wp + f0 * C * CDP_K;
+        const float *xb = j->xp + n * C * HWp, *wb = j->wp + f0 * C * KK;
         const int64_t nf = F - f0 < CDP_FB ? F - f0 : CDP_FB;
         float *acc = j->acc + u * nt * CDP_R * CDP_FB;
         for (int64_t c0 = 0; c0 < C; c0 += CDP_CB) {
-            const int64_t K = (C - c0 < CDP_CB ? C - c0 : CDP_CB) * CDP_K;
+            const int64_t K = (C - c0 < CDP_CB ? C - c0 : CDP_CB) * KK;
             for (int64_t t = 0; t < nt; t++) {
                 const int64_t p0 = t * CDP_R, R = P - p0 < CDP_R ? P - p0 : CDP_R;
                 for (int64_t r = 0; r < CDP_R; r++) { /* positions past P repeat the last one */
                     const int64_t p = p0 + (r < R ? r : R - 1), oh = p / OW, ow = p - oh * OW;
                     off[r] = oh * s * Wp + ow * s;
                 }
-                tile(xb, j->koff + c0 * CDP_K, off, wb + c0 * CDP_K * CDP_FB, K, c0 > 0,
+                tile(xb, j->koff + c0 * KK, off, wb + c0 * KK * CDP_FB, K, c0 > 0,
                      acc + t * CDP_R * CDP_FB);
             }
         }
@@ -234,13 +243,14 @@ void hg_conv_deep_f32(const hg_cdeep_geom *g, const float *x, const float *wp, c
                       float *y, const hg_post *post, void *ws)
 {
 #ifdef CDP_HAVE_X86
-    float *xp = ws, *acc = xp + pad_floats(g);
-    cdp_job j = {g, x, wp, b, y, xp, post, acc, (int32_t *)(acc + acc_floats(g))};
+    float *acc = (float *)ws + pad_floats(g);
+    float *pad = padded(g) ? ws : NULL;
+    cdp_job j = {g, x, wp, b, y, pad, pad ? pad : x, post, acc, (int32_t *)(acc + acc_floats(g))};
     const int64_t Wp = pad_w(g), HWp = pad_h(g) * Wp;
     for (int64_t c = 0, k = 0; c < g->C; c++)
-        for (int64_t i = 0; i < 3; i++)
-            for (int64_t t = 0; t < 3; t++) j.koff[k++] = (int32_t)(c * HWp + i * Wp + t);
-    hg_parallel_for(g->N * g->C, 64, pad_range, &j);
+        for (int64_t i = 0; i < g->k; i++)
+            for (int64_t t = 0; t < g->k; t++) j.koff[k++] = (int32_t)(c * HWp + i * Wp + t);
+    if (padded(g)) hg_parallel_for(g->N * g->C, 64, pad_range, &j);
     hg_parallel_for(g->N * num_fb(g), 1, unit_range, &j);
 #else /* never called: hg_conv_deep_applies says false */
     (void)g, (void)x, (void)wp, (void)b, (void)y, (void)post, (void)ws;
