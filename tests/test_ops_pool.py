@@ -299,3 +299,48 @@ def test_row_pass_widths(rng, ptype, extra, k, s, p):
         kw = dict(kernel=(2, k), stride=(1, s), pad=(min(p, 1), p), pool_type=ptype,
                   pooling_convention='full', count_include_pad=cip, **extra)
         _check(_run(x, 'float64', **kw), np_pool(x, **_ref_kw(kw)), 'float64')
+
+
+def np_max_pool_grad(x, dy, k, s, p, conv):
+    """Max pooling's gradient in float64 loops: each output's gradient goes to the first element
+    (in row-major order) of its clipped window that equals the window's maximum."""
+    n, c, h, w = x.shape
+    oh, ow = _out_size(h, k, s, p, conv), _out_size(w, k, s, p, conv)
+    dx = np.zeros(x.shape)
+    for i, j in itertools.product(range(oh), range(ow)):
+        h0, w0 = i * s - p, j * s - p
+        ha, hb = max(h0, 0), min(h0 + k, h + p, h)
+        wa, wb = max(w0, 0), min(w0 + k, w + p, w)
+        if ha >= hb or wa >= wb:
+            continue
+        for b, ch in itertools.product(range(n), range(c)):
+            win = x[b, ch, ha:hb, wa:wb]
+            r, q = np.unravel_index(np.argmax(win == win.max()), win.shape)
+            dx[b, ch, ha + r, wa + q] += dy[b, ch, i, j]
+    return dx
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('shape,pad,conv', [
+    ((2, 3, 112, 112), 1, 'valid'),   # ResNet's pooling, smaller batch
+    ((1, 2, 9, 11), 1, 'full'),       # odd sizes: windows past the bottom and right borders
+    ((2, 2, 8, 7), 0, 'valid'),
+    ((1, 3, 10, 6), 0, 'full'),
+    ((1, 1, 3, 3), 1, 'valid'),       # every window on a border
+    ((1, 1, 1, 2), 1, 'full'),
+])
+def test_max_3x3_stride2_gradient(rng, dtype, shape, pad, conv):
+    """The 3x3 stride-2 max pooling gradient (pool.c's poolbw_max33s2, the windows inside the
+    data with fixed offsets) against loops; values rounded to a few levels so that windows hold
+    ties, which go to their first element."""
+    x = np.round(rng.standard_normal(shape) * 2).astype(dtype)
+    kw = dict(kernel=(3, 3), stride=(2, 2), pad=(pad, pad), pooling_convention=conv)
+    xa = nd.array(x, dtype=dtype)
+    xa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Pooling(xa, **kw)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    y.backward(nd.array(dy, dtype=dtype))
+    ref = np_max_pool_grad(x.astype(np.float64), dy.astype(np.float64), 3, 2, pad, conv)
+    np.testing.assert_allclose(xa.grad.asnumpy().astype(np.float64), ref, rtol=TOL[dtype],
+                               atol=TOL[dtype])
