@@ -48,7 +48,14 @@ static int64_t num_tiles(const hg_cdeep_geom *g) { return (g->OH * g->OW + CDP_R
 #define CDP_HAVE_X86 1
 #define TGT __attribute__((target("avx2,fma")))
 
-static bool cpu_ok(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+/* AVX2 + FMA without AVX-512: where AVX-512 is there, the GEMM route runs hybridgluon's own
+ * AVX-512 kernel (sgemm_packed.c, twice the vector width), which this one was not measured
+ * against (no AVX-512 machine at hand when it was written). */
+static bool cpu_ok(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           !__builtin_cpu_supports("avx512f");
+}
 
 /* out[r][0..16) (+= with add) = sum over K taps of the block's weights times position r's input:
  * tap k of position r reads xb[koff[k] + off[r]]. One table of tap offsets rather than nested

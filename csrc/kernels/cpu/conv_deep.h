@@ -9,8 +9,8 @@
  * or 1 (the size rule takes 3 only), zero padding below k. Layouts: x[N, C, H, W],
  * y[N, F, OH, OW], the packed weights of hg_conv_deep_pack_f32, b[F] (may be NULL). With
  * padding, the input is copied once per call, zero-padded, into the workspace; work is split
- * over the kernels' pool by blocks of 16 filters. AVX2 + FMA only (hg_conv_deep_applies says
- * false without them). Sums run in a fixed order (channel, tap row, tap column), so results do
+ * over the kernels' pool by blocks of 16 filters. AVX2 + FMA CPUs without AVX-512 only
+ * (hg_conv_deep_applies says false elsewhere). Sums run in a fixed order (channel, tap row, tap column), so results do
  * not depend on the thread count.
  * Thread-safe; allocates nothing. */
 #ifndef HG_KERNELS_CPU_CONV_DEEP_H
