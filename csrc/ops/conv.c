@@ -165,8 +165,7 @@ static bool wino_wgrad(const hg_conv_geom *g, hg_dtype dt)
     return wino_shape(g, dt) && hg_winograd_bwd_weight_pays(&wg);
 }
 
-/* float32 2-D layers with at most HG_CDIR_MAX_C input channels (first layers on RGB), one
- * group, no dilation, the same stride 1 or 2 both ways: the direct kernel of conv_direct.c. */
+/* The geometry of the direct kernels (conv_direct.h, conv_deep.h). */
 static hg_cdir_geom cdir_geom(const hg_conv_geom *g)
 {
     return (hg_cdir_geom){.N = g->N,
@@ -183,38 +182,28 @@ static hg_cdir_geom cdir_geom(const hg_conv_geom *g)
                           .pw = g->p[2]};
 }
 
-static bool is_direct(const hg_conv_geom *g, hg_dtype dt)
+/* float32 2-D layers, one group, no dilation, the same stride both ways: the geometries of
+ * the direct kernels (conv_direct.c, conv_deep.c), whose own rules then decide. */
+static bool direct_shape(const hg_conv_geom *g, hg_dtype dt)
 {
     if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1 || g->s[1] != g->s[2]) return false;
-    if (g->d[1] != 1 || g->d[2] != 1) return false;
+    return g->d[1] == 1 && g->d[2] == 1;
+}
+
+/* At most HG_CDIR_MAX_C input channels (first layers on RGB), stride 1 or 2: conv_direct.c. */
+static bool is_direct(const hg_conv_geom *g, hg_dtype dt)
+{
+    if (!direct_shape(g, dt)) return false;
     hg_cdir_geom cg = cdir_geom(g);
     return hg_conv_direct_applies(&cg);
 }
 
-static hg_cdeep_geom cdeep_geom(const hg_conv_geom *g)
-{
-    return (hg_cdeep_geom){.N = g->N,
-                           .C = g->C,
-                           .F = g->F,
-                           .H = g->in[1],
-                           .W = g->in[2],
-                           .OH = g->out[1],
-                           .OW = g->out[2],
-                           .k = g->k[1],
-                           .s = g->s[1],
-                           .ph = g->p[1],
-                           .pw = g->p[2]};
-}
-
-/* float32 2-D 3x3 or 1x1 layers, one group, no dilation, the same stride both ways, that
- * conv_deep.c's size rule takes: its direct kernel, on weights packed once (conv_prep). */
+/* Deep layers on few positions that conv_deep.c's rule takes (and Winograd does not): its
+ * direct kernel, on weights packed once (conv_prep). */
 static bool is_deep(const hg_conv_geom *g, hg_dtype dt)
 {
-    if (dt != HG_DTYPE_F32 || g->nsp != 2 || g->G != 1 || g->s[1] != g->s[2]) return false;
-    if (g->k[1] != g->k[2] || (g->k[1] != 3 && g->k[1] != 1)) return false;
-    for (int i = 1; i < 3; i++)
-        if (g->d[i] != 1) return false;
-    hg_cdeep_geom cg = cdeep_geom(g);
+    if (!direct_shape(g, dt)) return false;
+    hg_cdir_geom cg = cdir_geom(g);
     return !is_winograd(g, dt) && hg_conv_deep_applies(&cg);
 }
 
@@ -556,7 +545,7 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     geom_full(a, &in[0], &g);
     size_t own = conv_workspace_own(&g, in);
     if (is_deep(&g, in[0].dtype)) {
-        hg_cdeep_geom cg = cdeep_geom(&g);
+        hg_cdir_geom cg = cdir_geom(&g);
         size_t deep = hg_conv_deep_workspace(&cg);
         return deep > own ? deep : own;
     }
@@ -572,7 +561,7 @@ static size_t conv_prep_bytes(const hg_attrs *a, int nin, const hg_meta *in)
     hg_conv_geom g;
     geom_full(a, &in[0], &g);
     if (!is_deep(&g, in[0].dtype)) return 0;
-    hg_cdeep_geom cg = cdeep_geom(&g);
+    hg_cdir_geom cg = cdir_geom(&g);
     return hg_conv_deep_packed_bytes(&cg);
 }
 
@@ -587,7 +576,7 @@ static hg_status conv_prep(const hg_attrs *a, int nin, const hg_meta *in, const 
                         bytes, want);
     hg_conv_geom g;
     geom_full(a, &in[0], &g);
-    hg_cdeep_geom cg = cdeep_geom(&g);
+    hg_cdir_geom cg = cdir_geom(&g);
     hg_conv_deep_pack_f32(&cg, w, dst);
     return HG_OK;
 }
@@ -614,7 +603,7 @@ static hg_status conv_forward(const hg_op_def *op, const hg_attrs *a, const hg_e
     geom_full(a, &x, &g);
     const void *bias = nin > 2 ? hg_data(in[2]) : NULL;
     if (ctx->prep && is_deep(&g, x.dtype)) { /* packed weights from the plan (conv_prep) */
-        hg_cdeep_geom cg = cdeep_geom(&g);
+        hg_cdir_geom cg = cdir_geom(&g);
         if (ctx->prep_bytes == hg_conv_deep_packed_bytes(&cg) &&
             ctx->workspace_bytes >= hg_conv_deep_workspace(&cg)) {
             hg_conv_deep_f32(&cg, hg_data(in[0]), ctx->prep, bias, hg_data(out[0]), &ctx->post,

@@ -37,11 +37,11 @@
 #define CDP_MIN_C 128
 #define CDP_MAX_NP 128
 
-static int64_t num_fb(const hg_cdeep_geom *g) { return (g->F + CDP_FB - 1) / CDP_FB; }
-static int64_t taps(const hg_cdeep_geom *g) { return g->k * g->k; }
-static int64_t pad_h(const hg_cdeep_geom *g) { return g->H + 2 * g->ph; }
-static int64_t pad_w(const hg_cdeep_geom *g) { return g->W + 2 * g->pw; }
-static int64_t num_tiles(const hg_cdeep_geom *g) { return (g->OH * g->OW + CDP_R - 1) / CDP_R; }
+static int64_t num_fb(const hg_cdir_geom *g) { return (g->F + CDP_FB - 1) / CDP_FB; }
+static int64_t taps(const hg_cdir_geom *g) { return g->kh * g->kw; }
+static int64_t pad_h(const hg_cdir_geom *g) { return g->H + 2 * g->ph; }
+static int64_t pad_w(const hg_cdir_geom *g) { return g->W + 2 * g->pw; }
+static int64_t num_tiles(const hg_cdir_geom *g) { return (g->OH * g->OW + CDP_R - 1) / CDP_R; }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -108,28 +108,28 @@ TGT static void tile(const float *xb, const int32_t *koff, const int64_t *off, c
 static bool cpu_ok(void) { return false; }
 #endif
 
-bool hg_conv_deep_applies(const hg_cdeep_geom *g)
+bool hg_conv_deep_applies(const hg_cdir_geom *g)
 {
     static atomic_int off = -1;
     if (hg_env_on_once(&off, "HG_NO_CONV_DEEP")) return false;
     if (!cpu_ok()) return false;
     if (g->N < 1 || g->C < 1 || g->F < 1 || (g->s != 1 && g->s != 2)) return false;
-    if ((g->k != 3 && g->k != 1) || g->ph < 0 || g->ph >= g->k || g->pw < 0 || g->pw >= g->k)
-        return false;
-    if (g->OH < 1 || g->OW < 1 || (g->OH - 1) * g->s + g->k > pad_h(g) ||
-        (g->OW - 1) * g->s + g->k > pad_w(g))
+    if (g->kh != g->kw || (g->kh != 3 && g->kh != 1)) return false;
+    if (g->ph < 0 || g->ph >= g->kh || g->pw < 0 || g->pw >= g->kw) return false;
+    if (g->OH < 1 || g->OW < 1 || (g->OH - 1) * g->s + g->kh > pad_h(g) ||
+        (g->OW - 1) * g->s + g->kw > pad_w(g))
         return false;
     if (g->C * pad_h(g) * pad_w(g) > INT32_MAX) return false; /* tap offsets are int32 */
-    return g->k == 3 && g->C >= CDP_MIN_C && g->N * g->OH * g->OW <= CDP_MAX_NP;
+    return g->kh == 3 && g->C >= CDP_MIN_C && g->N * g->OH * g->OW <= CDP_MAX_NP;
 }
 
-size_t hg_conv_deep_packed_bytes(const hg_cdeep_geom *g)
+size_t hg_conv_deep_packed_bytes(const hg_cdir_geom *g)
 {
     return sizeof(float) * (size_t)(num_fb(g) * CDP_FB * g->C * taps(g));
 }
 
 typedef struct {
-    const hg_cdeep_geom *g;
+    const hg_cdir_geom *g;
     const float *w;
     float *wp;
 } pack_job;
@@ -149,7 +149,7 @@ static void pack_range(void *ctx, int64_t b0, int64_t b1)
     }
 }
 
-void hg_conv_deep_pack_f32(const hg_cdeep_geom *g, const float *w, float *wp)
+void hg_conv_deep_pack_f32(const hg_cdir_geom *g, const float *w, float *wp)
 {
     pack_job j = {g, w, wp};
     hg_parallel_for(num_fb(g), 1, pack_range, &j);
@@ -157,24 +157,24 @@ void hg_conv_deep_pack_f32(const hg_cdeep_geom *g, const float *w, float *wp)
 
 /* The padded copy (none without padding: the kernel reads x), the tiles' sums (per image,
  * block of filters and tile: 6 x 16), then the tap offsets. */
-static bool padded(const hg_cdeep_geom *g) { return g->ph > 0 || g->pw > 0; }
-static int64_t pad_floats(const hg_cdeep_geom *g)
+static bool padded(const hg_cdir_geom *g) { return g->ph > 0 || g->pw > 0; }
+static int64_t pad_floats(const hg_cdir_geom *g)
 {
     return padded(g) ? g->N * g->C * pad_h(g) * pad_w(g) : 0;
 }
-static int64_t acc_floats(const hg_cdeep_geom *g)
+static int64_t acc_floats(const hg_cdir_geom *g)
 {
     return g->N * num_fb(g) * num_tiles(g) * CDP_R * CDP_FB;
 }
 
-size_t hg_conv_deep_workspace(const hg_cdeep_geom *g)
+size_t hg_conv_deep_workspace(const hg_cdir_geom *g)
 {
     return sizeof(float) * (size_t)(pad_floats(g) + acc_floats(g)) +
            sizeof(int32_t) * (size_t)(g->C * taps(g));
 }
 
 typedef struct {
-    const hg_cdeep_geom *g;
+    const hg_cdir_geom *g;
     const float *x, *wp, *b;
     float *y, *pad;  /* the padded copy (NULL: none) */
     const float *xp; /* what the tiles read: the padded copy, or x */
@@ -187,7 +187,7 @@ typedef struct {
 static void pad_range(void *ctx, int64_t p0, int64_t p1)
 {
     const cdp_job *j = ctx;
-    const hg_cdeep_geom *g = j->g;
+    const hg_cdir_geom *g = j->g;
     const int64_t Hp = pad_h(g), Wp = pad_w(g);
     for (int64_t p = p0; p < p1; p++) {
         float *dst = j->pad + p * Hp * Wp;
@@ -210,7 +210,7 @@ static void pad_range(void *ctx, int64_t p0, int64_t p1)
 static void unit_range(void *ctx, int64_t u0, int64_t u1)
 {
     const cdp_job *j = ctx;
-    const hg_cdeep_geom *g = j->g;
+    const hg_cdir_geom *g = j->g;
     const int64_t nfb = num_fb(g), C = g->C, F = g->F, OW = g->OW, P = g->OH * OW, s = g->s;
     const int64_t Wp = pad_w(g), HWp = pad_h(g) * Wp, nt = num_tiles(g), KK = taps(g);
     float v[CDP_R];
@@ -246,7 +246,7 @@ static void unit_range(void *ctx, int64_t u0, int64_t u1)
 }
 #endif
 
-void hg_conv_deep_f32(const hg_cdeep_geom *g, const float *x, const float *wp, const float *b,
+void hg_conv_deep_f32(const hg_cdir_geom *g, const float *x, const float *wp, const float *b,
                       float *y, const hg_post *post, void *ws)
 {
 #ifdef CDP_HAVE_X86
@@ -255,8 +255,8 @@ void hg_conv_deep_f32(const hg_cdeep_geom *g, const float *x, const float *wp, c
     cdp_job j = {g, x, wp, b, y, pad, pad ? pad : x, post, acc, (int32_t *)(acc + acc_floats(g))};
     const int64_t Wp = pad_w(g), HWp = pad_h(g) * Wp;
     for (int64_t c = 0, k = 0; c < g->C; c++)
-        for (int64_t i = 0; i < g->k; i++)
-            for (int64_t t = 0; t < g->k; t++) j.koff[k++] = (int32_t)(c * HWp + i * Wp + t);
+        for (int64_t i = 0; i < g->kh; i++)
+            for (int64_t t = 0; t < g->kw; t++) j.koff[k++] = (int32_t)(c * HWp + i * Wp + t);
     if (padded(g)) hg_parallel_for(g->N * g->C, 64, pad_range, &j);
     hg_parallel_for(g->N * num_fb(g), 1, unit_range, &j);
 #else /* never called: hg_conv_deep_applies says false */

@@ -21,29 +21,24 @@
 #include <stdint.h>
 
 #include "core/post.h"
+#include "kernels/cpu/conv_direct.h"
 
-typedef struct hg_cdeep_geom {
-    int64_t N, C, F;      /* batch, input channels, filters */
-    int64_t H, W, OH, OW; /* input and output sizes */
-    int64_t k;            /* kernel size (both ways): 3 or 1 */
-    int64_t s, ph, pw;    /* stride, zero padding (below k) */
-} hg_cdeep_geom;
-
-/* Whether the kernel takes this geometry (its shape limits, and the CPU has AVX2 + FMA) and is
- * expected to beat the other routes on it (a size rule; conv_deep.c says why). */
-bool hg_conv_deep_applies(const hg_cdeep_geom *g);
+/* The geometry is conv_direct.h's. Whether the kernel takes it (a square kernel of 3 or 1,
+ * stride 1 or 2, padding below the kernel; the CPU's instruction sets) and is expected to beat
+ * the other routes on it (a size rule; conv_deep.c says why). */
+bool hg_conv_deep_applies(const hg_cdir_geom *g);
 
 /* Bytes of the packed weights, and the packing of w[F, C, k, k] into them: per block of 16
  * filters, per channel and tap, the block's 16 weights side by side (zeros past F). */
-size_t hg_conv_deep_packed_bytes(const hg_cdeep_geom *g);
-void hg_conv_deep_pack_f32(const hg_cdeep_geom *g, const float *w, float *wp);
+size_t hg_conv_deep_packed_bytes(const hg_cdir_geom *g);
+void hg_conv_deep_pack_f32(const hg_cdir_geom *g, const float *w, float *wp);
 
 /* Workspace bytes of the forward: the padded input, the tiles' sums, the taps' offsets. */
-size_t hg_conv_deep_workspace(const hg_cdeep_geom *g);
+size_t hg_conv_deep_workspace(const hg_cdir_geom *g);
 
 /* y = post(conv(x, w) + b), w packed by hg_conv_deep_pack_f32. ws: hg_conv_deep_workspace(g)
  * bytes. */
-void hg_conv_deep_f32(const hg_cdeep_geom *g, const float *x, const float *wp, const float *b,
+void hg_conv_deep_f32(const hg_cdir_geom *g, const float *x, const float *wp, const float *b,
                       float *y, const hg_post *post, void *ws);
 
 #endif
