@@ -177,3 +177,33 @@ def test_switch_off_gives_the_same_outputs():
         r = run_python(['-c', code], env=dict(os.environ, **env))
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip().splitlines()[-1] == want
+
+
+def test_computed_weights_are_not_kept():
+    """Weights the graph computes (here twice a parameter, which is also an output and so
+    lives in fresh memory at every call) are taken as they are, never kept packed: a copy
+    made at every call would only add a pass over them."""
+
+    class Scaled(mx.gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.weight = self.params.get('weight', shape=(200, 128, 3, 3))
+
+        def hybrid_forward(self, F, x, weight):
+            w2 = weight * 2  # also an output: fresh memory at every call, not the arena's
+            return F.Convolution(x, w2, kernel=(3, 3), pad=(1, 1), num_filter=200,
+                                 no_bias=True), w2
+
+    rs = np.random.RandomState(5)
+    x = mx.nd.array(rs.randn(1, 128, 7, 7).astype(np.float32))
+    for static in (True, False):  # the product in the plan's arena, or in fresh memory
+        net = Scaled()
+        net.initialize(mx.init.Xavier())
+        net.hybridize(static_alloc=static, static_shape=static)
+        for _ in range(2):
+            w = net.weight.data().asnumpy().astype('f8') * 2
+            ref = conv_ref(x.asnumpy().astype('f8'), w, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+            _close(net(x)[0].asnumpy(), ref)
+            net.weight.set_data(mx.nd.array(rs.randn(200, 128, 3, 3).astype(np.float32)))
+        assert not _packed(net), net._cached_op.stats()['plan']

@@ -201,6 +201,8 @@ const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *con
     const hg_snode *nd = p->nodes[node];
     *bytes = 0;
     if (!nd->op->prep_bytes || !nd->op->prep || nin < 2 || nin > 3) return NULL;
+    /* weights the graph computes (a variable's only: those change at every call) */
+    if (nd->nin != nin || nd->in[1].node->op) return NULL;
     hg_meta im[3];
     for (int k = 0; k < nin; k++) im[k] = hg_meta_of(in[k]);
     size_t ub = nd->op->prep_bytes(nd->attrs, nin, im);

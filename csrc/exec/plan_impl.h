@@ -108,7 +108,8 @@ size_t hg_plan_prep_bytes(const hg_plan *p, int s);
 /* For a step that runs one op (node) in inference: its input 1 in the op's prepared form
  * (core/op.h; *bytes long), made once and kept in the step's entry while input 1's write
  * version and address stay the same; NULL (*bytes 0) where the op has none for these inputs,
- * or input 1 is untracked, or there is no memory for it. The plan's lock guards the entries. */
+ * or input 1 is not a variable of the graph (a value a step computes), or is untracked, or
+ * there is no memory for it. The plan's lock guards the entries. */
 const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *const *in, int nin,
                          size_t *bytes);
 /* Whether fold steps a (a pointwise convolution) and b (a depthwise one on a's output) can run

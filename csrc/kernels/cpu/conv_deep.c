@@ -183,6 +183,7 @@ typedef struct {
     int32_t *koff; /* tap k's offset in an image's padded copy */
 } cdp_job;
 
+#ifdef CDP_HAVE_X86
 /* Planes [p0, p1) of (image, channel): the zero-padded copy. */
 static void pad_range(void *ctx, int64_t p0, int64_t p1)
 {
@@ -203,7 +204,6 @@ static void pad_range(void *ctx, int64_t p0, int64_t p1)
     }
 }
 
-#ifdef CDP_HAVE_X86
 /* Units [u0, u1) of (image, block of 16 filters): every tile of the image, channel block by
  * channel block (CDP_CB channels: the block's weights, 36 KB, stay in L1 and L2 across the
  * tiles), each tile's sums kept in the unit's part of the workspace between the blocks. */
