@@ -152,6 +152,7 @@ typedef struct hg_prep {
     size_t bytes;
     void *u; /* wf in the convolution's prepared form (core/op.h), ubytes long (NULL: none) */
     size_t ubytes;
+    bool none; /* a plain step whose op prepares nothing for the plan's shapes */
 } hg_prep;
 
 void hg_fold_prep_free(hg_plan *p)
@@ -203,18 +204,23 @@ const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *con
     if (!nd->op->prep_bytes || !nd->op->prep || nin < 2 || nin > 3) return NULL;
     /* weights the graph computes (a variable's only: those change at every call) */
     if (nd->nin != nin || nd->in[1].node->op) return NULL;
+    if (!p->prep && !(p->prep = calloc((size_t)p->nsteps, sizeof *p->prep))) return NULL;
+    hg_prep *e = &p->prep[s - p->steps];
+    if (e->none) return NULL;
+    const uint64_t version = hg_storage_version(in[1]->storage);
+    const void *addr = hg_data(in[1]);
+    if (version && e->u && e->version[0] == version && e->addr[0] == addr) {
+        *bytes = e->ubytes; /* made for this plan's shapes: the forward checks the size */
+        return e->u;
+    }
     hg_meta im[3];
     for (int k = 0; k < nin; k++) im[k] = hg_meta_of(in[k]);
     size_t ub = nd->op->prep_bytes(nd->attrs, nin, im);
-    uint64_t version = ub ? hg_storage_version(in[1]->storage) : 0;
-    if (!version) return NULL; /* nothing to prepare, or memory whose writes are not all seen */
-    const void *addr = hg_data(in[1]);
-    if (!p->prep && !(p->prep = calloc((size_t)p->nsteps, sizeof *p->prep))) return NULL;
-    hg_prep *e = &p->prep[s - p->steps];
-    if (e->u && e->ubytes == ub && e->version[0] == version && e->addr[0] == addr) {
-        *bytes = ub;
-        return e->u;
+    if (!ub) { /* the shapes are the plan's: so for all its calls, not asked again */
+        e->none = true;
+        return NULL;
     }
+    if (!version) return NULL; /* memory whose writes are not all seen */
     memset(e->version, 0, sizeof e->version); /* nothing valid until it is made */
     if (e->ubytes != ub) {
         hg_free(e->u, e->ubytes);
