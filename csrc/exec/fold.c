@@ -174,6 +174,24 @@ size_t hg_plan_prep_bytes(const hg_plan *p, int s)
  * them for its deep direct kernel), made here once instead of at every call. None where the op
  * has no use for one on this layer, or without memory for it: the call then takes the weights
  * as they are. */
+/* e->u = node c's prepared form (ub bytes, > 0) of weights w, its memory reused when the size
+ * is the same; false (none kept) without memory or when the op refuses. */
+static bool make_prep(hg_prep *e, const hg_snode *c, int nin, const hg_meta *im, const void *w,
+                      size_t ub)
+{
+    if (e->ubytes != ub) {
+        hg_free(e->u, e->ubytes);
+        e->ubytes = 0;
+        if (!(e->u = hg_alloc(ub))) return false;
+        e->ubytes = ub;
+    }
+    if (c->op->prep(c->attrs, nin, im, w, e->u, ub) == HG_OK) return true;
+    hg_free(e->u, e->ubytes);
+    e->u = NULL;
+    e->ubytes = 0;
+    return false;
+}
+
 static void prep_conv(hg_plan *p, const hg_pstep *s, hg_prep *e)
 {
     const hg_snode *c = p->nodes[s->producer];
@@ -183,17 +201,13 @@ static void prep_conv(hg_plan *p, const hg_pstep *s, hg_prep *e)
         for (int k = 0; k < c->nin; k++) im[k] = p->meta[in_entry(p, s->producer, k)];
         ub = c->op->prep_bytes(c->attrs, c->nin, im);
     }
-    if (ub != e->ubytes) {
-        hg_free(e->u, e->ubytes);
-        e->u = NULL;
-        e->ubytes = 0;
-        if (ub && (e->u = hg_alloc(ub))) e->ubytes = ub;
+    if (ub) {
+        make_prep(e, c, c->nin, im, e->wf, ub);
+        return;
     }
-    if (e->u && c->op->prep(c->attrs, c->nin, im, e->wf, e->u, e->ubytes) != HG_OK) {
-        hg_free(e->u, e->ubytes);
-        e->u = NULL;
-        e->ubytes = 0;
-    }
+    hg_free(e->u, e->ubytes);
+    e->u = NULL;
+    e->ubytes = 0;
 }
 
 const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *const *in, int nin,
@@ -222,18 +236,7 @@ const void *hg_plan_prep(hg_plan *p, const hg_pstep *s, int node, hg_tensor *con
     }
     if (!version) return NULL; /* memory whose writes are not all seen */
     memset(e->version, 0, sizeof e->version); /* nothing valid until it is made */
-    if (e->ubytes != ub) {
-        hg_free(e->u, e->ubytes);
-        e->ubytes = 0;
-        if (!(e->u = hg_alloc(ub))) return NULL;
-        e->ubytes = ub;
-    }
-    if (nd->op->prep(nd->attrs, nin, im, addr, e->u, ub) != HG_OK) {
-        hg_free(e->u, e->ubytes);
-        e->u = NULL;
-        e->ubytes = 0;
-        return NULL;
-    }
+    if (!make_prep(e, nd, nin, im, addr, ub)) return NULL;
     e->version[0] = version;
     e->addr[0] = addr;
     *bytes = ub;

@@ -628,17 +628,16 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
     for (int s = 0; s < p->nsteps && len < cap; s++) {
         const hg_pstep *sp = &p->steps[s];
         if (sp->fold) {
-            size_t kept = hg_plan_prep_bytes(p, s);
-            PUT("  %d: %s+%s%s%s (folded in inference%s", s, p->nodes[sp->producer]->op->name,
-                p->nodes[sp->node]->op->name, sp->post_node >= 0 ? "+" : "",
+            PUT("  %d: %s+%s%s%s (folded in inference%s) -> %s", s,
+                p->nodes[sp->producer]->op->name, p->nodes[sp->node]->op->name,
+                sp->post_node >= 0 ? "+" : "",
                 sp->post_node >= 0 ? p->nodes[sp->post_node]->op->name : "",
                 sp->dw_step >= 0   ? "; made inside the depthwise step that reads it"
                 : sp->pw_step >= 0 ? "; runs the pointwise step before it too"
-                                   : "");
-            if (kept) PUT("; weights kept packed, %zu bytes", kept);
-            PUT(") -> %s\n", p->nodes[sp->node]->name);
+                                   : "",
+                p->nodes[sp->node]->name);
         } else if (sp->split) {
-            PUT("  %d: %s (%s on the %d arrays of %s, not concatenated)\n", s,
+            PUT("  %d: %s (%s on the %d arrays of %s, not concatenated)", s,
                 p->nodes[sp->node]->name, p->nodes[sp->node]->op->name, sp->split,
                 p->nodes[sp->producer]->name);
         } else if (sp->count > 1 || sp->producer >= 0) {
@@ -647,18 +646,15 @@ hg_status hg_plan_describe_locked(const hg_plan *p, char **out)
             for (int g = sp->first; g < sp->first + sp->count && len < cap; g++)
                 PUT("%s%s", g > sp->first ? " " : "", p->nodes[p->gnodes[g]]->op->name);
             PUT("] -> %s", p->nodes[sp->node]->name);
-            size_t kept = hg_plan_prep_bytes(p, s);
-            if (kept) PUT(" (weights kept packed, %zu bytes)", kept);
-            PUT("\n");
         } else {
-            size_t kept = hg_plan_prep_bytes(p, s);
-            PUT("  %d: %s (%s%s", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name,
+            PUT("  %d: %s (%s%s)", s, p->nodes[sp->node]->name, p->nodes[sp->node]->op->name,
                 !sp->alias                                   ? ""
                 : p->nodes[sp->node]->op->flags & HG_OP_VIEW ? ", a view"
                                                              : ", applied by its fold");
-            if (kept) PUT("; weights kept packed, %zu bytes", kept);
-            PUT(")\n");
         }
+        size_t kept = hg_plan_prep_bytes(p, s);
+        if (kept) PUT(" (weights kept packed, %zu bytes)", kept);
+        PUT("\n");
     }
 #undef PUT
     if (len >= cap) t[cap - 1] = '\0';

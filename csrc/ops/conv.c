@@ -552,8 +552,8 @@ static size_t conv_workspace(const hg_attrs *a, int nin, const hg_meta *in)
     return own;
 }
 
-/* Weights an inference plan keeps between calls (core/op.h; exec/fold.c, exec/plan.c): packed for the deep
- * direct kernel where it takes the layer (conv_deep.h). */
+/* Weights an inference plan keeps between calls (core/op.h; exec/fold.c, exec/plan.c): packed
+ * for the deep direct kernel where it takes the layer (conv_deep.h). */
 static size_t conv_prep_bytes(const hg_attrs *a, int nin, const hg_meta *in)
 {
     (void)nin;
